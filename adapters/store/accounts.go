@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// Repos implements the repository ports of every use case package. Reads go
+// to the read pool and writes to the writer; inside a transaction both are
+// the transaction.
+type Repos struct {
+	read    bun.IDB
+	write   bun.IDB
+	dialect Dialect
+}
+
+var _ accounts.Repos = (*Repos)(nil)
+
+type accountRow struct {
+	bun.BaseModel `bun:"table:accounts"`
+	ID            string    `bun:"id,pk"`
+	Name          string    `bun:"name"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+}
+
+func (r accountRow) domain() account.Account {
+	return account.Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// InsertAccount stores a new account.
+func (r *Repos) InsertAccount(ctx context.Context, a account.Account) error {
+	row := accountRow{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "account")
+}
+
+// UpdateAccount saves an account's mutable fields.
+func (r *Repos) UpdateAccount(ctx context.Context, a account.Account) error {
+	row := accountRow{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	res, err := r.write.NewUpdate().Model(&row).Column("name", "updated_at").WherePK().Exec(ctx)
+	if err != nil {
+		return translate(err, "account")
+	}
+	return requireOneRow(res, "account")
+}
+
+// Account reads one account.
+func (r *Repos) Account(ctx context.Context, id string) (account.Account, error) {
+	var row accountRow
+	if err := r.read.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return account.Account{}, translate(err, "account")
+	}
+	return row.domain(), nil
+}
+
+// Accounts lists every account, oldest first.
+func (r *Repos) Accounts(ctx context.Context) ([]account.Account, error) {
+	var rows []accountRow
+	if err := r.read.NewSelect().Model(&rows).Order("created_at", "id").Scan(ctx); err != nil {
+		return nil, translate(err, "account")
+	}
+	out := make([]account.Account, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// CountAccounts counts accounts.
+func (r *Repos) CountAccounts(ctx context.Context) (int, error) {
+	n, err := r.read.NewSelect().Model((*accountRow)(nil)).Count(ctx)
+	return n, translate(err, "account")
+}
+
+type credentialRow struct {
+	bun.BaseModel `bun:"table:credentials"`
+	ID            string     `bun:"id,pk"`
+	AccountID     string     `bun:"account_id"`
+	Label         string     `bun:"label"`
+	KeyPrefix     string     `bun:"key_prefix"`
+	KeyHash       []byte     `bun:"key_hash"`
+	SecretHash    []byte     `bun:"secret_hash"`
+	CreatedAt     time.Time  `bun:"created_at"`
+	RevokedAt     *time.Time `bun:"revoked_at"`
+}
+
+func (r credentialRow) domain() account.Credential {
+	c := account.Credential{
+		ID: r.ID, AccountID: r.AccountID, Label: r.Label, KeyPrefix: r.KeyPrefix,
+		KeyHash: r.KeyHash, SecretHash: r.SecretHash, CreatedAt: r.CreatedAt.UTC(),
+	}
+	if r.RevokedAt != nil {
+		at := r.RevokedAt.UTC()
+		c.RevokedAt = &at
+	}
+	return c
+}
+
+// InsertCredential stores a new credential.
+func (r *Repos) InsertCredential(ctx context.Context, c account.Credential) error {
+	row := credentialRow{
+		ID: c.ID, AccountID: c.AccountID, Label: c.Label, KeyPrefix: c.KeyPrefix,
+		KeyHash: c.KeyHash, SecretHash: c.SecretHash, CreatedAt: c.CreatedAt, RevokedAt: c.RevokedAt,
+	}
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "credential")
+}
+
+// CredentialByKeyHash finds the credential whose key hashes to keyHash.
+func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
+	var row credentialRow
+	if err := r.read.NewSelect().Model(&row).Where("key_hash = ?", keyHash).Scan(ctx); err != nil {
+		return account.Credential{}, translate(err, "credential")
+	}
+	return row.domain(), nil
+}
+
+// Credentials lists an account's credentials, oldest first.
+func (r *Repos) Credentials(ctx context.Context, accountID string) ([]account.Credential, error) {
+	var rows []credentialRow
+	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("created_at", "id").Scan(ctx); err != nil {
+		return nil, translate(err, "credential")
+	}
+	out := make([]account.Credential, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// RevokeCredential marks a credential revoked (keeping an earlier revocation
+// time) and returns it.
+func (r *Repos) RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error) {
+	_, err := r.write.NewUpdate().Model((*credentialRow)(nil)).
+		Set("revoked_at = ?", at).
+		Where("id = ? AND account_id = ? AND revoked_at IS NULL", id, accountID).
+		Exec(ctx)
+	if err != nil {
+		return account.Credential{}, translate(err, "credential")
+	}
+	var row credentialRow
+	if err := r.write.NewSelect().Model(&row).Where("id = ? AND account_id = ?", id, accountID).Scan(ctx); err != nil {
+		return account.Credential{}, translate(err, "credential")
+	}
+	return row.domain(), nil
+}
+
+type numberRow struct {
+	bun.BaseModel  `bun:"table:numbers"`
+	ID             string    `bun:"id,pk"`
+	AccountID      string    `bun:"account_id"`
+	Number         string    `bun:"number"`
+	Service        string    `bun:"service"`
+	Provider       string    `bun:"provider"`
+	SealedSettings []byte    `bun:"sealed_settings"`
+	Enabled        bool      `bun:"enabled"`
+	CreatedAt      time.Time `bun:"created_at"`
+}
+
+func (r numberRow) domain() account.Number {
+	return account.Number{
+		ID: r.ID, AccountID: r.AccountID, Number: r.Number, Service: account.Service(r.Service),
+		Provider: account.Provider(r.Provider), SealedSettings: r.SealedSettings, Enabled: r.Enabled,
+		CreatedAt: r.CreatedAt.UTC(),
+	}
+}
+
+// InsertNumber stores a new agent number.
+func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
+	row := numberRow{
+		ID: n.ID, AccountID: n.AccountID, Number: n.Number, Service: string(n.Service),
+		Provider: string(n.Provider), SealedSettings: n.SealedSettings, Enabled: n.Enabled, CreatedAt: n.CreatedAt,
+	}
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "number")
+}
+
+// Numbers lists an account's numbers, oldest first.
+func (r *Repos) Numbers(ctx context.Context, accountID string) ([]account.Number, error) {
+	var rows []numberRow
+	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("created_at", "id").Scan(ctx); err != nil {
+		return nil, translate(err, "number")
+	}
+	out := make([]account.Number, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// SetNumberEnabled flips a number's enabled flag and returns the number.
+func (r *Repos) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
+	res, err := r.write.NewUpdate().Model((*numberRow)(nil)).
+		Set("enabled = ?", enabled).
+		Where("id = ? AND account_id = ?", id, accountID).
+		Exec(ctx)
+	if err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	if err := requireOneRow(res, "number"); err != nil {
+		return account.Number{}, err
+	}
+	var row numberRow
+	if err := r.write.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	return row.domain(), nil
+}
+
+type domainRow struct {
+	bun.BaseModel `bun:"table:domains"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	Name          string    `bun:"name"`
+	CreatedAt     time.Time `bun:"created_at"`
+}
+
+// InsertDomain stores a custom email domain.
+func (r *Repos) InsertDomain(ctx context.Context, d account.Domain) error {
+	row := domainRow{ID: d.ID, AccountID: d.AccountID, Name: d.Name, CreatedAt: d.CreatedAt}
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "domain")
+}
+
+// Domains lists an account's custom domains by name.
+func (r *Repos) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
+	var rows []domainRow
+	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("name").Scan(ctx); err != nil {
+		return nil, translate(err, "domain")
+	}
+	out := make([]account.Domain, len(rows))
+	for i, row := range rows {
+		out[i] = account.Domain{ID: row.ID, AccountID: row.AccountID, Name: row.Name, CreatedAt: row.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+type emailAddressRow struct {
+	bun.BaseModel `bun:"table:email_addresses"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	LocalPart     string    `bun:"local_part"`
+	Domain        string    `bun:"domain"`
+	CreatedAt     time.Time `bun:"created_at"`
+}
+
+// EmailAddresses lists an account's email addresses, oldest first.
+func (r *Repos) EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error) {
+	var rows []emailAddressRow
+	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("created_at", "id").Scan(ctx); err != nil {
+		return nil, translate(err, "email address")
+	}
+	out := make([]account.EmailAddress, len(rows))
+	for i, row := range rows {
+		out[i] = account.EmailAddress{ID: row.ID, AccountID: row.AccountID, LocalPart: row.LocalPart, Domain: row.Domain, CreatedAt: row.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+type rowsAffected interface{ RowsAffected() (int64, error) }
+
+// requireOneRow turns an update that touched nothing into NotFound.
+func requireOneRow(res rowsAffected, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("rows affected: %w", err)
+	}
+	if n == 0 {
+		return failure.NotFound(what)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+// Package store implements the application's storage ports on bun, with one
+// code base for both dialects: Postgres through pgdriver for deployments
+// with several replicas, and SQLite (pure Go, no cgo) as the embedded
+// default. Infrastructure errors are translated into domain failures here,
+// at the edge (unique violation → Conflict, no rows → NotFound).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Dialect names the database behind a DB.
+type Dialect string
+
+// The supported databases.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// DB is an open database. On SQLite it keeps two pools: one connection for
+// writes (SQLite allows one writer; queuing writers in Go is cheaper and
+// fairer than letting them spin on the file lock) and several read-only
+// connections that WAL mode lets run beside the writer. On Postgres both are
+// the same pool.
+type DB struct {
+	dialect Dialect
+	write   *bun.DB
+	read    *bun.DB
+	// sqlitePath is the database file, for the migration lock.
+	sqlitePath string
+	base       *Repos
+}
+
+// Options tune Open.
+type Options struct {
+	// MaxConns bounds the Postgres pool (and the SQLite read pool); 0 picks a
+	// default from the number of CPUs.
+	MaxConns int
+}
+
+// Open connects to the database named by rawURL, "sqlite:PATH" or
+// "postgres://…", and checks that it answers.
+func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = 4 * runtime.GOMAXPROCS(0)
+		if maxConns < 8 {
+			maxConns = 8
+		}
+	}
+	var (
+		db  *DB
+		err error
+	)
+	switch {
+	case strings.HasPrefix(rawURL, "sqlite:"):
+		db, err = openSQLite(strings.TrimPrefix(rawURL, "sqlite:"), maxConns)
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		db, err = openPostgres(rawURL, maxConns)
+	default:
+		return nil, fmt.Errorf("database URL must start with sqlite: or postgres://, got %q", redact(rawURL))
+	}
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.Ping(pingCtx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("database %s is unreachable: %w", redact(rawURL), err)
+	}
+	return db, nil
+}
+
+func openPostgres(rawURL string, maxConns int) (*DB, error) {
+	if _, err := url.Parse(rawURL); err != nil {
+		return nil, fmt.Errorf("database URL is malformed: %w", errors.Unwrap(err))
+	}
+	connector := pgdriver.NewConnector(
+		pgdriver.WithDSN(rawURL),
+		pgdriver.WithDialTimeout(5*time.Second),
+		pgdriver.WithApplicationName("switchboard"),
+	)
+	sqldb := sql.OpenDB(connector)
+	sqldb.SetMaxOpenConns(maxConns)
+	sqldb.SetMaxIdleConns(maxConns)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	bdb := bun.NewDB(sqldb, pgdialect.New())
+	db := &DB{dialect: Postgres, write: bdb, read: bdb}
+	db.base = &Repos{read: bdb, write: bdb, dialect: Postgres}
+	return db, nil
+}
+
+func openSQLite(path string, readers int) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite database URL needs a file path, e.g. sqlite:./var/switchboard.db")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	// WAL lets readers run beside the writer; FULL sync makes every commit
+	// survive a power cut, which is what "accepted" promises; busy_timeout
+	// covers other processes (the CLI) holding the lock briefly.
+	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + common
+	writeDB, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	writeDB.SetMaxOpenConns(1)
+	writeDB.SetMaxIdleConns(1)
+	writeDB.SetConnMaxIdleTime(0)
+	readDB, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = writeDB.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	readDB.SetMaxOpenConns(readers)
+	readDB.SetMaxIdleConns(readers)
+	w, r := bun.NewDB(writeDB, sqlitedialect.New()), bun.NewDB(readDB, sqlitedialect.New())
+	db := &DB{dialect: SQLite, write: w, read: r, sqlitePath: path}
+	db.base = &Repos{read: r, write: w, dialect: SQLite}
+	return db, nil
+}
+
+// Dialect tells which database this is.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// Bun exposes the writer pool to sibling code in this package's tests and to
+// the migrator.
+func (db *DB) Bun() *bun.DB { return db.write }
+
+// Ping checks that the database answers (both pools on SQLite).
+func (db *DB) Ping(ctx context.Context) error {
+	if _, err := db.write.ExecContext(ctx, "SELECT 1"); err != nil {
+		return err
+	}
+	if db.read != db.write {
+		if _, err := db.read.ExecContext(ctx, "SELECT 1"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes every pool.
+func (db *DB) Close() error {
+	err := db.write.Close()
+	if db.read != db.write {
+		err = errors.Join(err, db.read.Close())
+	}
+	return err
+}
+
+// Repos returns repositories that run each call as its own statement.
+func (db *DB) Repos() *Repos { return db.base }
+
+// Transact runs fn in one transaction, committed when fn returns nil and
+// rolled back otherwise (a panic rolls back too, then propagates). On SQLite
+// the transaction begins IMMEDIATE, taking the write lock up front, so two
+// transactions never deadlock upgrading from read to write.
+func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
+	return db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect})
+	})
+}
+
+// Bound adapts a DB to one consumer's store port: view narrows the
+// repositories to the interface that consumer declares, checked at compile
+// time where the binding is written.
+type Bound[R any] struct {
+	db   *DB
+	view func(*Repos) R
+}
+
+// Bind makes a Bound; see bootstrap for its uses.
+func Bind[R any](db *DB, view func(*Repos) R) Bound[R] { return Bound[R]{db: db, view: view} }
+
+// Repos returns the consumer's repositories outside a transaction.
+func (b Bound[R]) Repos() R { return b.view(b.db.Repos()) }
+
+// Transact runs fn with the consumer's repositories inside one transaction.
+func (b Bound[R]) Transact(ctx context.Context, fn func(ctx context.Context, r R) error) error {
+	return b.db.Transact(ctx, func(ctx context.Context, r *Repos) error { return fn(ctx, b.view(r)) })
+}
+
+// redact hides the password of a database URL in messages.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

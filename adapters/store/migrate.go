@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/uptrace/bun/migrate"
+)
+
+//go:embed migrations
+var migrationFiles embed.FS
+
+// migrationLockID is the Postgres advisory lock key that serialises
+// migrations across replicas (an arbitrary constant: "swbmigr" in ASCII).
+const migrationLockID = 0x737762_6d696772
+
+// Migrate applies every pending migration. It holds a lock for the whole
+// run (a Postgres advisory lock, or an flock beside the SQLite file), so
+// replicas starting at once apply each migration exactly once: the first
+// applies, the others wait and then find nothing to do.
+func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
+	unlock, err := db.lockMigrations(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take migration lock: %w", err)
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("release migration lock: %w", uerr)
+		}
+	}()
+
+	sub, err := fs.Sub(migrationFiles, "migrations/"+string(db.dialect))
+	if err != nil {
+		return nil, err
+	}
+	migrations := migrate.NewMigrations()
+	if err := migrations.Discover(sub); err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	m := migrate.NewMigrator(db.write, migrations, migrate.WithMarkAppliedOnSuccess(true))
+	if err := m.Init(ctx); err != nil {
+		return nil, fmt.Errorf("create migration tables: %w", err)
+	}
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("apply migrations: %w", err)
+	}
+	for _, mig := range group.Migrations {
+		applied = append(applied, mig.Name)
+	}
+	return applied, nil
+}
+
+// PendingMigrations lists migrations not applied yet; readiness uses it to
+// refuse traffic on a schema that is behind the binary.
+func (db *DB) PendingMigrations(ctx context.Context) ([]string, error) {
+	sub, err := fs.Sub(migrationFiles, "migrations/"+string(db.dialect))
+	if err != nil {
+		return nil, err
+	}
+	migrations := migrate.NewMigrations()
+	if err := migrations.Discover(sub); err != nil {
+		return nil, err
+	}
+	m := migrate.NewMigrator(db.read, migrations)
+	status, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pending []string
+	for _, mig := range status.Unapplied() {
+		pending = append(pending, mig.Name)
+	}
+	return pending, nil
+}
+
+func (db *DB) lockMigrations(ctx context.Context) (func() error, error) {
+	if db.dialect == SQLite {
+		f, err := os.OpenFile(db.sqlitePath+".migrate-lock", os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		return func() error {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			return f.Close()
+		}, nil
+	}
+	// The advisory lock belongs to a session, so it is taken and released on
+	// one pinned connection.
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", migrationLockID); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return func() error {
+		_, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", migrationLockID)
+		if cerr := conn.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
+}
+
+// MigrationFiles exposes the embedded migrations, so that test helpers can
+// tell when they change.
+func MigrationFiles() fs.FS { return migrationFiles }

@@ -1,0 +1,277 @@
+// Package storetest is the storage contract suite: the behaviour every
+// adapter of the application's store ports must have, written once and run
+// against each adapter (SQLite and Postgres) from that adapter's tests.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// at is a fixed instant with microsecond precision, which every dialect
+// stores exactly.
+var at = time.Date(2026, 11, 22, 10, 30, 15, 123456000, time.UTC)
+
+func newAccount(name string) account.Account {
+	return account.Account{ID: ident.New(ident.Account), Name: name, CreatedAt: at, UpdatedAt: at}
+}
+
+func newCredential(accountID string, seed byte) account.Credential {
+	return account.Credential{
+		ID: ident.New(ident.Credential), AccountID: accountID, Label: "default", KeyPrefix: "swk_abcdef",
+		KeyHash: []byte{seed, 1, 2, 3, seed}, SecretHash: []byte{seed, 9, 9}, CreatedAt: at,
+	}
+}
+
+// Accounts runs the contract of accounts.Store against the store that open
+// returns; open must give each call its own empty, migrated database.
+func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
+	t.Run("AccountRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a := newAccount("Acme")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+
+		got, err := s.Repos().Account(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+
+		a.Name, a.UpdatedAt = "Acme 2", at.Add(time.Hour)
+		require.NoError(t, s.Repos().UpdateAccount(ctx, a))
+		got, err = s.Repos().Account(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+
+		n, err := s.Repos().CountAccounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	})
+
+	t.Run("MissingRowsAreNotFound", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		_, err := s.Repos().Account(ctx, "acc_missing")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		err = s.Repos().UpdateAccount(ctx, newAccount("ghost"))
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		_, err = s.Repos().CredentialByKeyHash(ctx, []byte{1})
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		_, err = s.Repos().RevokeCredential(ctx, "acc_x", "key_x", at)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		_, err = s.Repos().SetNumberEnabled(ctx, "acc_x", "num_x", false)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+	})
+
+	t.Run("DuplicateIDIsConflict", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a := newAccount("Acme")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+		err := s.Repos().InsertAccount(ctx, a)
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+	})
+
+	t.Run("Credentials", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, other := newAccount("A"), newAccount("B")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+		require.NoError(t, s.Repos().InsertAccount(ctx, other))
+		c1, c2 := newCredential(a.ID, 1), newCredential(a.ID, 2)
+		c2.CreatedAt = at.Add(time.Second)
+		require.NoError(t, s.Repos().InsertCredential(ctx, c1))
+		require.NoError(t, s.Repos().InsertCredential(ctx, c2))
+
+		dup := newCredential(other.ID, 1)
+		err := s.Repos().InsertCredential(ctx, dup)
+		require.True(t, failure.Is(err, failure.KindConflict), "a key hash is unique across accounts, got %v", err)
+
+		got, err := s.Repos().CredentialByKeyHash(ctx, c1.KeyHash)
+		require.NoError(t, err)
+		require.Equal(t, c1, got)
+
+		list, err := s.Repos().Credentials(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []account.Credential{c1, c2}, list)
+
+		_, err = s.Repos().RevokeCredential(ctx, other.ID, c1.ID, at)
+		require.True(t, failure.Is(err, failure.KindNotFound), "revoking through another account must look like a missing key, got %v", err)
+
+		revoked, err := s.Repos().RevokeCredential(ctx, a.ID, c1.ID, at.Add(time.Minute))
+		require.NoError(t, err)
+		require.True(t, revoked.Revoked())
+		again, err := s.Repos().RevokeCredential(ctx, a.ID, c1.ID, at.Add(time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, at.Add(time.Minute), *again.RevokedAt, "the first revocation time is kept")
+	})
+
+	t.Run("Numbers", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, other := newAccount("A"), newAccount("B")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+		require.NoError(t, s.Repos().InsertAccount(ctx, other))
+		n := account.Number{
+			ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: account.WhatsApp,
+			Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
+		}
+		require.NoError(t, s.Repos().InsertNumber(ctx, n))
+
+		same := n
+		same.ID, same.AccountID = ident.New(ident.Number), other.ID
+		err := s.Repos().InsertNumber(ctx, same)
+		require.True(t, failure.Is(err, failure.KindConflict), "a number is unique per service, got %v", err)
+
+		tg := same
+		tg.Service = account.Telegram
+		require.NoError(t, s.Repos().InsertNumber(ctx, tg), "the same number on another service is another agent")
+
+		list, err := s.Repos().Numbers(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []account.Number{n}, list)
+
+		_, err = s.Repos().SetNumberEnabled(ctx, other.ID, n.ID, false)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		disabled, err := s.Repos().SetNumberEnabled(ctx, a.ID, n.ID, false)
+		require.NoError(t, err)
+		require.False(t, disabled.Enabled)
+	})
+
+	t.Run("DomainsAndAddresses", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, other := newAccount("A"), newAccount("B")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+		require.NoError(t, s.Repos().InsertAccount(ctx, other))
+		d := account.Domain{ID: ident.New(ident.Domain), AccountID: a.ID, Name: "mail.example.com", CreatedAt: at}
+		require.NoError(t, s.Repos().InsertDomain(ctx, d))
+		err := s.Repos().InsertDomain(ctx, account.Domain{ID: ident.New(ident.Domain), AccountID: other.ID, Name: d.Name, CreatedAt: at})
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+
+		list, err := s.Repos().Domains(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []account.Domain{d}, list)
+		list, err = s.Repos().Domains(ctx, other.ID)
+		require.NoError(t, err)
+		require.Empty(t, list)
+
+		addrs, err := s.Repos().EmailAddresses(ctx, a.ID)
+		require.NoError(t, err)
+		require.Empty(t, addrs)
+	})
+
+	t.Run("RollbackLeavesNothing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a := newAccount("A")
+		boom := errors.New("boom")
+		err := s.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
+			require.NoError(t, r.InsertAccount(ctx, a))
+			require.NoError(t, r.InsertCredential(ctx, newCredential(a.ID, 1)))
+			_, err := r.Account(ctx, a.ID)
+			require.NoError(t, err, "a transaction sees its own writes")
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		_, err = s.Repos().Account(ctx, a.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		_, err = s.Repos().CredentialByKeyHash(ctx, newCredential(a.ID, 1).KeyHash)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+
+		require.Panics(t, func() {
+			_ = s.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
+				require.NoError(t, r.InsertAccount(ctx, a))
+				panic("handler bug")
+			})
+		})
+		_, err = s.Repos().Account(ctx, a.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "a panic must roll back, got %v", err)
+
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
+			return r.InsertAccount(ctx, a)
+		}))
+		_, err = s.Repos().Account(ctx, a.ID)
+		require.NoError(t, err, "the store stays usable after rollbacks")
+	})
+
+	t.Run("ConcurrentWriters", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		// Writers insert accounts with their credentials while others rename
+		// one shared account in read-modify-write transactions. Every insert
+		// must land whole, and the shared account must end as one writer's
+		// complete update, never a mix.
+		shared := newAccount("shared")
+		require.NoError(t, s.Repos().InsertAccount(ctx, shared))
+		const writers, each = 8, 15
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each*2)
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < each; i++ {
+					a := newAccount(fmt.Sprintf("w%d-%d", w, i))
+					errs <- s.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
+						if err := r.InsertAccount(ctx, a); err != nil {
+							return err
+						}
+						return r.InsertCredential(ctx, newCredential(a.ID, byte(w*each+i)))
+					})
+					errs <- s.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
+						cur, err := r.Account(ctx, shared.ID)
+						if err != nil {
+							return err
+						}
+						cur.Name = a.Name
+						cur.UpdatedAt = at.Add(time.Duration(w*each+i) * time.Second)
+						return r.UpdateAccount(ctx, cur)
+					})
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		n, err := s.Repos().CountAccounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, writers*each+1, n)
+		list, err := s.Repos().Accounts(ctx)
+		require.NoError(t, err)
+		for _, a := range list {
+			if a.ID == shared.ID {
+				continue
+			}
+			creds, err := s.Repos().Credentials(ctx, a.ID)
+			require.NoError(t, err)
+			require.Len(t, creds, 1, "account %s lost its credential", a.Name)
+		}
+		final, err := s.Repos().Account(ctx, shared.ID)
+		require.NoError(t, err)
+		var w, i int
+		_, err = fmt.Sscanf(final.Name, "w%d-%d", &w, &i)
+		require.NoError(t, err)
+		require.Equal(t, at.Add(time.Duration(w*each+i)*time.Second), final.UpdatedAt, "name and time must come from the same writer")
+	})
+}

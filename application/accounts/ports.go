@@ -1,0 +1,42 @@
+package accounts
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/account"
+)
+
+// Repos is the storage the account use cases read and write. Methods return
+// *failure.Error values of kind NotFound (missing row, or a row of another
+// account) and Conflict (a unique value taken, code "already_exists"); any
+// other error is an infrastructure failure.
+type Repos interface {
+	InsertAccount(ctx context.Context, a account.Account) error
+	UpdateAccount(ctx context.Context, a account.Account) error
+	Account(ctx context.Context, id string) (account.Account, error)
+	Accounts(ctx context.Context) ([]account.Account, error)
+	CountAccounts(ctx context.Context) (int, error)
+
+	InsertCredential(ctx context.Context, c account.Credential) error
+	CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error)
+	Credentials(ctx context.Context, accountID string) ([]account.Credential, error)
+	RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error)
+
+	InsertNumber(ctx context.Context, n account.Number) error
+	Numbers(ctx context.Context, accountID string) ([]account.Number, error)
+	SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error)
+
+	InsertDomain(ctx context.Context, d account.Domain) error
+	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
+
+	EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error)
+}
+
+// Store gives the use cases their repositories, either directly (each call
+// its own statement) or inside one transaction that commits only if fn
+// returns nil.
+type Store interface {
+	Repos() Repos
+	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}

@@ -1,0 +1,149 @@
+// Package account holds the tenancy model: accounts, their API credentials,
+// the agent numbers they may send from, and their email domains and addresses.
+package account
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// Account is a tenant. Every other resource belongs to exactly one account.
+type Account struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// MaxNameLength bounds account names so that they fit any display.
+const MaxNameLength = 200
+
+// CheckName validates an account's display name.
+func CheckName(name string) error {
+	var p failure.Problems
+	switch n := strings.TrimSpace(name); {
+	case n == "":
+		p.Add("string_too_short", "name must not be empty", "name")
+	case len(name) > MaxNameLength:
+		p.Add("string_too_long", "name must be at most 200 characters", "name")
+	}
+	return p.Err()
+}
+
+// Credential is one API key + secret pair of an account. Only keyed hashes of
+// the key and the secret are kept; KeyPrefix (the first characters of the key)
+// lets an operator recognise a key in listings.
+type Credential struct {
+	ID         string
+	AccountID  string
+	Label      string
+	KeyPrefix  string
+	KeyHash    []byte
+	SecretHash []byte
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
+}
+
+// Revoked reports whether the credential may no longer be used.
+func (c Credential) Revoked() bool { return c.RevokedAt != nil }
+
+// Service is a messaging channel.
+type Service string
+
+// The channels the service speaks.
+const (
+	WhatsApp Service = "whatsapp"
+	Telegram Service = "telegram"
+)
+
+// ParseService accepts a channel name as clients send it.
+func ParseService(s string) (Service, bool) {
+	switch Service(s) {
+	case WhatsApp, Telegram:
+		return Service(s), true
+	}
+	return "", false
+}
+
+// Provider is the implementation behind an agent number.
+type Provider string
+
+// The known providers. The sandbox serves every service and talks to nobody.
+const (
+	ProviderSandbox       Provider = "sandbox"
+	ProviderTelegram      Provider = "telegram"
+	ProviderWhatsAppCloud Provider = "whatsapp-cloud"
+)
+
+// ParseProvider checks that provider exists and can serve service.
+func ParseProvider(provider string, service Service) (Provider, error) {
+	p := Provider(provider)
+	switch {
+	case p == ProviderSandbox:
+	case p == ProviderTelegram && service == Telegram:
+	case p == ProviderWhatsAppCloud && service == WhatsApp:
+	case p == ProviderTelegram || p == ProviderWhatsAppCloud:
+		return "", failure.Invalid(failure.Field("value_error",
+			"provider "+provider+" cannot serve service "+string(service), "provider"))
+	default:
+		return "", failure.Invalid(failure.Field("enum",
+			"provider must be one of sandbox, telegram, whatsapp-cloud", "provider"))
+	}
+	return p, nil
+}
+
+// e164 is the ITU-T E.164 form: a plus, a non-zero digit, at most 15 digits.
+var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+
+// ValidE164 reports whether number is a phone number in E.164 form.
+func ValidE164(number string) bool { return e164.MatchString(number) }
+
+// Number is an agent phone number (or bot identity) an account sends from.
+type Number struct {
+	ID        string
+	AccountID string
+	Number    string
+	Service   Service
+	Provider  Provider
+	// SealedSettings is the provider configuration (tokens, ids), encrypted
+	// with the server key; only the provider adapter ever opens it.
+	SealedSettings []byte
+	Enabled        bool
+	CreatedAt      time.Time
+}
+
+// Domain is an email domain an account may create addresses on, besides the
+// service's own domain.
+type Domain struct {
+	ID        string
+	AccountID string
+	Name      string
+	CreatedAt time.Time
+}
+
+// domainName is a lower-case DNS name with at least two labels.
+var domainName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
+
+// NormalizeDomain lower-cases name and checks that it is a DNS name.
+func NormalizeDomain(name string) (string, error) {
+	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+	if len(n) > 253 || !domainName.MatchString(n) {
+		return "", failure.Invalid(failure.Field("value_error", "domain must be a DNS name such as mail.example.com", "domain"))
+	}
+	return n, nil
+}
+
+// EmailAddress is an address an account sends email from.
+type EmailAddress struct {
+	ID        string
+	AccountID string
+	LocalPart string
+	Domain    string
+	CreatedAt time.Time
+}
+
+// Address is the full address, local@domain.
+func (e EmailAddress) Address() string { return e.LocalPart + "@" + e.Domain }

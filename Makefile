@@ -1,0 +1,39 @@
+# The two commands a newcomer needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/switchboard
+# Tests get Postgres from $DATABASE_URL, else 127.0.0.1:5432, else a
+# throwaway cluster started from the installed PostgreSQL binaries.
+WITH_PG := scripts/with-postgres
+
+.PHONY: run build test bench lint generate check-generated clean
+
+## run: build and start the service on the embedded SQLite default, with a demo account
+run: build
+	./$(BIN) serve --demo
+
+build:
+	$(GO) build -o $(BIN) ./cmd/switchboard
+
+## test: the whole suite with the race detector, SQLite and Postgres
+test:
+	$(WITH_PG) $(GO) test -race -count=1 -timeout 20m ./...
+
+## bench: ratios against same-run baselines (see bench/README.md); BENCH_FLAGS="-database postgres"
+bench:
+	$(WITH_PG) $(GO) run ./bench $(BENCH_FLAGS)
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## generate: regenerate gqlgen code; leaves a clean tree when it is current
+generate:
+	$(GO) generate ./...
+
+check-generated: generate
+	@git diff --exit-code -- graph gqlgen.yml || { echo "generated code is stale: run make generate and commit"; exit 1; }
+
+clean:
+	rm -rf bin var

@@ -1,0 +1,324 @@
+package rest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// requestInfo travels in the context so that the outermost middleware (the
+// access log and metrics) learns what inner layers found out: the matched
+// route and the authenticated account.
+type requestInfo struct {
+	id        string
+	route     string
+	accountID string
+}
+
+type requestInfoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	if ri, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{}
+}
+
+func requestIDFrom(ctx context.Context) string { return infoFrom(ctx).id }
+
+// validRequestID accepts a caller's X-Request-Id only when it is short and
+// plain, so it can be logged and echoed safely.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// statusRecorder remembers what a handler wrote, for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flushing,
+// hijacking for WebSockets).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_http_requests_total", Help: "HTTP requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchboard_http_request_duration_seconds", Help: "HTTP request latency by route and method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// observe is the outermost layer: it assigns the request id, recovers
+// panics, and writes one log line and the metrics per request.
+func (s *server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched"}
+		if !validRequestID(ri.id) {
+			ri.id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", ri.id)
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, ri))
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "panic serving request", "request_id", ri.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeError(rec, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			elapsed := time.Since(start)
+			s.metrics.requests.WithLabelValues(ri.route, r.Method, fmt.Sprint(rec.status)).Inc()
+			s.metrics.duration.WithLabelValues(ri.route, r.Method).Observe(elapsed.Seconds())
+			if s.log.Enabled(r.Context(), slog.LevelInfo) {
+				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+					slog.String("route", ri.route), slog.Int("status", rec.status), slog.Int("bytes", rec.bytes),
+					slog.Duration("duration", elapsed), slog.String("account_id", ri.accountID), slog.String("remote", r.RemoteAddr))
+			}
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// guardBody enforces the body rules of every route: JSON only, and at most
+// MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
+// length is declared, and while reading when it is not).
+func (s *server) guardBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+		if hasBody && !isJSON(r.Header.Get("Content-Type")) && !strings.HasPrefix(r.URL.Path, "/v1/providers/") {
+			writeError(w, r, &failure.Error{Kind: failure.KindUnsupportedMediaType, Code: "unsupported_media_type",
+				Message: "request body must be JSON (Content-Type: application/json)"})
+			return
+		}
+		if r.ContentLength > s.limits.MaxBodyBytes {
+			writeError(w, r, &failure.Error{Kind: failure.KindTooLarge, Code: "payload_too_large",
+				Message: fmt.Sprintf("request body is larger than %d bytes", s.limits.MaxBodyBytes)})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// credentials reads the caller's credentials. On cron routes a bearer key is
+// a full credential; everywhere the key+secret headers work.
+func credentials(r *http.Request) (key, secret string, keyOnly bool) {
+	if styleOf(r) == styleCron {
+		if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			return strings.TrimSpace(auth[7:]), "", true
+		}
+	}
+	return r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret"), false
+}
+
+// authenticate admits a request with valid credentials for the account in
+// its path, within the account's rate limit. Clients that keep failing to
+// authenticate are slowed down before their credentials are even checked.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ri := infoFrom(r.Context())
+		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
+			ri.route = tmpl
+		}
+		client := clientAddress(r)
+		if wait := s.authFailures.blocked(client); wait > 0 {
+			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", wait))
+			return
+		}
+		key, secret, keyOnly := credentials(r)
+		principal, err := s.accounts.Authenticate(r.Context(), key, secret, keyOnly)
+		if err != nil {
+			if failure.Is(err, failure.KindUnauthenticated) {
+				s.authFailures.record(client)
+			}
+			writeError(w, r, err)
+			return
+		}
+		ri.accountID = principal.AccountID
+		vars := mux.Vars(r)
+		for _, name := range []string{"accountId", "account_id"} {
+			if id, ok := vars[name]; ok && id != principal.AccountID {
+				writeError(w, r, failure.Forbidden("account_mismatch", "these credentials do not belong to account "+truncate(id, 80)))
+				return
+			}
+		}
+		if wait := s.accountLimits.take(principal.AccountID); wait > 0 {
+			writeError(w, r, failure.RateLimited("rate limit exceeded for this account", wait))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(accounts.WithPrincipal(r.Context(), principal)))
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// clientAddress is the peer's IP address. Behind a proxy this is the
+// proxy; per-client limits then apply to the proxy as a whole.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// keyedLimiter keeps one token bucket per key (account or client address),
+// forgetting idle keys so that the map stays bounded.
+type keyedLimiter struct {
+	limit rate.Limit
+	burst int
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	limiter  *rate.Limiter
+	lastSeen time.Time
+}
+
+const limiterIdle = 10 * time.Minute
+
+func newKeyedLimiter(limit rate.Limit, burst int, now func() time.Time) *keyedLimiter {
+	return &keyedLimiter{limit: limit, burst: burst, now: now, buckets: map[string]*bucket{}}
+}
+
+func (k *keyedLimiter) get(key string, now time.Time) *rate.Limiter {
+	if now.Sub(k.swept) > limiterIdle {
+		for key, b := range k.buckets {
+			if now.Sub(b.lastSeen) > limiterIdle {
+				delete(k.buckets, key)
+			}
+		}
+		k.swept = now
+	}
+	b, ok := k.buckets[key]
+	if !ok {
+		b = &bucket{limiter: rate.NewLimiter(k.limit, k.burst)}
+		k.buckets[key] = b
+	}
+	b.lastSeen = now
+	return b.limiter
+}
+
+// take spends a token for key; it returns 0 when allowed, else how long
+// until a token is free. A disabled limiter (limit 0) allows everything.
+func (k *keyedLimiter) take(key string) time.Duration {
+	if k == nil || k.limit <= 0 {
+		return 0
+	}
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	lim := k.get(key, now)
+	if lim.AllowN(now, 1) {
+		return 0
+	}
+	return waitFor(lim, now)
+}
+
+// blocked reports how long key must wait, without spending a token.
+func (k *keyedLimiter) blocked(key string) time.Duration {
+	if k == nil || k.limit <= 0 {
+		return 0
+	}
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b, ok := k.buckets[key]
+	if !ok || b.limiter.TokensAt(now) >= 1 {
+		return 0
+	}
+	return waitFor(b.limiter, now)
+}
+
+// record spends a token for key, whether or not one is left.
+func (k *keyedLimiter) record(key string) {
+	if k == nil || k.limit <= 0 {
+		return
+	}
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.get(key, now).AllowN(now, 1)
+}
+
+func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
+	missing := 1 - lim.TokensAt(now)
+	wait := time.Duration(missing / float64(lim.Limit()) * float64(time.Second))
+	if wait < time.Second {
+		wait = time.Second
+	}
+	return wait
+}

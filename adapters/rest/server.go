@@ -1,0 +1,184 @@
+// Package rest is the HTTP interface of Switchboard: the /v1 routes on
+// gorilla/mux, their DTOs, authentication, limits, and the one table that
+// turns domain failures into status codes and error bodies.
+package rest
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// OpenAPIYAML is the REST contract. Every route is described there, and the
+// tests validate every response they receive against it.
+//
+//go:embed openapi.yaml
+var OpenAPIYAML []byte
+
+// AccountUseCases is what the REST adapter needs from the account use cases.
+type AccountUseCases interface {
+	Authenticate(ctx context.Context, key, secret string, keyOnly bool) (accounts.Principal, error)
+	Overview(ctx context.Context, accountID string) (accounts.Overview, error)
+	Rename(ctx context.Context, accountID, name string) (account.Account, error)
+}
+
+// Limits bound what one client may ask of the server.
+type Limits struct {
+	// MaxBodyBytes is the largest request body accepted (413 beyond).
+	MaxBodyBytes int64
+	// RatePerSecond and RateBurst bound each account's requests; 0 disables.
+	RatePerSecond float64
+	RateBurst     int
+	// AuthFailuresPerMinute bounds failed authentications per client
+	// address; further attempts get 429 until the budget refills. 0 disables.
+	AuthFailuresPerMinute int
+}
+
+// DefaultLimits are the limits when nothing is configured.
+var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst: 200, AuthFailuresPerMinute: 30}
+
+// Deps is what the HTTP interface is built from.
+type Deps struct {
+	Accounts AccountUseCases
+	// Ready reports whether the service can take traffic (database reachable,
+	// schema current); /readyz answers 503 with its error otherwise.
+	Ready func(ctx context.Context) error
+	// GraphQL, when set, is served at /graphql behind the same authentication.
+	GraphQL http.Handler
+	// Registry receives the HTTP metrics and is served at /metrics.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	Limits   Limits
+	// EmailDomain is the service's own email domain, shown on accounts.
+	EmailDomain string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+type server struct {
+	accounts      AccountUseCases
+	ready         func(ctx context.Context) error
+	log           *slog.Logger
+	limits        Limits
+	metrics       *httpMetrics
+	accountLimits *keyedLimiter
+	authFailures  *keyedLimiter
+	emailDomain   string
+	openapiJSON   []byte
+}
+
+// NewHandler builds the whole HTTP interface.
+func NewHandler(d Deps) (http.Handler, error) {
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.Limits.MaxBodyBytes <= 0 {
+		d.Limits.MaxBodyBytes = DefaultLimits.MaxBodyBytes
+	}
+	openapiJSON, err := openAPIJSON()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		accounts: d.Accounts, ready: d.Ready, log: d.Logger, limits: d.Limits,
+		metrics:     newHTTPMetrics(d.Registry),
+		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
+	}
+	if d.Limits.RatePerSecond > 0 {
+		burst := max(d.Limits.RateBurst, 1)
+		s.accountLimits = newKeyedLimiter(rate.Limit(d.Limits.RatePerSecond), burst, now)
+	}
+	if d.Limits.AuthFailuresPerMinute > 0 {
+		s.authFailures = newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now)
+	}
+
+	root := mux.NewRouter()
+	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, &failure.Error{Kind: failure.KindNotFound, Code: "route_not_found", Message: "no route " + r.URL.Path})
+	})
+	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)
+	})
+
+	root.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
+	root.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
+	root.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	root.HandleFunc("/v1/openapi.json", s.openapi).Methods(http.MethodGet)
+
+	api := root.PathPrefix("/v1").Subrouter()
+	api.Use(s.authenticate)
+	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
+	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
+
+	if d.GraphQL != nil {
+		gql := root.PathPrefix("/graphql").Subrouter()
+		gql.Use(s.authenticate)
+		gql.Handle("", d.GraphQL).Methods(http.MethodGet, http.MethodPost)
+	}
+	return s.observe(s.guardBody(root)), nil
+}
+
+// writeJSONError answers a status that has no domain kind (405) in the
+// route's error shape.
+func writeJSONError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	if styleOf(r) == styleCron {
+		writeJSON(w, status, cronErrorBody{Error: cronError{Code: code, Message: message, Details: map[string][]string{}}})
+		return
+	}
+	writeJSON(w, status, flatError{Detail: message, Status: "error", Message: message, Code: code})
+}
+
+func openAPIJSON() ([]byte, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(OpenAPIYAML)
+	if err != nil {
+		return nil, fmt.Errorf("load openapi document: %w", err)
+	}
+	return json.Marshal(doc)
+}
+
+func (s *server) openapi(w http.ResponseWriter, r *http.Request) {
+	infoFrom(r.Context()).route = "/v1/openapi.json"
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(s.openapiJSON)
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	infoFrom(r.Context()).route = "/healthz"
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	infoFrom(r.Context()).route = "/readyz"
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.log.WarnContext(r.Context(), "not ready", "error", err.Error())
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.uber.org/fx"
+)
+
+// Config is what the store module needs from the composition root.
+type Config struct {
+	URL      string
+	MaxConns int
+	// MigrateOnStart applies pending migrations before the app starts.
+	MigrateOnStart bool
+}
+
+// Module provides the open *DB, migrated when configured, and closes it
+// when the app stops.
+var Module = fx.Module("store",
+	fx.Provide(newModuleDB),
+)
+
+func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MigrateOnStart {
+		applied, err := db.Migrate(ctx)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+		if len(applied) > 0 {
+			log.Info("applied migrations", "migrations", applied)
+		}
+	}
+	lc.Append(fx.StopHook(db.Close))
+	return db, nil
+}
+
+// Ready reports whether the database answers and its schema is current.
+func (db *DB) Ready(ctx context.Context) error {
+	if err := db.Ping(ctx); err != nil {
+		return fmt.Errorf("database unreachable: %w", err)
+	}
+	pending, err := db.PendingMigrations(ctx)
+	if err != nil {
+		return fmt.Errorf("read migration status: %w", err)
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%d migrations pending (run switchboard migrate)", len(pending))
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package harness
+
+import "testing"
+
+func TestParsePGBench(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		out  string
+		want PGBenchResult
+	}{
+		{
+			name: "pgbench 15",
+			out: `pgbench (15.20 (Debian 15.20-0+deb12u1))
+transaction type: /tmp/s.sql
+scaling factor: 1
+query mode: simple
+number of clients: 2
+number of threads: 2
+maximum number of tries: 1
+duration: 1 s
+number of transactions actually processed: 97128
+number of failed transactions: 0 (0.000%)
+latency average = 0.021 ms
+initial connection time = 3.417 ms
+tps = 97162.201095 (without initial connection time)
+`,
+			want: PGBenchResult{TPS: 97162.201095, Processed: 97128},
+		},
+		{
+			name: "pgbench 12 takes the excluding line",
+			out: `transaction type: insert.sql
+number of clients: 64
+number of threads: 2
+duration: 3 s
+number of transactions actually processed: 6771
+latency average = 28.533 ms
+tps = 2243.018413 (including connections establishing)
+tps = 2257.364561 (excluding connections establishing)
+`,
+			want: PGBenchResult{TPS: 2257.364561, Processed: 6771},
+		},
+		{
+			name: "failed transactions",
+			out: `number of transactions actually processed: 900
+number of failed transactions: 12 (1.316%)
+tps = 300.5 (without initial connection time)
+`,
+			want: PGBenchResult{TPS: 300.5, Processed: 900, Failed: 12},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParsePGBench(tc.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("ParsePGBench = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParsePGBenchWithoutTPS(t *testing.T) {
+	t.Parallel()
+	for _, out := range []string{"", "pgbench: error: connection to server failed\n", "tps = 12.0 (including connections establishing)\n"} {
+		if _, err := ParsePGBench(out); err == nil {
+			t.Errorf("ParsePGBench(%q) succeeded, want an error", out)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"math"
+	"testing"
+)
+
+func TestParseCPUTimes(t *testing.T) {
+	t.Parallel()
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  3493 0 2874 49399 268 0 62 15 7 0\ncpu0 1592 0 1120 25304 20 0 11 4 0 0\nintr 1 2 3\n"
+	got, err := ParseCPUTimes(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CPUTimes{Total: 3493 + 2874 + 49399 + 268 + 62 + 15, Steal: 15}
+	if got != want {
+		t.Errorf("ParseCPUTimes = %+v, want %+v (guest is already in user)", got, want)
+	}
+}
+
+func TestParseCPUTimesRejectsGarbage(t *testing.T) {
+	t.Parallel()
+	for _, stat := range []string{"", "cpu0 1 2 3 4 5 6 7 8\n", "cpu 1 2 3\n", "cpu 1 2 3 4 5 6 7 x\n"} {
+		if _, err := ParseCPUTimes(stat); err == nil {
+			t.Errorf("ParseCPUTimes(%q) succeeded, want an error", stat)
+		}
+	}
+}
+
+func TestStealPercent(t *testing.T) {
+	t.Parallel()
+	before, err := ParseCPUTimes("cpu  1000 0 500 8000 100 0 50 50 0 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 400 more ticks in total, 20 of them stolen.
+	after, err := ParseCPUTimes("cpu  1200 0 600 8070 100 0 60 70 0 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := StealPercent(before, after); math.Abs(got-5) > 1e-9 {
+		t.Errorf("StealPercent = %v, want 5", got)
+	}
+	if got := StealPercent(after, after); got != 0 {
+		t.Errorf("StealPercent with no ticks between = %v, want 0", got)
+	}
+}
+
+func TestParseCPUModel(t *testing.T) {
+	t.Parallel()
+	info := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+	if got := ParseCPUModel(info); got != "AMD EPYC 7B13" {
+		t.Errorf("ParseCPUModel = %q", got)
+	}
+	if got := ParseCPUModel("processor\t: 0\n"); got != "unknown" {
+		t.Errorf("ParseCPUModel without model name = %q, want unknown", got)
+	}
+}

@@ -1,0 +1,88 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/graph"
+)
+
+// Options is the production app: every module, bound to the configuration.
+func Options(cfg Config) fx.Option {
+	logger := cfg.NewLogger()
+	return fx.Options(
+		fx.WithLogger(func() fxevent.Logger {
+			l := &fxevent.SlogLogger{Logger: logger}
+			// fx's own events, errors included, stay at debug: start-up
+			// errors reach the operator once, as the command's one line.
+			l.UseLogLevel(slog.LevelDebug)
+			l.UseErrorLevel(slog.LevelDebug)
+			return l
+		}),
+		fx.StopTimeout(cfg.ShutdownTimeout+5*time.Second),
+		fx.Supply(cfg, logger),
+		fx.Provide(
+			func(c Config) store.Config {
+				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart}
+			},
+			func(c Config) rest.ServerConfig {
+				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}
+			},
+			func(c Config) (*keyring.Keyring, error) { return c.Keyring() },
+			newRegistry,
+			newRESTDeps,
+		),
+		store.Module,
+		accountsModule,
+		graph.Module,
+		rest.Module,
+	)
+}
+
+// accountsModule binds the store to the account use cases' port and the
+// use cases to the ports of the inbound adapters.
+var accountsModule = fx.Module("accounts",
+	fx.Provide(
+		func(db *store.DB) accounts.Store {
+			return store.Bind(db, func(r *store.Repos) accounts.Repos { return r })
+		},
+		func(s accounts.Store, k *keyring.Keyring, c Config) *accounts.Service {
+			return accounts.NewService(s, k, accounts.Options{AuthCacheTTL: c.AuthCacheTTL})
+		},
+		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
+	),
+)
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func newRESTDeps(c Config, a rest.AccountUseCases, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
+	return rest.Deps{
+		Accounts:    a,
+		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
+		Registry:    reg,
+		Logger:      log,
+		Limits:      c.Limits,
+		EmailDomain: c.EmailDomain,
+	}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}

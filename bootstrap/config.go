@@ -1,0 +1,156 @@
+// Package bootstrap is the composition root: it reads the configuration,
+// binds the adapters to the ports the use cases declare, and assembles the
+// app with go.uber.org/fx. Nothing else in the code base knows about fx
+// beyond each adapter's own module.
+package bootstrap
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/application/keyring"
+)
+
+// Config is every setting of the service. Each has a flag and a
+// SWITCHBOARD_* environment variable (see cmd/switchboard).
+type Config struct {
+	Addr        string
+	DatabaseURL string
+	TLSCertFile string
+	TLSKeyFile  string
+	// SecretKey is the server key every secret derives from (hex, at least
+	// 32 bytes, or any string of at least 32 characters).
+	SecretKey     string
+	SecretKeyFile string
+	EmailDomain   string
+	// AllowPrivateURLs lists ranges that customer URLs may point into, for
+	// self-hosted setups; empty means only public addresses.
+	AllowPrivateURLs []netip.Prefix
+	LogLevel         slog.Level
+	LogFormat        string
+	Limits           rest.Limits
+	AuthCacheTTL     time.Duration
+	ShutdownTimeout  time.Duration
+	MigrateOnStart   bool
+	DBMaxConns       int
+}
+
+// DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
+const DefaultDatabaseURL = "sqlite:./var/switchboard.db"
+
+// Defaults returns the configuration when nothing is set.
+func Defaults() Config {
+	return Config{
+		Addr:            "127.0.0.1:8080",
+		DatabaseURL:     DefaultDatabaseURL,
+		EmailDomain:     "mail.switchboard.local",
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "text",
+		Limits:          rest.DefaultLimits,
+		AuthCacheTTL:    5 * time.Second,
+		ShutdownTimeout: 15 * time.Second,
+		MigrateOnStart:  true,
+	}
+}
+
+// ParsePrefixes reads a comma-separated CIDR list ("10.0.0.0/8,fd00::/8");
+// a bare address means that one address.
+func ParsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR range or an IP address", item)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// Keyring builds the server keyring. Without a configured key, a SQLite
+// deployment keeps a generated key in a file beside its database (so
+// `make run` needs no setup); a Postgres deployment must be given one,
+// because every replica has to share it.
+func (c Config) Keyring() (*keyring.Keyring, error) {
+	raw := c.SecretKey
+	if raw == "" && c.SecretKeyFile != "" {
+		b, err := os.ReadFile(c.SecretKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("read secret key file: %w", err)
+		}
+		raw = strings.TrimSpace(string(b))
+	}
+	if raw == "" {
+		path, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:")
+		if !ok {
+			return nil, errors.New("SWITCHBOARD_SECRET_KEY (or SWITCHBOARD_SECRET_KEY_FILE) is required with Postgres, and must be the same on every replica; generate one with: openssl rand -hex 32")
+		}
+		var err error
+		if raw, err = localSecretKey(filepath.Join(filepath.Dir(path), "secret.key")); err != nil {
+			return nil, err
+		}
+	}
+	key := []byte(raw)
+	if b, err := hex.DecodeString(raw); err == nil && len(b) >= keyring.MinKeyLength {
+		key = b
+	}
+	k, err := keyring.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("secret key: %w (use 64 hex characters: openssl rand -hex 32)", err)
+	}
+	return k, nil
+}
+
+// localSecretKey reads the key file, creating it with a fresh random key
+// the first time.
+func localSecretKey(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read secret key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create secret key directory: %w", err)
+	}
+	key := hex.EncodeToString(randomBytes(32))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return localSecretKey(path) // another process created it first
+	}
+	if err != nil {
+		return "", fmt.Errorf("create secret key: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write secret key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write secret key: %w", err)
+	}
+	return key, nil
+}
+
+// NewLogger builds the process logger.
+func (c Config) NewLogger() *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

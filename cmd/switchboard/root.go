@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/bootstrap"
+)
+
+// settings holds the raw flag values; bootstrap.Config is built from them
+// once flags and SWITCHBOARD_* variables are merged.
+type settings struct {
+	cfg              bootstrap.Config
+	logLevel         string
+	allowPrivateURLs string
+	json             bool
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	s := &settings{cfg: bootstrap.Defaults()}
+	root := &cobra.Command{
+		Use:           "switchboard",
+		Short:         "Messaging, email and scheduling gateway for AI agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return s.resolve(cmd)
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&s.cfg.DatabaseURL, "database-url", s.cfg.DatabaseURL, "database: sqlite:PATH or postgres://user@host:port/db")
+	pf.StringVar(&s.cfg.SecretKey, "secret-key", "", "server key every stored secret derives from (64 hex characters); default: generated into var/secret.key beside a SQLite database")
+	pf.StringVar(&s.cfg.SecretKeyFile, "secret-key-file", "", "file holding the server key")
+	pf.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.StringVar(&s.cfg.LogFormat, "log-format", s.cfg.LogFormat, "log format: text or json")
+	pf.BoolVar(&s.json, "json", false, "print machine-readable JSON")
+
+	root.AddCommand(
+		newServeCommand(s),
+		newMigrateCommand(s),
+		newAccountsCommand(s),
+		newKeysCommand(s),
+		newNumbersCommand(s),
+		newDomainsCommand(s),
+	)
+	return root
+}
+
+// resolve fills every flag the command line left unset from its
+// SWITCHBOARD_* environment variable (--database-url ← SWITCHBOARD_DATABASE_URL),
+// then checks and converts the values that need it.
+func (s *settings) resolve(cmd *cobra.Command) error {
+	var firstErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || firstErr != nil {
+			return
+		}
+		env := "SWITCHBOARD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := lookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil {
+				firstErr = fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	})
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := s.cfg.LogLevel.UnmarshalText([]byte(s.logLevel)); err != nil {
+		return fmt.Errorf("log level %q: use debug, info, warn or error", s.logLevel)
+	}
+	if s.cfg.LogFormat != "text" && s.cfg.LogFormat != "json" {
+		return fmt.Errorf("log format %q: use text or json", s.cfg.LogFormat)
+	}
+	prefixes, err := bootstrap.ParsePrefixes(s.allowPrivateURLs)
+	if err != nil {
+		return fmt.Errorf("allow-private-urls: %w", err)
+	}
+	s.cfg.AllowPrivateURLs = prefixes
+	return nil
+}
+
+// operator is what the operator commands work with: the account use cases
+// over an open, migrated database.
+type operator struct {
+	accounts *accounts.Service
+	db       *store.DB
+}
+
+// openOperator opens the configured database, migrating it, the same way
+// serve does, so operator commands work on a fresh database too.
+func (s *settings) openOperator(ctx context.Context) (*operator, func(), error) {
+	keys, err := s.cfg.Keyring()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	db, err := store.Open(ctx, s.cfg.DatabaseURL, store.Options{MaxConns: 4})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("migrate: %w", err)
+	}
+	bound := store.Bind(db, func(r *store.Repos) accounts.Repos { return r })
+	op := &operator{accounts: accounts.NewService(bound, keys, accounts.Options{}), db: db}
+	return op, func() { _ = db.Close() }, nil
+}
+
+// print writes v as JSON with --json, else the human text.
+func (s *settings) print(cmd *cobra.Command, v any, human func(w io.Writer)) error {
+	if s.json {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	human(cmd.OutOrStdout())
+	return nil
+}
+
+func (s *settings) logger() *slog.Logger { return s.cfg.NewLogger() }
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/fx"
+
+	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/bootstrap"
+)
+
+// lookupEnv is os.LookupEnv; a variable so the flag tests can fake the
+// environment.
+var lookupEnv = os.LookupEnv
+
+func newServeCommand(s *settings) *cobra.Command {
+	var demo bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API (migrates the database first)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), s, demo, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&s.cfg.Addr, "addr", s.cfg.Addr, "address to listen on")
+	f.StringVar(&s.cfg.TLSCertFile, "tls-cert-file", "", "PEM certificate file; with --tls-key-file the server speaks HTTPS itself")
+	f.StringVar(&s.cfg.TLSKeyFile, "tls-key-file", "", "PEM private key file")
+	f.StringVar(&s.cfg.EmailDomain, "email-domain", s.cfg.EmailDomain, "the service's own email domain")
+	f.StringVar(&s.allowPrivateURLs, "allow-private-urls", "", "comma-separated CIDR ranges customer URLs may point into (self-hosted setups)")
+	f.Float64Var(&s.cfg.Limits.RatePerSecond, "rate-limit", s.cfg.Limits.RatePerSecond, "requests per second per account (0 disables)")
+	f.IntVar(&s.cfg.Limits.RateBurst, "rate-burst", s.cfg.Limits.RateBurst, "burst above the per-account rate")
+	f.IntVar(&s.cfg.Limits.AuthFailuresPerMinute, "auth-failures-per-minute", s.cfg.Limits.AuthFailuresPerMinute, "failed authentications allowed per client address per minute (0 disables)")
+	f.Int64Var(&s.cfg.Limits.MaxBodyBytes, "max-body-bytes", s.cfg.Limits.MaxBodyBytes, "largest request body accepted")
+	f.DurationVar(&s.cfg.AuthCacheTTL, "auth-cache-ttl", s.cfg.AuthCacheTTL, "how long a verified credential is reused without a database read (bounds how long a revoked key works on other replicas)")
+	f.DurationVar(&s.cfg.ShutdownTimeout, "shutdown-timeout", s.cfg.ShutdownTimeout, "how long in-flight requests may finish on SIGTERM")
+	f.BoolVar(&s.cfg.MigrateOnStart, "migrate", s.cfg.MigrateOnStart, "apply pending migrations at start-up")
+	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")
+	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
+	return cmd
+}
+
+func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
+	var (
+		svc      *accounts.Service
+		listener *rest.Listener
+	)
+	app := fx.New(bootstrap.Options(s.cfg), fx.Populate(&svc, &listener))
+	if err := app.Err(); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		return err
+	}
+	if demo {
+		if err := printDemo(ctx, svc, listener, out); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
+			defer cancel()
+			_ = app.Stop(stopCtx)
+			return err
+		}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	select {
+	case <-sig:
+	case <-ctx.Done():
+	}
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer stopCancel()
+	return app.Stop(stopCtx)
+}
+
+func printDemo(ctx context.Context, svc *accounts.Service, listener *rest.Listener, out io.Writer) error {
+	d, err := svc.EnsureDemo(ctx)
+	if err != nil {
+		return fmt.Errorf("create demo account: %w", err)
+	}
+	base := "http://" + listener.Addr.String()
+	if d == nil {
+		list, err := svc.Accounts(ctx)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, a := range list {
+			ids = append(ids, a.ID)
+		}
+		fmt.Fprintf(out, "\nSwitchboard is running at %s (accounts: %s).\n", base, strings.Join(ids, ", "))
+		fmt.Fprintf(out, "Secrets are shown only once; for a new key run:\n  ./bin/switchboard keys create --account %s\n\n", ids[0])
+		return nil
+	}
+	fmt.Fprintf(out, `
+Switchboard is running at %[1]s with a demo account.
+
+  account id:  %[2]s
+  api key:     %[3]s
+  api secret:  %[4]s   (shown once; only a keyed hash is stored)
+  number:      %[5]s (whatsapp, sandbox)
+
+Try it:
+  curl -s %[1]s/v1/accounts/%[2]s \
+    -H 'X-API-Key: %[3]s' \
+    -H 'X-API-Secret: %[4]s'
+
+`, base, d.Account.ID, d.Credential.Key, d.Credential.Secret, d.Number.Number)
+	return nil
+}

@@ -19,6 +19,10 @@ type Repos struct {
 	read    bun.IDB
 	write   bun.IDB
 	dialect Dialect
+	// stmts prepares the hot reads on the read pool; scanner maps their
+	// rows to models.
+	stmts   *stmtCache
+	scanner *bun.DB
 }
 
 var _ accounts.Repos = (*Repos)(nil)
@@ -27,25 +31,27 @@ type accountRow struct {
 	bun.BaseModel `bun:"table:accounts"`
 	ID            string    `bun:"id,pk"`
 	Name          string    `bun:"name"`
+	Version       int64     `bun:"version"`
 	CreatedAt     time.Time `bun:"created_at"`
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
 func (r accountRow) domain() account.Account {
-	return account.Account{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // InsertAccount stores a new account.
 func (r *Repos) InsertAccount(ctx context.Context, a account.Account) error {
-	row := accountRow{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "account")
 }
 
-// UpdateAccount saves an account's mutable fields.
+// UpdateAccount saves an account's mutable fields and moves its version on.
 func (r *Repos) UpdateAccount(ctx context.Context, a account.Account) error {
-	row := accountRow{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
-	res, err := r.write.NewUpdate().Model(&row).Column("name", "updated_at").WherePK().Exec(ctx)
+	res, err := r.write.NewUpdate().Model((*accountRow)(nil)).
+		Set("name = ?", a.Name).Set("updated_at = ?", a.UpdatedAt).Set("version = version + 1").
+		Where("id = ?", a.ID).Exec(ctx)
 	if err != nil {
 		return translate(err, "account")
 	}
@@ -55,7 +61,7 @@ func (r *Repos) UpdateAccount(ctx context.Context, a account.Account) error {
 // Account reads one account.
 func (r *Repos) Account(ctx context.Context, id string) (account.Account, error) {
 	var row accountRow
-	if err := r.read.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT id, name, version, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
 		return account.Account{}, translate(err, "account")
 	}
 	return row.domain(), nil
@@ -79,6 +85,8 @@ func (r *Repos) CountAccounts(ctx context.Context) (int, error) {
 	n, err := r.read.NewSelect().Model((*accountRow)(nil)).Count(ctx)
 	return n, translate(err, "account")
 }
+
+const credentialColumns = "id, account_id, label, key_prefix, key_hash, secret_hash, created_at, revoked_at"
 
 type credentialRow struct {
 	bun.BaseModel `bun:"table:credentials"`
@@ -117,7 +125,7 @@ func (r *Repos) InsertCredential(ctx context.Context, c account.Credential) erro
 // CredentialByKeyHash finds the credential whose key hashes to keyHash.
 func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
 	var row credentialRow
-	if err := r.read.NewSelect().Model(&row).Where("key_hash = ?", keyHash).Scan(ctx); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT "+credentialColumns+" FROM credentials WHERE key_hash = $1", keyHash); err != nil {
 		return account.Credential{}, translate(err, "credential")
 	}
 	return row.domain(), nil
@@ -153,6 +161,8 @@ func (r *Repos) RevokeCredential(ctx context.Context, accountID, id string, at t
 	return row.domain(), nil
 }
 
+const numberColumns = "id, account_id, number, service, provider, sealed_settings, enabled, created_at"
+
 type numberRow struct {
 	bun.BaseModel  `bun:"table:numbers"`
 	ID             string    `bun:"id,pk"`
@@ -186,7 +196,7 @@ func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
 // Numbers lists an account's numbers, oldest first.
 func (r *Repos) Numbers(ctx context.Context, accountID string) ([]account.Number, error) {
 	var rows []numberRow
-	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("created_at", "id").Scan(ctx); err != nil {
+	if err := r.selectAll(ctx, &rows, "SELECT "+numberColumns+" FROM numbers WHERE account_id = $1 ORDER BY created_at, id", accountID); err != nil {
 		return nil, translate(err, "number")
 	}
 	out := make([]account.Number, len(rows))
@@ -233,7 +243,7 @@ func (r *Repos) InsertDomain(ctx context.Context, d account.Domain) error {
 // Domains lists an account's custom domains by name.
 func (r *Repos) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
 	var rows []domainRow
-	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("name").Scan(ctx); err != nil {
+	if err := r.selectAll(ctx, &rows, "SELECT id, account_id, name, created_at FROM domains WHERE account_id = $1 ORDER BY name", accountID); err != nil {
 		return nil, translate(err, "domain")
 	}
 	out := make([]account.Domain, len(rows))
@@ -255,7 +265,7 @@ type emailAddressRow struct {
 // EmailAddresses lists an account's email addresses, oldest first.
 func (r *Repos) EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error) {
 	var rows []emailAddressRow
-	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("created_at", "id").Scan(ctx); err != nil {
+	if err := r.selectAll(ctx, &rows, "SELECT id, account_id, local_part, domain, created_at FROM email_addresses WHERE account_id = $1 ORDER BY created_at, id", accountID); err != nil {
 		return nil, translate(err, "email address")
 	}
 	out := make([]account.EmailAddress, len(rows))

@@ -103,7 +103,7 @@ func openPostgres(rawURL string, maxConns int) (*DB, error) {
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	bdb := bun.NewDB(sqldb, pgdialect.New())
 	db := &DB{dialect: Postgres, write: bdb, read: bdb}
-	db.base = &Repos{read: bdb, write: bdb, dialect: Postgres}
+	db.base = &Repos{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
 	return db, nil
 }
 
@@ -137,7 +137,7 @@ func openSQLite(path string, readers int) (*DB, error) {
 	readDB.SetMaxIdleConns(readers)
 	w, r := bun.NewDB(writeDB, sqlitedialect.New()), bun.NewDB(readDB, sqlitedialect.New())
 	db := &DB{dialect: SQLite, write: w, read: r, sqlitePath: path}
-	db.base = &Repos{read: r, write: w, dialect: SQLite}
+	db.base = &Repos{read: r, write: w, dialect: SQLite, stmts: newStmtCache(readDB), scanner: r}
 	return db, nil
 }
 
@@ -163,6 +163,7 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close closes every pool.
 func (db *DB) Close() error {
+	db.base.stmts.close()
 	err := db.write.Close()
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())
@@ -179,7 +180,7 @@ func (db *DB) Repos() *Repos { return db.base }
 // transactions never deadlock upgrading from read to write.
 func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
 	return db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect})
+		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write})
 	})
 }
 

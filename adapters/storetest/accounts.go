@@ -52,7 +52,8 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		require.NoError(t, s.Repos().UpdateAccount(ctx, a))
 		got, err = s.Repos().Account(ctx, a.ID)
 		require.NoError(t, err)
-		require.Equal(t, a, got)
+		a.Version++
+		require.Equal(t, a, got, "an update moves the version on")
 
 		n, err := s.Repos().CountAccounts(ctx)
 		require.NoError(t, err)
@@ -175,6 +176,47 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		addrs, err := s.Repos().EmailAddresses(ctx, a.ID)
 		require.NoError(t, err)
 		require.Empty(t, addrs)
+	})
+
+	t.Run("VersionMovesWithWhatTheAccountOwns", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, other := newAccount("A"), newAccount("B")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+		require.NoError(t, s.Repos().InsertAccount(ctx, other))
+		version := func(id string) int64 {
+			got, err := s.Repos().Account(ctx, id)
+			require.NoError(t, err)
+			return got.Version
+		}
+		last := version(a.ID)
+		changes := map[string]func(){
+			"insert number": func() {
+				require.NoError(t, s.Repos().InsertNumber(ctx, account.Number{ID: "num_v1", AccountID: a.ID, Number: "+14155550111",
+					Service: account.WhatsApp, Provider: account.ProviderSandbox, SealedSettings: []byte{1}, Enabled: true, CreatedAt: at}))
+			},
+			"disable number": func() {
+				_, err := s.Repos().SetNumberEnabled(ctx, a.ID, "num_v1", false)
+				require.NoError(t, err)
+			},
+			"insert domain": func() {
+				require.NoError(t, s.Repos().InsertDomain(ctx, account.Domain{ID: "dom_v1", AccountID: a.ID, Name: "v.example.com", CreatedAt: at}))
+			},
+			"rename": func() {
+				cur, err := s.Repos().Account(ctx, a.ID)
+				require.NoError(t, err)
+				cur.Name = "A2"
+				require.NoError(t, s.Repos().UpdateAccount(ctx, cur))
+			},
+		}
+		for _, name := range []string{"insert number", "disable number", "insert domain", "rename"} {
+			changes[name]()
+			now := version(a.ID)
+			require.Greater(t, now, last, "%s must move the version", name)
+			last = now
+		}
+		require.Equal(t, int64(0), version(other.ID), "other accounts are untouched")
 	})
 
 	t.Run("RollbackLeavesNothing", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/keyring"
@@ -40,6 +41,8 @@ type Service struct {
 	keys  *keyring.Keyring
 	now   func() time.Time
 	auth  *authCache
+	// overviews caches what accounts own; see Overview.
+	overviews overviewCache
 }
 
 // Options tune a Service; the zero value is usable.
@@ -131,7 +134,11 @@ type Overview struct {
 	Domains        []account.Domain
 }
 
-// Overview reads an account and what it owns.
+// Overview reads an account and what it owns. What the account owns is
+// cached by the account's version, which every change moves on in the same
+// transaction: a request costs one row read, and a cached copy is never
+// served once anything changed, whichever process changed it. The slices
+// are shared between callers and must not be modified.
 func (s *Service) Overview(ctx context.Context, id string) (Overview, error) {
 	if !ident.Valid(ident.Account, id) {
 		return Overview{}, failure.NotFound("account")
@@ -144,6 +151,15 @@ func (s *Service) Overview(ctx context.Context, id string) (Overview, error) {
 	if o.Account, err = r.Account(ctx, id); err != nil {
 		return Overview{}, err
 	}
+	if cached, ok := s.overviews.get(id, o.Account.Version); ok {
+		cached.Account = o.Account
+		return cached, nil
+	}
+	defer func() {
+		if err == nil {
+			s.overviews.put(id, o)
+		}
+	}()
 	if o.Numbers, err = r.Numbers(ctx, id); err != nil {
 		return Overview{}, err
 	}
@@ -154,6 +170,30 @@ func (s *Service) Overview(ctx context.Context, id string) (Overview, error) {
 		return Overview{}, err
 	}
 	return o, nil
+}
+
+// overviewCache keeps the latest Overview per account, keyed by version.
+type overviewCache struct {
+	mu      sync.RWMutex
+	entries map[string]Overview
+}
+
+const overviewCacheMax = 10000
+
+func (c *overviewCache) get(accountID string, version int64) (Overview, bool) {
+	c.mu.RLock()
+	o, ok := c.entries[accountID]
+	c.mu.RUnlock()
+	return o, ok && o.Account.Version == version
+}
+
+func (c *overviewCache) put(accountID string, o Overview) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= overviewCacheMax {
+		c.entries = map[string]Overview{}
+	}
+	c.entries[accountID] = o
 }
 
 func (s *Service) newCredential(accountID, label string, now time.Time) IssuedCredential {

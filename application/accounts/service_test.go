@@ -194,3 +194,36 @@ func TestDomainsAndDemo(t *testing.T) {
 	_, err = b.svc.Overview(ctx, "not-an-id")
 	require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 }
+
+// The overview cache must never serve a copy older than a change made by
+// another process.
+func TestOverviewSeesChangesFromOtherReplicas(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	a, _, err := b.svc.CreateAccount(ctx, "Acme")
+	require.NoError(t, err)
+	o, err := b.svc.Overview(ctx, a.ID)
+	require.NoError(t, err)
+	require.Empty(t, o.Numbers)
+
+	other := b.newReplica(0)
+	n, err := other.AddNumber(ctx, accounts.NumberInput{AccountID: a.ID, Number: "+14155550100", Service: "whatsapp", Provider: "sandbox", Enabled: true})
+	require.NoError(t, err)
+	o, err = b.svc.Overview(ctx, a.ID)
+	require.NoError(t, err)
+	require.Len(t, o.Numbers, 1)
+	require.True(t, o.Numbers[0].Enabled)
+
+	_, err = other.SetNumberEnabled(ctx, a.ID, n.ID, false)
+	require.NoError(t, err)
+	_, err = other.AddDomain(ctx, a.ID, "mail.acme.test")
+	require.NoError(t, err)
+	_, err = other.Rename(ctx, a.ID, "Acme 2")
+	require.NoError(t, err)
+	o, err = b.svc.Overview(ctx, a.ID)
+	require.NoError(t, err)
+	require.False(t, o.Numbers[0].Enabled)
+	require.Len(t, o.Domains, 1)
+	require.Equal(t, "Acme 2", o.Account.Name)
+}

@@ -12,8 +12,11 @@ import (
 
 // Account is a tenant. Every other resource belongs to exactly one account.
 type Account struct {
-	ID        string
-	Name      string
+	ID   string
+	Name string
+	// Version changes whenever the account or anything it owns changes;
+	// a copy with the current version is current.
+	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -2,6 +2,10 @@
 CREATE TABLE accounts (
     id         TEXT PRIMARY KEY,
     name       TEXT NOT NULL,
+    -- version changes with every change to the account or what it owns
+    -- (numbers, domains, email addresses), in the same transaction, so a
+    -- reader can tell from one row whether its cached copy is current.
+    version    BIGINT NOT NULL DEFAULT 0,
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL
 );
@@ -50,3 +54,20 @@ CREATE TABLE email_addresses (
     UNIQUE (local_part, domain)
 );
 CREATE INDEX email_addresses_account_idx ON email_addresses (account_id);
+
+CREATE FUNCTION touch_account() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        UPDATE accounts SET version = version + 1 WHERE id = OLD.account_id;
+    ELSE
+        UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER numbers_touch_account AFTER INSERT OR UPDATE OR DELETE ON numbers
+    FOR EACH ROW EXECUTE FUNCTION touch_account();
+CREATE TRIGGER domains_touch_account AFTER INSERT OR UPDATE OR DELETE ON domains
+    FOR EACH ROW EXECUTE FUNCTION touch_account();
+CREATE TRIGGER email_addresses_touch_account AFTER INSERT OR UPDATE OR DELETE ON email_addresses
+    FOR EACH ROW EXECUTE FUNCTION touch_account();

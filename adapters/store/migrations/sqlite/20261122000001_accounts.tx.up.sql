@@ -2,6 +2,10 @@
 CREATE TABLE accounts (
     id         TEXT PRIMARY KEY,
     name       TEXT NOT NULL,
+    -- version changes with every change to the account or what it owns
+    -- (numbers, domains, email addresses), in the same transaction, so a
+    -- reader can tell from one row whether its cached copy is current.
+    version    BIGINT NOT NULL DEFAULT 0,
     created_at TIMESTAMP NOT NULL,
     updated_at TIMESTAMP NOT NULL
 );
@@ -50,3 +54,32 @@ CREATE TABLE email_addresses (
     UNIQUE (local_part, domain)
 );
 CREATE INDEX email_addresses_account_idx ON email_addresses (account_id);
+
+-- Keep accounts.version current; see the column.
+CREATE TRIGGER numbers_insert_touch_account AFTER INSERT ON numbers BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+END;
+CREATE TRIGGER numbers_update_touch_account AFTER UPDATE ON numbers BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+END;
+CREATE TRIGGER numbers_delete_touch_account AFTER DELETE ON numbers BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = OLD.account_id;
+END;
+CREATE TRIGGER domains_insert_touch_account AFTER INSERT ON domains BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+END;
+CREATE TRIGGER domains_update_touch_account AFTER UPDATE ON domains BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+END;
+CREATE TRIGGER domains_delete_touch_account AFTER DELETE ON domains BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = OLD.account_id;
+END;
+CREATE TRIGGER email_addresses_insert_touch_account AFTER INSERT ON email_addresses BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+END;
+CREATE TRIGGER email_addresses_update_touch_account AFTER UPDATE ON email_addresses BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = NEW.account_id;
+END;
+CREATE TRIGGER email_addresses_delete_touch_account AFTER DELETE ON email_addresses BEGIN
+    UPDATE accounts SET version = version + 1 WHERE id = OLD.account_id;
+END;

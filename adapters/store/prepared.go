@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/uptrace/bun"
+)
+
+// stmtCache keeps prepared statements by SQL text. bun renders every query
+// with its arguments inlined, so each call is new SQL that the database must
+// parse again; on SQLite parsing costs more than running a small indexed
+// lookup. The hot reads (credential lookup on every request, resource
+// lookups by id) therefore run as statements prepared once, with $N
+// placeholders that both drivers bind, and are scanned by bun.
+type stmtCache struct {
+	db    *sql.DB
+	stmts sync.Map // query text → *sql.Stmt
+}
+
+func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db} }
+
+func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := c.stmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := c.stmts.LoadOrStore(query, s); loaded {
+		_ = s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+func (c *stmtCache) close() {
+	c.stmts.Range(func(_, s any) bool {
+		_ = s.(*sql.Stmt).Close()
+		return true
+	})
+}
+
+// selectAll runs a read with $N placeholders and scans every row into dest,
+// a pointer to a slice of models.
+func (r *Repos) selectAll(ctx context.Context, dest any, query string, args ...any) error {
+	rows, err := r.prepared(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return r.scanner.ScanRows(ctx, rows, dest)
+}
+
+// selectOne runs a read with $N placeholders and scans its first row into
+// dest, a model pointer; no row is sql.ErrNoRows.
+func (r *Repos) selectOne(ctx context.Context, dest any, query string, args ...any) error {
+	rows, err := r.prepared(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.scanner.ScanRow(ctx, rows, dest); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// prepared runs query outside a transaction as a prepared statement on the
+// read pool, and inside one on the transaction.
+func (r *Repos) prepared(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if tx, ok := r.read.(bun.Tx); ok {
+		rows, err = tx.Tx.QueryContext(ctx, query, args...)
+	} else {
+		var stmt *sql.Stmt
+		if stmt, err = r.stmts.get(ctx, query); err == nil {
+			rows, err = stmt.QueryContext(ctx, args...)
+		}
+	}
+	return rows, err
+}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
@@ -44,6 +45,7 @@ func Options(cfg Config) fx.Option {
 			newRESTDeps,
 		),
 		store.Module,
+		jobsModule,
 		accountsModule,
 		graph.Module,
 		rest.Module,
@@ -62,6 +64,18 @@ var accountsModule = fx.Module("accounts",
 		},
 		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
 	),
+)
+
+// jobsModule binds the store to the job runner's ports and runs it.
+var jobsModule = fx.Options(
+	fx.Provide(
+		func(db *store.DB) runner.Queue { return db.Repos() },
+		func(db *store.DB) runner.Wakeups { return db },
+		func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
+			return runner.Config{Logger: log, Metrics: runner.NewMetrics(reg, db.Repos(), nil)}
+		},
+	),
+	runner.Module,
 )
 
 func newRegistry() *prometheus.Registry {

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,66 @@ func TestKeyring(t *testing.T) {
 	cfg.SecretKey = "short"
 	_, err = cfg.Keyring()
 	require.ErrorContains(t, err, "at least 32 bytes")
+}
+
+// Processes starting together on a fresh SQLite directory must all end up
+// with the same generated key, never a partial one.
+func TestGeneratedKeyIsSharedUnderConcurrentStarts(t *testing.T) {
+	t.Parallel()
+	for round := 0; round < 20; round++ {
+		cfg := bootstrap.Defaults()
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+		const n = 8
+		hashes := make(chan string, n)
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k, err := cfg.Keyring()
+				if err != nil {
+					errs <- err
+					return
+				}
+				hashes <- string(k.Hash("p", "v"))
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		close(hashes)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		var first string
+		for h := range hashes {
+			if first == "" {
+				first = h
+			}
+			require.Equal(t, first, h, "round %d: every process derives the same key", round)
+		}
+	}
+}
+
+func TestCheckRefusesBadConfigurationUpFront(t *testing.T) {
+	t.Parallel()
+	cfg := bootstrap.Defaults()
+	cfg.DatabaseURL = "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	require.NoError(t, cfg.Check())
+	require.Equal(t, "http", cfg.Scheme())
+
+	bad := cfg
+	bad.DatabaseURL = "mysql://x"
+	require.ErrorContains(t, bad.Check(), "must start with sqlite: or postgres://")
+	_, err := bad.Keyring()
+	require.ErrorContains(t, err, "must start with sqlite: or postgres://", "not a misleading Postgres message")
+
+	half := cfg
+	half.TLSCertFile = "/x/cert.pem"
+	require.ErrorContains(t, half.Check(), "both a certificate file and a key file")
+
+	missing := cfg
+	missing.TLSCertFile, missing.TLSKeyFile = "/nonexistent/c.pem", "/nonexistent/k.pem"
+	require.ErrorContains(t, missing.Check(), "load TLS certificate")
+	require.Equal(t, "https", missing.Scheme())
 }

@@ -5,6 +5,7 @@
 package bootstrap
 
 import (
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -98,6 +99,9 @@ func (c Config) Keyring() (*keyring.Keyring, error) {
 	}
 	if raw == "" {
 		path, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:")
+		if !ok && !strings.HasPrefix(c.DatabaseURL, "postgres") {
+			return nil, fmt.Errorf("database URL must start with sqlite: or postgres://, got %q", c.DatabaseURL)
+		}
 		if !ok {
 			return nil, errors.New("SWITCHBOARD_SECRET_KEY (or SWITCHBOARD_SECRET_KEY_FILE) is required with Postgres, and must be the same on every replica; generate one with: openssl rand -hex 32")
 		}
@@ -118,32 +122,71 @@ func (c Config) Keyring() (*keyring.Keyring, error) {
 }
 
 // localSecretKey reads the key file, creating it with a fresh random key
-// the first time.
+// the first time. The key is written to a temporary file and linked into
+// place, so a process starting at the same moment reads either nothing (and
+// links its own, losing the race cleanly) or the whole key, never a part.
 func localSecretKey(path string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("read secret key: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create secret key directory: %w", err)
 	}
-	key := hex.EncodeToString(randomBytes(32))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return localSecretKey(path) // another process created it first
-	}
+	tmp, err := os.CreateTemp(dir, ".secret.key-*")
 	if err != nil {
 		return "", fmt.Errorf("create secret key: %w", err)
 	}
-	if _, err := f.WriteString(key + "\n"); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(hex.EncodeToString(randomBytes(32)) + "\n"); err != nil {
+		tmp.Close()
 		return "", fmt.Errorf("write secret key: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
 		return "", fmt.Errorf("write secret key: %w", err)
 	}
-	return key, nil
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("write secret key: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("install secret key: %w", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read secret key: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Check validates what can be checked before anything is started or
+// migrated: the database URL's form, the server key, and the TLS files.
+func (c Config) Check() error {
+	if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return fmt.Errorf("database URL must start with sqlite: or postgres://, got %q", c.DatabaseURL)
+	}
+	if _, err := c.Keyring(); err != nil {
+		return err
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("TLS needs both a certificate file and a key file (SWITCHBOARD_TLS_CERT_FILE and SWITCHBOARD_TLS_KEY_FILE)")
+	}
+	if c.TLSCertFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile); err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+	}
+	return nil
+}
+
+// Scheme is the URL scheme the server speaks.
+func (c Config) Scheme() string {
+	if c.TLSCertFile != "" && c.TLSKeyFile != "" {
+		return "https"
+	}
+	return "http"
 }
 
 // NewLogger builds the process logger.

@@ -137,10 +137,13 @@ func TestCLIRejectsBadInput(t *testing.T) {
 			{"setting without =", add("--number", "+14155550199", "--service", "whatsapp", "--setting", "bot_token"), "key=value"},
 			{"missing required flag", add("--service", "whatsapp"), `"number"`},
 		}
+		// Sequential subtests: the check below runs after all of them.
 		for _, c := range cases {
-			stdout, stderr, code := b.cli(t, append(c.args, "--json")...)
-			msg := requireOneLineError(t, stdout, stderr, code)
-			require.Contains(t, msg, c.want, c.name)
+			t.Run(c.name, func(t *testing.T) {
+				stdout, stderr, code := b.cli(t, append(c.args, "--json")...)
+				msg := requireOneLineError(t, stdout, stderr, code)
+				require.Contains(t, msg, c.want)
+			})
 		}
 
 		// Nothing was created by any of them.

@@ -55,20 +55,41 @@ func TestServe(t *testing.T) {
 		require.Equal(t, []string{num.Number}, numbersOf(t, data))
 
 		// A second key works until the CLI revokes it, while the server runs.
+		// A second replica with a one-second auth cache has the key cached
+		// when it is revoked; it must refuse it within that second.
+		const ttl = time.Second
+		cached := b.serve(t, "--auth-cache-ttl", ttl.String()).client(t)
 		var second issuedKey
 		b.cliJSON(t, &second, "keys", "create", "--account", acc.AccountID)
-		r = c.Do(http.MethodGet, path, nil, auth(second.APIKey, second.APISecret)...)
+		secondAuth := auth(second.APIKey, second.APISecret)
+		r = c.Do(http.MethodGet, path, nil, secondAuth...)
 		require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+		r = cached.Do(http.MethodGet, path, nil, secondAuth...)
+		require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+
 		var revoked listedKey
 		b.cliJSON(t, &revoked, "keys", "revoke", "--account", acc.AccountID, "--key", second.KeyID)
-		r = c.Do(http.MethodGet, path, nil, auth(second.APIKey, second.APISecret)...)
+		revokedAt := time.Now()
+		r = c.Do(http.MethodGet, path, nil, secondAuth...)
 		require.Equal(t, http.StatusUnauthorized, r.StatusCode, string(r.Body))
 		r = c.Do(http.MethodGet, path, nil, auth(acc.APIKey, acc.APISecret)...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "the other key still works: %s", r.Body)
+		for {
+			r = cached.Do(http.MethodGet, path, nil, secondAuth...)
+			if r.StatusCode == http.StatusUnauthorized {
+				break
+			}
+			require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+			require.Less(t, time.Since(revokedAt), ttl+2*time.Second, "a revoked key outlived the auth cache TTL")
+			time.Sleep(50 * time.Millisecond)
+		}
 
 		r = c.Do(http.MethodGet, "/metrics", nil)
 		require.Equal(t, http.StatusOK, r.StatusCode)
 		require.Contains(t, string(r.Body), "switchboard_http_requests_total")
+		// Requests are counted by route template, never by raw path.
+		require.Regexp(t, `switchboard_http_requests_total\{code="401",method="GET",route="/v1/accounts/\{accountId\}"\} 1\n`, string(r.Body))
+		require.NotContains(t, string(r.Body), acc.AccountID)
 
 		// A plain client on purpose: 431 comes from net/http itself, before
 		// any handler, and the OpenAPI document only describes it in prose.

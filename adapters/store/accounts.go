@@ -23,6 +23,21 @@ type Repos struct {
 	// rows to models.
 	stmts   *stmtCache
 	scanner *bun.DB
+	db      *DB
+	// tx is set on a transaction's repositories.
+	tx *txState
+}
+
+func (r *Repos) clock() time.Time { return r.db.now() }
+
+// jobsEnqueued wakes the runners: at once outside a transaction, after the
+// commit inside one.
+func (r *Repos) jobsEnqueued() {
+	if r.tx != nil {
+		r.tx.enqueued = true
+		return
+	}
+	r.db.wake.signal()
 }
 
 var _ accounts.Repos = (*Repos)(nil)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -45,6 +46,12 @@ type DB struct {
 	// sqlitePath is the database file, for the migration lock.
 	sqlitePath string
 	base       *Repos
+	now        func() time.Time
+	wake       *wakeHub
+	listenOnce sync.Once
+	// background lives until Close, for the notifier and the listener.
+	background context.Context
+	stop       context.CancelFunc
 }
 
 // Options tune Open.
@@ -52,6 +59,8 @@ type Options struct {
 	// MaxConns bounds the Postgres pool (and the SQLite read pool); 0 picks a
 	// default from the number of CPUs.
 	MaxConns int
+	// Now is the clock stamped on queue rows; time.Now when nil.
+	Now func() time.Time
 }
 
 // Open connects to the database named by rawURL, "sqlite:PATH" or
@@ -79,6 +88,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	db.init(opts.Now)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.Ping(pingCtx); err != nil {
@@ -105,6 +115,21 @@ func openPostgres(rawURL string, maxConns int) (*DB, error) {
 	db := &DB{dialect: Postgres, write: bdb, read: bdb}
 	db.base = &Repos{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
 	return db, nil
+}
+
+// init finishes what both dialects share: the clock, the wake-up hub and
+// its notifier.
+func (db *DB) init(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	db.now = now
+	db.wake = newWakeHub(db.dialect == Postgres)
+	db.background, db.stop = context.WithCancel(context.Background())
+	db.base.db = db
+	if db.dialect == Postgres {
+		go db.runNotifier(db.background)
+	}
 }
 
 func openSQLite(path string, readers int) (*DB, error) {
@@ -163,6 +188,7 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close closes every pool.
 func (db *DB) Close() error {
+	db.stop()
 	db.base.stmts.close()
 	err := db.write.Close()
 	if db.read != db.write {
@@ -179,9 +205,19 @@ func (db *DB) Repos() *Repos { return db.base }
 // the transaction begins IMMEDIATE, taking the write lock up front, so two
 // transactions never deadlock upgrading from read to write.
 func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
-	return db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write})
+	state := &txState{}
+	err := db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state})
 	})
+	if err == nil && state.enqueued {
+		db.wake.signal()
+	}
+	return err
+}
+
+// txState is what a transaction's repositories note for after the commit.
+type txState struct {
+	enqueued bool
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -54,6 +53,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newKeysCommand(s),
 		newNumbersCommand(s),
 		newDomainsCommand(s),
+		newJobsCommand(s),
 	)
 	return root
 }
@@ -130,7 +130,5 @@ func (s *settings) print(cmd *cobra.Command, v any, human func(w io.Writer)) err
 	human(cmd.OutOrStdout())
 	return nil
 }
-
-func (s *settings) logger() *slog.Logger { return s.cfg.NewLogger() }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }

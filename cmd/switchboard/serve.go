@@ -50,6 +50,10 @@ func newServeCommand(s *settings) *cobra.Command {
 }
 
 func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
+	// Refuse a bad configuration before anything is migrated or started.
+	if err := s.cfg.Check(); err != nil {
+		return err
+	}
 	var (
 		svc      *accounts.Service
 		listener *rest.Listener
@@ -64,7 +68,7 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 		return err
 	}
 	if demo {
-		if err := printDemo(ctx, svc, listener, out); err != nil {
+		if err := printDemo(ctx, svc, s.cfg.Scheme()+"://"+listener.Addr.String(), out); err != nil {
 			stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
 			defer cancel()
 			_ = app.Stop(stopCtx)
@@ -83,12 +87,11 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 	return app.Stop(stopCtx)
 }
 
-func printDemo(ctx context.Context, svc *accounts.Service, listener *rest.Listener, out io.Writer) error {
+func printDemo(ctx context.Context, svc *accounts.Service, base string, out io.Writer) error {
 	d, err := svc.EnsureDemo(ctx)
 	if err != nil {
 		return fmt.Errorf("create demo account: %w", err)
 	}
-	base := "http://" + listener.Addr.String()
 	if d == nil {
 		list, err := svc.Accounts(ctx)
 		if err != nil {

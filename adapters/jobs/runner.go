@@ -1,0 +1,448 @@
+// Package jobs runs the durable job queue: it claims due jobs from the
+// store in batches, runs each kind's handler with a timeout, paces kinds
+// per key, retries failures with back-off, records completions in batches,
+// rescues jobs whose worker died, and prunes finished jobs. Every replica
+// runs one Runner; the store's claims make sure each job is leased to one
+// worker at a time.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+)
+
+// Queue is the storage the runner needs. Every method that changes a
+// running job names the worker and changes nothing when that worker no
+// longer holds the job's lease.
+type Queue interface {
+	ClaimJobs(ctx context.Context, worker string, kinds []string, limit int, now, leaseUntil time.Time) ([]jobs.Job, error)
+	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
+	RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error
+	SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error
+	KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error
+	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
+	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
+	NextJobAt(ctx context.Context, kinds []string) (time.Time, error)
+}
+
+// Wakeups tells the runner that jobs may have become due.
+type Wakeups interface {
+	JobWakeups() (<-chan struct{}, func())
+}
+
+// Kind is a job kind the runner serves.
+type Kind struct {
+	Name    string
+	Handler jobs.Handler
+	// Backoff times retries; jobs.DefaultBackoff when nil.
+	Backoff jobs.Backoff
+	// Timeout bounds one attempt; one minute when zero. The lease is the
+	// timeout plus Config.LeaseMargin.
+	Timeout time.Duration
+	// Pace limits jobs sharing a PaceKey, within this process.
+	Pace Pace
+}
+
+// Pace is a per-key limit: at most PerSecond starts per second (with
+// Burst) and MaxConcurrent running at once. Zero fields are unlimited.
+type Pace struct {
+	PerSecond     float64
+	Burst         int
+	MaxConcurrent int
+}
+
+func (p Pace) enabled() bool { return p.PerSecond > 0 || p.MaxConcurrent > 0 }
+
+// Config tunes a Runner; zero fields take the defaults.
+type Config struct {
+	// Workers bounds the jobs running at once in this process.
+	Workers int
+	// ClaimBatch bounds the jobs claimed per statement.
+	ClaimBatch int
+	// PollInterval is the longest an idle runner waits before looking for
+	// due jobs without having been woken.
+	PollInterval time.Duration
+	// RescueInterval is how often expired leases are looked for.
+	RescueInterval time.Duration
+	// LeaseMargin is added to a kind's timeout to make its lease.
+	LeaseMargin time.Duration
+	// Retention is how long completed and cancelled jobs are kept.
+	Retention time.Duration
+	// PruneInterval is how often finished jobs are pruned.
+	PruneInterval time.Duration
+	// MaxPaceWait is the longest a worker waits for a paced key before it
+	// puts the job back for later.
+	MaxPaceWait time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// WorkerID names this runner in leases; random when empty.
+	WorkerID string
+	Logger   *slog.Logger
+	Metrics  *Metrics
+}
+
+func (c *Config) defaults() {
+	if c.Workers <= 0 {
+		c.Workers = 16 * runtime.GOMAXPROCS(0)
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = max(c.Workers, 100)
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.RescueInterval <= 0 {
+		c.RescueInterval = 5 * time.Second
+	}
+	if c.LeaseMargin <= 0 {
+		c.LeaseMargin = 30 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 24 * time.Hour
+	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = time.Minute
+	}
+	if c.MaxPaceWait <= 0 {
+		c.MaxPaceWait = 2 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Runner claims and runs jobs. Start it once; Stop it once.
+type Runner struct {
+	cfg   Config
+	queue Queue
+	wake  Wakeups
+	kinds map[string]Kind
+	names []string
+	pace  *pacers
+
+	inflight  atomic.Int64
+	slotFreed chan struct{}
+	done      chan int64 // completed job ids, recorded in batches
+
+	fetchCtx, workCtx       context.Context
+	stopFetch, cancelWork   context.CancelFunc
+	fetchWG, workWG, bookWG sync.WaitGroup
+	started                 atomic.Bool
+}
+
+// New builds a runner for the given kinds.
+func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) {
+	cfg.defaults()
+	r := &Runner{
+		cfg: cfg, queue: queue, wake: wake, kinds: map[string]Kind{}, pace: newPacers(),
+		slotFreed: make(chan struct{}, 1), done: make(chan int64, 4096),
+	}
+	for _, k := range kinds {
+		if k.Name == "" || k.Handler == nil {
+			return nil, errors.New("job kind needs a name and a handler")
+		}
+		if _, dup := r.kinds[k.Name]; dup {
+			return nil, fmt.Errorf("job kind %q registered twice", k.Name)
+		}
+		if k.Backoff == nil {
+			k.Backoff = jobs.DefaultBackoff
+		}
+		if k.Timeout <= 0 {
+			k.Timeout = time.Minute
+		}
+		r.kinds[k.Name] = k
+		r.names = append(r.names, k.Name)
+	}
+	sort.Strings(r.names)
+	return r, nil
+}
+
+// WorkerID is the name this runner's leases carry.
+func (r *Runner) WorkerID() string { return r.cfg.WorkerID }
+
+// Start begins claiming and running jobs, and the rescue and prune loops.
+func (r *Runner) Start(context.Context) error {
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("runner already started")
+	}
+	r.fetchCtx, r.stopFetch = context.WithCancel(context.Background())
+	r.workCtx, r.cancelWork = context.WithCancel(context.Background())
+	r.bookWG.Add(1)
+	go r.recordCompletions()
+	r.fetchWG.Add(3)
+	go r.fetchLoop()
+	go r.every(r.cfg.RescueInterval, r.rescue)
+	go r.every(r.cfg.PruneInterval, r.prune)
+	return nil
+}
+
+// Stop stops claiming, lets running jobs finish until ctx ends, then
+// cancels the rest; their leases expire and another runner retries them.
+// Completions already known are recorded before Stop returns.
+func (r *Runner) Stop(ctx context.Context) error {
+	if !r.started.Load() {
+		return nil
+	}
+	r.stopFetch()
+	r.fetchWG.Wait()
+	finished := make(chan struct{})
+	go func() { r.workWG.Wait(); close(finished) }()
+	var err error
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		r.cancelWork()
+		err = fmt.Errorf("stopped with %d jobs still running: their leases will expire", r.inflight.Load())
+		select {
+		case <-finished:
+		case <-time.After(time.Second):
+		}
+	}
+	r.cancelWork()
+	close(r.done)
+	r.bookWG.Wait()
+	return err
+}
+
+// fetchLoop claims due jobs while there are free workers, and sleeps until
+// woken, until the next job is due, or for the poll interval otherwise.
+func (r *Runner) fetchLoop() {
+	defer r.fetchWG.Done()
+	if len(r.names) == 0 {
+		<-r.fetchCtx.Done()
+		return
+	}
+	wake, unsubscribe := r.wake.JobWakeups()
+	defer unsubscribe()
+	for r.fetchCtx.Err() == nil {
+		free := r.cfg.Workers - int(r.inflight.Load())
+		if free <= 0 {
+			select {
+			case <-r.fetchCtx.Done():
+			case <-r.slotFreed:
+			}
+			continue
+		}
+		limit := min(free, r.cfg.ClaimBatch)
+		claimed, err := r.claim(limit)
+		if err != nil {
+			if r.fetchCtx.Err() == nil {
+				r.cfg.Logger.Warn("claim jobs", "error", err)
+			}
+			r.sleep(wake, r.cfg.PollInterval)
+			continue
+		}
+		if claimed == limit {
+			continue // more may be due right now
+		}
+		r.sleep(wake, r.idleWait())
+	}
+}
+
+func (r *Runner) claim(limit int) (int, error) {
+	now := r.cfg.Now()
+	// One lease for the batch, long enough for the slowest kind claimed.
+	var longest time.Duration
+	for _, k := range r.kinds {
+		longest = max(longest, k.Timeout)
+	}
+	claimed, err := r.queue.ClaimJobs(r.fetchCtx, r.cfg.WorkerID, r.names, limit, now, now.Add(longest+r.cfg.LeaseMargin+r.cfg.MaxPaceWait))
+	if err != nil {
+		return 0, err
+	}
+	for _, job := range claimed {
+		r.inflight.Add(1)
+		r.workWG.Add(1)
+		go r.work(job)
+	}
+	return len(claimed), nil
+}
+
+// idleWait is how long to sleep when nothing more is due: until the next
+// scheduled job, at most the poll interval.
+func (r *Runner) idleWait() time.Duration {
+	next, err := r.queue.NextJobAt(r.fetchCtx, r.names)
+	if err != nil || next.IsZero() {
+		return r.cfg.PollInterval
+	}
+	return min(max(next.Sub(r.cfg.Now()), 0), r.cfg.PollInterval)
+}
+
+func (r *Runner) sleep(wake <-chan struct{}, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.fetchCtx.Done():
+	case <-wake:
+	case <-t.C:
+	}
+}
+
+// work runs one claimed job and records its outcome.
+func (r *Runner) work(job jobs.Job) {
+	defer func() {
+		r.inflight.Add(-1)
+		select {
+		case r.slotFreed <- struct{}{}:
+		default:
+		}
+		r.workWG.Done()
+	}()
+	kind := r.kinds[job.Kind]
+	if kind.Pace.enabled() && job.PaceKey != "" {
+		release, retryAt, ok := r.pace.acquire(r.workCtx, kind, job.PaceKey, r.cfg.MaxPaceWait, r.cfg.Now)
+		if !ok {
+			r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, retryAt), job, "snooze")
+			return
+		}
+		defer release()
+	}
+	ctx, cancel := context.WithTimeout(r.workCtx, kind.Timeout)
+	start := time.Now()
+	err := run(ctx, kind.Handler, job)
+	cancel()
+	r.cfg.Metrics.observe(job.Kind, time.Since(start), err)
+	if err == nil {
+		r.done <- job.ID
+		return
+	}
+	// Outcomes are recorded even while stopping, so a failure is not
+	// retried sooner than its back-off says.
+	bg := context.WithoutCancel(r.workCtx)
+	now := r.cfg.Now()
+	switch delay, explicit := jobs.RetryDelay(err); {
+	case jobs.IsPermanent(err) || job.Attempt >= job.MaxAttempts:
+		r.cfg.Metrics.outcome(job.Kind, "dead")
+		r.record(r.queue.KillJob(bg, r.cfg.WorkerID, job.ID, now, err.Error()), job, "kill")
+	case explicit:
+		r.cfg.Metrics.outcome(job.Kind, "retry")
+		r.record(r.queue.RetryJob(bg, r.cfg.WorkerID, job.ID, now.Add(delay), err.Error()), job, "retry")
+	default:
+		r.cfg.Metrics.outcome(job.Kind, "retry")
+		r.record(r.queue.RetryJob(bg, r.cfg.WorkerID, job.ID, now.Add(kind.Backoff(job.Attempt)), err.Error()), job, "retry")
+	}
+}
+
+// run calls the handler, turning a panic into an error so that one bad job
+// cannot take the process down.
+func run(ctx context.Context, h jobs.Handler, job jobs.Job) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return h.Work(ctx, job)
+}
+
+func (r *Runner) record(err error, job jobs.Job, what string) {
+	if err != nil {
+		// The lease will expire and the job will run again: at-least-once.
+		r.cfg.Logger.Warn("record job outcome", "job_id", job.ID, "kind", job.Kind, "outcome", what, "error", err)
+	}
+}
+
+// recordCompletions writes completions in batches: one statement per batch
+// instead of one per job. A crash before a batch is written makes those jobs
+// run again, which at-least-once allows.
+func (r *Runner) recordCompletions() {
+	defer r.bookWG.Done()
+	const batch = 500
+	ids := make([]int64, 0, batch)
+	flush := func() {
+		if len(ids) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := r.queue.CompleteJobs(ctx, r.cfg.WorkerID, ids, r.cfg.Now())
+		cancel()
+		if err != nil {
+			r.cfg.Logger.Warn("record completed jobs", "count", len(ids), "error", err)
+		}
+		ids = ids[:0]
+	}
+	for id := range r.done {
+		ids = append(ids, id)
+		// Take what else is already waiting, then write.
+	drain:
+		for len(ids) < batch {
+			select {
+			case more, ok := <-r.done:
+				if !ok {
+					break drain
+				}
+				ids = append(ids, more)
+			default:
+				break drain
+			}
+		}
+		flush()
+	}
+	flush()
+}
+
+func (r *Runner) every(interval time.Duration, fn func(ctx context.Context)) {
+	defer r.fetchWG.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.fetchCtx.Done():
+			return
+		case <-t.C:
+			fn(r.fetchCtx)
+		}
+	}
+}
+
+func (r *Runner) rescue(ctx context.Context) {
+	rescued, killed, err := r.queue.RescueJobs(ctx, r.cfg.Now())
+	if err != nil {
+		if ctx.Err() == nil {
+			r.cfg.Logger.Warn("rescue jobs", "error", err)
+		}
+		return
+	}
+	if rescued+killed > 0 {
+		r.cfg.Logger.Info("rescued jobs with expired leases", "retried", rescued, "dead", killed)
+	}
+}
+
+func (r *Runner) prune(ctx context.Context) {
+	before := r.cfg.Now().Add(-r.cfg.Retention)
+	for ctx.Err() == nil {
+		n, err := r.queue.PruneJobs(ctx, before, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("prune jobs", "error", err)
+			}
+			return
+		}
+		if n < 1000 {
+			return
+		}
+	}
+}

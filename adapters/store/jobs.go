@@ -1,0 +1,346 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+)
+
+// micros is the queue's time format: unix microseconds.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// jobColumns are what a claimed job carries to its handler.
+const jobColumns = "id, kind, payload, attempt, max_attempts, unique_key, pace_key, run_at, created_at"
+
+type jobRow struct {
+	ID          int64          `bun:"id"`
+	Kind        string         `bun:"kind"`
+	Payload     []byte         `bun:"payload"`
+	Attempt     int            `bun:"attempt"`
+	MaxAttempts int            `bun:"max_attempts"`
+	UniqueKey   sql.NullString `bun:"unique_key"`
+	PaceKey     sql.NullString `bun:"pace_key"`
+	RunAt       int64          `bun:"run_at"`
+	CreatedAt   int64          `bun:"created_at"`
+}
+
+func (r jobRow) job() jobs.Job {
+	return jobs.Job{
+		ID: r.ID, Kind: r.Kind, Payload: r.Payload, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		UniqueKey: r.UniqueKey.String, PaceKey: r.PaceKey.String,
+		RunAt: fromMicros(r.RunAt), CreatedAt: fromMicros(r.CreatedAt),
+	}
+}
+
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// EnqueueJob adds a job. Called on transaction repositories it commits with
+// the transaction (and wakes the runners after the commit); called outside
+// one it is its own statement. With a UniqueKey that a pending or running
+// job already has, nothing is added and that job's id is returned.
+func (r *Repos) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	now := r.clock()
+	runAt := p.RunAt
+	if runAt.IsZero() {
+		runAt = now
+	}
+	maxAttempts := p.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = jobs.DefaultMaxAttempts
+	}
+	payload := p.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	var ids []int64
+	err := r.write.NewRaw(
+		`INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key, run_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+		p.Kind, jobs.StateAvailable, payload, maxAttempts, nullable(p.UniqueKey), nullable(p.PaceKey),
+		micros(runAt), micros(now),
+	).Scan(ctx, &ids)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", p.Kind, err)
+	}
+	r.jobsEnqueued()
+	if len(ids) == 1 {
+		return ids[0], nil
+	}
+	var id int64
+	err = r.write.NewRaw(
+		`SELECT id FROM jobs WHERE unique_key = ? AND state IN (?) LIMIT 1`,
+		p.UniqueKey, bun.In(pendingOrRunning),
+	).Scan(ctx, &id)
+	if err != nil {
+		return 0, fmt.Errorf("find job with unique key %q: %w", p.UniqueKey, err)
+	}
+	return id, nil
+}
+
+var (
+	pending          = []jobs.State{jobs.StateAvailable, jobs.StateRetryable}
+	pendingOrRunning = []jobs.State{jobs.StateAvailable, jobs.StateRetryable, jobs.StateRunning}
+)
+
+// CancelJobs cancels the pending job with the unique key, if any; a running
+// job finishes its attempt but is not retried. It returns how many jobs it
+// cancelled.
+func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
+	now := micros(r.clock())
+	res, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, finished_at = ?, unique_key = NULL WHERE unique_key = ? AND state IN (?)`,
+		jobs.StateCancelled, now, uniqueKey, bun.In(pending),
+	).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("cancel jobs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// ClaimJobs leases up to limit due jobs of the given kinds to worker until
+// leaseUntil, oldest due first, and returns them with their attempt counted.
+// On Postgres, concurrent claimers skip each other's rows (SKIP LOCKED); on
+// SQLite the claim is one statement under the single writer.
+func (r *Repos) ClaimJobs(ctx context.Context, worker string, kinds []string, limit int, now, leaseUntil time.Time) ([]jobs.Job, error) {
+	if len(kinds) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	lock := ""
+	if r.dialect == Postgres {
+		lock = "FOR UPDATE SKIP LOCKED"
+	}
+	var rows []jobRow
+	err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = ?
+		WHERE id IN (
+			SELECT id FROM jobs WHERE state IN (?) AND run_at <= ? AND kind IN (?)
+			ORDER BY run_at, id LIMIT ? `+lock+`
+		) RETURNING `+jobColumns,
+		jobs.StateRunning, micros(now), worker, micros(leaseUntil),
+		bun.In(pending), micros(now), bun.In(kinds), limit,
+	).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	out := make([]jobs.Job, len(rows))
+	for i, row := range rows {
+		out[i] = row.job()
+	}
+	return out, nil
+}
+
+// CompleteJobs marks jobs done, if worker still holds their leases; a job
+// whose lease was lost (and may be running elsewhere) is left alone.
+func (r *Repos) CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
+		WHERE id IN (?) AND lease_owner = ? AND state = ?`,
+		jobs.StateCompleted, micros(now), bun.In(ids), worker, jobs.StateRunning,
+	).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("complete jobs: %w", err)
+	}
+	return nil
+}
+
+// RetryJob schedules the next attempt of a job worker holds.
+func (r *Repos) RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error {
+	_, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = ? AND lease_owner = ? AND state = ?`,
+		jobs.StateRetryable, micros(runAt), truncateError(lastErr), id, worker, jobs.StateRunning,
+	).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("retry job %d: %w", id, err)
+	}
+	r.jobsEnqueued()
+	return nil
+}
+
+// SnoozeJob puts a job worker holds back without counting the attempt: the
+// runner did not start it (its pace key was over its limit).
+func (r *Repos) SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error {
+	_, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, run_at = ?, attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = ? AND lease_owner = ? AND state = ?`,
+		jobs.StateAvailable, micros(runAt), id, worker, jobs.StateRunning,
+	).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("snooze job %d: %w", id, err)
+	}
+	r.jobsEnqueued()
+	return nil
+}
+
+// KillJob marks a job worker holds dead, keeping its last error.
+func (r *Repos) KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error {
+	_, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
+		WHERE id = ? AND lease_owner = ? AND state = ?`,
+		jobs.StateDead, micros(now), truncateError(lastErr), id, worker, jobs.StateRunning,
+	).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("kill job %d: %w", id, err)
+	}
+	return nil
+}
+
+// RescueJobs returns jobs whose lease expired (their worker crashed or hung)
+// to the queue, or marks them dead when they have no attempts left. It
+// returns how many it rescued and killed.
+func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error) {
+	const lost = "lease expired: the worker stopped or hung"
+	res, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
+		WHERE state = ? AND lease_expires_at < ? AND attempt >= max_attempts`,
+		jobs.StateDead, micros(now), lost, jobs.StateRunning, micros(now),
+	).Exec(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("kill expired jobs: %w", err)
+	}
+	k, _ := res.RowsAffected()
+	res, err = r.write.NewRaw(
+		`UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
+		WHERE state = ? AND lease_expires_at < ?`,
+		jobs.StateRetryable, micros(now), lost, jobs.StateRunning, micros(now),
+	).Exec(ctx)
+	if err != nil {
+		return 0, int(k), fmt.Errorf("rescue expired jobs: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		r.jobsEnqueued()
+	}
+	return int(n), int(k), nil
+}
+
+// PruneJobs deletes up to limit completed and cancelled jobs that finished
+// before the cutoff; dead jobs stay until re-run.
+func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := r.write.NewRaw(
+		`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN (?) AND finished_at < ? LIMIT ?)`,
+		bun.In([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), limit,
+	).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("prune jobs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// NextJobAt is when the earliest pending job of the kinds becomes due
+// (zero when none is pending), so an idle runner can sleep until then.
+func (r *Repos) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
+	var next sql.NullInt64
+	err := r.read.NewRaw(`SELECT MIN(run_at) FROM jobs WHERE state IN (?) AND kind IN (?)`,
+		bun.In(pending), bun.In(kinds)).Scan(ctx, &next)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next job time: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, nil
+	}
+	return fromMicros(next.Int64), nil
+}
+
+// DeadJob is a job that ran out of attempts, with why.
+type DeadJob struct {
+	jobs.Job
+	LastError  string
+	FinishedAt time.Time
+}
+
+// DeadJobs lists dead jobs, newest first, optionally of one kind.
+func (r *Repos) DeadJobs(ctx context.Context, kind string, limit int) ([]DeadJob, error) {
+	q := r.read.NewSelect().TableExpr("jobs").
+		ColumnExpr(jobColumns+", last_error, finished_at").
+		Where("state = ?", jobs.StateDead).OrderExpr("id DESC").Limit(limit)
+	if kind != "" {
+		q = q.Where("kind = ?", kind)
+	}
+	var rows []struct {
+		jobRow
+		LastError  sql.NullString `bun:"last_error"`
+		FinishedAt sql.NullInt64  `bun:"finished_at"`
+	}
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("list dead jobs: %w", err)
+	}
+	out := make([]DeadJob, len(rows))
+	for i, row := range rows {
+		out[i] = DeadJob{Job: row.job(), LastError: row.LastError.String, FinishedAt: fromMicros(row.FinishedAt.Int64)}
+	}
+	return out, nil
+}
+
+// RerunJob makes a dead job pending again with a fresh set of attempts.
+func (r *Repos) RerunJob(ctx context.Context, id int64) error {
+	res, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, attempt = 0, run_at = ?, finished_at = NULL WHERE id = ? AND state = ?`,
+		jobs.StateAvailable, micros(r.clock()), id, jobs.StateDead,
+	).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("re-run job %d: %w", id, err)
+	}
+	if err := requireOneRow(res, "dead job"); err != nil {
+		return err
+	}
+	r.jobsEnqueued()
+	return nil
+}
+
+// JobStats summarises the queue for metrics.
+func (r *Repos) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error) {
+	var rows []struct {
+		Kind      string        `bun:"kind"`
+		Ready     int           `bun:"ready"`
+		Scheduled int           `bun:"scheduled"`
+		Running   int           `bun:"running"`
+		Oldest    sql.NullInt64 `bun:"oldest"`
+	}
+	n := micros(now)
+	err := r.read.NewRaw(
+		`SELECT kind,
+			SUM(CASE WHEN state IN (?) AND run_at <= ? THEN 1 ELSE 0 END) AS ready,
+			SUM(CASE WHEN state IN (?) AND run_at > ? THEN 1 ELSE 0 END) AS scheduled,
+			SUM(CASE WHEN state = ? THEN 1 ELSE 0 END) AS running,
+			MIN(CASE WHEN state IN (?) AND run_at <= ? THEN run_at END) AS oldest
+		FROM jobs WHERE state IN (?) GROUP BY kind ORDER BY kind`,
+		bun.In(pending), n, bun.In(pending), n, jobs.StateRunning, bun.In(pending), n, bun.In(pendingOrRunning),
+	).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("job stats: %w", err)
+	}
+	out := make([]jobs.Stat, len(rows))
+	for i, row := range rows {
+		out[i] = jobs.Stat{Kind: row.Kind, Ready: row.Ready, Scheduled: row.Scheduled, Running: row.Running}
+		if row.Oldest.Valid {
+			out[i].OldestReady = fromMicros(row.Oldest.Int64)
+		}
+	}
+	return out, nil
+}
+
+// truncateError keeps stored errors bounded.
+func truncateError(s string) string {
+	const max = 2000
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun/driver/pgdriver"
+)
+
+// jobsChannel is the Postgres NOTIFY channel that wakes runners in other
+// processes when jobs become due.
+const jobsChannel = "switchboard_jobs"
+
+// wakeHub tells job runners that new work may be due, so they claim at once
+// instead of waiting for their next poll. Runners in this process hear a
+// signal as soon as the enqueuing statement or transaction commits; on
+// Postgres, runners in other processes hear it through LISTEN/NOTIFY. The
+// NOTIFY is sent after the commit, outside the enqueuing transaction,
+// because a NOTIFY inside it would take Postgres's global notify lock at
+// every commit and serialise concurrent enqueuers; signals that arrive
+// while one is being sent coalesce into the next.
+type wakeHub struct {
+	mu     sync.Mutex
+	subs   map[chan struct{}]struct{}
+	notify chan struct{} // nil on SQLite
+}
+
+func newWakeHub(postgres bool) *wakeHub {
+	h := &wakeHub{subs: map[chan struct{}]struct{}{}}
+	if postgres {
+		h.notify = make(chan struct{}, 1)
+	}
+	return h
+}
+
+// signal wakes every local subscriber and, on Postgres, the others.
+func (h *wakeHub) signal() {
+	h.local()
+	if h.notify != nil {
+		select {
+		case h.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *wakeHub) local() {
+	h.mu.Lock()
+	for ch := range h.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	h.mu.Unlock()
+}
+
+func (h *wakeHub) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}
+}
+
+// runNotifier sends the coalesced NOTIFYs until ctx ends.
+func (db *DB) runNotifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-db.wake.notify:
+			if err := pgdriver.Notify(ctx, db.write, jobsChannel, ""); err != nil && ctx.Err() == nil {
+				slog.Warn("notify job runners", "error", err)
+			}
+		}
+	}
+}
+
+// JobWakeups returns a channel that receives when jobs may have become due,
+// and a function to stop receiving. On Postgres the first call starts a
+// LISTEN connection that relays other processes' notifications; if it
+// drops, runners still poll, and it reconnects.
+func (db *DB) JobWakeups() (<-chan struct{}, func()) {
+	if db.dialect == Postgres {
+		db.listenOnce.Do(func() { go db.listen(db.background) })
+	}
+	return db.wake.subscribe()
+}
+
+func (db *DB) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		ln := pgdriver.NewListener(db.write)
+		if err := ln.Listen(ctx, jobsChannel); err != nil {
+			_ = ln.Close()
+			if ctx.Err() == nil {
+				slog.Warn("listen for job notifications", "error", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		// Anything enqueued while we were not listening is found by the
+		// next claim this wake-up triggers.
+		db.wake.local()
+		for range ln.Channel() {
+			db.wake.local()
+		}
+		_ = ln.Close()
+	}
+}

@@ -1,0 +1,188 @@
+// Package jobs is the port of the durable background queue that sends,
+// webhook deliveries, emails and cron runs go through. Use cases enqueue
+// jobs inside their own transaction (an EnqueueJob method on the
+// repositories they declare), so a row and the work about it commit
+// together or not at all; a runner (adapters/jobs) claims due jobs and calls
+// the Handler registered for their kind.
+//
+// Guarantees: at-least-once. A job whose handler returns nil runs again
+// only if its worker lost the lease first (it crashed, hung past the lease,
+// or could not record the completion); handlers must therefore be
+// idempotent, keyed on something stable such as the job's UniqueKey or the
+// row the payload names.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Job is one unit of background work as a handler sees it.
+type Job struct {
+	ID      int64
+	Kind    string
+	Payload []byte
+	// Attempt counts runs, this one included (1 on the first run).
+	Attempt     int
+	MaxAttempts int
+	UniqueKey   string
+	PaceKey     string
+	RunAt       time.Time
+	CreatedAt   time.Time
+}
+
+// State is where a job is in its life.
+type State string
+
+// The states. Available and Retryable jobs are pending: due once RunAt has
+// passed. Running jobs hold a lease. Completed and Cancelled jobs are pruned
+// after the retention period; Dead jobs are kept until re-run.
+const (
+	StateAvailable State = "available"
+	StateRunning   State = "running"
+	StateRetryable State = "retryable"
+	StateCompleted State = "completed"
+	StateCancelled State = "cancelled"
+	StateDead      State = "dead"
+)
+
+// DefaultMaxAttempts is how often a job runs before it is dead, unless its
+// enqueuer says otherwise.
+const DefaultMaxAttempts = 25
+
+// EnqueueParams describe a job to enqueue.
+type EnqueueParams struct {
+	Kind    string
+	Payload []byte
+	// RunAt is the earliest time the job may run; zero means now.
+	RunAt time.Time
+	// UniqueKey, when set, makes the enqueue a no-op while a pending or
+	// running job has the same key (the existing job's id is returned).
+	UniqueKey string
+	// PaceKey groups jobs that share a rate limit (an agent number, a bot).
+	PaceKey string
+	// MaxAttempts bounds runs; 0 means DefaultMaxAttempts.
+	MaxAttempts int
+}
+
+// Validate checks the parameters an enqueuer gives.
+func (p EnqueueParams) Validate() error {
+	switch {
+	case p.Kind == "":
+		return errors.New("job kind is empty")
+	case len(p.Kind) > 100:
+		return errors.New("job kind is longer than 100 characters")
+	case p.MaxAttempts < 0:
+		return errors.New("max attempts is negative")
+	case len(p.UniqueKey) > 500:
+		return errors.New("unique key is longer than 500 characters")
+	}
+	return nil
+}
+
+// permanentError marks a failure that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps err so that the job is not retried: it goes straight to
+// dead with err as its last error.
+func Permanent(err error) error { return &permanentError{err: err} }
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// retryAfterError asks for the next attempt at a given delay.
+type retryAfterError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *retryAfterError) Error() string {
+	return fmt.Sprintf("retry after %s: %v", e.after, e.err)
+}
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter wraps err so that the next attempt comes after d instead of the
+// kind's back-off (for a provider's 429 with Retry-After).
+func RetryAfter(d time.Duration, err error) error { return &retryAfterError{after: d, err: err} }
+
+// RetryDelay returns the delay a RetryAfter error asked for.
+func RetryDelay(err error) (time.Duration, bool) {
+	var r *retryAfterError
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}
+
+// Backoff says how long to wait before the next attempt, given how many
+// attempts have run.
+type Backoff func(attempt int) time.Duration
+
+// ExponentialBackoff waits base·2^(attempt-1), at most max, with ±20%
+// jitter so that jobs failing together do not retry in lockstep.
+func ExponentialBackoff(base, max time.Duration) Backoff {
+	return func(attempt int) time.Duration {
+		d := max
+		if attempt < 40 {
+			if e := base << (attempt - 1); e > 0 && e < max {
+				d = e
+			}
+		}
+		return Jitter(d, 0.2)
+	}
+}
+
+// ScheduleBackoff waits steps[attempt-1] (the last step repeating), with
+// ±10% jitter: for fixed retry schedules such as webhook deliveries.
+func ScheduleBackoff(steps ...time.Duration) Backoff {
+	return func(attempt int) time.Duration {
+		i := min(attempt-1, len(steps)-1)
+		return Jitter(steps[max(i, 0)], 0.1)
+	}
+}
+
+// Jitter spreads d by ±fraction.
+func Jitter(d time.Duration, fraction float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	spread := float64(d) * fraction
+	return time.Duration(float64(d) - spread + rand.Float64()*2*spread)
+}
+
+// DefaultBackoff is used for kinds registered without one: 1 s doubling up
+// to one hour.
+var DefaultBackoff = ExponentialBackoff(time.Second, time.Hour)
+
+// Handler does the work of one kind of job. It returns nil when the work is
+// done, Permanent(err) when retrying cannot help, RetryAfter(d, err) to set
+// the next attempt's time, and any other error to retry with the kind's
+// back-off. It must honour ctx (the attempt's timeout and shutdown) and be
+// idempotent (see the package comment).
+type Handler interface {
+	Work(ctx context.Context, job Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, job Job) error
+
+// Work calls f.
+func (f HandlerFunc) Work(ctx context.Context, job Job) error { return f(ctx, job) }
+
+// Stat is the pending and running work of one kind, for metrics.
+type Stat struct {
+	Kind string
+	// Ready counts pending jobs that are due; Scheduled those that are not.
+	Ready, Scheduled, Running int
+	// OldestReady is when the longest-waiting due job became due.
+	OldestReady time.Time
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
@@ -480,4 +481,88 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 	require.True(t, sawCancel.Load(), "abandoned handlers are cancelled")
 	s, _, _ = b.state(t, stuck)
 	require.Contains(t, []string{string(jobs.StateRunning), string(jobs.StateRetryable)}, s, "the job is not lost")
+}
+
+func TestPruneKeepsDeadJobs(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		ok := b.enqueue(t, jobs.EnqueueParams{Kind: "p"})
+		bad := b.enqueue(t, jobs.EnqueueParams{Kind: "p", Payload: []byte("fail"), MaxAttempts: 1})
+		b.start(t, runner.Config{Retention: time.Hour, PruneInterval: 10 * time.Millisecond}, runner.Kind{
+			Name: "p", Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				if string(job.Payload) == "fail" {
+					return errors.New("no")
+				}
+				return nil
+			}),
+		})
+		b.waitState(t, ok, jobs.StateCompleted)
+		b.waitState(t, bad, jobs.StateDead)
+		time.Sleep(50 * time.Millisecond)
+		b.state(t, ok) // still there within the retention period
+
+		b.clock.Advance(time.Hour + time.Second)
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, b.db.Bun().NewRaw("SELECT count(*) FROM jobs WHERE id = ?", ok).Scan(context.Background(), &n))
+			return n == 0
+		}, 10*time.Second, 10*time.Millisecond, "a completed job is pruned after the retention period")
+		s, _, _ := b.state(t, bad)
+		require.Equal(t, string(jobs.StateDead), s, "dead jobs stay until re-run")
+	})
+}
+
+func TestMetricsReportDepthAndAge(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	reg := prometheus.NewRegistry()
+	m := runner.NewMetrics(reg, b.db.Repos(), b.clock.Now)
+	b.enqueue(t, jobs.EnqueueParams{Kind: "m", RunAt: b.clock.Now().Add(-90 * time.Second)})
+	b.enqueue(t, jobs.EnqueueParams{Kind: "m"})
+	b.enqueue(t, jobs.EnqueueParams{Kind: "m", RunAt: b.clock.Now().Add(time.Hour)})
+	require.Equal(t, 2.0, metricValue(t, reg, "switchboard_jobs_queued", "kind", "m", "state", "ready"))
+	require.Equal(t, 1.0, metricValue(t, reg, "switchboard_jobs_queued", "kind", "m", "state", "scheduled"))
+	require.Equal(t, 90.0, metricValue(t, reg, "switchboard_jobs_oldest_ready_seconds", "kind", "m"))
+
+	b.start(t, runner.Config{Metrics: m}, runner.Kind{Name: "m", Backoff: func(int) time.Duration { return time.Hour },
+		Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error { return errors.New("down") })})
+	// The failed jobs wait an hour for their retry, beside the future one.
+	require.Eventually(t, func() bool {
+		return metricValue(t, reg, "switchboard_jobs_queued", "kind", "m", "state", "scheduled") == 3
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 0.0, metricValue(t, reg, "switchboard_jobs_queued", "kind", "m", "state", "ready"))
+	require.Equal(t, 2.0, metricValue(t, reg, "switchboard_jobs_failures_total", "kind", "m", "outcome", "retry"))
+	require.Equal(t, 2.0, metricValue(t, reg, "switchboard_jobs_attempts_total", "kind", "m"))
+}
+
+// metricValue finds one sample by name and label pairs; a missing sample is 0.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -49,6 +49,7 @@ type DB struct {
 	now        func() time.Time
 	wake       *wakeHub
 	listenOnce sync.Once
+	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
 	background context.Context
 	stop       context.CancelFunc
@@ -189,6 +190,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close closes every pool.
 func (db *DB) Close() error {
 	db.stop()
+	db.listeners.Wait()
 	db.base.stmts.close()
 	err := db.write.Close()
 	if db.read != db.write {

@@ -89,7 +89,13 @@ func (db *DB) runNotifier(ctx context.Context) {
 // drops, runners still poll, and it reconnects.
 func (db *DB) JobWakeups() (<-chan struct{}, func()) {
 	if db.dialect == Postgres {
-		db.listenOnce.Do(func() { go db.listen(db.background) })
+		db.listenOnce.Do(func() {
+			db.listeners.Add(1)
+			go func() {
+				defer db.listeners.Done()
+				db.listen(db.background)
+			}()
+		})
 	}
 	return db.wake.subscribe()
 }
@@ -111,9 +117,11 @@ func (db *DB) listen(ctx context.Context) {
 		// Anything enqueued while we were not listening is found by the
 		// next claim this wake-up triggers.
 		db.wake.local()
+		stopped := context.AfterFunc(ctx, func() { _ = ln.Close() })
 		for range ln.Channel() {
 			db.wake.local()
 		}
+		stopped()
 		_ = ln.Close()
 	}
 }

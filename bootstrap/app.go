@@ -45,8 +45,9 @@ func Options(cfg Config) fx.Option {
 			newRESTDeps,
 		),
 		store.Module,
-		jobsModule,
+		jobsModule(cfg),
 		accountsModule,
+		messagingModule,
 		graph.Module,
 		rest.Module,
 	)
@@ -66,17 +67,23 @@ var accountsModule = fx.Module("accounts",
 	),
 )
 
-// jobsModule binds the store to the job runner's ports and runs it.
-var jobsModule = fx.Options(
-	fx.Provide(
-		func(db *store.DB) runner.Queue { return db.Repos() },
-		func(db *store.DB) runner.Wakeups { return db },
-		func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
-			return runner.Config{Logger: log, Metrics: runner.NewMetrics(reg, db.Repos(), nil)}
-		},
-	),
-	runner.Module,
-)
+// jobsModule binds the store to the job runner's ports and runs it, unless
+// this process is configured to serve the API only.
+func jobsModule(c Config) fx.Option {
+	if !c.RunJobs {
+		return fx.Options()
+	}
+	return fx.Options(
+		fx.Provide(
+			func(db *store.DB) runner.Queue { return db.Repos() },
+			func(db *store.DB) runner.Wakeups { return db },
+			func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
+				return runner.Config{Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.Repos(), nil)}
+			},
+		),
+		runner.Module,
+	)
+}
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
@@ -84,9 +91,11 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newRESTDeps(c Config, a rest.AccountUseCases, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
+func newRESTDeps(c Config, a rest.AccountUseCases, m rest.MessagingUseCases, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
 	return rest.Deps{
 		Accounts:    a,
+		Messaging:   m,
+		Idempotency: db,
 		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
 		Registry:    reg,
 		Logger:      log,

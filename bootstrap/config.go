@@ -42,6 +42,10 @@ type Config struct {
 	ShutdownTimeout  time.Duration
 	MigrateOnStart   bool
 	DBMaxConns       int
+	// RunJobs runs the job runner in this process (deliveries, webhooks,
+	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
+	RunJobs    bool
+	JobWorkers int
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
@@ -59,6 +63,7 @@ func Defaults() Config {
 		AuthCacheTTL:    5 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
 		MigrateOnStart:  true,
+		RunJobs:         true,
 	}
 }
 

@@ -39,11 +39,12 @@ func (p *pacers) get(kind Kind, key string, now time.Time) *pacer {
 	pc, ok := p.keys[id]
 	if !ok {
 		pc = &pacer{}
-		if kind.Pace.PerSecond > 0 {
-			pc.limiter = rate.NewLimiter(rate.Limit(kind.Pace.PerSecond), max(kind.Pace.Burst, 1))
+		pace := kind.paceOf(key)
+		if pace.PerSecond > 0 {
+			pc.limiter = rate.NewLimiter(rate.Limit(pace.PerSecond), max(pace.Burst, 1))
 		}
-		if kind.Pace.MaxConcurrent > 0 {
-			pc.slots = make(chan struct{}, kind.Pace.MaxConcurrent)
+		if pace.MaxConcurrent > 0 {
+			pc.slots = make(chan struct{}, pace.MaxConcurrent)
 		}
 		p.keys[id] = pc
 	}

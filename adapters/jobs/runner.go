@@ -53,6 +53,18 @@ type Kind struct {
 	Timeout time.Duration
 	// Pace limits jobs sharing a PaceKey, within this process.
 	Pace Pace
+	// PaceFor, when set, chooses the limit per pace key instead (keys of
+	// one kind may belong to channels with different limits).
+	PaceFor func(paceKey string) Pace
+}
+
+func (k Kind) paced() bool { return k.Pace.enabled() || k.PaceFor != nil }
+
+func (k Kind) paceOf(key string) Pace {
+	if k.PaceFor != nil {
+		return k.PaceFor(key)
+	}
+	return k.Pace
 }
 
 // Pace is a per-key limit: at most PerSecond starts per second (with
@@ -313,7 +325,7 @@ func (r *Runner) work(job jobs.Job) {
 		r.workWG.Done()
 	}()
 	kind := r.kinds[job.Kind]
-	if kind.Pace.enabled() && job.PaceKey != "" {
+	if kind.paced() && job.PaceKey != "" {
 		release, retryAt, ok := r.pace.acquire(r.workCtx, kind, job.PaceKey, r.cfg.MaxPaceWait, r.cfg.Now)
 		if !ok {
 			r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, retryAt), job, "snooze")

@@ -22,12 +22,7 @@ import (
 func decodeJSON(r *http.Request, dst any) error {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			return &failure.Error{Kind: failure.KindTooLarge, Code: "payload_too_large",
-				Message: fmt.Sprintf("request body is larger than %d bytes", maxErr.Limit)}
-		}
-		return failure.Invalid(failure.FieldError{In: "body", Message: "request body could not be read", Type: "json_invalid"})
+		return decodeBodyError(err)
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return failure.Invalid(failure.FieldError{In: "body", Message: "Field required", Type: "missing"})
@@ -41,6 +36,16 @@ func decodeJSON(r *http.Request, dst any) error {
 		return failure.Invalid(failure.FieldError{In: "body", Message: "JSON decode error: extra data after the object", Type: "json_invalid"})
 	}
 	return nil
+}
+
+// decodeBodyError explains a body that could not be read.
+func decodeBodyError(err error) error {
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return &failure.Error{Kind: failure.KindTooLarge, Code: "payload_too_large",
+			Message: fmt.Sprintf("request body is larger than %d bytes", maxErr.Limit)}
+	}
+	return failure.Invalid(failure.FieldError{In: "body", Message: "request body could not be read", Type: "json_invalid"})
 }
 
 // decodeFailure names what encoding/json refused in pydantic's vocabulary,

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -54,6 +55,11 @@ var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst:
 // Deps is what the HTTP interface is built from.
 type Deps struct {
 	Accounts AccountUseCases
+	// Messaging serves the send, lookup and sandbox routes when set.
+	Messaging MessagingUseCases
+	// Idempotency keeps Idempotency-Key responses; without it the header
+	// is ignored.
+	Idempotency idempotency.Store
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current); /readyz answers 503 with its error otherwise.
 	Ready func(ctx context.Context) error
@@ -71,6 +77,9 @@ type Deps struct {
 
 type server struct {
 	accounts      AccountUseCases
+	messaging     MessagingUseCases
+	idempotency   idempotency.Store
+	now           func() time.Time
 	ready         func(ctx context.Context) error
 	log           *slog.Logger
 	limits        Limits
@@ -101,7 +110,8 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, ready: d.Ready, log: d.Logger, limits: d.Limits,
+		accounts: d.Accounts, messaging: d.Messaging, idempotency: d.Idempotency, now: now,
+		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
 	}
@@ -130,6 +140,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	api.Use(s.authenticate)
 	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
+	s.mountMessaging(api)
 
 	if d.GraphQL != nil {
 		gql := root.PathPrefix("/graphql").Subrouter()

@@ -45,6 +45,8 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.DurationVar(&s.cfg.ShutdownTimeout, "shutdown-timeout", s.cfg.ShutdownTimeout, "how long in-flight requests may finish on SIGTERM")
 	f.BoolVar(&s.cfg.MigrateOnStart, "migrate", s.cfg.MigrateOnStart, "apply pending migrations at start-up")
 	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")
+	f.BoolVar(&s.cfg.RunJobs, "jobs", s.cfg.RunJobs, "run background jobs (deliveries) in this process; false serves the API only")
+	f.IntVar(&s.cfg.JobWorkers, "job-workers", 0, "jobs run at once in this process (0: from the CPU count)")
 	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
 	return cmd
 }

@@ -1,0 +1,526 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// MessagingUseCases is what the REST adapter needs from messaging.
+type MessagingUseCases interface {
+	SendIndividual(ctx context.Context, in messaging.SendInput) (domain.Message, error)
+	SendGroup(ctx context.Context, in messaging.GroupSendInput) (domain.Message, error)
+	Receive(ctx context.Context, in messaging.InboundInput) (domain.Message, error)
+	CreateGroup(ctx context.Context, in messaging.GroupInput) (domain.Thread, []domain.Participant, error)
+	Message(ctx context.Context, accountID, id string) (messaging.MessageDetails, error)
+	ThreadDetails(ctx context.Context, accountID, id string) (domain.Thread, []domain.Participant, error)
+	Threads(ctx context.Context, q messaging.ThreadQuery) ([]messaging.ThreadSummary, int, error)
+	Recent(ctx context.Context, accountID, threadID string) (domain.Thread, []domain.Message, error)
+}
+
+func (s *server) mountMessaging(api *mux.Router) {
+	if s.messaging == nil {
+		return
+	}
+	for _, p := range []string{"/messages/individual/{accountId}/send", "/individual/{accountId}/send"} {
+		api.HandleFunc(p, s.idempotent(s.sendIndividual)).Methods(http.MethodPost)
+	}
+	for _, p := range []string{"/messages/group/{accountId}/send", "/group/{accountId}/send"} {
+		api.HandleFunc(p, s.idempotent(s.sendGroup)).Methods(http.MethodPost)
+	}
+	api.HandleFunc("/send/{accountId}", s.idempotent(s.sendUniversal)).Methods(http.MethodPost)
+	api.HandleFunc("/messages/individual/{accountId}/get-details/{messageId}", s.messageDetails).Methods(http.MethodGet)
+	api.HandleFunc("/messages/threads/{accountId}/get-details/{threadId}", s.threadDetails).Methods(http.MethodGet)
+	api.HandleFunc("/messages/threads/{accountId}/get-all", s.threadList).Methods(http.MethodGet)
+	api.HandleFunc("/messages/threads/{accountId}/get-all/{phone_number}", s.threadList).Methods(http.MethodGet)
+	api.HandleFunc("/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages).Methods(http.MethodGet)
+	api.HandleFunc("/sandbox/{accountId}/inbound", s.idempotent(s.sandboxInbound)).Methods(http.MethodPost)
+	api.HandleFunc("/sandbox/{accountId}/groups", s.idempotent(s.sandboxGroup)).Methods(http.MethodPost)
+}
+
+// sendBody is both body forms of the per-type send paths: text in
+// "content" or "message", or message_type "media" with media_url,
+// media_type and caption; attachment_uri attaches a file to a text.
+type sendBody struct {
+	Content       *string `json:"content"`
+	Message       *string `json:"message"`
+	MessageType   *string `json:"message_type"`
+	MediaURL      *string `json:"media_url"`
+	MediaType     *string `json:"media_type"`
+	Caption       *string `json:"caption"`
+	AttachmentURI *string `json:"attachment_uri"`
+	From          *string `json:"from"`
+	To            *string `json:"to"`
+	ThreadID      *string `json:"thread_id"`
+	Service       *string `json:"service"`
+	SenderName    *string `json:"sender_name"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// content turns the body's content fields into message content.
+func (b sendBody) content(p *failure.Problems) (domain.Content, string) {
+	text, field := b.Content, "content"
+	if text == nil && b.Message != nil {
+		text, field = b.Message, "message"
+	}
+	switch mt := str(b.MessageType); mt {
+	case "media":
+		required(p, b.MediaURL, "media_url")
+		required(p, b.MediaType, "media_type")
+		caption := str(b.Caption)
+		if caption == "" {
+			caption = str(text)
+		}
+		return domain.Content{Kind: domain.Kind(str(b.MediaType)), MediaURL: str(b.MediaURL), Caption: caption}, field
+	case "", "text":
+		if b.AttachmentURI != nil {
+			kind := domain.Kind(str(b.MediaType))
+			if b.MediaType == nil {
+				kind = kindFromURL(*b.AttachmentURI)
+			}
+			return domain.Content{Kind: kind, MediaURL: *b.AttachmentURI, Caption: firstNonEmpty(str(b.Caption), str(text))}, field
+		}
+		if text == nil {
+			p.Add("missing", "Field required", "content")
+		}
+		return domain.Content{Kind: domain.KindText, Text: str(text)}, field
+	default:
+		p.Add("enum", "message_type must be text or media", "message_type")
+		return domain.Content{}, field
+	}
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// kindFromURL guesses an attachment's media kind from its file extension.
+func kindFromURL(raw string) domain.Kind {
+	u := strings.ToLower(raw)
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	switch path.Ext(u) {
+	case ".jpg", ".jpeg", ".png", ".gif", ".webp":
+		return domain.KindImage
+	case ".mp4", ".3gp", ".mov":
+		return domain.KindVideo
+	case ".mp3", ".ogg", ".aac", ".m4a", ".amr", ".opus":
+		return domain.KindAudio
+	}
+	return domain.KindDocument
+}
+
+func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
+	var b sendBody
+	if err := decodeJSON(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.From, "from")
+	required(&p, b.To, "to")
+	required(&p, b.Service, "service")
+	if b.ThreadID != nil {
+		p.Add("extra_forbidden", "thread_id is for group sends; an individual send names the user in to", "thread_id")
+	}
+	if b.SenderName != nil {
+		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
+	}
+	content, field := b.content(&p)
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
+		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, TextField: field,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, individualResult(m))
+}
+
+func (s *server) sendGroup(w http.ResponseWriter, r *http.Request) {
+	var b sendBody
+	if err := decodeJSON(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.From, "from")
+	required(&p, b.ThreadID, "thread_id")
+	if b.To != nil {
+		p.Add("extra_forbidden", "to is for individual sends; a group send names the group in thread_id", "to")
+	}
+	if b.SenderName != nil {
+		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
+	}
+	content, field := b.content(&p)
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
+		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, TextField: field,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, groupResult(m))
+}
+
+// universalBody is the universal send: type individual (with to) or group
+// (with thread_id), and a content object.
+type universalBody struct {
+	From     *string           `json:"from"`
+	Service  *string           `json:"service"`
+	Type     *string           `json:"type"`
+	To       *string           `json:"to"`
+	ThreadID *string           `json:"thread_id"`
+	Content  *universalContent `json:"content"`
+}
+
+type universalContent struct {
+	Type      *string  `json:"type"`
+	Text      *string  `json:"text"`
+	Message   *string  `json:"message"`
+	MediaURL  *string  `json:"media_url"`
+	MediaType *string  `json:"media_type"`
+	Caption   *string  `json:"caption"`
+	Latitude  *float64 `json:"latitude"`
+	Longitude *float64 `json:"longitude"`
+	Name      *string  `json:"name"`
+	Address   *string  `json:"address"`
+}
+
+func (c universalContent) content(p *failure.Problems) domain.Content {
+	switch t := str(c.Type); t {
+	case "", "text":
+		text := c.Text
+		if text == nil {
+			text = c.Message
+		}
+		if text == nil {
+			p.Add("missing", "Field required", "content", "text")
+		}
+		return domain.Content{Kind: domain.KindText, Text: str(text)}
+	case "media":
+		required(p, c.MediaURL, "content.media_url")
+		required(p, c.MediaType, "content.media_type")
+		return domain.Content{Kind: domain.Kind(str(c.MediaType)), MediaURL: str(c.MediaURL), Caption: str(c.Caption)}
+	case "location":
+		if c.Latitude == nil {
+			p.Add("missing", "Field required", "content", "latitude")
+		}
+		if c.Longitude == nil {
+			p.Add("missing", "Field required", "content", "longitude")
+		}
+		var lat, lng float64
+		if c.Latitude != nil {
+			lat = *c.Latitude
+		}
+		if c.Longitude != nil {
+			lng = *c.Longitude
+		}
+		return domain.Content{Kind: domain.KindLocation, Latitude: lat, Longitude: lng, PlaceName: str(c.Name), Address: str(c.Address)}
+	default:
+		p.Add("enum", "content.type must be one of text, media, location", "content", "type")
+		return domain.Content{}
+	}
+}
+
+func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
+	var b universalBody
+	if err := decodeJSON(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.From, "from")
+	required(&p, b.Type, "type")
+	required(&p, b.Content, "content")
+	var content domain.Content
+	if b.Content != nil {
+		content = b.Content.content(&p)
+	}
+	if b.To != nil && b.ThreadID != nil {
+		p.Add("value_error", "give either to (individual) or thread_id (group), not both", "thread_id")
+	}
+	switch str(b.Type) {
+	case "individual":
+		required(&p, b.To, "to")
+		required(&p, b.Service, "service")
+	case "group":
+		required(&p, b.ThreadID, "thread_id")
+	case "":
+	default:
+		p.Add("enum", "type must be individual or group", "type")
+	}
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	accountID := mux.Vars(r)["accountId"]
+	if *b.Type == "individual" {
+		m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
+			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, TextField: "content.text",
+		})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, individualResult(m))
+		return
+	}
+	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
+		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, TextField: "content.text",
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, groupResult(m))
+}
+
+// body is the text a message shows: its text or caption.
+func body(m domain.Message) string { return m.Content.Summary() }
+
+func individualResult(m domain.Message) map[string]any {
+	return map[string]any{
+		"to": m.To, "from": m.From, "body": body(m), "status": string(m.Status), "date_created": timestamp(m.CreatedAt),
+		"message_id": m.ID, "thread_id": m.ThreadID,
+	}
+}
+
+func groupResult(m domain.Message) map[string]any {
+	return map[string]any{
+		"chat_group_id": m.ThreadID, "from": m.From, "body": body(m), "status": string(m.Status), "date_created": timestamp(m.CreatedAt),
+		"thread_id": m.ThreadID, "message_id": m.ID,
+	}
+}
+
+func addresses(parts []domain.Participant) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.Address
+	}
+	return out
+}
+
+func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	d, err := s.messaging.Message(r.Context(), vars["accountId"], vars["messageId"])
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	m := d.Message
+	data := map[string]any{
+		"chat_id": d.Thread.ID, "chat_name": d.Thread.Name, "participants": addresses(d.Participants),
+		"account_id": m.AccountID, "message_id": m.ID, "to": m.To, "from": m.From, "body": body(m),
+		"status": string(m.Status), "date_created": timestamp(m.CreatedAt), "direction": string(m.Direction),
+		"attachment_uri": m.Content.MediaURL, "thread_id": m.ThreadID, "service": string(m.Service),
+		"message_type": string(m.Content.Kind), "error_code": m.FailureCode, "error_message": m.FailureText,
+		"date_updated": timestamp(m.UpdatedAt),
+	}
+	// Existing clients read the fields at the top level too; status there
+	// stays the envelope's.
+	out := map[string]any{}
+	for k, v := range data {
+		out[k] = v
+	}
+	out["status"] = "success"
+	out["data"] = data
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	t, parts, err := s.messaging.ThreadDetails(r.Context(), vars["accountId"], vars["threadId"])
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	data := map[string]any{"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts)}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "success", "data": data,
+		"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts), "thread_id": t.ID,
+		"thread_type": string(t.Type), "service": string(t.Service),
+	})
+}
+
+// listParams reads limit and offset: limit 1-100 (larger is clamped,
+// default 20), offset ≥ 0.
+func listParams(r *http.Request) (limit, offset int, err error) {
+	var p failure.Problems
+	limit, offset = messaging.DefaultListLimit, 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, convErr := strconv.Atoi(v)
+		switch {
+		case convErr != nil:
+			p = append(p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "Input should be a valid integer", Type: "int_parsing"})
+		case n < 1:
+			p = append(p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "limit must be at least 1", Type: "greater_than_equal"})
+		default:
+			limit = min(n, messaging.MaxListLimit)
+		}
+	}
+	if v := r.URL.Query().Get("offset"); v != "" {
+		n, convErr := strconv.Atoi(v)
+		switch {
+		case convErr != nil:
+			p = append(p, failure.FieldError{In: "query", Path: []any{"offset"}, Message: "Input should be a valid integer", Type: "int_parsing"})
+		case n < 0:
+			p = append(p, failure.FieldError{In: "query", Path: []any{"offset"}, Message: "offset must be at least 0", Type: "greater_than_equal"})
+		default:
+			offset = n
+		}
+	}
+	return limit, offset, p.Err()
+}
+
+func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
+	limit, offset, err := listParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	vars := mux.Vars(r)
+	phone, byPhone := vars["phone_number"]
+	if byPhone {
+		phone = strings.TrimSpace(phone)
+		if !strings.HasPrefix(phone, "+") && !strings.HasPrefix(phone, "@") && !strings.HasPrefix(phone, "-") {
+			phone = "+" + phone // a "+" in a path is often sent as a space or dropped
+		}
+	}
+	list, total, err := s.messaging.Threads(r.Context(), messaging.ThreadQuery{AccountID: vars["accountId"], Phone: phone, Limit: limit, Offset: offset})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	items := make([]map[string]any, len(list))
+	for i, ts := range list {
+		t := ts.Thread
+		item := map[string]any{
+			"thread_id": t.ID, "chat_id": t.ID, "thread_type": string(t.Type), "chat_name": t.Name,
+			"participants": addresses(ts.Participants), "service": string(t.Service), "created_at": timestamp(t.CreatedAt),
+		}
+		if lm := ts.LastMessage; lm != nil {
+			item["last_message"] = map[string]any{"content": body(*lm), "timestamp": timestamp(lm.CreatedAt), "sender_name": senderName(*lm)}
+		}
+		items[i] = item
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "success", "data": items, "threads": items, "total_count": total, "has_more": offset+len(items) < total,
+	})
+}
+
+func senderName(m domain.Message) string {
+	if m.SenderName != "" {
+		return m.SenderName
+	}
+	return m.From
+}
+
+func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	t, msgs, err := s.messaging.Recent(r.Context(), vars["accountId"], vars["threadId"])
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	items := make([]map[string]any, len(msgs))
+	for i, m := range msgs {
+		items[i] = map[string]any{
+			"message_id": m.ID, "thread_id": m.ThreadID, "content": body(m), "body": body(m), "from": m.From, "to": m.To,
+			"sender_number": m.From, "sender_name": senderName(m), "service": string(m.Service), "status": string(m.Status),
+			"direction": string(m.Direction), "date_sent": timestamp(m.CreatedAt), "timestamp": timestamp(m.CreatedAt),
+			"attachment_uri": m.Content.MediaURL, "message_type": string(m.Content.Kind),
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "thread_id": t.ID, "account_id": t.AccountID, "messages": items})
+}
+
+func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {
+	var b sendBody
+	if err := decodeJSON(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.From, "from")
+	required(&p, b.To, "to")
+	content, _ := b.content(&p)
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	principal, _ := accounts.PrincipalFrom(r.Context())
+	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
+		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
+		ThreadID: str(b.ThreadID), Content: content, Provider: "sandbox",
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "message_id": m.ID, "thread_id": m.ThreadID, "date_created": timestamp(m.CreatedAt)})
+}
+
+type sandboxGroupBody struct {
+	Service      *string  `json:"service"`
+	AgentNumber  *string  `json:"agent_number"`
+	Title        *string  `json:"title"`
+	Participants []string `json:"participants"`
+}
+
+func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request) {
+	var b sandboxGroupBody
+	if err := decodeJSON(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.AgentNumber, "agent_number")
+	required(&p, b.Title, "title")
+	if b.Participants == nil {
+		p.Add("missing", "Field required", "participants")
+	}
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	t, parts, err := s.messaging.CreateGroup(r.Context(), messaging.GroupInput{
+		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, AgentNumber: *b.AgentNumber, Title: *b.Title, Participants: b.Participants,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"status": "success", "data": map[string]any{"thread_id": t.ID, "title": t.Name, "participants": addresses(parts)}})
+}

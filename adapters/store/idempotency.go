@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+)
+
+var _ idempotency.Store = (*DB)(nil)
+
+// ReserveKey implements idempotency.Store in one transaction; on Postgres
+// the row is locked, on SQLite the writer lock serialises reservations.
+func (db *DB) ReserveKey(ctx context.Context, accountID, key, fingerprint string, now time.Time, lockFor time.Duration) (idempotency.Reservation, error) {
+	var out idempotency.Reservation
+	err := db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+		lock := ""
+		if db.dialect == Postgres {
+			lock = " FOR UPDATE"
+		}
+		var row struct {
+			Fingerprint string     `bun:"fingerprint"`
+			StatusCode  int        `bun:"status_code"`
+			Body        []byte     `bun:"body"`
+			LockedUntil *time.Time `bun:"locked_until"`
+			CreatedAt   time.Time  `bun:"created_at"`
+		}
+		err := r.write.NewRaw("SELECT fingerprint, status_code, body, locked_until, created_at FROM idempotency_keys WHERE account_id = ? AND key = ?"+lock, accountID, key).Scan(ctx, &row)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case now.Sub(row.CreatedAt) > idempotency.Window:
+			if _, err := r.write.NewRaw("DELETE FROM idempotency_keys WHERE account_id = ? AND key = ?", accountID, key).Exec(ctx); err != nil {
+				return err
+			}
+		case row.Fingerprint != fingerprint:
+			out = idempotency.Reservation{Outcome: idempotency.Mismatch}
+			return nil
+		case row.StatusCode != 0:
+			out = idempotency.Reservation{Outcome: idempotency.Replay, Status: row.StatusCode, Body: row.Body}
+			return nil
+		case row.LockedUntil != nil && row.LockedUntil.After(now):
+			out = idempotency.Reservation{Outcome: idempotency.InFlight}
+			return nil
+		default:
+			_, err := r.write.NewRaw("UPDATE idempotency_keys SET locked_until = ? WHERE account_id = ? AND key = ?", now.Add(lockFor), accountID, key).Exec(ctx)
+			out = idempotency.Reservation{Outcome: idempotency.New}
+			return err
+		}
+		_, err = r.write.NewRaw("INSERT INTO idempotency_keys (account_id, key, fingerprint, locked_until, created_at) VALUES (?, ?, ?, ?, ?)",
+			accountID, key, fingerprint, now.Add(lockFor), now).Exec(ctx)
+		out = idempotency.Reservation{Outcome: idempotency.New}
+		return err
+	})
+	if err != nil {
+		return idempotency.Reservation{}, fmt.Errorf("reserve idempotency key: %w", err)
+	}
+	return out, nil
+}
+
+// CompleteKey stores the response of a reserved key.
+func (db *DB) CompleteKey(ctx context.Context, accountID, key string, status int, body []byte) error {
+	_, err := db.write.NewRaw("UPDATE idempotency_keys SET status_code = ?, body = ?, locked_until = NULL WHERE account_id = ? AND key = ?",
+		status, body, accountID, key).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("complete idempotency key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseKey forgets a reserved key.
+func (db *DB) ReleaseKey(ctx context.Context, accountID, key string) error {
+	_, err := db.write.NewRaw("DELETE FROM idempotency_keys WHERE account_id = ? AND key = ?", accountID, key).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}

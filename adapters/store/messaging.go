@@ -1,0 +1,295 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+var _ appmessaging.Repos = (*Repos)(nil)
+
+// NumberByAddress finds an agent number by service and number.
+func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
+	var row numberRow
+	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	return row.domain(), nil
+}
+
+// NumberByID reads one agent number.
+func (r *Repos) NumberByID(ctx context.Context, id string) (account.Number, error) {
+	var row numberRow
+	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE id = $1", id); err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	return row.domain(), nil
+}
+
+const threadColumns = "id, account_id, service, type, agent_number, contact, name, last_inbound_at, last_message_at, created_at, updated_at"
+
+type threadRow struct {
+	bun.BaseModel `bun:"table:threads"`
+	ID            string         `bun:"id,pk"`
+	AccountID     string         `bun:"account_id"`
+	Service       string         `bun:"service"`
+	Type          string         `bun:"type"`
+	AgentNumber   string         `bun:"agent_number"`
+	Contact       sql.NullString `bun:"contact"`
+	Name          string         `bun:"name"`
+	LastInboundAt *time.Time     `bun:"last_inbound_at"`
+	LastMessageAt *time.Time     `bun:"last_message_at"`
+	CreatedAt     time.Time      `bun:"created_at"`
+	UpdatedAt     time.Time      `bun:"updated_at"`
+}
+
+func (r threadRow) domain() messaging.Thread {
+	t := messaging.Thread{
+		ID: r.ID, AccountID: r.AccountID, Service: account.Service(r.Service), Type: messaging.ThreadType(r.Type),
+		AgentNumber: r.AgentNumber, Contact: r.Contact.String, Name: r.Name,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.LastInboundAt != nil {
+		at := r.LastInboundAt.UTC()
+		t.LastInboundAt = &at
+	}
+	return t
+}
+
+// IndividualThread finds the thread of an agent number and a user.
+func (r *Repos) IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error) {
+	var row threadRow
+	err := r.selectOne(ctx, &row, "SELECT "+threadColumns+" FROM threads WHERE account_id = $1 AND service = $2 AND agent_number = $3 AND contact = $4 AND type = 'individual'",
+		accountID, string(service), agentNumber, contact)
+	if err != nil {
+		return messaging.Thread{}, translate(err, "thread")
+	}
+	return row.domain(), nil
+}
+
+// Thread reads one thread of an account.
+func (r *Repos) Thread(ctx context.Context, accountID, id string) (messaging.Thread, error) {
+	var row threadRow
+	if err := r.selectOne(ctx, &row, "SELECT "+threadColumns+" FROM threads WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
+		return messaging.Thread{}, translate(err, "thread")
+	}
+	return row.domain(), nil
+}
+
+type participantRow struct {
+	bun.BaseModel `bun:"table:thread_participants"`
+	ThreadID      string    `bun:"thread_id,pk"`
+	Address       string    `bun:"address,pk"`
+	Name          string    `bun:"name"`
+	Admin         bool      `bun:"admin"`
+	IsAgent       bool      `bun:"is_agent"`
+	JoinedAt      time.Time `bun:"joined_at"`
+}
+
+// InsertThread stores a thread and its participants.
+func (r *Repos) InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error {
+	row := threadRow{
+		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
+		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+	if _, err := r.write.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return translate(err, "thread")
+	}
+	if len(participants) == 0 {
+		return nil
+	}
+	rows := make([]participantRow, len(participants))
+	for i, p := range participants {
+		rows[i] = participantRow{ThreadID: t.ID, Address: p.Address, Name: p.Name, Admin: p.Admin, IsAgent: p.IsAgent, JoinedAt: t.CreatedAt}
+	}
+	_, err := r.write.NewInsert().Model(&rows).Exec(ctx)
+	return translate(err, "participant")
+}
+
+// Participants lists a thread's members, agent first, then by address.
+func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.Participant, error) {
+	var rows []participantRow
+	if err := r.selectAll(ctx, &rows, "SELECT thread_id, address, name, admin, is_agent, joined_at FROM thread_participants WHERE thread_id = $1 ORDER BY is_agent DESC, address", threadID); err != nil {
+		return nil, translate(err, "participant")
+	}
+	out := make([]messaging.Participant, len(rows))
+	for i, p := range rows {
+		out[i] = messaging.Participant{Address: p.Address, Name: p.Name, Admin: p.Admin, IsAgent: p.IsAgent}
+	}
+	return out, nil
+}
+
+// TouchThread records activity in a thread.
+func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
+	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
+	if inbound {
+		q = q.Set("last_inbound_at = ?", at)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return translate(err, "thread")
+	}
+	return requireOneRow(res, "thread")
+}
+
+// Threads lists threads with their participants and last message.
+func (r *Repos) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
+	base := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
+	if q.Phone != "" {
+		base = base.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", q.Phone, q.Phone, q.Phone)
+	}
+	total, err := base.Count(ctx)
+	if err != nil {
+		return nil, 0, translate(err, "thread")
+	}
+	var rows []threadRow
+	// Threads without messages sort after active ones, newest first.
+	err = base.OrderExpr("COALESCE(last_message_at, created_at) DESC, id DESC").Limit(q.Limit).Offset(q.Offset).Scan(ctx, &rows)
+	if err != nil {
+		return nil, 0, translate(err, "thread")
+	}
+	out := make([]appmessaging.ThreadSummary, len(rows))
+	for i, row := range rows {
+		out[i].Thread = row.domain()
+		if out[i].Participants, err = r.Participants(ctx, row.ID); err != nil {
+			return nil, 0, err
+		}
+		last, err := r.RecentMessages(ctx, row.ID, 1)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(last) == 1 {
+			out[i].LastMessage = &last[0]
+		}
+	}
+	return out, total, nil
+}
+
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, status, failure_code, failure_text, provider_message_id, created_at, updated_at"
+
+type messageRow struct {
+	bun.BaseModel     `bun:"table:messages"`
+	ID                string         `bun:"id,pk"`
+	AccountID         string         `bun:"account_id"`
+	ThreadID          string         `bun:"thread_id"`
+	Service           string         `bun:"service"`
+	Direction         string         `bun:"direction"`
+	FromAddress       string         `bun:"from_address"`
+	ToAddress         string         `bun:"to_address"`
+	SenderName        string         `bun:"sender_name"`
+	Kind              string         `bun:"kind"`
+	Body              string         `bun:"body"`
+	MediaURL          string         `bun:"media_url"`
+	Caption           string         `bun:"caption"`
+	Latitude          float64        `bun:"latitude"`
+	Longitude         float64        `bun:"longitude"`
+	PlaceName         string         `bun:"place_name"`
+	PlaceAddress      string         `bun:"place_address"`
+	Status            string         `bun:"status"`
+	FailureCode       string         `bun:"failure_code"`
+	FailureText       string         `bun:"failure_text"`
+	ProviderMessageID sql.NullString `bun:"provider_message_id"`
+	CreatedAt         time.Time      `bun:"created_at"`
+	UpdatedAt         time.Time      `bun:"updated_at"`
+}
+
+func messageToRow(m messaging.Message) messageRow {
+	c := m.Content
+	return messageRow{
+		ID: m.ID, AccountID: m.AccountID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction),
+		FromAddress: m.From, ToAddress: m.To, SenderName: m.SenderName, Kind: string(c.Kind), Body: c.Text,
+		MediaURL: c.MediaURL, Caption: c.Caption, Latitude: c.Latitude, Longitude: c.Longitude,
+		PlaceName: c.PlaceName, PlaceAddress: c.Address, Status: string(m.Status), FailureCode: m.FailureCode,
+		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+	}
+}
+
+func (r messageRow) domain() messaging.Message {
+	return messaging.Message{
+		ID: r.ID, AccountID: r.AccountID, ThreadID: r.ThreadID, Service: account.Service(r.Service),
+		Direction: messaging.Direction(r.Direction), From: r.FromAddress, To: r.ToAddress, SenderName: r.SenderName,
+		Content: messaging.Content{
+			Kind: messaging.Kind(r.Kind), Text: r.Body, MediaURL: r.MediaURL, Caption: r.Caption,
+			Latitude: r.Latitude, Longitude: r.Longitude, PlaceName: r.PlaceName, Address: r.PlaceAddress,
+		},
+		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
+		ProviderMessageID: r.ProviderMessageID.String, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+// InsertMessage stores a message.
+func (r *Repos) InsertMessage(ctx context.Context, m messaging.Message) error {
+	row := messageToRow(m)
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "message")
+}
+
+// Message reads a message of an account.
+func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
+	var row messageRow
+	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
+		return messaging.Message{}, translate(err, "message")
+	}
+	return row.domain(), nil
+}
+
+// MessageByID reads a message of any account.
+func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, error) {
+	var row messageRow
+	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id); err != nil {
+		return messaging.Message{}, translate(err, "message")
+	}
+	return row.domain(), nil
+}
+
+// MessageByProviderID finds a message by the channel's id for it.
+func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error) {
+	var row messageRow
+	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE service = $1 AND provider_message_id = $2 LIMIT 1", string(service), providerID); err != nil {
+		return messaging.Message{}, translate(err, "message")
+	}
+	return row.domain(), nil
+}
+
+// UpdateMessage saves status, failure and provider id.
+func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
+	res, err := r.write.NewUpdate().Model((*messageRow)(nil)).
+		Set("status = ?", string(m.Status)).Set("failure_code = ?", m.FailureCode).Set("failure_text = ?", m.FailureText).
+		Set("provider_message_id = ?", nullable(m.ProviderMessageID)).Set("updated_at = ?", m.UpdatedAt).
+		Where("id = ?", m.ID).Exec(ctx)
+	if err != nil {
+		return translate(err, "message")
+	}
+	return requireOneRow(res, "message")
+}
+
+// RecentMessages returns a thread's newest messages, newest first.
+func (r *Repos) RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error) {
+	var rows []messageRow
+	if err := r.selectAll(ctx, &rows, "SELECT "+messageColumns+" FROM messages WHERE thread_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", threadID, limit); err != nil {
+		return nil, translate(err, "message")
+	}
+	out := make([]messaging.Message, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// UpsertContact records a user, keeping the newest non-empty name.
+func (r *Repos) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
+	_, err := r.write.NewRaw(
+		`INSERT INTO contacts (account_id, service, address, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, service, address) DO UPDATE SET
+			name = CASE WHEN excluded.name = '' THEN contacts.name ELSE excluded.name END,
+			updated_at = excluded.updated_at`,
+		accountID, string(service), address, name, at, at,
+	).Exec(ctx)
+	return translate(err, "contact")
+}

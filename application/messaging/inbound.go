@@ -1,0 +1,206 @@
+package messaging
+
+import (
+	"context"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// InboundInput is a message a user sent to an agent number, as a provider
+// (or the sandbox) reports it.
+type InboundInput struct {
+	// AccountID, when set, must own the agent number (the sandbox route
+	// names the account in its path).
+	AccountID  string
+	Service    string
+	From       string
+	SenderName string
+	// To is the agent number.
+	To string
+	// ThreadID, when set, is the group the message was sent in.
+	ThreadID string
+	Content  messaging.Content
+	// ProviderMessageID dedupes reports the provider sends twice.
+	ProviderMessageID string
+	// Provider, when set, is the provider the agent number must be on.
+	Provider account.Provider
+}
+
+// Receive stores an inbound message durably, creating the contact and the
+// thread as needed; once it returns, the message exists and the user has
+// started the conversation with that agent number.
+func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Message, error) {
+	var p failure.Problems
+	service, ok := account.ParseService(in.Service)
+	if !ok {
+		p.Add("enum", "service must be one of whatsapp, telegram", "service")
+	}
+	if ok && !messaging.ValidRecipient(service, in.From) {
+		p.Add("value_error", "from must be the user's number in E.164 form", "from")
+	}
+	if !account.ValidE164(in.To) {
+		p.Add("value_error", "to must be the agent number in E.164 form", "to")
+	}
+	if len(in.SenderName) > 200 {
+		p.Add("string_too_long", "sender_name must be at most 200 characters", "sender_name")
+	}
+	if err := in.Content.Check("message"); err != nil {
+		p = append(p, failure.As(err).Fields...)
+	}
+	if err := p.Err(); err != nil {
+		return messaging.Message{}, err
+	}
+	var out messaging.Message
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		n, err := r.NumberByAddress(ctx, service, in.To)
+		if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
+			return failure.NotFound("agent number " + in.To + " on " + string(service))
+		}
+		if err != nil {
+			return err
+		}
+		if !n.Enabled {
+			return failure.Forbidden("number_disabled", "agent number "+in.To+" is disabled")
+		}
+		if in.Provider != "" && n.Provider != in.Provider {
+			return failure.Forbidden("wrong_provider", "agent number "+in.To+" is not on the "+string(in.Provider)+" provider")
+		}
+		now := s.now().UTC()
+		if in.ProviderMessageID != "" {
+			if existing, err := r.MessageByProviderID(ctx, service, in.ProviderMessageID); err == nil {
+				out = existing // a repeated report: stored once
+				return nil
+			}
+		}
+		var thread messaging.Thread
+		if in.ThreadID != "" {
+			if thread, err = s.thread(ctx, r, n.AccountID, in.ThreadID); err != nil {
+				return err
+			}
+			if thread.Type != messaging.Group || thread.Service != service {
+				return failure.Invalid(failure.Field("value_error", "thread_id must name a group thread on "+string(service), "thread_id"))
+			}
+			members, err := r.Participants(ctx, thread.ID)
+			if err != nil {
+				return err
+			}
+			if messaging.CheckGroupSend(in.To, members) != nil {
+				return failure.Conflict("not_group_member", "agent number "+in.To+" is not a member of this group")
+			}
+		} else {
+			thread, err = s.individualThread(ctx, r, n, in.From, in.SenderName)
+			if err != nil {
+				return err
+			}
+		}
+		if err := r.UpsertContact(ctx, n.AccountID, service, in.From, strings.TrimSpace(in.SenderName), now); err != nil {
+			return err
+		}
+		out = messaging.Message{
+			ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
+			Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: strings.TrimSpace(in.SenderName),
+			Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		if err := r.InsertMessage(ctx, out); err != nil {
+			return err
+		}
+		return r.TouchThread(ctx, thread.ID, now, true)
+	})
+	return out, err
+}
+
+// individualThread finds or creates the thread of an agent number and a user.
+func (s *Service) individualThread(ctx context.Context, r Repos, n account.Number, user, name string) (messaging.Thread, error) {
+	t, err := r.IndividualThread(ctx, n.AccountID, n.Service, n.Number, user)
+	if err == nil || !failure.Is(err, failure.KindNotFound) {
+		return t, err
+	}
+	now := s.now().UTC()
+	t = messaging.Thread{
+		ID: ident.New(ident.Thread), AccountID: n.AccountID, Service: n.Service, Type: messaging.Individual,
+		AgentNumber: n.Number, Contact: user, Name: strings.TrimSpace(name), CreatedAt: now, UpdatedAt: now,
+	}
+	if t.Name == "" {
+		t.Name = user
+	}
+	err = r.InsertThread(ctx, t, []messaging.Participant{
+		{Address: n.Number, IsAgent: true},
+		{Address: user, Name: strings.TrimSpace(name)},
+	})
+	return t, err
+}
+
+// GroupInput describes a group the agent number was added to (the sandbox
+// simulates a user creating one).
+type GroupInput struct {
+	AccountID    string
+	Service      string
+	AgentNumber  string
+	Title        string
+	Participants []string
+}
+
+// MaxGroupParticipants is WhatsApp's group size limit.
+const MaxGroupParticipants = 1024
+
+// CreateGroup stores a group thread with the agent number as an admin
+// member and the given participants.
+func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (messaging.Thread, []messaging.Participant, error) {
+	var p failure.Problems
+	service, ok := account.ParseService(in.Service)
+	if !ok {
+		p.Add("enum", "service must be one of whatsapp, telegram", "service")
+	}
+	if !account.ValidE164(in.AgentNumber) {
+		p.Add("value_error", "agent_number must be in E.164 form", "agent_number")
+	}
+	title := strings.TrimSpace(in.Title)
+	if title == "" || len(title) > 100 {
+		p.Add("string_too_short", "title must be 1 to 100 characters", "title")
+	}
+	switch {
+	case len(in.Participants) == 0:
+		p.Add("too_short", "participants must list at least one number", "participants")
+	case len(in.Participants) > MaxGroupParticipants:
+		p.Add("too_long", "a group has at most 1024 participants", "participants")
+	}
+	seen := map[string]bool{in.AgentNumber: true}
+	for i, part := range in.Participants {
+		switch {
+		case !account.ValidE164(part):
+			p.Add("value_error", "participant must be in E.164 form", "participants", i)
+		case seen[part]:
+			p.Add("value_error", "participant is listed twice (or is the agent number)", "participants", i)
+		}
+		seen[part] = true
+	}
+	if err := p.Err(); err != nil {
+		return messaging.Thread{}, nil, err
+	}
+	var (
+		t       messaging.Thread
+		members []messaging.Participant
+	)
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		n, err := s.sendingNumber(ctx, r, in.AccountID, service, in.AgentNumber)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		t = messaging.Thread{
+			ID: ident.New(ident.Thread), AccountID: in.AccountID, Service: service, Type: messaging.Group,
+			AgentNumber: n.Number, Name: title, CreatedAt: now, UpdatedAt: now,
+		}
+		members = []messaging.Participant{{Address: n.Number, IsAgent: true, Admin: true}}
+		for _, part := range in.Participants {
+			members = append(members, messaging.Participant{Address: part})
+		}
+		return r.InsertThread(ctx, t, members)
+	})
+	return t, members, err
+}

@@ -1,0 +1,150 @@
+package messaging
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// Repos is the storage of conversations. Lookups scoped by account return
+// failure NotFound for rows of other accounts exactly as for missing rows.
+type Repos interface {
+	// NumberByAddress finds an agent number by service and E.164 number,
+	// whichever account owns it.
+	NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error)
+	NumberByID(ctx context.Context, id string) (account.Number, error)
+
+	IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error)
+	Thread(ctx context.Context, accountID, id string) (messaging.Thread, error)
+	// InsertThread stores a new thread with its participants; an
+	// individual thread that already exists is a Conflict.
+	InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error
+	Participants(ctx context.Context, threadID string) ([]messaging.Participant, error)
+	// TouchThread records a message in the thread (and, for inbound ones,
+	// that the user wrote).
+	TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error
+	// Threads lists an account's threads, most recently active first,
+	// optionally those a phone number takes part in.
+	Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, int, error)
+
+	InsertMessage(ctx context.Context, m messaging.Message) error
+	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
+	// MessageByID reads a message without account scoping, for delivery.
+	MessageByID(ctx context.Context, id string) (messaging.Message, error)
+	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
+	// UpdateMessage saves a message's status, failure and provider id.
+	UpdateMessage(ctx context.Context, m messaging.Message) error
+	RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error)
+
+	UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error
+
+	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+}
+
+// ThreadQuery selects threads.
+type ThreadQuery struct {
+	AccountID string
+	// Phone, when set, keeps threads whose agent number, user or a
+	// participant is this address.
+	Phone         string
+	Limit, Offset int
+}
+
+// ThreadSummary is a thread for listings.
+type ThreadSummary struct {
+	Thread       messaging.Thread
+	Participants []messaging.Participant
+	// LastMessage is nil for a thread without messages.
+	LastMessage *messaging.Message
+}
+
+// Store gives the use cases their repositories, directly or in one
+// transaction.
+type Store interface {
+	Repos() Repos
+	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Outbound is a message handed to a channel provider.
+type Outbound struct {
+	MessageID string
+	Number    account.Number
+	// Settings are the number's opened provider settings.
+	Settings  map[string]string
+	ThreadTyp messaging.ThreadType
+	// To is the user, or the group's provider address.
+	To      string
+	Content messaging.Content
+}
+
+// Receipt is what a provider says about an accepted message.
+type Receipt struct {
+	ProviderMessageID string
+	// Status is sent, or delivered when the provider knows at once.
+	Status messaging.Status
+}
+
+// Provider sends messages on one channel implementation. It returns a
+// *ProviderError for failures the provider explained.
+type Provider interface {
+	Send(ctx context.Context, m Outbound) (Receipt, error)
+}
+
+// Providers finds the provider behind an agent number.
+type Providers interface {
+	Provider(name account.Provider) (Provider, bool)
+}
+
+// ProviderError is a failure a provider explained.
+type ProviderError struct {
+	// Code is stored on the failed message ("recipient_unreachable",
+	// "re_engagement_required", ...).
+	Code    string
+	Message string
+	// Permanent failures are not retried.
+	Permanent bool
+	// RetryAfter, when set, is when the provider allows the next try.
+	RetryAfter time.Duration
+}
+
+func (e *ProviderError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// MediaProbe fetches a customer's media URL through the SSRF-safe client,
+// reading at most maxBytes, and says what it is.
+type MediaProbe interface {
+	Probe(ctx context.Context, rawURL string, maxBytes int64) (MediaInfo, error)
+}
+
+// MediaInfo describes a fetched file.
+type MediaInfo struct {
+	ContentType string
+	Size        int64
+}
+
+// ErrMediaTooLarge is returned by MediaProbe when the declared length or
+// the bytes read exceed the limit.
+var ErrMediaTooLarge = fmt.Errorf("media file is larger than the limit")
+
+// URLChecker refuses URLs on private, loopback or link-local addresses at
+// request time.
+type URLChecker interface {
+	CheckURL(ctx context.Context, raw string) error
+}
+
+// Opener opens a number's sealed provider settings.
+type Opener interface {
+	NumberSettings(n account.Number) (map[string]string, error)
+}
+
+// ProviderSet maps provider names to providers.
+type ProviderSet map[account.Provider]Provider
+
+// Provider finds one provider.
+func (s ProviderSet) Provider(name account.Provider) (Provider, bool) {
+	p, ok := s[name]
+	return p, ok
+}

@@ -1,0 +1,78 @@
+package messaging
+
+import (
+	"context"
+
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// RecentLimit is how many messages the recent-messages lookup returns.
+const RecentLimit = 5
+
+// List limits of the thread listings.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// MessageDetails is a message with its thread.
+type MessageDetails struct {
+	Message      messaging.Message
+	Thread       messaging.Thread
+	Participants []messaging.Participant
+}
+
+// Message reads one message of the account.
+func (s *Service) Message(ctx context.Context, accountID, id string) (MessageDetails, error) {
+	if !ident.Valid(ident.Message, id) {
+		return MessageDetails{}, failure.NotFound("message")
+	}
+	r := s.store.Repos()
+	m, err := r.Message(ctx, accountID, id)
+	if err != nil {
+		return MessageDetails{}, err
+	}
+	t, err := r.Thread(ctx, accountID, m.ThreadID)
+	if err != nil {
+		return MessageDetails{}, err
+	}
+	parts, err := r.Participants(ctx, t.ID)
+	if err != nil {
+		return MessageDetails{}, err
+	}
+	return MessageDetails{Message: m, Thread: t, Participants: parts}, nil
+}
+
+// ThreadDetails reads one thread of the account with its participants.
+func (s *Service) ThreadDetails(ctx context.Context, accountID, id string) (messaging.Thread, []messaging.Participant, error) {
+	r := s.store.Repos()
+	t, err := s.thread(ctx, r, accountID, id)
+	if err != nil {
+		return messaging.Thread{}, nil, err
+	}
+	parts, err := r.Participants(ctx, t.ID)
+	return t, parts, err
+}
+
+// Threads lists the account's threads, most recently active first.
+func (s *Service) Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, int, error) {
+	if q.Limit <= 0 {
+		q.Limit = DefaultListLimit
+	}
+	q.Limit = min(q.Limit, MaxListLimit)
+	q.Offset = max(q.Offset, 0)
+	return s.store.Repos().Threads(ctx, q)
+}
+
+// Recent returns the newest messages of a thread, newest first.
+func (s *Service) Recent(ctx context.Context, accountID, threadID string) (messaging.Thread, []messaging.Message, error) {
+	r := s.store.Repos()
+	t, err := s.thread(ctx, r, accountID, threadID)
+	if err != nil {
+		return messaging.Thread{}, nil, err
+	}
+	msgs, err := r.RecentMessages(ctx, t.ID, RecentLimit)
+	return t, msgs, err
+}

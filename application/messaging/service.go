@@ -1,0 +1,393 @@
+// Package messaging holds the conversation use cases: sending to a user or
+// a group (stored and queued in one transaction, delivered by a job),
+// receiving inbound messages, and reading messages and threads.
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// DeliverKind is the job kind that hands a queued message to its provider.
+const DeliverKind = "message.deliver"
+
+// DeliveryAttempts bounds delivery tries; with the back-off below a
+// message is retried for about half an hour before it is marked failed.
+const DeliveryAttempts = 12
+
+// DeliveryBackoff times delivery retries: 1 s doubling, at most 5 minutes.
+var DeliveryBackoff = jobs.ExponentialBackoff(time.Second, 5*time.Minute)
+
+// Service runs the messaging use cases.
+type Service struct {
+	store     Store
+	providers Providers
+	opener    Opener
+	urls      URLChecker
+	media     MediaProbe
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// Deps are what the messaging use cases are built from.
+type Deps struct {
+	Store     Store
+	Providers Providers
+	Opener    Opener
+	URLs      URLChecker
+	Media     MediaProbe
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// NewService builds the messaging use cases.
+func NewService(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	clock := d.Now
+	// Times are kept to the microsecond, as both databases store them, so
+	// what a send returns is what a later read returns.
+	now := func() time.Time { return clock().Truncate(time.Microsecond) }
+	return &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger}
+}
+
+// SendInput is an individual send.
+type SendInput struct {
+	AccountID string
+	Service   string
+	From      string
+	To        string
+	Content   messaging.Content
+	// TextField names the request field the text came in ("content" or
+	// "message"), for error locations.
+	TextField string
+}
+
+// GroupSendInput is a send into a group thread.
+type GroupSendInput struct {
+	AccountID string
+	// Service is optional; when given it must be the thread's.
+	Service   string
+	From      string
+	ThreadID  string
+	Content   messaging.Content
+	TextField string
+}
+
+// SendIndividual stores a message to a user and queues its delivery. The
+// message exists, queued, once this returns.
+func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.Message, error) {
+	var p failure.Problems
+	service, ok := account.ParseService(in.Service)
+	if !ok {
+		p.Add("enum", "service must be one of whatsapp, telegram", "service")
+	}
+	if !account.ValidE164(in.From) {
+		p.Add("value_error", "from must be an agent number in E.164 form, e.g. +14155550100", "from")
+	}
+	if ok && !messaging.ValidRecipient(service, in.To) {
+		msg := "to must be a number in E.164 form, e.g. +14155550100"
+		if service == account.Telegram {
+			msg = "to must be a number in E.164 form, a Telegram chat id or an @username"
+		}
+		p.Add("value_error", msg, "to")
+	}
+	if err := s.checkContent(ctx, in.Content, in.TextField, &p); err != nil {
+		return messaging.Message{}, err
+	}
+	if err := p.Err(); err != nil {
+		return messaging.Message{}, err
+	}
+	var out messaging.Message
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		number, err := s.sendingNumber(ctx, r, in.AccountID, service, in.From)
+		if err != nil {
+			return err
+		}
+		thread, err := r.IndividualThread(ctx, in.AccountID, service, in.From, in.To)
+		if err != nil && !failure.Is(err, failure.KindNotFound) {
+			return err
+		}
+		var tp *messaging.Thread
+		if err == nil {
+			tp = &thread
+		}
+		if err := messaging.CheckIndividualSend(tp); err != nil {
+			return err
+		}
+		out, err = s.queue(ctx, r, thread, number, in.To, in.Content)
+		return err
+	})
+	return out, err
+}
+
+// SendGroup stores a message to a group and queues its delivery.
+func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.Message, error) {
+	var p failure.Problems
+	var service account.Service
+	if in.Service != "" {
+		var ok bool
+		if service, ok = account.ParseService(in.Service); !ok {
+			p.Add("enum", "service must be one of whatsapp, telegram", "service")
+		}
+	}
+	if !account.ValidE164(in.From) {
+		p.Add("value_error", "from must be an agent number in E.164 form, e.g. +14155550100", "from")
+	}
+	if strings.TrimSpace(in.ThreadID) == "" {
+		p.Add("missing", "Field required", "thread_id")
+	}
+	if err := s.checkContent(ctx, in.Content, in.TextField, &p); err != nil {
+		return messaging.Message{}, err
+	}
+	if err := p.Err(); err != nil {
+		return messaging.Message{}, err
+	}
+	var out messaging.Message
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		thread, err := s.thread(ctx, r, in.AccountID, in.ThreadID)
+		if err != nil {
+			return err
+		}
+		if thread.Type != messaging.Group {
+			return failure.Invalid(failure.Field("value_error", "thread_id names an individual thread; send to it with the individual send", "thread_id"))
+		}
+		if service != "" && service != thread.Service {
+			return failure.Invalid(failure.Field("value_error", "service does not match the thread's service "+string(thread.Service), "service"))
+		}
+		number, err := s.sendingNumber(ctx, r, in.AccountID, thread.Service, in.From)
+		if err != nil {
+			return err
+		}
+		members, err := r.Participants(ctx, thread.ID)
+		if err != nil {
+			return err
+		}
+		if err := messaging.CheckGroupSend(in.From, members); err != nil {
+			return err
+		}
+		out, err = s.queue(ctx, r, thread, number, "", in.Content)
+		return err
+	})
+	return out, err
+}
+
+// checkContent validates content and, for media, that its URL is public.
+func (s *Service) checkContent(ctx context.Context, c messaging.Content, textField string, p *failure.Problems) error {
+	if textField == "" {
+		textField = "content"
+	}
+	if err := c.Check(textField); err != nil {
+		*p = append(*p, failure.As(err).Fields...)
+		return nil
+	}
+	if c.Kind.IsMedia() && s.urls != nil {
+		if err := s.urls.CheckURL(ctx, c.MediaURL); err != nil {
+			p.Add("url_forbidden", "media_url is not allowed: "+err.Error(), "media_url")
+		}
+	}
+	return nil
+}
+
+// sendingNumber is the from number, which the account must own and have
+// enabled on the service.
+func (s *Service) sendingNumber(ctx context.Context, r Repos, accountID string, service account.Service, from string) (account.Number, error) {
+	n, err := r.NumberByAddress(ctx, service, from)
+	if failure.Is(err, failure.KindNotFound) || (err == nil && (n.AccountID != accountID || !n.Enabled)) {
+		return account.Number{}, messaging.NumberNotPermitted(from, service)
+	}
+	return n, err
+}
+
+func (s *Service) thread(ctx context.Context, r Repos, accountID, id string) (messaging.Thread, error) {
+	if !ident.Valid(ident.Thread, id) {
+		return messaging.Thread{}, failure.NotFound("thread")
+	}
+	return r.Thread(ctx, accountID, id)
+}
+
+// PaceKey groups deliveries that share a provider limit: one agent number
+// (a WhatsApp number, a Telegram bot). It starts with the service, so the
+// runner can apply that channel's limit.
+func PaceKey(n account.Number) string { return string(n.Service) + ":" + n.ID }
+
+// deliverPayload is the delivery job's payload.
+type deliverPayload struct {
+	MessageID string `json:"message_id"`
+}
+
+// queue stores an outbound message in the caller's transaction and
+// enqueues its delivery there too, paced per agent number.
+func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n account.Number, to string, c messaging.Content) (messaging.Message, error) {
+	now := s.now().UTC()
+	m := messaging.Message{
+		ID: ident.New(ident.Message), AccountID: t.AccountID, ThreadID: t.ID, Service: t.Service,
+		Direction: messaging.OutboundAPI, From: n.Number, To: to, Content: c, Status: messaging.Queued,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if err := r.InsertMessage(ctx, m); err != nil {
+		return messaging.Message{}, err
+	}
+	if err := r.TouchThread(ctx, t.ID, now, false); err != nil {
+		return messaging.Message{}, err
+	}
+	payload, _ := json.Marshal(deliverPayload{MessageID: m.ID})
+	if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
+		Kind: DeliverKind, Payload: payload, UniqueKey: "deliver:" + m.ID, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
+	}); err != nil {
+		return messaging.Message{}, err
+	}
+	return m, nil
+}
+
+// Work delivers one queued message: the delivery job's handler. It is
+// idempotent: a message that is no longer queued is left alone.
+func (s *Service) Work(ctx context.Context, job jobs.Job) error {
+	var p deliverPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		return jobs.Permanent(fmt.Errorf("delivery payload: %w", err))
+	}
+	r := s.store.Repos()
+	m, err := r.MessageByID(ctx, p.MessageID)
+	if failure.Is(err, failure.KindNotFound) {
+		return nil // deleted with its account
+	}
+	if err != nil {
+		return err
+	}
+	if m.Status != messaging.Queued {
+		return nil
+	}
+	err = s.deliver(ctx, r, m)
+	if err == nil {
+		return nil
+	}
+	var pe *ProviderError
+	last := job.Attempt >= job.MaxAttempts
+	switch {
+	case errors.As(err, &pe) && pe.Permanent:
+		return s.fail(ctx, r, m, pe.Code, pe.Message, err)
+	case last:
+		code := "delivery_failed"
+		if pe != nil {
+			code = pe.Code
+		}
+		return s.fail(ctx, r, m, code, "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+err.Error(), err)
+	case pe != nil && pe.RetryAfter > 0:
+		return jobs.RetryAfter(pe.RetryAfter, err)
+	}
+	return err
+}
+
+// fail marks the message failed and stops the job.
+func (s *Service) fail(ctx context.Context, r Repos, m messaging.Message, code, text string, cause error) error {
+	if err := s.setStatus(ctx, r, m, messaging.Failed, code, text, ""); err != nil {
+		return err
+	}
+	return jobs.Permanent(cause)
+}
+
+func (s *Service) deliver(ctx context.Context, r Repos, m messaging.Message) error {
+	t, err := r.Thread(ctx, m.AccountID, m.ThreadID)
+	if err != nil {
+		return err
+	}
+	n, err := r.NumberByAddress(ctx, m.Service, m.From)
+	if err != nil {
+		return err
+	}
+	if !n.Enabled || n.AccountID != m.AccountID {
+		return &ProviderError{Code: "number_not_permitted", Message: "the agent number was disabled before delivery", Permanent: true}
+	}
+	provider, ok := s.providers.Provider(n.Provider)
+	if !ok {
+		return &ProviderError{Code: "provider_unavailable", Message: "no provider " + string(n.Provider) + " is configured", Permanent: true}
+	}
+	if m.Content.Kind.IsMedia() {
+		if err := s.checkMedia(ctx, m); err != nil {
+			return err
+		}
+	}
+	settings, err := s.opener.NumberSettings(n)
+	if err != nil {
+		return &ProviderError{Code: "provider_settings_unreadable", Message: err.Error(), Permanent: true}
+	}
+	to := m.To
+	if t.Type == messaging.Group {
+		to = t.ID
+	}
+	receipt, err := provider.Send(ctx, Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: t.Type, To: to, Content: m.Content})
+	if err != nil {
+		return err
+	}
+	status := receipt.Status
+	if status != messaging.Delivered {
+		status = messaging.Sent
+	}
+	return s.setStatus(ctx, r, m, status, "", "", receipt.ProviderMessageID)
+}
+
+// checkMedia fetches the media through the SSRF-safe client within its
+// size limit and checks that the channel accepts its type.
+func (s *Service) checkMedia(ctx context.Context, m messaging.Message) error {
+	limit := messaging.MaxMediaBytes(m.Content.Kind)
+	info, err := s.media.Probe(ctx, m.Content.MediaURL, limit)
+	switch {
+	case errors.Is(err, ErrMediaTooLarge):
+		return &ProviderError{Code: "media_too_large", Message: fmt.Sprintf("%s files may be at most %d MB", m.Content.Kind, limit>>20), Permanent: true}
+	case err != nil:
+		var pe *ProviderError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return &ProviderError{Code: "media_unreachable", Message: err.Error()}
+	}
+	if !messaging.AcceptsMediaType(m.Service, m.Content.Kind, info.ContentType) {
+		return &ProviderError{Code: "unsupported_media_type", Message: fmt.Sprintf("%s does not accept %s as %s", m.Service, info.ContentType, m.Content.Kind), Permanent: true}
+	}
+	return nil
+}
+
+// setStatus moves a message's status if the rules allow it.
+func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, to messaging.Status, code, text, providerID string) error {
+	if !messaging.CanMove(m.Status, to) {
+		return nil
+	}
+	m.Status = to
+	m.FailureCode, m.FailureText = code, text
+	if providerID != "" {
+		m.ProviderMessageID = providerID
+	}
+	m.UpdatedAt = s.now().UTC()
+	return r.UpdateMessage(ctx, m)
+}
+
+// ApplyStatus records a status a provider reported for one of its message
+// ids; unknown ids and backward moves are ignored.
+func (s *Service) ApplyStatus(ctx context.Context, service account.Service, providerID string, to messaging.Status, code, text string) error {
+	return s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		m, err := r.MessageByProviderID(ctx, service, providerID)
+		if failure.Is(err, failure.KindNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return s.setStatus(ctx, r, m, to, code, text, "")
+	})
+}

@@ -1,0 +1,57 @@
+package bootstrap
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/account"
+)
+
+// Provider limits per agent number, from the providers' published limits:
+// WhatsApp Cloud API 80 messages/s per number, Telegram Bot API 30/s per bot.
+var channelPace = map[account.Service]runner.Pace{
+	account.WhatsApp: {PerSecond: 80, Burst: 80, MaxConcurrent: 32},
+	account.Telegram: {PerSecond: 30, Burst: 30, MaxConcurrent: 16},
+}
+
+// deliveryPace picks the limit from the pace key's service prefix.
+func deliveryPace(key string) runner.Pace {
+	service, _, _ := strings.Cut(key, ":")
+	return channelPace[account.Service(service)]
+}
+
+// messagingModule wires the messaging use cases: the store, the channel
+// providers, the SSRF guard for media, and the delivery job kind.
+var messagingModule = fx.Module("messaging",
+	fx.Provide(
+		func(c Config) *httpguard.Guard { return httpguard.New(httpguard.Options{Allow: c.AllowPrivateURLs}) },
+		func(db *store.DB) messaging.Store {
+			return store.Bind(db, func(r *store.Repos) messaging.Repos { return r })
+		},
+		func() messaging.Providers {
+			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}}
+		},
+		func(s messaging.Store, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, log *slog.Logger) *messaging.Service {
+			return messaging.NewService(messaging.Deps{
+				Store: s, Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
+			})
+		},
+		fx.Annotate(func(s *messaging.Service) *messaging.Service { return s }, fx.As(new(rest.MessagingUseCases))),
+		fx.Annotate(func(s *messaging.Service) runner.Kind {
+			return runner.Kind{
+				Name: messaging.DeliverKind, Handler: s, Backoff: messaging.DeliveryBackoff,
+				Timeout: time.Minute, PaceFor: deliveryPace,
+			}
+		}, fx.ResultTags(runner.KindGroup)),
+	),
+)

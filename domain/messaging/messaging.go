@@ -1,0 +1,322 @@
+// Package messaging is the model of conversations: threads between an
+// agent number and users (or a group), the messages in them, their
+// content, and the rules about who may send what, where, and how a
+// message's status may move.
+package messaging
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// ThreadType says whether a thread is a one-to-one chat or a group.
+type ThreadType string
+
+// The thread types.
+const (
+	Individual ThreadType = "individual"
+	Group      ThreadType = "group"
+)
+
+// Direction says who sent a message.
+type Direction string
+
+// The directions, as the interface names them.
+const (
+	Inbound     Direction = "inbound"
+	OutboundAPI Direction = "outbound-api"
+)
+
+// Status is where a message is in its life.
+type Status string
+
+// The statuses. Outbound: queued → sent → delivered → read, any → failed.
+// Inbound messages are received.
+const (
+	Queued    Status = "queued"
+	Sent      Status = "sent"
+	Delivered Status = "delivered"
+	Read      Status = "read"
+	Failed    Status = "failed"
+	Received  Status = "received"
+)
+
+// rank orders outbound statuses, so that late or repeated provider reports
+// never move a message backwards.
+var rank = map[Status]int{Queued: 0, Sent: 1, Delivered: 2, Read: 3}
+
+// CanMove reports whether a message in status from may move to status to.
+// Failed and read are final; reports that arrive out of order are ignored
+// rather than moving a message back.
+func CanMove(from, to Status) bool {
+	if from == Failed || from == Received || from == to {
+		return false
+	}
+	if to == Failed {
+		return from != Read
+	}
+	rf, okf := rank[from]
+	rt, okt := rank[to]
+	return okf && okt && rt > rf
+}
+
+// Kind is what a message carries.
+type Kind string
+
+// The content kinds.
+const (
+	KindText     Kind = "text"
+	KindImage    Kind = "image"
+	KindVideo    Kind = "video"
+	KindAudio    Kind = "audio"
+	KindDocument Kind = "document"
+	KindLocation Kind = "location"
+)
+
+// MediaKinds are the media_type values the interface accepts.
+var MediaKinds = []Kind{KindImage, KindVideo, KindAudio, KindDocument}
+
+// IsMedia reports whether k is one of the media kinds.
+func (k Kind) IsMedia() bool {
+	switch k {
+	case KindImage, KindVideo, KindAudio, KindDocument:
+		return true
+	}
+	return false
+}
+
+// MaxMediaBytes is the size limit per media kind (image 5 MB, video and
+// audio 16 MB, documents 100 MB), enforced on the declared length and on
+// the bytes actually read.
+func MaxMediaBytes(k Kind) int64 {
+	switch k {
+	case KindImage:
+		return 5 << 20
+	case KindVideo, KindAudio:
+		return 16 << 20
+	case KindDocument:
+		return 100 << 20
+	}
+	return 0
+}
+
+// MaxTextLength bounds message text (WhatsApp's limit is 4096 characters,
+// Telegram's 4096; captions 1024).
+const (
+	MaxTextLength    = 4096
+	MaxCaptionLength = 1024
+)
+
+// Content is what a message carries: text, a media file with an optional
+// caption, or a location.
+type Content struct {
+	Kind Kind
+	Text string
+	// MediaURL, Caption: media kinds.
+	MediaURL string
+	Caption  string
+	// Latitude, Longitude, PlaceName, Address: location.
+	Latitude  float64
+	Longitude float64
+	PlaceName string
+	Address   string
+}
+
+// Summary is the plain text of a message: its text, caption, or place.
+func (c Content) Summary() string {
+	switch {
+	case c.Kind == KindText:
+		return c.Text
+	case c.Kind.IsMedia():
+		return c.Caption
+	case c.Kind == KindLocation:
+		if c.PlaceName != "" {
+			return c.PlaceName
+		}
+		return fmt.Sprintf("%.6f,%.6f", c.Latitude, c.Longitude)
+	}
+	return ""
+}
+
+// Check validates content; path prefixes the field names in errors.
+func (c Content) Check(textField string) error {
+	var p failure.Problems
+	switch {
+	case c.Kind == KindText:
+		switch {
+		case strings.TrimSpace(c.Text) == "":
+			p.Add("string_too_short", "message text must not be empty", textField)
+		case utf8.RuneCountInString(c.Text) > MaxTextLength:
+			p.Add("string_too_long", fmt.Sprintf("message text must be at most %d characters", MaxTextLength), textField)
+		}
+	case c.Kind.IsMedia():
+		if err := CheckMediaURL(c.MediaURL); err != nil {
+			p.Add("url_parsing", err.Error(), "media_url")
+		}
+		if utf8.RuneCountInString(c.Caption) > MaxCaptionLength {
+			p.Add("string_too_long", fmt.Sprintf("caption must be at most %d characters", MaxCaptionLength), "caption")
+		}
+	case c.Kind == KindLocation:
+		if math.IsNaN(c.Latitude) || c.Latitude < -90 || c.Latitude > 90 {
+			p.Add("value_error", "latitude must be between -90 and 90", "latitude")
+		}
+		if math.IsNaN(c.Longitude) || c.Longitude < -180 || c.Longitude > 180 {
+			p.Add("value_error", "longitude must be between -180 and 180", "longitude")
+		}
+	default:
+		p.Add("enum", "media_type must be one of image, video, audio, document", "media_type")
+	}
+	return p.Err()
+}
+
+// CheckMediaURL checks the form of a media URL; whether its host is public
+// is the HTTP guard's business.
+func CheckMediaURL(raw string) error {
+	if raw == "" {
+		return fmt.Errorf("media_url is required")
+	}
+	if len(raw) > 2048 {
+		return fmt.Errorf("media_url must be at most 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("media_url must be an absolute http(s) URL")
+	}
+	return nil
+}
+
+// telegramChat is a Telegram chat id (negative for groups) or @username.
+var telegramChat = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$`)
+
+// ValidRecipient reports whether to can address a user on service:
+// E.164 on WhatsApp; E.164, a chat id or an @username on Telegram.
+func ValidRecipient(service account.Service, to string) bool {
+	if account.ValidE164(to) {
+		return true
+	}
+	return service == account.Telegram && telegramChat.MatchString(to)
+}
+
+// Thread is a conversation: an agent number with one user, or a group.
+type Thread struct {
+	ID        string
+	AccountID string
+	Service   account.Service
+	Type      ThreadType
+	// AgentNumber is the account's number in the thread (for a group, the
+	// number that joined it).
+	AgentNumber string
+	// Contact is the user of an individual thread.
+	Contact string
+	Name    string
+	// LastInboundAt is when the user last wrote; an individual thread
+	// accepts sends only once the user has written.
+	LastInboundAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Participant is a member of a thread.
+type Participant struct {
+	Address string
+	Name    string
+	Admin   bool
+	IsAgent bool
+}
+
+// Message is one message of a thread.
+type Message struct {
+	ID          string
+	AccountID   string
+	ThreadID    string
+	Service     account.Service
+	Direction   Direction
+	From        string
+	To          string
+	SenderName  string
+	Content     Content
+	Status      Status
+	FailureCode string
+	FailureText string
+	// ProviderMessageID is the channel's id, for status reports.
+	ProviderMessageID string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// Precondition failures of sending, with the codes clients rely on.
+var (
+	ErrConversationNotStarted = failure.Conflict("conversation_not_started",
+		"the user has not started a conversation with this agent number on this service yet")
+	ErrNotGroupMember = failure.Conflict("not_group_member", "the agent number is not a member of this group")
+)
+
+// NumberNotPermitted is the failure for a from number the account may not
+// use on the service.
+func NumberNotPermitted(number string, service account.Service) error {
+	return failure.Forbidden("number_not_permitted",
+		fmt.Sprintf("%s is not an enabled %s number of this account", number, service))
+}
+
+// CheckIndividualSend applies the individual-chat precondition: the user
+// must have written to the agent number first.
+func CheckIndividualSend(t *Thread) error {
+	if t == nil || t.LastInboundAt == nil {
+		return ErrConversationNotStarted
+	}
+	return nil
+}
+
+// CheckGroupSend applies the group precondition: the agent number is a
+// current member of the group.
+func CheckGroupSend(agentNumber string, members []Participant) error {
+	for _, m := range members {
+		if m.IsAgent && m.Address == agentNumber {
+			return nil
+		}
+	}
+	return ErrNotGroupMember
+}
+
+// whatsappTypes are the media types the WhatsApp Cloud API accepts per
+// kind; documents may be any common type.
+var whatsappTypes = map[Kind][]string{
+	KindImage: {"image/jpeg", "image/png"},
+	KindVideo: {"video/mp4", "video/3gpp"},
+	KindAudio: {"audio/aac", "audio/mp4", "audio/mpeg", "audio/amr", "audio/ogg"},
+}
+
+// telegramTypes are what the Bot API's sendPhoto, sendVideo and sendAudio
+// accept by URL; sendDocument takes any file.
+var telegramTypes = map[Kind][]string{
+	KindImage: {"image/jpeg", "image/png", "image/gif", "image/webp"},
+	KindVideo: {"video/mp4"},
+	KindAudio: {"audio/mpeg", "audio/mp4", "audio/ogg", "audio/x-m4a"},
+}
+
+// AcceptsMediaType reports whether service accepts a file of contentType
+// as kind. Parameters such as "; charset=" are ignored.
+func AcceptsMediaType(service account.Service, kind Kind, contentType string) bool {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
+	if kind == KindDocument {
+		return mt != "" && !strings.HasPrefix(mt, "text/html")
+	}
+	table := whatsappTypes
+	if service == account.Telegram {
+		table = telegramTypes
+	}
+	for _, t := range table[kind] {
+		if t == mt {
+			return true
+		}
+	}
+	return false
+}

@@ -80,3 +80,12 @@ func (db *DB) ReleaseKey(ctx context.Context, accountID, key string) error {
 	}
 	return nil
 }
+
+// PruneIdempotencyKeys deletes keys older than the replay window.
+func (db *DB) PruneIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+	res, err := db.write.NewRaw("DELETE FROM idempotency_keys WHERE created_at < ?", now.Add(-idempotency.Window)).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("prune idempotency keys: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -201,13 +201,15 @@ func (r *Repos) KillJob(ctx context.Context, worker string, id int64, now time.T
 }
 
 // RescueJobs returns jobs whose lease expired (their worker crashed or hung)
-// to the queue, or marks them dead when they have no attempts left. It
+// to the queue. A job whose last attempt was lost this way gets one more, so
+// that its handler can record the failure on the business row (a message
+// marked failed); only when that is lost too is the job marked dead. It
 // returns how many it rescued and killed.
 func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error) {
 	const lost = "lease expired: the worker stopped or hung"
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
-		WHERE state = ? AND lease_expires_at < ? AND attempt >= max_attempts`,
+		WHERE state = ? AND lease_expires_at < ? AND attempt > max_attempts`,
 		jobs.StateDead, micros(now), lost, jobs.StateRunning, micros(now),
 	).Exec(ctx)
 	if err != nil {

@@ -41,7 +41,25 @@ func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 		}
 	}
 	lc.Append(fx.StopHook(db.Close))
+	go db.maintain(db.background, log)
 	return db, nil
+}
+
+// maintain deletes expired rows that no request path removes, every ten
+// minutes, until the database is closed.
+func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := db.PruneIdempotencyKeys(ctx, db.now()); err != nil && ctx.Err() == nil {
+				log.Warn("database maintenance", "error", err)
+			}
+		}
+	}
 }
 
 // Ready reports whether the database answers and its schema is current.

@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,6 +34,10 @@ func (p *Prober) Probe(ctx context.Context, rawURL string, maxBytes int64) (mess
 	}
 	req.Header.Set("User-Agent", "Switchboard media fetcher")
 	resp, err := p.client.Do(req)
+	if errors.Is(err, ErrForbiddenAddress) {
+		// Retrying cannot make a private address public.
+		return messaging.MediaInfo{}, &messaging.ProviderError{Code: "media_forbidden", Message: "media_url: " + err.Error(), Permanent: true}
+	}
 	if err != nil {
 		return messaging.MediaInfo{}, err
 	}

@@ -48,9 +48,26 @@ func decodeBodyError(err error) error {
 	return failure.Invalid(failure.FieldError{In: "body", Message: "request body could not be read", Type: "json_invalid"})
 }
 
+// nestedError carries a decoding error from inside a nested object that
+// decodes itself strictly, so its location keeps the parent's name.
+type nestedError struct {
+	field string
+	err   error
+}
+
+func (e *nestedError) Error() string { return e.field + ": " + e.err.Error() }
+
 // decodeFailure names what encoding/json refused in pydantic's vocabulary,
 // which the existing clients' error handling expects.
 func decodeFailure(err error) error {
+	var nested *nestedError
+	if errors.As(err, &nested) {
+		inner := failure.As(decodeFailure(nested.err))
+		for i := range inner.Fields {
+			inner.Fields[i].Path = append([]any{nested.field}, inner.Fields[i].Path...)
+		}
+		return inner
+	}
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	switch {

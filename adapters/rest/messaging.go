@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"path"
 	"strconv"
@@ -72,37 +74,70 @@ func str(p *string) string {
 	return *p
 }
 
-// content turns the body's content fields into message content.
-func (b sendBody) content(p *failure.Problems) (domain.Content, string) {
-	text, field := b.Content, "content"
-	if text == nil && b.Message != nil {
-		text, field = b.Message, "message"
+// mediaKind maps a media_type value to a media kind; anything else maps to
+// a kind the content check reports as an unknown media_type.
+func mediaKind(v string) domain.Kind {
+	if k := domain.Kind(v); k.IsMedia() {
+		return k
 	}
-	switch mt := str(b.MessageType); mt {
-	case "media":
+	return domain.Kind("unknown media type")
+}
+
+// content turns the body's content fields into message content, and says
+// which fields it came from.
+func (b sendBody) content(p *failure.Problems) (domain.Content, domain.Fields) {
+	text, fields := b.Content, domain.Fields{Text: "content", MediaURL: "media_url"}
+	if text == nil && b.Message != nil {
+		text, fields.Text = b.Message, "message"
+	}
+	mediaGiven := b.MediaURL != nil || b.MediaType != nil || b.Caption != nil
+	switch mt := str(b.MessageType); {
+	case mt == "media", mt == "" && b.MediaURL != nil && b.AttachmentURI == nil:
+		// A media_url without message_type is a media message too: its
+		// fields are not silently dropped.
 		required(p, b.MediaURL, "media_url")
-		required(p, b.MediaType, "media_type")
-		caption := str(b.Caption)
-		if caption == "" {
-			caption = str(text)
-		}
-		return domain.Content{Kind: domain.Kind(str(b.MediaType)), MediaURL: str(b.MediaURL), Caption: caption}, field
-	case "", "text":
-		if b.AttachmentURI != nil {
-			kind := domain.Kind(str(b.MediaType))
-			if b.MediaType == nil {
-				kind = kindFromURL(*b.AttachmentURI)
+		kind := mediaKind(str(b.MediaType))
+		if b.MediaType == nil {
+			if mt == "media" {
+				p.Add("missing", "Field required", "media_type")
 			}
-			return domain.Content{Kind: kind, MediaURL: *b.AttachmentURI, Caption: firstNonEmpty(str(b.Caption), str(text))}, field
+			kind = kindFromURL(str(b.MediaURL))
+		}
+		return domain.Content{Kind: kind, MediaURL: str(b.MediaURL), Caption: firstNonEmpty(str(b.Caption), str(text))}, fields
+	case mt == "" || mt == "text":
+		if b.AttachmentURI != nil {
+			if b.MediaURL != nil {
+				p.Add("extra_forbidden", "give the file in attachment_uri or media_url, not both", "media_url")
+			}
+			kind := kindFromURL(*b.AttachmentURI)
+			if b.MediaType != nil {
+				kind = mediaKind(*b.MediaType)
+			}
+			fields.MediaURL = "attachment_uri"
+			return domain.Content{Kind: kind, MediaURL: *b.AttachmentURI, Caption: firstNonEmpty(str(b.Caption), str(text))}, fields
+		}
+		if mediaGiven {
+			p.Add("extra_forbidden", "media_url, media_type and caption belong to message_type media", firstGiven(b))
 		}
 		if text == nil {
 			p.Add("missing", "Field required", "content")
 		}
-		return domain.Content{Kind: domain.KindText, Text: str(text)}, field
+		return domain.Content{Kind: domain.KindText, Text: str(text)}, fields
 	default:
 		p.Add("enum", "message_type must be text or media", "message_type")
-		return domain.Content{}, field
+		return domain.Content{Kind: domain.KindText, Text: "-"}, fields
 	}
+}
+
+// firstGiven names the first media field present, for an error location.
+func firstGiven(b sendBody) string {
+	switch {
+	case b.MediaURL != nil:
+		return "media_url"
+	case b.MediaType != nil:
+		return "media_type"
+	}
+	return "caption"
 }
 
 func firstNonEmpty(values ...string) string {
@@ -153,7 +188,7 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
-		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, TextField: field,
+		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: field,
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -183,7 +218,7 @@ func (s *server) sendGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
-		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, TextField: field,
+		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: field,
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -216,21 +251,40 @@ type universalContent struct {
 	Address   *string  `json:"address"`
 }
 
-func (c universalContent) content(p *failure.Problems) domain.Content {
+// UnmarshalJSON decodes the content object strictly, so that an unknown
+// field inside it is reported at ["body", "content", name].
+func (c *universalContent) UnmarshalJSON(data []byte) error {
+	type plain universalContent
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var v plain
+	if err := dec.Decode(&v); err != nil {
+		return &nestedError{field: "content", err: err}
+	}
+	*c = universalContent(v)
+	return nil
+}
+
+func (c universalContent) content(p *failure.Problems) (domain.Content, domain.Fields) {
+	fields := domain.Fields{Base: []any{"content"}, Text: "text", MediaURL: "media_url"}
 	switch t := str(c.Type); t {
 	case "", "text":
 		text := c.Text
-		if text == nil {
-			text = c.Message
+		if text == nil && c.Message != nil {
+			text, fields.Text = c.Message, "message"
 		}
 		if text == nil {
 			p.Add("missing", "Field required", "content", "text")
 		}
-		return domain.Content{Kind: domain.KindText, Text: str(text)}
+		return domain.Content{Kind: domain.KindText, Text: str(text)}, fields
 	case "media":
-		required(p, c.MediaURL, "content.media_url")
-		required(p, c.MediaType, "content.media_type")
-		return domain.Content{Kind: domain.Kind(str(c.MediaType)), MediaURL: str(c.MediaURL), Caption: str(c.Caption)}
+		if c.MediaURL == nil {
+			p.Add("missing", "Field required", "content", "media_url")
+		}
+		if c.MediaType == nil {
+			p.Add("missing", "Field required", "content", "media_type")
+		}
+		return domain.Content{Kind: mediaKind(str(c.MediaType)), MediaURL: str(c.MediaURL), Caption: str(c.Caption)}, fields
 	case "location":
 		if c.Latitude == nil {
 			p.Add("missing", "Field required", "content", "latitude")
@@ -245,10 +299,10 @@ func (c universalContent) content(p *failure.Problems) domain.Content {
 		if c.Longitude != nil {
 			lng = *c.Longitude
 		}
-		return domain.Content{Kind: domain.KindLocation, Latitude: lat, Longitude: lng, PlaceName: str(c.Name), Address: str(c.Address)}
+		return domain.Content{Kind: domain.KindLocation, Latitude: lat, Longitude: lng, PlaceName: str(c.Name), Address: str(c.Address)}, fields
 	default:
 		p.Add("enum", "content.type must be one of text, media, location", "content", "type")
-		return domain.Content{}
+		return domain.Content{Kind: domain.KindText, Text: "-"}, fields
 	}
 }
 
@@ -262,9 +316,12 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
 	required(&p, b.From, "from")
 	required(&p, b.Type, "type")
 	required(&p, b.Content, "content")
-	var content domain.Content
+	var (
+		content domain.Content
+		fields  domain.Fields
+	)
 	if b.Content != nil {
-		content = b.Content.content(&p)
+		content, fields = b.Content.content(&p)
 	}
 	if b.To != nil && b.ThreadID != nil {
 		p.Add("value_error", "give either to (individual) or thread_id (group), not both", "thread_id")
@@ -286,7 +343,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
 	accountID := mux.Vars(r)["accountId"]
 	if *b.Type == "individual" {
 		m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
-			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, TextField: "content.text",
+			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
 		})
 		if err != nil {
 			writeError(w, r, err)
@@ -296,7 +353,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
-		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, TextField: "content.text",
+		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -474,7 +531,7 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {
 	required(&p, b.Service, "service")
 	required(&p, b.From, "from")
 	required(&p, b.To, "to")
-	content, _ := b.content(&p)
+	content, fields := b.content(&p)
 	if err := p.Err(); err != nil {
 		writeError(w, r, err)
 		return
@@ -482,7 +539,7 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {
 	principal, _ := accounts.PrincipalFrom(r.Context())
 	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
 		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
-		ThreadID: str(b.ThreadID), Content: content, Provider: "sandbox",
+		ThreadID: str(b.ThreadID), Content: content, Fields: fields, Provider: "sandbox",
 	})
 	if err != nil {
 		writeError(w, r, err)

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,11 +10,23 @@ import (
 
 var _ idempotency.Store = (*DB)(nil)
 
-// ReserveKey implements idempotency.Store in one transaction; on Postgres
-// the row is locked, on SQLite the writer lock serialises reservations.
+// ReserveKey implements idempotency.Store in one transaction. The insert
+// comes first, with ON CONFLICT DO NOTHING, so that two first uses of a key
+// cannot both win; the loser then reads (on Postgres, locks) the winner's
+// row and decides from it.
 func (db *DB) ReserveKey(ctx context.Context, accountID, key, fingerprint string, now time.Time, lockFor time.Duration) (idempotency.Reservation, error) {
 	var out idempotency.Reservation
 	err := db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+		res, err := r.write.NewRaw(`INSERT INTO idempotency_keys (account_id, key, fingerprint, locked_until, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_id, key) DO NOTHING`,
+			accountID, key, fingerprint, now.Add(lockFor), now).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			out = idempotency.Reservation{Outcome: idempotency.New}
+			return nil
+		}
 		lock := ""
 		if db.dialect == Postgres {
 			lock = " FOR UPDATE"
@@ -28,33 +38,30 @@ func (db *DB) ReserveKey(ctx context.Context, accountID, key, fingerprint string
 			LockedUntil *time.Time `bun:"locked_until"`
 			CreatedAt   time.Time  `bun:"created_at"`
 		}
-		err := r.write.NewRaw("SELECT fingerprint, status_code, body, locked_until, created_at FROM idempotency_keys WHERE account_id = ? AND key = ?"+lock, accountID, key).Scan(ctx, &row)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		if err := r.write.NewRaw("SELECT fingerprint, status_code, body, locked_until, created_at FROM idempotency_keys WHERE account_id = ? AND key = ?"+lock,
+			accountID, key).Scan(ctx, &row); err != nil {
 			return err
+		}
+		switch {
 		case now.Sub(row.CreatedAt) > idempotency.Window:
-			if _, err := r.write.NewRaw("DELETE FROM idempotency_keys WHERE account_id = ? AND key = ?", accountID, key).Exec(ctx); err != nil {
-				return err
-			}
+			// Expired: the key starts a new life.
+			_, err := r.write.NewRaw(`UPDATE idempotency_keys SET fingerprint = ?, status_code = 0, body = NULL, locked_until = ?, created_at = ?
+				WHERE account_id = ? AND key = ?`, fingerprint, now.Add(lockFor), now, accountID, key).Exec(ctx)
+			out = idempotency.Reservation{Outcome: idempotency.New}
+			return err
 		case row.Fingerprint != fingerprint:
 			out = idempotency.Reservation{Outcome: idempotency.Mismatch}
-			return nil
 		case row.StatusCode != 0:
 			out = idempotency.Reservation{Outcome: idempotency.Replay, Status: row.StatusCode, Body: row.Body}
-			return nil
 		case row.LockedUntil != nil && row.LockedUntil.After(now):
 			out = idempotency.Reservation{Outcome: idempotency.InFlight}
-			return nil
 		default:
+			// The holder died without completing: take the key over.
 			_, err := r.write.NewRaw("UPDATE idempotency_keys SET locked_until = ? WHERE account_id = ? AND key = ?", now.Add(lockFor), accountID, key).Exec(ctx)
 			out = idempotency.Reservation{Outcome: idempotency.New}
 			return err
 		}
-		_, err = r.write.NewRaw("INSERT INTO idempotency_keys (account_id, key, fingerprint, locked_until, created_at) VALUES (?, ?, ?, ?, ?)",
-			accountID, key, fingerprint, now.Add(lockFor), now).Exec(ctx)
-		out = idempotency.Reservation{Outcome: idempotency.New}
-		return err
+		return nil
 	})
 	if err != nil {
 		return idempotency.Reservation{}, fmt.Errorf("reserve idempotency key: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -92,14 +93,21 @@ type participantRow struct {
 	JoinedAt      time.Time `bun:"joined_at"`
 }
 
-// InsertThread stores a thread and its participants.
+// InsertThread stores a thread and its participants. A thread that
+// already exists (the individual thread another request created at the
+// same moment) is a Conflict that leaves the transaction usable, so the
+// caller can read that thread instead.
 func (r *Repos) InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error {
 	row := threadRow{
 		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
 		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
-	if _, err := r.write.NewInsert().Model(&row).Exec(ctx); err != nil {
+	res, err := r.write.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
 		return translate(err, "thread")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return failure.Conflict("already_exists", "thread already exists")
 	}
 	if len(participants) == 0 {
 		return nil
@@ -108,7 +116,7 @@ func (r *Repos) InsertThread(ctx context.Context, t messaging.Thread, participan
 	for i, p := range participants {
 		rows[i] = participantRow{ThreadID: t.ID, Address: p.Address, Name: p.Name, Admin: p.Admin, IsAgent: p.IsAgent, JoinedAt: t.CreatedAt}
 	}
-	_, err := r.write.NewInsert().Model(&rows).Exec(ctx)
+	_, err = r.write.NewInsert().Model(&rows).Exec(ctx)
 	return translate(err, "participant")
 }
 
@@ -149,7 +157,8 @@ func (r *Repos) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appm
 		return nil, 0, translate(err, "thread")
 	}
 	var rows []threadRow
-	// Threads without messages sort after active ones, newest first.
+	// Most recent activity first: the last message, or the creation of a
+	// thread that has none yet.
 	err = base.OrderExpr("COALESCE(last_message_at, created_at) DESC, id DESC").Limit(q.Limit).Offset(q.Offset).Scan(ctx, &rows)
 	if err != nil {
 		return nil, 0, translate(err, "thread")

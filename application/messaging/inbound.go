@@ -24,6 +24,7 @@ type InboundInput struct {
 	// ThreadID, when set, is the group the message was sent in.
 	ThreadID string
 	Content  messaging.Content
+	Fields   messaging.Fields
 	// ProviderMessageID dedupes reports the provider sends twice.
 	ProviderMessageID string
 	// Provider, when set, is the provider the agent number must be on.
@@ -48,7 +49,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 	if len(in.SenderName) > 200 {
 		p.Add("string_too_long", "sender_name must be at most 200 characters", "sender_name")
 	}
-	if err := in.Content.Check("message"); err != nil {
+	if err := in.Content.Check(in.Fields); err != nil {
 		p = append(p, failure.As(err).Fields...)
 	}
 	if err := p.Err(); err != nil {
@@ -132,6 +133,10 @@ func (s *Service) individualThread(ctx context.Context, r Repos, n account.Numbe
 		{Address: n.Number, IsAgent: true},
 		{Address: user, Name: strings.TrimSpace(name)},
 	})
+	if failure.Is(err, failure.KindConflict) {
+		// Another message from this user created it a moment ago.
+		return r.IndividualThread(ctx, n.AccountID, n.Service, n.Number, user)
+	}
 	return t, err
 }
 

@@ -73,9 +73,8 @@ type SendInput struct {
 	From      string
 	To        string
 	Content   messaging.Content
-	// TextField names the request field the text came in ("content" or
-	// "message"), for error locations.
-	TextField string
+	// Fields names the request fields the content came in, for errors.
+	Fields messaging.Fields
 }
 
 // GroupSendInput is a send into a group thread.
@@ -84,9 +83,9 @@ type GroupSendInput struct {
 	// Service is optional; when given it must be the thread's.
 	Service   string
 	From      string
-	ThreadID  string
-	Content   messaging.Content
-	TextField string
+	ThreadID string
+	Content  messaging.Content
+	Fields   messaging.Fields
 }
 
 // SendIndividual stores a message to a user and queues its delivery. The
@@ -107,7 +106,7 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		}
 		p.Add("value_error", msg, "to")
 	}
-	if err := s.checkContent(ctx, in.Content, in.TextField, &p); err != nil {
+	if err := s.checkContent(ctx, in.Content, in.Fields, &p); err != nil {
 		return messaging.Message{}, err
 	}
 	if err := p.Err(); err != nil {
@@ -152,7 +151,7 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 	if strings.TrimSpace(in.ThreadID) == "" {
 		p.Add("missing", "Field required", "thread_id")
 	}
-	if err := s.checkContent(ctx, in.Content, in.TextField, &p); err != nil {
+	if err := s.checkContent(ctx, in.Content, in.Fields, &p); err != nil {
 		return messaging.Message{}, err
 	}
 	if err := p.Err(); err != nil {
@@ -188,17 +187,14 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 }
 
 // checkContent validates content and, for media, that its URL is public.
-func (s *Service) checkContent(ctx context.Context, c messaging.Content, textField string, p *failure.Problems) error {
-	if textField == "" {
-		textField = "content"
-	}
-	if err := c.Check(textField); err != nil {
+func (s *Service) checkContent(ctx context.Context, c messaging.Content, f messaging.Fields, p *failure.Problems) error {
+	if err := c.Check(f); err != nil {
 		*p = append(*p, failure.As(err).Fields...)
 		return nil
 	}
 	if c.Kind.IsMedia() && s.urls != nil {
 		if err := s.urls.CheckURL(ctx, c.MediaURL); err != nil {
-			p.Add("url_forbidden", "media_url is not allowed: "+err.Error(), "media_url")
+			p.Add("url_forbidden", "the media URL is not allowed: "+err.Error(), f.URLField()...)
 		}
 	}
 	return nil

@@ -146,33 +146,66 @@ func (c Content) Summary() string {
 	return ""
 }
 
-// Check validates content; path prefixes the field names in errors.
-func (c Content) Check(textField string) error {
+// Fields says where each part of a content came from in a request, so
+// that errors name the field the client actually sent.
+type Fields struct {
+	// Base prefixes every name (["content"] for a content object).
+	Base []any
+	// Text names the text field ("content", "message", "text").
+	Text string
+	// MediaURL names the URL field ("media_url", "attachment_uri").
+	MediaURL string
+}
+
+// DefaultFields are the names of the per-type send bodies.
+var DefaultFields = Fields{Text: "content", MediaURL: "media_url"}
+
+// Path is the location of a field.
+func (f Fields) Path(name string) []any {
+	return append(append([]any{}, f.Base...), name)
+}
+
+func (f Fields) withDefaults() Fields {
+	if f.Text == "" {
+		f.Text = DefaultFields.Text
+	}
+	if f.MediaURL == "" {
+		f.MediaURL = DefaultFields.MediaURL
+	}
+	return f
+}
+
+// URLField is the location of the media URL.
+func (f Fields) URLField() []any { return f.withDefaults().Path(f.withDefaults().MediaURL) }
+
+// Check validates content, naming fields as f says.
+func (c Content) Check(f Fields) error {
+	f = f.withDefaults()
 	var p failure.Problems
 	switch {
 	case c.Kind == KindText:
 		switch {
 		case strings.TrimSpace(c.Text) == "":
-			p.Add("string_too_short", "message text must not be empty", textField)
+			p.Add("string_too_short", "message text must not be empty", f.Path(f.Text)...)
 		case utf8.RuneCountInString(c.Text) > MaxTextLength:
-			p.Add("string_too_long", fmt.Sprintf("message text must be at most %d characters", MaxTextLength), textField)
+			p.Add("string_too_long", fmt.Sprintf("message text must be at most %d characters", MaxTextLength), f.Path(f.Text)...)
 		}
 	case c.Kind.IsMedia():
 		if err := CheckMediaURL(c.MediaURL); err != nil {
-			p.Add("url_parsing", err.Error(), "media_url")
+			p.Add("url_parsing", err.Error(), f.Path(f.MediaURL)...)
 		}
 		if utf8.RuneCountInString(c.Caption) > MaxCaptionLength {
-			p.Add("string_too_long", fmt.Sprintf("caption must be at most %d characters", MaxCaptionLength), "caption")
+			p.Add("string_too_long", fmt.Sprintf("caption must be at most %d characters", MaxCaptionLength), f.Path("caption")...)
 		}
 	case c.Kind == KindLocation:
 		if math.IsNaN(c.Latitude) || c.Latitude < -90 || c.Latitude > 90 {
-			p.Add("value_error", "latitude must be between -90 and 90", "latitude")
+			p.Add("value_error", "latitude must be between -90 and 90", f.Path("latitude")...)
 		}
 		if math.IsNaN(c.Longitude) || c.Longitude < -180 || c.Longitude > 180 {
-			p.Add("value_error", "longitude must be between -180 and 180", "longitude")
+			p.Add("value_error", "longitude must be between -180 and 180", f.Path("longitude")...)
 		}
 	default:
-		p.Add("enum", "media_type must be one of image, video, audio, document", "media_type")
+		p.Add("enum", "media_type must be one of image, video, audio, document", f.Path("media_type")...)
 	}
 	return p.Err()
 }
@@ -181,14 +214,14 @@ func (c Content) Check(textField string) error {
 // is the HTTP guard's business.
 func CheckMediaURL(raw string) error {
 	if raw == "" {
-		return fmt.Errorf("media_url is required")
+		return fmt.Errorf("the media URL is required")
 	}
 	if len(raw) > 2048 {
-		return fmt.Errorf("media_url must be at most 2048 characters")
+		return fmt.Errorf("the media URL must be at most 2048 characters")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("media_url must be an absolute http(s) URL")
+		return fmt.Errorf("the media URL must be an absolute http(s) URL")
 	}
 	return nil
 }

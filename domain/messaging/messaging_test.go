@@ -45,7 +45,7 @@ func TestContentCheck(t *testing.T) {
 		{Kind: messaging.KindLocation, Latitude: -90, Longitude: 180},
 	}
 	for _, c := range ok {
-		if err := c.Check("content"); err != nil {
+		if err := c.Check(messaging.DefaultFields); err != nil {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestContentCheck(t *testing.T) {
 		"media_type": {Kind: "sticker", MediaURL: "https://x/a"},
 	}
 	for field, c := range bad {
-		err := failure.As(c.Check("content"))
+		err := failure.As(c.Check(messaging.DefaultFields))
 		if err.Kind != failure.KindInvalid || err.Fields[0].Path[0] != strings.TrimSpace(field) {
 			t.Errorf("%+v: want a validation error on %s, got %+v", c, field, err)
 		}
@@ -92,6 +92,19 @@ func TestRecipientsAndMediaTypes(t *testing.T) {
 	}
 	if messaging.MaxMediaBytes(messaging.KindImage) != 5<<20 || messaging.MaxMediaBytes(messaging.KindDocument) != 100<<20 {
 		t.Error("size limits: image 5 MB, video/audio 16 MB, document 100 MB")
+	}
+}
+
+func TestFieldsNameWhatTheClientSent(t *testing.T) {
+	t.Parallel()
+	f := messaging.Fields{Base: []any{"content"}, Text: "text"}
+	err := failure.As(messaging.Content{Kind: messaging.KindText}.Check(f))
+	if got := err.Fields[0].Path; len(got) != 2 || got[0] != "content" || got[1] != "text" {
+		t.Errorf("got %v", got)
+	}
+	err = failure.As(messaging.Content{Kind: messaging.KindImage, MediaURL: "ftp://x"}.Check(messaging.Fields{MediaURL: "attachment_uri"}))
+	if got := err.Fields[0].Path; len(got) != 1 || got[0] != "attachment_uri" {
+		t.Errorf("got %v", got)
 	}
 }
 

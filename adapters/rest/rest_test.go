@@ -3,6 +3,7 @@ package rest_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,7 +56,7 @@ func setup(t *testing.T, dialect store.Dialect, limits rest.Limits) *testBundle 
 
 	h, err := rest.NewHandler(rest.Deps{
 		Accounts: svc, Ready: db.Ready, Registry: prometheus.NewRegistry(),
-		Limits: limits, EmailDomain: "mail.example.test",
+		Limits: limits, EmailDomain: "mail.example.test", Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
@@ -352,7 +353,7 @@ func TestInternalFailuresDoNotLeak(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			h, err := rest.NewHandler(rest.Deps{Accounts: fakeAccounts{overview: overview}, Limits: unlimited})
+			h, err := rest.NewHandler(rest.Deps{Accounts: fakeAccounts{overview: overview}, Limits: unlimited, Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(t, err)
 			srv := httptest.NewServer(h)
 			defer srv.Close()

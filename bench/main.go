@@ -1,6 +1,7 @@
 // Command bench measures Switchboard against baselines on a shared, noisy machine and
-// reports ratios, never bare rates. `make bench` runs it; see package harness for the
-// method.
+// reports ratios, never bare rates as results; latency scenarios, which have no
+// baseline, report latency percentiles against a target. `make bench` runs it; see
+// package harness for the method and package queue for the job-queue scenarios.
 //
 // Usage:
 //
@@ -15,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -60,7 +62,7 @@ func run() int {
 	if *listNames {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		for _, s := range scenarios {
-			fmt.Fprintf(tw, "%s\t%s (baseline %s, target ratio ≥ %.2f)\n", s.Name, s.Description, s.Baseline.Name, s.Target)
+			fmt.Fprintf(tw, "%s\t%s (%s)\n", s.Name, s.Description, describeTarget(s))
 		}
 		_ = tw.Flush()
 		return 0
@@ -99,8 +101,11 @@ func run() int {
 		return 1
 	}
 	for _, sc := range selected {
-		log.Info("scenario", "name", sc.Name, "baseline", sc.Baseline.Name)
+		log.Info("scenario", "name", sc.Name, "target", describeTarget(sc))
 		res := harness.Run(ctx, env, sc, cfg)
+		if res.Skipped != "" {
+			log.Warn("scenario skipped", "name", sc.Name, "why", res.Skipped)
+		}
 		if res.Error != "" {
 			log.Error("scenario failed", "name", sc.Name, "err", res.Error)
 		}
@@ -125,6 +130,24 @@ func run() int {
 		}
 	}
 	return 0
+}
+
+// describeTarget says what a scenario is compared with and what it must reach.
+func describeTarget(sc harness.Scenario) string {
+	var out string
+	if sc.Latency != nil {
+		var targets []string
+		for _, db := range slices.Sorted(maps.Keys(sc.Latency.P50)) {
+			targets = append(targets, fmt.Sprintf("%s %s", db, sc.Latency.P50[db]))
+		}
+		out = "latency, no baseline, target p50 ≤ " + strings.Join(targets, ", ")
+	} else {
+		out = fmt.Sprintf("baseline %s, target ratio ≥ %.2f", sc.Baseline.Name, sc.Target)
+	}
+	if len(sc.Databases) > 0 {
+		out += "; -database " + strings.Join(sc.Databases, " or ") + " only"
+	}
+	return out
 }
 
 // selectScenarios resolves -scenarios against the registry, in the order given.

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
+	"github.com/switchboard-dev/switchboard/bench/queue"
 )
 
 // scenarios is the registry `go run ./bench` chooses from. Add a scenario by appending
@@ -14,6 +18,7 @@ var scenarios = []harness.Scenario{
 		Name:        "accounts-get",
 		Description: "authenticated GET /v1/accounts/{accountId} vs a hello-world Go server",
 		Target:      0.5,
+		Unit:        "requests",
 		Baseline:    harness.HelloWorld(),
 		Setup: func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
 			sb, err := env.Switchboard(ctx)
@@ -22,6 +27,37 @@ var scenarios = []harness.Scenario{
 			}
 			return env.HTTPLoad(harness.Get(sb.URL+"/v1/accounts/"+sb.AccountID, sb.Header())).Run, nil
 		},
+	},
+	{
+		// The job queue (issue 3); see package queue for how each is measured.
+		Name: "queue-drain",
+		Description: fmt.Sprintf("a runner (Workers %d, ClaimBatch %d) draining pre-queued no-op jobs vs pgbench single-row inserts at 64 clients",
+			drain.Runner.Workers, drain.Runner.ClaimBatch),
+		Target:    3.0,
+		Unit:      "jobs",
+		Databases: []string{"postgres"},
+		Baseline:  insertOne.Baseline(),
+		Setup:     drain.Setup,
+	},
+	{
+		Name:        "queue-enqueue",
+		Description: "64 producers committing one job per transaction vs pgbench single-row inserts at 64 clients",
+		Target:      1.0,
+		Unit:        "jobs",
+		Databases:   []string{"postgres"},
+		Baseline:    insertOne.Baseline(),
+		Setup:       queue.Enqueue{Producers: 64, MaxConns: 64, TruncateAbove: 1_000_000}.Setup,
+	},
+	{
+		// Latency runs the runner with the server's defaults, as `switchboard serve` does.
+		Name:        "queue-latency",
+		Description: "commit to handler start, one job committed every 10 ms, runner with the default Config",
+		Latency: &harness.LatencyGoal{P50: map[string]time.Duration{
+			"postgres": 20 * time.Millisecond,
+			"sqlite":   100 * time.Millisecond,
+		}},
+		Unit:  "jobs",
+		Setup: queue.Latency{Interval: 10 * time.Millisecond, StartTimeout: 10 * time.Second}.Setup,
 	},
 	{
 		// self-check proves the method: two identical servers must come out at a ratio
@@ -45,6 +81,7 @@ var scenarios = []harness.Scenario{
 		Name:        "pgbench-self-check",
 		Description: "pgbench SELECT 1 vs itself at 16 clients; the ratio should be ≈ 1.0",
 		Target:      0.8,
+		Databases:   []string{"postgres"},
 		Baseline:    selectOne.Baseline(),
 		Manual:      true,
 		Setup: func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
@@ -54,3 +91,23 @@ var scenarios = []harness.Scenario{
 }
 
 var selectOne = harness.PGBench{Name: "pgbench-select-1", Script: "SELECT 1;\n", Clients: 16}
+
+// drain's runner is tuned for throughput through its Config alone: with handlers that
+// return at once, the claim statement is the bottleneck, so the runner claims as many
+// jobs per statement as it can start. Workers bounds both the jobs in flight and the
+// claim (a claim takes at most the free workers), hence Workers ≥ ClaimBatch.
+var drain = queue.Drain{
+	Runner:     runner.Config{Workers: 1000, ClaimBatch: 1000},
+	MaxConns:   8,
+	MinPending: 100_000,
+}
+
+// insertOne is what Postgres sustains for the smallest durable write: one row per
+// transaction, each commit waiting for its WAL flush (synchronous_commit as the server
+// has it, on by default), at the queue scenarios' concurrency.
+var insertOne = harness.PGBench{
+	Name:    "pgbench-insert",
+	Init:    "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, body text NOT NULL)",
+	Script:  "INSERT INTO bench_insert (body) VALUES ('x');\n",
+	Clients: 64,
+}

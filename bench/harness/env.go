@@ -35,6 +35,7 @@ type Env struct {
 	Log *slog.Logger
 
 	closers     []func()
+	scoped      []func() // released when the running scenario ends
 	hello       *Server
 	pgURL       string
 	switchboard *Switchboard
@@ -53,9 +54,10 @@ func NewEnv(root string, log *slog.Logger) (*Env, error) {
 	return e, nil
 }
 
-// Close stops the servers, drops the Postgres database and removes the scratch
-// directory, in the reverse order they were set up.
+// Close releases what the last scenario left, stops the servers, drops the Postgres
+// database and removes the scratch directory, in the reverse order they were set up.
 func (e *Env) Close() {
+	e.endScenario()
 	for _, f := range slices.Backward(e.closers) {
 		f()
 	}
@@ -63,6 +65,20 @@ func (e *Env) Close() {
 }
 
 func (e *Env) onClose(f func()) { e.closers = append(e.closers, f) }
+
+// AfterScenario registers f to run when the scenario being set up ends, before the
+// next one starts: for what only that scenario uses (its own database, its pools and
+// workers), so it holds no connections or CPU while other scenarios measure. Like
+// defer, the last registered runs first.
+func (e *Env) AfterScenario(f func()) { e.scoped = append(e.scoped, f) }
+
+// endScenario runs the functions registered with AfterScenario.
+func (e *Env) endScenario() {
+	for _, f := range slices.Backward(e.scoped) {
+		f()
+	}
+	e.scoped = nil
+}
 
 // StartServer starts spec as its own process, waits until it is ready and stops it
 // at Close.
@@ -100,27 +116,60 @@ func (e *Env) PostgresURL(ctx context.Context) (string, error) {
 	if e.pgURL != "" {
 		return e.pgURL, nil
 	}
+	url, drop, err := e.createPostgresDatabase(ctx)
+	if err != nil {
+		return "", err
+	}
+	e.onClose(drop)
+	e.pgURL = url
+	return url, nil
+}
+
+// ScenarioDatabaseURL returns the URL of a new, empty database of the run's kind for
+// the scenario being set up alone: a fresh Postgres database, or a SQLite file in a
+// fresh directory. It is dropped when the scenario ends (see AfterScenario); the
+// caller migrates it and must close its pools first, which AfterScenario's
+// last-in-first-out order gives when it registers their Close after this call.
+func (e *Env) ScenarioDatabaseURL(ctx context.Context) (string, error) {
+	if e.Database == "postgres" {
+		url, drop, err := e.createPostgresDatabase(ctx)
+		if err != nil {
+			return "", err
+		}
+		e.AfterScenario(drop)
+		return url, nil
+	}
+	dir, err := os.MkdirTemp(e.Dir, "scenario-")
+	if err != nil {
+		return "", fmt.Errorf("scenario database: %w", err)
+	}
+	e.AfterScenario(func() { _ = os.RemoveAll(dir) })
+	return "sqlite:" + filepath.Join(dir, "bench.db"), nil
+}
+
+// createPostgresDatabase creates a database swb_bench_<random> next to
+// PostgresAdminURL's and returns its URL and the function that drops it.
+func (e *Env) createPostgresDatabase(ctx context.Context) (string, func(), error) {
 	if _, err := exec.LookPath("psql"); err != nil {
-		return "", fmt.Errorf("create bench database: %w", err)
+		return "", nil, fmt.Errorf("create bench database: %w", err)
 	}
 	u, err := url.Parse(e.PostgresAdminURL)
 	if err != nil {
-		return "", fmt.Errorf("parse DATABASE_URL: %w", err)
+		return "", nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	name := "swb_bench_" + randomHex(4)
 	if err := psql(ctx, e.PostgresAdminURL, "create database "+name); err != nil {
-		return "", fmt.Errorf("create bench database: %w", err)
+		return "", nil, fmt.Errorf("create bench database: %w", err)
 	}
-	e.onClose(func() {
+	e.Log.Info("bench database created", "name", name)
+	drop := func() {
 		// A fresh context: the run's may already be cancelled by Ctrl-C.
 		if err := psql(context.Background(), e.PostgresAdminURL, "drop database if exists "+name+" with (force)"); err != nil {
 			e.Log.Warn("drop bench database", "name", name, "err", err)
 		}
-	})
+	}
 	u.Path = "/" + name
-	e.pgURL = u.String()
-	e.Log.Info("bench database created", "name", name)
-	return e.pgURL, nil
+	return u.String(), drop, nil
 }
 
 // psql runs sql against url and fails on the first error.

@@ -49,6 +49,7 @@ func ServeHelloWorld(ctx context.Context, addr string) error {
 func HelloWorld() Baseline {
 	return Baseline{
 		Name: "hello-world",
+		Unit: "requests",
 		Setup: func(ctx context.Context, env *Env) (Slice, error) {
 			if env.hello == nil {
 				srv, err := env.StartHelloWorld(ctx)

@@ -32,7 +32,7 @@ type PGBench struct {
 // Baseline returns the baseline that runs p. pgbench counts in whole seconds, so a
 // slice lasts its duration rounded up to a second.
 func (p PGBench) Baseline() Baseline {
-	return Baseline{Name: p.Name, Setup: p.setup}
+	return Baseline{Name: p.Name, Unit: "tx", Setup: p.setup}
 }
 
 func (p PGBench) setup(ctx context.Context, env *Env) (Slice, error) {

@@ -19,33 +19,57 @@ type Config struct {
 	Warmup time.Duration
 }
 
-// Result is the outcome of one scenario. When Error is set the rates and ratios are
-// left out: a number next to an error invites being quoted without it.
+// Result is the outcome of one scenario. When Error is set the rates, ratios and
+// latencies are left out: a number next to an error invites being quoted without it.
 type Result struct {
-	Scenario     string     `json:"scenario"`
-	Description  string     `json:"description"`
-	Baseline     string     `json:"baseline"`
-	Target       float64    `json:"target_ratio"`
+	Scenario    string `json:"scenario"`
+	Description string `json:"description"`
+	// Kind is "ratio" or "latency" (see Scenario).
+	Kind     string `json:"kind"`
+	Unit     string `json:"unit"`
+	Baseline string `json:"baseline,omitempty"`
+	// BaselineUnit names one operation of the baseline, e.g. "tx".
+	BaselineUnit string     `json:"baseline_unit,omitempty"`
+	Target       float64    `json:"target_ratio,omitempty"`
 	Rounds       int        `json:"rounds"`
 	Ratio        *Summary   `json:"ratio,omitempty"`
 	Ratios       []float64  `json:"ratios,omitempty"`
 	Measured     SideResult `json:"scenario_side"`
-	Reference    SideResult `json:"baseline_side"`
-	StealPercent float64    `json:"steal_percent"`
-	Error        string     `json:"error,omitempty"`
+	Reference    SideResult `json:"baseline_side,omitzero"`
+	// TargetP50ms is the highest acceptable median latency of a latency scenario.
+	TargetP50ms float64 `json:"target_p50_ms,omitempty"`
+	// LatencyRounds is the latency spread of each round of a latency scenario; the
+	// result is Measured.Latency, over all rounds.
+	LatencyRounds []Latency `json:"latency_rounds,omitempty"`
+	StealPercent  float64   `json:"steal_percent"`
+	// Skipped says why the scenario did not run on this run's database.
+	Skipped string `json:"skipped,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Verdict is the one-word outcome of a result for the table.
 func (r Result) Verdict() string {
 	switch {
+	case r.Skipped != "":
+		return "skipped"
 	case r.Error != "":
 		return "ERROR"
+	case r.Kind == KindLatency && r.Measured.Latency.P50ms <= r.TargetP50ms:
+		return "ok"
+	case r.Kind == KindLatency:
+		return "OVER TARGET"
 	case r.Ratio.Median >= r.Target:
 		return "ok"
 	default:
 		return "BELOW TARGET"
 	}
 }
+
+// The kinds of Result.
+const (
+	KindRatio   = "ratio"
+	KindLatency = "latency"
+)
 
 // SideResult is what one side, scenario or baseline, did over all rounds. Rates are
 // for information only; the ratio is the result.
@@ -57,29 +81,67 @@ type SideResult struct {
 	Latency      *Latency `json:"latency,omitempty"`
 }
 
-// Latency is the spread of per-operation latencies over all of a side's rounds.
+// Latency is the spread of a set of per-operation latencies: a side's over all its
+// rounds, or one round's.
 type Latency struct {
+	Count int     `json:"count"`
 	P50ms float64 `json:"p50_ms"`
 	P99ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
 }
 
-// Run sets up sc and its baseline, warms both up, then runs cfg.Rounds rounds of one
-// slice each and summarises the per-round ratios.
+// latencyOf summarises sorted latencies, or returns nil when there are none.
+func latencyOf(sorted []time.Duration) *Latency {
+	if len(sorted) == 0 {
+		return nil
+	}
+	return &Latency{
+		Count: len(sorted),
+		P50ms: millis(Percentile(sorted, 50)),
+		P99ms: millis(Percentile(sorted, 99)),
+		MaxMs: millis(sorted[len(sorted)-1]),
+	}
+}
+
+// Run sets up sc (and the baseline of a ratio scenario), warms up, then runs
+// cfg.Rounds rounds and summarises them. A scenario that cannot run on env's database
+// is skipped; what its Setup registered with Env.AfterScenario is released on return.
 func Run(ctx context.Context, env *Env, sc Scenario, cfg Config) Result {
-	res := Result{Scenario: sc.Name, Description: sc.Description, Baseline: sc.Baseline.Name, Target: sc.Target, Rounds: cfg.Rounds}
+	res := Result{Scenario: sc.Name, Description: sc.Description, Kind: KindRatio, Unit: sc.unit(), Rounds: cfg.Rounds}
+	if sc.Latency != nil {
+		res.Kind = KindLatency
+	} else {
+		res.Baseline, res.BaselineUnit, res.Target = sc.Baseline.Name, sc.Baseline.unit(), sc.Target
+	}
+	if reason := sc.skipReason(env.Database); reason != "" {
+		res.Skipped = reason
+		return res
+	}
+	defer env.endScenario()
 	fail := func(err error) Result {
 		res.Error = err.Error()
 		return res
+	}
+	if sc.Latency != nil {
+		target, ok := sc.Latency.P50[env.Database]
+		if !ok {
+			return fail(fmt.Errorf("no p50 target for -database %s", env.Database))
+		}
+		res.TargetP50ms = millis(target)
 	}
 	measured, err := sc.Setup(ctx, env)
 	if err != nil {
 		return fail(fmt.Errorf("setup: %w", err))
 	}
-	reference, err := sc.Baseline.Setup(ctx, env)
-	if err != nil {
-		return fail(fmt.Errorf("baseline %s setup: %w", sc.Baseline.Name, err))
+	warmups := []Slice{measured}
+	var reference Slice
+	if sc.Latency == nil {
+		if reference, err = sc.Baseline.Setup(ctx, env); err != nil {
+			return fail(fmt.Errorf("baseline %s setup: %w", sc.Baseline.Name, err))
+		}
+		warmups = append(warmups, reference)
 	}
-	for _, warm := range []Slice{measured, reference} {
+	for _, warm := range warmups {
 		if _, err := warm(ctx, cfg.Warmup); err != nil {
 			return fail(fmt.Errorf("warm-up: %w", err))
 		}
@@ -88,7 +150,13 @@ func Run(ctx context.Context, env *Env, sc Scenario, cfg Config) Result {
 	if err != nil {
 		return fail(err)
 	}
-	ms, rs, err := alternate(ctx, env.Log.With("scenario", sc.Name), measured, reference, cfg)
+	log := env.Log.With("scenario", sc.Name)
+	var ms, rs []Sample
+	if sc.Latency != nil {
+		ms, err = measureRounds(ctx, log, measured, cfg)
+	} else {
+		ms, rs, err = alternate(ctx, log, measured, reference, cfg)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -97,7 +165,55 @@ func Run(ctx context.Context, env *Env, sc Scenario, cfg Config) Result {
 		return fail(err)
 	}
 	res.StealPercent = StealPercent(before, after)
+	if sc.Latency != nil {
+		return summarizeLatency(res, ms)
+	}
 	return summarize(res, ms, rs)
+}
+
+// measureRounds runs the rounds of a latency scenario: one slice each.
+func measureRounds(ctx context.Context, log *slog.Logger, measured Slice, cfg Config) ([]Sample, error) {
+	var ms []Sample
+	for i := range cfg.Rounds {
+		m, err := measured(ctx, cfg.Slice)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", i+1, err)
+		}
+		ms = append(ms, m)
+		level := slog.LevelInfo
+		if m.Failed > 0 {
+			level = slog.LevelWarn
+		}
+		attrs := []any{"n", i + 1, "of", cfg.Rounds, "ops", m.Ops, "rate", fmt.Sprintf("%.1f", m.Rate()), "failed", m.Failed}
+		if l := latencyOf(sortedLatencies([]Sample{m})); l != nil {
+			attrs = append(attrs, "p50_ms", fmt.Sprintf("%.2f", l.P50ms), "p99_ms", fmt.Sprintf("%.2f", l.P99ms), "max_ms", fmt.Sprintf("%.2f", l.MaxMs))
+		}
+		log.Log(ctx, level, "round", attrs...)
+	}
+	return ms, nil
+}
+
+// summarizeLatency fills the result of a latency scenario. As with ratios, failed
+// operations turn the result into an error: latencies of the jobs that made it say
+// nothing about the ones that did not.
+func summarizeLatency(res Result, ms []Sample) Result {
+	res.Measured = side(ms)
+	if res.Measured.Failed > 0 {
+		res.Error = fmt.Sprintf("%d of %d operations failed (first: %s); no latency reported",
+			res.Measured.Failed, res.Measured.Failed+res.Measured.Ops, res.Measured.FirstFailure)
+		res.Measured.Rate, res.Measured.Latency = nil, nil
+		return res
+	}
+	for i, m := range ms {
+		l := latencyOf(sortedLatencies([]Sample{m}))
+		if l == nil {
+			res.Error = fmt.Sprintf("round %d observed no latencies", i+1)
+			res.Measured.Rate, res.Measured.Latency, res.LatencyRounds = nil, nil, nil
+			return res
+		}
+		res.LatencyRounds = append(res.LatencyRounds, *l)
+	}
+	return res
 }
 
 // alternate runs the rounds. The order within a round flips every round (ABBA), so
@@ -171,9 +287,7 @@ func side(samples []Sample) SideResult {
 	}
 	rate := Summarize(rates)
 	r.Rate = &rate
-	if lat := sortedLatencies(samples); len(lat) > 0 {
-		r.Latency = &Latency{P50ms: millis(Percentile(lat, 50)), P99ms: millis(Percentile(lat, 99))}
-	}
+	r.Latency = latencyOf(sortedLatencies(samples))
 	return r
 }
 

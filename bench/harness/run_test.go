@@ -2,9 +2,12 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +56,166 @@ func TestSummarizeRefusesRateWhenOperationsFailed(t *testing.T) {
 	}
 	if !strings.Contains(res.Error, "3 of 503") || !strings.Contains(res.Error, "HTTP 401") {
 		t.Errorf("error %q does not say how many failed and why", res.Error)
+	}
+}
+
+// fixedLatencies returns a Slice that reports the given latencies, one operation each.
+func fixedLatencies(ms ...int) Slice {
+	return func(_ context.Context, d time.Duration) (Sample, error) {
+		s := Sample{Ops: len(ms), Elapsed: d}
+		for _, m := range ms {
+			s.Latencies = append(s.Latencies, time.Duration(m)*time.Millisecond)
+		}
+		return s, nil
+	}
+}
+
+func newTestEnv(t *testing.T, database string) *Env {
+	t.Helper()
+	env, err := NewEnv(t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	env.Database = database
+	return env
+}
+
+func TestRunLatencyScenario(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, "sqlite")
+	goal := &LatencyGoal{P50: map[string]time.Duration{"sqlite": 10 * time.Millisecond}}
+	cfg := Config{Slice: time.Millisecond, Rounds: 3}
+	sc := Scenario{
+		Name:    "lat",
+		Unit:    "jobs",
+		Latency: goal,
+		Setup: func(context.Context, *Env) (Slice, error) {
+			return fixedLatencies(1, 2, 3, 4, 100), nil
+		},
+		// A latency scenario has no baseline: setting one up would fail the run.
+		Baseline: Baseline{Name: "unused", Setup: func(context.Context, *Env) (Slice, error) {
+			t.Error("baseline of a latency scenario set up")
+			return nil, nil
+		}},
+	}
+	res := Run(t.Context(), env, sc, cfg)
+	if res.Error != "" {
+		t.Fatalf("unexpected error: %s", res.Error)
+	}
+	if res.Kind != KindLatency || res.Baseline != "" || res.Ratio != nil || res.Unit != "jobs" {
+		t.Errorf("result kind %q baseline %q ratio %v unit %q, want a latency result without baseline or ratio", res.Kind, res.Baseline, res.Ratio, res.Unit)
+	}
+	want := Latency{Count: 15, P50ms: 3, P99ms: 100, MaxMs: 100}
+	if got := *res.Measured.Latency; got != want {
+		t.Errorf("overall latency = %+v, want %+v", got, want)
+	}
+	if len(res.LatencyRounds) != 3 || res.LatencyRounds[0] != (Latency{Count: 5, P50ms: 3, P99ms: 100, MaxMs: 100}) {
+		t.Errorf("rounds = %+v, want 3 of 5 latencies each", res.LatencyRounds)
+	}
+	if res.TargetP50ms != 10 || res.Verdict() != "ok" {
+		t.Errorf("target %v verdict %s, want 10 and ok", res.TargetP50ms, res.Verdict())
+	}
+
+	goal.P50["sqlite"] = 2 * time.Millisecond
+	if res := Run(t.Context(), env, sc, cfg); res.Verdict() != "OVER TARGET" {
+		t.Errorf("verdict with a p50 of 3ms against 2ms = %s, want OVER TARGET", res.Verdict())
+	}
+	env.Database = "postgres"
+	sc.Databases = []string{"sqlite", "postgres"}
+	if res := Run(t.Context(), env, sc, cfg); !strings.Contains(res.Error, "no p50 target for -database postgres") {
+		t.Errorf("error without a target for the database = %q", res.Error)
+	}
+}
+
+func TestSummarizeLatencyRefusesFailures(t *testing.T) {
+	t.Parallel()
+	ms := []Sample{
+		{Ops: 2, Elapsed: time.Second, Latencies: []time.Duration{time.Millisecond, time.Millisecond}},
+		{Ops: 1, Failed: 1, FirstFailure: "job 7 did not start", Elapsed: time.Second, Latencies: []time.Duration{time.Millisecond}},
+	}
+	res := summarizeLatency(Result{Kind: KindLatency, TargetP50ms: 5}, ms)
+	if res.Verdict() != "ERROR" || res.Measured.Latency != nil || res.LatencyRounds != nil {
+		t.Fatalf("result with a failure = %+v, want an error and no latency", res)
+	}
+	if !strings.Contains(res.Error, "1 of 4") || !strings.Contains(res.Error, "job 7") {
+		t.Errorf("error %q does not say how many failed and why", res.Error)
+	}
+	res = summarizeLatency(Result{Kind: KindLatency}, []Sample{{Elapsed: time.Second}})
+	if !strings.Contains(res.Error, "round 1 observed no latencies") {
+		t.Errorf("error for a round without latencies = %q", res.Error)
+	}
+}
+
+func TestRunSkipsScenarioForOtherDatabase(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, "sqlite")
+	sc := Scenario{
+		Name:      "pg-only",
+		Databases: []string{"postgres"},
+		Baseline:  Baseline{Name: "b", Unit: "tx"},
+		Setup: func(context.Context, *Env) (Slice, error) {
+			t.Error("set up a scenario that should be skipped")
+			return nil, nil
+		},
+	}
+	res := Run(t.Context(), env, sc, Config{Slice: time.Millisecond, Rounds: 1})
+	if res.Verdict() != "skipped" || res.Error != "" {
+		t.Fatalf("verdict %s error %q, want skipped without error", res.Verdict(), res.Error)
+	}
+	if want := "runs on -database postgres only; this run uses sqlite"; res.Skipped != want {
+		t.Errorf("Skipped = %q, want %q", res.Skipped, want)
+	}
+}
+
+func TestRunReleasesScenarioResourcesInReverse(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, "sqlite")
+	var order []string
+	sc := Scenario{
+		Name:     "scoped",
+		Target:   0.5,
+		Baseline: Baseline{Name: "b", Setup: func(context.Context, *Env) (Slice, error) { return fixedRate("b", 10, &order), nil }},
+		Setup: func(_ context.Context, env *Env) (Slice, error) {
+			env.AfterScenario(func() { order = append(order, "first") })
+			env.AfterScenario(func() { order = append(order, "second") })
+			return fixedRate("s", 10, &order), nil
+		},
+	}
+	res := Run(t.Context(), env, sc, Config{Slice: time.Millisecond, Rounds: 2})
+	if res.Error != "" {
+		t.Fatal(res.Error)
+	}
+	// Warm-up (s, b), two ABBA rounds, then the releases, last registered first.
+	if got, want := strings.Join(order, " "), "s b s b b s second first"; got != want {
+		t.Errorf("order = %q, want %q", got, want)
+	}
+	env.Close()
+	if n := strings.Count(strings.Join(order, " "), "first"); n != 1 {
+		t.Errorf("released %d times, want once", n)
+	}
+}
+
+func TestScenarioDatabaseURLOnSQLite(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, "sqlite")
+	a, err := env.ScenarioDatabaseURL(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := env.ScenarioDatabaseURL(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || !strings.HasPrefix(a, "sqlite:"+env.Dir) {
+		t.Fatalf("URLs %q and %q, want two different files under %s", a, b, env.Dir)
+	}
+	dir := filepath.Dir(strings.TrimPrefix(a, "sqlite:"))
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+	env.endScenario()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("scenario directory still there after the scenario: %v", err)
 	}
 }

@@ -114,17 +114,17 @@ func sqliteEnv(t *testing.T) *harness.Env {
 func TestDrainSliceCountsRecordedCompletions(t *testing.T) {
 	t.Parallel()
 	env := sqliteEnv(t)
-	d := Drain{Runner: runner.Config{Workers: 100, ClaimBatch: 100}, MaxConns: 4, MinPending: 3000}
+	d := Drain{Runner: runner.Config{Workers: 100, ClaimBatch: 100}, MaxConns: 4, MinPending: 50000}
 	slice, err := d.Setup(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		s, err := slice(t.Context(), 100*time.Millisecond)
+		s, err := slice(t.Context(), 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Ops == 0 || s.Failed != 0 || s.Elapsed < 100*time.Millisecond {
+		if s.Ops == 0 || s.Failed != 0 || s.Elapsed < 50*time.Millisecond {
 			t.Errorf("sample = %+v, want completions and no failures over at least the slice", s)
 		}
 	}
@@ -139,7 +139,7 @@ func TestEnqueueSliceCountsCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the second slice starts on a truncated table
-		s, err := slice(t.Context(), 100*time.Millisecond)
+		s, err := slice(t.Context(), 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,9 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 )
 
+// notifyInterval is the least time between two NOTIFYs of one process.
+const notifyInterval = 2 * time.Millisecond
+
 // jobsChannel is the Postgres NOTIFY channel that wakes runners in other
 // processes when jobs become due.
 const jobsChannel = "switchboard_jobs"
@@ -78,6 +81,13 @@ func (db *DB) runNotifier(ctx context.Context) {
 		case <-db.wake.notify:
 			if err := pgdriver.Notify(ctx, db.write, jobsChannel, ""); err != nil && ctx.Err() == nil {
 				slog.Warn("notify job runners", "error", err)
+			}
+			// Each NOTIFY is a commit of its own; under a stream of
+			// enqueues, one every few milliseconds wakes other replicas
+			// as well as hundreds would.
+			select {
+			case <-ctx.Done():
+			case <-time.After(notifyInterval):
 			}
 		}
 	}

@@ -27,6 +27,7 @@ type MessagingUseCases interface {
 	ThreadDetails(ctx context.Context, accountID, id string) (domain.Thread, []domain.Participant, error)
 	Threads(ctx context.Context, q messaging.ThreadQuery) ([]messaging.ThreadSummary, int, error)
 	Recent(ctx context.Context, accountID, threadID string) (domain.Thread, []domain.Message, error)
+	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 }
 
 func (s *server) mountMessaging(api *mux.Router) {
@@ -45,6 +46,9 @@ func (s *server) mountMessaging(api *mux.Router) {
 	api.HandleFunc("/messages/threads/{accountId}/get-all", s.threadList).Methods(http.MethodGet)
 	api.HandleFunc("/messages/threads/{accountId}/get-all/{phone_number}", s.threadList).Methods(http.MethodGet)
 	api.HandleFunc("/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages).Methods(http.MethodGet)
+	for _, p := range []string{"/whatsapp/{accountId}/group-management", "/group-management/{accountId}"} {
+		api.HandleFunc(p, s.idempotent(s.manageGroup)).Methods(http.MethodPost)
+	}
 	api.HandleFunc("/sandbox/{accountId}/inbound", s.idempotent(s.sandboxInbound)).Methods(http.MethodPost)
 	api.HandleFunc("/sandbox/{accountId}/groups", s.idempotent(s.sandboxGroup)).Methods(http.MethodPost)
 }

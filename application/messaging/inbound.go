@@ -205,7 +205,7 @@ func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (messaging.Thr
 		for _, part := range in.Participants {
 			members = append(members, messaging.Participant{Address: part})
 		}
-		return r.InsertThread(ctx, t, members)
+		return r.InsertGroup(ctx, messaging.GroupState{Thread: t, InviteCode: inviteCode(), Members: members})
 	})
 	return t, members, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -41,6 +42,17 @@ type Repos interface {
 	RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error)
 
 	UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error
+
+	// Group reads a group thread of an account with its members; an
+	// individual thread is NotFound here.
+	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
+	GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error)
+	// InsertGroup stores a new group thread with its members.
+	InsertGroup(ctx context.Context, g messaging.GroupState) error
+	// SaveGroup stores a group's state and replaces its members.
+	SaveGroup(ctx context.Context, g messaging.GroupState) error
+
+	InsertEvent(ctx context.Context, e event.Event) error
 
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
 }
@@ -147,4 +159,24 @@ type ProviderSet map[account.Provider]Provider
 func (s ProviderSet) Provider(name account.Provider) (Provider, bool) {
 	p, ok := s[name]
 	return p, ok
+}
+
+// GroupChange is a group action handed to the provider behind the agent
+// number, before it is stored.
+type GroupChange struct {
+	Number   account.Number
+	Settings map[string]string
+	Action   messaging.GroupAction
+	// Group is the state after the change (for create, the new group).
+	Group messaging.GroupState
+	// Participants are the addresses the action names, if any.
+	Participants []string
+}
+
+// GroupProvider is what a provider implements when its platform lets an
+// agent manage groups. A provider without it answers every action with
+// 501 not_supported_by_provider; one that cannot do a particular action
+// returns ErrNotSupported.
+type GroupProvider interface {
+	ApplyGroupChange(ctx context.Context, c GroupChange) error
 }

@@ -173,11 +173,11 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 		if err != nil {
 			return err
 		}
-		members, err := r.Participants(ctx, thread.ID)
+		group, err := r.Group(ctx, in.AccountID, thread.ID)
 		if err != nil {
 			return err
 		}
-		if err := messaging.CheckGroupSend(in.From, members); err != nil {
+		if err := group.CheckSend(in.From); err != nil {
 			return err
 		}
 		out, err = s.queue(ctx, r, thread, number, "", in.Content)

@@ -52,3 +52,11 @@ func (Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Recei
 	_, _ = rand.Read(b[:])
 	return messaging.Receipt{ProviderMessageID: "sbx_" + hex.EncodeToString(b[:]), Status: domain.Delivered}, nil
 }
+
+var _ messaging.GroupProvider = Provider{}
+
+// ApplyGroupChange accepts every group action: the sandbox's groups exist
+// only in Switchboard's own tables.
+func (Provider) ApplyGroupChange(ctx context.Context, _ messaging.GroupChange) error {
+	return ctx.Err()
+}

@@ -1,0 +1,86 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// groupBody is every field any group action takes; each action reads its
+// own and the rest must be absent.
+type groupBody struct {
+	Action         *string   `json:"action"`
+	AgentNumber    *string   `json:"agent_number"`
+	ThreadID       *string   `json:"thread_id"`
+	Title          *string   `json:"title"`
+	Participants   *[]string `json:"participants"`
+	InitialMessage *string   `json:"initial_message"`
+	Name           *string   `json:"name"`
+	Description    *string   `json:"description"`
+	ImageURL       *string   `json:"image_url"`
+	InviteCode     *string   `json:"invite_code"`
+	Setting        *string   `json:"setting"`
+}
+
+func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
+	var b groupBody
+	if err := decodeJSON(r, &b); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Action, "action")
+	required(&p, b.AgentNumber, "agent_number")
+	switch domain.GroupAction(str(b.Action)) {
+	case domain.ActionCreate:
+		required(&p, b.Title, "title")
+		required(&p, b.Participants, "participants")
+	case domain.ActionUpdateName:
+		required(&p, b.Name, "name")
+	case domain.ActionUpdateDescription:
+		required(&p, b.Description, "description")
+	case domain.ActionUpdatePicture:
+		required(&p, b.ImageURL, "image_url")
+	case domain.ActionUpdateSettings:
+		required(&p, b.Setting, "setting")
+	}
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	cmd := messaging.GroupCommand{
+		AccountID: mux.Vars(r)["accountId"], Action: *b.Action, AgentNumber: *b.AgentNumber, ThreadID: str(b.ThreadID),
+		Title: str(b.Title), InitialMessage: str(b.InitialMessage), Name: str(b.Name), Description: str(b.Description),
+		ImageURL: str(b.ImageURL), InviteCode: str(b.InviteCode), Setting: str(b.Setting),
+	}
+	if b.Participants != nil {
+		cmd.Participants, cmd.ParticipantsGiven = *b.Participants, true
+	}
+	res, err := s.messaging.ManageGroup(r.Context(), cmd)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	g := res.Group
+	var admins []string
+	for _, m := range g.Members {
+		if m.Admin {
+			admins = append(admins, m.Address)
+		}
+	}
+	if admins == nil {
+		admins = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "success", "message": res.Message,
+		"data": map[string]any{
+			"thread_id": g.Thread.ID, "title": g.Thread.Name, "participants": addresses(g.Members),
+			"admins": admins, "description": g.Description, "picture_url": g.PictureURL, "invite_code": g.InviteCode,
+			"announcement": g.Announcement, "locked": g.Locked, "service": string(g.Thread.Service),
+		},
+	})
+}

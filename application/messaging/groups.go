@@ -1,0 +1,379 @@
+package messaging
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// ErrNotSupported is what a provider returns for a group action its
+// platform does not allow.
+var ErrNotSupported = errors.New("not supported by this provider")
+
+// GroupCommand is one call of the group-management route.
+type GroupCommand struct {
+	AccountID    string
+	Action       string
+	AgentNumber  string
+	ThreadID     string
+	Title        string
+	Participants []string
+	// ParticipantsGiven tells an empty list from a missing one.
+	ParticipantsGiven bool
+	InitialMessage    string
+	Name              string
+	Description       string
+	ImageURL          string
+	InviteCode        string
+	Setting           string
+}
+
+// GroupResult is the group after an action, and what happened.
+type GroupResult struct {
+	Group   messaging.GroupState
+	Message string
+}
+
+// ManageGroup runs one group action: it checks the input and the group's
+// rules, asks the provider behind the agent number to make the change,
+// then stores the new state and a group event in one transaction. Nothing
+// changes when any step refuses.
+func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResult, error) {
+	action, ok := messaging.ParseGroupAction(cmd.Action)
+	var p failure.Problems
+	if !ok {
+		names := make([]string, len(messaging.GroupActions))
+		for i, a := range messaging.GroupActions {
+			names[i] = string(a)
+		}
+		p.Add("enum", "action must be one of "+strings.Join(names, ", "), "action")
+	}
+	if !strings.HasPrefix(cmd.AgentNumber, "+") || !account.ValidE164(cmd.AgentNumber) {
+		p.Add("value_error", "agent_number must be an agent number in E.164 form, starting with +", "agent_number")
+	}
+	if ok && action != messaging.ActionCreate && cmd.ThreadID == "" && !(isJoin(action) && cmd.InviteCode != "") {
+		p.Add("missing", "Field required", "thread_id")
+	}
+	if err := p.Err(); err != nil {
+		return GroupResult{}, err
+	}
+	if action == messaging.ActionCreate {
+		return s.createGroup(ctx, cmd)
+	}
+	if err := checkActionFields(action, cmd); err != nil {
+		return GroupResult{}, err
+	}
+	if action == messaging.ActionUpdatePicture {
+		if err := s.checkPicture(ctx, cmd.ImageURL); err != nil {
+			return GroupResult{}, err
+		}
+	}
+	var out GroupResult
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		var (
+			g   messaging.GroupState
+			err error
+		)
+		switch {
+		case isJoin(action) && cmd.InviteCode != "":
+			g, err = r.GroupByInviteCode(ctx, cmd.AccountID, cmd.InviteCode)
+			if failure.Is(err, failure.KindNotFound) {
+				return failure.NotFound("group with this invite code")
+			}
+		default:
+			if !ident.Valid(ident.Thread, cmd.ThreadID) {
+				return failure.NotFound("group")
+			}
+			g, err = r.Group(ctx, cmd.AccountID, cmd.ThreadID)
+		}
+		if err != nil {
+			return err
+		}
+		number, err := s.sendingNumber(ctx, r, cmd.AccountID, g.Thread.Service, cmd.AgentNumber)
+		if err != nil {
+			return err
+		}
+		typ, named, message, err := applyGroupAction(&g, action, cmd)
+		if err != nil {
+			return err
+		}
+		if err := s.tellProvider(ctx, number, action, g, named); err != nil {
+			return err
+		}
+		g.Thread.UpdatedAt = s.now().UTC()
+		if err := r.SaveGroup(ctx, g); err != nil {
+			return err
+		}
+		if err := s.recordGroupEvent(ctx, r, typ, g, cmd.AgentNumber, action, named); err != nil {
+			return err
+		}
+		out = GroupResult{Group: g, Message: message}
+		return nil
+	})
+	return out, err
+}
+
+func isJoin(a messaging.GroupAction) bool {
+	return a == messaging.ActionJoin || a == messaging.ActionJoinGroup
+}
+
+// checkActionFields checks the fields each action needs.
+func checkActionFields(action messaging.GroupAction, cmd GroupCommand) error {
+	var p failure.Problems
+	switch action {
+	case messaging.ActionUpdateName:
+		if err := messaging.CheckGroupName(cmd.Name, "name"); err != nil {
+			return err
+		}
+	case messaging.ActionUpdateDescription:
+		if len([]rune(cmd.Description)) > messaging.MaxGroupDescription {
+			p.Add("string_too_long", fmt.Sprintf("description must be at most %d characters", messaging.MaxGroupDescription), "description")
+		}
+	case messaging.ActionUpdatePicture:
+		if err := messaging.CheckMediaURL(cmd.ImageURL); err != nil {
+			p.Add("url_parsing", strings.Replace(err.Error(), "the media URL", "image_url", 1), "image_url")
+		}
+	case messaging.ActionAddParticipants, messaging.ActionRemoveParticipants, messaging.ActionPromoteAdmin, messaging.ActionDemoteAdmin:
+		checkParticipants(&p, cmd.Participants, cmd.ParticipantsGiven, "")
+	case messaging.ActionUpdateSettings:
+		if _, ok := messaging.ParseSetting(cmd.Setting); !ok {
+			p.Add("enum", "setting must be one of announcement, not_announcement, locked, unlocked", "setting")
+		}
+	}
+	return p.Err()
+}
+
+// checkParticipants validates a participants list: present, non-empty,
+// E.164, no duplicates (nor the agent itself), at most the group limit.
+func checkParticipants(p *failure.Problems, list []string, given bool, agent string) {
+	switch {
+	case !given:
+		p.Add("missing", "Field required", "participants")
+		return
+	case len(list) == 0:
+		p.Add("too_short", "participants must list at least one number", "participants")
+		return
+	case len(list) > messaging.MaxGroupMembers:
+		p.Add("too_long", fmt.Sprintf("participants may list at most %d numbers", messaging.MaxGroupMembers), "participants")
+		return
+	}
+	seen := map[string]bool{}
+	if agent != "" {
+		seen[agent] = true
+	}
+	for i, n := range list {
+		switch {
+		case !account.ValidE164(n):
+			p.Add("value_error", "participant must be a number in E.164 form", "participants", i)
+		case seen[n]:
+			p.Add("value_error", "participant is listed twice (or is the agent number)", "participants", i)
+		}
+		seen[n] = true
+	}
+}
+
+// applyGroupAction checks the group's rules for the action and changes g;
+// it returns the event type, the addresses the action named, and a
+// sentence for the response.
+func applyGroupAction(g *messaging.GroupState, action messaging.GroupAction, cmd GroupCommand) (event.Type, []string, string, error) {
+	agent := cmd.AgentNumber
+	switch action {
+	case messaging.ActionUpdateName:
+		if err := g.CheckEdit(agent); err != nil {
+			return "", nil, "", err
+		}
+		g.Thread.Name = strings.TrimSpace(cmd.Name)
+		return event.GroupUpdated, nil, "group name updated", nil
+	case messaging.ActionUpdateDescription:
+		if err := g.CheckEdit(agent); err != nil {
+			return "", nil, "", err
+		}
+		g.Description = cmd.Description
+		return event.GroupUpdated, nil, "group description updated", nil
+	case messaging.ActionUpdatePicture:
+		if err := g.CheckEdit(agent); err != nil {
+			return "", nil, "", err
+		}
+		g.PictureURL = cmd.ImageURL
+		return event.GroupUpdated, nil, "group picture updated", nil
+	case messaging.ActionUpdateSettings:
+		if err := g.CheckEdit(agent); err != nil {
+			return "", nil, "", err
+		}
+		setting, _ := messaging.ParseSetting(cmd.Setting)
+		g.Apply(setting)
+		return event.GroupUpdated, nil, "group setting " + string(setting) + " applied", nil
+	case messaging.ActionAddParticipants:
+		if err := g.CheckAdmin(agent); err != nil {
+			return "", nil, "", err
+		}
+		return event.GroupParticipantsAdded, cmd.Participants, "participants added", g.AddMembers(cmd.Participants)
+	case messaging.ActionRemoveParticipants:
+		if err := g.CheckAdmin(agent); err != nil {
+			return "", nil, "", err
+		}
+		return event.GroupParticipantsRemoved, cmd.Participants, "participants removed", g.RemoveMembers(cmd.Participants)
+	case messaging.ActionPromoteAdmin, messaging.ActionDemoteAdmin:
+		if err := g.CheckAdmin(agent); err != nil {
+			return "", nil, "", err
+		}
+		promote := action == messaging.ActionPromoteAdmin
+		msg := "participants promoted to admin"
+		if !promote {
+			msg = "participants demoted from admin"
+		}
+		return event.GroupAdminsChanged, cmd.Participants, msg, g.SetAdmins(cmd.Participants, promote)
+	case messaging.ActionJoin, messaging.ActionJoinGroup:
+		return event.GroupParticipantsAdded, []string{agent}, "joined the group", g.Join(agent)
+	case messaging.ActionLeave:
+		return event.GroupLeft, []string{agent}, "left the group", g.Leave(agent)
+	}
+	return "", nil, "", fmt.Errorf("unhandled group action %s", action)
+}
+
+// tellProvider asks the provider behind the number to make the change.
+func (s *Service) tellProvider(ctx context.Context, n account.Number, action messaging.GroupAction, g messaging.GroupState, named []string) error {
+	provider, ok := s.providers.Provider(n.Provider)
+	gp, can := provider.(GroupProvider)
+	if !ok || !can {
+		return notSupported(n.Provider, action)
+	}
+	settings, err := s.opener.NumberSettings(n)
+	if err != nil {
+		return err
+	}
+	err = gp.ApplyGroupChange(ctx, GroupChange{Number: n, Settings: settings, Action: action, Group: g, Participants: named})
+	if errors.Is(err, ErrNotSupported) {
+		return notSupported(n.Provider, action)
+	}
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		return failure.Unavailable("the provider refused the change: "+pe.Message, err)
+	}
+	return err
+}
+
+func notSupported(p account.Provider, action messaging.GroupAction) error {
+	return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
+		Message: fmt.Sprintf("the %s provider cannot %s", p, strings.ReplaceAll(string(action), "_", " "))}
+}
+
+// checkPicture checks a picture URL at request time: public, within the
+// image limit, and an image type the channel accepts.
+func (s *Service) checkPicture(ctx context.Context, url string) error {
+	if s.urls != nil {
+		if err := s.urls.CheckURL(ctx, url); err != nil {
+			return failure.Invalid(failure.Field("url_forbidden", "image_url is not allowed: "+err.Error(), "image_url"))
+		}
+	}
+	if s.media == nil {
+		return nil
+	}
+	info, err := s.media.Probe(ctx, url, messaging.MaxMediaBytes(messaging.KindImage))
+	switch {
+	case errors.Is(err, ErrMediaTooLarge):
+		return failure.Invalid(failure.Field("value_error", "image_url: pictures may be at most 5 MB", "image_url"))
+	case err != nil:
+		return failure.Invalid(failure.Field("value_error", "image_url could not be fetched: "+err.Error(), "image_url"))
+	case !messaging.AcceptsMediaType(account.WhatsApp, messaging.KindImage, info.ContentType):
+		return failure.Invalid(failure.Field("value_error", "image_url must be a JPEG or PNG image, got "+info.ContentType, "image_url"))
+	}
+	return nil
+}
+
+func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResult, error) {
+	var p failure.Problems
+	if err := messaging.CheckGroupName(cmd.Title, "title"); err != nil {
+		p = append(p, failure.As(err).Fields...)
+	}
+	checkParticipants(&p, cmd.Participants, cmd.ParticipantsGiven, cmd.AgentNumber)
+	if cmd.InitialMessage != "" {
+		if err := (messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage}).Check(messaging.Fields{Text: "initial_message"}); err != nil {
+			p = append(p, failure.As(err).Fields...)
+		}
+	}
+	if err := p.Err(); err != nil {
+		return GroupResult{}, err
+	}
+	var out GroupResult
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		// The route is WhatsApp's; the number decides the channel.
+		number, err := s.sendingNumber(ctx, r, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		g := messaging.GroupState{
+			Thread: messaging.Thread{
+				ID: ident.New(ident.Thread), AccountID: cmd.AccountID, Service: number.Service, Type: messaging.Group,
+				AgentNumber: number.Number, Name: strings.TrimSpace(cmd.Title), CreatedAt: now, UpdatedAt: now,
+			},
+			InviteCode: inviteCode(),
+			Members:    []messaging.Participant{{Address: number.Number, IsAgent: true, Admin: true}},
+		}
+		for _, a := range cmd.Participants {
+			g.Members = append(g.Members, messaging.Participant{Address: a})
+		}
+		if err := s.tellProvider(ctx, number, messaging.ActionCreate, g, cmd.Participants); err != nil {
+			return err
+		}
+		if err := r.InsertGroup(ctx, g); err != nil {
+			return err
+		}
+		if err := s.recordGroupEvent(ctx, r, event.GroupCreated, g, cmd.AgentNumber, messaging.ActionCreate, cmd.Participants); err != nil {
+			return err
+		}
+		if cmd.InitialMessage != "" {
+			if _, err := s.queue(ctx, r, g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage}); err != nil {
+				return err
+			}
+		}
+		out = GroupResult{Group: g, Message: "group created"}
+		return nil
+	})
+	return out, err
+}
+
+// inviteCode is 22 random URL-safe characters, like a WhatsApp invite link.
+func inviteCode() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 22)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// recordGroupEvent stores the change on the group's event log, for the
+// webhooks to deliver.
+func (s *Service) recordGroupEvent(ctx context.Context, r Repos, typ event.Type, g messaging.GroupState, agent string, action messaging.GroupAction, named []string) error {
+	members := make([]map[string]any, len(g.Members))
+	for i, m := range g.Members {
+		members[i] = map[string]any{"number": m.Address, "admin": m.Admin, "is_agent": m.IsAgent}
+	}
+	id := ident.New(ident.Event)
+	now := s.now().UTC()
+	payload, err := json.Marshal(map[string]any{
+		"event": typ, "event_id": id, "thread_id": g.Thread.ID, "thread_type": "group", "a1_account_id": g.Thread.AccountID,
+		"a1_phone_number": agent, "service": g.Thread.Service, "action": action, "participants": named,
+		"group": map[string]any{
+			"title": g.Thread.Name, "description": g.Description, "picture_url": g.PictureURL,
+			"announcement": g.Announcement, "locked": g.Locked, "members": members,
+		},
+		"timestamp": now.Format("2006-01-02T15:04:05.999999Z07:00"),
+	})
+	if err != nil {
+		return err
+	}
+	return r.InsertEvent(ctx, event.Event{ID: id, AccountID: g.Thread.AccountID, Type: typ, ThreadID: g.Thread.ID, Payload: payload, CreatedAt: now})
+}

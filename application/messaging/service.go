@@ -81,8 +81,8 @@ type SendInput struct {
 type GroupSendInput struct {
 	AccountID string
 	// Service is optional; when given it must be the thread's.
-	Service   string
-	From      string
+	Service  string
+	From     string
 	ThreadID string
 	Content  messaging.Content
 	Fields   messaging.Fields

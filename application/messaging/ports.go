@@ -104,6 +104,27 @@ type Receipt struct {
 // *ProviderError for failures the provider explained.
 type Provider interface {
 	Send(ctx context.Context, m Outbound) (Receipt, error)
+	// Capabilities says what the provider can send, so that a send it
+	// cannot deliver is refused when it is made, not failed later.
+	Capabilities() Capabilities
+}
+
+// Capabilities are what a provider can do.
+type Capabilities struct {
+	// Kinds are the content kinds it sends.
+	Kinds []messaging.Kind
+	// Groups tells whether it sends into groups.
+	Groups bool
+}
+
+// Sends reports whether the provider sends content of kind k.
+func (c Capabilities) Sends(k messaging.Kind) bool {
+	for _, have := range c.Kinds {
+		if have == k {
+			return true
+		}
+	}
+	return false
 }
 
 // Providers finds the provider behind an agent number.

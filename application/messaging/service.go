@@ -230,6 +230,9 @@ type deliverPayload struct {
 // queue stores an outbound message in the caller's transaction and
 // enqueues its delivery there too, paced per agent number.
 func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n account.Number, to string, c messaging.Content) (messaging.Message, error) {
+	if err := s.checkCapabilities(n, t.Type, c.Kind); err != nil {
+		return messaging.Message{}, err
+	}
 	now := s.now().UTC()
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: t.AccountID, ThreadID: t.ID, Service: t.Service,
@@ -249,6 +252,25 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 		return messaging.Message{}, err
 	}
 	return m, nil
+}
+
+// checkCapabilities refuses, at request time, what the number's provider
+// cannot deliver.
+func (s *Service) checkCapabilities(n account.Number, t messaging.ThreadType, k messaging.Kind) error {
+	provider, ok := s.providers.Provider(n.Provider)
+	if !ok {
+		return &failure.Error{Kind: failure.KindNotImplemented, Code: "provider_unavailable", Message: "no provider " + string(n.Provider) + " is configured"}
+	}
+	caps := provider.Capabilities()
+	if !caps.Sends(k) {
+		return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
+			Message: fmt.Sprintf("the %s provider cannot send %s messages", n.Provider, k)}
+	}
+	if t == messaging.Group && !caps.Groups {
+		return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
+			Message: fmt.Sprintf("the %s provider cannot send to groups", n.Provider)}
+	}
+	return nil
 }
 
 // Work delivers one queued message: the delivery job's handler. It is

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -27,6 +28,11 @@ type fakeProvider struct {
 
 func (f fakeProvider) Send(ctx context.Context, m messaging.Outbound) (messaging.Receipt, error) {
 	return f.send(ctx, m)
+}
+
+// Capabilities: text only, no groups, so the capability checks can be seen.
+func (f fakeProvider) Capabilities() messaging.Capabilities {
+	return messaging.Capabilities{Kinds: []domain.Kind{domain.KindText}}
 }
 
 type testBundle struct {
@@ -160,6 +166,21 @@ func TestDeliveryOutcomes(t *testing.T) {
 		require.Equal(t, domain.Failed, got.Status)
 		require.Equal(t, "number_not_permitted", got.FailureCode)
 	})
+}
+
+func TestSendsAProviderCannotDeliverAreRefusedUpFront(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.svc.Receive(ctx, messaging.InboundInput{AccountID: b.account.ID, Service: "whatsapp", From: "+14155550111", To: b.number.Number,
+		Content: domain.Content{Kind: domain.KindText, Text: "hi"}})
+	require.NoError(t, err)
+	_, err = b.svc.SendIndividual(ctx, messaging.SendInput{AccountID: b.account.ID, Service: "whatsapp", From: b.number.Number, To: "+14155550111",
+		Content: domain.Content{Kind: domain.KindLocation, Latitude: 1, Longitude: 2}})
+	require.Equal(t, "not_supported_by_provider", failure.As(err).Code)
+	_, err = b.svc.ManageGroup(ctx, messaging.GroupCommand{AccountID: b.account.ID, Action: "create", AgentNumber: b.number.Number,
+		Title: "T", Participants: []string{"+14155550111"}, ParticipantsGiven: true})
+	require.Equal(t, "not_supported_by_provider", failure.As(err).Code, "a provider without the group port cannot create groups")
 }
 
 func TestInboundIsStoredOnceAndOpensTheConversation(t *testing.T) {

@@ -36,6 +36,9 @@ func Run(t *testing.T, setup func(t *testing.T) Bundle) {
 		t.Run("Send"+name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
+			if !b.Provider.Capabilities().Sends(content.Kind) {
+				return // this provider does not claim the kind; the service refuses it up front
+			}
 			if content.Kind.IsMedia() {
 				content.MediaURL = b.MediaURL
 			}
@@ -49,6 +52,11 @@ func Run(t *testing.T, setup func(t *testing.T) Bundle) {
 			require.NotEqual(t, first.ProviderMessageID, second.ProviderMessageID, "each message gets its own id")
 		})
 	}
+	t.Run("Capabilities", func(t *testing.T) {
+		t.Parallel()
+		caps := setup(t).Provider.Capabilities()
+		require.True(t, caps.Sends(domain.KindText), "every provider sends text")
+	})
 	t.Run("HonoursCancellation", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -35,6 +35,14 @@ type Provider struct{}
 
 var _ messaging.Provider = Provider{}
 
+// Capabilities: the sandbox sends everything, groups included.
+func (Provider) Capabilities() messaging.Capabilities {
+	return messaging.Capabilities{
+		Kinds:  []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
+		Groups: true,
+	}
+}
+
 // Send accepts the message and reports it delivered.
 func (Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Receipt, error) {
 	if err := ctx.Err(); err != nil {

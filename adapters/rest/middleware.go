@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,7 +131,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 				}
 			}
 			elapsed := time.Since(start)
-			s.metrics.requests.WithLabelValues(ri.route, r.Method, fmt.Sprint(rec.status)).Inc()
+			s.metrics.requests.WithLabelValues(ri.route, r.Method, strconv.Itoa(rec.status)).Inc()
 			s.metrics.duration.WithLabelValues(ri.route, r.Method).Observe(elapsed.Seconds())
 			if s.log.Enabled(r.Context(), slog.LevelInfo) {
 				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
@@ -159,7 +160,9 @@ func (s *server) guardBody(next http.Handler) http.Handler {
 				Message: fmt.Sprintf("request body is larger than %d bytes", s.limits.MaxBodyBytes)})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes)
+		if hasBody {
+			r.Body = http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes)
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -26,6 +26,43 @@ type groupBody struct {
 	Setting        *string   `json:"setting"`
 }
 
+// groupActionFields lists the fields each action reads, besides action and
+// agent_number; any other field given is refused rather than ignored.
+var groupActionFields = func() map[domain.GroupAction]map[string]bool {
+	set := func(names ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	members := set("thread_id", "participants")
+	join := set("thread_id", "invite_code")
+	return map[domain.GroupAction]map[string]bool{
+		domain.ActionCreate:             set("title", "participants", "initial_message"),
+		domain.ActionUpdateName:         set("thread_id", "name"),
+		domain.ActionUpdateDescription:  set("thread_id", "description"),
+		domain.ActionUpdatePicture:      set("thread_id", "image_url"),
+		domain.ActionAddParticipants:    members,
+		domain.ActionRemoveParticipants: members,
+		domain.ActionPromoteAdmin:       members,
+		domain.ActionDemoteAdmin:        members,
+		domain.ActionJoin:               join,
+		domain.ActionJoinGroup:          join,
+		domain.ActionLeave:              set("thread_id"),
+		domain.ActionUpdateSettings:     set("thread_id", "setting"),
+	}
+}()
+
+// given says which optional fields the body has.
+func (b groupBody) given() map[string]bool {
+	return map[string]bool{
+		"thread_id": b.ThreadID != nil, "title": b.Title != nil, "participants": b.Participants != nil,
+		"initial_message": b.InitialMessage != nil, "name": b.Name != nil, "description": b.Description != nil,
+		"image_url": b.ImageURL != nil, "invite_code": b.InviteCode != nil, "setting": b.Setting != nil,
+	}
+}
+
 func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
 	var b groupBody
 	if err := decodeJSON(r, &b); err != nil {
@@ -35,6 +72,13 @@ func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
 	var p failure.Problems
 	required(&p, b.Action, "action")
 	required(&p, b.AgentNumber, "agent_number")
+	if allowed, known := groupActionFields[domain.GroupAction(str(b.Action))]; known {
+		for name, given := range b.given() {
+			if given && !allowed[name] {
+				p.Add("extra_forbidden", name+" is not a field of action "+*b.Action, name)
+			}
+		}
+	}
 	switch domain.GroupAction(str(b.Action)) {
 	case domain.ActionCreate:
 		required(&p, b.Title, "title")

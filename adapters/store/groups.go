@@ -32,10 +32,21 @@ func (r *Repos) groupFrom(ctx context.Context, row groupColumnsRow) (messaging.G
 	return g, err
 }
 
-// Group reads a group thread with its members.
+// lockForUpdate is appended to a group read inside a Postgres
+// transaction: changes to one group then run one after another instead of
+// overwriting each other. (SQLite transactions hold the write lock already.)
+func (r *Repos) lockForUpdate() string {
+	if r.tx != nil && r.dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// Group reads a group thread with its members; inside a transaction the
+// group stays locked until it ends.
 func (r *Repos) Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error) {
 	var row groupColumnsRow
-	if err := r.selectOne(ctx, &row, "SELECT "+groupColumns+" FROM threads WHERE id = $1 AND account_id = $2 AND type = 'group'", threadID, accountID); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT "+groupColumns+" FROM threads WHERE id = $1 AND account_id = $2 AND type = 'group'"+r.lockForUpdate(), threadID, accountID); err != nil {
 		return messaging.GroupState{}, translate(err, "group")
 	}
 	return r.groupFrom(ctx, row)
@@ -44,7 +55,7 @@ func (r *Repos) Group(ctx context.Context, accountID, threadID string) (messagin
 // GroupByInviteCode finds a group of an account by its invite code.
 func (r *Repos) GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error) {
 	var row groupColumnsRow
-	if err := r.selectOne(ctx, &row, "SELECT "+groupColumns+" FROM threads WHERE invite_code = $1 AND account_id = $2 AND type = 'group'", code, accountID); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT "+groupColumns+" FROM threads WHERE invite_code = $1 AND account_id = $2 AND type = 'group'"+r.lockForUpdate(), code, accountID); err != nil {
 		return messaging.GroupState{}, translate(err, "group")
 	}
 	return r.groupFrom(ctx, row)
@@ -58,22 +69,45 @@ func (r *Repos) InsertGroup(ctx context.Context, g messaging.GroupState) error {
 	return r.saveGroupColumns(ctx, g)
 }
 
-// SaveGroup stores a group's state and replaces its members.
+// SaveGroup stores a group's state and its members, writing only what
+// changed: members who stay keep their join time.
 func (r *Repos) SaveGroup(ctx context.Context, g messaging.GroupState) error {
 	if err := r.saveGroupColumns(ctx, g); err != nil {
 		return err
 	}
-	if _, err := r.write.NewDelete().Model((*participantRow)(nil)).Where("thread_id = ?", g.Thread.ID).Exec(ctx); err != nil {
-		return translate(err, "participant")
+	current, err := r.Participants(ctx, g.Thread.ID)
+	if err != nil {
+		return err
 	}
-	if len(g.Members) == 0 {
+	keep := map[string]messaging.Participant{}
+	for _, m := range g.Members {
+		keep[m.Address] = m
+	}
+	for _, c := range current {
+		m, stays := keep[c.Address]
+		switch {
+		case !stays:
+			if _, err := r.write.NewDelete().Model((*participantRow)(nil)).Where("thread_id = ? AND address = ?", g.Thread.ID, c.Address).Exec(ctx); err != nil {
+				return translate(err, "participant")
+			}
+		case m.Admin != c.Admin || m.IsAgent != c.IsAgent:
+			if _, err := r.write.NewUpdate().Model((*participantRow)(nil)).Set("admin = ?", m.Admin).Set("is_agent = ?", m.IsAgent).
+				Where("thread_id = ? AND address = ?", g.Thread.ID, c.Address).Exec(ctx); err != nil {
+				return translate(err, "participant")
+			}
+		}
+		delete(keep, c.Address)
+	}
+	if len(keep) == 0 {
 		return nil
 	}
-	rows := make([]participantRow, len(g.Members))
-	for i, p := range g.Members {
-		rows[i] = participantRow{ThreadID: g.Thread.ID, Address: p.Address, Name: p.Name, Admin: p.Admin, IsAgent: p.IsAgent, JoinedAt: g.Thread.UpdatedAt}
+	rows := make([]participantRow, 0, len(keep))
+	for _, m := range g.Members {
+		if _, added := keep[m.Address]; added {
+			rows = append(rows, participantRow{ThreadID: g.Thread.ID, Address: m.Address, Name: m.Name, Admin: m.Admin, IsAgent: m.IsAgent, JoinedAt: g.Thread.UpdatedAt})
+		}
 	}
-	_, err := r.write.NewInsert().Model(&rows).Exec(ctx)
+	_, err = r.write.NewInsert().Model(&rows).Exec(ctx)
 	return translate(err, "participant")
 }
 

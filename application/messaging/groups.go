@@ -73,6 +73,11 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		return GroupResult{}, err
 	}
 	if action == messaging.ActionUpdatePicture {
+		// The picture is fetched outside the transaction (a download must
+		// not hold the database), so the permission checks run first too.
+		if err := s.precheckEdit(ctx, cmd); err != nil {
+			return GroupResult{}, err
+		}
 		if err := s.checkPicture(ctx, cmd.ImageURL); err != nil {
 			return GroupResult{}, err
 		}
@@ -102,6 +107,11 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		if err != nil {
 			return err
 		}
+		if action == messaging.ActionAddParticipants {
+			if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, g.Thread.Service, cmd.Participants); err != nil {
+				return err
+			}
+		}
 		typ, named, message, err := applyGroupAction(&g, action, cmd)
 		if err != nil {
 			return err
@@ -120,6 +130,39 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		return nil
 	})
 	return out, err
+}
+
+// precheckEdit runs the checks of an edit without a transaction: the
+// group exists for the account, the number may act, and may edit.
+func (s *Service) precheckEdit(ctx context.Context, cmd GroupCommand) error {
+	if !ident.Valid(ident.Thread, cmd.ThreadID) {
+		return failure.NotFound("group")
+	}
+	r := s.store.Repos()
+	g, err := r.Group(ctx, cmd.AccountID, cmd.ThreadID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.sendingNumber(ctx, r, cmd.AccountID, g.Thread.Service, cmd.AgentNumber); err != nil {
+		return err
+	}
+	return g.CheckEdit(cmd.AgentNumber)
+}
+
+// refuseOwnNumbers refuses to add the account's own agent numbers as plain
+// participants: an agent number becomes a member by joining, so that it
+// is known as an agent and can send.
+func (s *Service) refuseOwnNumbers(ctx context.Context, r Repos, accountID string, service account.Service, numbers []string) error {
+	var p failure.Problems
+	for i, n := range numbers {
+		own, err := r.NumberByAddress(ctx, service, n)
+		if err == nil && own.AccountID == accountID {
+			p.Add("value_error", n+" is an agent number of this account: it joins with join_group", "participants", i)
+		} else if err != nil && !failure.Is(err, failure.KindNotFound) {
+			return err
+		}
+	}
+	return p.Err()
 }
 
 func isJoin(a messaging.GroupAction) bool {
@@ -257,7 +300,8 @@ func (s *Service) tellProvider(ctx context.Context, n account.Number, action mes
 	}
 	var pe *ProviderError
 	if errors.As(err, &pe) {
-		return failure.Unavailable("the provider refused the change: "+pe.Message, err)
+		return &failure.Error{Kind: failure.KindUnavailable, Code: "provider_refused",
+			Message: "the provider refused the change: " + pe.Message, RetryAfter: pe.RetryAfter, Err: err}
 	}
 	return err
 }
@@ -309,6 +353,9 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		// The route is WhatsApp's; the number decides the channel.
 		number, err := s.sendingNumber(ctx, r, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
 		if err != nil {
+			return err
+		}
+		if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, number.Service, cmd.Participants); err != nil {
 			return err
 		}
 		now := s.now().UTC()

@@ -196,6 +196,9 @@ func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (messaging.Thr
 		if err != nil {
 			return err
 		}
+		if n.Provider != account.ProviderSandbox {
+			return failure.Forbidden("wrong_provider", "agent number "+n.Number+" is not on the sandbox provider")
+		}
 		now := s.now().UTC()
 		t = messaging.Thread{
 			ID: ident.New(ident.Thread), AccountID: in.AccountID, Service: service, Type: messaging.Group,

@@ -1,7 +1,8 @@
 // Command bench measures Switchboard against baselines on a shared, noisy machine and
 // reports ratios, never bare rates as results; latency scenarios, which have no
 // baseline, report latency percentiles against a target. `make bench` runs it; see
-// package harness for the method and package queue for the job-queue scenarios.
+// package harness for the method, package queue for the job-queue scenarios and
+// package messaging for the messaging API's.
 //
 // Usage:
 //
@@ -125,7 +126,7 @@ func run() int {
 		}
 	}
 	for _, res := range report.Results {
-		if res.Error != "" {
+		if res.Failed() {
 			return 1
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
+	"github.com/switchboard-dev/switchboard/bench/messaging"
 	"github.com/switchboard-dev/switchboard/bench/queue"
 )
 
@@ -60,6 +61,37 @@ var scenarios = []harness.Scenario{
 		Setup: queue.Latency{Interval: 10 * time.Millisecond, StartTimeout: 10 * time.Second}.Setup,
 	},
 	{
+		// The messaging API (issue 4) through the real server; see package messaging.
+		Name: "messages-send",
+		Description: fmt.Sprintf("POST individual send, %d clients, %d users of %d agent numbers, API-only server (--jobs=false: delivery does not compete; pool %d) vs pgbench single-row inserts at 64 clients",
+			send.Clients, send.Users, send.Numbers, send.MaxConns),
+		Target:    1.0,
+		Unit:      "sends",
+		Databases: []string{"postgres"},
+		Baseline:  insertOne.Baseline(),
+		Setup:     send.Setup,
+	},
+	{
+		Name: "messages-read",
+		Description: fmt.Sprintf("GET get-details of a random message / get-recent of a random thread, alternately, %d clients, %d messages in %d threads vs pgbench primary-key lookups in 1M rows at 16 clients",
+			read.Clients, read.Messages, read.Threads),
+		Target:    0.6,
+		Unit:      "requests",
+		Databases: []string{"postgres"},
+		Baseline:  lookupOne.Baseline(),
+		Setup:     read.Setup,
+	},
+	{
+		Name: "messages-dispatch",
+		Description: fmt.Sprintf("server runner (--job-workers %d, pool %d) delivering queued messages through the sandbox, spread over %d numbers so per-number pacing never binds, vs pgbench single-row inserts at 64 clients",
+			dispatch.Workers, dispatch.MaxConns, dispatch.Numbers),
+		Target:    1.0,
+		Unit:      "messages",
+		Databases: []string{"postgres"},
+		Baseline:  insertOne.Baseline(),
+		Setup:     dispatch.Setup,
+	},
+	{
 		// self-check proves the method: two identical servers must come out at a ratio
 		// near 1.0, however noisy the machine.
 		Name:        "self-check",
@@ -100,6 +132,44 @@ var drain = queue.Drain{
 	Runner:     runner.Config{Workers: 1000, ClaimBatch: 1000},
 	MaxConns:   8,
 	MinPending: 100_000,
+}
+
+// send is the messages-send scenario. Its pool (20) stays open beside pgbench's 64
+// clients, the harness's 2 and the run's shared server's 8: 94 of Postgres's 100.
+var send = messaging.Send{
+	Clients:         64,
+	Users:           256,
+	Numbers:         64,
+	MaxConns:        20,
+	OpenLoopShare:   0.5,
+	OpenLoopP99:     20 * time.Millisecond,
+	OpenLoopWorkers: 256,
+	StatsQuiet:      11 * time.Second,
+}
+
+var read = messaging.Read{Clients: 16, Messages: 1_000_000, Threads: 10_000}
+
+// dispatch's server runs only during its slices, so its pool does not meet pgbench's.
+var dispatch = messaging.Dispatch{
+	Numbers:   2000,
+	MinQueued: 100_000,
+	Workers:   256,
+	MaxConns:  32,
+	Settle:    250 * time.Millisecond,
+}
+
+// lookupOne is what Postgres sustains for the smallest read: a primary-key lookup in
+// a table of a million rows, at the read scenario's concurrency. The count(*) after
+// the load sets the rows' hint bits, so the first lookups do not write.
+var lookupOne = harness.PGBench{
+	Name: "pgbench-lookup",
+	Init: `CREATE TABLE IF NOT EXISTS bench_lookup (id bigint PRIMARY KEY, body text NOT NULL);
+		INSERT INTO bench_lookup SELECT i, md5(i::text) FROM generate_series(1, 1000000) AS i
+			WHERE NOT EXISTS (SELECT FROM bench_lookup);
+		ANALYZE bench_lookup;
+		SELECT count(*) FROM bench_lookup;`,
+	Script:  "\\set id random(1, 1000000)\nSELECT * FROM bench_lookup WHERE id = :id;\n",
+	Clients: 16,
 }
 
 // insertOne is what Postgres sustains for the smallest durable write: one row per

@@ -40,6 +40,9 @@ type Env struct {
 	pgURL       string
 	switchboard *Switchboard
 	sbErr       error
+	builtBin    string
+	buildErr    error
+	followUps   []FollowUp // run after the running scenario's rounds
 }
 
 // NewEnv returns an Env with a fresh scratch directory. The caller sets the exported
@@ -72,13 +75,18 @@ func (e *Env) onClose(f func()) { e.closers = append(e.closers, f) }
 // defer, the last registered runs first.
 func (e *Env) AfterScenario(f func()) { e.scoped = append(e.scoped, f) }
 
-// endScenario runs the functions registered with AfterScenario.
+// endScenario runs the functions registered with AfterScenario and forgets the
+// follow-ups registered with AfterRounds.
 func (e *Env) endScenario() {
 	for _, f := range slices.Backward(e.scoped) {
 		f()
 	}
-	e.scoped = nil
+	e.scoped, e.followUps = nil, nil
 }
+
+// AfterRounds registers f to run once the rounds of the scenario being set up have
+// succeeded, in the order registered (see FollowUp).
+func (e *Env) AfterRounds(f FollowUp) { e.followUps = append(e.followUps, f) }
 
 // StartServer starts spec as its own process, waits until it is ready and stops it
 // at Close.

@@ -102,6 +102,86 @@ func (l *HTTPLoad) Run(ctx context.Context, d time.Duration) (Sample, error) {
 	return s, nil
 }
 
+// RunOpen drives the load in an open loop for about d: requests are due on a fixed
+// schedule, rate per second, whether or not earlier answers have come, as requests
+// from many independent users would be. The load generator's workers take due
+// requests in order, so at most its number of workers are in flight; a request's
+// latency runs from when it was due, not from when a worker got to it, so a server
+// that falls behind is charged for the queue it causes rather than offered less load
+// (no coordinated omission). The slice ends when the last due request has been
+// answered; its rate is the rate achieved, which falls short of rate when the server
+// cannot keep up.
+func (l *HTTPLoad) RunOpen(ctx context.Context, d time.Duration, rate float64) (Sample, error) {
+	n := int(d.Seconds() * rate)
+	if n < 1 {
+		return Sample{}, fmt.Errorf("open loop: %g requests/s for %s is not one request", rate, d)
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	due := make(chan time.Time, n) // never blocks: lateness is the workers', and charged
+	type tally struct {
+		ops, failed int
+		first       string
+		latencies   []time.Duration
+	}
+	tallies := make([]tally, l.workers)
+	var wg sync.WaitGroup
+	for w := range tallies {
+		wg.Go(func() {
+			t := &tallies[w]
+			for at := range due {
+				if ctx.Err() != nil {
+					continue
+				}
+				status, _, err := l.do(ctx)
+				latency := time.Since(at)
+				switch {
+				case ctx.Err() != nil:
+				case err == nil && status/100 == 2:
+					t.ops++
+					t.latencies = append(t.latencies, latency)
+				default:
+					t.failed++
+					if t.first == "" {
+						t.first = describeFailure(status, err)
+					}
+				}
+			}
+		})
+	}
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for i := range n {
+		at := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(at); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		due <- at
+	}
+	close(due)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Sample{}, err
+	}
+	s := Sample{Elapsed: time.Since(start)}
+	for _, t := range tallies {
+		s.Ops += t.ops
+		s.Failed += t.failed
+		if s.FirstFailure == "" {
+			s.FirstFailure = t.first
+		}
+		s.Latencies = append(s.Latencies, t.latencies...)
+	}
+	return s, nil
+}
+
 func (l *HTTPLoad) do(ctx context.Context) (status int, latency time.Duration, err error) {
 	req, err := l.newRequest(ctx)
 	if err != nil {

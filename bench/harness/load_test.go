@@ -3,6 +3,7 @@ package harness
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,5 +39,50 @@ func TestHTTPLoadCountsOnly2xx(t *testing.T) {
 	}
 	if s.Rate() <= 0 || s.Elapsed < 200*time.Millisecond {
 		t.Errorf("rate %v over %v", s.Rate(), s.Elapsed)
+	}
+}
+
+func TestRunOpenOffersTheRate(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		_, _ = w.Write(helloBody)
+	}))
+	t.Cleanup(srv.Close)
+
+	load := NewHTTPLoad(8, Get(srv.URL, nil))
+	s, err := load.RunOpen(t.Context(), 300*time.Millisecond, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100/s for 0.3 s is 30 requests, due every 10 ms from the start.
+	if s.Ops != 30 || s.Failed != 0 || len(s.Latencies) != 30 || n.Load() != 30 {
+		t.Fatalf("sample ops=%d failed=%d latencies=%d served=%d, want 30 of each", s.Ops, s.Failed, len(s.Latencies), n.Load())
+	}
+	if s.Elapsed < 290*time.Millisecond {
+		t.Errorf("elapsed %s, want at least the 29 intervals before the last request", s.Elapsed)
+	}
+	if _, err := load.RunOpen(t.Context(), time.Millisecond, 10); err == nil {
+		t.Error("RunOpen of less than one request succeeded")
+	}
+}
+
+func TestRunOpenChargesQueueing(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+	}))
+	t.Cleanup(srv.Close)
+
+	// One worker, a request due every 5 ms, each taking 20 ms: the tenth waits
+	// for the nine before it, and its latency says so.
+	s, err := NewHTTPLoad(1, Get(srv.URL, nil)).RunOpen(t.Context(), 50*time.Millisecond, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(s.Latencies)
+	if s.Ops != 10 || s.Latencies[9] < 140*time.Millisecond {
+		t.Errorf("ops %d, latencies %v: want 10, the last charged its wait (≥ 140ms)", s.Ops, s.Latencies)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CPUTimes is the machine-wide line of /proc/stat, in clock ticks since boot. Two
@@ -83,4 +85,62 @@ func ParseCPUModel(cpuinfo string) string {
 		}
 	}
 	return "unknown"
+}
+
+// clockTick is Linux's USER_HZ, the unit of the CPU times in /proc/<pid>/stat: 100 on
+// every architecture Go runs Linux on.
+const clockTick = 10 * time.Millisecond
+
+// ProcessCPU returns the CPU time, user and system, process pid has used so far, or
+// an error wrapping os.ErrNotExist once it has exited.
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read process cpu: %w", err)
+	}
+	return ParseProcessCPU(string(b))
+}
+
+// ParseProcessCPU reads the user and system time of /proc/<pid>/stat text.
+func ParseProcessCPU(stat string) (time.Duration, error) {
+	// The command name, in parentheses, may hold spaces and parentheses itself;
+	// the fields after its last ")" start with field 3, state.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/<pid>/stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parse /proc/<pid>/stat: %d fields after the command name, want at least 13", len(f))
+	}
+	var ticks uint64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc/<pid>/stat: %w", err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// PIDsNamed returns the ids of the running processes whose command name is name,
+// such as "postgres".
+func PIDsNamed(name string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err == nil && strings.TrimSpace(string(comm)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }

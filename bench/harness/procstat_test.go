@@ -2,7 +2,11 @@ package harness
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 func TestParseCPUTimes(t *testing.T) {
@@ -55,5 +59,38 @@ func TestParseCPUModel(t *testing.T) {
 	}
 	if got := ParseCPUModel("processor\t: 0\n"); got != "unknown" {
 		t.Errorf("ParseCPUModel without model name = %q, want unknown", got)
+	}
+}
+
+func TestParseProcessCPU(t *testing.T) {
+	t.Parallel()
+	// Fields 14 and 15 are utime and stime, after a command name with a space and
+	// a parenthesis in it.
+	stat := "4242 (post gres) x) S 1 4242 4242 0 -1 4194560 1200 0 0 0 250 130 0 0 20 0 1 0 100 1000 200 18446744073709551615\n"
+	got, err := ParseProcessCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 380 * 10 * time.Millisecond; got != want {
+		t.Errorf("ParseProcessCPU = %s, want %s", got, want)
+	}
+	for _, bad := range []string{"", "4242 (x) S 1 2", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 a 1 0"} {
+		if _, err := ParseProcessCPU(bad); err == nil {
+			t.Errorf("ParseProcessCPU(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestProcessCPUOfThisProcess(t *testing.T) {
+	t.Parallel()
+	if _, err := ProcessCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	pids, err := PIDsNamed(filepath.Base(os.Args[0])[:min(15, len(filepath.Base(os.Args[0])))])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pids, os.Getpid()) {
+		t.Errorf("PIDsNamed(own name) = %v, want it to include %d", pids, os.Getpid())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -82,6 +84,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		writeLatencyTable(w, latencies)
 	}
 	writeRates(w, r.Results)
+	writeFigures(w, r.Results)
 	if len(skipped) > 0 {
 		fmt.Fprintln(w, "\nskipped:")
 		for _, res := range skipped {
@@ -93,7 +96,49 @@ func (r *Report) WriteTable(w io.Writer) {
 		if res.Error != "" {
 			fmt.Fprintf(w, "\n!!! %s FAILED: %s\n", res.Scenario, res.Error)
 		}
+		for _, f := range res.Figures {
+			if f.Error != "" {
+				fmt.Fprintf(w, "\n!!! %s: %s FAILED: %s\n", res.Scenario, f.Name, f.Error)
+			}
+		}
 	}
+}
+
+// writeFigures prints the figures measured after the rounds, under their scenario.
+func writeFigures(w io.Writer, results []Result) {
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	n := 0
+	for _, res := range results {
+		for _, f := range res.Figures {
+			if n == 0 {
+				fmt.Fprintln(tw, "\nmeasured after the rounds, beside the results:")
+			}
+			n++
+			value, target := "-", ""
+			if f.Error == "" {
+				value = strings.TrimSpace(formatValue(f.Value) + " " + f.Unit)
+			}
+			if f.Max != nil {
+				target = strings.TrimSpace("≤ " + formatValue(*f.Max) + " " + f.Unit)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", res.Scenario, f.Name, value, target, f.Verdict(), f.Detail)
+		}
+	}
+	_ = tw.Flush()
+	// Empty cells at the end of a line leave padding behind.
+	for line := range strings.Lines(buf.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+}
+
+// formatValue prints a figure with three significant digits, or as a whole number
+// when it is 100 or more.
+func formatValue(v float64) string {
+	if v >= 100 || v <= -100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func writeRatioTable(w io.Writer, results []Result) {

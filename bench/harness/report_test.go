@@ -44,3 +44,38 @@ func TestWriteTableSeparatesKinds(t *testing.T) {
 		t.Errorf("a failed or skipped scenario shows numbers or a table row:\n%s", out)
 	}
 }
+
+func TestWriteTableShowsFigures(t *testing.T) {
+	t.Parallel()
+	twenty := 20.0
+	r := &Report{Results: []Result{{
+		Scenario: "messages-send", Kind: KindRatio, Unit: "sends", Baseline: "pgbench-insert", BaselineUnit: "tx", Target: 1,
+		Ratio:     &Summary{Median: 0.1, Min: 0.1, Max: 0.1},
+		Measured:  SideResult{Rate: &Summary{Median: 1500, Min: 1500, Max: 1500}},
+		Reference: SideResult{Rate: &Summary{Median: 15000, Min: 15000, Max: 15000}},
+		Figures: []Figure{
+			{Name: "open-loop p99", Value: 12.345, Unit: "ms", Max: &twenty, Detail: "over 9000 sends"},
+			{Name: "statements per send", Value: 7.02},
+			{Name: "CPU per send", Value: 1234.5, Unit: "µs"},
+			{Name: "WAL syncs", Error: "pg_stat_wal: no such view"},
+		},
+	}}}
+	var b strings.Builder
+	r.WriteTable(&b)
+	out := b.String()
+	for _, want := range []string{
+		"measured after the rounds, beside the results:\n" +
+			"  messages-send  open-loop p99        12.3 ms  ≤ 20 ms  ok     over 9000 sends\n" +
+			"  messages-send  statements per send  7.02\n" +
+			"  messages-send  CPU per send         1234 µs\n" +
+			"  messages-send  WAL syncs            -                 ERROR\n",
+		"!!! messages-send: WAL syncs FAILED: pg_stat_wal: no such view",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !r.Results[0].Failed() {
+		t.Error("a result with a failed figure is not Failed")
+	}
+}

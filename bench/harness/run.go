@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,7 +42,9 @@ type Result struct {
 	// LatencyRounds is the latency spread of each round of a latency scenario; the
 	// result is Measured.Latency, over all rounds.
 	LatencyRounds []Latency `json:"latency_rounds,omitempty"`
-	StealPercent  float64   `json:"steal_percent"`
+	// Figures are what the scenario's follow-ups measured after the rounds.
+	Figures      []Figure `json:"figures,omitempty"`
+	StealPercent float64  `json:"steal_percent"`
 	// Skipped says why the scenario did not run on this run's database.
 	Skipped string `json:"skipped,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -166,9 +169,21 @@ func Run(ctx context.Context, env *Env, sc Scenario, cfg Config) Result {
 	}
 	res.StealPercent = StealPercent(before, after)
 	if sc.Latency != nil {
-		return summarizeLatency(res, ms)
+		res = summarizeLatency(res, ms)
+	} else {
+		res = summarize(res, ms, rs)
 	}
-	return summarize(res, ms, rs)
+	if res.Error == "" {
+		for _, f := range env.followUps {
+			res.Figures = append(res.Figures, f(ctx, Rounds{Config: cfg, Result: res, Baseline: reference})...)
+		}
+	}
+	return res
+}
+
+// Failed reports whether the scenario, or a figure beside it, failed.
+func (r Result) Failed() bool {
+	return r.Error != "" || slices.ContainsFunc(r.Figures, func(f Figure) bool { return f.Error != "" })
 }
 
 // measureRounds runs the rounds of a latency scenario: one slice each.

@@ -219,3 +219,60 @@ func TestScenarioDatabaseURLOnSQLite(t *testing.T) {
 		t.Errorf("scenario directory still there after the scenario: %v", err)
 	}
 }
+
+func TestRunFollowUpsAfterSuccessfulRoundsOnly(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, "sqlite")
+	var order []string
+	var seen Rounds
+	sc := Scenario{
+		Name:     "followed",
+		Target:   0.5,
+		Baseline: Baseline{Name: "b", Setup: func(context.Context, *Env) (Slice, error) { return fixedRate("b", 10, &order), nil }},
+		Setup: func(_ context.Context, env *Env) (Slice, error) {
+			env.AfterRounds(func(ctx context.Context, r Rounds) []Figure {
+				seen = r
+				if _, err := r.Baseline(ctx, time.Millisecond); err != nil {
+					t.Error(err)
+				}
+				limit := 1.0
+				return []Figure{{Name: "p99", Value: 2, Unit: "ms", Max: &limit}, {Name: "info", Value: 7}}
+			})
+			env.AfterRounds(func(context.Context, Rounds) []Figure {
+				return []Figure{FigureError("broken", errors.New("boom"))}
+			})
+			env.AfterScenario(func() { order = append(order, "released") })
+			return fixedRate("s", 6, &order), nil
+		},
+	}
+	res := Run(t.Context(), env, sc, Config{Slice: time.Millisecond, Rounds: 1})
+	if res.Error != "" {
+		t.Fatal(res.Error)
+	}
+	if got, want := strings.Join(order, " "), "s b s b b released"; got != want {
+		t.Errorf("order = %q, want %q: follow-ups after the rounds, before the release", got, want)
+	}
+	if seen.Result.Measured.Rate.Median != 6 || seen.Config.Rounds != 1 {
+		t.Errorf("follow-up saw %+v, want the result and config of the rounds", seen)
+	}
+	if len(res.Figures) != 3 || res.Figures[0].Verdict() != "OVER TARGET" || res.Figures[1].Verdict() != "" || res.Figures[2].Verdict() != "ERROR" {
+		t.Fatalf("figures = %+v, want p99 over target, info without verdict, broken as an error", res.Figures)
+	}
+	if !res.Failed() || res.Verdict() != "ok" {
+		t.Errorf("Failed() = %v, verdict %s: a failed figure fails the run, not the ratio", res.Failed(), res.Verdict())
+	}
+
+	// A scenario whose rounds fail runs no follow-up.
+	sc.Setup = func(_ context.Context, env *Env) (Slice, error) {
+		env.AfterRounds(func(context.Context, Rounds) []Figure {
+			t.Error("follow-up ran after failed rounds")
+			return nil
+		})
+		return func(context.Context, time.Duration) (Sample, error) {
+			return Sample{Ops: 1, Failed: 1, FirstFailure: "HTTP 500", Elapsed: time.Second}, nil
+		}, nil
+	}
+	if res := Run(t.Context(), env, sc, Config{Slice: time.Millisecond, Rounds: 1}); res.Error == "" || res.Figures != nil {
+		t.Errorf("result = %+v, want an error and no figures", res)
+	}
+}

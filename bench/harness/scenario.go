@@ -27,7 +27,9 @@ import (
 // A scenario is judged one of two ways. A ratio scenario (the usual kind) alternates
 // with its Baseline and is judged by the median per-round ratio against Target. A
 // latency scenario (Latency set) has no baseline: each round runs one slice, and the
-// scenario is judged by the median of every latency its slices observed.
+// scenario is judged by the median of every latency its slices observed. Either kind
+// may register follow-ups (Env.AfterRounds) whose figures are reported beside its
+// result.
 type Scenario struct {
 	// Name selects the scenario with -scenarios.
 	Name string
@@ -87,6 +89,57 @@ type Baseline struct {
 // Slice runs a workload for about d and reports what it measured. An error means the
 // slice could not run at all; operations that ran and failed go in Sample.Failed.
 type Slice func(ctx context.Context, d time.Duration) (Sample, error)
+
+// FollowUp is work a scenario registers with Env.AfterRounds during Setup and the
+// harness runs after the scenario's rounds, if they succeeded: measurements that
+// qualify the result without being it, such as the latency at a fixed offered rate or
+// the WAL syncs per operation. It returns the figures reported beside the result; a
+// figure it could not measure carries its error instead of a value.
+type FollowUp func(ctx context.Context, r Rounds) []Figure
+
+// Rounds is what a follow-up learns from the rounds before it.
+type Rounds struct {
+	// Config is the run's.
+	Config Config
+	// Result is the scenario's result so far, with its rates, ratios or latencies.
+	Result Result
+	// Baseline runs one slice of the scenario's baseline, for a follow-up that
+	// pairs a measurement of its own with one; nil for a latency scenario.
+	Baseline Slice
+}
+
+// Figure is a number reported beside a scenario's result. Most are for information;
+// one with a Max has a target of its own and a verdict, which leaves the scenario's
+// verdict alone.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit,omitempty"`
+	// Max, when set, is the highest acceptable Value.
+	Max *float64 `json:"max,omitempty"`
+	// Detail says how the figure was measured and what qualifies it.
+	Detail string `json:"detail,omitempty"`
+	// Error says why the figure could not be measured; Value is then meaningless.
+	Error string `json:"error,omitempty"`
+}
+
+// Verdict is "ok" or "OVER TARGET" for a figure with a Max, "ERROR" for one that
+// could not be measured, and "" otherwise.
+func (f Figure) Verdict() string {
+	switch {
+	case f.Error != "":
+		return "ERROR"
+	case f.Max == nil:
+		return ""
+	case f.Value <= *f.Max:
+		return "ok"
+	default:
+		return "OVER TARGET"
+	}
+}
+
+// FigureError is the figure of a measurement that failed.
+func FigureError(name string, err error) Figure { return Figure{Name: name, Error: err.Error()} }
 
 // Sample is what one slice measured.
 type Sample struct {

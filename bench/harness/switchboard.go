@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// Switchboard is the server under test, started once per run with one account whose
-// credentials every scenario uses.
+// Switchboard is a running Switchboard server and the bench account every request
+// uses.
 type Switchboard struct {
 	// URL is the server's base URL.
 	URL string
@@ -20,6 +20,8 @@ type Switchboard struct {
 	AccountID string
 	APIKey    string
 	APISecret string
+
+	srv *Server
 }
 
 // Header returns the authentication headers of the bench account.
@@ -27,9 +29,17 @@ func (s *Switchboard) Header() http.Header {
 	return http.Header{"X-Api-Key": {s.APIKey}, "X-Api-Secret": {s.APISecret}}
 }
 
+// PID is the server's process id.
+func (s *Switchboard) PID() int { return s.srv.cmd.Process.Pid }
+
+// Stop stops the server; stopping a stopped server does nothing.
+func (s *Switchboard) Stop() error { return s.srv.Stop() }
+
 // Switchboard builds, migrates and starts the Switchboard server on first use and
 // returns the same instance afterwards; a failure is remembered so each scenario that
-// needs the server reports it without retrying a long build.
+// needs the server reports it without retrying a long build. It runs on the run's
+// database (see Env.DatabaseURL) with the serve command's defaults and is stopped at
+// Close.
 func (e *Env) Switchboard(ctx context.Context) (*Switchboard, error) {
 	if e.switchboard == nil && e.sbErr == nil {
 		e.switchboard, e.sbErr = e.startSwitchboard(ctx)
@@ -38,53 +48,160 @@ func (e *Env) Switchboard(ctx context.Context) (*Switchboard, error) {
 }
 
 func (e *Env) startSwitchboard(ctx context.Context) (*Switchboard, error) {
-	bin := e.SwitchboardBin
-	if bin == "" {
-		bin = filepath.Join(e.Dir, "switchboard")
-		e.Log.Info("building switchboard", "pkg", "./cmd/switchboard")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/switchboard")
-		build.Dir = e.Root
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build switchboard: %w\n%s", err, out)
-		}
-	}
 	dbURL, err := e.DatabaseURL(ctx)
 	if err != nil {
 		return nil, err
 	}
-	vars := []string{
+	d, err := e.provision(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := d.start(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.Log.Info("server ready", "name", "switchboard", "url", sb.URL)
+	e.onClose(func() {
+		if err := sb.Stop(); err != nil {
+			e.Log.Warn("stop server", "name", "switchboard", "err", err)
+		}
+	})
+	return sb, nil
+}
+
+// Deployment is a Switchboard database the harness provisioned: migrated, with the
+// bench account. Servers started on it with Serve share it as replicas do, and
+// Command runs the operator CLI on it.
+type Deployment struct {
+	// DatabaseURL is the deployment's database.
+	DatabaseURL string
+	// SecretKey is the server key (hex) its servers and commands run with, from which
+	// the sealed provider settings of its numbers are derived.
+	SecretKey string
+	// AccountID, APIKey and APISecret are the bench account's.
+	AccountID string
+	APIKey    string
+	APISecret string
+
+	env  *Env
+	bin  string
+	vars []string
+}
+
+// NewDeployment provisions a deployment on a new database of the run's kind for the
+// scenario being set up alone (see ScenarioDatabaseURL); servers started with Serve
+// and the database go when the scenario ends. The switchboard binary is built once
+// per run.
+func (e *Env) NewDeployment(ctx context.Context) (*Deployment, error) {
+	dbURL, err := e.ScenarioDatabaseURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.provision(ctx, dbURL)
+}
+
+// provision migrates dbURL and creates the bench account on it.
+func (e *Env) provision(ctx context.Context, dbURL string) (*Deployment, error) {
+	bin, err := e.switchboardBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := randomHex(32)
+	d := &Deployment{DatabaseURL: dbURL, SecretKey: key, env: e, bin: bin, vars: []string{
 		"SWITCHBOARD_DATABASE_URL=" + dbURL,
-		"SWITCHBOARD_SECRET_KEY=" + randomHex(32),
+		"SWITCHBOARD_SECRET_KEY=" + key,
 		"SWITCHBOARD_RATE_LIMIT=0",   // the per-account limiter would cap the measured rate
 		"SWITCHBOARD_LOG_LEVEL=warn", // request logs stay off the hot path
-	}
-	if _, err := runTool(ctx, bin, vars, "migrate"); err != nil {
+	}}
+	if _, err := d.Command(ctx, "migrate"); err != nil {
 		return nil, err
 	}
-	out, err := runTool(ctx, bin, vars, "accounts", "create", "--name", "bench", "--json")
+	out, err := d.Command(ctx, "accounts", "create", "--name", "bench", "--json")
 	if err != nil {
 		return nil, err
 	}
-	sb, err := parseAccount(out)
+	acct, err := parseAccount(out)
 	if err != nil {
 		return nil, err
 	}
+	d.AccountID, d.APIKey, d.APISecret = acct.AccountID, acct.APIKey, acct.APISecret
+	return d, nil
+}
+
+// switchboardBinary returns SwitchboardBin, or builds ./cmd/switchboard once per run.
+func (e *Env) switchboardBinary(ctx context.Context) (string, error) {
+	if e.SwitchboardBin != "" {
+		return e.SwitchboardBin, nil
+	}
+	if e.builtBin == "" && e.buildErr == nil {
+		bin := filepath.Join(e.Dir, "switchboard")
+		e.Log.Info("building switchboard", "pkg", "./cmd/switchboard")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/switchboard")
+		build.Dir = e.Root
+		if out, err := build.CombinedOutput(); err != nil {
+			e.buildErr = fmt.Errorf("build switchboard: %w\n%s", err, out)
+		} else {
+			e.builtBin = bin
+		}
+	}
+	return e.builtBin, e.buildErr
+}
+
+// Command runs one switchboard CLI command on the deployment and returns its
+// standard output.
+func (d *Deployment) Command(ctx context.Context, args ...string) ([]byte, error) {
+	return runTool(ctx, d.bin, d.vars, args...)
+}
+
+// AddNumber adds an enabled agent number with `numbers add --json` and returns its id.
+func (d *Deployment) AddNumber(ctx context.Context, number, service, provider string) (string, error) {
+	out, err := d.Command(ctx, "numbers", "add", "--account", d.AccountID, "--number", number,
+		"--service", service, "--provider", provider, "--json")
+	if err != nil {
+		return "", err
+	}
+	var n struct {
+		NumberID string `json:"number_id"`
+	}
+	if !jsonOutput(out, &n, func() bool { return n.NumberID != "" }) {
+		return "", fmt.Errorf("numbers add: no JSON object with number_id in output:\n%s", lastLines(string(out), 10))
+	}
+	return n.NumberID, nil
+}
+
+// Serve starts `switchboard serve` on the deployment with flags added to the
+// harness's (e.g. "--jobs=false") and waits until it is ready. The server is
+// stopped when the scenario ends, or earlier with Stop.
+func (d *Deployment) Serve(ctx context.Context, flags ...string) (*Switchboard, error) {
+	sb, err := d.start(ctx, flags)
+	if err != nil {
+		return nil, err
+	}
+	d.env.Log.Debug("server ready", "name", "switchboard", "url", sb.URL, "flags", flags)
+	d.env.AfterScenario(func() {
+		if err := sb.Stop(); err != nil {
+			d.env.Log.Warn("stop server", "name", "switchboard", "err", err)
+		}
+	})
+	return sb, nil
+}
+
+func (d *Deployment) start(ctx context.Context, flags []string) (*Switchboard, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := e.StartServer(ctx, ServerSpec{
+	srv, err := startServer(ctx, ServerSpec{
 		Name:      "switchboard",
-		Args:      []string{bin, "serve", "--addr", addr},
-		Env:       append(vars, "SWITCHBOARD_ADDR="+addr),
+		Args:      append([]string{d.bin, "serve", "--addr", addr}, flags...),
+		Env:       append(d.vars, "SWITCHBOARD_ADDR="+addr),
 		Addr:      addr,
 		ReadyPath: "/readyz",
 	})
 	if err != nil {
 		return nil, err
 	}
-	sb.URL = srv.URL
-	return sb, nil
+	return &Switchboard{URL: srv.URL, AccountID: d.AccountID, APIKey: d.APIKey, APISecret: d.APISecret, srv: srv}, nil
 }
 
 // runTool runs one switchboard CLI command and returns its standard output.
@@ -103,19 +220,29 @@ func runTool(ctx context.Context, bin string, vars []string, args ...string) ([]
 // parseAccount finds the JSON object `accounts create --json` prints, whether it is
 // the whole output (compact or indented) or one line among log lines.
 func parseAccount(out []byte) (*Switchboard, error) {
+	var a struct {
+		AccountID string `json:"account_id"`
+		APIKey    string `json:"api_key"`
+		APISecret string `json:"api_secret"`
+	}
+	if !jsonOutput(out, &a, func() bool { return a.AccountID != "" }) {
+		return nil, fmt.Errorf("accounts create: no JSON object with account_id in output:\n%s", lastLines(string(out), 10))
+	}
+	return &Switchboard{AccountID: a.AccountID, APIKey: a.APIKey, APISecret: a.APISecret}, nil
+}
+
+// jsonOutput decodes into v the JSON object a --json command printed, whether it is
+// the whole output (compact or indented) or one line among log lines, and reports
+// whether complete, which checks the fields the caller needs, holds for it.
+func jsonOutput(out []byte, v any, complete func() bool) bool {
 	candidates := []string{string(out)}
 	for line := range strings.Lines(string(out)) {
 		candidates = append(candidates, line)
 	}
 	for _, c := range candidates {
-		var a struct {
-			AccountID string `json:"account_id"`
-			APIKey    string `json:"api_key"`
-			APISecret string `json:"api_secret"`
-		}
-		if json.Unmarshal([]byte(c), &a) == nil && a.AccountID != "" {
-			return &Switchboard{AccountID: a.AccountID, APIKey: a.APIKey, APISecret: a.APISecret}, nil
+		if json.Unmarshal([]byte(c), v) == nil && complete() {
+			return true
 		}
 	}
-	return nil, fmt.Errorf("accounts create: no JSON object with account_id in output:\n%s", lastLines(string(out), 10))
+	return false
 }

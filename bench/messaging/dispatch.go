@@ -1,0 +1,183 @@
+package messaging
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/bench/harness"
+)
+
+// Dispatch measures how fast the server's job runner delivers queued messages through
+// the sandbox provider, which answers at once: the cost of delivery itself (claim,
+// the handler's reads, the status update, the completion), not of a network.
+//
+// The queue holds at least MinQueued messages, spread over Numbers agent numbers in
+// turn. Delivery is paced per agent number (80/s and 32 at once for WhatsApp), and
+// the server has no switch to turn pacing off, so the spread is what takes pacing out
+// of the measurement: Numbers × 80/s is far above any rate the runner reaches.
+//
+// Each slice, like queue-drain's, first (untimed) deletes completed jobs, as
+// retention pruning would, tops the queue up (see topUpTarget) and vacuums and
+// analyses jobs and messages, as autovacuum would; then starts a server with jobs
+// on (Workers job workers, a pool of MaxConns), waits Settle once it is ready,
+// counts the delivered messages, waits the slice, counts again and stops the server.
+// The operations are the messages that reached status delivered between the two
+// counts. The VACUUM of jobs and messages that follows is timed: their dead rows
+// (three row versions per job, two per message) are the slice's own cost, which a
+// server with autovacuum pays in the background. The server runs only during its
+// slices, never beside the baseline.
+type Dispatch struct {
+	// Numbers is the number of sandbox agent numbers the messages are spread over.
+	Numbers int
+	// MinQueued is the least number of queued messages before each slice.
+	MinQueued int
+	// Workers is the server's --job-workers.
+	Workers int
+	// MaxConns is the server's --db-max-conns.
+	MaxConns int
+	// Settle is how long the runner runs after the server is ready and before the
+	// slice is counted: the start-up's claims and connections are not timed.
+	Settle time.Duration
+}
+
+// Setup provisions the deployment with its numbers and their threads, one per number,
+// and returns the dispatch slice, whose top-up seeds the queue.
+func (dp Dispatch) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+	d, err := env.NewDeployment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(ctx, env, d)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := addNumbers(ctx, d, db, dp.Numbers); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if err := seedThreads(ctx, db, d.AccountID, dp.Numbers, "k", now); err != nil {
+		return nil, err
+	}
+	env.Log.Info("numbers and threads ready", "numbers", dp.Numbers, "took", time.Since(start).Round(time.Millisecond))
+	ds := &dispatcher{Dispatch: dp, d: d, db: db, next: 1, log: env.Log}
+	return ds.slice, nil
+}
+
+type dispatcher struct {
+	Dispatch
+	d   *harness.Deployment
+	db  *store.DB
+	log *slog.Logger
+	// next is the number of the next message to seed.
+	next int
+	// fastest is the highest rate of a slice so far, in messages per second.
+	fastest float64
+}
+
+const (
+	countDelivered = "SELECT count(*) FROM messages WHERE status = 'delivered'"
+	countQueued    = "SELECT count(*) FROM jobs WHERE state IN ('available', 'retryable')"
+	// countTrouble counts what a sandbox delivery should never leave: failed
+	// messages, and jobs waiting for a retry or given up.
+	countTrouble = "SELECT (SELECT count(*) FROM messages WHERE status = 'failed') + (SELECT count(*) FROM jobs WHERE state IN ('retryable', 'dead'))"
+)
+
+func (ds *dispatcher) slice(ctx context.Context, dur time.Duration) (harness.Sample, error) {
+	t0 := time.Now()
+	if err := exec(ctx, ds.db, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
+		return harness.Sample{}, err
+	}
+	if err := ds.topUp(ctx, topUpTarget(ds.MinQueued, ds.fastest, dur)); err != nil {
+		return harness.Sample{}, err
+	}
+	if err := exec(ctx, ds.db, "VACUUM (ANALYZE) jobs, messages"); err != nil {
+		return harness.Sample{}, err
+	}
+	trouble, err := count(ctx, ds.db, countTrouble)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	ds.log.Debug("queue ready", "took", time.Since(t0).Round(time.Millisecond))
+
+	sb, err := ds.d.Serve(ctx, "--job-workers", strconv.Itoa(ds.Workers), "--db-max-conns", strconv.Itoa(ds.MaxConns))
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	defer sb.Stop()
+	if err := sleep(ctx, ds.Settle); err != nil {
+		return harness.Sample{}, err
+	}
+	// Each count sees the rows committed when its statement starts: the interval
+	// runs from the first statement's start to the second's.
+	start := time.Now()
+	before, err := count(ctx, ds.db, countDelivered)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	if err := sleep(ctx, dur-time.Since(start)); err != nil {
+		return harness.Sample{}, err
+	}
+	counted := time.Since(start)
+	after, err := count(ctx, ds.db, countDelivered)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	if err := sb.Stop(); err != nil {
+		return harness.Sample{}, err
+	}
+	vacuumed := time.Now()
+	if err := exec(ctx, ds.db, "VACUUM jobs, messages"); err != nil {
+		return harness.Sample{}, err
+	}
+	vacuum := time.Since(vacuumed)
+	ds.log.Info("dispatch slice", "counted", counted.Round(time.Millisecond), "vacuum", vacuum.Round(time.Millisecond))
+
+	s := harness.Sample{Ops: after - before, Elapsed: counted + vacuum}
+	left, err := count(ctx, ds.db, countQueued)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	if left == 0 {
+		return harness.Sample{}, fmt.Errorf("the queue ran dry: its rate says only that it was at least %.0f messages/s", s.Rate())
+	}
+	ds.fastest = max(ds.fastest, s.Rate())
+	troubleAfter, err := count(ctx, ds.db, countTrouble)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	if n := troubleAfter - trouble; n > 0 {
+		s.Failed = n
+		s.FirstFailure = fmt.Sprintf("%d messages failed or deliveries await a retry", n)
+	}
+	return s, nil
+}
+
+// topUp seeds queued messages with their delivery jobs until want are queued.
+func (ds *dispatcher) topUp(ctx context.Context, want int) error {
+	queued, err := count(ctx, ds.db, countQueued)
+	if err != nil {
+		return err
+	}
+	need := want - queued
+	if need <= 0 {
+		return nil
+	}
+	if err := seedQueued(ctx, ds.db, ds.next, ds.next+need-1, ds.Numbers, time.Now().UTC().Truncate(time.Microsecond)); err != nil {
+		return err
+	}
+	ds.next += need
+	return nil
+}
+
+// topUpTarget is how many messages to have queued before a slice of d: at least
+// minQueued, and twice what the fastest slice so far would deliver in d, so that a
+// slice somewhat faster than any before still cannot run dry.
+func topUpTarget(minQueued int, fastest float64, d time.Duration) int {
+	return max(minQueued, int(math.Ceil(2*fastest*d.Seconds())))
+}

@@ -1,0 +1,451 @@
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/bench/harness"
+)
+
+// Send measures individual sends through the real server: POST
+// /v1/messages/individual/{accountId}/send from Clients concurrent HTTP clients in a
+// closed loop. The server serves the API only (--jobs=false), so delivering the
+// messages does not compete with storing them; they stay queued, as they would on an
+// API replica. Sends go round-robin to Users users, user k talking to agent number
+// k mod Numbers; each user wrote once before the rounds (untimed), so every send
+// finds its thread, and concurrent sends rarely touch the same one.
+//
+// After the rounds, Send measures what qualifies the ratio (see the follow-ups in
+// Setup): the p99 latency at an open-loop rate of OpenLoopShare of the closed-loop
+// median, against a target of its own; WAL syncs and transactions per send from
+// Postgres's statistics, and CPU time per send; SQL statements per send, counted on
+// the wire; and, for information, one slice's rate with delivery jobs running.
+type Send struct {
+	// Clients is the number of concurrent clients of the closed loop.
+	Clients int
+	// Users is the number of users the sends go to.
+	Users int
+	// Numbers is the number of the account's agent numbers the users talk to. With
+	// jobs on, deliveries are paced at 80/s per number, so enough numbers let the
+	// runner deliver as fast as it can.
+	Numbers int
+	// MaxConns is the server's pool (--db-max-conns). It stays open while pgbench's 64
+	// clients run, so it is bounded by Postgres's 100 connections.
+	MaxConns int
+	// OpenLoopShare is the open-loop rate as a share of the closed-loop median rate.
+	OpenLoopShare float64
+	// OpenLoopP99 is the target p99 latency at that rate.
+	OpenLoopP99 time.Duration
+	// OpenLoopWorkers bounds the open loop's requests in flight.
+	OpenLoopWorkers int
+	// StatsQuiet is how long the database is left alone before and after the slice
+	// whose statistics are read. Postgres backends publish their counters at most
+	// once a second while busy, and within 10 s once idle, so a shorter quiet period
+	// misses some of them.
+	StatsQuiet time.Duration
+}
+
+// Setup provisions the deployment, starts the API-only server, has the users write
+// first and returns the closed-loop send slice.
+func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+	d, err := env.NewDeployment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(ctx, env, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := addNumbers(ctx, d, db, s.Numbers); err != nil {
+		return nil, err
+	}
+	api, err := d.Serve(ctx, s.flags(false)...)
+	if err != nil {
+		return nil, err
+	}
+	convs := make([]conversation, s.Users)
+	for k := range convs {
+		convs[k] = conversation{user: userNumber(k), agent: agentNumber(k % s.Numbers)}
+	}
+	if err := writeFirst(ctx, api, convs); err != nil {
+		return nil, err
+	}
+	var database string
+	if err := db.Bun().NewRaw("SELECT current_database()").Scan(ctx, &database); err != nil {
+		return nil, err
+	}
+	snd := &sender{Send: s, d: d, db: db, database: database, api: api}
+	for _, c := range convs {
+		b, err := json.Marshal(map[string]string{"from": c.agent, "to": c.user, "service": service, "content": body})
+		if err != nil {
+			return nil, err
+		}
+		snd.bodies = append(snd.bodies, b)
+	}
+	env.AfterRounds(snd.openLoop)
+	env.AfterRounds(snd.walAndTransactions)
+	env.AfterRounds(snd.statements)
+	env.AfterRounds(snd.withJobs)
+	snd.load = snd.closedLoop(api)
+	return snd.load.Run, nil
+}
+
+// flags are the serve flags of the scenario's servers, with or without jobs.
+func (s Send) flags(jobs bool) []string {
+	f := []string{"--db-max-conns", strconv.Itoa(s.MaxConns)}
+	if !jobs {
+		f = append(f, "--jobs=false")
+	}
+	return f
+}
+
+type sender struct {
+	Send
+	d  *harness.Deployment
+	db *store.DB
+	// database is the name of the deployment's database.
+	database string
+	// api is the API-only server of the rounds, load their closed loop.
+	api  *harness.Switchboard
+	load *harness.HTTPLoad
+	// bodies holds one send body per user.
+	bodies [][]byte
+}
+
+// request returns a RequestFunc that sends to each user in turn through sb.
+func (s *sender) request(sb *harness.Switchboard) harness.RequestFunc {
+	var next atomic.Uint64
+	url := sb.URL + "/v1/messages/individual/" + sb.AccountID + "/send"
+	return postJSON(url, sb.Header(), func() []byte { return s.bodies[next.Add(1)%uint64(len(s.bodies))] })
+}
+
+// closedLoop is the closed-loop load on sb.
+func (s *sender) closedLoop(sb *harness.Switchboard) *harness.HTTPLoad {
+	return harness.NewHTTPLoad(s.Clients, s.request(sb))
+}
+
+// openLoop measures the latency of sends offered at a fixed rate, OpenLoopShare of
+// the closed-loop median, over as many slices as the run has rounds, on the same
+// server: a server is run well below its capacity, and what its users see there is
+// the latency, not the rate.
+func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figure {
+	rate := s.OpenLoopShare * r.Result.Measured.Rate.Median
+	name := fmt.Sprintf("open-loop p99 at %.0f sends/s", rate)
+	load := harness.NewHTTPLoad(s.OpenLoopWorkers, s.request(s.api))
+	if _, err := load.RunOpen(ctx, r.Config.Warmup, rate); err != nil {
+		return []harness.Figure{harness.FigureError(name, err)}
+	}
+	var (
+		all            []time.Duration
+		p99s, achieved []float64
+		failed         int
+		first          string
+	)
+	for range r.Config.Rounds {
+		m, err := load.RunOpen(ctx, r.Config.Slice, rate)
+		if err != nil {
+			return []harness.Figure{harness.FigureError(name, err)}
+		}
+		failed += m.Failed
+		if first == "" {
+			first = m.FirstFailure
+		}
+		lat := slices.Sorted(slices.Values(m.Latencies))
+		all = append(all, lat...)
+		p99s = append(p99s, millis(harness.Percentile(lat, 99)))
+		achieved = append(achieved, m.Rate())
+	}
+	switch {
+	case failed > 0:
+		return []harness.Figure{harness.FigureError(name, fmt.Errorf("%d of %d sends failed (first: %s)", failed, failed+len(all), first))}
+	case len(all) == 0:
+		return []harness.Figure{harness.FigureError(name, errors.New("no sends"))}
+	}
+	slices.Sort(all)
+	target := millis(s.OpenLoopP99)
+	spread, got := harness.Summarize(p99s), harness.Summarize(achieved)
+	return []harness.Figure{{
+		Name: name, Value: millis(harness.Percentile(all, 99)), Unit: "ms", Max: &target,
+		Detail: fmt.Sprintf("%.0f%% of the closed-loop median; %d sends in %d slices (achieved %.0f/s); p50 %.2f ms, max %.2f ms; slice p99 %.2f-%.2f ms",
+			100*s.OpenLoopShare, len(all), len(p99s), got.Median, millis(harness.Percentile(all, 50)), millis(all[len(all)-1]), spread.Min, spread.Max),
+	}}
+}
+
+// pgStats are the cumulative counters the WAL and transaction figures are read from.
+type pgStats struct {
+	WALSyncs  int64
+	WALWrites int64
+	// Xacts are the transactions committed or rolled back, by database.
+	Xacts map[string]int64
+}
+
+func readPGStats(ctx context.Context, db *store.DB) (pgStats, error) {
+	st := pgStats{Xacts: map[string]int64{}}
+	if err := db.Bun().NewRaw("SELECT wal_sync, wal_write FROM pg_stat_wal").Scan(ctx, &st.WALSyncs, &st.WALWrites); err != nil {
+		return pgStats{}, fmt.Errorf("read pg_stat_wal: %w", err)
+	}
+	var rows []struct {
+		Name  string `bun:"datname"`
+		Xacts int64  `bun:"xacts"`
+	}
+	if err := db.Bun().NewRaw(`SELECT datname, xact_commit + xact_rollback AS xacts FROM pg_stat_database WHERE datname IS NOT NULL`).Scan(ctx, &rows); err != nil {
+		return pgStats{}, fmt.Errorf("read pg_stat_database: %w", err)
+	}
+	for _, r := range rows {
+		st.Xacts[r.Name] = r.Xacts
+	}
+	return st, nil
+}
+
+// xactsSince returns the transactions database ran since before, and those of every
+// other database that exists at both readings.
+func (st pgStats) xactsSince(before pgStats, database string) (own, others int64) {
+	for name, n := range st.Xacts {
+		n0, ok := before.Xacts[name]
+		switch {
+		case !ok:
+		case name == database:
+			own = n - n0
+		default:
+			others += n - n0
+		}
+	}
+	return own, others
+}
+
+// walAndTransactions runs one closed-loop slice, then one baseline slice, between
+// readings of Postgres's counters, each taken after StatsQuiet of quiet so that every
+// backend has published its share. From them: WAL syncs per 1000 sends
+// (pg_stat_wal.wal_sync: the WAL flushes of backends and the WAL writer, one per
+// group of commits flushed together), beside the baseline's per 1000 transactions;
+// transactions per send (pg_stat_database of the deployment's database, read-only
+// ones included); and the CPU time per send of the server process and of every
+// Postgres process, read from /proc around the send slice.
+func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []harness.Figure {
+	const walName, txName, cpuName = "WAL syncs per 1000 sends", "transactions per send", "CPU per send"
+	fail := func(err error) []harness.Figure {
+		return []harness.Figure{harness.FigureError(walName, err), harness.FigureError(txName, err), harness.FigureError(cpuName, err)}
+	}
+	quietStats := func() (pgStats, error) {
+		if err := sleep(ctx, s.StatsQuiet); err != nil {
+			return pgStats{}, err
+		}
+		return readPGStats(ctx, s.db)
+	}
+	st0, err := quietStats()
+	if err != nil {
+		return fail(err)
+	}
+	postgres, err := harness.PIDsNamed("postgres")
+	if err != nil {
+		return fail(err)
+	}
+	cpu0, err := s.cpu(postgres)
+	if err != nil {
+		return fail(err)
+	}
+	m, err := s.load.Run(ctx, r.Config.Slice)
+	if err != nil {
+		return fail(err)
+	}
+	cpu1, err := s.cpu(postgres)
+	if err != nil {
+		return fail(err)
+	}
+	if m.Failed > 0 || m.Ops == 0 {
+		return fail(fmt.Errorf("%d of %d sends failed (first: %s)", m.Failed, m.Failed+m.Ops, m.FirstFailure))
+	}
+	st1, err := quietStats()
+	if err != nil {
+		return fail(err)
+	}
+	b, err := r.Baseline(ctx, r.Config.Slice)
+	if err != nil {
+		return fail(err)
+	}
+	st2, err := quietStats()
+	if err != nil {
+		return fail(err)
+	}
+	sends := float64(m.Ops)
+	perSend := func(d time.Duration) float64 { return float64(d.Microseconds()) / sends }
+	xacts, others := st1.xactsSince(st0, s.database)
+	server, postgresCPU := cpuSince(cpu1.server, cpu0.server), cpuSince(cpu1.postgres, cpu0.postgres)
+	return []harness.Figure{
+		{
+			Name: walName, Value: 1000 * float64(st1.WALSyncs-st0.WALSyncs) / sends,
+			Detail: fmt.Sprintf("pg_stat_wal.wal_sync over %d sends in one closed-loop slice (%.0f/s); %s: %.0f per 1000 tx in the slice after (%.0f tx/s). The counter is the whole server's; other databases ran %d transactions during the sends",
+				m.Ops, m.Rate(), r.Result.Baseline, 1000*float64(st2.WALSyncs-st1.WALSyncs)/float64(max(1, b.Ops)), b.Rate(),
+				others),
+		},
+		{
+			Name: txName, Value: float64(xacts) / sends,
+			Detail: "pg_stat_database.xact_commit + xact_rollback of the deployment's database over the same sends; read-only transactions count too",
+		},
+		{
+			Name: cpuName, Value: perSend(server + postgresCPU), Unit: "µs",
+			Detail: fmt.Sprintf("server process %.0f µs + Postgres processes %.0f µs over the same sends, from /proc; the load generator took %.0f µs more; %d CPUs",
+				perSend(server), perSend(postgresCPU), perSend(cpuSince(cpu1.loadgen, cpu0.loadgen)), runtime.NumCPU()),
+		},
+	}
+}
+
+// cpuTimes are the CPU times used so far by the API server, every Postgres process
+// (the server's backends among them, and whatever else the Postgres server runs) and
+// this process, which generates the load; by process id.
+type cpuTimes struct{ server, postgres, loadgen map[int]time.Duration }
+
+func (s *sender) cpu(postgres []int) (cpuTimes, error) {
+	var c cpuTimes
+	var err error
+	if c.server, err = readCPU(s.api.PID()); err != nil {
+		return c, err
+	}
+	if c.loadgen, err = readCPU(os.Getpid()); err != nil {
+		return c, err
+	}
+	c.postgres, err = readCPU(postgres...)
+	return c, err
+}
+
+// readCPU reads the CPU time of each of pids still running.
+func readCPU(pids ...int) (map[int]time.Duration, error) {
+	out := make(map[int]time.Duration, len(pids))
+	for _, pid := range pids {
+		d, err := harness.ProcessCPU(pid)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[pid] = d
+	}
+	return out, nil
+}
+
+// cpuSince is the CPU time the processes of after used since before, counting only
+// those running at both readings: a process that exits in between (a backend of
+// another database) would otherwise count negative.
+func cpuSince(after, before map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, t := range after {
+		if t0, ok := before[pid]; ok {
+			d += t - t0
+		}
+	}
+	return d
+}
+
+// statements counts the SQL statements of each send on the wire: a second API-only
+// server on the same database connects through a harness.PGProxy, and one
+// closed-loop slice runs against it after a warm-up. The proxy's extra hop slows the
+// sends, so the slice's rate is not reported; the statements per send do not depend
+// on it, except that the NOTIFYs that wake job runners are coalesced (at most one
+// per 2 ms per process), so their share per send falls as the rate rises.
+func (s *sender) statements(ctx context.Context, r harness.Rounds) []harness.Figure {
+	const name = "SQL statements per send"
+	fail := func(err error) []harness.Figure { return []harness.Figure{harness.FigureError(name, err)} }
+	proxy, err := harness.StartPGProxy(s.d.DatabaseURL)
+	if err != nil {
+		return fail(err)
+	}
+	defer proxy.Close()
+	sb, err := s.d.Serve(ctx, append(s.flags(false), "--database-url", proxy.URL)...)
+	if err != nil {
+		return fail(err)
+	}
+	defer sb.Stop()
+	load := s.closedLoop(sb)
+	if _, err := load.Run(ctx, r.Config.Warmup); err != nil {
+		return fail(err)
+	}
+	before := proxy.Counts()
+	m, err := load.Run(ctx, r.Config.Slice)
+	if err != nil {
+		return fail(err)
+	}
+	c := proxy.Counts().Sub(before)
+	switch {
+	case m.Failed > 0 || m.Ops == 0:
+		return fail(fmt.Errorf("%d of %d sends failed (first: %s)", m.Failed, m.Failed+m.Ops, m.FirstFailure))
+	case c.Unparsed > 0:
+		return fail(fmt.Errorf("the proxy could not follow %d connections", c.Unparsed))
+	}
+	sends := float64(m.Ops)
+	var parts []string
+	for _, kw := range slices.Sorted(maps.Keys(c.Statements)) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", kw, float64(c.Statements[kw])/sends))
+	}
+	return []harness.Figure{{
+		Name: name, Value: float64(c.Total()) / sends,
+		Detail: fmt.Sprintf("counted on the wire over %d sends: %s; %.2f transactions per send (BEGIN…COMMIT blocks and statements outside one)",
+			m.Ops, strings.Join(parts, ", "), float64(c.Transactions)/sends),
+	}}
+}
+
+// withJobs measures one round, for information, with delivery running: the
+// API-only server is stopped, the queue left by the rounds emptied (untimed; its
+// messages stay queued, unreachable, in a database dropped after the scenario), and
+// a server with jobs on (default workers, same pool size) takes one warm-up and one
+// closed-loop slice, followed by one baseline slice.
+func (s *sender) withJobs(ctx context.Context, r harness.Rounds) []harness.Figure {
+	const name = "send rate with jobs on"
+	fail := func(err error) []harness.Figure { return []harness.Figure{harness.FigureError(name, err)} }
+	if err := s.api.Stop(); err != nil {
+		return fail(err)
+	}
+	if err := exec(ctx, s.db, "DELETE FROM jobs WHERE state IN ('available', 'retryable')", "VACUUM (ANALYZE) jobs"); err != nil {
+		return fail(err)
+	}
+	sb, err := s.d.Serve(ctx, s.flags(true)...)
+	if err != nil {
+		return fail(err)
+	}
+	load := s.closedLoop(sb)
+	if _, err := load.Run(ctx, r.Config.Warmup); err != nil {
+		return fail(err)
+	}
+	const delivered = "SELECT count(*) FROM messages WHERE status = 'delivered'"
+	before, err := count(ctx, s.db, delivered)
+	if err != nil {
+		return fail(err)
+	}
+	m, err := load.Run(ctx, r.Config.Slice)
+	if err != nil {
+		return fail(err)
+	}
+	after, err := count(ctx, s.db, delivered)
+	if err != nil {
+		return fail(err)
+	}
+	if err := sb.Stop(); err != nil {
+		return fail(err)
+	}
+	if m.Failed > 0 || m.Ops == 0 {
+		return fail(fmt.Errorf("%d of %d sends failed (first: %s)", m.Failed, m.Failed+m.Ops, m.FirstFailure))
+	}
+	b, err := r.Baseline(ctx, r.Config.Slice)
+	if err != nil {
+		return fail(err)
+	}
+	return []harness.Figure{{
+		Name: name, Value: m.Rate(), Unit: "sends/s",
+		Detail: fmt.Sprintf("one closed-loop slice on a server delivering as it serves (default job workers, paced at 80/s per agent number): %d messages delivered during it (%.0f/s); ratio %.2f to %s's %.0f %s in the slice that followed",
+			after-before, float64(after-before)/m.Elapsed.Seconds(), m.Rate()/b.Rate(), r.Result.Baseline, b.Rate(), r.Result.BaselineUnit+"/s"),
+	}}
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

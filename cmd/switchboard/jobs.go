@@ -19,12 +19,7 @@ func newJobsCommand(s *settings) *cobra.Command {
 		Use:   "dead",
 		Short: "List jobs that ran out of attempts, newest first, with their last error",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			list, err := op.db.Repos().DeadJobs(cmd.Context(), kind, limit)
 			if err != nil {
 				return err
@@ -42,7 +37,7 @@ func newJobsCommand(s *settings) *cobra.Command {
 				}
 				tw.Flush()
 			})
-		},
+		}),
 	}
 	dead.Flags().StringVar(&kind, "kind", "", "only jobs of this kind")
 	dead.Flags().IntVar(&limit, "limit", 50, "at most this many")

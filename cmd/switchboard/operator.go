@@ -17,12 +17,7 @@ func newMigrateCommand(s *settings) *cobra.Command {
 		Use:   "migrate",
 		Short: "Apply pending database migrations (safe to run from several replicas at once)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			// openOperator migrated; report the state.
 			pending, err := op.db.PendingMigrations(cmd.Context())
 			if err != nil {
@@ -31,7 +26,7 @@ func newMigrateCommand(s *settings) *cobra.Command {
 			return s.print(cmd, map[string]any{"status": "ok", "pending": len(pending)}, func(w io.Writer) {
 				fmt.Fprintln(w, "database is up to date")
 			})
-		},
+		}),
 	}
 }
 
@@ -63,12 +58,7 @@ func newAccountsCommand(s *settings) *cobra.Command {
 		Use:   "create",
 		Short: "Create an account with its first API key",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			a, issued, err := op.accounts.CreateAccount(cmd.Context(), name)
 			if err != nil {
 				return err
@@ -80,7 +70,7 @@ func newAccountsCommand(s *settings) *cobra.Command {
 				fmt.Fprintf(w, "account:    %s (%s)\n", a.ID, a.Name)
 				printSecretOnce(w, issued)
 			})
-		},
+		}),
 	}
 	create.Flags().StringVar(&name, "name", "", "account name (required)")
 	_ = create.MarkFlagRequired("name")
@@ -89,12 +79,7 @@ func newAccountsCommand(s *settings) *cobra.Command {
 		Use:   "list",
 		Short: "List accounts",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			list, err := op.accounts.Accounts(cmd.Context())
 			if err != nil {
 				return err
@@ -111,7 +96,7 @@ func newAccountsCommand(s *settings) *cobra.Command {
 				}
 				tw.Flush()
 			})
-		},
+		}),
 	}
 	cmd.AddCommand(create, list)
 	return cmd
@@ -124,12 +109,7 @@ func newKeysCommand(s *settings) *cobra.Command {
 		Use:   "create",
 		Short: "Issue a new API key and secret for an account",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			issued, err := op.accounts.IssueCredential(cmd.Context(), accountID, label)
 			if err != nil {
 				return err
@@ -142,7 +122,7 @@ func newKeysCommand(s *settings) *cobra.Command {
 				fmt.Fprintf(w, "key id:     %s\n", issued.Credential.ID)
 				printSecretOnce(w, issued)
 			})
-		},
+		}),
 	}
 	create.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	create.Flags().StringVar(&label, "label", "", "a name for the key, e.g. production")
@@ -152,12 +132,7 @@ func newKeysCommand(s *settings) *cobra.Command {
 		Use:   "list",
 		Short: "List an account's keys (never their secrets)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			creds, err := op.accounts.Credentials(cmd.Context(), accountID)
 			if err != nil {
 				return err
@@ -174,7 +149,7 @@ func newKeysCommand(s *settings) *cobra.Command {
 				}
 				tw.Flush()
 			})
-		},
+		}),
 	}
 	list.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	_ = list.MarkFlagRequired("account")
@@ -183,12 +158,7 @@ func newKeysCommand(s *settings) *cobra.Command {
 		Use:   "revoke",
 		Short: "Revoke an API key",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			c, err := op.accounts.RevokeCredential(cmd.Context(), accountID, keyID)
 			if err != nil {
 				return err
@@ -196,7 +166,7 @@ func newKeysCommand(s *settings) *cobra.Command {
 			return s.print(cmd, credentialOut(c), func(w io.Writer) {
 				fmt.Fprintf(w, "revoked %s\n", c.ID)
 			})
-		},
+		}),
 	}
 	revoke.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	revoke.Flags().StringVar(&keyID, "key", "", "key id, as printed by keys list (required)")
@@ -273,12 +243,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 		Use:   "list",
 		Short: "List an account's agent numbers",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			numbers, err := op.accounts.Numbers(cmd.Context(), accountID)
 			if err != nil {
 				return err
@@ -295,7 +260,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 				}
 				tw.Flush()
 			})
-		},
+		}),
 	}
 	list.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	_ = list.MarkFlagRequired("account")
@@ -304,12 +269,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 		Use:   "disable",
 		Short: "Disable an agent number (by number id or E.164 number)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			n, err := op.accounts.SetNumberEnabled(cmd.Context(), accountID, number, false)
 			if err != nil {
 				return err
@@ -317,7 +277,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 			return s.print(cmd, numberOut(n), func(w io.Writer) {
 				fmt.Fprintf(w, "number %s (%s) disabled\n", n.Number, n.ID)
 			})
-		},
+		}),
 	}
 	disable.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	disable.Flags().StringVar(&number, "number", "", "number id or E.164 number (required)")
@@ -334,19 +294,14 @@ func newDomainsCommand(s *settings) *cobra.Command {
 		Use:   "add",
 		Short: "Authorise a custom email domain for an account",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			d, err := op.accounts.AddDomain(cmd.Context(), accountID, domain)
 			if err != nil {
 				return err
 			}
 			return s.print(cmd, map[string]string{"domain_id": d.ID, "account_id": d.AccountID, "domain": d.Name, "created_at": ts(d.CreatedAt)},
 				func(w io.Writer) { fmt.Fprintf(w, "domain %s authorised for %s\n", d.Name, d.AccountID) })
-		},
+		}),
 	}
 	add.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	add.Flags().StringVar(&domain, "domain", "", "DNS name, e.g. mail.example.com (required)")
@@ -357,12 +312,7 @@ func newDomainsCommand(s *settings) *cobra.Command {
 		Use:   "list",
 		Short: "List an account's custom email domains",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			op, done, err := s.openOperator(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			domains, err := op.accounts.Domains(cmd.Context(), accountID)
 			if err != nil {
 				return err
@@ -376,7 +326,7 @@ func newDomainsCommand(s *settings) *cobra.Command {
 					fmt.Fprintln(w, d.Name)
 				}
 			})
-		},
+		}),
 	}
 	list.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	_ = list.MarkFlagRequired("account")

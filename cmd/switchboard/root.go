@@ -120,6 +120,19 @@ func (s *settings) openOperator(ctx context.Context) (*operator, func(), error) 
 	return op, func() { _ = db.Close() }, nil
 }
 
+// withOperator adapts an operator command's body to cobra: it opens the
+// database (migrating it) before the body and closes it after.
+func (s *settings) withOperator(fn func(cmd *cobra.Command, args []string, op *operator) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		op, done, err := s.openOperator(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer done()
+		return fn(cmd, args, op)
+	}
+}
+
 // print writes v as JSON with --json, else the human text.
 func (s *settings) print(cmd *cobra.Command, v any, human func(w io.Writer)) error {
 	if s.json {

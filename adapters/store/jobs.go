@@ -80,7 +80,7 @@ func (r *Repos) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, er
 	var id int64
 	err = r.write.NewRaw(
 		`SELECT id FROM jobs WHERE unique_key = ? AND state IN (?) LIMIT 1`,
-		p.UniqueKey, bun.In(pendingOrRunning),
+		p.UniqueKey, bun.List(pendingOrRunning),
 	).Scan(ctx, &id)
 	if err != nil {
 		return 0, fmt.Errorf("find job with unique key %q: %w", p.UniqueKey, err)
@@ -100,7 +100,7 @@ func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 	now := micros(r.clock())
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, unique_key = NULL WHERE unique_key = ? AND state IN (?)`,
-		jobs.StateCancelled, now, uniqueKey, bun.In(pending),
+		jobs.StateCancelled, now, uniqueKey, bun.List(pending),
 	).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("cancel jobs: %w", err)
@@ -129,7 +129,7 @@ func (r *Repos) ClaimJobs(ctx context.Context, worker string, kinds []string, li
 			ORDER BY run_at, id LIMIT ? `+lock+`
 		) RETURNING `+jobColumns,
 		jobs.StateRunning, micros(now), worker, micros(leaseUntil),
-		bun.In(pending), micros(now), bun.In(kinds), limit,
+		bun.List(pending), micros(now), bun.List(kinds), limit,
 	).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("claim jobs: %w", err)
@@ -150,7 +150,7 @@ func (r *Repos) CompleteJobs(ctx context.Context, worker string, ids []int64, no
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
 		WHERE id IN (?) AND lease_owner = ? AND state = ?`,
-		jobs.StateCompleted, micros(now), bun.In(ids), worker, jobs.StateRunning,
+		jobs.StateCompleted, micros(now), bun.List(ids), worker, jobs.StateRunning,
 	).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("complete jobs: %w", err)
@@ -236,7 +236,7 @@ func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed 
 func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	res, err := r.write.NewRaw(
 		`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN (?) AND finished_at < ? LIMIT ?)`,
-		bun.In([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), limit,
+		bun.List([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), limit,
 	).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("prune jobs: %w", err)
@@ -250,7 +250,7 @@ func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int
 func (r *Repos) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
 	var next sql.NullInt64
 	err := r.read.NewRaw(`SELECT MIN(run_at) FROM jobs WHERE state IN (?) AND kind IN (?)`,
-		bun.In(pending), bun.In(kinds)).Scan(ctx, &next)
+		bun.List(pending), bun.List(kinds)).Scan(ctx, &next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next job time: %w", err)
 	}
@@ -323,7 +323,7 @@ func (r *Repos) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error
 			SUM(CASE WHEN state = ? THEN 1 ELSE 0 END) AS running,
 			MIN(CASE WHEN state IN (?) AND run_at <= ? THEN run_at END) AS oldest
 		FROM jobs WHERE state IN (?) GROUP BY kind ORDER BY kind`,
-		bun.In(pending), n, bun.In(pending), n, jobs.StateRunning, bun.In(pending), n, bun.In(pendingOrRunning),
+		bun.List(pending), n, bun.List(pending), n, jobs.StateRunning, bun.List(pending), n, bun.List(pendingOrRunning),
 	).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("job stats: %w", err)

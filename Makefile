@@ -22,11 +22,12 @@ test:
 bench:
 	$(WITH_PG) $(GO) run ./bench $(BENCH_FLAGS)
 
-## lint: formatting and vet
+## lint: formatting, vet and staticcheck
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## generate: regenerate gqlgen code; leaves a clean tree when it is current
 generate:

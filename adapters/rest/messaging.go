@@ -170,29 +170,42 @@ func kindFromURL(raw string) domain.Kind {
 	return domain.KindDocument
 }
 
-func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
+// sendRequest decodes a per-type send body: the fields both forms share,
+// then the send's own (check); it answers the error itself and returns
+// false when the request is refused.
+func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, p *failure.Problems)) (sendBody, domain.Content, domain.Fields, bool) {
 	var b sendBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
-		return
+		return b, domain.Content{}, domain.Fields{}, false
 	}
 	var p failure.Problems
 	required(&p, b.From, "from")
-	required(&p, b.To, "to")
-	required(&p, b.Service, "service")
-	if b.ThreadID != nil {
-		p.Add("extra_forbidden", "thread_id is for group sends; an individual send names the user in to", "thread_id")
-	}
+	check(b, &p)
 	if b.SenderName != nil {
 		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
 	}
-	content, field := b.content(&p)
+	content, fields := b.content(&p)
 	if err := p.Err(); err != nil {
 		writeError(w, r, err)
+		return b, content, fields, false
+	}
+	return b, content, fields, true
+}
+
+func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
+	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
+		required(p, b.To, "to")
+		required(p, b.Service, "service")
+		if b.ThreadID != nil {
+			p.Add("extra_forbidden", "thread_id is for group sends; an individual send names the user in to", "thread_id")
+		}
+	})
+	if !ok {
 		return
 	}
 	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
-		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: field,
+		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -202,27 +215,17 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) sendGroup(w http.ResponseWriter, r *http.Request) {
-	var b sendBody
-	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var p failure.Problems
-	required(&p, b.From, "from")
-	required(&p, b.ThreadID, "thread_id")
-	if b.To != nil {
-		p.Add("extra_forbidden", "to is for individual sends; a group send names the group in thread_id", "to")
-	}
-	if b.SenderName != nil {
-		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
-	}
-	content, field := b.content(&p)
-	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
+		required(p, b.ThreadID, "thread_id")
+		if b.To != nil {
+			p.Add("extra_forbidden", "to is for individual sends; a group send names the group in thread_id", "to")
+		}
+	})
+	if !ok {
 		return
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
-		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: field,
+		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
 	})
 	if err != nil {
 		writeError(w, r, err)

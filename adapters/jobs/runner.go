@@ -152,6 +152,9 @@ type Runner struct {
 	kinds map[string]Kind
 	names []string
 	pace  *pacers
+	// lease is how long a claimed batch is held: long enough for the
+	// slowest kind, a pace wait, and the margin.
+	lease time.Duration
 
 	inflight  atomic.Int64
 	slotFreed chan struct{}
@@ -185,6 +188,7 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		}
 		r.kinds[k.Name] = k
 		r.names = append(r.names, k.Name)
+		r.lease = max(r.lease, k.Timeout+cfg.LeaseMargin+cfg.MaxPaceWait)
 	}
 	sort.Strings(r.names)
 	return r, nil
@@ -274,12 +278,7 @@ func (r *Runner) fetchLoop() {
 
 func (r *Runner) claim(limit int) (int, error) {
 	now := r.cfg.Now()
-	// One lease for the batch, long enough for the slowest kind claimed.
-	var longest time.Duration
-	for _, k := range r.kinds {
-		longest = max(longest, k.Timeout)
-	}
-	claimed, err := r.queue.ClaimJobs(r.fetchCtx, r.cfg.WorkerID, r.names, limit, now, now.Add(longest+r.cfg.LeaseMargin+r.cfg.MaxPaceWait))
+	claimed, err := r.queue.ClaimJobs(r.fetchCtx, r.cfg.WorkerID, r.names, limit, now, now.Add(r.lease))
 	if err != nil {
 		return 0, err
 	}

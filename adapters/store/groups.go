@@ -139,17 +139,3 @@ func (r *Repos) InsertEvent(ctx context.Context, e event.Event) error {
 	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "event")
 }
-
-// Events lists a thread's events in order, for tests and the thread's
-// system history.
-func (r *Repos) Events(ctx context.Context, accountID, threadID string) ([]event.Event, error) {
-	var rows []eventRow
-	if err := r.read.NewSelect().Model(&rows).Where("account_id = ? AND thread_id = ?", accountID, threadID).OrderExpr("seq").Scan(ctx); err != nil {
-		return nil, translate(err, "event")
-	}
-	out := make([]event.Event, len(rows))
-	for i, row := range rows {
-		out[i] = event.Event{ID: row.ID, AccountID: row.AccountID, Type: event.Type(row.Type), ThreadID: row.ThreadID.String, Payload: []byte(row.Payload), CreatedAt: row.CreatedAt.UTC()}
-	}
-	return out, nil
-}

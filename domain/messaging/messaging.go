@@ -308,15 +308,12 @@ func CheckIndividualSend(t *Thread) error {
 	return nil
 }
 
-// CheckGroupSend applies the group precondition: the agent number is a
-// current member of the group.
+// CheckGroupSend applies the group precondition to a member list: the
+// agent number is a current member (the rule GroupState.Actor applies).
 func CheckGroupSend(agentNumber string, members []Participant) error {
-	for _, m := range members {
-		if m.IsAgent && m.Address == agentNumber {
-			return nil
-		}
-	}
-	return ErrNotGroupMember
+	g := GroupState{Members: members}
+	_, err := g.Actor(agentNumber)
+	return err
 }
 
 // whatsappTypes are the media types the WhatsApp Cloud API accepts per

@@ -42,7 +42,7 @@ var scenarios = []harness.Scenario{
 	},
 	{
 		Name:        "queue-enqueue",
-		Description: "64 producers committing one job per transaction vs pgbench single-row inserts at 64 clients",
+		Description: "64 producers each committing one job per shared-transaction call (as the use cases enqueue) vs pgbench single-row inserts at 64 clients",
 		Target:      1.0,
 		Unit:        "jobs",
 		Databases:   []string{"postgres"},

@@ -48,6 +48,7 @@ type DB struct {
 	base       *Repos
 	now        func() time.Time
 	wake       *wakeHub
+	shared     *committer
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
@@ -62,6 +63,9 @@ type Options struct {
 	MaxConns int
 	// Now is the clock stamped on queue rows; time.Now when nil.
 	Now func() time.Time
+	// SharedLeaders bounds the shared transactions (see TransactShared)
+	// running at once on Postgres; 0 picks a default. SQLite runs one.
+	SharedLeaders int
 }
 
 // Open connects to the database named by rawURL, "sqlite:PATH" or
@@ -89,7 +93,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.init(opts.Now)
+	db.init(opts.Now, opts.SharedLeaders, maxConns)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.Ping(pingCtx); err != nil {
@@ -120,11 +124,19 @@ func openPostgres(rawURL string, maxConns int) (*DB, error) {
 
 // init finishes what both dialects share: the clock, the wake-up hub and
 // its notifier.
-func (db *DB) init(now func() time.Time) {
+func (db *DB) init(now func() time.Time, sharedLeaders, maxConns int) {
 	if now == nil {
 		now = time.Now
 	}
 	db.now = now
+	if db.dialect == SQLite {
+		sharedLeaders = 1
+	} else if sharedLeaders <= 0 {
+		// An eighth of the pool: enough batches in flight to keep the
+		// database busy, few enough that each batch shares its commit.
+		sharedLeaders = max(2, maxConns/8)
+	}
+	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch)
 	db.wake = newWakeHub(db.dialect == Postgres)
 	db.background, db.stop = context.WithCancel(context.Background())
 	db.base.db = db

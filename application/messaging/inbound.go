@@ -56,7 +56,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		n, err := r.NumberByAddress(ctx, service, in.To)
 		if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
 			return failure.NotFound("agent number " + in.To + " on " + string(service))

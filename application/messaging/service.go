@@ -113,7 +113,7 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		number, err := s.sendingNumber(ctx, r, in.AccountID, service, in.From)
 		if err != nil {
 			return err
@@ -158,7 +158,7 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		thread, err := s.thread(ctx, r, in.AccountID, in.ThreadID)
 		if err != nil {
 			return err

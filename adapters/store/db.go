@@ -49,6 +49,7 @@ type DB struct {
 	now        func() time.Time
 	wake       *wakeHub
 	shared     *committer
+	jobIDs     jobIDs
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
@@ -221,7 +222,11 @@ func (db *DB) Repos() *Repos { return db.base }
 func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
 	state := &txState{}
 	err := db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state})
+		r := &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state}
+		if err := fn(ctx, r); err != nil {
+			return err
+		}
+		return r.flushJobs(ctx)
 	})
 	if err == nil && state.enqueued {
 		db.wake.signal()
@@ -232,6 +237,8 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 // txState is what a transaction's repositories note for after the commit.
 type txState struct {
 	enqueued bool
+	// jobs are enqueued jobs to write before the commit (see jobbuffer.go).
+	jobs []bufferedJob
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

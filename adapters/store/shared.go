@@ -152,7 +152,7 @@ func (c *committer) run(batch []*sharedUnit) {
 				return err
 			}
 		}
-		return nil
+		return r.flushJobs(ctx)
 	})
 	if err != nil {
 		c.count(0, int64(len(live)))

@@ -246,8 +246,11 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 		return messaging.Message{}, err
 	}
 	payload, _ := json.Marshal(deliverPayload{MessageID: m.ID})
+	// No unique key: the message is new, so nothing can enqueue its
+	// delivery twice, and Work leaves a message that is no longer queued
+	// alone; without one the store may write the job with the batch.
 	if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
-		Kind: DeliverKind, Payload: payload, UniqueKey: "deliver:" + m.ID, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
+		Kind: DeliverKind, Payload: payload, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
 	}); err != nil {
 		return messaging.Message{}, err
 	}

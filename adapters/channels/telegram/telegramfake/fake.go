@@ -272,8 +272,8 @@ func SharedContact(updateID, messageID, userID int64, firstName, phone string) [
 		"update_id": updateID,
 		"message": map[string]any{
 			"message_id": messageID, "date": 1763800000,
-			"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
-			"chat": map[string]any{"id": userID, "first_name": firstName, "type": "private"},
+			"from":    map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
+			"chat":    map[string]any{"id": userID, "first_name": firstName, "type": "private"},
 			"contact": map[string]any{"phone_number": phone, "first_name": firstName, "user_id": userID},
 		},
 	})

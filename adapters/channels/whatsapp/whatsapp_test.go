@@ -160,7 +160,9 @@ func (b *inbox) Numbers(_ context.Context, p account.Provider) ([]account.Number
 	return out, nil
 }
 
-func (b *inbox) NumberSettings(n account.Number) (map[string]string, error) { return b.settings[n.ID], nil }
+func (b *inbox) NumberSettings(n account.Number) (map[string]string, error) {
+	return b.settings[n.ID], nil
+}
 
 func (b *inbox) count() int { b.mu.Lock(); defer b.mu.Unlock(); return len(b.messages) }
 

@@ -32,7 +32,7 @@ import (
 
 // The real-channel agent numbers.
 const (
-	agentTGReal  = "+14155550121"
+	agentTGReal = "+14155550121"
 	agentTGPoll = "+14155550122"
 	agentWACld  = "+14155550120"
 	waPNID      = "106540352242922"

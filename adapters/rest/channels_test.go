@@ -38,6 +38,9 @@ const (
 	waPNID      = "106540352242922"
 	waSecret    = "app-secret-0123456789abcdef"
 	waVerify    = "verify-me"
+
+	agentWAOther  = "+14155550123"
+	waOtherSecret = "another-apps-secret"
 )
 
 // chanBundle is the real HTTP interface with the Telegram and WhatsApp
@@ -47,8 +50,10 @@ type chanBundle struct {
 	tg, tgPoll         *telegramfake.Server
 	wa                 *whatsappfake.Server
 	tgNumber, waNumber account.Number
-	tgSecret           string
-	poller             *telegram.Connector
+	// waOther is a second Cloud API number of another Meta app.
+	waOther  account.Number
+	tgSecret string
+	poller   *telegram.Connector
 }
 
 // webhooks serves the provider routes the way bootstrap wires them.
@@ -83,7 +88,7 @@ func (n numbers) NumberSettings(num account.Number) (map[string]string, error) {
 	return n.acc.NumberSettings(num)
 }
 
-func setupChannels(t *testing.T, dialect store.Dialect) *chanBundle {
+func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *chanBundle {
 	t.Helper()
 	ctx := context.Background()
 	db := dbtest.Open(t, dialect)
@@ -103,6 +108,9 @@ func setupChannels(t *testing.T, dialect store.Dialect) *chanBundle {
 		{Number: agentTGReal, Service: "telegram", Provider: "telegram", Settings: b.tg.Settings()},
 		{Number: agentTGPoll, Service: "telegram", Provider: "telegram", Settings: pollSettings},
 		{Number: agentWACld, Service: "whatsapp", Provider: "whatsapp-cloud", Settings: b.wa.Settings(waSecret, waVerify)},
+		{Number: agentWAOther, Service: "whatsapp", Provider: "whatsapp-cloud", Settings: map[string]string{
+			"phone_number_id": "200000000000001", "access_token": "other", "app_secret": waOtherSecret, "verify_token": "v", "api_base_url": b.wa.URL,
+		}},
 	} {
 		in.AccountID, in.Enabled = a.ID, true
 		n, err := acc.AddNumber(ctx, in)
@@ -112,6 +120,8 @@ func setupChannels(t *testing.T, dialect store.Dialect) *chanBundle {
 			b.tgNumber = n
 		case agentWACld:
 			b.waNumber = n
+		case agentWAOther:
+			b.waOther = n
 		}
 	}
 	b.tgSecret = telegram.WebhookSecret(b.tgNumber.ID, b.tg.Settings())
@@ -149,7 +159,7 @@ func setupChannels(t *testing.T, dialect store.Dialect) *chanBundle {
 
 	h, err := rest.NewHandler(rest.Deps{
 		Accounts: acc, Messaging: svc, Providers: webhooks{tgIn, waIn}, Idempotency: db, Ready: db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
 	})
 	require.NoError(t, err)
 	srv := newTestServer(t, h)
@@ -352,6 +362,12 @@ func TestWhatsAppEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.StatusCode, "send: %s", r.Body)
 		lateID := r.JSON(t)["message_id"].(string)
 		b.waitStatus(t, lateID, "sent")
+		// Another app's correctly signed report about this number's
+		// message changes nothing: a signature vouches for its own numbers.
+		other := whatsappfake.Status("200000000000001", "+1 415-555-0123", b.providerID(t, lateID), "14155550111", "failed", 131047)
+		r = b.client.Do(http.MethodPost, "/v1/providers/whatsapp/"+b.waOther.ID+"/webhook", other, "X-Hub-Signature-256", whatsappfake.Sign(other, waOtherSecret))
+		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+		require.Equal(t, "sent", b.details(t, lateID)["status"])
 		status(b.providerID(t, lateID), "failed", 131047)
 		failed := b.details(t, lateID)
 		require.Equal(t, "failed", failed["status"])
@@ -373,4 +389,32 @@ func newTestServer(t *testing.T, h http.Handler) string {
 // newMediaServer serves the media test files on 127.0.0.1.
 func newMediaServer(t *testing.T) string {
 	return newTestServer(t, mediaHandler())
+}
+
+func TestProviderRouteLimits(t *testing.T) {
+	b := setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 2048, RatePerSecond: 0.001, RateBurst: 100, AuthFailuresPerMinute: 2})
+	path := "/v1/providers/telegram/" + b.tgNumber.ID + "/webhook"
+	big := telegramfake.PrivateText(1, 1, 7, "big", "Big", strings.Repeat("x", 4096))
+	requireError(t, b.client.Do(http.MethodPost, path, big, "X-Telegram-Bot-Api-Secret-Token", b.tgSecret), http.StatusRequestEntityTooLarge, "payload_too_large")
+	ok := telegramfake.PrivateText(2, 2, 7, "small", "Small", "hi")
+	require.Equal(t, http.StatusOK, b.client.Do(http.MethodPost, path, ok, "X-Telegram-Bot-Api-Secret-Token", b.tgSecret).StatusCode)
+	// Failed secrets spend the client address's budget of failures.
+	requireError(t, b.client.Do(http.MethodPost, path, ok, "X-Telegram-Bot-Api-Secret-Token", "wrong"), http.StatusUnauthorized, "unauthorized")
+	requireError(t, b.client.Do(http.MethodPost, path, ok, "X-Telegram-Bot-Api-Secret-Token", "wrong"), http.StatusUnauthorized, "unauthorized")
+	r := b.client.Do(http.MethodPost, path, ok, "X-Telegram-Bot-Api-Secret-Token", b.tgSecret)
+	requireError(t, r, http.StatusTooManyRequests, "rate_limited")
+	require.Contains(t, r.JSON(t)["message"], "failed webhook signatures")
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	// Each agent number has a request budget of its own (a fresh bundle:
+	// this client address is blocked on the first one).
+	b = setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 2048, RatePerSecond: 0.001, RateBurst: 3, AuthFailuresPerMinute: 100})
+	wa := "/v1/providers/whatsapp/" + b.waNumber.ID + "/webhook?hub.mode=subscribe&hub.verify_token=" + waVerify + "&hub.challenge=1"
+	for range 3 {
+		require.Equal(t, http.StatusOK, b.client.Do(http.MethodGet, wa, nil).StatusCode)
+	}
+	requireError(t, b.client.Do(http.MethodGet, wa, nil), http.StatusTooManyRequests, "rate_limited")
+	tg := "/v1/providers/telegram/" + b.tgNumber.ID + "/webhook"
+	require.Equal(t, http.StatusOK, b.client.Do(http.MethodPost, tg, ok, "X-Telegram-Bot-Api-Secret-Token", telegram.WebhookSecret(b.tgNumber.ID, b.tg.Settings())).StatusCode,
+		"another number's budget is untouched")
 }

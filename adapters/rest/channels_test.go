@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,11 +318,25 @@ func TestWhatsAppEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
 		require.Equal(t, http.StatusOK, b.whatsappPost(t, body, whatsappfake.Sign(body, waSecret)).StatusCode)
 		require.Equal(t, 1, b.messageCount(t), "a replayed payload is stored once")
+		// Deliveries of one message racing each other store it once.
+		racing := whatsappfake.TextMessage(waPNID, "+1 415-555-0120", "14155550111", "Sheena Nelson", "wamid.racing", "sent twice at once")
+		var wg sync.WaitGroup
+		codes := make([]int, 6)
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = b.whatsappPost(t, racing, whatsappfake.Sign(racing, waSecret)).StatusCode
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, []int{200, 200, 200, 200, 200, 200}, codes)
+		require.Equal(t, 2, b.messageCount(t))
 		requireError(t, b.whatsappPost(t, body, whatsappfake.Sign(body, "wrong secret")), http.StatusUnauthorized, "unauthorized")
 		requireError(t, b.whatsappPost(t, body, ""), http.StatusUnauthorized, "unauthorized")
 		thread := b.threadOf(t, "individual", "Sheena Nelson")
 		recent := b.recent(t, thread["thread_id"].(string))
-		require.Len(t, recent, 1)
+		require.Len(t, recent, 2)
 		require.Equal(t, "+14155550111", recent[0].(map[string]any)["from"])
 
 		// The reply goes back through the Cloud API...

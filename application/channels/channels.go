@@ -257,7 +257,12 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 	var threadID string
 	if in.GroupChatID != "" {
 		var err error
-		if threadID, err = s.groupThread(ctx, n, in.GroupChatID, in.GroupTitle, from, in.Sender.Name); err != nil {
+		threadID, err = s.groupThread(ctx, n, in.GroupChatID, in.GroupTitle, from, in.Sender.Name)
+		if failure.Is(err, failure.KindConflict) {
+			// A message racing this one made the group thread first.
+			threadID, err = s.groupThread(ctx, n, in.GroupChatID, in.GroupTitle, from, in.Sender.Name)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -265,6 +270,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 		AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
 		ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, Provider: n.Provider,
 	})
+	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {
+		// The same message, delivered twice at once, was stored by the
+		// other delivery (the unique index on inbound provider ids).
+		err = nil
+	}
 	if failure.Is(err, failure.KindInvalid) {
 		// A message Switchboard cannot represent is dropped, not retried
 		// by the provider for days.

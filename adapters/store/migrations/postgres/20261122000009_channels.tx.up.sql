@@ -35,3 +35,9 @@ CREATE TABLE channel_updates (
     PRIMARY KEY (number_id, update_key)
 );
 CREATE INDEX channel_updates_created ON channel_updates (created_at);
+
+-- A provider reports an inbound message once per id, whichever of its
+-- retries arrives first: two deliveries racing each other cannot both
+-- store it.
+CREATE UNIQUE INDEX messages_inbound_provider_id ON messages (service, provider_message_id)
+    WHERE direction = 'inbound' AND provider_message_id IS NOT NULL;

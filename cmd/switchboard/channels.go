@@ -36,8 +36,9 @@ func (p *providerFlags) register(f *pflag.FlagSet) {
 }
 
 // apply adds the flags to settings and checks that the provider has what
-// it needs.
-func (p *providerFlags) apply(provider string, settings map[string]string) error {
+// it needs (a provider that cannot serve the service is the number
+// check's to report).
+func (p *providerFlags) apply(provider, service string, settings map[string]string) error {
 	set := func(key, value string) {
 		if value != "" {
 			settings[key] = value
@@ -53,6 +54,12 @@ func (p *providerFlags) apply(provider string, settings map[string]string) error
 	need := func(key, flag string) {
 		if settings[key] == "" {
 			missing = append(missing, flag)
+		}
+	}
+	switch account.Provider(provider) {
+	case account.ProviderTelegram, account.ProviderWhatsAppCloud:
+		if _, err := account.ParseProvider(provider, account.Service(service)); err != nil {
+			return nil
 		}
 	}
 	switch account.Provider(provider) {

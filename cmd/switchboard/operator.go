@@ -212,7 +212,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 				}
 				providerSettings[k] = v
 			}
-			if err := pflags.apply(provider, providerSettings); err != nil {
+			if err := pflags.apply(provider, service, providerSettings); err != nil {
 				return err
 			}
 			op, done, err := s.openOperator(cmd.Context())

@@ -107,6 +107,12 @@ func (r *Repos) ThreadGroupChat(ctx context.Context, numberID, threadID string) 
 	return row.ChatID, nil
 }
 
+// MoveGroupChat gives a group chat its new chat id.
+func (r *Repos) MoveGroupChat(ctx context.Context, numberID, from, to string) error {
+	_, err := r.write.NewRaw("UPDATE channel_chats SET chat_id = ? WHERE number_id = ? AND chat_id = ?", to, numberID, from).Exec(ctx)
+	return translate(err, "group chat")
+}
+
 // InsertGroupChat links a provider group chat to its group thread.
 func (r *Repos) InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error {
 	_, err := r.write.NewInsert().Model(&channelChatRow{NumberID: numberID, ChatID: chatID, ThreadID: threadID, CreatedAt: at}).Exec(ctx)

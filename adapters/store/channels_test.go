@@ -75,6 +75,19 @@ func TestChannelsContract(t *testing.T) {
 			require.Equal(t, "-100123", chat)
 			_, err = r.ThreadGroupChat(ctx, sb.ID, g.Thread.ID)
 			require.True(t, failure.Is(err, failure.KindNotFound))
+			// A group that became a supergroup keeps its thread.
+			require.NoError(t, r.MoveGroupChat(ctx, tg.ID, "-100123", "-100999"))
+			id, err = r.GroupChatThread(ctx, tg.ID, "-100999")
+			require.NoError(t, err)
+			require.Equal(t, g.Thread.ID, id)
+			_, err = r.GroupChatThread(ctx, tg.ID, "-100123")
+			require.True(t, failure.Is(err, failure.KindNotFound))
+			g2 := g
+			g2.Thread.ID = ident.New(ident.Thread)
+			require.NoError(t, r.InsertGroup(ctx, g2))
+			require.NoError(t, r.InsertGroupChat(ctx, tg.ID, "-100777", g2.Thread.ID, at))
+			err = r.MoveGroupChat(ctx, tg.ID, "-100777", "-100999")
+			require.True(t, failure.Is(err, failure.KindConflict), "%v", err)
 
 			// Updates.
 			seen, err := r.UpdateSeen(ctx, tg.ID, "tg-update:1")

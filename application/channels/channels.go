@@ -51,6 +51,9 @@ type Repos interface {
 	GroupChatThread(ctx context.Context, numberID, chatID string) (string, error)
 	// ThreadGroupChat finds the provider group chat of a group thread.
 	ThreadGroupChat(ctx context.Context, numberID, threadID string) (string, error)
+	// MoveGroupChat gives a group chat its new chat id; unknown chats are
+	// left alone.
+	MoveGroupChat(ctx context.Context, numberID, from, to string) error
 	// InsertGroupChat links a provider group chat to its group thread.
 	InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error
 	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
@@ -428,5 +431,17 @@ func truncate(s string, n int) string {
 // the chat becomes a group thread (or the agent rejoins it).
 func (s *Service) JoinedGroup(ctx context.Context, n account.Number, chat, title string) error {
 	_, err := s.groupThread(ctx, n, chat, title, n.Number, "")
+	return err
+}
+
+// MovedGroup follows a provider group chat to its new chat id (a Telegram
+// group that became a supergroup), so that it stays the same group thread.
+func (s *Service) MovedGroup(ctx context.Context, n account.Number, from, to string) error {
+	err := s.store.Repos().MoveGroupChat(ctx, n.ID, from, to)
+	if failure.Is(err, failure.KindConflict) {
+		// A message under the new id arrived first and made its own
+		// thread; that thread goes on.
+		return nil
+	}
 	return err
 }

@@ -228,6 +228,10 @@ func checkNumber(ctx context.Context, n account.Number, settings map[string]stri
 		if whatsapp.Digits(p.DisplayPhoneNumber) != whatsapp.Digits(n.Number) {
 			r.Problems = append(r.Problems, "phone_number_id "+settings[whatsapp.SettingPhoneNumberID]+" is "+p.DisplayPhoneNumber+", not "+n.Number)
 		}
-		r.Inbound = "webhook " + strings.TrimRight(publicURL, "/") + "/v1/providers/whatsapp/" + n.ID + "/webhook (set in the Meta app)"
+		base := strings.TrimRight(publicURL, "/")
+		if base == "" {
+			base = "https://<public-url>"
+		}
+		r.Inbound = "webhook " + base + "/v1/providers/whatsapp/" + n.ID + "/webhook (the callback URL to set in the Meta app)"
 	}
 }

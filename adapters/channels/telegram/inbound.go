@@ -64,7 +64,10 @@ type Message struct {
 		Title    string   `json:"title"`
 		Address  string   `json:"address"`
 	} `json:"venue,omitempty"`
-	Contact *struct {
+	// MigrateToChatID is set on the service message of a group that
+	// became a supergroup, with the chat id it has from now on.
+	MigrateToChatID int64 `json:"migrate_to_chat_id,omitempty"`
+	Contact         *struct {
 		PhoneNumber string `json:"phone_number"`
 		FirstName   string `json:"first_name"`
 		LastName    string `json:"last_name,omitempty"`
@@ -88,6 +91,7 @@ type Inbox interface {
 	Receive(ctx context.Context, in channels.Inbound) error
 	LeftGroup(ctx context.Context, n account.Number, chat string) error
 	JoinedGroup(ctx context.Context, n account.Number, chat, title string) error
+	MovedGroup(ctx context.Context, n account.Number, from, to string) error
 	MarkUpdate(ctx context.Context, n account.Number, key string) error
 }
 
@@ -121,6 +125,11 @@ func updateKey(id int64) string { return "tg-update:" + strconv.FormatInt(id, 10
 func (in *Inbound) Handle(ctx context.Context, n account.Number, u Update) error {
 	key := updateKey(u.UpdateID)
 	switch {
+	case u.Message != nil && u.Message.MigrateToChatID != 0 && isGroup(u.Message.Chat.Type):
+		from, to := strconv.FormatInt(u.Message.Chat.ID, 10), strconv.FormatInt(u.Message.MigrateToChatID, 10)
+		if err := in.Inbox.MovedGroup(ctx, n, from, to); err != nil {
+			return err
+		}
 	case u.Message != nil:
 		msg, ok := inbound(n, u.Message)
 		if !ok {

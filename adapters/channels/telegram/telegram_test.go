@@ -169,6 +169,7 @@ type inbox struct {
 	received []channels.Inbound
 	seen     map[string]bool
 	settings map[string]string
+	moved    []string
 }
 
 func (b *inbox) Number(_ context.Context, p account.Provider, id string) (account.Number, map[string]string, error) {
@@ -191,6 +192,12 @@ func (b *inbox) Receive(_ context.Context, in channels.Inbound) error {
 
 func (b *inbox) LeftGroup(context.Context, account.Number, string) error { return nil }
 func (b *inbox) JoinedGroup(context.Context, account.Number, string, string) error {
+	return nil
+}
+func (b *inbox) MovedGroup(_ context.Context, _ account.Number, from, to string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.moved = append(b.moved, from+">"+to)
 	return nil
 }
 func (b *inbox) MarkUpdate(_ context.Context, _ account.Number, key string) error {
@@ -259,6 +266,9 @@ func TestInboundMapping(t *testing.T) {
 	handle(telegramfake.SharedContact(2, 11, 987654321, "Alice", "491701234567"))
 	handle(telegramfake.GroupText(3, 12, -1001234567890, "Team", 987654321, "Alice", "hi all"))
 	handle(telegramfake.PrivateText(1, 10, 987654321, "Alice_B", "Alice", "hello")) // a retry
+
+	handle([]byte(`{"update_id":5,"message":{"message_id":13,"date":1763800000,"from":{"id":987654321,"is_bot":false,"first_name":"Alice"},"chat":{"id":-4001,"title":"Team","type":"group"},"migrate_to_chat_id":-1001234567890}}`))
+	require.Equal(t, []string{"-4001>-1001234567890"}, box.moved, "a group that became a supergroup keeps its thread")
 
 	require.Equal(t, 3, box.count())
 	first, contact, group := box.received[0], box.received[1], box.received[2]

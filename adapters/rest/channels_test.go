@@ -279,6 +279,8 @@ func TestTelegramEndToEnd(t *testing.T) {
 		r = b.post("/v1/group-management/"+b.account, map[string]any{"action": "promote_admin", "agent_number": agentTGReal, "thread_id": group["thread_id"], "participants": []string{"+491701234567"}})
 		require.Equal(t, http.StatusOK, r.StatusCode, "promote_admin: %s", r.Body)
 		require.Equal(t, float64(777000111), b.tg.Calls("promoteChatMember")[0].Params["user_id"])
+		r = b.post("/v1/group-management/"+b.account, map[string]any{"action": "create", "agent_number": agentTGReal, "title": "New", "participants": []string{"+491701234567"}})
+		requireError(t, r, http.StatusNotImplemented, "not_supported_by_provider")
 		r = b.post("/v1/group-management/"+b.account, map[string]any{"action": "leave", "agent_number": agentTGReal, "thread_id": group["thread_id"]})
 		require.Equal(t, http.StatusOK, r.StatusCode, "leave: %s", r.Body)
 		require.Equal(t, "-1001234567890", b.tg.Calls("leaveChat")[0].Params["chat_id"])

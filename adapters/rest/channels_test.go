@@ -236,6 +236,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 		requireError(t, b.telegramUpdate(t, forged, b.tgSecret[:63]+"x"), http.StatusUnauthorized, "unauthorized")
 		requireError(t, b.telegramUpdate(t, forged, ""), http.StatusUnauthorized, "unauthorized")
 		require.Equal(t, 1, b.messageCount(t))
+		requireError(t, b.client.Do(http.MethodPost, "/v1/providers/telegram/not-a-number/webhook", forged, "X-Telegram-Bot-Api-Secret-Token", b.tgSecret), http.StatusNotFound, "not_found")
 		// The route needs no API key, and another number's id is not a way in.
 		requireError(t, b.client.Do(http.MethodPost, "/v1/providers/telegram/"+b.waNumber.ID+"/webhook", forged, "X-Telegram-Bot-Api-Secret-Token", b.tgSecret), http.StatusNotFound, "not_found")
 

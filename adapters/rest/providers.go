@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
 )
 
 // ProviderWebhooks is what the inbound provider routes hand their requests
@@ -53,6 +54,11 @@ func (s *server) providerRoute(h func(w http.ResponseWriter, r *http.Request, nu
 			return
 		}
 		numberID := mux.Vars(r)["numberId"]
+		if !ident.Valid(ident.Number, numberID) {
+			// Not a number id: answered before it can take a rate bucket.
+			writeError(w, r, failure.NotFound("number"))
+			return
+		}
 		if wait := s.accountLimits.take("provider:" + numberID); wait > 0 {
 			writeError(w, r, failure.RateLimited("rate limit exceeded for this agent number", wait))
 			return

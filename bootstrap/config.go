@@ -46,6 +46,12 @@ type Config struct {
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool
 	JobWorkers int
+	// PublicURL is the server's address as the messaging providers reach
+	// it (https://switchboard.example.com); Telegram bots get their
+	// webhook set under it. TelegramPolling runs getUpdates pollers for
+	// bots without a webhook (run them in one replica only).
+	PublicURL       string
+	TelegramPolling bool
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
@@ -64,6 +70,7 @@ func Defaults() Config {
 		ShutdownTimeout: 15 * time.Second,
 		MigrateOnStart:  true,
 		RunJobs:         true,
+		TelegramPolling: true,
 	}
 }
 

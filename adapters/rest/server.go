@@ -63,6 +63,9 @@ type Deps struct {
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current); /readyz answers 503 with its error otherwise.
 	Ready func(ctx context.Context) error
+	// Providers, when set, serves the inbound routes the messaging
+	// providers call (Telegram and WhatsApp webhooks).
+	Providers ProviderWebhooks
 	// GraphQL, when set, is served at /graphql behind the same authentication.
 	GraphQL http.Handler
 	// Registry receives the HTTP metrics and is served at /metrics.
@@ -78,6 +81,7 @@ type Deps struct {
 type server struct {
 	accounts      AccountUseCases
 	messaging     MessagingUseCases
+	providers     ProviderWebhooks
 	idempotency   idempotency.Store
 	now           func() time.Time
 	ready         func(ctx context.Context) error
@@ -110,7 +114,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, idempotency: d.Idempotency, now: now,
+		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, idempotency: d.Idempotency, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
@@ -136,6 +140,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	root.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 	root.HandleFunc("/v1/openapi.json", s.openapi).Methods(http.MethodGet)
 
+	s.mountProviders(root)
 	api := root.PathPrefix("/v1").Subrouter()
 	api.Use(s.authenticate)
 	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)

@@ -38,6 +38,8 @@ type Service struct {
 	media     MediaProbe
 	now       func() time.Time
 	log       *slog.Logger
+	// recipients resolves Telegram recipients; nil keeps them as given.
+	recipients RecipientResolver
 }
 
 // Deps are what the messaging use cases are built from.
@@ -49,6 +51,8 @@ type Deps struct {
 	Media     MediaProbe
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// Recipients, when set, resolves the recipient of individual sends.
+	Recipients RecipientResolver
 }
 
 // NewService builds the messaging use cases.
@@ -63,7 +67,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	return &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger}
+	return &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
 }
 
 // SendInput is an individual send.
@@ -118,7 +122,11 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		if err != nil {
 			return err
 		}
-		thread, err := r.IndividualThread(ctx, in.AccountID, service, in.From, in.To)
+		to, err := s.resolveRecipient(ctx, number, in.To)
+		if err != nil {
+			return err
+		}
+		thread, err := r.IndividualThread(ctx, in.AccountID, service, in.From, to)
 		if err != nil && !failure.Is(err, failure.KindNotFound) {
 			return err
 		}
@@ -129,7 +137,7 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		if err := messaging.CheckIndividualSend(tp); err != nil {
 			return err
 		}
-		out, err = s.queue(ctx, r, thread, number, in.To, in.Content)
+		out, err = s.queue(ctx, r, thread, number, to, in.Content)
 		return err
 	})
 	return out, err

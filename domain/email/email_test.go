@@ -154,7 +154,7 @@ func TestHTMLBodies(t *testing.T) {
 	if !email.LooksLikeHTML(body) {
 		t.Fatal("HTML not recognised")
 	}
-	want := "Hello & welcome\nFirst line\nsecond line\n\n- one\n- two\n\nthe link (https://example.com/x)"
+	want := "Hello & welcome\nFirst line\nsecond line\n\n- one\n- two\nthe link (https://example.com/x)"
 	if got := email.TextFromHTML(body); got != want {
 		t.Errorf("TextFromHTML:\n%q\nwant\n%q", got, want)
 	}

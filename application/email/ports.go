@@ -87,10 +87,15 @@ type Receipt struct {
 
 // Sender hands emails to a relay. Implementations are safe for concurrent
 // use. Send returns a *SMTPError when the server refused the email with a
-// reply; any other error (connection refused, timeout) is transient.
+// reply, an error wrapping ErrUnsendable when the email cannot be written;
+// any other error (connection refused, timeout) is transient.
 type Sender interface {
 	Send(ctx context.Context, m Outgoing) (Receipt, error)
 }
+
+// ErrUnsendable is wrapped by a Sender's error when the email cannot be
+// written at all (an address the library refuses); retrying cannot help.
+var ErrUnsendable = errors.New("email cannot be written")
 
 // SMTPError is a refusal the server explained with a reply code.
 type SMTPError struct {

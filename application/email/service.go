@@ -299,6 +299,8 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		return s.fail(ctx, r, e, "rejected", smtpErr.Reply, err)
 	case errors.As(err, &fetchErr):
 		return s.fail(ctx, r, e, fetchErr.Code, fetchErr.Message, err)
+	case errors.Is(err, ErrUnsendable):
+		return s.fail(ctx, r, e, "unsendable", err.Error(), err)
 	case errors.Is(err, ErrAttachmentTooLarge):
 		return s.fail(ctx, r, e, "attachment_too_large", fmt.Sprintf("attachments may be at most %d MB", MaxAttachmentBytes>>20), err)
 	case last:

@@ -350,7 +350,7 @@ func (s *Service) outgoing(ctx context.Context, e email.Email) (Outgoing, error)
 		if err != nil {
 			return Outgoing{}, err
 		}
-		if att.Name == "" {
+		if att.Name = cleanName(att.Name); att.Name == "" {
 			att.Name = attachmentName(e.AttachmentURI)
 		}
 		out.Attachment = &att
@@ -361,9 +361,28 @@ func (s *Service) outgoing(ctx context.Context, e email.Email) (Outgoing, error)
 // attachmentName is the last path segment of the URL, or "attachment".
 func attachmentName(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		if name := path.Base(u.Path); name != "" && name != "/" && name != "." {
+		if name := cleanName(u.Path); name != "" {
 			return name
 		}
 	}
 	return "attachment"
+}
+
+// cleanName keeps the last path element of a file name, without control
+// characters, at most 200 bytes.
+func cleanName(name string) string {
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, name)
+	if name == "." || name == "/" || name == ".." {
+		return ""
+	}
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return strings.TrimSpace(name)
 }

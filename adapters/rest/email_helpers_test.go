@@ -212,3 +212,24 @@ func requireBadRequest(t *testing.T, r openapitest.Response, typ string, loc ...
 	}
 	t.Fatalf("no %s error at %v: %s", typ, loc, r.Body)
 }
+
+// jobState waits until the one email delivery job of the bundle is
+// finished (completed, dead or cancelled) and returns its state. (A
+// finished job no longer carries its unique key, so it is found by kind.)
+func (b *emailBundle) jobState(t *testing.T, emailID string) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var states []string
+		require.NoError(t, b.db.Bun().NewRaw("SELECT state FROM jobs WHERE kind = ?", appemail.DeliverKind).Scan(context.Background(), &states))
+		require.Len(t, states, 1, "one delivery job for %s", emailID)
+		state := states[0]
+		if state == "completed" || state == "dead" || state == "cancelled" {
+			return state
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery job of %s is still %s", emailID, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -111,6 +111,17 @@ func TestConnectionsAreReused(t *testing.T) {
 	require.Equal(t, 1, srv.Authentications(), "one AUTH per connection")
 }
 
+func TestDroppedConnectionsAreReplaced(t *testing.T) {
+	t.Parallel()
+	srv, s := start(t, smtptest.Options{DropAfter: 2})
+	for i := range 5 {
+		_, err := s.Send(context.Background(), emailtest.Outgoing(i))
+		require.NoError(t, err, "send %d", i)
+	}
+	require.Equal(t, 5, srv.Accepted(), "each email exactly once")
+	require.Equal(t, 3, srv.Connections(), "a new connection after each drop")
+}
+
 func TestPoolBoundsConnections(t *testing.T) {
 	t.Parallel()
 	srv, s := start(t, smtptest.Options{}, func(c *smtp.Config) { c.PoolSize = 2 })

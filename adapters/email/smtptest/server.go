@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -44,6 +45,10 @@ type Options struct {
 	OnData func(m Message) error
 	// Discard keeps only counts, not messages (for benchmarks).
 	Discard bool
+	// DropAfter, when above 0, makes each connection drop (close without
+	// a reply) at the MAIL FROM that follows its DropAfter-th accepted
+	// message: a relay that hung up on an idle client.
+	DropAfter int
 }
 
 // Message is one accepted (or scripted-refused) transaction.
@@ -176,14 +181,16 @@ func (s *Server) Authentications() int { return int(s.authOK.Load()) }
 
 // NewSession implements smtp.Backend.
 func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	return &session{srv: s}, nil
+	return &session{srv: s, conn: c}, nil
 }
 
 type session struct {
-	srv    *Server
-	authed bool
-	from   string
-	to     []string
+	srv      *Server
+	conn     *smtp.Conn
+	accepted int
+	authed   bool
+	from     string
+	to       []string
 }
 
 var _ smtp.AuthSession = (*session)(nil)
@@ -209,6 +216,10 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	if ss.srv.opts.Username != "" && !ss.authed {
 		return smtp.ErrAuthRequired
+	}
+	if d := ss.srv.opts.DropAfter; d > 0 && ss.accepted >= d {
+		_ = ss.conn.Close()
+		return errors.New("connection dropped")
 	}
 	ss.from = from
 	return nil
@@ -238,6 +249,7 @@ func (ss *session) Data(r io.Reader) error {
 		}
 	}
 	s.accepted.Add(1)
+	ss.accepted++
 	if !s.opts.Discard {
 		s.mu.Lock()
 		s.messages = append(s.messages, m)

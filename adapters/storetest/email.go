@@ -171,7 +171,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		boom := errors.New("boom")
 		err := s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
 			require.NoError(t, r.InsertEmail(ctx, e))
-			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`), UniqueKey: "email:" + e.ID})
+			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`)})
 			require.NoError(t, err)
 			return boom
 		})
@@ -183,7 +183,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 			if err := r.InsertEmail(ctx, e); err != nil {
 				return err
 			}
-			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`), UniqueKey: "email:" + e.ID})
+			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`)})
 			return err
 		}))
 		_, err = s.Email.Repos().EmailByID(ctx, e.ID)

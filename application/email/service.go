@@ -21,6 +21,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -53,6 +55,9 @@ type Service struct {
 	fetch  Fetcher
 	urls   URLChecker
 	domain string
+	// owners caches sender addresses by local@domain; cached counts them.
+	owners sync.Map
+	cached atomic.Int64
 	now    func() time.Time
 	log    *slog.Logger
 }
@@ -199,10 +204,7 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		return email.Email{}, err
 	}
 
-	// The owner of an address never changes, so it is read outside the
-	// transaction, on the read pool.
-	r := s.store.Repos()
-	addr, err := r.EmailAddressByAddress(ctx, strings.ToLower(from.Local), from.Domain)
+	addr, err := s.senderAddress(ctx, strings.ToLower(from.Local), from.Domain)
 	if failure.Is(err, failure.KindNotFound) || (err == nil && addr.AccountID != in.AccountID) {
 		return email.Email{}, failure.Forbidden("sender_not_permitted", "the sender address "+from.String()+" is not an address of this account")
 	}
@@ -219,19 +221,45 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		Status: email.Queued, CreatedAt: now, UpdatedAt: now,
 	}
 	payload, _ := json.Marshal(deliverPayload{EmailID: e.ID})
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	// The job needs no unique key: the email is new, and Work leaves an
+	// email that is no longer queued alone.
+	queue := func(ctx context.Context, r Repos) error {
 		if err := r.InsertEmail(ctx, e); err != nil {
 			return err
 		}
-		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
-			Kind: DeliverKind, Payload: payload, UniqueKey: "email:" + e.ID, MaxAttempts: DeliveryAttempts,
-		})
+		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts})
 		return err
-	})
+	}
+	if shared, ok := s.store.(SharedTransactor); ok {
+		err = shared.TransactShared(ctx, queue)
+	} else {
+		err = s.store.Transact(ctx, queue)
+	}
 	if err != nil {
 		return email.Email{}, err
 	}
 	return e, nil
+}
+
+// maxOwners bounds the address cache.
+const maxOwners = 100_000
+
+// senderAddress finds an address by local part and domain. The owner of an
+// address never changes (addresses are only ever created), so found
+// addresses are kept in memory: a send costs no read for its sender.
+func (s *Service) senderAddress(ctx context.Context, local, domain string) (account.EmailAddress, error) {
+	key := local + "@" + domain
+	if a, ok := s.owners.Load(key); ok {
+		return a.(account.EmailAddress), nil
+	}
+	a, err := s.store.Repos().EmailAddressByAddress(ctx, local, domain)
+	if err != nil {
+		return account.EmailAddress{}, err
+	}
+	if s.cached.Add(1) <= maxOwners {
+		s.owners.Store(key, a)
+	}
+	return a, nil
 }
 
 func (s *Service) checkAttachmentURI(ctx context.Context, p *failure.Problems, raw string) {

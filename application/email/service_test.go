@@ -142,3 +142,39 @@ func TestCreateAddressOnTheServiceDomainOnly(t *testing.T) {
 	_, err = b.svc.Email(context.Background(), b.account, "msg_notanemail")
 	require.True(t, failure.Is(err, failure.KindNotFound))
 }
+
+// sharedStore offers TransactShared (delegating to Transact) and counts
+// its uses.
+type sharedStore struct {
+	appemail.Store
+	shared int
+}
+
+func (s *sharedStore) TransactShared(ctx context.Context, fn func(ctx context.Context, r appemail.Repos) error) error {
+	s.shared++
+	return s.Transact(ctx, fn)
+}
+
+func TestSendUsesSharedCommitsWhenTheStoreHasThem(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.SQLite)
+	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
+	require.NoError(t, err)
+	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	ctx := context.Background()
+	a, _, err := acc.CreateAccount(ctx, "Acme")
+	require.NoError(t, err)
+	st := &sharedStore{Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r })}
+	svc := appemail.NewService(appemail.Deps{Store: st, Sender: &fakeSender{}, ServiceDomain: "mail.example.com"})
+	in := appemail.SendInput{AccountID: a.ID, SenderAddress: "later@mail.example.com", RecipientAddress: "user@example.org", Subject: "Hi", Body: "Hello"}
+
+	_, err = svc.Send(ctx, in)
+	require.True(t, failure.Is(err, failure.KindForbidden), "no such address yet: %v", err)
+	_, err = svc.CreateAddress(ctx, a.ID, "later", "mail.example.com")
+	require.NoError(t, err)
+	e, err := svc.Send(ctx, in)
+	require.NoError(t, err, "an address created after a refused send is found: misses are not cached")
+	require.Equal(t, 1, st.shared)
+	_, err = svc.Email(ctx, a.ID, e.ID)
+	require.NoError(t, err)
+}

@@ -202,7 +202,7 @@ func seqIDSQL(i string) string { return "'eml_' || lpad((" + i + ")::text, 26, '
 // seedQueued stores emails first … last as Send stores them: queued, from the bench
 // address, an HTML body, one Cc, with the Message-ID on the sender's domain; each
 // with its delivery job as Send enqueues it (kind email.deliver, the id in the
-// payload and the unique key, DeliveryAttempts attempts, no pace key).
+// payload, DeliveryAttempts attempts, no unique key, no pace key).
 func seedQueued(ctx context.Context, db *store.DB, accountID string, first, last int, now time.Time) error {
 	domain := bootstrap.Defaults().EmailDomain
 	emails := fmt.Sprintf(`
@@ -214,7 +214,7 @@ func seedQueued(ctx context.Context, db *store.DB, accountID string, first, last
 		FROM generate_series(?4::bigint, ?5::bigint) AS i`, seqIDSQL("i"), seqIDSQL("i"))
 	jobsQ := fmt.Sprintf(`
 		INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key, run_at, created_at)
-		SELECT ?0, ?1, convert_to('{"email_id":"' || e.id || '"}', 'UTF8'), ?2, 'email:' || e.id, NULL, ?3, ?3
+		SELECT ?0, ?1, convert_to('{"email_id":"' || e.id || '"}', 'UTF8'), ?2, NULL, NULL, ?3, ?3
 		FROM generate_series(?4::bigint, ?5::bigint) AS i
 		CROSS JOIN LATERAL (SELECT %s AS id) AS e
 		ORDER BY i`, seqIDSQL("i"))

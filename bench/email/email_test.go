@@ -45,11 +45,11 @@ func TestSeedMatchesTheUseCase(t *testing.T) {
 	var id string
 	var payload []byte
 	var maxAttempts int
-	var uniqueKey string
+	var uniqueKey *string
 	require.NoError(t, db.Bun().NewRaw("SELECT convert_from(payload, 'UTF8'), max_attempts, unique_key FROM jobs WHERE kind = ? ORDER BY id DESC LIMIT 1 OFFSET 1", appemail.DeliverKind).Scan(ctx, &payload, &maxAttempts, &uniqueKey))
 	require.NoError(t, db.Bun().NewRaw("SELECT id FROM emails WHERE id LIKE 'eml_aaaa%' ORDER BY id LIMIT 1").Scan(ctx, &id))
 	require.Equal(t, `{"email_id":"`+id+`"}`, string(payload))
-	require.Equal(t, "email:"+id, uniqueKey)
+	require.Nil(t, uniqueKey)
 	require.Equal(t, appemail.DeliveryAttempts, maxAttempts)
 
 	seeded, err := svc.Email(ctx, a.ID, id)

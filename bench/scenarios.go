@@ -143,8 +143,9 @@ var scenarios = []harness.Scenario{
 	},
 }
 
-// emailSend's pool is the same as messages-send's, for the same reason.
-var emailSend = email.Send{Clients: 64, MaxConns: 20}
+// emailSend's pool leaves room beside pgbench's 64 clients, the harness's 2 and the
+// run's shared server's 8 for the other test processes a shared Postgres serves.
+var emailSend = email.Send{Clients: 64, MaxConns: 10}
 
 // emailDeliver delivers 10,000 emails per slice; the runner's workers wait for one
 // of the SMTPPool connections, which a relay would limit the same way.

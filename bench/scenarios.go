@@ -6,6 +6,7 @@ import (
 	"time"
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/bench/email"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 	"github.com/switchboard-dev/switchboard/bench/messaging"
 	"github.com/switchboard-dev/switchboard/bench/queue"
@@ -92,6 +93,26 @@ var scenarios = []harness.Scenario{
 		Setup:     dispatch.Setup,
 	},
 	{
+		// The email API (issue 9) through the real server; see package email.
+		Name:        "emails-send",
+		Description: fmt.Sprintf("POST /v1/emails/{account_id}/send, %d clients, API-only server (--jobs=false; pool %d) vs pgbench single-row inserts at 64 clients", emailSend.Clients, emailSend.MaxConns),
+		Target:      0.8,
+		Unit:        "emails",
+		Databases:   []string{"postgres"},
+		Baseline:    insertOne.Baseline(),
+		Setup:       emailSend.Setup,
+	},
+	{
+		Name: "emails-deliver",
+		Description: fmt.Sprintf("%d queued emails delivered per slice to a go-smtp server on 127.0.0.1 (--job-workers %d, pool %d, %d SMTP connections) vs pgbench single-row inserts at 64 clients",
+			emailDeliver.Emails, emailDeliver.Workers, emailDeliver.MaxConns, emailDeliver.SMTPPool),
+		Target:    0.25,
+		Unit:      "emails",
+		Databases: []string{"postgres"},
+		Baseline:  insertOne.Baseline(),
+		Setup:     emailDeliver.Setup,
+	},
+	{
 		// self-check proves the method: two identical servers must come out at a ratio
 		// near 1.0, however noisy the machine.
 		Name:        "self-check",
@@ -121,6 +142,14 @@ var scenarios = []harness.Scenario{
 		},
 	},
 }
+
+// emailSend's pool leaves room beside pgbench's 64 clients, the harness's 2 and the
+// run's shared server's 8 for the other test processes a shared Postgres serves.
+var emailSend = email.Send{Clients: 64, MaxConns: 10}
+
+// emailDeliver delivers 10,000 emails per slice; the runner's workers wait for one
+// of the SMTPPool connections, which a relay would limit the same way.
+var emailDeliver = email.Deliver{Emails: 10_000, Workers: 64, MaxConns: 16, SMTPPool: 8, Timeout: 2 * time.Minute}
 
 var selectOne = harness.PGBench{Name: "pgbench-select-1", Script: "SELECT 1;\n", Clients: 16}
 

@@ -49,6 +49,7 @@ func Options(cfg Config) fx.Option {
 		accountsModule,
 		messagingModule,
 		channelsModule,
+		emailModule,
 		graph.Module,
 		rest.Module,
 	)
@@ -92,15 +93,31 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newRESTDeps(c Config, a rest.AccountUseCases, m rest.MessagingUseCases, p rest.ProviderWebhooks, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
+// restInputs is what the HTTP interface is built from: each feature's use
+// cases, bound to the port the REST adapter declares for them.
+type restInputs struct {
+	fx.In
+	Config    Config
+	Accounts  rest.AccountUseCases
+	Messaging rest.MessagingUseCases
+	Providers rest.ProviderWebhooks
+	Email     rest.EmailUseCases
+	DB        *store.DB
+	Registry  *prometheus.Registry
+	Logger    *slog.Logger
+}
+
+func newRESTDeps(in restInputs) rest.Deps {
+	c, db := in.Config, in.DB
 	return rest.Deps{
-		Accounts:    a,
-		Messaging:   m,
-		Providers:   p,
+		Accounts:    in.Accounts,
+		Messaging:   in.Messaging,
+		Providers:   in.Providers,
+		Email:       in.Email,
 		Idempotency: db,
 		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
-		Registry:    reg,
-		Logger:      log,
+		Registry:    in.Registry,
+		Logger:      in.Logger,
 		Limits:      c.Limits,
 		EmailDomain: c.EmailDomain,
 	}

@@ -32,6 +32,12 @@ type Config struct {
 	SecretKey     string
 	SecretKeyFile string
 	EmailDomain   string
+	// SMTPURL is the relay email goes through
+	// (smtp://user:pass@host:port?tls=starttls|implicit|none); empty
+	// keeps email in the sandbox mailbox. SMTPDKIM lists DKIM keys,
+	// domain=selector:keyfile, comma-separated.
+	SMTPURL  string
+	SMTPDKIM string
 	// AllowPrivateURLs lists ranges that customer URLs may point into, for
 	// self-hosted setups; empty means only public addresses.
 	AllowPrivateURLs []netip.Prefix
@@ -180,6 +186,9 @@ func (c Config) Check() error {
 		return fmt.Errorf("database URL must start with sqlite: or postgres://, got %q", c.DatabaseURL)
 	}
 	if _, err := c.Keyring(); err != nil {
+		return err
+	}
+	if _, _, err := c.smtpConfig(); err != nil {
 		return err
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {

@@ -57,6 +57,8 @@ type Deps struct {
 	Accounts AccountUseCases
 	// Messaging serves the send, lookup and sandbox routes when set.
 	Messaging MessagingUseCases
+	// Email serves the email routes when set.
+	Email EmailUseCases
 	// Idempotency keeps Idempotency-Key responses; without it the header
 	// is ignored.
 	Idempotency idempotency.Store
@@ -82,6 +84,7 @@ type server struct {
 	accounts      AccountUseCases
 	messaging     MessagingUseCases
 	providers     ProviderWebhooks
+	email         EmailUseCases
 	idempotency   idempotency.Store
 	now           func() time.Time
 	ready         func(ctx context.Context) error
@@ -114,7 +117,8 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, idempotency: d.Idempotency, now: now,
+		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email,
+		idempotency: d.Idempotency, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
@@ -146,6 +150,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
 	s.mountMessaging(api)
+	s.mountEmail(api)
 
 	if d.GraphQL != nil {
 		gql := root.PathPrefix("/graphql").Subrouter()

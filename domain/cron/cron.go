@@ -135,6 +135,10 @@ type Execution struct {
 	// JSON, else a JSON string; nil when none was kept.
 	ResponseBody json.RawMessage
 	Error        string
+	// Deadline is when a running execution is taken to be abandoned (its
+	// scheduler stopped); RetryAt is when a retrying one is tried again.
+	Deadline time.Time
+	RetryAt  *time.Time
 }
 
 // ErrNoNextRun is returned by Next when the schedule has no run within

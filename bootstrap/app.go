@@ -48,6 +48,7 @@ func Options(cfg Config) fx.Option {
 		jobsModule(cfg),
 		accountsModule,
 		messagingModule,
+		cronModule(cfg),
 		graph.Module,
 		rest.Module,
 	)
@@ -91,10 +92,11 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newRESTDeps(c Config, a rest.AccountUseCases, m rest.MessagingUseCases, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
+func newRESTDeps(c Config, a rest.AccountUseCases, m rest.MessagingUseCases, cr rest.CronUseCases, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
 	return rest.Deps{
 		Accounts:    a,
 		Messaging:   m,
+		Cron:        cr,
 		Idempotency: db,
 		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
 		Registry:    reg,

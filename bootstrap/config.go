@@ -46,6 +46,12 @@ type Config struct {
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool
 	JobWorkers int
+	// CronGrace is how late a missed cron run may still be made after
+	// downtime; CronMaxJobsPerAccount bounds each account's cron jobs;
+	// CronConcurrency bounds this process's cron calls in flight.
+	CronGrace             time.Duration
+	CronMaxJobsPerAccount int
+	CronConcurrency       int
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
@@ -64,6 +70,10 @@ func Defaults() Config {
 		ShutdownTimeout: 15 * time.Second,
 		MigrateOnStart:  true,
 		RunJobs:         true,
+
+		CronGrace:             5 * time.Minute,
+		CronMaxJobsPerAccount: 1000,
+		CronConcurrency:       2000,
 	}
 }
 

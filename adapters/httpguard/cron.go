@@ -30,6 +30,10 @@ func (g *Guard) NewCronCaller() *CronCaller {
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
+		// Bounds the connections to one host, so a host many jobs call
+		// at once is not flooded (calls queue for a connection within
+		// their own timeouts) and connections are reused, not churned.
+		MaxConnsPerHost: 256,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

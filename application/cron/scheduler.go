@@ -21,6 +21,7 @@ const (
 	DefaultBatch        = 500
 	DefaultConcurrency  = 2000
 	DefaultPollInterval = time.Second
+	DefaultLookahead    = 250 * time.Millisecond
 	// expiryMargin is added to a call's timeout to get the deadline after
 	// which a running execution is taken to be abandoned.
 	expiryMargin = 30 * time.Second
@@ -53,6 +54,11 @@ type SchedulerConfig struct {
 	// PollInterval bounds how long the scheduler sleeps without looking
 	// at the database; DefaultPollInterval when 0.
 	PollInterval time.Duration
+	// Lookahead is how long before its slot a run is claimed; the call
+	// then waits in memory for the slot, so that the claim's round trips
+	// and commit do not make it late. DefaultLookahead when 0; negative
+	// for none.
+	Lookahead time.Duration
 	// RetryBackoff is the wait before retry n (1-based) of a failed run;
 	// 10 s doubling, at most 10 minutes, when nil.
 	RetryBackoff func(n int) time.Duration
@@ -70,6 +76,11 @@ type SchedulerConfig struct {
 // across replicas, and since the claim and the advance commit together,
 // a slot is never lost while the database is up.
 //
+// Precision: a run is claimed up to Lookahead before its slot and its
+// call waits in memory for the slot, so the database's latency is spent
+// ahead of time. The price is that a pause, update or delete made in
+// that last moment before a slot does not stop that slot's call.
+//
 // Crashes: an execution whose scheduler dies after the claim stays
 // running until its deadline (the call's timeout plus 30 s), when any
 // replica records it failed with AbandonedError; the slot is not called
@@ -84,6 +95,9 @@ type Scheduler struct {
 	log      *slog.Logger
 	wake     chan struct{}
 	sem      chan struct{}
+	// pending bounds the claimed calls waiting for their slot or for a
+	// free place in sem, so a large backlog is claimed in steps.
+	pending  chan struct{}
 	results  chan Outcome
 	inflight sync.WaitGroup
 }
@@ -105,6 +119,10 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
+	if cfg.Lookahead == 0 {
+		cfg.Lookahead = DefaultLookahead
+	}
+	cfg.Lookahead = max(cfg.Lookahead, 0)
 	if cfg.RetryBackoff == nil {
 		cfg.RetryBackoff = func(n int) time.Duration {
 			return min(10*time.Second<<max(n-1, 0), 10*time.Minute)
@@ -117,6 +135,7 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
 		wake:    make(chan struct{}, 1),
 		sem:     make(chan struct{}, cfg.Concurrency),
+		pending: make(chan struct{}, 4*cfg.Concurrency),
 		results: make(chan Outcome, cfg.Concurrency),
 	}
 }
@@ -163,7 +182,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("cron: read next run", "error", err)
 		} else if ok {
-			wait = min(wait, at.Sub(s.clock.Now()))
+			wait = min(wait, at.Sub(s.clock.Now())-s.cfg.Lookahead)
 			if wait <= 0 {
 				if started > 0 {
 					continue
@@ -221,7 +240,7 @@ func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err err
 	now := s.clock.Now()
 	err = s.cfg.Store.Transact(ctx, func(ctx context.Context, r Repos) error {
 		calls, full = nil, false
-		jobs, err := r.ClaimDueJobs(ctx, now, s.cfg.Batch)
+		jobs, err := r.ClaimDueJobs(ctx, now.Add(s.cfg.Lookahead), s.cfg.Batch)
 		if err != nil {
 			return err
 		}
@@ -323,15 +342,23 @@ func (s *Scheduler) plan(j cron.Job, now time.Time) (slot time.Time, next *time.
 	}
 }
 
-// start makes one call in its own goroutine, within the concurrency bound.
+// start makes one call in its own goroutine: it waits for the slot, then
+// for a place within the concurrency bound.
 func (s *Scheduler) start(c call) {
-	s.sem <- struct{}{}
+	s.pending <- struct{}{}
 	s.inflight.Add(1)
 	go func() {
 		defer func() {
-			<-s.sem
+			<-s.pending
 			s.inflight.Done()
 		}()
+		if wait := c.exec.Slot.Sub(s.clock.Now()); wait > 0 && c.exec.Attempt == 1 {
+			t, stop := s.clock.After(wait)
+			<-t
+			stop()
+		}
+		s.sem <- struct{}{}
+		defer func() { <-s.sem }()
 		s.results <- s.do(c)
 	}()
 }

@@ -25,15 +25,15 @@ var _ appcron.Caller = (*CronCaller)(nil)
 // call the same host at the same minute.
 func (g *Guard) NewCronCaller() *CronCaller {
 	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
+		Proxy:               nil,
+		DialContext:         g.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 256,
 		// Bounds the connections to one host, so a host many jobs call
 		// at once is not flooded (calls queue for a connection within
 		// their own timeouts) and connections are reused, not churned.
-		MaxConnsPerHost: 256,
+		MaxConnsPerHost:       256,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

@@ -90,11 +90,11 @@ type SchedulerConfig struct {
 // for its latest missed slot, if that slot is at most Grace old, and then
 // moves on to its next slot after now.
 type Scheduler struct {
-	cfg      SchedulerConfig
-	clock    Clock
-	log      *slog.Logger
-	wake     chan struct{}
-	sem      chan struct{}
+	cfg   SchedulerConfig
+	clock Clock
+	log   *slog.Logger
+	wake  chan struct{}
+	sem   chan struct{}
 	// pending bounds the claimed calls waiting for their slot or for a
 	// free place in sem, so a large backlog is claimed in steps.
 	pending  chan struct{}

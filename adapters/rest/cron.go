@@ -274,7 +274,9 @@ func nextExecution(j cron.Job) any {
 	if loc, err := cron.LoadZone(j.Timezone); err == nil {
 		t = t.In(loc)
 	}
-	return t.Format(time.RFC3339)
+	// Numeric offset even when it is zero (London in winter: +00:00), so
+	// the value always shows the zone's offset.
+	return t.Format("2006-01-02T15:04:05-07:00")
 }
 
 // cronJobJSON renders a job; the list form (full false) leaves out

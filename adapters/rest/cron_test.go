@@ -246,6 +246,8 @@ func TestCronJobValidation(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupCron(t, dialect, cronOptions{})
+		utcJob := b.create(t, map[string]any{"timezone": "UTC"})
+		require.Equal(t, "2026-07-01T09:30:00+00:00", utcJob["next_execution"], "the offset is shown even when zero")
 		e := requireCronError(t, b.do(http.MethodPost, "/v1/cron-jobs", b.job(map[string]any{"frequency": "hourly", "time": "25:00", "method": "PATCH", "timezone": "Nowhere"})),
 			http.StatusBadRequest, "validation_error")
 		details := e["details"].(map[string]any)

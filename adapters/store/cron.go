@@ -303,6 +303,23 @@ func (r *Repos) SetNextRuns(ctx context.Context, next []appcron.NextRun) error {
 		return nil
 	}
 	var b strings.Builder
+	if r.dialect == Postgres {
+		// A join with the new values: one hash lookup per row.
+		args := make([]any, 0, 2*len(next))
+		b.WriteString("UPDATE cron_jobs AS j SET next_run_at = v.next FROM (VALUES ")
+		for i, n := range next {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?::text, ?::bigint)")
+			args = append(args, n.JobID, nullTime(n.At))
+		}
+		b.WriteString(") AS v (id, next) WHERE j.id = v.id")
+		if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
+			return fmt.Errorf("set next cron runs: %w", err)
+		}
+		return nil
+	}
 	args := make([]any, 0, 2*len(next)+1)
 	ids := make([]string, len(next))
 	b.WriteString("UPDATE cron_jobs SET next_run_at = CAST(CASE id")
@@ -348,7 +365,7 @@ func (r *Repos) ClaimRetries(ctx context.Context, now time.Time, margin time.Dur
 	}
 	var rows []cronExecRow
 	err := r.write.NewRaw(
-		`UPDATE cron_executions SET status = 'running', attempt = attempt + 1, started_at = ?, retry_at = NULL,
+		`UPDATE cron_executions SET status = 'running', attempt = attempt + 1, started_at = ?,
 			deadline = ? + 1000 * COALESCE((SELECT NULLIF(timeout_ms, 0) FROM cron_jobs WHERE cron_jobs.id = cron_executions.job_id), ?)
 		WHERE id IN (
 			SELECT id FROM cron_executions WHERE status = 'retrying' AND retry_at <= ? ORDER BY retry_at LIMIT ?`+lock+`

@@ -286,6 +286,7 @@ func Cron(t *testing.T, open CronOpen) {
 		require.Equal(t, 2, retried[0].Attempt)
 		require.Equal(t, cron.Running, retried[0].Status)
 		require.Equal(t, retryAt.Add(30*time.Second+45*time.Second), retried[0].Deadline, "deadline is now + the job's timeout + margin")
+		require.Equal(t, retryAt, *retried[0].RetryAt, "the retry time is kept, for the call to wait for")
 
 		n, err := s.Repos().ExpireRunning(ctx, at.Add(4*time.Minute+time.Second), "gone")
 		require.NoError(t, err)

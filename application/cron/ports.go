@@ -50,8 +50,9 @@ type SchedulerRepos interface {
 	// skipped, which is what makes each slot run at most once.
 	InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error)
 	// ClaimRetries moves up to limit retrying executions whose retry time
-	// has come to running (attempt counted, started at now, expiring at
-	// now + the job's call timeout + margin) and returns them.
+	// is at or before now to running (attempt counted, started at now,
+	// expiring at now + the job's call timeout + margin, RetryAt kept) and
+	// returns them.
 	ClaimRetries(ctx context.Context, now time.Time, margin time.Duration, limit int) ([]cron.Execution, error)
 	// JobsByID reads jobs of any account; missing ids are left out.
 	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)

@@ -18,7 +18,8 @@ import (
 // Scheduler defaults.
 const (
 	DefaultGrace        = 5 * time.Minute
-	DefaultBatch        = 500
+	DefaultBatch        = 1000
+	DefaultClaimWorkers = 4
 	DefaultConcurrency  = 2000
 	DefaultPollInterval = time.Second
 	DefaultLookahead    = 250 * time.Millisecond
@@ -49,6 +50,9 @@ type SchedulerConfig struct {
 	Grace time.Duration
 	// Batch is how many jobs one claim takes; DefaultBatch when 0.
 	Batch int
+	// ClaimWorkers is how many claims run at once while a backlog lasts
+	// (a claim that filled its batch); DefaultClaimWorkers when 0.
+	ClaimWorkers int
 	// Concurrency bounds the calls in flight; DefaultConcurrency when 0.
 	Concurrency int
 	// PollInterval bounds how long the scheduler sleeps without looking
@@ -113,6 +117,9 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
+	if cfg.ClaimWorkers <= 0 {
+		cfg.ClaimWorkers = DefaultClaimWorkers
+	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
@@ -152,15 +159,19 @@ func (s *Scheduler) Wake() {
 // Run schedules until ctx ends, then waits for the calls in flight and
 // records their results.
 func (s *Scheduler) Run(ctx context.Context) {
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		s.record()
-	}()
+	// Two recorders: one commits a batch while the other gathers the next.
+	var recorders sync.WaitGroup
+	for range 2 {
+		recorders.Add(1)
+		go func() {
+			defer recorders.Done()
+			s.record()
+		}()
+	}
 	defer func() {
 		s.inflight.Wait()
 		close(s.results)
-		<-recorded
+		recorders.Wait()
 	}()
 	var lastExpiry time.Time
 	for ctx.Err() == nil {
@@ -218,21 +229,49 @@ type call struct {
 // Tick claims everything due now, in batches, and starts the calls. It
 // returns how many calls it started. Run calls it in a loop; tests call
 // it directly with a controlled clock.
+// A claim that fills its batch means a backlog (many jobs due at one
+// minute): it is then worked off by ClaimWorkers claims at once, which
+// SKIP LOCKED keeps apart.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
-	started := 0
-	for {
-		calls, full, err := s.claim(ctx)
-		if err != nil {
-			return started, err
-		}
-		for _, c := range calls {
-			s.start(c)
-		}
-		started += len(calls)
-		if !full {
-			return started, nil
-		}
+	calls, full, err := s.claim(ctx)
+	if err != nil {
+		return 0, err
 	}
+	for _, c := range calls {
+		s.start(c)
+	}
+	if !full {
+		return len(calls), nil
+	}
+	var (
+		mu       sync.Mutex
+		started  = len(calls)
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range s.cfg.ClaimWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				calls, full, err := s.claim(ctx)
+				for _, c := range calls {
+					s.start(c)
+				}
+				mu.Lock()
+				started += len(calls)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				if err != nil || !full {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return started, firstErr
 }
 
 // claim takes one batch of due jobs and due retries.
@@ -276,7 +315,7 @@ func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err err
 		if full {
 			return nil
 		}
-		retries, err := r.ClaimRetries(ctx, now, expiryMargin, s.cfg.Batch)
+		retries, err := r.ClaimRetries(ctx, now.Add(s.cfg.Lookahead), expiryMargin, s.cfg.Batch)
 		if err != nil || len(retries) == 0 {
 			return err
 		}
@@ -352,7 +391,11 @@ func (s *Scheduler) start(c call) {
 			<-s.pending
 			s.inflight.Done()
 		}()
-		if wait := c.exec.Slot.Sub(s.clock.Now()); wait > 0 && c.exec.Attempt == 1 {
+		at := c.exec.Slot
+		if c.exec.RetryAt != nil {
+			at = *c.exec.RetryAt
+		}
+		if wait := at.Sub(s.clock.Now()); wait > 0 {
 			t, stop := s.clock.After(wait)
 			<-t
 			stop()

@@ -13,7 +13,6 @@ import (
 
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/domain/cron"
-	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 var _ appcron.Repos = (*Repos)(nil)
@@ -130,7 +129,7 @@ func (r *Repos) LockAccountJobs(ctx context.Context, accountID string) error {
 
 // CountJobs counts an account's jobs.
 func (r *Repos) CountJobs(ctx context.Context, accountID string) (int, error) {
-	n, err := r.write.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", accountID).Count(ctx)
+	n, err := r.read.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", accountID).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count cron jobs: %w", err)
 	}
@@ -155,7 +154,8 @@ func (r *Repos) Job(ctx context.Context, accountID, id string) (cron.Job, error)
 	if r.tx != nil && r.dialect == Postgres {
 		q += " FOR UPDATE"
 	}
-	if err := r.write.NewRaw(q, id, accountID).Scan(ctx, &row); err != nil {
+	// Inside a transaction read is the transaction; outside, the read pool.
+	if err := r.read.NewRaw(q, id, accountID).Scan(ctx, &row); err != nil {
 		return cron.Job{}, translate(err, "cron job")
 	}
 	return row.domain(), nil
@@ -464,6 +464,3 @@ func (r *Repos) NextWake(ctx context.Context) (time.Time, bool, error) {
 	}
 	return fromMicros(at.Int64), true, nil
 }
-
-// keep failure imported for the NotFound the helpers return.
-var _ = failure.NotFound

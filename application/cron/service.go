@@ -197,7 +197,7 @@ func (p Patch) apply(j cron.Job) (cron.Job, failure.Problems) {
 			j.Body = p.Body.V
 		}
 	}
-	if Frequency := cron.Frequency(freq); Frequency != j.Frequency {
+	if f := cron.Frequency(freq); f != j.Frequency {
 		if !p.DayOfWeek.Set {
 			j.DayOfWeek = nil
 		}
@@ -207,7 +207,7 @@ func (p Patch) apply(j cron.Job) (cron.Job, failure.Problems) {
 		if !p.CustomSchedule.Set {
 			j.CustomSchedule = ""
 		}
-		j.Frequency = Frequency
+		j.Frequency = f
 	}
 	if p.DayOfWeek.Set {
 		j.DayOfWeek = nil

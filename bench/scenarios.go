@@ -206,7 +206,7 @@ func cronPrecision(replicas int) harness.Scenario {
 				return []harness.Figure{{Name: "lateness p99", Value: r.Result.Measured.Latency.P99ms, Unit: "ms", Max: &limit,
 					Detail: "S4 target: p99 of call arrival minus slot, over all rounds"}}
 			})
-			return cron.Precision{Replicas: replicas, JobsPerMinute: 10_000, Lead: 300 * time.Millisecond}.Setup(ctx, env)
+			return cron.Precision{Replicas: replicas, JobsPerMinute: 10_000, Lead: 500 * time.Millisecond}.Setup(ctx, env)
 		},
 	}
 }
@@ -219,6 +219,6 @@ func cronBurst(replicas int) harness.Scenario {
 		Description: fmt.Sprintf("S5: 10,000 cron jobs due at one instant, %d scheduler(s) with own pools; time from the slot until all are called and recorded", replicas),
 		Latency:     &harness.LatencyGoal{P50: map[string]time.Duration{"postgres": 5 * time.Second, "sqlite": 5 * time.Second}},
 		Unit:        "bursts",
-		Setup:       cron.Burst{Replicas: replicas, Jobs: 10_000, Lead: 3 * time.Second, Timeout: 60 * time.Second}.Setup,
+		Setup:       cron.Burst{Replicas: replicas, Jobs: 10_000, Lead: 2 * time.Second, Timeout: 60 * time.Second}.Setup,
 	}
 }

@@ -3,9 +3,11 @@ module github.com/switchboard-dev/switchboard
 go 1.26.0
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/99designs/gqlgen v0.17.98
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/gorilla/mux v1.8.1
+	github.com/netresearch/go-cron v0.9.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
@@ -22,7 +24,6 @@ require (
 )
 
 require (
-	code.dny.dev/ssrf v0.3.0 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

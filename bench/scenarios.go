@@ -7,6 +7,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/bench/email"
+	"github.com/switchboard-dev/switchboard/bench/cron"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 	"github.com/switchboard-dev/switchboard/bench/messaging"
 	"github.com/switchboard-dev/switchboard/bench/queue"
@@ -92,6 +93,11 @@ var scenarios = []harness.Scenario{
 		Baseline:  insertOne.Baseline(),
 		Setup:     dispatch.Setup,
 	},
+	// Cron (issue 8): S4 and S5 with one and three schedulers; see package cron.
+	cronPrecision(1),
+	cronPrecision(3),
+	cronBurst(1),
+	cronBurst(3),
 	{
 		// The email API (issue 9) through the real server; see package email.
 		Name:        "emails-send",
@@ -209,4 +215,39 @@ var insertOne = harness.PGBench{
 	Init:    "CREATE TABLE IF NOT EXISTS bench_insert (id bigserial PRIMARY KEY, body text NOT NULL)",
 	Script:  "INSERT INTO bench_insert (body) VALUES ('x');\n",
 	Clients: 64,
+}
+
+// cronPrecision is S4: 10,000 jobs a minute, slots spread evenly, lateness of each
+// call at the endpoint; the p99 target (50 ms) is a figure of its own. Run it with
+// -rounds 12 -slice 5s for one minute of jobs.
+func cronPrecision(replicas int) harness.Scenario {
+	return harness.Scenario{
+		Name:        fmt.Sprintf("cron-s4-%d", replicas),
+		Description: fmt.Sprintf("S4: 10,000 cron jobs a minute, slots spread evenly, %d scheduler(s) with own pools; lateness of each call at a local endpoint against its slot", replicas),
+		Latency:     &harness.LatencyGoal{P50: map[string]time.Duration{"postgres": 20 * time.Millisecond, "sqlite": 20 * time.Millisecond}},
+		Unit:        "calls",
+		Setup: func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+			env.AfterRounds(func(_ context.Context, r harness.Rounds) []harness.Figure {
+				if r.Result.Measured.Latency == nil {
+					return nil
+				}
+				limit := 50.0
+				return []harness.Figure{{Name: "lateness p99", Value: r.Result.Measured.Latency.P99ms, Unit: "ms", Max: &limit,
+					Detail: "S4 target: p99 of call arrival minus slot, over all rounds"}}
+			})
+			return cron.Precision{Replicas: replicas, JobsPerMinute: 10_000, Lead: 500 * time.Millisecond}.Setup(ctx, env)
+		},
+	}
+}
+
+// cronBurst is S5: 10,000 jobs due at the same instant; the latency is the time from
+// the slot until every call is made and recorded (target 5 s).
+func cronBurst(replicas int) harness.Scenario {
+	return harness.Scenario{
+		Name:        fmt.Sprintf("cron-s5-%d", replicas),
+		Description: fmt.Sprintf("S5: 10,000 cron jobs due at one instant, %d scheduler(s) with own pools; time from the slot until all are called and recorded", replicas),
+		Latency:     &harness.LatencyGoal{P50: map[string]time.Duration{"postgres": 5 * time.Second, "sqlite": 5 * time.Second}},
+		Unit:        "bursts",
+		Setup:       cron.Burst{Replicas: replicas, Jobs: 10_000, Lead: 2 * time.Second, Timeout: 60 * time.Second}.Setup,
+	}
 }

@@ -50,6 +50,7 @@ func Options(cfg Config) fx.Option {
 		messagingModule,
 		channelsModule,
 		emailModule,
+		cronModule(cfg),
 		graph.Module,
 		rest.Module,
 	)
@@ -102,6 +103,7 @@ type restInputs struct {
 	Messaging rest.MessagingUseCases
 	Providers rest.ProviderWebhooks
 	Email     rest.EmailUseCases
+	Cron      rest.CronUseCases
 	DB        *store.DB
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
@@ -114,6 +116,7 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Messaging:   in.Messaging,
 		Providers:   in.Providers,
 		Email:       in.Email,
+		Cron:        in.Cron,
 		Idempotency: db,
 		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
 		Registry:    in.Registry,

@@ -58,6 +58,12 @@ type Config struct {
 	// bots without a webhook (run them in one replica only).
 	PublicURL       string
 	TelegramPolling bool
+	// CronGrace is how late a missed cron run may still be made after
+	// downtime; CronMaxJobsPerAccount bounds each account's cron jobs;
+	// CronConcurrency bounds this process's cron calls in flight.
+	CronGrace             time.Duration
+	CronMaxJobsPerAccount int
+	CronConcurrency       int
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
@@ -77,6 +83,10 @@ func Defaults() Config {
 		MigrateOnStart:  true,
 		RunJobs:         true,
 		TelegramPolling: true,
+
+		CronGrace:             5 * time.Minute,
+		CronMaxJobsPerAccount: 1000,
+		CronConcurrency:       2000,
 	}
 }
 

@@ -59,6 +59,8 @@ type Deps struct {
 	Messaging MessagingUseCases
 	// Email serves the email routes when set.
 	Email EmailUseCases
+	// Cron serves the /cron-jobs routes when set.
+	Cron CronUseCases
 	// Idempotency keeps Idempotency-Key responses; without it the header
 	// is ignored.
 	Idempotency idempotency.Store
@@ -85,6 +87,7 @@ type server struct {
 	messaging     MessagingUseCases
 	providers     ProviderWebhooks
 	email         EmailUseCases
+	cron          CronUseCases
 	idempotency   idempotency.Store
 	now           func() time.Time
 	ready         func(ctx context.Context) error
@@ -117,7 +120,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email,
+		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
 		idempotency: d.Idempotency, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
@@ -151,6 +154,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
 	s.mountMessaging(api)
 	s.mountEmail(api)
+	s.mountCron(api)
 
 	if d.GraphQL != nil {
 		gql := root.PathPrefix("/graphql").Subrouter()

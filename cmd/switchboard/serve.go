@@ -51,6 +51,9 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.IntVar(&s.cfg.JobWorkers, "job-workers", 0, "jobs run at once in this process (0: from the CPU count)")
 	f.StringVar(&s.cfg.PublicURL, "public-url", "", "the server's public https URL, which Telegram and WhatsApp call (Telegram webhooks are set under it)")
 	f.BoolVar(&s.cfg.TelegramPolling, "telegram-polling", s.cfg.TelegramPolling, "poll Telegram (getUpdates) for bots in polling mode; enable in one replica only")
+	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")
+	f.IntVar(&s.cfg.CronMaxJobsPerAccount, "cron-max-jobs-per-account", s.cfg.CronMaxJobsPerAccount, "cron jobs an account may have")
+	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process")
 	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
 	return cmd
 }

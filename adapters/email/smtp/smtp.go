@@ -236,7 +236,6 @@ func (s *Sender) Send(ctx context.Context, out appemail.Outgoing) (appemail.Rece
 		if c, err = s.acquire(ctx); err != nil {
 			return appemail.Receipt{}, err
 		}
-		c.sent = 0
 		stop = context.AfterFunc(ctx, func() { _ = c.c.Close() })
 		err = s.client.SendWithSMTPClient(c.c, msg)
 	}

@@ -232,6 +232,23 @@ func TestDKIMSignsConfiguredDomains(t *testing.T) {
 	require.NoError(t, err)
 
 	srv, s := start(t, smtptest.Options{}, func(c *smtp.Config) { c.DKIM = keys })
+	// Signing is safe from concurrent deliveries, the first ones included.
+	done := make(chan error)
+	for i := range 8 {
+		go func() {
+			_, err := s.Send(context.Background(), emailtest.Outgoing(10+i))
+			done <- err
+		}()
+	}
+	for range 8 {
+		require.NoError(t, <-done)
+	}
+	for _, m := range srv.Messages() {
+		_, parsed, err := emailtest.FromMIME(m.From, m.To, m.Data)
+		require.NoError(t, err)
+		require.Contains(t, parsed.Header.Get("Dkim-Signature"), "d=mail.example.com")
+	}
+
 	signed := emailtest.Outgoing(1)
 	_, err = s.Send(context.Background(), signed)
 	require.NoError(t, err)
@@ -240,7 +257,7 @@ func TestDKIMSignsConfiguredDomains(t *testing.T) {
 	_, err = s.Send(context.Background(), other)
 	require.NoError(t, err)
 
-	msgs := srv.Messages()
+	msgs := srv.Messages()[8:]
 	require.Len(t, msgs, 2)
 	_, first, err := emailtest.FromMIME(msgs[0].From, msgs[0].To, msgs[0].Data)
 	require.NoError(t, err)

@@ -126,7 +126,7 @@ func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) e
 		ID: d.ID, AccountID: d.AccountID, EventID: d.EventID, EventType: string(d.EventType), ThreadID: d.ThreadID,
 		Status: string(d.Status), Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
-	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq", "payload").Exec(ctx)
+	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq").Exec(ctx)
 	return translate(err, "delivery")
 }
 

@@ -57,6 +57,9 @@ type Deps struct {
 	Accounts AccountUseCases
 	// Messaging serves the send, lookup and sandbox routes when set.
 	Messaging MessagingUseCases
+	// Webhooks serves the webhook settings, delivery log and polling
+	// routes when set.
+	Webhooks WebhookUseCases
 	// Idempotency keeps Idempotency-Key responses; without it the header
 	// is ignored.
 	Idempotency idempotency.Store
@@ -78,6 +81,7 @@ type Deps struct {
 type server struct {
 	accounts      AccountUseCases
 	messaging     MessagingUseCases
+	webhooks      WebhookUseCases
 	idempotency   idempotency.Store
 	now           func() time.Time
 	ready         func(ctx context.Context) error
@@ -110,7 +114,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, idempotency: d.Idempotency, now: now,
+		accounts: d.Accounts, messaging: d.Messaging, webhooks: d.Webhooks, idempotency: d.Idempotency, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
@@ -141,6 +145,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
 	s.mountMessaging(api)
+	s.mountWebhooks(api)
 
 	if d.GraphQL != nil {
 		gql := root.PathPrefix("/graphql").Subrouter()

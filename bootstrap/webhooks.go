@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -54,6 +55,10 @@ var webhooksOptions = fx.Options(
 // NewWebhooks builds the webhook use cases (the CLI uses it too).
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
 	client := g.Client(httpguard.ClientOptions{Timeout: webhook.Timeout + 5*time.Second})
+	if t, ok := client.Transport.(*http.Transport); ok {
+		// Many deliveries go to few receivers: keep their connections.
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 512, 128
+	}
 	return webhooks.NewService(webhooks.Deps{
 		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),
 		Keys:             k,

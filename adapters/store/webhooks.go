@@ -267,3 +267,71 @@ func (r *Repos) EventsAfter(ctx context.Context, accountID, afterID string, limi
 	}
 	return out, nil
 }
+
+type sendableRow struct {
+	webhookDeliveryRow
+	EndpointAccount sql.NullString `bun:"w_account_id"`
+	URL             sql.NullString `bun:"w_url"`
+	Enabled         sql.NullBool   `bun:"w_enabled"`
+	Events          sql.NullString `bun:"w_events"`
+	SealedSecret    []byte         `bun:"w_sealed_secret"`
+	SealedPrevious  []byte         `bun:"w_sealed_previous"`
+	PreviousUntil   *time.Time     `bun:"w_previous_until"`
+	DisabledReason  sql.NullString `bun:"w_disabled_reason"`
+	DisabledAt      *time.Time     `bun:"w_disabled_at"`
+	FailingSince    *time.Time     `bun:"w_failing_since"`
+	WCreatedAt      *time.Time     `bun:"w_created_at"`
+	WUpdatedAt      *time.Time     `bun:"w_updated_at"`
+	Earlier         bool           `bun:"earlier"`
+}
+
+// DeliveryToSend reads a delivery, its payload, its endpoint and whether an
+// earlier delivery of its thread is still untried, in one query.
+func (r *Repos) DeliveryToSend(ctx context.Context, id string) (webhooks.Sendable, error) {
+	var row sendableRow
+	q := "SELECT " + webhookDeliveryColumns + `,
+		w.account_id AS w_account_id, w.url AS w_url, w.enabled AS w_enabled, w.events AS w_events,
+		w.sealed_secret AS w_sealed_secret, w.sealed_previous AS w_sealed_previous, w.previous_until AS w_previous_until,
+		w.disabled_reason AS w_disabled_reason, w.disabled_at AS w_disabled_at, w.failing_since AS w_failing_since,
+		w.created_at AS w_created_at, w.updated_at AS w_updated_at,
+		EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = d.account_id AND p.thread_id = d.thread_id
+			AND p.seq < d.seq AND p.status = 'pending' AND p.attempts = 0) AS earlier
+		FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+		LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
+		WHERE d.id = $1`
+	if err := r.selectOne(ctx, &row, q, id); err != nil {
+		return webhooks.Sendable{}, translate(err, "delivery")
+	}
+	out := webhooks.Sendable{Delivery: row.webhookDeliveryRow.domain(), EarlierUntried: row.Earlier, Found: row.EndpointAccount.Valid}
+	if out.Found {
+		ep := webhookEndpointRow{
+			AccountID: row.EndpointAccount.String, URL: row.URL.String, Enabled: row.Enabled.Bool, Events: row.Events.String,
+			SealedSecret: row.SealedSecret, SealedPrevious: row.SealedPrevious, PreviousUntil: row.PreviousUntil,
+			DisabledReason: row.DisabledReason.String, DisabledAt: row.DisabledAt, FailingSince: row.FailingSince,
+		}
+		if row.WCreatedAt != nil {
+			ep.CreatedAt = *row.WCreatedAt
+		}
+		if row.WUpdatedAt != nil {
+			ep.UpdatedAt = *row.WUpdatedAt
+		}
+		out.Endpoint = ep.record()
+	}
+	return out, nil
+}
+
+// InsertWebhookAttempts appends many attempts in one statement.
+func (r *Repos) InsertWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	rows := make([]webhookAttemptRow, len(attempts))
+	for i, a := range attempts {
+		rows[i] = webhookAttemptRow{
+			DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
+			Error: a.Attempt.Error, Response: a.Attempt.Response,
+		}
+	}
+	_, err := r.write.NewInsert().Model(&rows).ExcludeColumn("seq").Exec(ctx)
+	return translate(err, "attempt")
+}

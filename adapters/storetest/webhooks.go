@@ -101,6 +101,17 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.True(t, earlier(ds[1]), "the second event of thr_a waits for the first")
 		require.False(t, earlier(ds[2]), "another thread does not wait")
 
+		send, err := r.DeliveryToSend(ctx, ds[1].ID)
+		require.NoError(t, err)
+		require.Equal(t, webhooks.Sendable{Delivery: ds[1], EarlierUntried: true}, send, "no endpoint yet")
+		rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: acc, URL: "https://example.com/h", Enabled: true, CreatedAt: at, UpdatedAt: at}, SealedSecret: []byte{7}}
+		require.NoError(t, r.SaveWebhookEndpoint(ctx, rec))
+		send, err = r.DeliveryToSend(ctx, ds[2].ID)
+		require.NoError(t, err)
+		require.Equal(t, webhooks.Sendable{Delivery: ds[2], Endpoint: rec, Found: true}, send)
+		_, err = r.DeliveryToSend(ctx, "whk_missing")
+		require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
+
 		ds[0].Attempts, ds[0].LastStatusCode, ds[0].LastError, ds[0].NextAttemptAt = 1, 500, "status 500", at.Add(5*time.Second)
 		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[0]))
 		require.NoError(t, r.InsertWebhookAttempt(ctx, ds[0].ID, webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}))
@@ -108,7 +119,7 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 
 		ds[1].Status, ds[1].Attempts = webhook.Succeeded, 1
 		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[1]))
-		require.NoError(t, r.InsertWebhookAttempt(ctx, ds[1].ID, webhook.Attempt{At: at, StatusCode: 204, Latency: time.Millisecond}))
+		require.NoError(t, r.InsertWebhookAttempts(ctx, []webhooks.LoggedAttempt{{DeliveryID: ds[1].ID, Attempt: webhook.Attempt{At: at, StatusCode: 204, Latency: time.Millisecond}}}))
 
 		list, total, err := r.WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: acc, Limit: 10})
 		require.NoError(t, err)

@@ -36,10 +36,17 @@ type Repos interface {
 	// WebhookDelivery reads a delivery with its event's payload; an empty
 	// accountID reads it whatever the account (for the delivery job).
 	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
+	// DeliveryToSend reads, in one query, what an attempt needs: the
+	// delivery with its payload, its account's endpoint (Found false when
+	// there is none) and whether an earlier delivery of its thread still
+	// waits for its first attempt (see EarlierUntriedDelivery).
+	DeliveryToSend(ctx context.Context, id string) (Sendable, error)
 	// UpdateWebhookDelivery saves status, attempts, last status code and
 	// error, next attempt and updated time.
 	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error
 	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
+	// InsertWebhookAttempts appends many attempts in one statement.
+	InsertWebhookAttempts(ctx context.Context, attempts []LoggedAttempt) error
 	// EarlierUntriedDelivery reports whether a pending delivery of the
 	// same account and thread, recorded before d, has not had its first
 	// attempt finished yet.
@@ -53,6 +60,23 @@ type Repos interface {
 	EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error)
 	InsertEvent(ctx context.Context, e event.Event) error
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
+}
+
+// Sendable is what one attempt of a delivery needs.
+type Sendable struct {
+	Delivery webhook.Delivery
+	Endpoint Record
+	// Found tells whether the account has an endpoint.
+	Found bool
+	// EarlierUntried: an earlier delivery of the thread has not had its
+	// first attempt yet.
+	EarlierUntried bool
+}
+
+// LoggedAttempt is one attempt of one delivery, for the log.
+type LoggedAttempt struct {
+	DeliveryID string
+	Attempt    webhook.Attempt
 }
 
 // DeliveryQuery selects deliveries.

@@ -44,6 +44,7 @@ type Service struct {
 	timeout      time.Duration
 	orderWait    time.Duration
 	log          *slog.Logger
+	batch        successBatch
 }
 
 // Deps are what the webhook use cases are built from.

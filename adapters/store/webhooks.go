@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
@@ -334,4 +336,37 @@ func (r *Repos) InsertWebhookAttempts(ctx context.Context, attempts []webhooks.L
 	}
 	_, err := r.write.NewInsert().Model(&rows).ExcludeColumn("seq").Exec(ctx)
 	return translate(err, "attempt")
+}
+
+// UpdateWebhookDeliveries saves many deliveries: one statement on Postgres,
+// one per delivery on SQLite (in process, where a statement costs little).
+func (r *Repos) UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	if r.dialect != Postgres {
+		for _, d := range ds {
+			if err := r.UpdateWebhookDelivery(ctx, d); err != nil && !failure.Is(err, failure.KindNotFound) {
+				return err
+			}
+		}
+		return nil
+	}
+	n := len(ds)
+	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
+	attempts, codes := make([]int64, n), make([]int64, n)
+	next, updated := make([]time.Time, n), make([]time.Time, n)
+	for i, d := range ds {
+		ids[i], statuses[i], errs[i] = d.ID, string(d.Status), d.LastError
+		attempts[i], codes[i] = int64(d.Attempts), int64(d.LastStatusCode)
+		next[i], updated[i] = d.NextAttemptAt, d.UpdatedAt
+	}
+	_, err := r.write.NewRaw(`UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
+		last_status_code = u.code, last_error = u.err, next_attempt_at = u.next, updated_at = u.updated
+		FROM unnest(?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[])
+			AS u(id, status, attempts, code, err, next, updated)
+		WHERE d.id = u.id`,
+		pgdialect.Array(ids), pgdialect.Array(statuses), pgdialect.Array(attempts), pgdialect.Array(codes),
+		pgdialect.Array(errs), pgdialect.Array(next), pgdialect.Array(updated)).Exec(ctx)
+	return translate(err, "delivery")
 }

@@ -117,8 +117,14 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.NoError(t, r.InsertWebhookAttempt(ctx, ds[0].ID, webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}))
 		require.False(t, earlier(ds[1]), "once tried, the earlier event no longer holds the thread")
 
-		ds[1].Status, ds[1].Attempts = webhook.Succeeded, 1
-		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[1]))
+		ds[1].Status, ds[1].Attempts, ds[1].LastStatusCode, ds[1].UpdatedAt = webhook.Succeeded, 1, 204, at.Add(time.Second)
+		ghost := ds[2]
+		ghost.ID = "whk_ghost"
+		require.NoError(t, r.UpdateWebhookDeliveries(ctx, []webhook.Delivery{ds[1], ghost}), "a batch update skips missing deliveries")
+		got, err := r.WebhookDelivery(ctx, acc, ds[1].ID)
+		require.NoError(t, err)
+		ds[1].Payload = got.Payload
+		require.Equal(t, ds[1], got)
 		require.NoError(t, r.InsertWebhookAttempts(ctx, []webhooks.LoggedAttempt{{DeliveryID: ds[1].ID, Attempt: webhook.Attempt{At: at, StatusCode: 204, Latency: time.Millisecond}}}))
 
 		list, total, err := r.WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: acc, Limit: 10})

@@ -71,11 +71,10 @@ func (s *Service) writeSuccesses(ctx context.Context, batch []success) error {
 		if err := r.InsertWebhookAttempts(ctx, logged); err != nil {
 			return err
 		}
-		for _, x := range batch {
-			if err := r.UpdateWebhookDelivery(ctx, x.d); err != nil {
-				return err
-			}
+		ds := make([]webhook.Delivery, len(batch))
+		for i, x := range batch {
+			ds[i] = x.d
 		}
-		return nil
+		return r.UpdateWebhookDeliveries(ctx, ds)
 	})
 }

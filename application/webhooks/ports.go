@@ -47,6 +47,9 @@ type Repos interface {
 	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
 	// InsertWebhookAttempts appends many attempts in one statement.
 	InsertWebhookAttempts(ctx context.Context, attempts []LoggedAttempt) error
+	// UpdateWebhookDeliveries saves many deliveries as UpdateWebhookDelivery
+	// does; a delivery that does not exist is skipped.
+	UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error
 	// EarlierUntriedDelivery reports whether a pending delivery of the
 	// same account and thread, recorded before d, has not had its first
 	// attempt finished yet.

@@ -21,7 +21,8 @@ CREATE TABLE webhook_deliveries (
     seq INTEGER PRIMARY KEY,
     id               TEXT NOT NULL UNIQUE,
     account_id       TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    event_id         TEXT NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+    -- The event is deleted only with its account, as the delivery is.
+    event_id         TEXT NOT NULL,
     event_type       TEXT NOT NULL,
     thread_id        TEXT NOT NULL DEFAULT '',
     status           TEXT NOT NULL,
@@ -33,7 +34,6 @@ CREATE TABLE webhook_deliveries (
     updated_at       TIMESTAMP NOT NULL
 );
 CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account_id, seq);
-CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
 -- Deliveries still waiting for their first attempt, per thread: what keeps
 -- the events of one thread in order.
 CREATE INDEX webhook_deliveries_untried ON webhook_deliveries (account_id, thread_id, seq)

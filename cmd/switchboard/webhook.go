@@ -44,7 +44,7 @@ func printWebhook(w io.Writer, v webhooks.View) {
 	state := "enabled"
 	if !v.Endpoint.Enabled {
 		state = "disabled"
-		if v.Endpoint.DisabledReason != "" {
+		if v.Endpoint.DisabledReason != "" && v.Endpoint.DisabledReason != "disabled" {
 			state += " (" + v.Endpoint.DisabledReason + ")"
 		}
 	}

@@ -227,7 +227,7 @@ func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery)
 	}
 	if len(ids) > 0 {
 		var attempts []webhookAttemptRow
-		if err := r.read.NewSelect().Model(&attempts).Where("delivery_id IN (?)", bun.In(ids)).Order("seq").Scan(ctx); err != nil {
+		if err := r.read.NewSelect().Model(&attempts).Where("delivery_id IN (?)", bun.List(ids)).Order("seq").Scan(ctx); err != nil {
 			return nil, 0, translate(err, "attempt")
 		}
 		for _, a := range attempts {

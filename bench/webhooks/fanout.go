@@ -42,7 +42,7 @@ func (f Fanout) Setup(ctx context.Context, env *harness.Env) (harness.Slice, err
 	if err != nil {
 		return nil, err
 	}
-	rc, err := startReceiver(env)
+	rc, err := startReceiver(env, false)
 	if err != nil {
 		return nil, err
 	}

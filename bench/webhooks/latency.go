@@ -42,7 +42,7 @@ func (l Latency) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 	if err != nil {
 		return nil, err
 	}
-	rc, err := startReceiver(env)
+	rc, err := startReceiver(env, true)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard,
 	client := g.Client(httpguard.ClientOptions{Timeout: webhook.Timeout + 5*time.Second})
 	if t, ok := client.Transport.(*http.Transport); ok {
 		// Many deliveries go to few receivers: keep their connections.
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = 512, 128
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 512
 	}
 	return webhooks.NewService(webhooks.Deps{
 		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),

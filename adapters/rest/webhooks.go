@@ -33,7 +33,7 @@ func (s *server) mountWebhooks(api *mux.Router) {
 	}
 	api.HandleFunc("/accounts/{accountId}/webhook", s.getWebhook).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}/webhook", s.putWebhook).Methods(http.MethodPut)
-	api.HandleFunc("/accounts/{accountId}/webhook/rotate-secret", s.idempotent(s.rotateWebhookSecret)).Methods(http.MethodPost)
+	api.HandleFunc("/accounts/{accountId}/webhook/rotate-secret", s.idempotentKeeping(s.rotateWebhookSecret, withoutSecret)).Methods(http.MethodPost)
 	api.HandleFunc("/accounts/{accountId}/webhook/test", s.idempotent(s.testWebhook)).Methods(http.MethodPost)
 	api.HandleFunc("/accounts/{accountId}/webhook/deliveries", s.listWebhookDeliveries).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}/webhook/deliveries/{deliveryId}/replay", s.idempotent(s.replayWebhookDelivery)).Methods(http.MethodPost)
@@ -118,6 +118,25 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, webhookJSON(v))
+}
+
+// withoutSecret drops the secret from a stored rotate-secret answer: a
+// replay says the rotation happened but does not show the secret again,
+// which is kept nowhere in plain text.
+func withoutSecret(body []byte) []byte {
+	var v struct {
+		Status string         `json:"status"`
+		Data   map[string]any `json:"data"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Data == nil {
+		return body
+	}
+	delete(v.Data, "secret")
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 func (s *server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {

@@ -199,11 +199,23 @@ func TestWebhookSettings(t *testing.T) {
 		require.NotContains(t, r.JSON(t)["data"], "secret")
 		require.NotContains(t, string(r.Body), secret)
 
-		r = b.post(base+"/rotate-secret", nil)
+		r = b.post(base+"/rotate-secret", nil, "Idempotency-Key", "rotate-1")
 		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 		data = r.JSON(t)["data"].(map[string]any)
-		require.NotEqual(t, secret, data["secret"])
+		rotated, _ := data["secret"].(string)
+		require.True(t, strings.HasPrefix(rotated, "whsec_"))
+		require.NotEqual(t, secret, rotated)
 		require.Contains(t, data, "previous_secret_expires_at")
+		r = b.post(base+"/rotate-secret", nil, "Idempotency-Key", "rotate-1")
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+		require.NotContains(t, string(r.Body), rotated, "a replay does not show the secret again")
+		var stored [][]byte
+		require.NoError(t, b.db.Bun().NewRaw("SELECT body FROM idempotency_keys").Scan(context.Background(), &stored))
+		require.NotEmpty(t, stored)
+		for _, body := range stored {
+			require.NotContains(t, string(body), rotated, "the secret is not kept for replays")
+		}
 
 		r = b.client.Do(http.MethodGet, base, nil, b.otherAuth()...)
 		require.Equal(t, http.StatusForbidden, r.StatusCode, "another account's credentials: %s", r.Body)

@@ -364,3 +364,30 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		})
 	}
 }
+
+// A secret that cannot be opened (sealed under another server key) fails
+// the delivery at once instead of leaving it pending, so the thread's later
+// events are not held back behind it.
+func TestUnreadableSecretFailsTheDelivery(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			rc := newReceiver(t, nil)
+			b := setup(t, dialect, options{})
+			b.put(t, rc.srv.URL+"/hook")
+			r := b.db.Repos()
+			rec, err := r.WebhookEndpoint(context.Background(), b.account)
+			require.NoError(t, err)
+			rec.SealedSecret = []byte("sealed under another key")
+			require.NoError(t, r.SaveWebhookEndpoint(context.Background(), rec))
+			b.emit(t, "thr_key", 1)
+			b.emit(t, "thr_key", 2)
+			waitFor(t, "both deliveries to fail", func() bool { return len(b.deliveries(t, webhook.Failed)) == 2 })
+			require.Zero(t, rc.count.Load(), "nothing unsigned is sent")
+			for _, d := range b.deliveries(t, "") {
+				require.Contains(t, d.LastError, "open webhook secret")
+			}
+		})
+	}
+}

@@ -49,6 +49,12 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	}
 	ep, err := s.open(rec)
 	if err != nil {
+		// Retrying cannot help (another server key?); the delivery fails
+		// so it does not hold its thread's later events back.
+		d.Status, d.LastError, d.UpdatedAt = webhook.Failed, err.Error(), s.now()
+		if uerr := r.UpdateWebhookDelivery(ctx, d); uerr != nil {
+			return uerr
+		}
 		return jobs.Permanent(err)
 	}
 	started := s.now()

@@ -51,6 +51,7 @@ func Options(cfg Config) fx.Option {
 		channelsModule,
 		emailModule,
 		cronModule(cfg),
+		webhooksOptions,
 		graph.Module,
 		rest.Module,
 	)

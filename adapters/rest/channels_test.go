@@ -57,21 +57,21 @@ type chanBundle struct {
 	poller   *telegram.Connector
 }
 
-// webhooks serves the provider routes the way bootstrap wires them.
-type webhooks struct {
+// providerRoutes serves the provider routes the way bootstrap wires them.
+type providerRoutes struct {
 	tg *telegram.Inbound
 	wa *whatsapp.Inbound
 }
 
-func (w webhooks) TelegramWebhook(ctx context.Context, id, secret string, body []byte) error {
+func (w providerRoutes) TelegramWebhook(ctx context.Context, id, secret string, body []byte) error {
 	return w.tg.Webhook(ctx, id, secret, body)
 }
 
-func (w webhooks) WhatsAppVerify(ctx context.Context, id, mode, token, challenge string) (string, error) {
+func (w providerRoutes) WhatsAppVerify(ctx context.Context, id, mode, token, challenge string) (string, error) {
 	return w.wa.Verify(ctx, id, mode, token, challenge)
 }
 
-func (w webhooks) WhatsAppWebhook(ctx context.Context, id, signature string, body []byte) error {
+func (w providerRoutes) WhatsAppWebhook(ctx context.Context, id, signature string, body []byte) error {
 	return w.wa.Webhook(ctx, id, signature, body)
 }
 
@@ -159,7 +159,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 	})
 
 	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Messaging: svc, Providers: webhooks{tgIn, waIn}, Idempotency: db, Ready: db.Ready,
+		Accounts: acc, Messaging: svc, Providers: providerRoutes{tgIn, waIn}, Idempotency: db, Ready: db.Ready,
 		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
 	})
 	require.NoError(t, err)

@@ -61,6 +61,9 @@ type Deps struct {
 	Email EmailUseCases
 	// Cron serves the /cron-jobs routes when set.
 	Cron CronUseCases
+	// Webhooks serves the webhook settings, delivery log and polling
+	// routes when set.
+	Webhooks WebhookUseCases
 	// Idempotency keeps Idempotency-Key responses; without it the header
 	// is ignored.
 	Idempotency idempotency.Store
@@ -88,6 +91,7 @@ type server struct {
 	providers     ProviderWebhooks
 	email         EmailUseCases
 	cron          CronUseCases
+	webhooks      WebhookUseCases
 	idempotency   idempotency.Store
 	now           func() time.Time
 	ready         func(ctx context.Context) error
@@ -121,7 +125,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	s := &server{
 		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
-		idempotency: d.Idempotency, now: now,
+		webhooks: d.Webhooks, idempotency: d.Idempotency, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
@@ -155,6 +159,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	s.mountMessaging(api)
 	s.mountEmail(api)
 	s.mountCron(api)
+	s.mountWebhooks(api)
 
 	if d.GraphQL != nil {
 		gql := root.PathPrefix("/graphql").Subrouter()

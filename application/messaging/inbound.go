@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -110,7 +111,10 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		if err := r.InsertMessage(ctx, out); err != nil {
 			return err
 		}
-		return r.TouchThread(ctx, thread.ID, now, true)
+		if err := r.TouchThread(ctx, thread.ID, now, true); err != nil {
+			return err
+		}
+		return s.recordMessageEvent(ctx, r, event.MessageReceived, out, thread.Type)
 	})
 	return out, err
 }

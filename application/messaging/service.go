@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -253,6 +254,9 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 	if err := r.TouchThread(ctx, t.ID, now, false); err != nil {
 		return messaging.Message{}, err
 	}
+	if err := s.recordMessageEvent(ctx, r, event.MessageSent, m, t.Type); err != nil {
+		return messaging.Message{}, err
+	}
 	payload, _ := json.Marshal(deliverPayload{MessageID: m.ID})
 	// No unique key: the message is new, so nothing can enqueue its
 	// delivery twice, and Work leaves a message that is no longer queued
@@ -325,7 +329,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 
 // fail marks the message failed and stops the job.
 func (s *Service) fail(ctx context.Context, r Repos, m messaging.Message, code, text string, cause error) error {
-	if err := s.setStatus(ctx, r, m, messaging.Failed, code, text, ""); err != nil {
+	if err := s.moveStatus(ctx, m, messaging.Failed, code, text, ""); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)
@@ -368,7 +372,7 @@ func (s *Service) deliver(ctx context.Context, r Repos, m messaging.Message) err
 	if status != messaging.Delivered {
 		status = messaging.Sent
 	}
-	return s.setStatus(ctx, r, m, status, "", "", receipt.ProviderMessageID)
+	return s.moveStatus(ctx, m, status, "", "", receipt.ProviderMessageID)
 }
 
 // checkMedia fetches the media through the SSRF-safe client within its
@@ -403,7 +407,18 @@ func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, t
 		m.ProviderMessageID = providerID
 	}
 	m.UpdatedAt = s.now().UTC()
-	return r.UpdateMessage(ctx, m)
+	if err := r.UpdateMessage(ctx, m); err != nil {
+		return err
+	}
+	return s.recordMessageEvent(ctx, r, event.MessageStatus, m, outboundThreadType(m))
+}
+
+// moveStatus is setStatus in a transaction of its own, for the delivery
+// job (which reads outside one): the status and its event commit together.
+func (s *Service) moveStatus(ctx context.Context, m messaging.Message, to messaging.Status, code, text, providerID string) error {
+	return s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		return s.setStatus(ctx, r, m, to, code, text, providerID)
+	})
 }
 
 // ApplyStatus records a status a provider reported for one of its message

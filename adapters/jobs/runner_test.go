@@ -159,7 +159,7 @@ func TestEachJobRunsExactlyOnce(t *testing.T) {
 		}
 		rec := newRecorder()
 		b.start(t, runner.Config{Workers: 4, ClaimBatch: 50}, runner.Kind{Name: "noop", Handler: recording(rec)})
-		require.Eventually(t, func() bool { return rec.total() >= total }, 120*time.Second, 20*time.Millisecond)
+		require.Eventually(t, func() bool { return rec.total() >= total }, 5*time.Minute, 20*time.Millisecond)
 		for _, id := range ids {
 			require.Equal(t, 1, rec.count(id), "job %d", id)
 		}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
-	"github.com/switchboard-dev/switchboard/bench/email"
 	"github.com/switchboard-dev/switchboard/bench/cron"
+	"github.com/switchboard-dev/switchboard/bench/email"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 	"github.com/switchboard-dev/switchboard/bench/messaging"
 	"github.com/switchboard-dev/switchboard/bench/queue"

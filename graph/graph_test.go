@@ -72,7 +72,7 @@ func setup(t *testing.T) *testBundle {
 		}
 		return overview, nil
 	}}
-	b.handler = graph.NewHandler(graph.NewResolver(b.accounts))
+	b.handler = graph.NewHandler(graph.NewResolver(graph.Deps{Accounts: b.accounts}))
 	return b
 }
 
@@ -288,7 +288,7 @@ func TestModule(t *testing.T) {
 	app := fxtest.New(t,
 		fx.NopLogger,
 		graph.Module,
-		fx.Provide(func() graph.AccountReader { return setup(t).accounts }),
+		fx.Provide(func() graph.Deps { return graph.Deps{Accounts: setup(t).accounts} }),
 		fx.Invoke(fx.Annotate(func(h http.Handler) { handler = h }, fx.ParamTags(`name:"graphql"`))),
 	)
 	app.RequireStart()
@@ -305,7 +305,7 @@ func ExampleNewHandler() {
 	reader := &fakeAccounts{OverviewFn: func(context.Context, string) (accounts.Overview, error) {
 		return accounts.Overview{Account: account.Account{ID: "acc_1", Name: "Acme"}}, nil
 	}}
-	h := graph.NewHandler(graph.NewResolver(reader))
+	h := graph.NewHandler(graph.NewResolver(graph.Deps{Accounts: reader}))
 
 	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(`{"query": "{ account { name numbers { number } } }"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -46,6 +46,9 @@ type Config struct {
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool
 	JobWorkers int
+	// Production turns off what only helps development: the GraphQL
+	// playground at /graphql/playground.
+	Production bool
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.

@@ -50,6 +50,8 @@ type Deps struct {
 	Accounts AccountReader
 	Threads  ThreadReader
 	Sender   MessageSender
+	// Live feeds the subscriptions; without it they answer not_implemented.
+	Live LiveFeed
 }
 
 // Resolver is the root resolver; it holds the use cases the schema reaches.
@@ -57,9 +59,10 @@ type Resolver struct {
 	accounts AccountReader
 	threads  ThreadReader
 	sender   MessageSender
+	live     LiveFeed
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
-	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender}
+	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live}
 }

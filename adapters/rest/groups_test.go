@@ -83,19 +83,19 @@ func (b *msgBundle) threadInfo(t *testing.T, id string) map[string]any {
 	return r.JSON(t)
 }
 
-// eventTypes lists the types of a thread's events, in order.
+// eventTypes lists the types of a thread's group events, in order.
 func (b *msgBundle) eventTypes(t *testing.T, threadID string) []string {
 	t.Helper()
 	var types []string
-	require.NoError(t, b.db.Bun().NewRaw("SELECT type FROM events WHERE thread_id = ? ORDER BY seq", threadID).Scan(context.Background(), &types))
+	require.NoError(t, b.db.Bun().NewRaw("SELECT type FROM events WHERE thread_id = ? AND type LIKE 'group.%' ORDER BY seq", threadID).Scan(context.Background(), &types))
 	return types
 }
 
-// lastEvent decodes the payload of a thread's newest event.
+// lastEvent decodes the payload of a thread's newest group event.
 func (b *msgBundle) lastEvent(t *testing.T, threadID string) map[string]any {
 	t.Helper()
 	var payload string
-	require.NoError(t, b.db.Bun().NewRaw("SELECT payload FROM events WHERE thread_id = ? ORDER BY seq DESC LIMIT 1", threadID).Scan(context.Background(), &payload))
+	require.NoError(t, b.db.Bun().NewRaw("SELECT payload FROM events WHERE thread_id = ? AND type LIKE 'group.%' ORDER BY seq DESC LIMIT 1", threadID).Scan(context.Background(), &payload))
 	var v map[string]any
 	require.NoError(t, json.Unmarshal([]byte(payload), &v))
 	return v

@@ -110,7 +110,10 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		if err := r.InsertMessage(ctx, out); err != nil {
 			return err
 		}
-		return r.TouchThread(ctx, thread.ID, now, true)
+		if err := r.TouchThread(ctx, thread.ID, now, true); err != nil {
+			return err
+		}
+		return s.messageEvent(ctx, r, EventMessageReceived, thread.Type, out)
 	})
 	return out, err
 }

@@ -392,7 +392,10 @@ func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, t
 		m.ProviderMessageID = providerID
 	}
 	m.UpdatedAt = s.now().UTC()
-	return r.UpdateMessage(ctx, m)
+	if err := r.UpdateMessage(ctx, m); err != nil {
+		return err
+	}
+	return s.messageEvent(ctx, r, EventMessageStatus, "", m)
 }
 
 // ApplyStatus records a status a provider reported for one of its message

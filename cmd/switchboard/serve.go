@@ -47,6 +47,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")
 	f.BoolVar(&s.cfg.RunJobs, "jobs", s.cfg.RunJobs, "run background jobs (deliveries) in this process; false serves the API only")
 	f.IntVar(&s.cfg.JobWorkers, "job-workers", 0, "jobs run at once in this process (0: from the CPU count)")
+	f.BoolVar(&s.cfg.Production, "production", s.cfg.Production, "production mode: no GraphQL playground at /graphql/playground")
 	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
 	return cmd
 }

@@ -33,6 +33,7 @@ type ResolverRoot interface {
 	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	Thread() ThreadResolver
 }
 
@@ -127,6 +128,11 @@ type ComplexityRoot struct {
 		Threads func(childComplexity int, filter *model.ThreadFilter, first *int, after *string) int
 	}
 
+	Subscription struct {
+		MessageReceived      func(childComplexity int, threadID *string) int
+		MessageStatusChanged func(childComplexity int, threadID *string) int
+	}
+
 	Thread struct {
 		AgentNumber   func(childComplexity int) int
 		Contact       func(childComplexity int) int
@@ -168,6 +174,10 @@ type QueryResolver interface {
 	Threads(ctx context.Context, filter *model.ThreadFilter, first *int, after *string) (*model.ThreadConnection, error)
 	Thread(ctx context.Context, id string) (*messaging.Thread, error)
 	Message(ctx context.Context, id string) (*messaging.Message, error)
+}
+type SubscriptionResolver interface {
+	MessageReceived(ctx context.Context, threadID *string) (<-chan *messaging.Message, error)
+	MessageStatusChanged(ctx context.Context, threadID *string) (<-chan *messaging.Message, error)
 }
 type ThreadResolver interface {
 	Contact(ctx context.Context, obj *messaging.Thread) (*string, error)
@@ -550,6 +560,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Threads(childComplexity, args["filter"].(*model.ThreadFilter), args["first"].(*int), args["after"].(*string)), true
 
+	case "Subscription.messageReceived":
+		if e.ComplexityRoot.Subscription.MessageReceived == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_messageReceived_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.MessageReceived(childComplexity, args["threadId"].(*string)), true
+	case "Subscription.messageStatusChanged":
+		if e.ComplexityRoot.Subscription.MessageStatusChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_messageStatusChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.MessageStatusChanged(childComplexity, args["threadId"].(*string)), true
+
 	case "Thread.agentNumber":
 		if e.ComplexityRoot.Thread.AgentNumber == nil {
 			break
@@ -716,6 +749,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -789,6 +839,24 @@ type EmailAddress {
   "The full address, local@domain."
   address: String!
   createdAt: Time!
+}
+`, BuiltIn: false},
+	{Name: "../schema/live.graphqls", Input: `# Live events over WebSocket (graphql-transport-ws at /graphql): the same
+# message events webhooks deliver, read from the account's event log.
+
+type Subscription {
+  """
+  Messages users send to the account's agent numbers, as soon as they are
+  stored; only those of one thread when threadId is given (null or absent:
+  every thread). An unknown threadId, or another account's, is not_found.
+  """
+  messageReceived(threadId: ID): Message!
+  """
+  The account's messages whose status changed (sent, delivered, read,
+  failed), with the new status; only those of one thread when threadId is
+  given.
+  """
+  messageStatusChanged(threadId: ID): Message!
 }
 `, BuiltIn: false},
 	{Name: "../schema/messaging.graphqls", Input: `# Conversations: threads, their participants and messages, and sending.
@@ -1382,6 +1450,34 @@ func (ec *executionContext) field_Query_threads_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_messageReceived_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "threadId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["threadId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_messageStatusChanged_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "threadId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["threadId"] = arg0
 	return args, nil
 }
 
@@ -2960,6 +3056,94 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_messageReceived(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_messageReceived(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().MessageReceived(ctx, fc.Args["threadId"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_messageReceived(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_messageReceived_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_messageStatusChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_messageStatusChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().MessageStatusChanged(ctx, fc.Args["threadId"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_messageStatusChanged(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_messageStatusChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -5281,6 +5465,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "messageReceived":
+		return ec._Subscription_messageReceived(ctx, fields[0])
+	case "messageStatusChanged":
+		return ec._Subscription_messageStatusChanged(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var threadImplementors = []string{"Thread"}

@@ -50,8 +50,10 @@ func (c credentials) headers() http.Header {
 // testBundle is a running app and two accounts.
 type testBundle struct {
 	dialect store.Dialect
+	dbURL   string
 	base    string
 	db      *store.DB
+	acc     *accounts.Service
 	acme    credentials
 	other   credentials
 }
@@ -81,9 +83,42 @@ func setup(t *testing.T, dialect store.Dialect) *testBundle {
 
 func setupWith(t *testing.T, dialect store.Dialect, opts appOptions) *testBundle {
 	t.Helper()
+	b := startApp(t, dialect, dbtest.URL(t, dialect), opts)
+	ctx := context.Background()
+	newAccount := func(name string, numbers ...accounts.NumberInput) credentials {
+		a, cred, err := b.acc.CreateAccount(ctx, name)
+		require.NoError(t, err)
+		for _, n := range numbers {
+			n.AccountID, n.Provider, n.Enabled = a.ID, "sandbox", true
+			_, err := b.acc.AddNumber(ctx, n)
+			require.NoError(t, err)
+		}
+		return credentials{accountID: a.ID, key: cred.Key, secret: cred.Secret}
+	}
+	b.acme = newAccount("Acme",
+		accounts.NumberInput{Number: agentA, Service: "whatsapp"},
+		accounts.NumberInput{Number: agentB, Service: "whatsapp"},
+		accounts.NumberInput{Number: agentTG, Service: "telegram"},
+	)
+	b.other = newAccount("Other", accounts.NumberInput{Number: agentOther, Service: "whatsapp"})
+	return b
+}
+
+// replica starts another app on b's database, as a second replica of the
+// same deployment, sharing its accounts.
+func (b *testBundle) replica(t *testing.T) *testBundle {
+	t.Helper()
+	r := startApp(t, b.dialect, b.dbURL, appOptions{})
+	r.acme, r.other = b.acme, b.other
+	return r
+}
+
+// startApp runs the app on the database at dbURL.
+func startApp(t *testing.T, dialect store.Dialect, dbURL string, opts appOptions) *testBundle {
+	t.Helper()
 	cfg := bootstrap.Defaults()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.DatabaseURL = dbtest.URL(t, dialect)
+	cfg.DatabaseURL = dbURL
 	cfg.SecretKey = strings.Repeat("ab", 32)
 	cfg.LogLevel = 12 // quiet
 	cfg.Limits = rest.Limits{MaxBodyBytes: 1 << 20}
@@ -101,26 +136,7 @@ func setupWith(t *testing.T, dialect store.Dialect, opts appOptions) *testBundle
 	}, opts.extra...)...)
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
-
-	b := &testBundle{dialect: dialect, base: "http://" + ln.Addr.String(), db: db}
-	ctx := context.Background()
-	newAccount := func(name string, numbers ...accounts.NumberInput) credentials {
-		a, cred, err := acc.CreateAccount(ctx, name)
-		require.NoError(t, err)
-		for _, n := range numbers {
-			n.AccountID, n.Provider, n.Enabled = a.ID, "sandbox", true
-			_, err := acc.AddNumber(ctx, n)
-			require.NoError(t, err)
-		}
-		return credentials{accountID: a.ID, key: cred.Key, secret: cred.Secret}
-	}
-	b.acme = newAccount("Acme",
-		accounts.NumberInput{Number: agentA, Service: "whatsapp"},
-		accounts.NumberInput{Number: agentB, Service: "whatsapp"},
-		accounts.NumberInput{Number: agentTG, Service: "telegram"},
-	)
-	b.other = newAccount("Other", accounts.NumberInput{Number: agentOther, Service: "whatsapp"})
-	return b
+	return &testBundle{dialect: dialect, dbURL: dbURL, base: "http://" + ln.Addr.String(), db: db, acc: acc}
 }
 
 type gqlError struct {

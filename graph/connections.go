@@ -17,18 +17,16 @@ func threadConnection(ctx context.Context, page []appmessaging.PagedThread, more
 		Edges: make([]model.ThreadEdge, len(page)), Nodes: make([]messaging.Thread, len(page)),
 		PageInfo: &model.PageInfo{HasNextPage: more},
 	}
-	ids := make([]string, len(page))
 	for i, p := range page {
 		t := p.Thread
 		c.Nodes[i] = t
 		c.Edges[i] = model.ThreadEdge{Cursor: encodeCursor("t", p.Cursor.Activity, p.Cursor.ID), Node: &t}
-		ids[i] = t.ID
 	}
 	if n := len(c.Edges); n > 0 {
 		c.PageInfo.StartCursor, c.PageInfo.EndCursor = &c.Edges[0].Cursor, &c.Edges[n-1].Cursor
 	}
 	if l, err := loadersFor(ctx); err == nil {
-		l.listed(ids)
+		l.listed(ctx, c.Nodes)
 	}
 	return c
 }

@@ -42,18 +42,54 @@ type loaders struct {
 	// when one of them needs its participants or messages, all of them are
 	// read in the same statement.
 	siblings map[string][]string
-	// extraParticipants and extraPages hold what was read for siblings
-	// before they asked.
-	extraParticipants map[string][]messaging.Participant
-	extraPages        map[pageKey]appmessaging.MessagePage
+	// readParticipants and readPages hold the reads made or under way for
+	// threads, siblings included, so that a later batch waits for a read
+	// in flight instead of making its own.
+	readParticipants map[string]*future[[]messaging.Participant]
+	readPages        map[pageKey]*future[appmessaging.MessagePage]
+}
+
+// future is a read in flight or done.
+type future[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
+}
+
+func (f *future[V]) wait(ctx context.Context) (V, error) {
+	select {
+	case <-f.done:
+		return f.v, f.err
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
+}
+
+// claim returns the reads of keys, starting (and returning in owned) those
+// nobody has started; the caller must resolve every owned one.
+func claim[K comparable, V any](mu *sync.Mutex, reads map[K]*future[V], keys []K) (all map[K]*future[V], owned []K) {
+	mu.Lock()
+	defer mu.Unlock()
+	all = make(map[K]*future[V], len(keys))
+	for _, k := range keys {
+		f, ok := reads[k]
+		if !ok {
+			f = &future[V]{done: make(chan struct{})}
+			reads[k] = f
+			owned = append(owned, k)
+		}
+		all[k] = f
+	}
+	return all, owned
 }
 
 func newLoaders(accountID string, reader ThreadReader) *loaders {
 	l := &loaders{
 		accountID: accountID, reader: reader,
-		siblings:          map[string][]string{},
-		extraParticipants: map[string][]messaging.Participant{},
-		extraPages:        map[pageKey]appmessaging.MessagePage{},
+		siblings:         map[string][]string{},
+		readParticipants: map[string]*future[[]messaging.Participant]{},
+		readPages:        map[pageKey]*future[appmessaging.MessagePage]{},
 	}
 	l.threads = dataloader.NewBatchedLoader(l.loadThreads, dataloader.WithWait[string, *messaging.Thread](loaderWait))
 	l.participants = dataloader.NewBatchedLoader(l.loadParticipants, dataloader.WithWait[string, []messaging.Participant](loaderWait))
@@ -77,8 +113,15 @@ func loadersFor(ctx context.Context) (*loaders, error) {
 }
 
 // listed records the threads of one page, so that their participants and
-// messages are read together.
-func (l *loaders) listed(ids []string) {
+// messages are read together, and keeps them for lookups by id (a
+// message's thread).
+func (l *loaders) listed(ctx context.Context, threads []messaging.Thread) {
+	ids := make([]string, len(threads))
+	for i := range threads {
+		ids[i] = threads[i].ID
+		t := threads[i]
+		l.threads.Prime(ctx, t.ID, &t)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, id := range ids {
@@ -86,27 +129,24 @@ func (l *loaders) listed(ids []string) {
 	}
 }
 
-// widen returns keys together with every sibling of theirs that has
-// not been read yet (per have), each once.
-func (l *loaders) widen(keys []string, have func(id string) bool) []string {
+// widen returns ids together with their siblings, each once.
+func (l *loaders) widen(ids []string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	seen := make(map[string]bool, len(keys))
-	out := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
 	add := func(id string) {
 		if !seen[id] {
 			seen[id] = true
 			out = append(out, id)
 		}
 	}
-	for _, k := range keys {
-		add(k)
+	for _, id := range ids {
+		add(id)
 	}
-	for _, k := range keys {
-		for _, s := range l.siblings[k] {
-			if !have(s) {
-				add(s)
-			}
+	for _, id := range ids {
+		for _, s := range l.siblings[id] {
+			add(s)
 		}
 	}
 	return out
@@ -130,97 +170,73 @@ func (l *loaders) loadThreads(ctx context.Context, ids []string) []*dataloader.R
 }
 
 func (l *loaders) loadParticipants(ctx context.Context, ids []string) []*dataloader.Result[[]messaging.Participant] {
+	reads, owned := claim(&l.mu, l.readParticipants, l.widen(ids))
+	if len(owned) > 0 {
+		found, err := l.reader.Participants(ctx, l.accountID, owned)
+		for _, id := range owned {
+			f := reads[id]
+			f.v, f.err = found[id], err
+			close(f.done)
+		}
+	}
 	out := make([]*dataloader.Result[[]messaging.Participant], len(ids))
-	var missing []string
-	l.mu.Lock()
 	for i, id := range ids {
-		if ps, ok := l.extraParticipants[id]; ok {
-			out[i] = &dataloader.Result[[]messaging.Participant]{Data: ps}
-		} else {
-			missing = append(missing, id)
-		}
-	}
-	l.mu.Unlock()
-	if len(missing) == 0 {
-		return out
-	}
-	wide := l.widen(missing, func(id string) bool {
-		_, ok := l.extraParticipants[id]
-		return ok
-	})
-	found, err := l.reader.Participants(ctx, l.accountID, wide)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err == nil {
-		for _, id := range wide {
-			l.extraParticipants[id] = found[id]
-		}
-	}
-	for i, id := range ids {
-		if out[i] != nil {
-			continue
-		}
-		if err != nil {
-			out[i] = &dataloader.Result[[]messaging.Participant]{Error: err}
-		} else {
-			out[i] = &dataloader.Result[[]messaging.Participant]{Data: found[id]}
-		}
+		v, err := reads[id].wait(ctx)
+		out[i] = &dataloader.Result[[]messaging.Participant]{Data: v, Error: err}
 	}
 	return out
 }
 
 func (l *loaders) loadMessages(ctx context.Context, keys []pageKey) []*dataloader.Result[appmessaging.MessagePage] {
-	out := make([]*dataloader.Result[appmessaging.MessagePage], len(keys))
 	// One read per distinct page request (first, after); usually one.
 	type args struct {
 		first  int
 		before appmessaging.MessageCursor
 		hasCur bool
 	}
-	groups := map[args][]int{}
-	l.mu.Lock()
-	for i, k := range keys {
-		if p, ok := l.extraPages[k]; ok {
-			out[i] = &dataloader.Result[appmessaging.MessagePage]{Data: p}
-			continue
-		}
+	groups := map[args][]string{}
+	for _, k := range keys {
 		a := args{k.first, k.before, k.hasCur}
-		groups[a] = append(groups[a], i)
+		groups[a] = append(groups[a], k.threadID)
 	}
-	l.mu.Unlock()
-	for a, idx := range groups {
-		ids := make([]string, len(idx))
-		for j, i := range idx {
-			ids[j] = keys[i].threadID
-		}
+	reads := map[pageKey]*future[appmessaging.MessagePage]{}
+	for a, ids := range groups {
 		if !a.hasCur {
 			// A cursor belongs to one thread; only first pages are
 			// shared with siblings.
-			ids = l.widen(ids, func(id string) bool {
-				_, ok := l.extraPages[pageKey{threadID: id, first: a.first}]
-				return ok
-			})
+			ids = l.widen(ids)
+		}
+		wanted := make([]pageKey, len(ids))
+		for i, id := range ids {
+			wanted[i] = pageKey{threadID: id, first: a.first, before: a.before, hasCur: a.hasCur}
+		}
+		all, owned := claim(&l.mu, l.readPages, wanted)
+		for k, f := range all {
+			reads[k] = f
+		}
+		if len(owned) == 0 {
+			continue
+		}
+		threadIDs := make([]string, len(owned))
+		for i, k := range owned {
+			threadIDs[i] = k.threadID
 		}
 		var before *appmessaging.MessageCursor
 		if a.hasCur {
 			b := a.before
 			before = &b
 		}
-		pages, err := l.reader.MessagePages(ctx, l.accountID, ids, before, a.first)
-		l.mu.Lock()
-		if err == nil {
-			for _, id := range ids {
-				l.extraPages[pageKey{threadID: id, first: a.first, before: a.before, hasCur: a.hasCur}] = pages[id]
-			}
+		pages, err := l.reader.MessagePages(ctx, l.accountID, threadIDs, before, a.first)
+		for _, k := range owned {
+			f := all[k]
+			f.v, f.err = pages[k.threadID], err
+			close(f.done)
 		}
-		l.mu.Unlock()
-		for _, i := range idx {
-			if err != nil {
-				out[i] = &dataloader.Result[appmessaging.MessagePage]{Error: err}
-			} else {
-				out[i] = &dataloader.Result[appmessaging.MessagePage]{Data: pages[keys[i].threadID]}
-			}
-		}
+	}
+	out := make([]*dataloader.Result[appmessaging.MessagePage], len(keys))
+	for i, k := range keys {
+		v, err := reads[k].wait(ctx)
+		out[i] = &dataloader.Result[appmessaging.MessagePage]{Data: v, Error: err}
 	}
 	return out
 }

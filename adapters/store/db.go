@@ -48,6 +48,7 @@ type DB struct {
 	base       *Repos
 	now        func() time.Time
 	wake       *wakeHub
+	hooks      preparedHooks
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.

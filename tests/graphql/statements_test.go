@@ -25,7 +25,9 @@ type statementLog struct {
 	stmts []string
 }
 
-func (l *statementLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (l *statementLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 
 func (l *statementLog) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
 	if _, ok := accounts.PrincipalFrom(ctx); !ok {

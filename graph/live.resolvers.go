@@ -7,8 +7,8 @@ package graph
 
 import (
 	"context"
-	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/graph/generated"
 )

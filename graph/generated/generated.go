@@ -1020,23 +1020,27 @@ type PageInfo {
   endCursor: String
 }
 
+"A page of threads, Relay-style."
 type ThreadConnection {
   edges: [ThreadEdge!]!
   nodes: [Thread!]!
   pageInfo: PageInfo!
 }
 
+"A thread and its position, to page on from (after: cursor)."
 type ThreadEdge {
   cursor: String!
   node: Thread!
 }
 
+"A page of messages, newest first, Relay-style."
 type MessageConnection {
   edges: [MessageEdge!]!
   nodes: [Message!]!
   pageInfo: PageInfo!
 }
 
+"A message and its position, to page on from (after: cursor)."
 type MessageEdge {
   cursor: String!
   node: Message!

@@ -16,12 +16,14 @@ type MediaInput struct {
 	Caption *string `json:"caption,omitempty"`
 }
 
+// A page of messages, newest first, Relay-style.
 type MessageConnection struct {
 	Edges    []MessageEdge       `json:"edges"`
 	Nodes    []messaging.Message `json:"nodes"`
 	PageInfo *PageInfo           `json:"pageInfo"`
 }
 
+// A message and its position, to page on from (after: cursor).
 type MessageEdge struct {
 	Cursor string             `json:"cursor"`
 	Node   *messaging.Message `json:"node"`
@@ -52,12 +54,14 @@ type SendMessageInput struct {
 	Media *MediaInput `json:"media,omitempty"`
 }
 
+// A page of threads, Relay-style.
 type ThreadConnection struct {
 	Edges    []ThreadEdge       `json:"edges"`
 	Nodes    []messaging.Thread `json:"nodes"`
 	PageInfo *PageInfo          `json:"pageInfo"`
 }
 
+// A thread and its position, to page on from (after: cursor).
 type ThreadEdge struct {
 	Cursor string            `json:"cursor"`
 	Node   *messaging.Thread `json:"node"`

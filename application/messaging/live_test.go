@@ -29,11 +29,20 @@ func newFakeLog() *fakeLog {
 }
 
 func (f *fakeLog) commit(seq int64, accountID string, typ event.Type, messageID string) {
+	f.commitQuietly(seq, accountID, typ, messageID)
+	f.signal()
+}
+
+// commitQuietly commits without a wake-up.
+func (f *fakeLog) commitQuietly(seq int64, accountID string, typ event.Type, messageID string) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.committed[seq] = appmessaging.LoggedEvent{Seq: seq, Event: event.Event{
 		AccountID: accountID, Type: typ, Payload: fmt.Appendf(nil, `{"message_id":%q}`, messageID),
 	}}
-	f.mu.Unlock()
+}
+
+func (f *fakeLog) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -161,9 +170,20 @@ func TestLive(t *testing.T) {
 		require.NoError(t, err)
 		defer stop()
 
+		// Three events in one read, for a subscriber with room for two
+		// (once the read the subscription started is over).
+		require.Eventually(t, func() bool {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			return len(log.reads) > 0
+		}, 10*time.Second, time.Millisecond)
 		for seq := int64(1); seq <= 3; seq++ {
-			log.commit(seq, "acc_1", appmessaging.EventMessageReceived, fmt.Sprint("msg_", seq))
+			log.commitQuietly(seq, "acc_1", appmessaging.EventMessageReceived, fmt.Sprint("msg_", seq))
 		}
+		log.signal()
+		// Not a receive before the subscriber's room is full, so that the
+		// third update cannot fit.
+		require.Eventually(t, func() bool { return len(updates) == 2 }, 10*time.Second, time.Millisecond)
 		var got []string
 		for u := range updates { // closed when it falls behind
 			got = append(got, u.Message.ID)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 )
 
 // loadSchema parses and validates every schema file, as a server would.
@@ -70,7 +71,7 @@ func TestREADMEOperationsAreValid(t *testing.T) {
 	blocks := graphqlBlock.FindAllStringSubmatch(string(readme), -1)
 	require.GreaterOrEqual(t, len(blocks), 3, "the README shows at least three GraphQL examples")
 	for _, b := range blocks {
-		_, errs := gqlparser.LoadQuery(schema, b[1])
+		_, errs := gqlparser.LoadQueryWithRules(schema, b[1], rules.NewDefaultRules())
 		require.Empty(t, errs, "README operation:\n%s", b[1])
 	}
 }

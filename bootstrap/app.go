@@ -49,6 +49,10 @@ func Options(cfg Config) fx.Option {
 		accountsModule,
 		messagingModule,
 		graphModule,
+		channelsModule,
+		emailModule,
+		cronModule(cfg),
+		webhooksOptions,
 		graph.Module,
 		rest.Module,
 	)
@@ -92,14 +96,33 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newRESTDeps(c Config, a rest.AccountUseCases, m rest.MessagingUseCases, db *store.DB, reg *prometheus.Registry, log *slog.Logger) rest.Deps {
+// restInputs is what the HTTP interface is built from: each feature's use
+// cases, bound to the port the REST adapter declares for them.
+type restInputs struct {
+	fx.In
+	Config    Config
+	Accounts  rest.AccountUseCases
+	Messaging rest.MessagingUseCases
+	Providers rest.ProviderWebhooks
+	Email     rest.EmailUseCases
+	Cron      rest.CronUseCases
+	DB        *store.DB
+	Registry  *prometheus.Registry
+	Logger    *slog.Logger
+}
+
+func newRESTDeps(in restInputs) rest.Deps {
+	c, db := in.Config, in.DB
 	return rest.Deps{
-		Accounts:    a,
-		Messaging:   m,
+		Accounts:    in.Accounts,
+		Messaging:   in.Messaging,
+		Providers:   in.Providers,
+		Email:       in.Email,
+		Cron:        in.Cron,
 		Idempotency: db,
 		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
-		Registry:    reg,
-		Logger:      log,
+		Registry:    in.Registry,
+		Logger:      in.Logger,
 		Limits:      c.Limits,
 		EmailDomain: c.EmailDomain,
 	}

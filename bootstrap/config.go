@@ -32,6 +32,12 @@ type Config struct {
 	SecretKey     string
 	SecretKeyFile string
 	EmailDomain   string
+	// SMTPURL is the relay email goes through
+	// (smtp://user:pass@host:port?tls=starttls|implicit|none); empty
+	// keeps email in the sandbox mailbox. SMTPDKIM lists DKIM keys,
+	// domain=selector:keyfile, comma-separated.
+	SMTPURL  string
+	SMTPDKIM string
 	// AllowPrivateURLs lists ranges that customer URLs may point into, for
 	// self-hosted setups; empty means only public addresses.
 	AllowPrivateURLs []netip.Prefix
@@ -49,6 +55,18 @@ type Config struct {
 	// Production turns off what only helps development: the GraphQL
 	// playground at /graphql/playground.
 	Production bool
+	// PublicURL is the server's address as the messaging providers reach
+	// it (https://switchboard.example.com); Telegram bots get their
+	// webhook set under it. TelegramPolling runs getUpdates pollers for
+	// bots without a webhook (run them in one replica only).
+	PublicURL       string
+	TelegramPolling bool
+	// CronGrace is how late a missed cron run may still be made after
+	// downtime; CronMaxJobsPerAccount bounds each account's cron jobs;
+	// CronConcurrency bounds this process's cron calls in flight.
+	CronGrace             time.Duration
+	CronMaxJobsPerAccount int
+	CronConcurrency       int
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
@@ -67,6 +85,11 @@ func Defaults() Config {
 		ShutdownTimeout: 15 * time.Second,
 		MigrateOnStart:  true,
 		RunJobs:         true,
+		TelegramPolling: true,
+
+		CronGrace:             5 * time.Minute,
+		CronMaxJobsPerAccount: 1000,
+		CronConcurrency:       2000,
 	}
 }
 
@@ -176,6 +199,9 @@ func (c Config) Check() error {
 		return fmt.Errorf("database URL must start with sqlite: or postgres://, got %q", c.DatabaseURL)
 	}
 	if _, err := c.Keyring(); err != nil {
+		return err
+	}
+	if _, _, err := c.smtpConfig(); err != nil {
 		return err
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/graph"
 )
 
@@ -22,13 +24,33 @@ var graphModule = fx.Module("graphql-deps",
 	fx.Provide(
 		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.Repos()) },
 		newLive,
-		func(a graph.AccountReader, r *messaging.Reader, m *messaging.Service, l *messaging.Live) graph.Deps {
-			return graph.Deps{Accounts: a, Threads: r, Sender: m, Live: l}
+		func(in graphInputs) graph.Deps {
+			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live}
+			if in.Cron != nil {
+				d.Cron = in.Cron
+			}
+			if in.Webhooks != nil {
+				d.Webhooks = in.Webhooks
+			}
+			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
 		func(c Config) graph.PublicOptions { return graph.PublicOptions{Playground: !c.Production} },
 	),
 )
+
+// graphInputs are the use cases the GraphQL adapter reaches; cron jobs
+// and webhooks are optional so that the adapter works in apps built
+// without them (their fields then answer not_implemented).
+type graphInputs struct {
+	fx.In
+	Accounts graph.AccountReader
+	Threads  *messaging.Reader
+	Sender   *messaging.Service
+	Live     *messaging.Live
+	Cron     *appcron.Service  `optional:"true"`
+	Webhooks *webhooks.Service `optional:"true"`
+}
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {
 	live := messaging.NewLive(db, db.Repos(), messaging.LiveOptions{Logger: log})

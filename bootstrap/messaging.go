@@ -8,11 +8,14 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/channels/telegram"
+	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/channels"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
@@ -38,12 +41,13 @@ var messagingModule = fx.Module("messaging",
 		func(db *store.DB) messaging.Store {
 			return store.Bind(db, func(r *store.Repos) messaging.Repos { return r })
 		},
-		func() messaging.Providers {
-			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}}
+		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
+			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}
 		},
-		func(s messaging.Store, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, log *slog.Logger) *messaging.Service {
+		func(s messaging.Store, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
 			return messaging.NewService(messaging.Deps{
 				Store: s, Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
+				Recipients: d,
 			})
 		},
 		fx.Annotate(func(s *messaging.Service) *messaging.Service { return s }, fx.As(new(rest.MessagingUseCases))),

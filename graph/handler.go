@@ -50,7 +50,7 @@ func newServer(r *Resolver) *handler.Server {
 	srv.SetRecoverFunc(recoverPanic)
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		if p, ok := accounts.PrincipalFrom(ctx); ok {
-			ctx = withLoaders(ctx, newLoaders(p.AccountID, r.threads))
+			ctx = withLoaders(ctx, newLoaders(p.AccountID, r.threads, r.cron))
 		}
 		return next(ctx)
 	})

@@ -8,19 +8,19 @@ package graph
 import (
 	"context"
 
-	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/graph/generated"
 )
 
 // MessageReceived is the resolver for the messageReceived field.
 func (r *subscriptionResolver) MessageReceived(ctx context.Context, threadID *string) (<-chan *messaging.Message, error) {
-	return r.follow(ctx, appmessaging.EventMessageReceived, threadID)
+	return r.follow(ctx, event.MessageReceived, threadID)
 }
 
 // MessageStatusChanged is the resolver for the messageStatusChanged field.
 func (r *subscriptionResolver) MessageStatusChanged(ctx context.Context, threadID *string) (<-chan *messaging.Message, error) {
-	return r.follow(ctx, appmessaging.EventMessageStatus, threadID)
+	return r.follow(ctx, event.MessageStatus, threadID)
 }
 
 // Subscription returns generated.SubscriptionResolver implementation.

@@ -8,6 +8,7 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -36,6 +37,12 @@ type loaders struct {
 	threads      *dataloader.Loader[string, *messaging.Thread]
 	participants *dataloader.Loader[string, []messaging.Participant]
 	messages     *dataloader.Loader[pageKey, appmessaging.MessagePage]
+	// lastExecutions reads the latest execution of cron jobs; jobs listed
+	// together are read together.
+	lastExecutions *dataloader.Loader[string, *cron.Execution]
+	cron           CronUseCases
+	jobSiblings    map[string][]string
+	readLast       map[string]*future[*cron.Execution]
 
 	mu sync.Mutex
 	// siblings maps a thread listed in a page to the ids of that page:
@@ -84,9 +91,11 @@ func claim[K comparable, V any](mu *sync.Mutex, reads map[K]*future[V], keys []K
 	return all, owned
 }
 
-func newLoaders(accountID string, reader ThreadReader) *loaders {
+func newLoaders(accountID string, reader ThreadReader, cronUC CronUseCases) *loaders {
 	l := &loaders{
-		accountID: accountID, reader: reader,
+		accountID: accountID, reader: reader, cron: cronUC,
+		jobSiblings:      map[string][]string{},
+		readLast:         map[string]*future[*cron.Execution]{},
 		siblings:         map[string][]string{},
 		readParticipants: map[string]*future[[]messaging.Participant]{},
 		readPages:        map[pageKey]*future[appmessaging.MessagePage]{},
@@ -94,6 +103,7 @@ func newLoaders(accountID string, reader ThreadReader) *loaders {
 	l.threads = dataloader.NewBatchedLoader(l.loadThreads, dataloader.WithWait[string, *messaging.Thread](loaderWait))
 	l.participants = dataloader.NewBatchedLoader(l.loadParticipants, dataloader.WithWait[string, []messaging.Participant](loaderWait))
 	l.messages = dataloader.NewBatchedLoader(l.loadMessages, dataloader.WithWait[pageKey, appmessaging.MessagePage](loaderWait))
+	l.lastExecutions = dataloader.NewBatchedLoader(l.loadLastExecutions, dataloader.WithWait[string, *cron.Execution](loaderWait))
 	return l
 }
 
@@ -237,6 +247,62 @@ func (l *loaders) loadMessages(ctx context.Context, keys []pageKey) []*dataloade
 	for i, k := range keys {
 		v, err := reads[k].wait(ctx)
 		out[i] = &dataloader.Result[appmessaging.MessagePage]{Data: v, Error: err}
+	}
+	return out
+}
+
+// listedJobs records the cron jobs of one page, so that their last
+// executions are read together.
+func (l *loaders) listedJobs(jobs []cron.Job) {
+	ids := make([]string, len(jobs))
+	for i := range jobs {
+		ids[i] = jobs[i].ID
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		l.jobSiblings[id] = ids
+	}
+}
+
+func (l *loaders) loadLastExecutions(ctx context.Context, ids []string) []*dataloader.Result[*cron.Execution] {
+	out := make([]*dataloader.Result[*cron.Execution], len(ids))
+	if l.cron == nil {
+		for i := range out {
+			out[i] = &dataloader.Result[*cron.Execution]{Error: errNoCron}
+		}
+		return out
+	}
+	l.mu.Lock()
+	wide := append([]string(nil), ids...)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, id := range ids {
+		for _, s := range l.jobSiblings[id] {
+			if !seen[s] {
+				seen[s] = true
+				wide = append(wide, s)
+			}
+		}
+	}
+	l.mu.Unlock()
+	reads, owned := claim(&l.mu, l.readLast, wide)
+	if len(owned) > 0 {
+		found, err := l.cron.LastExecutions(ctx, l.accountID, owned)
+		for _, id := range owned {
+			f := reads[id]
+			if e, ok := found[id]; ok {
+				f.v = &e
+			}
+			f.err = err
+			close(f.done)
+		}
+	}
+	for i, id := range ids {
+		v, err := reads[id].wait(ctx)
+		out[i] = &dataloader.Result[*cron.Execution]{Data: v, Error: err}
 	}
 	return out
 }

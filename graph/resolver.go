@@ -52,6 +52,10 @@ type Deps struct {
 	Sender   MessageSender
 	// Live feeds the subscriptions; without it they answer not_implemented.
 	Live LiveFeed
+	// Cron and Webhooks serve their fields; without them those fields
+	// answer not_implemented.
+	Cron     CronUseCases
+	Webhooks WebhookUseCases
 }
 
 // Resolver is the root resolver; it holds the use cases the schema reaches.
@@ -60,9 +64,11 @@ type Resolver struct {
 	threads  ThreadReader
 	sender   MessageSender
 	live     LiveFeed
+	cron     CronUseCases
+	webhooks WebhookUseCases
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
-	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live}
+	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks}
 }

@@ -20,6 +20,9 @@ type errorStyle int
 const (
 	styleMessaging errorStyle = iota
 	styleCron
+	// styleEmailCreate is the messaging shape, but validation errors are
+	// 400 as the interface lists for email address creation.
+	styleEmailCreate
 )
 
 // styleOf picks the error shape from the path, so that even requests that
@@ -27,6 +30,9 @@ const (
 func styleOf(r *http.Request) errorStyle {
 	if strings.HasPrefix(r.URL.Path, "/v1/cron-jobs") {
 		return styleCron
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/emails/") && strings.HasSuffix(r.URL.Path, "/create-email") {
+		return styleEmailCreate
 	}
 	return styleMessaging
 }
@@ -61,7 +67,7 @@ func statusFor(kind failure.Kind, style errorStyle) int {
 	if !ok {
 		row = errorTable[failure.KindInternal]
 	}
-	if style == styleCron {
+	if style == styleCron || style == styleEmailCreate {
 		return row.cronStatus
 	}
 	return row.status

@@ -83,7 +83,8 @@ func (b *msgBundle) threadInfo(t *testing.T, id string) map[string]any {
 	return r.JSON(t)
 }
 
-// eventTypes lists the types of a thread's group events, in order.
+// eventTypes lists the types of a thread's group events, in order (its
+// message events are the webhooks' business).
 func (b *msgBundle) eventTypes(t *testing.T, threadID string) []string {
 	t.Helper()
 	var types []string

@@ -43,6 +43,13 @@ func (b *bufferedResponse) WriteHeader(code int) {
 // nothing; with a different request it is 409. Server errors release the
 // key so the client may retry with it.
 func (s *server) idempotent(next http.HandlerFunc) http.HandlerFunc {
+	return s.idempotentKeeping(next, nil)
+}
+
+// idempotentKeeping is idempotent with keep choosing what is stored of a
+// response (nil: all of it), so a secret shown once is not kept for
+// replays.
+func (s *server) idempotentKeeping(next http.HandlerFunc, keep func(body []byte) []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || s.idempotency == nil {
@@ -88,10 +95,17 @@ func (s *server) idempotent(next http.HandlerFunc) http.HandlerFunc {
 		next(buf, r)
 		if buf.status >= 500 {
 			_ = s.idempotency.ReleaseKey(r.Context(), principal.AccountID, key)
-		} else if err := s.idempotency.CompleteKey(r.Context(), principal.AccountID, key, buf.status, buf.body.Bytes()); err != nil {
+		} else if err := s.idempotency.CompleteKey(r.Context(), principal.AccountID, key, buf.status, kept(keep, buf.body.Bytes())); err != nil {
 			s.log.WarnContext(r.Context(), "store idempotent response", "error", err.Error())
 		}
 		w.WriteHeader(buf.status)
 		_, _ = w.Write(buf.body.Bytes())
 	}
+}
+
+func kept(keep func([]byte) []byte, body []byte) []byte {
+	if keep == nil {
+		return body
+	}
+	return keep(body)
 }

@@ -261,7 +261,8 @@ func (b *msgBundle) counts(t *testing.T) counts {
 // job reads the delivery job of a message.
 func (b *msgBundle) job(t *testing.T, messageID string) (state string, attempt int) {
 	t.Helper()
-	err := b.db.Bun().NewRaw("SELECT state, attempt FROM jobs WHERE unique_key = ?", "deliver:"+messageID).Scan(context.Background(), &state, &attempt)
+	payload := []byte(`{"message_id":"` + messageID + `"}`)
+	err := b.db.Bun().NewRaw("SELECT state, attempt FROM jobs WHERE kind = ? AND payload = ?", messaging.DeliverKind, payload).Scan(context.Background(), &state, &attempt)
 	require.NoError(t, err)
 	return state, attempt
 }

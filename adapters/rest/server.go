@@ -57,12 +57,22 @@ type Deps struct {
 	Accounts AccountUseCases
 	// Messaging serves the send, lookup and sandbox routes when set.
 	Messaging MessagingUseCases
+	// Email serves the email routes when set.
+	Email EmailUseCases
+	// Cron serves the /cron-jobs routes when set.
+	Cron CronUseCases
+	// Webhooks serves the webhook settings, delivery log and polling
+	// routes when set.
+	Webhooks WebhookUseCases
 	// Idempotency keeps Idempotency-Key responses; without it the header
 	// is ignored.
 	Idempotency idempotency.Store
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current); /readyz answers 503 with its error otherwise.
 	Ready func(ctx context.Context) error
+	// Providers, when set, serves the inbound routes the messaging
+	// providers call (Telegram and WhatsApp webhooks).
+	Providers ProviderWebhooks
 	// GraphQL, when set, is served at /graphql behind the same authentication.
 	GraphQL http.Handler
 	// GraphQLPublic, when set, serves WebSocket upgrades of /graphql and
@@ -82,6 +92,10 @@ type Deps struct {
 type server struct {
 	accounts      AccountUseCases
 	messaging     MessagingUseCases
+	providers     ProviderWebhooks
+	email         EmailUseCases
+	cron          CronUseCases
+	webhooks      WebhookUseCases
 	idempotency   idempotency.Store
 	now           func() time.Time
 	ready         func(ctx context.Context) error
@@ -114,7 +128,8 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, idempotency: d.Idempotency, now: now,
+		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
+		webhooks: d.Webhooks, idempotency: d.Idempotency, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
@@ -140,11 +155,15 @@ func NewHandler(d Deps) (http.Handler, error) {
 	root.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 	root.HandleFunc("/v1/openapi.json", s.openapi).Methods(http.MethodGet)
 
+	s.mountProviders(root)
 	api := root.PathPrefix("/v1").Subrouter()
 	api.Use(s.authenticate)
 	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
 	s.mountMessaging(api)
+	s.mountEmail(api)
+	s.mountCron(api)
+	s.mountWebhooks(api)
 
 	s.mountGraphQLPublic(root, d.GraphQLPublic)
 	if d.GraphQL != nil {

@@ -49,6 +49,8 @@ type DB struct {
 	now        func() time.Time
 	wake       *wakeHub
 	hooks      preparedHooks
+	shared     *committer
+	jobIDs     jobIDs
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
@@ -63,6 +65,9 @@ type Options struct {
 	MaxConns int
 	// Now is the clock stamped on queue rows; time.Now when nil.
 	Now func() time.Time
+	// SharedLeaders bounds the shared transactions (see TransactShared)
+	// running at once on Postgres; 0 picks a default. SQLite runs one.
+	SharedLeaders int
 }
 
 // Open connects to the database named by rawURL, "sqlite:PATH" or
@@ -90,7 +95,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.init(opts.Now)
+	db.init(opts.Now, opts.SharedLeaders, maxConns)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.Ping(pingCtx); err != nil {
@@ -121,11 +126,19 @@ func openPostgres(rawURL string, maxConns int) (*DB, error) {
 
 // init finishes what both dialects share: the clock, the wake-up hub and
 // its notifier.
-func (db *DB) init(now func() time.Time) {
+func (db *DB) init(now func() time.Time, sharedLeaders, maxConns int) {
 	if now == nil {
 		now = time.Now
 	}
 	db.now = now
+	if db.dialect == SQLite {
+		sharedLeaders = 1
+	} else if sharedLeaders <= 0 {
+		// An eighth of the pool: enough batches in flight to keep the
+		// database busy, few enough that each batch shares its commit.
+		sharedLeaders = max(2, maxConns/8)
+	}
+	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch)
 	db.wake = newWakeHub(db.dialect == Postgres)
 	db.background, db.stop = context.WithCancel(context.Background())
 	db.base.db = db
@@ -210,7 +223,11 @@ func (db *DB) Repos() *Repos { return db.base }
 func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
 	state := &txState{}
 	err := db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state})
+		r := &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state}
+		if err := fn(ctx, r); err != nil {
+			return err
+		}
+		return r.flushJobs(ctx)
 	})
 	if err == nil && state.enqueued {
 		db.wake.signal()
@@ -221,6 +238,8 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 // txState is what a transaction's repositories note for after the commit.
 type txState struct {
 	enqueued bool
+	// jobs are enqueued jobs to write before the commit (see jobbuffer.go).
+	jobs []bufferedJob
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 )
 
@@ -120,6 +121,22 @@ func TestIdempotencyKeys(t *testing.T) {
 			n, err := db.PruneIdempotencyKeys(ctx, now.Add(idempotency.Window+time.Hour))
 			require.NoError(t, err)
 			require.EqualValues(t, 1, n, "only acc_b/k1 is older than the window: acc_a/k1 was taken anew and k2 released")
+		})
+	}
+}
+
+func TestEmailContract(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			storetest.Email(t, func(t *testing.T) storetest.EmailStores {
+				db := dbtest.Open(t, dialect)
+				return storetest.EmailStores{
+					Email:    store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+					Accounts: store.Bind(db, func(r *store.Repos) accounts.Repos { return r }),
+				}
+			})
 		})
 	}
 }

@@ -353,6 +353,13 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		// The route is WhatsApp's; the number decides the channel.
 		number, err := s.sendingNumber(ctx, r, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
 		if err != nil {
+			// A Telegram bot's provider is asked, so that it says what it
+			// can do (bots cannot create groups: 501).
+			if bot, botErr := s.sendingNumber(ctx, r, cmd.AccountID, account.Telegram, cmd.AgentNumber); botErr == nil && bot.Provider != account.ProviderSandbox {
+				if perr := s.tellProvider(ctx, bot, messaging.ActionCreate, messaging.GroupState{}, cmd.Participants); perr != nil {
+					return perr
+				}
+			}
 			return err
 		}
 		if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, number.Service, cmd.Participants); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -56,7 +57,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		n, err := r.NumberByAddress(ctx, service, in.To)
 		if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
 			return failure.NotFound("agent number " + in.To + " on " + string(service))
@@ -113,7 +114,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		if err := r.TouchThread(ctx, thread.ID, now, true); err != nil {
 			return err
 		}
-		return s.messageEvent(ctx, r, EventMessageReceived, thread.Type, out)
+		return s.recordMessageEvent(ctx, r, event.MessageReceived, out, thread.Type)
 	})
 	return out, err
 }

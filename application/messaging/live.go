@@ -12,13 +12,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
-// The message events of the account event log that live subscribers
-// follow: the same rows webhooks deliver.
-const (
-	EventMessageReceived event.Type = "message.received"
-	EventMessageStatus   event.Type = "message.status"
-)
-
 // LoggedEvent is an event with its position in the log.
 type LoggedEvent struct {
 	Seq   int64
@@ -261,7 +254,7 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 	}
 	l.mu.Unlock()
 	for _, e := range evs {
-		if e.Event.Type != EventMessageReceived && e.Event.Type != EventMessageStatus {
+		if e.Event.Type != event.MessageReceived && e.Event.Type != event.MessageStatus {
 			continue
 		}
 		if !listening[e.Event.AccountID] {

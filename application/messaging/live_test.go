@@ -124,14 +124,14 @@ func TestLive(t *testing.T) {
 		defer stop()
 
 		// Seq 1 and 2 are taken by two transactions; 2 commits first.
-		log.commit(2, "acc_1", appmessaging.EventMessageReceived, "msg_2")
+		log.commit(2, "acc_1", event.MessageReceived, "msg_2")
 		require.Equal(t, "msg_2", next(t, updates).Message.ID)
-		log.commit(1, "acc_1", appmessaging.EventMessageStatus, "msg_1")
+		log.commit(1, "acc_1", event.MessageStatus, "msg_1")
 		u := next(t, updates)
 		require.Equal(t, "msg_1", u.Message.ID, "the late commit is found at its missing position")
-		require.Equal(t, appmessaging.EventMessageStatus, u.Type)
+		require.Equal(t, event.MessageStatus, u.Type)
 
-		log.commit(3, "acc_1", appmessaging.EventMessageReceived, "msg_3")
+		log.commit(3, "acc_1", event.MessageReceived, "msg_3")
 		require.Equal(t, "msg_3", next(t, updates).Message.ID)
 	})
 
@@ -143,22 +143,22 @@ func TestLive(t *testing.T) {
 		require.NoError(t, err)
 		defer stop()
 
-		log.commit(1, "acc_2", appmessaging.EventMessageReceived, "msg_other")
+		log.commit(1, "acc_2", event.MessageReceived, "msg_other")
 		log.commit(2, "acc_1", event.GroupCreated, "msg_group")
-		log.commit(3, "acc_1", appmessaging.EventMessageReceived, "msg_mine")
+		log.commit(3, "acc_1", event.MessageReceived, "msg_mine")
 		require.Equal(t, "msg_mine", next(t, updates).Message.ID)
 	})
 
 	t.Run("StartsAtTheEndOfTheLog", func(t *testing.T) {
 		t.Parallel()
 		log := newFakeLog()
-		log.commit(1, "acc_1", appmessaging.EventMessageReceived, "msg_old")
+		log.commit(1, "acc_1", event.MessageReceived, "msg_old")
 		live := startLive(t, log, appmessaging.LiveOptions{})
 		updates, stop, err := live.Subscribe(t.Context(), "acc_1")
 		require.NoError(t, err)
 		defer stop()
 
-		log.commit(2, "acc_1", appmessaging.EventMessageReceived, "msg_new")
+		log.commit(2, "acc_1", event.MessageReceived, "msg_new")
 		require.Equal(t, "msg_new", next(t, updates).Message.ID)
 	})
 
@@ -178,7 +178,7 @@ func TestLive(t *testing.T) {
 			return len(log.reads) > 0
 		}, 10*time.Second, time.Millisecond)
 		for seq := int64(1); seq <= 3; seq++ {
-			log.commitQuietly(seq, "acc_1", appmessaging.EventMessageReceived, fmt.Sprint("msg_", seq))
+			log.commitQuietly(seq, "acc_1", event.MessageReceived, fmt.Sprint("msg_", seq))
 		}
 		log.signal()
 		// Not a receive before the subscriber's room is full, so that the
@@ -202,14 +202,14 @@ func TestLive(t *testing.T) {
 		require.NoError(t, err)
 		defer stop()
 
-		log.commit(2, "acc_1", appmessaging.EventMessageReceived, "msg_2") // seq 1 rolled back
+		log.commit(2, "acc_1", event.MessageReceived, "msg_2") // seq 1 rolled back
 		require.Equal(t, "msg_2", next(t, updates).Message.ID)
 		mu.Lock()
 		now = now.Add(2 * time.Minute)
 		mu.Unlock()
-		log.commit(3, "acc_1", appmessaging.EventMessageReceived, "msg_3")
+		log.commit(3, "acc_1", event.MessageReceived, "msg_3")
 		require.Equal(t, "msg_3", next(t, updates).Message.ID)
-		log.commit(4, "acc_1", appmessaging.EventMessageReceived, "msg_4")
+		log.commit(4, "acc_1", event.MessageReceived, "msg_4")
 		require.Equal(t, "msg_4", next(t, updates).Message.ID)
 
 		log.mu.Lock()

@@ -79,6 +79,12 @@ type ThreadSummary struct {
 type Store interface {
 	Repos() Repos
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// TransactShared is Transact for short units that touch nothing but
+	// r: the store may run fn in one transaction with concurrent callers'
+	// units, committed together, and run it again alone if that shared
+	// transaction fails, so fn may run more than once. Sends and inbound
+	// messages use it; anything that calls a provider uses Transact.
+	TransactShared(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
 
 // Outbound is a message handed to a channel provider.

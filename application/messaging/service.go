@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -38,6 +39,8 @@ type Service struct {
 	media     MediaProbe
 	now       func() time.Time
 	log       *slog.Logger
+	// recipients resolves Telegram recipients; nil keeps them as given.
+	recipients RecipientResolver
 }
 
 // Deps are what the messaging use cases are built from.
@@ -49,6 +52,8 @@ type Deps struct {
 	Media     MediaProbe
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// Recipients, when set, resolves the recipient of individual sends.
+	Recipients RecipientResolver
 }
 
 // NewService builds the messaging use cases.
@@ -63,7 +68,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	return &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger}
+	return &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
 }
 
 // SendInput is an individual send.
@@ -113,12 +118,16 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		number, err := s.sendingNumber(ctx, r, in.AccountID, service, in.From)
 		if err != nil {
 			return err
 		}
-		thread, err := r.IndividualThread(ctx, in.AccountID, service, in.From, in.To)
+		to, err := s.resolveRecipient(ctx, number, in.To)
+		if err != nil {
+			return err
+		}
+		thread, err := r.IndividualThread(ctx, in.AccountID, service, in.From, to)
 		if err != nil && !failure.Is(err, failure.KindNotFound) {
 			return err
 		}
@@ -129,7 +138,7 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		if err := messaging.CheckIndividualSend(tp); err != nil {
 			return err
 		}
-		out, err = s.queue(ctx, r, thread, number, in.To, in.Content)
+		out, err = s.queue(ctx, r, thread, number, to, in.Content)
 		return err
 	})
 	return out, err
@@ -158,7 +167,7 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		thread, err := s.thread(ctx, r, in.AccountID, in.ThreadID)
 		if err != nil {
 			return err
@@ -245,9 +254,15 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 	if err := r.TouchThread(ctx, t.ID, now, false); err != nil {
 		return messaging.Message{}, err
 	}
+	if err := s.recordMessageEvent(ctx, r, event.MessageSent, m, t.Type); err != nil {
+		return messaging.Message{}, err
+	}
 	payload, _ := json.Marshal(deliverPayload{MessageID: m.ID})
+	// No unique key: the message is new, so nothing can enqueue its
+	// delivery twice, and Work leaves a message that is no longer queued
+	// alone; without one the store may write the job with the batch.
 	if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
-		Kind: DeliverKind, Payload: payload, UniqueKey: "deliver:" + m.ID, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
+		Kind: DeliverKind, Payload: payload, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
 	}); err != nil {
 		return messaging.Message{}, err
 	}
@@ -314,7 +329,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 
 // fail marks the message failed and stops the job.
 func (s *Service) fail(ctx context.Context, r Repos, m messaging.Message, code, text string, cause error) error {
-	if err := s.setStatus(ctx, r, m, messaging.Failed, code, text, ""); err != nil {
+	if err := s.moveStatus(ctx, m, messaging.Failed, code, text, ""); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)
@@ -357,7 +372,7 @@ func (s *Service) deliver(ctx context.Context, r Repos, m messaging.Message) err
 	if status != messaging.Delivered {
 		status = messaging.Sent
 	}
-	return s.setStatus(ctx, r, m, status, "", "", receipt.ProviderMessageID)
+	return s.moveStatus(ctx, m, status, "", "", receipt.ProviderMessageID)
 }
 
 // checkMedia fetches the media through the SSRF-safe client within its
@@ -395,7 +410,15 @@ func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, t
 	if err := r.UpdateMessage(ctx, m); err != nil {
 		return err
 	}
-	return s.messageEvent(ctx, r, EventMessageStatus, "", m)
+	return s.recordMessageEvent(ctx, r, event.MessageStatus, m, outboundThreadType(m))
+}
+
+// moveStatus is setStatus in a transaction of its own, for the delivery
+// job (which reads outside one): the status and its event commit together.
+func (s *Service) moveStatus(ctx context.Context, m messaging.Message, to messaging.Status, code, text, providerID string) error {
+	return s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		return s.setStatus(ctx, r, m, to, code, text, providerID)
+	})
 }
 
 // ApplyStatus records a status a provider reported for one of its message

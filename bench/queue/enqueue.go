@@ -11,9 +11,9 @@ import (
 )
 
 // Enqueue measures committed enqueues: Producers goroutines in a closed loop, each
-// committing one job per transaction (db.Transact around EnqueueJob, as a use case
-// enqueues), with no runner; the operations of a slice are its committed
-// transactions.
+// committing one job per call of db.TransactShared around EnqueueJob, as the send
+// and inbound use cases enqueue (concurrent calls share a database transaction),
+// with no runner; the operations of a slice are its committed calls.
 //
 // The pool is opened at the start of each slice, its connections opened before the
 // clock starts, and closed at the end, so it holds no connections while the baseline
@@ -59,7 +59,7 @@ func (e Enqueue) slice(ctx context.Context, url string, d time.Duration) (harnes
 	for i := range tallies {
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(deadline) {
-				_, err := enqueueOne(ctx, db)
+				err := enqueueShared(ctx, db)
 				if ctx.Err() == nil {
 					tallies[i].add(err)
 				}

@@ -87,6 +87,15 @@ func enqueueOne(ctx context.Context, db *store.DB) (int64, error) {
 	return id, err
 }
 
+// enqueueShared commits one job through a shared transaction, as the send and
+// inbound use cases enqueue: concurrent callers' jobs commit together.
+func enqueueShared(ctx context.Context, db *store.DB) error {
+	return db.TransactShared(ctx, func(ctx context.Context, r *store.Repos) error {
+		_, err := r.EnqueueJob(ctx, job)
+		return err
+	})
+}
+
 // count runs a SELECT count(*) query.
 func count(ctx context.Context, db *store.DB, query string) (int, error) {
 	var n int

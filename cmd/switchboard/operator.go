@@ -197,6 +197,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 		accountID, number, service, provider string
 		settingsKV                           []string
 		disabled                             bool
+		pflags                               providerFlags
 	)
 	add := &cobra.Command{
 		Use:   "add",
@@ -210,6 +211,9 @@ func newNumbersCommand(s *settings) *cobra.Command {
 					return fmt.Errorf("--setting %q: use key=value", kv)
 				}
 				providerSettings[k] = v
+			}
+			if err := pflags.apply(provider, service, providerSettings); err != nil {
+				return err
 			}
 			op, done, err := s.openOperator(cmd.Context())
 			if err != nil {
@@ -235,6 +239,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 	af.StringVar(&provider, "provider", "sandbox", "sandbox, telegram or whatsapp-cloud")
 	af.StringArrayVar(&settingsKV, "setting", nil, "provider setting key=value (repeatable); stored encrypted")
 	af.BoolVar(&disabled, "disabled", false, "add the number disabled")
+	pflags.register(af)
 	for _, name := range []string{"account", "number", "service"} {
 		_ = add.MarkFlagRequired(name)
 	}
@@ -283,7 +288,7 @@ func newNumbersCommand(s *settings) *cobra.Command {
 	disable.Flags().StringVar(&number, "number", "", "number id or E.164 number (required)")
 	_ = disable.MarkFlagRequired("account")
 	_ = disable.MarkFlagRequired("number")
-	cmd.AddCommand(add, list, disable)
+	cmd.AddCommand(add, list, disable, newNumbersCheckCommand(s))
 	return cmd
 }
 

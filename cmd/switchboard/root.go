@@ -54,6 +54,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newNumbersCommand(s),
 		newDomainsCommand(s),
 		newJobsCommand(s),
+		newWebhookCommand(s),
 	)
 	return root
 }

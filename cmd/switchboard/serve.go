@@ -36,6 +36,8 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.StringVar(&s.cfg.TLSCertFile, "tls-cert-file", "", "PEM certificate file; with --tls-key-file the server speaks HTTPS itself")
 	f.StringVar(&s.cfg.TLSKeyFile, "tls-key-file", "", "PEM private key file")
 	f.StringVar(&s.cfg.EmailDomain, "email-domain", s.cfg.EmailDomain, "the service's own email domain")
+	f.StringVar(&s.cfg.SMTPURL, "smtp-url", "", "SMTP relay for email, smtp://user:pass@host:port?tls=starttls|implicit|none (empty: the sandbox mailbox)")
+	f.StringVar(&s.cfg.SMTPDKIM, "smtp-dkim", "", "DKIM keys for email, comma-separated domain=selector:keyfile")
 	f.StringVar(&s.allowPrivateURLs, "allow-private-urls", "", "comma-separated CIDR ranges customer URLs may point into (self-hosted setups)")
 	f.Float64Var(&s.cfg.Limits.RatePerSecond, "rate-limit", s.cfg.Limits.RatePerSecond, "requests per second per account (0 disables)")
 	f.IntVar(&s.cfg.Limits.RateBurst, "rate-burst", s.cfg.Limits.RateBurst, "burst above the per-account rate")
@@ -48,6 +50,11 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.BoolVar(&s.cfg.RunJobs, "jobs", s.cfg.RunJobs, "run background jobs (deliveries) in this process; false serves the API only")
 	f.IntVar(&s.cfg.JobWorkers, "job-workers", 0, "jobs run at once in this process (0: from the CPU count)")
 	f.BoolVar(&s.cfg.Production, "production", s.cfg.Production, "production mode: no GraphQL playground at /graphql/playground")
+	f.StringVar(&s.cfg.PublicURL, "public-url", "", "the server's public https URL, which Telegram and WhatsApp call (Telegram webhooks are set under it)")
+	f.BoolVar(&s.cfg.TelegramPolling, "telegram-polling", s.cfg.TelegramPolling, "poll Telegram (getUpdates) for bots in polling mode; enable in one replica only")
+	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")
+	f.IntVar(&s.cfg.CronMaxJobsPerAccount, "cron-max-jobs-per-account", s.cfg.CronMaxJobsPerAccount, "cron jobs an account may have")
+	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process")
 	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
 	return cmd
 }

@@ -17,6 +17,23 @@ const (
 	GroupLeft                Type = "group.left"
 )
 
+// The message events, the webhook test event and the record kept when an
+// endpoint is disabled.
+const (
+	MessageReceived  Type = "message.received"
+	MessageSent      Type = "message.sent"
+	MessageStatus    Type = "message.status"
+	WebhookTest      Type = "webhook.test"
+	EndpointDisabled Type = "endpoint.disabled"
+)
+
+// Types lists every event type a webhook may subscribe to.
+var Types = []Type{
+	MessageReceived, MessageSent, MessageStatus,
+	GroupCreated, GroupParticipantsAdded, GroupParticipantsRemoved, GroupAdminsChanged, GroupUpdated, GroupLeft,
+	WebhookTest, EndpointDisabled,
+}
+
 // Event is one entry of the log. Payload is the JSON body webhooks send.
 type Event struct {
 	ID        string

@@ -4,8 +4,84 @@ package model
 
 import (
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
+
+// A page of executions, newest first, Relay-style.
+type CronExecutionConnection struct {
+	Edges      []CronExecutionEdge `json:"edges"`
+	Nodes      []cron.Execution    `json:"nodes"`
+	PageInfo   *PageInfo           `json:"pageInfo"`
+	TotalCount int                 `json:"totalCount"`
+}
+
+// An execution and its position, to page on from (after: cursor).
+type CronExecutionEdge struct {
+	Cursor string          `json:"cursor"`
+	Node   *cron.Execution `json:"node"`
+}
+
+// A page of cron jobs, Relay-style.
+type CronJobConnection struct {
+	Edges      []CronJobEdge `json:"edges"`
+	Nodes      []cron.Job    `json:"nodes"`
+	PageInfo   *PageInfo     `json:"pageInfo"`
+	TotalCount int           `json:"totalCount"`
+}
+
+// A cron job and its position, to page on from (after: cursor).
+type CronJobEdge struct {
+	Cursor string    `json:"cursor"`
+	Node   *cron.Job `json:"node"`
+}
+
+// A new cron job.
+type CronJobInput struct {
+	EndpointURL string `json:"endpointUrl"`
+	// GET, POST, PUT, PATCH or DELETE.
+	Method  string            `json:"method"`
+	Headers []HTTPHeaderInput `json:"headers,omitempty"`
+	// A JSON object as text, sent with POST and PUT.
+	Body           *string        `json:"body,omitempty"`
+	Frequency      cron.Frequency `json:"frequency"`
+	Time           *string        `json:"time,omitempty"`
+	Timezone       *string        `json:"timezone,omitempty"`
+	DayOfWeek      *int           `json:"dayOfWeek,omitempty"`
+	DayOfMonth     *int           `json:"dayOfMonth,omitempty"`
+	CustomSchedule *string        `json:"customSchedule,omitempty"`
+	TimeoutSeconds *int           `json:"timeoutSeconds,omitempty"`
+	Retries        *int           `json:"retries,omitempty"`
+}
+
+// Changes to a cron job: only the fields given change.
+type CronJobPatch struct {
+	EndpointURL    *string           `json:"endpointUrl,omitempty"`
+	Method         *string           `json:"method,omitempty"`
+	Headers        []HTTPHeaderInput `json:"headers,omitempty"`
+	Body           *string           `json:"body,omitempty"`
+	Frequency      *cron.Frequency   `json:"frequency,omitempty"`
+	Time           *string           `json:"time,omitempty"`
+	Timezone       *string           `json:"timezone,omitempty"`
+	DayOfWeek      *int              `json:"dayOfWeek,omitempty"`
+	DayOfMonth     *int              `json:"dayOfMonth,omitempty"`
+	CustomSchedule *string           `json:"customSchedule,omitempty"`
+	TimeoutSeconds *int              `json:"timeoutSeconds,omitempty"`
+	Retries        *int              `json:"retries,omitempty"`
+}
+
+// An HTTP header a cron job sends.
+type HTTPHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// An HTTP header to send.
+type HTTPHeaderInput struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
 
 // A media file to send.
 type MediaInput struct {
@@ -73,4 +149,32 @@ type ThreadFilter struct {
 	Type    *messaging.ThreadType `json:"type,omitempty"`
 	// Keeps threads whose agent number, user or a participant is this address.
 	PhoneNumber *string `json:"phoneNumber,omitempty"`
+}
+
+// A page of webhook deliveries, Relay-style.
+type WebhookDeliveryConnection struct {
+	Edges      []WebhookDeliveryEdge `json:"edges"`
+	Nodes      []webhook.Delivery    `json:"nodes"`
+	PageInfo   *PageInfo             `json:"pageInfo"`
+	TotalCount int                   `json:"totalCount"`
+}
+
+// A delivery and its position, to page on from (after: cursor).
+type WebhookDeliveryEdge struct {
+	Cursor string            `json:"cursor"`
+	Node   *webhook.Delivery `json:"node"`
+}
+
+// A new webhook endpoint setting.
+type WebhookInput struct {
+	URL     string   `json:"url"`
+	Enabled *bool    `json:"enabled,omitempty"`
+	Events  []string `json:"events,omitempty"`
+}
+
+// The result of updateWebhook.
+type WebhookUpdate struct {
+	Webhook *webhook.Endpoint `json:"webhook"`
+	// The signing secret (whsec_…) when it was just made; null otherwise.
+	Secret *string `json:"secret,omitempty"`
 }

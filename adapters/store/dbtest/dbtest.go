@@ -173,7 +173,10 @@ func ensureTemplate() (string, error) {
 	if exists {
 		return name, nil
 	}
-	rows, err := conn.QueryContext(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'swb_tmpl_%'")
+	// Templates of other migration sets may belong to test processes of
+	// other checkouts running now, so only the oldest beyond the newest
+	// few are dropped, and never by force.
+	rows, err := conn.QueryContext(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'swb\_tmpl\_%' AND datname NOT LIKE '%\_new' ORDER BY oid DESC OFFSET 16`)
 	if err != nil {
 		return "", err
 	}
@@ -188,7 +191,7 @@ func ensureTemplate() (string, error) {
 	}
 	rows.Close()
 	for _, s := range stale {
-		_, _ = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+s+" WITH (FORCE)")
+		_, _ = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+s)
 	}
 	building := name + "_new"
 	_, _ = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)")

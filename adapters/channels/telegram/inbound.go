@@ -1,0 +1,229 @@
+package telegram
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// Update is one Bot API update, as much of it as Switchboard reads.
+type Update struct {
+	UpdateID     int64              `json:"update_id"`
+	Message      *Message           `json:"message,omitempty"`
+	MyChatMember *ChatMemberUpdated `json:"my_chat_member,omitempty"`
+}
+
+// Chat is a Telegram chat.
+type Chat struct {
+	ID       int64  `json:"id"`
+	Type     string `json:"type"`
+	Title    string `json:"title,omitempty"`
+	Username string `json:"username,omitempty"`
+}
+
+// File is the part of a PhotoSize, Video, Audio, Voice or Document
+// Switchboard keeps.
+type File struct {
+	FileID   string `json:"file_id"`
+	FileName string `json:"file_name,omitempty"`
+}
+
+// Location is a point on the map.
+type Location struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+}
+
+// Message is an inbound message.
+type Message struct {
+	MessageID int64  `json:"message_id"`
+	From      *User  `json:"from,omitempty"`
+	Chat      Chat   `json:"chat"`
+	Date      int64  `json:"date"`
+	Text      string `json:"text,omitempty"`
+	Caption   string `json:"caption,omitempty"`
+	Photo     []File `json:"photo,omitempty"`
+	Video     *File  `json:"video,omitempty"`
+	Audio     *File  `json:"audio,omitempty"`
+	Voice     *File  `json:"voice,omitempty"`
+	Document  *File  `json:"document,omitempty"`
+	Sticker   *struct {
+		Emoji string `json:"emoji,omitempty"`
+	} `json:"sticker,omitempty"`
+	Location *Location `json:"location,omitempty"`
+	Venue    *struct {
+		Location Location `json:"location"`
+		Title    string   `json:"title"`
+		Address  string   `json:"address"`
+	} `json:"venue,omitempty"`
+	// MigrateToChatID is set on the service message of a group that
+	// became a supergroup, with the chat id it has from now on.
+	MigrateToChatID int64 `json:"migrate_to_chat_id,omitempty"`
+	Contact         *struct {
+		PhoneNumber string `json:"phone_number"`
+		FirstName   string `json:"first_name"`
+		LastName    string `json:"last_name,omitempty"`
+		UserID      int64  `json:"user_id,omitempty"`
+	} `json:"contact,omitempty"`
+}
+
+// ChatMemberUpdated reports a change of the bot's own membership.
+type ChatMemberUpdated struct {
+	Chat          Chat `json:"chat"`
+	From          User `json:"from"`
+	NewChatMember struct {
+		Status string `json:"status"`
+		User   User   `json:"user"`
+	} `json:"new_chat_member"`
+}
+
+// Inbox is what inbound updates are handed to.
+type Inbox interface {
+	Number(ctx context.Context, p account.Provider, numberID string) (account.Number, map[string]string, error)
+	Receive(ctx context.Context, in channels.Inbound) error
+	LeftGroup(ctx context.Context, n account.Number, chat string) error
+	JoinedGroup(ctx context.Context, n account.Number, chat, title string) error
+	MovedGroup(ctx context.Context, n account.Number, from, to string) error
+	MarkUpdate(ctx context.Context, n account.Number, key string) error
+}
+
+// Inbound takes updates from the webhook and the pollers.
+type Inbound struct {
+	Inbox Inbox
+}
+
+// Webhook handles one POST to a number's webhook: the secret token header
+// must match (compared in constant time) before the body is looked at.
+func (in *Inbound) Webhook(ctx context.Context, numberID, secretHeader string, body []byte) error {
+	n, settings, err := in.Inbox.Number(ctx, Name, numberID)
+	if err != nil {
+		return err
+	}
+	want := WebhookSecret(n.ID, settings)
+	if want == "" || subtle.ConstantTimeCompare([]byte(secretHeader), []byte(want)) != 1 {
+		return failure.Unauthenticated()
+	}
+	var u Update
+	if err := json.Unmarshal(body, &u); err != nil {
+		return failure.Invalid(failure.Field("json_invalid", "the body is not a Telegram update", "body"))
+	}
+	return in.Handle(ctx, n, u)
+}
+
+// updateKey is the dedupe key of an update.
+func updateKey(id int64) string { return "tg-update:" + strconv.FormatInt(id, 10) }
+
+// Handle stores what an update carries, once.
+func (in *Inbound) Handle(ctx context.Context, n account.Number, u Update) error {
+	key := updateKey(u.UpdateID)
+	switch {
+	case u.Message != nil && u.Message.MigrateToChatID != 0 && isGroup(u.Message.Chat.Type):
+		from, to := strconv.FormatInt(u.Message.Chat.ID, 10), strconv.FormatInt(u.Message.MigrateToChatID, 10)
+		if err := in.Inbox.MovedGroup(ctx, n, from, to); err != nil {
+			return err
+		}
+	case u.Message != nil:
+		msg, ok := inbound(n, u.Message)
+		if !ok {
+			return in.Inbox.MarkUpdate(ctx, n, key)
+		}
+		msg.UpdateKey = key
+		return in.Inbox.Receive(ctx, msg)
+	case u.MyChatMember != nil && isGroup(u.MyChatMember.Chat.Type):
+		chat := strconv.FormatInt(u.MyChatMember.Chat.ID, 10)
+		var err error
+		switch u.MyChatMember.NewChatMember.Status {
+		case "left", "kicked":
+			err = in.Inbox.LeftGroup(ctx, n, chat)
+		case "member", "administrator", "creator", "restricted":
+			err = in.Inbox.JoinedGroup(ctx, n, chat, u.MyChatMember.Chat.Title)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return in.Inbox.MarkUpdate(ctx, n, key)
+}
+
+func isGroup(t string) bool { return t == "group" || t == "supergroup" }
+
+// inbound turns a message into what the inbox stores; false for messages
+// it does not keep (channel posts, service messages, messages of bots).
+func inbound(n account.Number, m *Message) (channels.Inbound, bool) {
+	if m.From == nil || m.From.IsBot || (m.Chat.Type != "private" && !isGroup(m.Chat.Type)) {
+		return channels.Inbound{}, false
+	}
+	content, ok := content(m)
+	if !ok {
+		return channels.Inbound{}, false
+	}
+	sender := channels.Sender{ChatID: strconv.FormatInt(m.From.ID, 10), Username: m.From.Username, Name: m.From.Name()}
+	if c := m.Contact; c != nil && c.UserID == m.From.ID {
+		// The user shared their own phone number with the bot.
+		phone := c.PhoneNumber
+		if !strings.HasPrefix(phone, "+") {
+			phone = "+" + phone
+		}
+		if account.ValidE164(phone) {
+			sender.Phone = phone
+		}
+	}
+	out := channels.Inbound{
+		Number: n, Sender: sender, Content: content,
+		ProviderMessageID: MessageID(n.ID, m.Chat.ID, m.MessageID),
+	}
+	if isGroup(m.Chat.Type) {
+		out.GroupChatID, out.GroupTitle = strconv.FormatInt(m.Chat.ID, 10), m.Chat.Title
+	}
+	return out, true
+}
+
+// content is what a message carries. Telegram files are reachable only
+// with the bot token, so media arrive as text naming the file id.
+func content(m *Message) (domain.Content, bool) {
+	text := func(s string) (domain.Content, bool) {
+		return domain.Content{Kind: domain.KindText, Text: s}, strings.TrimSpace(s) != ""
+	}
+	file := func(kind string, f *File) (domain.Content, bool) {
+		s := fmt.Sprintf("[%s file_id=%s]", kind, f.FileID)
+		if f.FileName != "" {
+			s = fmt.Sprintf("[%s %s file_id=%s]", kind, f.FileName, f.FileID)
+		}
+		if m.Caption != "" {
+			s += " " + m.Caption
+		}
+		return text(s)
+	}
+	switch {
+	case m.Text != "":
+		return text(m.Text)
+	case len(m.Photo) > 0:
+		return file("photo", &m.Photo[len(m.Photo)-1]) // the largest size
+	case m.Video != nil:
+		return file("video", m.Video)
+	case m.Audio != nil:
+		return file("audio", m.Audio)
+	case m.Voice != nil:
+		return file("voice", m.Voice)
+	case m.Document != nil:
+		return file("document", m.Document)
+	case m.Venue != nil:
+		return domain.Content{Kind: domain.KindLocation, Latitude: m.Venue.Location.Latitude, Longitude: m.Venue.Location.Longitude,
+			PlaceName: m.Venue.Title, Address: m.Venue.Address}, true
+	case m.Location != nil:
+		return domain.Content{Kind: domain.KindLocation, Latitude: m.Location.Latitude, Longitude: m.Location.Longitude}, true
+	case m.Contact != nil:
+		return text(strings.TrimSpace(fmt.Sprintf("[contact %s %s %s]", m.Contact.FirstName, m.Contact.LastName, m.Contact.PhoneNumber)))
+	case m.Sticker != nil:
+		return text(strings.TrimSpace("[sticker " + m.Sticker.Emoji + "]"))
+	}
+	return domain.Content{}, false
+}

@@ -1,0 +1,301 @@
+// Package telegramfake is a Bot API server for tests, on 127.0.0.1: it
+// answers with the request and response JSON of the Bot API reference
+// (core.telegram.org/bots/api), errors included, records every call, and
+// serves getUpdates from a queue.
+package telegramfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is one recorded Bot API call.
+type Call struct {
+	Method string
+	Params map[string]any
+}
+
+// Server is the fake Bot API.
+type Server struct {
+	URL   string
+	Token string
+
+	mu      sync.Mutex
+	calls   []Call
+	nextID  int64
+	updates []json.RawMessage
+	wake    chan struct{}
+	// Blocked chat ids answer 403 "bot was blocked by the user".
+	blocked map[string]bool
+	// retryAfter, when set, makes the next send answer 429.
+	retryAfter int
+	webhook    map[string]any
+}
+
+// New starts a fake for the bot with token.
+func New(t testing.TB, token string) *Server {
+	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1)}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// Settings are a number's provider settings pointing at this fake.
+func (s *Server) Settings() map[string]string {
+	return map[string]string{"bot_token": s.Token, "api_base_url": s.URL}
+}
+
+// Block makes sends to chat answer 403.
+func (s *Server) Block(chat string) { s.mu.Lock(); s.blocked[chat] = true; s.mu.Unlock() }
+
+// RateLimitNext makes the next send answer 429 with retry_after.
+func (s *Server) RateLimitNext(seconds int) { s.mu.Lock(); s.retryAfter = seconds; s.mu.Unlock() }
+
+// Queue adds an update for getUpdates.
+func (s *Server) Queue(update []byte) {
+	s.mu.Lock()
+	s.updates = append(s.updates, update)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Calls returns the recorded calls of method ("" for all).
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Webhook is what the last setWebhook set.
+func (s *Server) Webhook() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.webhook
+}
+
+func reply(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func fail(w http.ResponseWriter, code int, description string, params map[string]any) {
+	body := map[string]any{"ok": false, "error_code": code, "description": description}
+	if params != nil {
+		body["parameters"] = params
+	}
+	reply(w, code, body)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	token, method, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || r.Method != http.MethodPost {
+		fail(w, http.StatusNotFound, "Not Found", nil)
+		return
+	}
+	if token != s.Token {
+		fail(w, http.StatusUnauthorized, "Unauthorized", nil)
+		return
+	}
+	params := map[string]any{}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if err := r.ParseMultipartForm(10 << 20); err != nil {
+			fail(w, http.StatusBadRequest, "Bad Request: can't parse multipart", nil)
+			return
+		}
+		for k, v := range r.MultipartForm.Value {
+			params[k] = v[0]
+		}
+		for k := range r.MultipartForm.File {
+			params[k] = "<upload>"
+		}
+	} else {
+		raw, _ := io.ReadAll(r.Body)
+		if len(raw) > 0 && json.Unmarshal(raw, &params) != nil {
+			fail(w, http.StatusBadRequest, "Bad Request: can't parse JSON object", nil)
+			return
+		}
+	}
+	if method == "getUpdates" {
+		s.getUpdates(w, r, params)
+		return
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, Params: params})
+	s.mu.Unlock()
+	chat := fmt.Sprint(params["chat_id"])
+	switch method {
+	case "getMe":
+		reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"id": 7000001, "is_bot": true, "first_name": "Switchboard Test", "username": "switchboard_test_bot", "can_join_groups": true}})
+	case "getWebhookInfo":
+		s.mu.Lock()
+		url, _ := s.webhook["url"].(string)
+		s.mu.Unlock()
+		reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"url": url, "has_custom_certificate": false, "pending_update_count": 0}})
+	case "setWebhook":
+		s.mu.Lock()
+		s.webhook = params
+		s.mu.Unlock()
+		reply(w, 200, map[string]any{"ok": true, "result": true, "description": "Webhook was set"})
+	case "deleteWebhook":
+		s.mu.Lock()
+		s.webhook = nil
+		s.mu.Unlock()
+		reply(w, 200, map[string]any{"ok": true, "result": true, "description": "Webhook was deleted"})
+	case "sendMessage", "sendPhoto", "sendVideo", "sendAudio", "sendDocument", "sendLocation", "sendVenue":
+		s.send(w, method, chat, params)
+	case "setChatTitle", "setChatDescription", "setChatPhoto", "setChatPermissions", "promoteChatMember",
+		"banChatMember", "unbanChatMember", "leaveChat":
+		if params["chat_id"] == nil {
+			fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty", nil)
+			return
+		}
+		reply(w, 200, map[string]any{"ok": true, "result": true})
+	case "exportChatInviteLink":
+		reply(w, 200, map[string]any{"ok": true, "result": "https://t.me/+AbCdEfGhIjKlMnOp"})
+	default:
+		fail(w, http.StatusNotFound, "Not Found: method not found", nil)
+	}
+}
+
+func (s *Server) send(w http.ResponseWriter, method, chat string, params map[string]any) {
+	s.mu.Lock()
+	blocked, retry := s.blocked[chat], s.retryAfter
+	s.retryAfter = 0
+	s.nextID++
+	id := s.nextID
+	s.mu.Unlock()
+	switch {
+	case params["chat_id"] == nil:
+		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty", nil)
+		return
+	case retry > 0:
+		fail(w, http.StatusTooManyRequests, fmt.Sprintf("Too Many Requests: retry after %d", retry), map[string]any{"retry_after": retry})
+		return
+	case blocked:
+		fail(w, http.StatusForbidden, "Forbidden: bot was blocked by the user", nil)
+		return
+	case method == "sendMessage" && params["text"] == nil:
+		fail(w, http.StatusBadRequest, "Bad Request: message text is empty", nil)
+		return
+	}
+	var chatID int64
+	_, _ = fmt.Sscan(chat, &chatID)
+	chatType := "private"
+	if chatID < 0 {
+		chatType = "supergroup"
+	}
+	msg := map[string]any{
+		"message_id": id, "date": time.Now().Unix(),
+		"from": map[string]any{"id": 7000001, "is_bot": true, "first_name": "Switchboard Test", "username": "switchboard_test_bot"},
+		"chat": map[string]any{"id": chatID, "type": chatType},
+	}
+	if t, ok := params["text"]; ok {
+		msg["text"] = t
+	}
+	reply(w, 200, map[string]any{"ok": true, "result": msg})
+}
+
+// getUpdates answers the queued updates from offset on, waiting up to
+// the timeout (at most a second here) when there are none.
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[string]any) {
+	offset, _ := params["offset"].(float64)
+	deadline := time.After(time.Second)
+	for {
+		s.mu.Lock()
+		if s.webhook != nil && s.webhook["url"] != "" {
+			s.mu.Unlock()
+			fail(w, http.StatusConflict, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", nil)
+			return
+		}
+		var out []json.RawMessage
+		for _, u := range s.updates {
+			var head struct {
+				UpdateID int64 `json:"update_id"`
+			}
+			_ = json.Unmarshal(u, &head)
+			if float64(head.UpdateID) >= offset {
+				out = append(out, u)
+			}
+		}
+		s.mu.Unlock()
+		if len(out) > 0 {
+			reply(w, 200, map[string]any{"ok": true, "result": out})
+			return
+		}
+		select {
+		case <-s.wake:
+		case <-deadline:
+			reply(w, 200, map[string]any{"ok": true, "result": []any{}})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// PrivateText is an update with a text message from a user in their
+// private chat with the bot.
+func PrivateText(updateID, messageID, userID int64, username, firstName, text string) []byte {
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"message": map[string]any{
+			"message_id": messageID, "date": 1763800000,
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName, "username": username, "language_code": "en"},
+			"chat": map[string]any{"id": userID, "first_name": firstName, "username": username, "type": "private"},
+			"text": text,
+		},
+	})
+}
+
+// SharedContact is an update where a user shares their own phone number.
+func SharedContact(updateID, messageID, userID int64, firstName, phone string) []byte {
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"message": map[string]any{
+			"message_id": messageID, "date": 1763800000,
+			"from":    map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
+			"chat":    map[string]any{"id": userID, "first_name": firstName, "type": "private"},
+			"contact": map[string]any{"phone_number": phone, "first_name": firstName, "user_id": userID},
+		},
+	})
+}
+
+// GroupText is an update with a text message in a group chat.
+func GroupText(updateID, messageID, chatID int64, title string, userID int64, firstName, text string) []byte {
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"message": map[string]any{
+			"message_id": messageID, "date": 1763800000,
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
+			"chat": map[string]any{"id": chatID, "title": title, "type": "supergroup"},
+			"text": text,
+		},
+	})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

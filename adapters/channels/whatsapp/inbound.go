@@ -1,0 +1,321 @@
+package whatsapp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// Inbox is what inbound webhooks are handed to.
+type Inbox interface {
+	Number(ctx context.Context, p account.Provider, numberID string) (account.Number, map[string]string, error)
+	Receive(ctx context.Context, in channels.Inbound) error
+	Status(ctx context.Context, n account.Number, st channels.StatusReport) error
+}
+
+// Siblings finds the other Cloud API numbers, for webhooks that carry
+// events of several numbers of one app.
+type Siblings interface {
+	Numbers(ctx context.Context, p account.Provider) ([]account.Number, error)
+	NumberSettings(n account.Number) (map[string]string, error)
+}
+
+// Inbound takes the Cloud API webhook.
+type Inbound struct {
+	Inbox    Inbox
+	Siblings Siblings
+}
+
+// Verify answers the subscription handshake: when the mode is subscribe
+// and the verify token matches (in constant time) it returns the challenge
+// to echo; anything else is Forbidden.
+func (in *Inbound) Verify(ctx context.Context, numberID, mode, token, challenge string) (string, error) {
+	_, settings, err := in.Inbox.Number(ctx, Name, numberID)
+	if err != nil {
+		return "", err
+	}
+	want := settings[SettingVerifyToken]
+	if mode != "subscribe" || want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		return "", failure.Forbidden("verification_failed", "hub.mode must be subscribe and hub.verify_token the number's verify token")
+	}
+	return challenge, nil
+}
+
+// ValidSignature checks an X-Hub-Signature-256 header ("sha256=" and the
+// hex HMAC-SHA256 of the raw body with the app secret) in constant time.
+func ValidSignature(header string, body []byte, appSecret string) bool {
+	hexSum, ok := strings.CutPrefix(header, "sha256=")
+	if !ok || appSecret == "" {
+		return false
+	}
+	got, err := hex.DecodeString(hexSum)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write(body)
+	return hmac.Equal(got, m.Sum(nil))
+}
+
+// Payload is a webhook body, as much of it as Switchboard reads.
+type Payload struct {
+	Object string `json:"object"`
+	Entry  []struct {
+		ID      string `json:"id"`
+		Changes []struct {
+			Field string `json:"field"`
+			Value Value  `json:"value"`
+		} `json:"changes"`
+	} `json:"entry"`
+}
+
+// Value is the messages field of a change.
+type Value struct {
+	MessagingProduct string `json:"messaging_product"`
+	Metadata         struct {
+		DisplayPhoneNumber string `json:"display_phone_number"`
+		PhoneNumberID      string `json:"phone_number_id"`
+	} `json:"metadata"`
+	Contacts []struct {
+		Profile struct {
+			Name string `json:"name"`
+		} `json:"profile"`
+		WaID string `json:"wa_id"`
+	} `json:"contacts"`
+	Messages []Message      `json:"messages"`
+	Statuses []StatusUpdate `json:"statuses"`
+}
+
+// Media is an inbound media object.
+type Media struct {
+	ID       string `json:"id"`
+	MimeType string `json:"mime_type"`
+	Caption  string `json:"caption"`
+	Filename string `json:"filename"`
+}
+
+// Message is an inbound message.
+type Message struct {
+	From      string `json:"from"`
+	ID        string `json:"id"`
+	Timestamp string `json:"timestamp"`
+	Type      string `json:"type"`
+	Text      *struct {
+		Body string `json:"body"`
+	} `json:"text"`
+	Image    *Media `json:"image"`
+	Video    *Media `json:"video"`
+	Audio    *Media `json:"audio"`
+	Document *Media `json:"document"`
+	Sticker  *Media `json:"sticker"`
+	Location *struct {
+		Latitude  float64 `json:"latitude"`
+		Longitude float64 `json:"longitude"`
+		Name      string  `json:"name"`
+		Address   string  `json:"address"`
+	} `json:"location"`
+	Button *struct {
+		Text string `json:"text"`
+	} `json:"button"`
+	Interactive *struct {
+		ButtonReply *struct {
+			Title string `json:"title"`
+		} `json:"button_reply"`
+		ListReply *struct {
+			Title string `json:"title"`
+		} `json:"list_reply"`
+	} `json:"interactive"`
+	Reaction *struct {
+		Emoji string `json:"emoji"`
+	} `json:"reaction"`
+}
+
+// StatusUpdate is a delivery status of a message the number sent.
+type StatusUpdate struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Timestamp   string `json:"timestamp"`
+	RecipientID string `json:"recipient_id"`
+	Errors      []struct {
+		Code      int    `json:"code"`
+		Title     string `json:"title"`
+		Message   string `json:"message"`
+		ErrorData struct {
+			Details string `json:"details"`
+		} `json:"error_data"`
+	} `json:"errors"`
+}
+
+// Webhook handles one POST: the signature must verify with the number's
+// app secret before the body is parsed.
+func (in *Inbound) Webhook(ctx context.Context, numberID, signature string, body []byte) error {
+	n, settings, err := in.Inbox.Number(ctx, Name, numberID)
+	if err != nil {
+		return err
+	}
+	if !ValidSignature(signature, body, settings[SettingAppSecret]) {
+		return failure.Unauthenticated()
+	}
+	var p Payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return failure.Invalid(failure.Field("json_invalid", "the body is not a WhatsApp webhook payload", "body"))
+	}
+	for _, e := range p.Entry {
+		for _, ch := range e.Changes {
+			if ch.Field != "messages" {
+				continue
+			}
+			target, targetSettings, ok := in.numberFor(ctx, n, settings, ch.Value.Metadata.PhoneNumberID)
+			if !ok {
+				continue
+			}
+			if err := in.handle(ctx, target, targetSettings, ch.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// numberFor finds the number a change is about: the webhook's own, or
+// another Cloud API number signed for by the same app secret (one Meta
+// app has one callback URL for all its numbers).
+func (in *Inbound) numberFor(ctx context.Context, n account.Number, settings map[string]string, phoneNumberID string) (account.Number, map[string]string, bool) {
+	if phoneNumberID == settings[SettingPhoneNumberID] {
+		return n, settings, true
+	}
+	if in.Siblings == nil || phoneNumberID == "" {
+		return account.Number{}, nil, false
+	}
+	numbers, err := in.Siblings.Numbers(ctx, Name)
+	if err != nil {
+		return account.Number{}, nil, false
+	}
+	for _, other := range numbers {
+		if other.ID == n.ID {
+			continue
+		}
+		s, err := in.Siblings.NumberSettings(other)
+		if err != nil || s[SettingPhoneNumberID] != phoneNumberID {
+			continue
+		}
+		if subtle.ConstantTimeCompare([]byte(s[SettingAppSecret]), []byte(settings[SettingAppSecret])) == 1 {
+			return other, s, true
+		}
+	}
+	return account.Number{}, nil, false
+}
+
+func (in *Inbound) handle(ctx context.Context, n account.Number, settings map[string]string, v Value) error {
+	names := map[string]string{}
+	for _, c := range v.Contacts {
+		names[c.WaID] = c.Profile.Name
+	}
+	for _, m := range v.Messages {
+		content, ok := content(settings, m)
+		if !ok || m.From == "" || m.ID == "" {
+			continue
+		}
+		phone := "+" + m.From
+		err := in.Inbox.Receive(ctx, channels.Inbound{
+			Number: n, Sender: channels.Sender{ChatID: phone, Phone: phone, Name: names[m.From]},
+			Content: content, ProviderMessageID: m.ID,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, st := range v.Statuses {
+		report, ok := statusReport(st)
+		if !ok {
+			continue
+		}
+		if err := in.Inbox.Status(ctx, n, report); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statusReport maps a status update; false for statuses Switchboard does
+// not track (deleted, warning).
+func statusReport(st StatusUpdate) (channels.StatusReport, bool) {
+	r := channels.StatusReport{ProviderMessageID: st.ID}
+	switch st.Status {
+	case "sent":
+		r.Status = domain.Sent
+	case "delivered":
+		r.Status = domain.Delivered
+	case "read":
+		r.Status = domain.Read
+	case "failed":
+		r.Status, r.Code, r.Text = domain.Failed, "delivery_failed", "WhatsApp reported the message failed"
+		if len(st.Errors) > 0 {
+			e := st.Errors[0]
+			pe := MapError(&GraphError{Code: e.Code, Message: firstNonEmpty(e.Title, e.Message)}, 400, "")
+			pe.Message = firstNonEmpty(e.ErrorData.Details, e.Message, e.Title)
+			r.Code, r.Text = pe.Code, pe.Message
+		}
+	default:
+		return r, false
+	}
+	return r, st.ID != ""
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// content is what a message carries. Media arrive as the Graph API URL of
+// the media object, which the number's access token retrieves.
+func content(settings map[string]string, m Message) (domain.Content, bool) {
+	text := func(s string) (domain.Content, bool) {
+		return domain.Content{Kind: domain.KindText, Text: s}, strings.TrimSpace(s) != ""
+	}
+	media := func(kind domain.Kind, md *Media) (domain.Content, bool) {
+		if md.ID == "" {
+			return domain.Content{}, false
+		}
+		return domain.Content{Kind: kind, MediaURL: baseURL(settings) + "/" + md.ID, Caption: md.Caption}, true
+	}
+	switch {
+	case m.Text != nil:
+		return text(m.Text.Body)
+	case m.Image != nil:
+		return media(domain.KindImage, m.Image)
+	case m.Video != nil:
+		return media(domain.KindVideo, m.Video)
+	case m.Audio != nil:
+		return media(domain.KindAudio, m.Audio)
+	case m.Document != nil:
+		return media(domain.KindDocument, m.Document)
+	case m.Sticker != nil:
+		return media(domain.KindImage, m.Sticker)
+	case m.Location != nil:
+		return domain.Content{Kind: domain.KindLocation, Latitude: m.Location.Latitude, Longitude: m.Location.Longitude,
+			PlaceName: m.Location.Name, Address: m.Location.Address}, true
+	case m.Button != nil:
+		return text(m.Button.Text)
+	case m.Interactive != nil && m.Interactive.ButtonReply != nil:
+		return text(m.Interactive.ButtonReply.Title)
+	case m.Interactive != nil && m.Interactive.ListReply != nil:
+		return text(m.Interactive.ListReply.Title)
+	case m.Reaction != nil && m.Reaction.Emoji != "":
+		return text("[reaction " + m.Reaction.Emoji + "]")
+	}
+	return domain.Content{}, false
+}

@@ -1,0 +1,84 @@
+package whatsapp
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// Name is the provider name agent numbers use.
+const Name = account.ProviderWhatsAppCloud
+
+// Provider sends through the Cloud API. It has no group actions: the
+// Cloud API does not let a business number create or manage groups in
+// general availability, so every action answers 501 and group sends are
+// refused when they are made.
+type Provider struct {
+	Client *Client
+}
+
+var _ messaging.Provider = (*Provider)(nil)
+
+// Capabilities: every kind, to users only.
+func (p *Provider) Capabilities() messaging.Capabilities {
+	return messaging.Capabilities{
+		Kinds: []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
+	}
+}
+
+// sendResult is the answer to a send.
+type sendResult struct {
+	Messages []struct {
+		ID string `json:"id"`
+	} `json:"messages"`
+}
+
+// Send delivers one message.
+func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Receipt, error) {
+	if err := ctx.Err(); err != nil {
+		return messaging.Receipt{}, err
+	}
+	if m.ThreadTyp == domain.Group {
+		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API does not send to groups", Permanent: true}
+	}
+	body := map[string]any{
+		"messaging_product": "whatsapp", "recipient_type": "individual",
+		"to": strings.TrimPrefix(m.To, "+"), "type": string(m.Content.Kind),
+	}
+	c := m.Content
+	switch c.Kind {
+	case domain.KindText:
+		body["text"] = map[string]any{"preview_url": false, "body": c.Text}
+	case domain.KindImage, domain.KindVideo, domain.KindDocument:
+		media := map[string]any{"link": c.MediaURL}
+		if c.Caption != "" {
+			media["caption"] = c.Caption
+		}
+		body[string(c.Kind)] = media
+	case domain.KindAudio:
+		body["audio"] = map[string]any{"link": c.MediaURL} // audio has no caption
+	case domain.KindLocation:
+		loc := map[string]any{"latitude": c.Latitude, "longitude": c.Longitude}
+		if c.PlaceName != "" {
+			loc["name"] = c.PlaceName
+		}
+		if c.Address != "" {
+			loc["address"] = c.Address
+		}
+		body["location"] = loc
+	default:
+		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "whatsapp cannot send " + string(c.Kind), Permanent: true}
+	}
+	var out sendResult
+	if err := p.Client.call(ctx, m.Settings, http.MethodPost, "/"+m.Settings[SettingPhoneNumberID]+"/messages", body, &out); err != nil {
+		return messaging.Receipt{}, err
+	}
+	if len(out.Messages) == 0 || out.Messages[0].ID == "" {
+		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API accepted the message without an id"}
+	}
+	return messaging.Receipt{ProviderMessageID: out.Messages[0].ID, Status: domain.Sent}, nil
+}

@@ -1,0 +1,283 @@
+package whatsapp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/channels/channeltest"
+	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp"
+	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
+	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+const (
+	pnid      = "106540352242922"
+	display   = "+1 415-555-0100"
+	appSecret = "4f1c7e2b9d0a4c8e8b6f3a2d1e0c9b8a"
+	verify    = "my-verify-token"
+)
+
+var number = account.Number{ID: "num_wa", AccountID: "acc_1", Number: "+14155550100", Service: account.WhatsApp, Provider: account.ProviderWhatsAppCloud, Enabled: true}
+
+func TestContract(t *testing.T) {
+	channeltest.Run(t, func(t *testing.T) channeltest.Bundle {
+		fake := whatsappfake.New(t, pnid, "EAAtoken", display)
+		return channeltest.Bundle{Provider: &whatsapp.Provider{Client: whatsapp.NewClient()}, Number: number,
+			Settings: fake.Settings(appSecret, verify), Recipient: "+14155550111", MediaURL: "https://media.example.com/cat.png"}
+	})
+}
+
+func TestSendRequests(t *testing.T) {
+	t.Parallel()
+	fake := whatsappfake.New(t, pnid, "EAAtoken", display)
+	p := &whatsapp.Provider{Client: whatsapp.NewClient()}
+	ctx := context.Background()
+	send := func(c domain.Content) messaging.Receipt {
+		r, err := p.Send(ctx, messaging.Outbound{MessageID: "msg_x", Number: number, Settings: fake.Settings(appSecret, verify), ThreadTyp: domain.Individual, To: "+14155550111", Content: c})
+		require.NoError(t, err)
+		return r
+	}
+	r := send(domain.Content{Kind: domain.KindText, Text: "hi"})
+	require.Equal(t, fake.LastID(), r.ProviderMessageID)
+	require.Equal(t, domain.Sent, r.Status)
+	send(domain.Content{Kind: domain.KindImage, MediaURL: "https://m.example.com/i.png", Caption: "pic"})
+	send(domain.Content{Kind: domain.KindAudio, MediaURL: "https://m.example.com/a.mp3"})
+	send(domain.Content{Kind: domain.KindDocument, MediaURL: "https://m.example.com/d.pdf", Caption: "doc"})
+	send(domain.Content{Kind: domain.KindVideo, MediaURL: "https://m.example.com/v.mp4"})
+	send(domain.Content{Kind: domain.KindLocation, Latitude: 52.5, Longitude: 13.4, PlaceName: "Berlin", Address: "Pariser Platz"})
+	s := fake.Sends()
+	require.Len(t, s, 6)
+	require.Equal(t, "14155550111", s[0]["to"], "the Cloud API takes the number without +")
+	require.Equal(t, map[string]any{"preview_url": false, "body": "hi"}, s[0]["text"])
+	require.Equal(t, map[string]any{"link": "https://m.example.com/i.png", "caption": "pic"}, s[1]["image"])
+	require.Equal(t, map[string]any{"link": "https://m.example.com/a.mp3"}, s[2]["audio"])
+	require.Equal(t, "document", s[3]["type"])
+	require.Equal(t, "video", s[4]["type"])
+	require.Equal(t, map[string]any{"latitude": 52.5, "longitude": 13.4, "name": "Berlin", "address": "Pariser Platz"}, s[5]["location"])
+
+	_, err := p.Send(ctx, messaging.Outbound{Number: number, Settings: fake.Settings(appSecret, verify), ThreadTyp: domain.Group, To: "thr_x", Content: domain.Content{Kind: domain.KindText, Text: "x"}})
+	var pe *messaging.ProviderError
+	require.ErrorAs(t, err, &pe)
+	require.True(t, pe.Permanent)
+	require.False(t, p.Capabilities().Groups, "group sends are refused up front")
+	var _ messaging.Provider = p
+	_, isGroupProvider := any(p).(messaging.GroupProvider)
+	require.False(t, isGroupProvider, "every group action answers 501")
+}
+
+func TestSendErrors(t *testing.T) {
+	t.Parallel()
+	fake := whatsappfake.New(t, pnid, "EAAtoken", display)
+	p := &whatsapp.Provider{Client: whatsapp.NewClient()}
+	for code, want := range map[int]struct {
+		code      string
+		permanent bool
+	}{
+		131047: {"re_engagement_required", true},
+		131030: {"recipient_not_allowed", true},
+		130429: {"rate_limited", false},
+		131000: {"provider_unavailable", false},
+		100:    {"provider_rejected", true},
+	} {
+		to := fmt.Sprintf("1415555%04d", code%10000)
+		fake.Fail(to, code)
+		_, err := p.Send(context.Background(), messaging.Outbound{Number: number, Settings: fake.Settings(appSecret, verify), To: "+" + to, Content: domain.Content{Kind: domain.KindText, Text: "x"}})
+		var pe *messaging.ProviderError
+		require.ErrorAs(t, err, &pe, "code %d", code)
+		require.Equal(t, want.code, pe.Code, "code %d", code)
+		require.Equal(t, want.permanent, pe.Permanent, "code %d", code)
+		require.Contains(t, pe.Message, fmt.Sprint(code))
+	}
+	bad := fake.Settings(appSecret, verify)
+	bad["access_token"] = "expired"
+	_, err := p.Send(context.Background(), messaging.Outbound{Number: number, Settings: bad, To: "+14155550111", Content: domain.Content{Kind: domain.KindText, Text: "x"}})
+	var pe *messaging.ProviderError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "provider_auth_failed", pe.Code)
+	require.True(t, pe.Permanent)
+
+	who, err := whatsapp.NewClient().LookupNumber(context.Background(), fake.Settings(appSecret, verify))
+	require.NoError(t, err)
+	require.Equal(t, whatsapp.Digits(number.Number), whatsapp.Digits(who.DisplayPhoneNumber))
+}
+
+// inbox records what webhooks deliver, storing each message id once.
+type inbox struct {
+	mu       sync.Mutex
+	numbers  map[string]account.Number
+	settings map[string]map[string]string
+	messages []channels.Inbound
+	ids      map[string]bool
+	statuses []channels.StatusReport
+}
+
+func newInbox() *inbox {
+	return &inbox{numbers: map[string]account.Number{number.ID: number}, settings: map[string]map[string]string{
+		number.ID: {"phone_number_id": pnid, "access_token": "t", "app_secret": appSecret, "verify_token": verify},
+	}, ids: map[string]bool{}}
+}
+
+func (b *inbox) Number(_ context.Context, p account.Provider, id string) (account.Number, map[string]string, error) {
+	n, ok := b.numbers[id]
+	if !ok || p != n.Provider {
+		return account.Number{}, nil, failure.NotFound("number")
+	}
+	return n, b.settings[id], nil
+}
+
+func (b *inbox) Receive(_ context.Context, in channels.Inbound) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ids[in.ProviderMessageID] {
+		b.ids[in.ProviderMessageID] = true
+		b.messages = append(b.messages, in)
+	}
+	return nil
+}
+
+func (b *inbox) Status(_ context.Context, n account.Number, st channels.StatusReport) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.statuses = append(b.statuses, st)
+	return nil
+}
+
+func (b *inbox) Numbers(_ context.Context, p account.Provider) ([]account.Number, error) {
+	var out []account.Number
+	for _, n := range b.numbers {
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (b *inbox) NumberSettings(n account.Number) (map[string]string, error) {
+	return b.settings[n.ID], nil
+}
+
+func (b *inbox) count() int { b.mu.Lock(); defer b.mu.Unlock(); return len(b.messages) }
+
+func TestVerifyHandshake(t *testing.T) {
+	t.Parallel()
+	in := &whatsapp.Inbound{Inbox: newInbox()}
+	ctx := context.Background()
+	got, err := in.Verify(ctx, number.ID, "subscribe", verify, "1158201444")
+	require.NoError(t, err)
+	require.Equal(t, "1158201444", got)
+	for name, c := range map[string][2]string{
+		"wrong token": {"subscribe", "my-verify-tokem"}, "empty token": {"subscribe", ""},
+		"wrong mode": {"unsubscribe", verify}, "prefix": {"subscribe", verify[:5]},
+	} {
+		_, err := in.Verify(ctx, number.ID, c[0], c[1], "1158201444")
+		require.Equal(t, failure.KindForbidden, failure.KindOf(err), name)
+	}
+	_, err = in.Verify(ctx, "num_unknown", "subscribe", verify, "1")
+	require.Equal(t, failure.KindNotFound, failure.KindOf(err))
+}
+
+func TestSignatures(t *testing.T) {
+	t.Parallel()
+	box := newInbox()
+	in := &whatsapp.Inbound{Inbox: box, Siblings: box}
+	ctx := context.Background()
+	for i := range 1000 {
+		body := whatsappfake.TextMessage(pnid, display, "14155550111", "Sheena", fmt.Sprintf("wamid.ok%04d", i), fmt.Sprintf("message %d", i))
+		require.NoError(t, in.Webhook(ctx, number.ID, whatsappfake.Sign(body, appSecret), body))
+	}
+	require.Equal(t, 1000, box.count(), "every correctly signed payload is accepted")
+
+	body := whatsappfake.TextMessage(pnid, display, "14155550111", "Sheena", "wamid.forged", "forged")
+	good := whatsappfake.Sign(body, appSecret)
+	flipped := bytes.Clone(body)
+	flipped[len(flipped)/2] ^= 1
+	var generic any
+	require.NoError(t, json.Unmarshal(body, &generic))
+	reserialised, _ := json.MarshalIndent(generic, "", " ")
+	sha1Header := "sha1=" + good[len("sha256="):]
+	tampered := []struct {
+		name      string
+		body      []byte
+		signature string
+	}{
+		{"one byte flipped", flipped, good},
+		{"wrong secret", body, whatsappfake.Sign(body, appSecret+"x")},
+		{"sha1 prefix", body, sha1Header},
+		{"re-serialised JSON", reserialised, good},
+		{"missing header", body, ""},
+		{"no prefix", body, good[len("sha256="):]},
+		{"truncated", body, good[:len(good)-2]},
+		{"not hex", body, "sha256=zz" + good[len("sha256=")+2:]},
+		{"upper-case prefix", body, "SHA256=" + good[len("sha256="):]},
+	}
+	for _, c := range tampered {
+		err := in.Webhook(ctx, number.ID, c.signature, c.body)
+		require.Equal(t, failure.KindUnauthenticated, failure.KindOf(err), c.name)
+	}
+	require.Equal(t, 1000, box.count(), "no tampered payload is accepted")
+
+	// A replayed payload is stored once.
+	require.NoError(t, in.Webhook(ctx, number.ID, good, body))
+	require.NoError(t, in.Webhook(ctx, number.ID, good, body))
+	require.Equal(t, 1001, box.count())
+}
+
+func TestInboundContent(t *testing.T) {
+	t.Parallel()
+	box := newInbox()
+	in := &whatsapp.Inbound{Inbox: box}
+	ctx := context.Background()
+	post := func(body []byte) {
+		require.NoError(t, in.Webhook(ctx, number.ID, whatsappfake.Sign(body, appSecret), body))
+	}
+	post(whatsappfake.TextMessage(pnid, display, "14155550111", "Sheena Nelson", "wamid.t1", "Does it come in another color?"))
+	post(whatsappfake.ImageMessage(pnid, display, "14155550111", "Sheena Nelson", "wamid.i1", "1003383421387256", "look"))
+	post(whatsappfake.Status(pnid, display, "wamid.out1", "14155550111", "delivered", 0))
+	post(whatsappfake.Status(pnid, display, "wamid.out2", "14155550111", "failed", 131047))
+	post(whatsappfake.Status(pnid, display, "wamid.out3", "14155550111", "read", 0))
+	// A change about a phone number id nobody registered is skipped.
+	post(whatsappfake.TextMessage("999999999", display, "14155550111", "X", "wamid.other", "not ours"))
+
+	require.Len(t, box.messages, 2)
+	text, image := box.messages[0], box.messages[1]
+	require.Equal(t, "+14155550111", text.Sender.ChatID)
+	require.Equal(t, "Sheena Nelson", text.Sender.Name)
+	require.Equal(t, "Does it come in another color?", text.Content.Text)
+	require.Equal(t, "wamid.t1", text.ProviderMessageID)
+	require.Equal(t, domain.KindImage, image.Content.Kind)
+	require.Equal(t, "https://graph.facebook.com/v23.0/1003383421387256", image.Content.MediaURL)
+	require.Equal(t, "look", image.Content.Caption)
+
+	require.Len(t, box.statuses, 3)
+	require.Equal(t, channels.StatusReport{ProviderMessageID: "wamid.out1", Status: domain.Delivered}, box.statuses[0])
+	require.Equal(t, domain.Failed, box.statuses[1].Status)
+	require.Equal(t, "re_engagement_required", box.statuses[1].Code)
+	require.Contains(t, box.statuses[1].Text, "24 hours")
+	require.Equal(t, domain.Read, box.statuses[2].Status)
+}
+
+func TestSiblingNumbers(t *testing.T) {
+	t.Parallel()
+	box := newInbox()
+	sibling := account.Number{ID: "num_wa2", AccountID: "acc_2", Number: "+14155550102", Service: account.WhatsApp, Provider: account.ProviderWhatsAppCloud, Enabled: true}
+	stranger := account.Number{ID: "num_wa3", AccountID: "acc_3", Number: "+14155550103", Service: account.WhatsApp, Provider: account.ProviderWhatsAppCloud, Enabled: true}
+	box.numbers[sibling.ID], box.numbers[stranger.ID] = sibling, stranger
+	box.settings[sibling.ID] = map[string]string{"phone_number_id": "222", "app_secret": appSecret}
+	box.settings[stranger.ID] = map[string]string{"phone_number_id": "333", "app_secret": "another app"}
+	in := &whatsapp.Inbound{Inbox: box, Siblings: box}
+	ctx := context.Background()
+	for _, id := range []string{"222", "333"} {
+		body := whatsappfake.TextMessage(id, display, "14155550111", "S", "wamid.to"+id, "hi "+id)
+		require.NoError(t, in.Webhook(ctx, number.ID, whatsappfake.Sign(body, appSecret), body))
+	}
+	require.Len(t, box.messages, 1, "only a number of the same app (same secret) takes the change")
+	require.Equal(t, sibling.ID, box.messages[0].Number.ID)
+}

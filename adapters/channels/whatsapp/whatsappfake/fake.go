@@ -1,0 +1,212 @@
+// Package whatsappfake is a WhatsApp Cloud API (Graph API) server for
+// tests, on 127.0.0.1: it answers sends and the phone number lookup with
+// the request and response JSON of the Cloud API reference, errors
+// included, records every send, and builds signed webhook payloads.
+package whatsappfake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Version is the Graph API version the fake serves.
+const Version = "v23.0"
+
+// Server is the fake Cloud API for one business phone number.
+type Server struct {
+	URL           string
+	PhoneNumberID string
+	Token         string
+	Display       string
+
+	mu     sync.Mutex
+	sends  []map[string]any
+	nextID int
+	// failures maps a recipient (digits) to a Graph error code.
+	failures map[string]int
+}
+
+// New starts a fake for the phone number id, access token and display
+// number ("+1 555-010-0100").
+func New(t testing.TB, phoneNumberID, token, display string) *Server {
+	s := &Server{PhoneNumberID: phoneNumberID, Token: token, Display: display, failures: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// Settings are a number's provider settings pointing at this fake.
+func (s *Server) Settings(appSecret, verifyToken string) map[string]string {
+	return map[string]string{
+		"phone_number_id": s.PhoneNumberID, "access_token": s.Token, "app_secret": appSecret,
+		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version,
+	}
+}
+
+// Fail makes sends to recipient (digits, no +) answer the error code.
+func (s *Server) Fail(recipient string, code int) {
+	s.mu.Lock()
+	s.failures[recipient] = code
+	s.mu.Unlock()
+}
+
+// Sends returns the recorded send bodies.
+func (s *Server) Sends() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.sends...)
+}
+
+// graphErrors are error bodies as the Cloud API answers them.
+var graphErrors = map[int]struct {
+	status  int
+	message string
+	details string
+}{
+	190:    {401, "Error validating access token: Session has expired on Tuesday, 18-Nov-25 10:00:00 PST.", ""},
+	131030: {400, "(#131030) Recipient phone number not in allowed list", "Recipient phone number not in allowed list: Add recipient phone number to recipient list and try again."},
+	131047: {400, "(#131047) Re-engagement message", "Message failed to send because more than 24 hours have passed since the customer last replied to this number."},
+	130429: {429, "(#130429) Rate limit hit", "Cloud API message throughput has been reached."},
+	131000: {500, "(#131000) Something went wrong", "Message failed to send due to an unknown error."},
+	100:    {400, "(#100) Invalid parameter", "Parameter value is not valid"},
+}
+
+func graphError(w http.ResponseWriter, code int) {
+	e := graphErrors[code]
+	body := map[string]any{"error": map[string]any{
+		"message": e.message, "type": "OAuthException", "code": code,
+		"fbtrace_id": "AbCdEfGhIjKlMnOpQrStUv",
+	}}
+	if e.details != "" {
+		body["error"].(map[string]any)["error_data"] = map[string]any{"messaging_product": "whatsapp", "details": e.details}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+s.Token {
+		graphError(w, 190)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/"+Version+"/"+s.PhoneNumberID:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"verified_name": "Switchboard Test", "display_phone_number": s.Display,
+			"id": s.PhoneNumberID, "quality_rating": "GREEN",
+		})
+	case r.Method == http.MethodPost && r.URL.Path == "/"+Version+"/"+s.PhoneNumberID+"/messages":
+		var body map[string]any
+		raw, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(raw, &body) != nil || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil {
+			graphError(w, 100)
+			return
+		}
+		to := fmt.Sprint(body["to"])
+		s.mu.Lock()
+		code, failing := s.failures[to]
+		s.nextID++
+		id := fmt.Sprintf("wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI%06d", s.nextID)
+		if !failing {
+			s.sends = append(s.sends, body)
+		}
+		s.mu.Unlock()
+		if failing {
+			graphError(w, code)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"messaging_product": "whatsapp",
+			"contacts":          []any{map[string]any{"input": to, "wa_id": to}},
+			"messages":          []any{map[string]any{"id": id}},
+		})
+	default:
+		graphError(w, 100)
+	}
+}
+
+// LastID is the wamid of the last accepted send.
+func (s *Server) LastID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI%06d", s.nextID)
+}
+
+// notification wraps a change value the way the Cloud API posts it.
+func notification(phoneNumberID, display string, value map[string]any) []byte {
+	value["messaging_product"] = "whatsapp"
+	value["metadata"] = map[string]any{"display_phone_number": display, "phone_number_id": phoneNumberID}
+	b, err := json.Marshal(map[string]any{
+		"object": "whatsapp_business_account",
+		"entry": []any{map[string]any{
+			"id":      "102290129340398",
+			"changes": []any{map[string]any{"value": value, "field": "messages"}},
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TextMessage is a notification of an inbound text message.
+func TextMessage(phoneNumberID, display, from, name, wamid, text string) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{
+			"from": from, "id": wamid, "timestamp": "1763800000", "type": "text",
+			"text": map[string]any{"body": text},
+		}},
+	})
+}
+
+// ImageMessage is a notification of an inbound image.
+func ImageMessage(phoneNumberID, display, from, name, wamid, mediaID, caption string) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{
+			"from": from, "id": wamid, "timestamp": "1763800000", "type": "image",
+			"image": map[string]any{"caption": caption, "mime_type": "image/jpeg", "sha256": "Kp2Wn0bQmIYmB5jGqhRm0YaZ3q3Yq0S1l8n8s3c6A0o=", "id": mediaID},
+		}},
+	})
+}
+
+// Status is a notification of a delivery status; errorCode, when not
+// zero, is the failure's error.
+func Status(phoneNumberID, display, wamid, recipient, status string, errorCode int) []byte {
+	st := map[string]any{"id": wamid, "status": status, "timestamp": "1763800100", "recipient_id": recipient}
+	if status != "failed" {
+		st["conversation"] = map[string]any{"id": "8ad4ac1c3b5d1f9f2d1a7e8e0c7b6a5d", "origin": map[string]any{"type": "service"}}
+		st["pricing"] = map[string]any{"billable": false, "pricing_model": "PMP", "category": "service", "type": "free_customer_service"}
+	}
+	if errorCode != 0 {
+		e := graphErrors[errorCode]
+		title := strings.TrimSpace(e.message[strings.Index(e.message, ")")+1:])
+		st["errors"] = []any{map[string]any{
+			"code": errorCode, "title": title, "message": title,
+			"error_data": map[string]any{"details": e.details},
+			"href":       "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/",
+		}}
+	}
+	return notification(phoneNumberID, display, map[string]any{"statuses": []any{st}})
+}
+
+// Sign is the X-Hub-Signature-256 header of body with the app secret.
+func Sign(body []byte, appSecret string) string {
+	m := hmac.New(sha256.New, []byte(appSecret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}

@@ -1,0 +1,229 @@
+// Package emailtest is the contract suite of the email Sender port, run
+// against every adapter (the sandbox mailbox, and SMTP against a real
+// server on 127.0.0.1), and the MIME reader the SMTP tests use to look at
+// what a server received.
+package emailtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	appemail "github.com/switchboard-dev/switchboard/application/email"
+)
+
+// Delivered is one email as its destination saw it.
+type Delivered struct {
+	// From and Recipients are the envelope.
+	From       string
+	Recipients []string
+	MessageID  string
+	Subject    string
+	Text       string
+	HTML       string
+	// AttachmentName and Attachment are the attached file, if any.
+	AttachmentName string
+	Attachment     []byte
+}
+
+// Harness is one adapter under test and a view of where its emails went.
+type Harness struct {
+	Sender    appemail.Sender
+	Delivered func(t *testing.T) []Delivered
+}
+
+// Outgoing returns a complete test email with a fresh Message-ID.
+func Outgoing(n int) appemail.Outgoing {
+	return appemail.Outgoing{
+		MessageID: fmt.Sprintf("<eml_contract%d.%d@mail.example.com>", n, time.Now().UnixNano()),
+		From:      "agent@mail.example.com", To: "user@example.org",
+		Cc: []string{"cc@example.org"}, Bcc: []string{"hidden@example.org"}, ReplyTo: []string{"replies@example.com"},
+		Subject: fmt.Sprintf("Grüße Nr. %d", n), Text: "Hello there,\nsee you.",
+		Date: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+	}
+}
+
+// Sender runs the contract of appemail.Sender against the harnesses that
+// open returns; each call must give its own empty destination.
+func Sender(t *testing.T, open func(t *testing.T) Harness) {
+	t.Run("PlainTextReachesEveryRecipientOnce", func(t *testing.T) {
+		t.Parallel()
+		h := open(t)
+		out := Outgoing(1)
+		receipt, err := h.Sender.Send(context.Background(), out)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(receipt.Reply, "250"), "reply %q", receipt.Reply)
+		got := h.Delivered(t)
+		require.Len(t, got, 1)
+		d := got[0]
+		require.Equal(t, out.From, d.From)
+		require.ElementsMatch(t, []string{"user@example.org", "cc@example.org", "hidden@example.org"}, d.Recipients)
+		require.Equal(t, out.MessageID, d.MessageID)
+		require.Equal(t, out.Subject, d.Subject)
+		require.Equal(t, out.Text, strings.ReplaceAll(d.Text, "\r\n", "\n"))
+		require.Empty(t, d.HTML)
+	})
+
+	t.Run("HTMLTravelsWithItsTextAlternative", func(t *testing.T) {
+		t.Parallel()
+		h := open(t)
+		out := Outgoing(2)
+		out.HTML, out.Text = "<p>Hello <b>there</b></p>", "Hello there"
+		_, err := h.Sender.Send(context.Background(), out)
+		require.NoError(t, err)
+		got := h.Delivered(t)
+		require.Len(t, got, 1)
+		require.Equal(t, out.HTML, got[0].HTML)
+		require.Equal(t, out.Text, got[0].Text)
+	})
+
+	t.Run("AttachmentArrivesIntact", func(t *testing.T) {
+		t.Parallel()
+		h := open(t)
+		out := Outgoing(3)
+		data := bytes.Repeat([]byte{0, 1, 2, 250, 'x'}, 5000)
+		out.Attachment = &appemail.Attachment{Name: "report.pdf", ContentType: "application/pdf", Data: data}
+		_, err := h.Sender.Send(context.Background(), out)
+		require.NoError(t, err)
+		got := h.Delivered(t)
+		require.Len(t, got, 1)
+		require.Equal(t, "report.pdf", got[0].AttachmentName)
+		require.Equal(t, data, got[0].Attachment)
+	})
+
+	t.Run("ConcurrentSendsAllArrive", func(t *testing.T) {
+		t.Parallel()
+		h := open(t)
+		const n = 24
+		errs := make([]error, n)
+		ids := map[string]bool{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out := Outgoing(100 + i)
+				mu.Lock()
+				ids[out.MessageID] = true
+				mu.Unlock()
+				_, errs[i] = h.Sender.Send(context.Background(), out)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		got := h.Delivered(t)
+		require.Len(t, got, n)
+		for _, d := range got {
+			require.True(t, ids[d.MessageID], "unexpected %s", d.MessageID)
+			delete(ids, d.MessageID)
+		}
+	})
+
+	t.Run("CancelledContextSendsNothing", func(t *testing.T) {
+		t.Parallel()
+		h := open(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := h.Sender.Send(ctx, Outgoing(4))
+		require.ErrorIs(t, err, context.Canceled)
+		require.Empty(t, h.Delivered(t))
+	})
+}
+
+// FromOutgoing is what a sender that keeps Outgoing values delivered.
+func FromOutgoing(out appemail.Outgoing) Delivered {
+	d := Delivered{
+		From: out.From, Recipients: out.Recipients(), MessageID: out.MessageID,
+		Subject: out.Subject, Text: out.Text, HTML: out.HTML,
+	}
+	if out.Attachment != nil {
+		d.AttachmentName, d.Attachment = out.Attachment.Name, out.Attachment.Data
+	}
+	return d
+}
+
+// FromMIME reads a received message.
+func FromMIME(from string, to []string, data []byte) (Delivered, *mail.Message, error) {
+	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		return Delivered{}, nil, err
+	}
+	var dec mime.WordDecoder
+	subject, err := dec.DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil {
+		return Delivered{}, nil, err
+	}
+	d := Delivered{From: from, Recipients: to, MessageID: msg.Header.Get("Message-Id"), Subject: subject}
+	body, err := io.ReadAll(msg.Body)
+	if err != nil {
+		return Delivered{}, nil, err
+	}
+	if err := readPart(&d, msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Header.Get("Content-Disposition"), body); err != nil {
+		return Delivered{}, nil, err
+	}
+	return d, msg, nil
+}
+
+func readPart(d *Delivered, contentType, encoding, disposition string, body []byte) error {
+	mediaType, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return fmt.Errorf("content type %q: %w", contentType, err)
+	}
+	if strings.HasPrefix(mediaType, "multipart/") {
+		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		for {
+			p, err := r.NextRawPart()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(p)
+			if err != nil {
+				return err
+			}
+			if err := readPart(d, p.Header.Get("Content-Type"), p.Header.Get("Content-Transfer-Encoding"), p.Header.Get("Content-Disposition"), b); err != nil {
+				return err
+			}
+		}
+	}
+	var decoded []byte
+	switch strings.ToLower(encoding) {
+	case "quoted-printable":
+		decoded, err = io.ReadAll(quotedprintable.NewReader(bytes.NewReader(body)))
+	case "base64":
+		decoded, err = io.ReadAll(base64.NewDecoder(base64.StdEncoding, bytes.NewReader(bytes.ReplaceAll(bytes.ReplaceAll(body, []byte("\r\n"), nil), []byte("\n"), nil))))
+	default:
+		decoded = body
+	}
+	if err != nil {
+		return err
+	}
+	if disp, dparams, err := mime.ParseMediaType(disposition); err == nil && disp == "attachment" {
+		d.AttachmentName, d.Attachment = dparams["filename"], decoded
+		return nil
+	}
+	switch mediaType {
+	case "text/plain":
+		d.Text = strings.TrimRight(strings.ReplaceAll(string(decoded), "\r\n", "\n"), "\n")
+	case "text/html":
+		d.HTML = strings.TrimRight(strings.ReplaceAll(string(decoded), "\r\n", "\n"), "\n")
+	}
+	return nil
+}

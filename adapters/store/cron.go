@@ -1,0 +1,466 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+)
+
+var _ appcron.Repos = (*Repos)(nil)
+
+const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at"
+
+type cronJobRow struct {
+	bun.BaseModel  `bun:"table:cron_jobs"`
+	ID             string         `bun:"id,pk"`
+	AccountID      string         `bun:"account_id"`
+	EndpointURL    string         `bun:"endpoint_url"`
+	Method         string         `bun:"method"`
+	Headers        string         `bun:"headers"`
+	Body           sql.NullString `bun:"body"`
+	Frequency      string         `bun:"frequency"`
+	TimeOfDay      string         `bun:"time_of_day"`
+	Timezone       string         `bun:"timezone"`
+	DayOfWeek      sql.NullInt64  `bun:"day_of_week"`
+	DayOfMonth     sql.NullInt64  `bun:"day_of_month"`
+	CustomSchedule string         `bun:"custom_schedule"`
+	TimeoutMs      int64          `bun:"timeout_ms"`
+	Retries        int            `bun:"retries"`
+	Status         string         `bun:"status"`
+	NextRunAt      sql.NullInt64  `bun:"next_run_at"`
+	Version        int64          `bun:"version"`
+	CreatedAt      int64          `bun:"created_at"`
+	UpdatedAt      sql.NullInt64  `bun:"updated_at"`
+}
+
+func nullInt(p *int) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(*p), Valid: true}
+}
+
+func nullTime(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(*t), Valid: true}
+}
+
+func intOf(n sql.NullInt64) *int {
+	if !n.Valid {
+		return nil
+	}
+	v := int(n.Int64)
+	return &v
+}
+
+func timeOf(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromMicros(n.Int64)
+	return &t
+}
+
+func cronJobToRow(j cron.Job) (cronJobRow, error) {
+	headers := j.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	h, err := json.Marshal(headers)
+	if err != nil {
+		return cronJobRow{}, fmt.Errorf("encode headers: %w", err)
+	}
+	row := cronJobRow{
+		ID: j.ID, AccountID: j.AccountID, EndpointURL: j.EndpointURL, Method: j.Method, Headers: string(h),
+		Frequency: string(j.Frequency), TimeOfDay: j.Time, Timezone: j.Timezone,
+		DayOfWeek: nullInt(j.DayOfWeek), DayOfMonth: nullInt(j.DayOfMonth), CustomSchedule: j.CustomSchedule,
+		TimeoutMs: j.Timeout.Milliseconds(), Retries: j.Retries, Status: string(j.Status),
+		NextRunAt: nullTime(j.NextRunAt), Version: j.Version, CreatedAt: micros(j.CreatedAt), UpdatedAt: nullTime(j.UpdatedAt),
+	}
+	if j.Body != nil {
+		row.Body = sql.NullString{String: string(j.Body), Valid: true}
+	}
+	return row, nil
+}
+
+func (r cronJobRow) domain() cron.Job {
+	j := cron.Job{
+		ID: r.ID, AccountID: r.AccountID, EndpointURL: r.EndpointURL, Method: r.Method,
+		Spec: cron.Spec{
+			Frequency: cron.Frequency(r.Frequency), Time: r.TimeOfDay, Timezone: r.Timezone,
+			DayOfWeek: intOf(r.DayOfWeek), DayOfMonth: intOf(r.DayOfMonth), CustomSchedule: r.CustomSchedule,
+		},
+		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, Retries: r.Retries, Status: cron.Status(r.Status),
+		NextRunAt: timeOf(r.NextRunAt), Version: r.Version, CreatedAt: fromMicros(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+	}
+	_ = json.Unmarshal([]byte(r.Headers), &j.Headers)
+	if len(j.Headers) == 0 {
+		j.Headers = nil
+	}
+	if r.Body.Valid {
+		j.Body = json.RawMessage(r.Body.String)
+	}
+	return j
+}
+
+// LockAccountJobs takes a transaction-scoped advisory lock per account on
+// Postgres; SQLite transactions already hold the one write lock.
+func (r *Repos) LockAccountJobs(ctx context.Context, accountID string) error {
+	if r.dialect != Postgres {
+		return nil
+	}
+	_, err := r.write.NewRaw("SELECT pg_advisory_xact_lock(hashtext(?))", "cron_jobs:"+accountID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("lock account jobs: %w", err)
+	}
+	return nil
+}
+
+// CountJobs counts an account's jobs.
+func (r *Repos) CountJobs(ctx context.Context, accountID string) (int, error) {
+	n, err := r.read.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", accountID).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count cron jobs: %w", err)
+	}
+	return n, nil
+}
+
+// InsertJob stores a new job.
+func (r *Repos) InsertJob(ctx context.Context, j cron.Job) error {
+	row, err := cronJobToRow(j)
+	if err != nil {
+		return err
+	}
+	_, err = r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "cron job")
+}
+
+// Job reads one job of an account, locking it inside a transaction on
+// Postgres.
+func (r *Repos) Job(ctx context.Context, accountID, id string) (cron.Job, error) {
+	var row cronJobRow
+	q := "SELECT " + cronJobColumns + " FROM cron_jobs WHERE id = ? AND account_id = ?"
+	if r.tx != nil && r.dialect == Postgres {
+		q += " FOR UPDATE"
+	}
+	// Inside a transaction read is the transaction; outside, the read pool.
+	if err := r.read.NewRaw(q, id, accountID).Scan(ctx, &row); err != nil {
+		return cron.Job{}, translate(err, "cron job")
+	}
+	return row.domain(), nil
+}
+
+// Jobs lists an account's jobs, oldest first.
+func (r *Repos) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, int, error) {
+	base := r.read.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", q.AccountID)
+	if q.Status != "" {
+		base = base.Where("status = ?", string(q.Status))
+	}
+	total, err := base.Count(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count cron jobs: %w", err)
+	}
+	var rows []cronJobRow
+	if err := base.Order("created_at", "id").Limit(q.Limit).Offset(q.Offset).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, fmt.Errorf("list cron jobs: %w", err)
+	}
+	out := make([]cron.Job, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, total, nil
+}
+
+// UpdateJob saves every field of a job.
+func (r *Repos) UpdateJob(ctx context.Context, j cron.Job) error {
+	row, err := cronJobToRow(j)
+	if err != nil {
+		return err
+	}
+	res, err := r.write.NewUpdate().Model(&row).ExcludeColumn("id", "account_id", "created_at").WherePK().Where("account_id = ?", j.AccountID).Exec(ctx)
+	if err != nil {
+		return translate(err, "cron job")
+	}
+	return requireOneRow(res, "cron job")
+}
+
+// DeleteJob removes a job and, by cascade, its executions.
+func (r *Repos) DeleteJob(ctx context.Context, accountID, id string) error {
+	res, err := r.write.NewDelete().Model((*cronJobRow)(nil)).Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
+	if err != nil {
+		return translate(err, "cron job")
+	}
+	return requireOneRow(res, "cron job")
+}
+
+const cronExecColumns = "id, job_id, account_id, slot, started_at, status, attempt, response_code, response_time_ms, response_body, error, deadline, retry_at, finished_at"
+
+type cronExecRow struct {
+	bun.BaseModel  `bun:"table:cron_executions"`
+	ID             string         `bun:"id,pk"`
+	JobID          string         `bun:"job_id"`
+	AccountID      string         `bun:"account_id"`
+	Slot           int64          `bun:"slot"`
+	StartedAt      int64          `bun:"started_at"`
+	Status         string         `bun:"status"`
+	Attempt        int            `bun:"attempt"`
+	ResponseCode   int            `bun:"response_code"`
+	ResponseTimeMs int64          `bun:"response_time_ms"`
+	ResponseBody   sql.NullString `bun:"response_body"`
+	Error          string         `bun:"error"`
+	Deadline       sql.NullInt64  `bun:"deadline"`
+	RetryAt        sql.NullInt64  `bun:"retry_at"`
+	FinishedAt     sql.NullInt64  `bun:"finished_at"`
+}
+
+func (r cronExecRow) domain() cron.Execution {
+	e := cron.Execution{
+		ID: r.ID, JobID: r.JobID, AccountID: r.AccountID, Slot: fromMicros(r.Slot), StartedAt: fromMicros(r.StartedAt),
+		Status: cron.ExecutionStatus(r.Status), Attempt: r.Attempt, ResponseCode: r.ResponseCode,
+		ResponseTimeMs: r.ResponseTimeMs, Error: r.Error, RetryAt: timeOf(r.RetryAt),
+	}
+	if r.ResponseBody.Valid {
+		e.ResponseBody = json.RawMessage(r.ResponseBody.String)
+	}
+	if r.Deadline.Valid {
+		e.Deadline = fromMicros(r.Deadline.Int64)
+	}
+	return e
+}
+
+var finished = []string{string(cron.Success), string(cron.Failed)}
+
+// LastExecution reads a job's latest finished execution.
+func (r *Repos) LastExecution(ctx context.Context, jobID string) (cron.Execution, bool, error) {
+	var row cronExecRow
+	err := r.read.NewRaw("SELECT "+cronExecColumns+" FROM cron_executions WHERE job_id = ? AND status IN (?) ORDER BY slot DESC, id DESC LIMIT 1",
+		jobID, bun.List(finished)).Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cron.Execution{}, false, nil
+	}
+	if err != nil {
+		return cron.Execution{}, false, fmt.Errorf("read last execution: %w", err)
+	}
+	return row.domain(), true, nil
+}
+
+// Executions lists a job's finished executions, newest slot first.
+func (r *Repos) Executions(ctx context.Context, q appcron.ExecutionQuery) ([]cron.Execution, int, error) {
+	statuses := finished
+	if q.Status != "" {
+		statuses = []string{string(q.Status)}
+	}
+	base := r.read.NewSelect().Model((*cronExecRow)(nil)).Where("job_id = ?", q.JobID).Where("status IN (?)", bun.List(statuses))
+	total, err := base.Count(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count executions: %w", err)
+	}
+	var rows []cronExecRow
+	if err := base.OrderExpr("slot DESC, id DESC").Limit(q.Limit).Offset(q.Offset).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, fmt.Errorf("list executions: %w", err)
+	}
+	out := make([]cron.Execution, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, total, nil
+}
+
+// ClaimDueJobs locks up to limit due active jobs, earliest first, skipping
+// rows other transactions hold.
+func (r *Repos) ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error) {
+	lock := ""
+	if r.dialect == Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	var rows []cronJobRow
+	err := r.write.NewRaw("SELECT "+cronJobColumns+" FROM cron_jobs WHERE status = 'active' AND next_run_at IS NOT NULL AND next_run_at <= ? ORDER BY next_run_at LIMIT ?"+lock,
+		micros(now), limit).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("claim due cron jobs: %w", err)
+	}
+	out := make([]cron.Job, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// SetNextRuns moves the jobs' next runs in one statement.
+func (r *Repos) SetNextRuns(ctx context.Context, next []appcron.NextRun) error {
+	if len(next) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	if r.dialect == Postgres {
+		// A join with the new values: one hash lookup per row.
+		args := make([]any, 0, 2*len(next))
+		b.WriteString("UPDATE cron_jobs AS j SET next_run_at = v.next FROM (VALUES ")
+		for i, n := range next {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?::text, ?::bigint)")
+			args = append(args, n.JobID, nullTime(n.At))
+		}
+		b.WriteString(") AS v (id, next) WHERE j.id = v.id")
+		if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
+			return fmt.Errorf("set next cron runs: %w", err)
+		}
+		return nil
+	}
+	args := make([]any, 0, 2*len(next)+1)
+	ids := make([]string, len(next))
+	b.WriteString("UPDATE cron_jobs SET next_run_at = CAST(CASE id")
+	for i, n := range next {
+		b.WriteString(" WHEN ? THEN ?")
+		args = append(args, n.JobID, nullTime(n.At))
+		ids[i] = n.JobID
+	}
+	b.WriteString(" END AS BIGINT) WHERE id IN (?)")
+	args = append(args, bun.List(ids))
+	if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
+		return fmt.Errorf("set next cron runs: %w", err)
+	}
+	return nil
+}
+
+// InsertExecutions stores executions, skipping slots that already have
+// one, and returns the ids stored.
+func (r *Repos) InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error) {
+	if len(execs) == 0 {
+		return nil, nil
+	}
+	rows := make([]cronExecRow, len(execs))
+	for i, e := range execs {
+		rows[i] = cronExecRow{
+			ID: e.ID, JobID: e.JobID, AccountID: e.AccountID, Slot: micros(e.Slot), StartedAt: micros(e.StartedAt),
+			Status: string(e.Status), Attempt: e.Attempt, Deadline: sql.NullInt64{Int64: micros(e.Deadline), Valid: !e.Deadline.IsZero()},
+		}
+	}
+	var ids []string
+	_, err := r.write.NewInsert().Model(&rows).On("CONFLICT (job_id, slot) DO NOTHING").Returning("id").Exec(ctx, &ids)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("insert executions: %w", err)
+	}
+	return ids, nil
+}
+
+// ClaimRetries starts the retries that are due.
+func (r *Repos) ClaimRetries(ctx context.Context, now time.Time, margin time.Duration, limit int) ([]cron.Execution, error) {
+	lock := ""
+	if r.dialect == Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	var rows []cronExecRow
+	err := r.write.NewRaw(
+		`UPDATE cron_executions SET status = 'running', attempt = attempt + 1, started_at = ?,
+			deadline = ? + 1000 * COALESCE((SELECT NULLIF(timeout_ms, 0) FROM cron_jobs WHERE cron_jobs.id = cron_executions.job_id), ?)
+		WHERE id IN (
+			SELECT id FROM cron_executions WHERE status = 'retrying' AND retry_at <= ? ORDER BY retry_at LIMIT ?`+lock+`
+		) RETURNING `+cronExecColumns,
+		micros(now), micros(now.Add(margin)), cron.DefaultTimeout.Milliseconds(), micros(now), limit,
+	).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("claim cron retries: %w", err)
+	}
+	out := make([]cron.Execution, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// JobsByID reads jobs of any account.
+func (r *Repos) JobsByID(ctx context.Context, ids []string) ([]cron.Job, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []cronJobRow
+	if err := r.write.NewRaw("SELECT "+cronJobColumns+" FROM cron_jobs WHERE id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read cron jobs: %w", err)
+	}
+	out := make([]cron.Job, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// FinishExecutions records call outcomes: one statement on Postgres, one
+// per outcome (cheap inside the transaction) on SQLite. Executions no
+// longer running (expired, or deleted with their job) are left alone.
+func (r *Repos) FinishExecutions(ctx context.Context, results []appcron.Outcome) error {
+	if len(results) == 0 {
+		return nil
+	}
+	body := func(o appcron.Outcome) sql.NullString {
+		return sql.NullString{String: string(o.ResponseBody), Valid: o.ResponseBody != nil}
+	}
+	if r.dialect == Postgres {
+		var b strings.Builder
+		args := make([]any, 0, 8*len(results))
+		b.WriteString(`UPDATE cron_executions AS e SET status = v.status, response_code = v.code, response_time_ms = v.ms,
+			response_body = v.body, error = v.error, retry_at = v.retry_at, finished_at = v.finished_at, deadline = NULL
+			FROM (VALUES `)
+		for i, o := range results {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::text, ?::bigint, ?::bigint)")
+			args = append(args, o.ExecutionID, string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt))
+		}
+		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at) WHERE e.id = v.id AND e.status = 'running'`)
+		if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
+			return fmt.Errorf("record executions: %w", err)
+		}
+		return nil
+	}
+	for _, o := range results {
+		_, err := r.write.NewRaw(`UPDATE cron_executions SET status = ?, response_code = ?, response_time_ms = ?, response_body = ?, error = ?,
+			retry_at = ?, finished_at = ?, deadline = NULL WHERE id = ? AND status = 'running'`,
+			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.ExecutionID).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record execution: %w", err)
+		}
+	}
+	return nil
+}
+
+// ExpireRunning fails running executions past their deadline.
+func (r *Repos) ExpireRunning(ctx context.Context, now time.Time, reason string) (int, error) {
+	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, deadline = NULL
+		WHERE status = 'running' AND deadline < ?`, reason, micros(now), micros(now)).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("expire executions: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// NextWake is the earliest next run or retry.
+func (r *Repos) NextWake(ctx context.Context) (time.Time, bool, error) {
+	var at sql.NullInt64
+	err := r.read.NewRaw(`SELECT MIN(t) FROM (
+		SELECT MIN(next_run_at) AS t FROM cron_jobs WHERE status = 'active' AND next_run_at IS NOT NULL
+		UNION ALL SELECT MIN(retry_at) AS t FROM cron_executions WHERE status = 'retrying'
+	) AS due`).Scan(ctx, &at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read next cron run: %w", err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(at.Int64), true, nil
+}

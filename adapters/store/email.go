@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/email"
+)
+
+var _ appemail.Repos = (*Repos)(nil)
+
+// InsertEmailAddress stores an address; a taken local@domain is a Conflict.
+func (r *Repos) InsertEmailAddress(ctx context.Context, a account.EmailAddress) error {
+	row := emailAddressRow{ID: a.ID, AccountID: a.AccountID, LocalPart: a.LocalPart, Domain: a.Domain, CreatedAt: a.CreatedAt}
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "email address")
+}
+
+// EmailAddressByAddress finds an address of any account.
+func (r *Repos) EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error) {
+	var row emailAddressRow
+	if err := r.selectOne(ctx, &row, "SELECT id, account_id, local_part, domain, created_at FROM email_addresses WHERE local_part = $1 AND domain = $2", localPart, domain); err != nil {
+		return account.EmailAddress{}, translate(err, "email address")
+	}
+	return account.EmailAddress{ID: row.ID, AccountID: row.AccountID, LocalPart: row.LocalPart, Domain: row.Domain, CreatedAt: row.CreatedAt.UTC()}, nil
+}
+
+const emailColumns = "id, account_id, from_address, to_address, cc, bcc, reply_to, subject, body, html, headers, attachment_uri, message_id, status, reply, failure_code, attempts, created_at, updated_at, sent_at"
+
+type emailRow struct {
+	bun.BaseModel `bun:"table:emails"`
+	ID            string     `bun:"id,pk"`
+	AccountID     string     `bun:"account_id"`
+	FromAddress   string     `bun:"from_address"`
+	ToAddress     string     `bun:"to_address"`
+	Cc            string     `bun:"cc"`
+	Bcc           string     `bun:"bcc"`
+	ReplyTo       string     `bun:"reply_to"`
+	Subject       string     `bun:"subject"`
+	Body          string     `bun:"body"`
+	HTML          bool       `bun:"html"`
+	Headers       string     `bun:"headers"`
+	AttachmentURI string     `bun:"attachment_uri"`
+	MessageID     string     `bun:"message_id"`
+	Status        string     `bun:"status"`
+	Reply         string     `bun:"reply"`
+	FailureCode   string     `bun:"failure_code"`
+	Attempts      int        `bun:"attempts"`
+	CreatedAt     time.Time  `bun:"created_at"`
+	UpdatedAt     time.Time  `bun:"updated_at"`
+	SentAt        *time.Time `bun:"sent_at"`
+}
+
+// headerJSON is how one extra header is kept.
+type headerJSON struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func jsonList[T any](v []T) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func emailToRow(e email.Email) emailRow {
+	headers := make([]headerJSON, len(e.Headers))
+	for i, h := range e.Headers {
+		headers[i] = headerJSON(h)
+	}
+	return emailRow{
+		ID: e.ID, AccountID: e.AccountID, FromAddress: e.From, ToAddress: e.To,
+		Cc: jsonList(e.Cc), Bcc: jsonList(e.Bcc), ReplyTo: jsonList(e.ReplyTo),
+		Subject: e.Subject, Body: e.Body, HTML: e.HTML, Headers: jsonList(headers),
+		AttachmentURI: e.AttachmentURI, MessageID: e.MessageID, Status: string(e.Status),
+		Reply: e.Reply, FailureCode: e.FailureCode, Attempts: e.Attempts,
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, SentAt: e.SentAt,
+	}
+}
+
+func (row emailRow) domain() (email.Email, error) {
+	e := email.Email{
+		ID: row.ID, AccountID: row.AccountID, From: row.FromAddress, To: row.ToAddress,
+		Subject: row.Subject, Body: row.Body, HTML: row.HTML, AttachmentURI: row.AttachmentURI,
+		MessageID: row.MessageID, Status: email.Status(row.Status), Reply: row.Reply,
+		FailureCode: row.FailureCode, Attempts: row.Attempts,
+		CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
+	}
+	if row.SentAt != nil {
+		at := row.SentAt.UTC()
+		e.SentAt = &at
+	}
+	var headers []headerJSON
+	for _, f := range []struct {
+		raw string
+		dst any
+	}{{row.Cc, &e.Cc}, {row.Bcc, &e.Bcc}, {row.ReplyTo, &e.ReplyTo}, {row.Headers, &headers}} {
+		if f.raw == "[]" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return email.Email{}, err
+		}
+	}
+	for _, h := range headers {
+		e.Headers = append(e.Headers, email.Header(h))
+	}
+	return e, nil
+}
+
+// InsertEmail stores an email.
+func (r *Repos) InsertEmail(ctx context.Context, e email.Email) error {
+	row := emailToRow(e)
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+	return translate(err, "email")
+}
+
+// Email reads an email of an account.
+func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, error) {
+	var row emailRow
+	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
+		return email.Email{}, translate(err, "email")
+	}
+	return row.domain()
+}
+
+// EmailByID reads an email of any account.
+func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
+	var row emailRow
+	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1", id); err != nil {
+		return email.Email{}, translate(err, "email")
+	}
+	return row.domain()
+}
+
+// UpdateEmailDelivery saves the delivery outcome of a still-queued email.
+func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) (bool, error) {
+	res, err := r.write.NewUpdate().Model((*emailRow)(nil)).
+		Set("status = ?", string(e.Status)).Set("reply = ?", e.Reply).Set("failure_code = ?", e.FailureCode).
+		Set("attempts = ?", e.Attempts).Set("sent_at = ?", e.SentAt).Set("updated_at = ?", e.UpdatedAt).
+		Where("id = ?", e.ID).Where("status = ?", string(email.Queued)).Exec(ctx)
+	if err != nil {
+		return false, translate(err, "email")
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}

@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/uptrace/bun"
+)
+
+// Shared transactions (group commit).
+//
+// A send, an inbound message or an enqueue is a handful of short statements
+// and a commit. Run one transaction each, concurrent callers pay a BEGIN
+// and a COMMIT round trip apiece, and on SQLite a disk sync apiece, and the
+// commits, not the statements, bound the throughput. TransactShared lets
+// concurrent callers share one database transaction instead: a few leader
+// goroutines each take whatever units are waiting, run them one after the
+// other in one transaction, and commit them together.
+//
+// The contract that keeps this correct: a caller's outcome is either that
+// of a batch in which every unit succeeded and which committed, or that of
+// its own transaction. When any unit of a batch fails (returns an error,
+// panics, or its statement aborts the transaction) or the commit fails, the
+// batch is rolled back and every one of its units runs again, alone, in its
+// caller's goroutine, exactly as Transact would run it. So a unit can run
+// twice, and must have no effect outside the repositories it is given;
+// units that call providers or other services use Transact.
+
+// maxSharedBatch bounds the units of one shared transaction, so that one
+// batch holds its locks briefly and a failed batch costs little to redo.
+const maxSharedBatch = 64
+
+// errRunAlone tells a caller to run its unit in its own transaction.
+var errRunAlone = errors.New("run the unit in its own transaction")
+
+// sharedUnit is one caller's work waiting for a batch.
+type sharedUnit struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, r *Repos) error
+	done chan error
+}
+
+// committer batches units into shared transactions.
+type committer struct {
+	db *DB
+	// maxLeaders bounds the transactions running at once (1 on SQLite,
+	// which has one writer); maxBatch bounds the units in one.
+	maxLeaders, maxBatch int
+
+	mu      sync.Mutex
+	queue   []*sharedUnit
+	leaders int
+	stats   SharedStats
+}
+
+// SharedStats counts the work of shared transactions.
+type SharedStats struct {
+	// Waiting is the number of units queued for a batch now.
+	Waiting int
+	// Batches and Units count the batches committed and their units;
+	// Redone counts the units run again alone after their batch failed.
+	Batches, Units, Redone int64
+}
+
+// SharedStats reports the shared transactions so far.
+func (db *DB) SharedStats() SharedStats {
+	c := db.shared
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Waiting = len(c.queue)
+	return s
+}
+
+func newCommitter(db *DB, maxLeaders, maxBatch int) *committer {
+	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: max(1, maxBatch)}
+}
+
+// TransactShared runs fn in a transaction that it may share with
+// concurrent callers (see above): fn must touch nothing but r, and may run
+// more than once. It returns fn's error, or the transaction's.
+func (db *DB) TransactShared(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	u := &sharedUnit{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	db.shared.submit(u)
+	// No select on ctx.Done: once a leader holds the unit its outcome is
+	// decided by the batch, and a batch is short.
+	if err := <-u.done; !errors.Is(err, errRunAlone) {
+		return err
+	}
+	return db.Transact(ctx, fn)
+}
+
+func (c *committer) submit(u *sharedUnit) {
+	c.mu.Lock()
+	c.queue = append(c.queue, u)
+	if c.leaders < c.maxLeaders {
+		c.leaders++
+		go c.lead()
+	}
+	c.mu.Unlock()
+}
+
+// lead runs batches while units are waiting.
+func (c *committer) lead() {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), c.maxBatch)
+		if n == 0 {
+			c.leaders--
+			c.mu.Unlock()
+			return
+		}
+		batch := make([]*sharedUnit, n)
+		copy(batch, c.queue)
+		clear(c.queue[:n])
+		c.queue = c.queue[n:]
+		c.mu.Unlock()
+		c.run(batch)
+	}
+}
+
+// errUnitFailed rolls a batch back when one of its units failed.
+var errUnitFailed = errors.New("a unit of the shared transaction failed")
+
+// run executes one batch. A unit whose caller has gone is answered with
+// its context's error and left out.
+func (c *committer) run(batch []*sharedUnit) {
+	live := batch[:0]
+	for _, u := range batch {
+		if err := u.ctx.Err(); err != nil {
+			u.done <- err
+			continue
+		}
+		live = append(live, u)
+	}
+	if len(live) == 0 {
+		return
+	}
+	state := &txState{}
+	// The transaction outlives no caller: it is bounded by the batch, and
+	// cancelling one caller must not abort the others' work.
+	ctx := context.WithoutCancel(live[0].ctx)
+	err := c.db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		r := &Repos{read: tx, write: tx, dialect: c.db.dialect, scanner: c.db.write, db: c.db, tx: state}
+		for _, u := range live {
+			if err := runUnit(u, r); err != nil {
+				return err
+			}
+		}
+		return r.flushJobs(ctx)
+	})
+	if err != nil {
+		c.count(0, int64(len(live)))
+		for _, u := range live {
+			u.done <- errRunAlone
+		}
+		return
+	}
+	c.count(int64(len(live)), 0)
+	if state.enqueued {
+		c.db.wake.signal()
+	}
+	for _, u := range live {
+		u.done <- nil
+	}
+}
+
+func (c *committer) count(units, redone int64) {
+	c.mu.Lock()
+	if units > 0 {
+		c.stats.Batches++
+		c.stats.Units += units
+	}
+	c.stats.Redone += redone
+	c.mu.Unlock()
+}
+
+// runUnit runs one unit on the shared repositories, turning its failure or
+// panic into errUnitFailed.
+func runUnit(u *sharedUnit, r *Repos) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: panic: %v", errUnitFailed, p)
+		}
+	}()
+	if err := u.fn(u.ctx, r); err != nil {
+		return fmt.Errorf("%w: %w", errUnitFailed, err)
+	}
+	return nil
+}
+
+// TransactShared runs fn with the consumer's repositories in a
+// transaction it may share with concurrent callers; see DB.TransactShared.
+func (b Bound[R]) TransactShared(ctx context.Context, fn func(ctx context.Context, r R) error) error {
+	return b.db.TransactShared(ctx, func(ctx context.Context, r *Repos) error { return fn(ctx, b.view(r)) })
+}

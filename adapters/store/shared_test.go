@@ -1,0 +1,180 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/application/jobs"
+)
+
+// openOneLeader opens a fresh database whose shared transactions run one
+// batch at a time, so that a test can line units up behind a batch.
+func openOneLeader(t *testing.T, dialect store.Dialect) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbtest.URL(t, dialect), store.Options{SharedLeaders: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func enqueueUnit(kind string) func(ctx context.Context, r *store.Repos) error {
+	return func(ctx context.Context, r *store.Repos) error {
+		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: kind})
+		return err
+	}
+}
+
+func countKind(t *testing.T, db *store.DB, kind string) int {
+	t.Helper()
+	n, err := db.Bun().NewSelect().Table("jobs").Where("kind = ?", kind).Count(context.Background())
+	require.NoError(t, err)
+	return n
+}
+
+// lineUp runs a first unit that holds the only leader until release is
+// closed, then submits the others while it waits, so that they form one
+// batch; it returns each caller's result once all have returned.
+func lineUp(t *testing.T, db *store.DB, units []func(ctx context.Context, r *store.Repos) error) []error {
+	t.Helper()
+	ctxs := make([]context.Context, len(units))
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return lineUpWith(t, db, units, ctxs, func() {})
+}
+
+// lineUpWith is lineUp with each unit's context, and beforeRelease called
+// once all of them wait.
+func lineUpWith(t *testing.T, db *store.DB, units []func(ctx context.Context, r *store.Repos) error, ctxs []context.Context, beforeRelease func()) []error {
+	t.Helper()
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var first error
+	firstDone := make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		first = db.TransactShared(ctx, func(ctx context.Context, r *store.Repos) error {
+			once.Do(func() { close(started) })
+			<-release
+			return enqueueUnit("first")(ctx, r)
+		})
+	}()
+	<-started
+	errs := make([]error, len(units))
+	var wg sync.WaitGroup
+	for i, u := range units {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("panicked: %v", p)
+				}
+			}()
+			errs[i] = db.TransactShared(ctxs[i], u)
+		})
+	}
+	require.Eventually(t, func() bool { return db.SharedStats().Waiting == len(units) }, 10*time.Second, time.Millisecond)
+	beforeRelease()
+	close(release)
+	wg.Wait()
+	<-firstDone
+	require.NoError(t, first)
+	return errs
+}
+
+func TestSharedTransactions(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+
+			t.Run("ConcurrentUnitsCommitTogether", func(t *testing.T) {
+				t.Parallel()
+				db := openOneLeader(t, dialect)
+				units := make([]func(ctx context.Context, r *store.Repos) error, 20)
+				for i := range units {
+					units[i] = enqueueUnit("together")
+				}
+				for _, err := range lineUp(t, db, units) {
+					require.NoError(t, err)
+				}
+				require.Equal(t, 20, countKind(t, db, "together"))
+				s := db.SharedStats()
+				require.Equal(t, int64(2), s.Batches, "the first unit's batch, then the 20 that waited behind it")
+				require.Equal(t, int64(21), s.Units)
+				require.Zero(t, s.Redone)
+			})
+
+			t.Run("AFailedUnitLeavesTheOthersCommitted", func(t *testing.T) {
+				t.Parallel()
+				db := openOneLeader(t, dialect)
+				refused := errors.New("refused by the use case")
+				units := make([]func(ctx context.Context, r *store.Repos) error, 10)
+				for i := range units {
+					units[i] = enqueueUnit("survivor")
+				}
+				// It writes, then fails: its write must not survive, and
+				// the batch it spoiled is redone unit by unit.
+				units[4] = func(ctx context.Context, r *store.Repos) error {
+					if err := enqueueUnit("spoiler")(ctx, r); err != nil {
+						return err
+					}
+					return refused
+				}
+				errs := lineUp(t, db, units)
+				for i, err := range errs {
+					if i == 4 {
+						require.ErrorIs(t, err, refused)
+						continue
+					}
+					require.NoError(t, err, "unit %d", i)
+				}
+				require.Equal(t, 9, countKind(t, db, "survivor"))
+				require.Zero(t, countKind(t, db, "spoiler"))
+				require.Equal(t, int64(10), db.SharedStats().Redone)
+			})
+
+			t.Run("APanicReachesItsOwnCaller", func(t *testing.T) {
+				t.Parallel()
+				db := openOneLeader(t, dialect)
+				units := []func(ctx context.Context, r *store.Repos) error{
+					enqueueUnit("calm"),
+					func(ctx context.Context, r *store.Repos) error { panic("boom") },
+					enqueueUnit("calm"),
+				}
+				errs := lineUp(t, db, units)
+				require.NoError(t, errs[0])
+				require.ErrorContains(t, errs[1], "panicked: boom")
+				require.NoError(t, errs[2])
+				require.Equal(t, 2, countKind(t, db, "calm"))
+			})
+
+			t.Run("ACallerGoneWhileWaitingIsLeftOut", func(t *testing.T) {
+				t.Parallel()
+				db := openOneLeader(t, dialect)
+				ctx, cancel := context.WithCancel(context.Background())
+				units := []func(ctx context.Context, r *store.Repos) error{
+					enqueueUnit("stays"),
+					func(ctx context.Context, r *store.Repos) error {
+						// Queued behind the first batch, its caller goes
+						// away before a leader takes it.
+						return enqueueUnit("gone")(ctx, r)
+					},
+				}
+				errs := lineUpWith(t, db, units, []context.Context{context.Background(), ctx}, cancel)
+				require.NoError(t, errs[0])
+				require.ErrorIs(t, errs[1], context.Canceled)
+				require.Zero(t, countKind(t, db, "gone"))
+				require.Equal(t, 1, countKind(t, db, "stays"))
+			})
+		})
+	}
+}

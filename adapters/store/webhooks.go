@@ -1,0 +1,372 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+var _ webhooks.Repos = (*Repos)(nil)
+
+type webhookEndpointRow struct {
+	bun.BaseModel  `bun:"table:webhook_endpoints"`
+	AccountID      string     `bun:"account_id,pk"`
+	URL            string     `bun:"url"`
+	Enabled        bool       `bun:"enabled"`
+	Events         string     `bun:"events"`
+	SealedSecret   []byte     `bun:"sealed_secret"`
+	SealedPrevious []byte     `bun:"sealed_previous"`
+	PreviousUntil  *time.Time `bun:"previous_until"`
+	DisabledReason string     `bun:"disabled_reason"`
+	DisabledAt     *time.Time `bun:"disabled_at"`
+	FailingSince   *time.Time `bun:"failing_since"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	UpdatedAt      time.Time  `bun:"updated_at"`
+}
+
+const webhookEndpointColumns = "account_id, url, enabled, events, sealed_secret, sealed_previous, previous_until, disabled_reason, disabled_at, failing_since, created_at, updated_at"
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (r webhookEndpointRow) record() webhooks.Record {
+	e := webhook.Endpoint{
+		AccountID: r.AccountID, URL: r.URL, Enabled: r.Enabled, DisabledReason: r.DisabledReason,
+		DisabledAt: utcPtr(r.DisabledAt), FailingSince: utcPtr(r.FailingSince), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.Events != "" {
+		for _, t := range strings.Split(r.Events, ",") {
+			e.Events = append(e.Events, event.Type(t))
+		}
+	}
+	if r.PreviousUntil != nil {
+		e.PreviousUntil = r.PreviousUntil.UTC()
+	}
+	return webhooks.Record{Endpoint: e, SealedSecret: r.SealedSecret, SealedPrevious: r.SealedPrevious}
+}
+
+// WebhookEndpoint reads an account's endpoint.
+func (r *Repos) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
+	var row webhookEndpointRow
+	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
+		return webhooks.Record{}, translate(err, "webhook")
+	}
+	return row.record(), nil
+}
+
+// SaveWebhookEndpoint inserts or replaces an account's endpoint.
+func (r *Repos) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) error {
+	e := rec.Endpoint
+	types := make([]string, len(e.Events))
+	for i, t := range e.Events {
+		types[i] = string(t)
+	}
+	row := webhookEndpointRow{
+		AccountID: e.AccountID, URL: e.URL, Enabled: e.Enabled, Events: strings.Join(types, ","),
+		SealedSecret: rec.SealedSecret, SealedPrevious: rec.SealedPrevious, DisabledReason: e.DisabledReason,
+		DisabledAt: e.DisabledAt, FailingSince: e.FailingSince, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}
+	if !e.PreviousUntil.IsZero() {
+		row.PreviousUntil = &e.PreviousUntil
+	}
+	_, err := r.write.NewInsert().Model(&row).
+		On("CONFLICT (account_id) DO UPDATE").
+		Set("url = EXCLUDED.url, enabled = EXCLUDED.enabled, events = EXCLUDED.events").
+		Set("sealed_secret = EXCLUDED.sealed_secret, sealed_previous = EXCLUDED.sealed_previous, previous_until = EXCLUDED.previous_until").
+		Set("disabled_reason = EXCLUDED.disabled_reason, disabled_at = EXCLUDED.disabled_at, failing_since = EXCLUDED.failing_since").
+		Set("updated_at = EXCLUDED.updated_at").
+		Exec(ctx)
+	return translate(err, "webhook")
+}
+
+type webhookDeliveryRow struct {
+	bun.BaseModel  `bun:"table:webhook_deliveries"`
+	Seq            int64     `bun:"seq,pk,autoincrement"`
+	ID             string    `bun:"id"`
+	AccountID      string    `bun:"account_id"`
+	EventID        string    `bun:"event_id"`
+	EventType      string    `bun:"event_type"`
+	ThreadID       string    `bun:"thread_id"`
+	Status         string    `bun:"status"`
+	Attempts       int       `bun:"attempts"`
+	LastStatusCode int       `bun:"last_status_code"`
+	LastError      string    `bun:"last_error"`
+	NextAttemptAt  time.Time `bun:"next_attempt_at"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
+	Payload        string    `bun:"payload,scanonly"`
+}
+
+const webhookDeliveryColumns = "d.seq, d.id, d.account_id, d.event_id, d.event_type, d.thread_id, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, e.payload"
+
+func (r webhookDeliveryRow) domain() webhook.Delivery {
+	return webhook.Delivery{
+		Seq: r.Seq, ID: r.ID, AccountID: r.AccountID, EventID: r.EventID, EventType: event.Type(r.EventType), ThreadID: r.ThreadID,
+		Status: webhook.Status(r.Status), Attempts: r.Attempts, LastStatusCode: r.LastStatusCode, LastError: r.LastError,
+		NextAttemptAt: r.NextAttemptAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Payload: []byte(r.Payload),
+	}
+}
+
+// InsertWebhookDelivery stores a new delivery.
+func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
+	row := webhookDeliveryRow{
+		ID: d.ID, AccountID: d.AccountID, EventID: d.EventID, EventType: string(d.EventType), ThreadID: d.ThreadID,
+		Status: string(d.Status), Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+	}
+	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq").Exec(ctx)
+	return translate(err, "delivery")
+}
+
+// WebhookDelivery reads a delivery with its event's payload; an empty
+// accountID reads it whatever its account.
+func (r *Repos) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
+	var row webhookDeliveryRow
+	q := "SELECT " + webhookDeliveryColumns + " FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1"
+	args := []any{id}
+	if accountID != "" {
+		q += " AND d.account_id = $2"
+		args = append(args, accountID)
+	}
+	if err := r.selectOne(ctx, &row, q, args...); err != nil {
+		return webhook.Delivery{}, translate(err, "delivery")
+	}
+	return row.domain(), nil
+}
+
+// UpdateWebhookDelivery saves a delivery's progress.
+func (r *Repos) UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
+	res, err := r.write.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+		Set("status = ?", string(d.Status)).Set("attempts = ?", d.Attempts).
+		Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
+		Set("next_attempt_at = ?", d.NextAttemptAt).Set("updated_at = ?", d.UpdatedAt).
+		Where("id = ?", d.ID).Exec(ctx)
+	if err != nil {
+		return translate(err, "delivery")
+	}
+	return requireOneRow(res, "delivery")
+}
+
+type webhookAttemptRow struct {
+	bun.BaseModel `bun:"table:webhook_attempts"`
+	Seq           int64     `bun:"seq,pk,autoincrement"`
+	DeliveryID    string    `bun:"delivery_id"`
+	AttemptedAt   time.Time `bun:"attempted_at"`
+	StatusCode    int       `bun:"status_code"`
+	LatencyUS     int64     `bun:"latency_us"`
+	Error         string    `bun:"error"`
+	Response      string    `bun:"response"`
+}
+
+// InsertWebhookAttempt appends to a delivery's log.
+func (r *Repos) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
+	row := webhookAttemptRow{
+		DeliveryID: deliveryID, AttemptedAt: a.At, StatusCode: a.StatusCode, LatencyUS: a.Latency.Microseconds(),
+		Error: a.Error, Response: a.Response,
+	}
+	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq").Exec(ctx)
+	return translate(err, "attempt")
+}
+
+// EarlierUntriedDelivery reports whether an earlier delivery of d's thread
+// still waits for its first attempt.
+func (r *Repos) EarlierUntriedDelivery(ctx context.Context, d webhook.Delivery) (bool, error) {
+	var rows []struct {
+		Seq int64 `bun:"seq"`
+	}
+	err := r.selectAll(ctx, &rows, "SELECT seq FROM webhook_deliveries WHERE account_id = $1 AND thread_id = $2 AND seq < $3 AND status = 'pending' AND attempts = 0 LIMIT 1",
+		d.AccountID, d.ThreadID, d.Seq)
+	return len(rows) > 0, err
+}
+
+// WebhookDeliveries lists deliveries newest first with their attempts.
+func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error) {
+	where, args := " WHERE d.account_id = $1", []any{q.AccountID}
+	if q.Status != "" {
+		args = append(args, string(q.Status))
+		where += " AND d.status = $" + strconv.Itoa(len(args))
+	}
+	if q.EventType != "" {
+		args = append(args, string(q.EventType))
+		where += " AND d.event_type = $" + strconv.Itoa(len(args))
+	}
+	var count []struct {
+		N int `bun:"n"`
+	}
+	if err := r.selectAll(ctx, &count, "SELECT COUNT(*) AS n FROM webhook_deliveries d"+where, args...); err != nil {
+		return nil, 0, translate(err, "delivery")
+	}
+	var rows []webhookDeliveryRow
+	page := append(append([]any{}, args...), q.Limit, q.Offset)
+	query := "SELECT " + webhookDeliveryColumns + " FROM webhook_deliveries d JOIN events e ON e.id = d.event_id" + where +
+		" ORDER BY d.seq DESC LIMIT $" + strconv.Itoa(len(page)-1) + " OFFSET $" + strconv.Itoa(len(page))
+	if err := r.selectAll(ctx, &rows, query, page...); err != nil {
+		return nil, 0, translate(err, "delivery")
+	}
+	out := make([]webhook.Delivery, len(rows))
+	index := map[string]int{}
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+		index[row.ID] = i
+		ids[i] = row.ID
+	}
+	if len(ids) > 0 {
+		var attempts []webhookAttemptRow
+		if err := r.read.NewSelect().Model(&attempts).Where("delivery_id IN (?)", bun.List(ids)).Order("seq").Scan(ctx); err != nil {
+			return nil, 0, translate(err, "attempt")
+		}
+		for _, a := range attempts {
+			i := index[a.DeliveryID]
+			out[i].Log = append(out[i].Log, webhook.Attempt{
+				At: a.AttemptedAt.UTC(), StatusCode: a.StatusCode, Latency: time.Duration(a.LatencyUS) * time.Microsecond, Error: a.Error, Response: a.Response,
+			})
+		}
+	}
+	n := 0
+	if len(count) > 0 {
+		n = count[0].N
+	}
+	return out, n, nil
+}
+
+// EventsAfter reads an account's events after afterID, oldest first.
+func (r *Repos) EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error) {
+	var after int64
+	if afterID != "" {
+		var cursor []struct {
+			Seq int64 `bun:"seq"`
+		}
+		if err := r.selectAll(ctx, &cursor, "SELECT seq FROM events WHERE id = $1 AND account_id = $2", afterID, accountID); err != nil {
+			return nil, translate(err, "event")
+		}
+		if len(cursor) == 0 {
+			return nil, translate(sql.ErrNoRows, "event")
+		}
+		after = cursor[0].Seq
+	}
+	var rows []eventRow
+	if err := r.selectAll(ctx, &rows, "SELECT id, account_id, type, thread_id, payload, created_at FROM events WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", accountID, after, limit); err != nil {
+		return nil, translate(err, "event")
+	}
+	out := make([]event.Event, len(rows))
+	for i, row := range rows {
+		out[i] = event.Event{ID: row.ID, AccountID: row.AccountID, Type: event.Type(row.Type), ThreadID: row.ThreadID.String, Payload: []byte(row.Payload), CreatedAt: row.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+type sendableRow struct {
+	webhookDeliveryRow
+	EndpointAccount sql.NullString `bun:"w_account_id"`
+	URL             sql.NullString `bun:"w_url"`
+	Enabled         sql.NullBool   `bun:"w_enabled"`
+	Events          sql.NullString `bun:"w_events"`
+	SealedSecret    []byte         `bun:"w_sealed_secret"`
+	SealedPrevious  []byte         `bun:"w_sealed_previous"`
+	PreviousUntil   *time.Time     `bun:"w_previous_until"`
+	DisabledReason  sql.NullString `bun:"w_disabled_reason"`
+	DisabledAt      *time.Time     `bun:"w_disabled_at"`
+	FailingSince    *time.Time     `bun:"w_failing_since"`
+	WCreatedAt      *time.Time     `bun:"w_created_at"`
+	WUpdatedAt      *time.Time     `bun:"w_updated_at"`
+	Earlier         bool           `bun:"earlier"`
+}
+
+// DeliveryToSend reads a delivery, its payload, its endpoint and whether an
+// earlier delivery of its thread is still untried, in one query.
+func (r *Repos) DeliveryToSend(ctx context.Context, id string) (webhooks.Sendable, error) {
+	var row sendableRow
+	q := "SELECT " + webhookDeliveryColumns + `,
+		w.account_id AS w_account_id, w.url AS w_url, w.enabled AS w_enabled, w.events AS w_events,
+		w.sealed_secret AS w_sealed_secret, w.sealed_previous AS w_sealed_previous, w.previous_until AS w_previous_until,
+		w.disabled_reason AS w_disabled_reason, w.disabled_at AS w_disabled_at, w.failing_since AS w_failing_since,
+		w.created_at AS w_created_at, w.updated_at AS w_updated_at,
+		EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = d.account_id AND p.thread_id = d.thread_id
+			AND p.seq < d.seq AND p.status = 'pending' AND p.attempts = 0) AS earlier
+		FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+		LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
+		WHERE d.id = $1`
+	if err := r.selectOne(ctx, &row, q, id); err != nil {
+		return webhooks.Sendable{}, translate(err, "delivery")
+	}
+	out := webhooks.Sendable{Delivery: row.webhookDeliveryRow.domain(), EarlierUntried: row.Earlier, Found: row.EndpointAccount.Valid}
+	if out.Found {
+		ep := webhookEndpointRow{
+			AccountID: row.EndpointAccount.String, URL: row.URL.String, Enabled: row.Enabled.Bool, Events: row.Events.String,
+			SealedSecret: row.SealedSecret, SealedPrevious: row.SealedPrevious, PreviousUntil: row.PreviousUntil,
+			DisabledReason: row.DisabledReason.String, DisabledAt: row.DisabledAt, FailingSince: row.FailingSince,
+		}
+		if row.WCreatedAt != nil {
+			ep.CreatedAt = *row.WCreatedAt
+		}
+		if row.WUpdatedAt != nil {
+			ep.UpdatedAt = *row.WUpdatedAt
+		}
+		out.Endpoint = ep.record()
+	}
+	return out, nil
+}
+
+// InsertWebhookAttempts appends many attempts in one statement.
+func (r *Repos) InsertWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	rows := make([]webhookAttemptRow, len(attempts))
+	for i, a := range attempts {
+		rows[i] = webhookAttemptRow{
+			DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
+			Error: a.Attempt.Error, Response: a.Attempt.Response,
+		}
+	}
+	_, err := r.write.NewInsert().Model(&rows).ExcludeColumn("seq").Exec(ctx)
+	return translate(err, "attempt")
+}
+
+// UpdateWebhookDeliveries saves many deliveries: one statement on Postgres,
+// one per delivery on SQLite (in process, where a statement costs little).
+func (r *Repos) UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	if r.dialect != Postgres {
+		for _, d := range ds {
+			if err := r.UpdateWebhookDelivery(ctx, d); err != nil && !failure.Is(err, failure.KindNotFound) {
+				return err
+			}
+		}
+		return nil
+	}
+	n := len(ds)
+	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
+	attempts, codes := make([]int64, n), make([]int64, n)
+	next, updated := make([]time.Time, n), make([]time.Time, n)
+	for i, d := range ds {
+		ids[i], statuses[i], errs[i] = d.ID, string(d.Status), d.LastError
+		attempts[i], codes[i] = int64(d.Attempts), int64(d.LastStatusCode)
+		next[i], updated[i] = d.NextAttemptAt, d.UpdatedAt
+	}
+	_, err := r.write.NewRaw(`UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
+		last_status_code = u.code, last_error = u.err, next_attempt_at = u.next, updated_at = u.updated
+		FROM unnest(?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[])
+			AS u(id, status, attempts, code, err, next, updated)
+		WHERE d.id = u.id`,
+		pgdialect.Array(ids), pgdialect.Array(statuses), pgdialect.Array(attempts), pgdialect.Array(codes),
+		pgdialect.Array(errs), pgdialect.Array(next), pgdialect.Array(updated)).Exec(ctx)
+	return translate(err, "delivery")
+}

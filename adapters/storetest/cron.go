@@ -1,0 +1,314 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// CronOpen gives a cron test its own empty store and a way to add the
+// accounts its jobs belong to.
+type CronOpen func(t *testing.T) (appcron.Store, func(ctx context.Context, a account.Account) error)
+
+func newCronJob(accountID string, next time.Time) cron.Job {
+	dow := 3
+	return cron.Job{
+		ID: ident.New(ident.CronJob), AccountID: accountID, EndpointURL: "https://example.com/hook", Method: "POST",
+		Headers: map[string]string{"X-Token": "t"}, Body: json.RawMessage(`{"a":1}`),
+		Spec:    cron.Spec{Frequency: cron.Weekly, Time: "09:30", Timezone: "Europe/London", DayOfWeek: &dow},
+		Timeout: 45 * time.Second, Retries: 2, Status: cron.Active, CreatedAt: at, NextRunAt: &next,
+	}
+}
+
+func cronExec(jobID, accountID string, slot time.Time) cron.Execution {
+	return cron.Execution{ID: ident.New(ident.Execution), JobID: jobID, AccountID: accountID, Slot: slot, StartedAt: slot,
+		Status: cron.Running, Attempt: 1, Deadline: slot.Add(time.Minute)}
+}
+
+// Cron runs the contract of the cron store.
+func Cron(t *testing.T, open CronOpen) {
+	setup := func(t *testing.T) (appcron.Store, string, string) {
+		s, add := open(t)
+		a, b := newAccount("A"), newAccount("B")
+		require.NoError(t, add(context.Background(), a))
+		require.NoError(t, add(context.Background(), b))
+		return s, a.ID, b.ID
+	}
+
+	t.Run("JobRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		s, acc, other := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at.Add(time.Hour))
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		got, err := s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, j, got)
+
+		_, err = s.Repos().Job(ctx, other, j.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's job is not found: %v", err)
+
+		upd := at.Add(time.Minute)
+		j.Status, j.NextRunAt, j.UpdatedAt, j.Body, j.Headers, j.DayOfWeek = cron.Paused, nil, &upd, nil, nil, nil
+		j.Frequency, j.Version = cron.Daily, 1
+		require.NoError(t, s.Repos().UpdateJob(ctx, j))
+		got, err = s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, j, got)
+
+		wrong := j
+		wrong.AccountID = other
+		require.True(t, failure.Is(s.Repos().UpdateJob(ctx, wrong), failure.KindNotFound))
+		require.True(t, failure.Is(s.Repos().DeleteJob(ctx, other, j.ID), failure.KindNotFound))
+		require.NoError(t, s.Repos().DeleteJob(ctx, acc, j.ID))
+		require.True(t, failure.Is(s.Repos().DeleteJob(ctx, acc, j.ID), failure.KindNotFound))
+	})
+
+	t.Run("ListFilterAndPage", func(t *testing.T) {
+		t.Parallel()
+		s, acc, other := setup(t)
+		ctx := context.Background()
+		var ids []string
+		for i := range 5 {
+			j := newCronJob(acc, at)
+			j.CreatedAt = at.Add(time.Duration(i) * time.Second)
+			if i%2 == 1 {
+				j.Status, j.NextRunAt = cron.Paused, nil
+			}
+			require.NoError(t, s.Repos().InsertJob(ctx, j))
+			ids = append(ids, j.ID)
+		}
+		require.NoError(t, s.Repos().InsertJob(ctx, newCronJob(other, at)))
+		all, total, err := s.Repos().Jobs(ctx, appcron.JobQuery{AccountID: acc, Limit: 2, Offset: 1})
+		require.NoError(t, err)
+		require.Equal(t, 5, total)
+		require.Len(t, all, 2)
+		require.Equal(t, []string{ids[1], ids[2]}, []string{all[0].ID, all[1].ID}, "oldest first")
+		paused, total, err := s.Repos().Jobs(ctx, appcron.JobQuery{AccountID: acc, Status: cron.Paused, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		require.Equal(t, []string{ids[1], ids[3]}, []string{paused[0].ID, paused[1].ID})
+		n, err := s.Repos().CountJobs(ctx, acc)
+		require.NoError(t, err)
+		require.Equal(t, 5, n)
+	})
+
+	t.Run("EachSlotOnce", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		first := cronExec(j.ID, acc, at)
+		ids, err := s.Repos().InsertExecutions(ctx, []cron.Execution{first})
+		require.NoError(t, err)
+		require.Equal(t, []string{first.ID}, ids)
+		again, later := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
+		ids, err = s.Repos().InsertExecutions(ctx, []cron.Execution{again, later})
+		require.NoError(t, err)
+		require.Equal(t, []string{later.ID}, ids, "a slot that already has an execution is skipped")
+	})
+
+	t.Run("ClaimAndAdvance", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		due, later, paused := newCronJob(acc, at), newCronJob(acc, at.Add(time.Hour)), newCronJob(acc, at)
+		paused.Status = cron.Paused
+		for _, j := range []cron.Job{due, later, paused} {
+			require.NoError(t, s.Repos().InsertJob(ctx, j))
+		}
+		wake, ok, err := s.Repos().NextWake(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at, wake)
+
+		got, err := s.Repos().ClaimDueJobs(ctx, at, 10)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, due.ID, got[0].ID)
+		next := at.Add(2 * time.Hour)
+		require.NoError(t, s.Repos().SetNextRuns(ctx, []appcron.NextRun{{JobID: due.ID, At: &next}, {JobID: later.ID, At: nil}}))
+		j, err := s.Repos().Job(ctx, acc, due.ID)
+		require.NoError(t, err)
+		require.Equal(t, next, *j.NextRunAt)
+		j, err = s.Repos().Job(ctx, acc, later.ID)
+		require.NoError(t, err)
+		require.Nil(t, j.NextRunAt)
+		wake, ok, err = s.Repos().NextWake(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, next, wake)
+	})
+
+	t.Run("RollbackLeavesNothing", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		boom := errors.New("boom")
+		err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
+			if _, err := r.InsertExecutions(ctx, []cron.Execution{cronExec(j.ID, acc, at)}); err != nil {
+				return err
+			}
+			next := at.Add(time.Hour)
+			if err := r.SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}); err != nil {
+				return err
+			}
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		got, err := s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, at, *got.NextRunAt)
+		ids, err := s.Repos().InsertExecutions(ctx, []cron.Execution{cronExec(j.ID, acc, at)})
+		require.NoError(t, err)
+		require.Len(t, ids, 1, "the rolled-back execution is gone")
+	})
+
+	t.Run("ConcurrentClaimsAreDisjoint", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		const jobs = 60
+		for range jobs {
+			require.NoError(t, s.Repos().InsertJob(ctx, newCronJob(acc, at)))
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					var n int
+					err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
+						got, err := r.ClaimDueJobs(ctx, at, 7)
+						if err != nil {
+							return err
+						}
+						n = len(got)
+						next := at.Add(time.Hour)
+						runs := make([]appcron.NextRun, len(got))
+						for i, j := range got {
+							runs[i] = appcron.NextRun{JobID: j.ID, At: &next}
+						}
+						if err := r.SetNextRuns(ctx, runs); err != nil {
+							return err
+						}
+						mu.Lock()
+						for _, j := range got {
+							seen[j.ID]++
+						}
+						mu.Unlock()
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n == 0 {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		require.Len(t, seen, jobs)
+		for id, n := range seen {
+			require.Equal(t, 1, n, "job %s claimed %d times", id, n)
+		}
+	})
+
+	t.Run("ExecutionsFinishRetryExpire", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		e1, e2, e3, e4 := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute)), cronExec(j.ID, acc, at.Add(3*time.Minute))
+		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{e1, e2, e3, e4})
+		require.NoError(t, err)
+		_, ok, err := s.Repos().LastExecution(ctx, j.ID)
+		require.NoError(t, err)
+		require.False(t, ok, "running executions are not shown")
+
+		retryAt := at.Add(5 * time.Minute)
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
+			return r.FinishExecutions(ctx, []appcron.Outcome{
+				{ExecutionID: e1.ID, Status: cron.Success, ResponseCode: 200, ResponseTimeMs: 12, ResponseBody: []byte(`{"ok":true}`), FinishedAt: at},
+				{ExecutionID: e2.ID, Status: cron.Failed, ResponseCode: 500, ResponseTimeMs: 7, ResponseBody: []byte(`"oops"`), Error: "the endpoint answered 500", FinishedAt: at},
+				{ExecutionID: e3.ID, Status: cron.Retrying, ResponseCode: 503, Error: "the endpoint answered 503", RetryAt: &retryAt, FinishedAt: at},
+			})
+		}))
+		list, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		require.Equal(t, e2.ID, list[0].ID, "newest slot first")
+		require.Equal(t, cron.Failed, list[0].Status)
+		require.Equal(t, "the endpoint answered 500", list[0].Error)
+		require.JSONEq(t, `"oops"`, string(list[0].ResponseBody))
+		require.JSONEq(t, `{"ok":true}`, string(list[1].ResponseBody))
+		require.Equal(t, 200, list[1].ResponseCode)
+		require.Equal(t, int64(12), list[1].ResponseTimeMs)
+		ok1, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Success, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 1, total)
+		require.Equal(t, e1.ID, ok1[0].ID)
+		last, ok, err := s.Repos().LastExecution(ctx, j.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, e2.ID, last.ID)
+
+		wake, _, err := s.Repos().NextWake(ctx)
+		require.NoError(t, err)
+		require.Equal(t, at, wake, "the job's next run is earlier than the retry")
+		none, err := s.Repos().ClaimRetries(ctx, retryAt.Add(-time.Second), 30*time.Second, 10)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		retried, err := s.Repos().ClaimRetries(ctx, retryAt, 30*time.Second, 10)
+		require.NoError(t, err)
+		require.Len(t, retried, 1)
+		require.Equal(t, e3.ID, retried[0].ID)
+		require.Equal(t, 2, retried[0].Attempt)
+		require.Equal(t, cron.Running, retried[0].Status)
+		require.Equal(t, retryAt.Add(30*time.Second+45*time.Second), retried[0].Deadline, "deadline is now + the job's timeout + margin")
+		require.Equal(t, retryAt, *retried[0].RetryAt, "the retry time is kept, for the call to wait for")
+
+		n, err := s.Repos().ExpireRunning(ctx, at.Add(4*time.Minute+time.Second), "gone")
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "only e4 is past its deadline")
+		failed, _, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, e4.ID, failed[0].ID)
+		require.Equal(t, "gone", failed[0].Error)
+
+		// A result for an execution that is no longer running is ignored.
+		require.NoError(t, s.Repos().FinishExecutions(ctx, []appcron.Outcome{{ExecutionID: e4.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}}))
+		failed, _, err = s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, e4.ID, failed[0].ID)
+
+		got, err := s.Repos().JobsByID(ctx, []string{j.ID, "crn_missing"})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+
+		require.NoError(t, s.Repos().DeleteJob(ctx, acc, j.ID))
+		_, total, err = s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
+		require.NoError(t, err)
+		require.Zero(t, total, "executions go with their job")
+	})
+}

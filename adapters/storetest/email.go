@@ -1,0 +1,192 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// EmailStores are the two views of one database the email contract needs:
+// the email port under test, and the account port to create owners.
+type EmailStores struct {
+	Email    appemail.Store
+	Accounts accounts.Store
+}
+
+func newEmail(accountID string) email.Email {
+	id := ident.New(ident.Email)
+	return email.Email{
+		ID: id, AccountID: accountID, From: "agent@mail.example.com", To: "user@example.org",
+		Cc: []string{"cc1@example.org", "cc2@example.org"}, Bcc: []string{"hidden@example.org"}, ReplyTo: []string{"replies@example.com"},
+		Subject: "Grüße", Body: "<p>Hello</p>", HTML: true,
+		Headers:       []email.Header{{Name: "In-Reply-To", Value: "<x@example.org>"}, {Name: "X-Campaign", Value: "spring"}},
+		AttachmentURI: "https://files.example.com/report.pdf", MessageID: "<" + id + "@mail.example.com>",
+		Status: email.Queued, CreatedAt: at, UpdatedAt: at,
+	}
+}
+
+// Email runs the contract of the email store port against the stores that
+// open returns; each call must give its own empty, migrated database.
+func Email(t *testing.T, open func(t *testing.T) EmailStores) {
+	owner := func(t *testing.T, s EmailStores, name string) account.Account {
+		t.Helper()
+		a := newAccount(name)
+		require.NoError(t, s.Accounts.Repos().InsertAccount(context.Background(), a))
+		return a
+	}
+
+	t.Run("AddressesAreUniqueAcrossAccounts", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, b := owner(t, s, "A"), owner(t, s, "B")
+		addr := account.EmailAddress{ID: ident.New(ident.Email), AccountID: a.ID, LocalPart: "sales", Domain: "mail.example.com", CreatedAt: at}
+		require.NoError(t, s.Email.Repos().InsertEmailAddress(ctx, addr))
+
+		got, err := s.Email.Repos().EmailAddressByAddress(ctx, "sales", "mail.example.com")
+		require.NoError(t, err)
+		require.Equal(t, addr, got)
+		_, err = s.Email.Repos().EmailAddressByAddress(ctx, "sales", "other.example.com")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+
+		dup := addr
+		dup.ID, dup.AccountID = ident.New(ident.Email), b.ID
+		err = s.Email.Repos().InsertEmailAddress(ctx, dup)
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+
+		listed, err := s.Accounts.Repos().EmailAddresses(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []account.EmailAddress{addr}, listed, "the account overview lists the new address")
+	})
+
+	t.Run("ConcurrentCreatesOfOneAddressLetOneWin", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a := owner(t, s, "A")
+		const n = 6
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
+					return r.InsertEmailAddress(ctx, account.EmailAddress{ID: ident.New(ident.Email), AccountID: a.ID, LocalPart: "race", Domain: "mail.example.com", CreatedAt: at})
+				})
+			}()
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			if err == nil {
+				wins++
+				continue
+			}
+			require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+		}
+		require.Equal(t, 1, wins)
+	})
+
+	t.Run("EmailRoundTripScopedByAccount", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, b := owner(t, s, "A"), owner(t, s, "B")
+		e := newEmail(a.ID)
+		require.NoError(t, s.Email.Repos().InsertEmail(ctx, e))
+
+		got, err := s.Email.Repos().Email(ctx, a.ID, e.ID)
+		require.NoError(t, err)
+		require.Equal(t, e, got)
+		got, err = s.Email.Repos().EmailByID(ctx, e.ID)
+		require.NoError(t, err)
+		require.Equal(t, e, got)
+
+		_, err = s.Email.Repos().Email(ctx, b.ID, e.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's email is not found: %v", err)
+		_, err = s.Email.Repos().EmailByID(ctx, "eml_missing")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+
+		plain := newEmail(a.ID)
+		plain.Cc, plain.Bcc, plain.ReplyTo, plain.Headers, plain.HTML = nil, nil, nil, nil, false
+		require.NoError(t, s.Email.Repos().InsertEmail(ctx, plain))
+		got, err = s.Email.Repos().Email(ctx, a.ID, plain.ID)
+		require.NoError(t, err)
+		require.Equal(t, plain, got)
+	})
+
+	t.Run("DeliveryUpdatesOnlyQueuedEmails", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a := owner(t, s, "A")
+		e := newEmail(a.ID)
+		require.NoError(t, s.Email.Repos().InsertEmail(ctx, e))
+
+		retry := e
+		retry.Reply, retry.Attempts, retry.UpdatedAt = "451 4.7.1 try later", 1, at.Add(time.Second)
+		ok, err := s.Email.Repos().UpdateEmailDelivery(ctx, retry)
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		sentAt := at.Add(time.Minute)
+		sent := retry
+		sent.Status, sent.Reply, sent.Attempts, sent.SentAt, sent.UpdatedAt = email.Sent, "250 2.0.0 Ok", 2, &sentAt, sentAt
+		ok, err = s.Email.Repos().UpdateEmailDelivery(ctx, sent)
+		require.NoError(t, err)
+		require.True(t, ok)
+		got, err := s.Email.Repos().Email(ctx, a.ID, e.ID)
+		require.NoError(t, err)
+		require.Equal(t, sent, got)
+
+		late := sent
+		late.Status, late.FailureCode, late.SentAt = email.Failed, "rejected", nil
+		ok, err = s.Email.Repos().UpdateEmailDelivery(ctx, late)
+		require.NoError(t, err)
+		require.False(t, ok, "a sent email is final")
+		got, err = s.Email.Repos().Email(ctx, a.ID, e.ID)
+		require.NoError(t, err)
+		require.Equal(t, sent, got)
+	})
+
+	t.Run("SendRollsBackWithItsJob", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a := owner(t, s, "A")
+		e := newEmail(a.ID)
+		boom := errors.New("boom")
+		err := s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
+			require.NoError(t, r.InsertEmail(ctx, e))
+			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		_, err = s.Email.Repos().EmailByID(ctx, e.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "the email was rolled back: %v", err)
+
+		require.NoError(t, s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
+			if err := r.InsertEmail(ctx, e); err != nil {
+				return err
+			}
+			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`)})
+			return err
+		}))
+		_, err = s.Email.Repos().EmailByID(ctx, e.ID)
+		require.NoError(t, err)
+	})
+}

@@ -1,0 +1,163 @@
+package cron
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/cron"
+)
+
+// Repos is the storage of cron jobs and their executions. Lookups scoped
+// by account return failure NotFound for another account's rows exactly as
+// for missing ones.
+type Repos interface {
+	// LockAccountJobs serialises the job creations of one account until
+	// the transaction ends, so the per-account limit holds under
+	// concurrent creates.
+	LockAccountJobs(ctx context.Context, accountID string) error
+	CountJobs(ctx context.Context, accountID string) (int, error)
+	InsertJob(ctx context.Context, j cron.Job) error
+	// Job reads one job of an account; inside a transaction on Postgres
+	// the row stays locked until it ends, so a scheduler claim and an
+	// update never interleave.
+	Job(ctx context.Context, accountID, id string) (cron.Job, error)
+	Jobs(ctx context.Context, q JobQuery) ([]cron.Job, int, error)
+	// UpdateJob saves every field of a job (NotFound when it is gone).
+	UpdateJob(ctx context.Context, j cron.Job) error
+	// DeleteJob removes a job with its executions, pending retries
+	// included.
+	DeleteJob(ctx context.Context, accountID, id string) error
+	// LastExecution is the latest finished (success or failed) execution
+	// of a job; ok is false when there is none.
+	LastExecution(ctx context.Context, jobID string) (e cron.Execution, ok bool, err error)
+	// Executions lists a job's finished executions, newest slot first.
+	Executions(ctx context.Context, q ExecutionQuery) ([]cron.Execution, int, error)
+
+	SchedulerRepos
+}
+
+// SchedulerRepos is what the scheduler needs from storage. Claims lock the
+// rows they return until the transaction ends and skip rows other
+// transactions hold (SKIP LOCKED on Postgres; SQLite has one writer).
+type SchedulerRepos interface {
+	// ClaimDueJobs returns up to limit active jobs whose next run is at or
+	// before now, earliest first.
+	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
+	// SetNextRuns moves each job's next run (nil: none).
+	SetNextRuns(ctx context.Context, next []NextRun) error
+	// InsertExecutions stores new executions and returns the ids of those
+	// stored: an execution for a (job, slot) that already has one is
+	// skipped, which is what makes each slot run at most once.
+	InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error)
+	// ClaimRetries moves up to limit retrying executions whose retry time
+	// is at or before now to running (attempt counted, started at now,
+	// expiring at now + the job's call timeout + margin, RetryAt kept) and
+	// returns them.
+	ClaimRetries(ctx context.Context, now time.Time, margin time.Duration, limit int) ([]cron.Execution, error)
+	// JobsByID reads jobs of any account; missing ids are left out.
+	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
+	// FinishExecutions records the outcome of running executions (status
+	// success, failed or retrying with RetryAt).
+	FinishExecutions(ctx context.Context, results []Outcome) error
+	// ExpireRunning fails running executions whose deadline has passed:
+	// their scheduler stopped before it could record the result.
+	ExpireRunning(ctx context.Context, now time.Time, reason string) (int, error)
+	// NextWake is the earliest next run of an active job or retry of an
+	// execution; ok is false when there is none.
+	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
+}
+
+// Store gives the use cases their repositories, directly or in one
+// transaction.
+type Store interface {
+	Repos() Repos
+	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// JobQuery selects an account's jobs.
+type JobQuery struct {
+	AccountID string
+	// Status filters when set.
+	Status        cron.Status
+	Limit, Offset int
+}
+
+// ExecutionQuery selects a job's executions.
+type ExecutionQuery struct {
+	JobID string
+	// Status filters when set (success or failed).
+	Status        cron.ExecutionStatus
+	Limit, Offset int
+}
+
+// NextRun is a job's new next run.
+type NextRun struct {
+	JobID string
+	At    *time.Time
+}
+
+// Outcome is the recorded result of one call.
+type Outcome struct {
+	ExecutionID    string
+	Status         cron.ExecutionStatus
+	ResponseCode   int
+	ResponseTimeMs int64
+	ResponseBody   []byte
+	Error          string
+	// RetryAt is set when Status is Retrying.
+	RetryAt    *time.Time
+	FinishedAt time.Time
+}
+
+// URLChecker refuses endpoint URLs on private, loopback or link-local
+// addresses when a job is saved.
+type URLChecker interface {
+	CheckURL(ctx context.Context, raw string) error
+}
+
+// Request is one call of a job's endpoint.
+type Request struct {
+	URL     string
+	Method  string
+	Headers map[string]string
+	// Body is sent as JSON when not nil.
+	Body           []byte
+	Timeout        time.Duration
+	IdempotencyKey string
+}
+
+// Response is what the endpoint answered. Err is set when no response
+// arrived (timeout, refused address, connection error); Body holds at most
+// cron.MaxResponseBody bytes.
+type Response struct {
+	StatusCode int
+	Body       []byte
+	Elapsed    time.Duration
+	Err        error
+}
+
+// Caller makes the HTTP calls, through the SSRF-safe client, without
+// following redirects.
+type Caller interface {
+	Call(ctx context.Context, req Request) Response
+}
+
+// Clock is the scheduler's time: Now, and a timer that fires after d.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed, and a
+	// function that releases the timer early.
+	After(d time.Duration) (<-chan time.Time, func())
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now is time.Now.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// After is a time.Timer.
+func (SystemClock) After(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}

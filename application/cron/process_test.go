@@ -1,0 +1,194 @@
+package cron_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// TestMain doubles as a scheduler process: TestExactlyOnceAcrossProcesses
+// starts this test binary again with SWB_CRON_SCHEDULER set, so that
+// three real processes share one database.
+func TestMain(m *testing.M) {
+	if os.Getenv("SWB_CRON_SCHEDULER") != "" {
+		os.Exit(schedulerProcess())
+	}
+	os.Exit(m.Run())
+}
+
+// fastClock is simulated time shared by processes without talking: it
+// runs speed times faster than real time from a common origin.
+type fastClock struct {
+	realStart time.Time
+	simStart  time.Time
+	speed     int64
+}
+
+func (c fastClock) Now() time.Time {
+	return c.simStart.Add(time.Since(c.realStart) * time.Duration(c.speed))
+}
+
+func (c fastClock) After(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d / time.Duration(c.speed))
+	ch := make(chan time.Time, 1)
+	go func() {
+		<-t.C
+		ch <- c.Now()
+	}()
+	return ch, func() {}
+}
+
+func clockFromEnv() (fastClock, error) {
+	realNs, err1 := strconv.ParseInt(os.Getenv("SWB_CRON_REAL_START"), 10, 64)
+	simNs, err2 := strconv.ParseInt(os.Getenv("SWB_CRON_SIM_START"), 10, 64)
+	speed, err3 := strconv.ParseInt(os.Getenv("SWB_CRON_SPEED"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return fastClock{}, fmt.Errorf("bad clock settings")
+	}
+	return fastClock{realStart: time.Unix(0, realNs), simStart: time.Unix(0, simNs).UTC(), speed: speed}, nil
+}
+
+// schedulerProcess runs a scheduler on the simulated clock until SIGTERM.
+func schedulerProcess() int {
+	clock, err := clockFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := store.Open(ctx, os.Getenv("SWB_CRON_DB"), store.Options{Now: clock.Now})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer db.Close()
+	sched := appcron.NewScheduler(appcron.SchedulerConfig{
+		Store:  store.Bind(db, func(r *store.Repos) appcron.Repos { return r }),
+		Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), Clock: clock, Batch: 25,
+	})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sched.Run(ctx)
+	}()
+	<-sig
+	cancel()
+	<-done
+	return 0
+}
+
+// TestExactlyOnceAcrossProcesses: three scheduler processes on one
+// Postgres database, 200 jobs every minute for 10 simulated minutes (time
+// runs 20 times faster, from one origin every process computes): every
+// slot is called exactly once, calls = execution rows = slots.
+func TestExactlyOnceAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	const jobs, minutes, speed = 200, 10, 20
+	ctx := context.Background()
+	url := dbtest.URL(t, store.Postgres)
+	ep := newEndpoint(t)
+
+	simStart := time.Date(2026, 5, 1, 12, 0, 30, 0, time.UTC)
+	db, err := store.Open(ctx, url, store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: simStart, UpdatedAt: simStart}
+	require.NoError(t, db.Repos().InsertAccount(ctx, acc))
+	svc := appcron.NewService(appcron.Deps{
+		Store: store.Bind(db, func(r *store.Repos) appcron.Repos { return r }), Parser: cronexpr.New(), URLs: loopback(),
+		Now: func() time.Time { return simStart },
+	})
+	for range jobs {
+		_, err := svc.Create(ctx, acc.ID, cron.Job{EndpointURL: ep.srv.URL + "/hook", Method: "POST",
+			Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}})
+		require.NoError(t, err)
+	}
+
+	// Simulated time reaches simStart two seconds from now, once the
+	// processes are up; the first slot (12:01) is 1.5 s of real time later.
+	realStart := time.Now().Add(2 * time.Second)
+	var procs []*exec.Cmd
+	for range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SWB_CRON_SCHEDULER=1", "SWB_CRON_DB="+url,
+			fmt.Sprintf("SWB_CRON_REAL_START=%d", realStart.UnixNano()),
+			fmt.Sprintf("SWB_CRON_SIM_START=%d", simStart.UnixNano()),
+			fmt.Sprintf("SWB_CRON_SPEED=%d", speed))
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		for _, p := range procs {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+		for _, p := range procs {
+			_ = p.Wait()
+		}
+	}
+	defer stop()
+
+	// Stop halfway between the tenth and the eleventh slot, once the
+	// tenth minute's calls are all recorded.
+	clock := fastClock{realStart: realStart, simStart: simStart, speed: speed}
+	end := simStart.Add(minutes * time.Minute)
+	for clock.Now().Before(end) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		require.NoError(t, db.Bun().NewRaw("SELECT COUNT(*) FROM cron_executions WHERE status <> 'running'").Scan(ctx, &n))
+		if n >= jobs*minutes || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+
+	calls := ep.snapshot()
+	keys := map[string]int{}
+	for _, c := range calls {
+		keys[c.key]++
+	}
+	for k, n := range keys {
+		require.Equal(t, 1, n, "slot %s called %d times", k, n)
+	}
+	var rows, slots, success int
+	require.NoError(t, db.Bun().NewRaw("SELECT COUNT(*), COUNT(DISTINCT job_id || ':' || slot), COUNT(*) FILTER (WHERE status = 'success') FROM cron_executions").
+		Scan(ctx, &rows, &slots, &success))
+	require.Equal(t, jobs*minutes, len(calls), "calls")
+	require.Equal(t, jobs*minutes, rows, "execution rows")
+	require.Equal(t, jobs*minutes, slots, "distinct slots")
+	require.Equal(t, jobs*minutes, success, "successful executions")
+	var perJob []int
+	require.NoError(t, db.Bun().NewRaw("SELECT COUNT(*) FROM cron_executions GROUP BY job_id").Scan(ctx, &perJob))
+	require.Len(t, perJob, jobs)
+	for _, n := range perJob {
+		require.Equal(t, minutes, n, "every job ran once per minute: none missed")
+	}
+}

@@ -1,0 +1,349 @@
+// Package cron holds the cron use cases: creating, reading, changing,
+// pausing, resuming and deleting scheduled HTTP calls, reading their
+// executions, and the scheduler that makes the calls, exactly once per
+// scheduled slot across every replica.
+package cron
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// DefaultMaxJobsPerAccount bounds an account's jobs when nothing is
+// configured.
+const DefaultMaxJobsPerAccount = 1000
+
+// Service runs the cron use cases.
+type Service struct {
+	store   Store
+	parser  cron.Parser
+	urls    URLChecker
+	now     func() time.Time
+	maxJobs int
+	wake    func()
+}
+
+// Deps are what the cron use cases are built from.
+type Deps struct {
+	Store  Store
+	Parser cron.Parser
+	URLs   URLChecker
+	Now    func() time.Time
+	// MaxJobsPerAccount bounds each account's jobs (429 beyond);
+	// DefaultMaxJobsPerAccount when 0.
+	MaxJobsPerAccount int
+	// Wake, when set, is called after a change that may bring a run
+	// forward (create, update, resume), so this process's scheduler
+	// re-reads its next wake-up at once.
+	Wake func()
+}
+
+// NewService builds the cron use cases.
+func NewService(d Deps) *Service {
+	clock := d.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	if d.MaxJobsPerAccount <= 0 {
+		d.MaxJobsPerAccount = DefaultMaxJobsPerAccount
+	}
+	if d.Wake == nil {
+		d.Wake = func() {}
+	}
+	now := func() time.Time { return clock().Truncate(time.Microsecond) }
+	return &Service{store: d.Store, parser: d.Parser, urls: d.URLs, now: now, maxJobs: d.MaxJobsPerAccount, wake: d.Wake}
+}
+
+// JobDetails is a job with its latest execution, for the single read.
+type JobDetails struct {
+	Job  cron.Job
+	Last *cron.Execution
+}
+
+// check validates a job and its endpoint's address, and computes its next
+// run from now.
+func (s *Service) check(ctx context.Context, j cron.Job, urlChanged bool) (cron.Job, error) {
+	plan, err := cron.Validate(j, s.parser)
+	if err == nil && urlChanged && s.urls != nil {
+		if uerr := s.urls.CheckURL(ctx, j.EndpointURL); uerr != nil {
+			err = failure.Invalid(failure.Field("value_error", "endpoint_url "+uerr.Error(), "endpoint_url"))
+		}
+	}
+	if err != nil {
+		return j, err
+	}
+	j.NextRunAt = nil
+	if j.Status == cron.Active {
+		next, nerr := plan.Next(s.now())
+		if nerr != nil {
+			return j, failure.Invalid(failure.Field("value_error", nerr.Error(), "custom_schedule"))
+		}
+		next = next.UTC()
+		j.NextRunAt = &next
+	}
+	return j, nil
+}
+
+// Create stores a new active job for an account.
+func (s *Service) Create(ctx context.Context, accountID string, j cron.Job) (cron.Job, error) {
+	j.ID, j.AccountID, j.Status = ident.New(ident.CronJob), accountID, cron.Active
+	j.CreatedAt, j.UpdatedAt, j.Version = s.now(), nil, 0
+	j, err := s.check(ctx, j, true)
+	if err != nil {
+		return cron.Job{}, err
+	}
+	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		if err := r.LockAccountJobs(ctx, accountID); err != nil {
+			return err
+		}
+		n, err := r.CountJobs(ctx, accountID)
+		if err != nil {
+			return err
+		}
+		if n >= s.maxJobs {
+			return &failure.Error{Kind: failure.KindRateLimited, Code: "cron_job_limit_reached",
+				Message: "this account has the most cron jobs allowed; delete one first"}
+		}
+		return r.InsertJob(ctx, j)
+	})
+	if err != nil {
+		return cron.Job{}, err
+	}
+	s.wake()
+	return j, nil
+}
+
+// List returns an account's jobs, oldest first, and how many there are.
+func (s *Service) List(ctx context.Context, q JobQuery) ([]cron.Job, int, error) {
+	return s.store.Repos().Jobs(ctx, q)
+}
+
+// Get reads one job with its latest execution.
+func (s *Service) Get(ctx context.Context, accountID, id string) (JobDetails, error) {
+	if !ident.Valid(ident.CronJob, id) {
+		return JobDetails{}, failure.NotFound("cron job")
+	}
+	r := s.store.Repos()
+	j, err := r.Job(ctx, accountID, id)
+	if err != nil {
+		return JobDetails{}, err
+	}
+	d := JobDetails{Job: j}
+	last, ok, err := r.LastExecution(ctx, id)
+	if err != nil {
+		return JobDetails{}, err
+	}
+	if ok {
+		d.Last = &last
+	}
+	return d, nil
+}
+
+// Value is an optional field of an update: Set says it was given, Null
+// that it was given as null (cleared).
+type Value[T any] struct {
+	Set  bool
+	Null bool
+	V    T
+}
+
+// Patch is an update: only the fields given change.
+type Patch struct {
+	EndpointURL    Value[string]
+	Method         Value[string]
+	Headers        Value[map[string]string]
+	Body           Value[json.RawMessage]
+	Frequency      Value[string]
+	Time           Value[string]
+	Timezone       Value[string]
+	DayOfWeek      Value[int]
+	DayOfMonth     Value[int]
+	CustomSchedule Value[string]
+	TimeoutSeconds Value[int]
+	Retries        Value[int]
+}
+
+// apply changes j by p. Fields that only the old frequency used are
+// cleared when the frequency changes and the update does not give them.
+func (p Patch) apply(j cron.Job) (cron.Job, failure.Problems) {
+	var probs failure.Problems
+	str := func(v Value[string], field string, dst *string) {
+		if !v.Set {
+			return
+		}
+		if v.Null {
+			probs.Add("string_type", "Input should be a valid string", field)
+			return
+		}
+		*dst = v.V
+	}
+	str(p.EndpointURL, "endpoint_url", &j.EndpointURL)
+	str(p.Method, "method", &j.Method)
+	freq := string(j.Frequency)
+	str(p.Frequency, "frequency", &freq)
+	str(p.Time, "time", &j.Time)
+	str(p.Timezone, "timezone", &j.Timezone)
+	if p.Headers.Set {
+		j.Headers = p.Headers.V
+	}
+	if p.Body.Set {
+		j.Body = nil
+		if !p.Body.Null {
+			j.Body = p.Body.V
+		}
+	}
+	if f := cron.Frequency(freq); f != j.Frequency {
+		if !p.DayOfWeek.Set {
+			j.DayOfWeek = nil
+		}
+		if !p.DayOfMonth.Set {
+			j.DayOfMonth = nil
+		}
+		if !p.CustomSchedule.Set {
+			j.CustomSchedule = ""
+		}
+		j.Frequency = f
+	}
+	if p.DayOfWeek.Set {
+		j.DayOfWeek = nil
+		if !p.DayOfWeek.Null {
+			v := p.DayOfWeek.V
+			j.DayOfWeek = &v
+		}
+	}
+	if p.DayOfMonth.Set {
+		j.DayOfMonth = nil
+		if !p.DayOfMonth.Null {
+			v := p.DayOfMonth.V
+			j.DayOfMonth = &v
+		}
+	}
+	if p.CustomSchedule.Set {
+		j.CustomSchedule = ""
+		if !p.CustomSchedule.Null {
+			j.CustomSchedule = p.CustomSchedule.V
+		}
+	}
+	if p.TimeoutSeconds.Set {
+		j.Timeout = 0
+		if !p.TimeoutSeconds.Null {
+			j.Timeout = time.Duration(p.TimeoutSeconds.V) * time.Second
+			if p.TimeoutSeconds.V <= 0 {
+				j.Timeout = -1
+			}
+		}
+	}
+	if p.Retries.Set {
+		j.Retries = 0
+		if !p.Retries.Null {
+			j.Retries = p.Retries.V
+		}
+	}
+	return j, probs
+}
+
+// Update changes the given fields of a job and recomputes its next run.
+func (s *Service) Update(ctx context.Context, accountID, id string, p Patch) (cron.Job, error) {
+	if !ident.Valid(ident.CronJob, id) {
+		return cron.Job{}, failure.NotFound("cron job")
+	}
+	var out cron.Job
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		j, err := r.Job(ctx, accountID, id)
+		if err != nil {
+			return err
+		}
+		oldURL := j.EndpointURL
+		j, probs := p.apply(j)
+		if err := probs.Err(); err != nil {
+			return err
+		}
+		if j, err = s.check(ctx, j, j.EndpointURL != oldURL); err != nil {
+			return err
+		}
+		now := s.now()
+		j.UpdatedAt = &now
+		j.Version++
+		if err := r.UpdateJob(ctx, j); err != nil {
+			return err
+		}
+		out = j
+		return nil
+	})
+	if err != nil {
+		return cron.Job{}, err
+	}
+	s.wake()
+	return out, nil
+}
+
+// Pause stops a job's runs at once; pausing a paused job changes nothing.
+func (s *Service) Pause(ctx context.Context, accountID, id string) (cron.Job, error) {
+	return s.setStatus(ctx, accountID, id, cron.Paused)
+}
+
+// Resume restarts a paused job from now; resuming an active job changes
+// nothing.
+func (s *Service) Resume(ctx context.Context, accountID, id string) (cron.Job, error) {
+	j, err := s.setStatus(ctx, accountID, id, cron.Active)
+	if err == nil {
+		s.wake()
+	}
+	return j, err
+}
+
+func (s *Service) setStatus(ctx context.Context, accountID, id string, status cron.Status) (cron.Job, error) {
+	if !ident.Valid(ident.CronJob, id) {
+		return cron.Job{}, failure.NotFound("cron job")
+	}
+	var out cron.Job
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		j, err := r.Job(ctx, accountID, id)
+		if err != nil {
+			return err
+		}
+		if j.Status == status {
+			out = j
+			return nil
+		}
+		j.Status = status
+		if j, err = s.check(ctx, j, false); err != nil {
+			return err
+		}
+		now := s.now()
+		j.UpdatedAt = &now
+		j.Version++
+		if err := r.UpdateJob(ctx, j); err != nil {
+			return err
+		}
+		out = j
+		return nil
+	})
+	return out, err
+}
+
+// Delete removes a job; its pending runs and retries are cancelled and
+// its executions removed with it.
+func (s *Service) Delete(ctx context.Context, accountID, id string) error {
+	if !ident.Valid(ident.CronJob, id) {
+		return failure.NotFound("cron job")
+	}
+	return s.store.Repos().DeleteJob(ctx, accountID, id)
+}
+
+// Executions lists a job's finished executions, newest first.
+func (s *Service) Executions(ctx context.Context, accountID string, q ExecutionQuery) ([]cron.Execution, int, error) {
+	if !ident.Valid(ident.CronJob, q.JobID) {
+		return nil, 0, failure.NotFound("cron job")
+	}
+	r := s.store.Repos()
+	if _, err := r.Job(ctx, accountID, q.JobID); err != nil {
+		return nil, 0, err
+	}
+	return r.Executions(ctx, q)
+}

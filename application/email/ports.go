@@ -1,0 +1,150 @@
+package email
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/email"
+)
+
+// Repos is the storage of email addresses and emails. Lookups scoped by
+// account return failure NotFound for rows of other accounts exactly as for
+// missing rows; inserts of a taken unique value return a Conflict.
+type Repos interface {
+	// Domains lists the custom domains authorised for an account.
+	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
+	// InsertEmailAddress stores a new address; one that exists (on any
+	// account) is a Conflict.
+	InsertEmailAddress(ctx context.Context, a account.EmailAddress) error
+	// EmailAddressByAddress finds an address by local part and domain,
+	// whichever account owns it.
+	EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error)
+
+	InsertEmail(ctx context.Context, e email.Email) error
+	// Email reads an email of an account.
+	Email(ctx context.Context, accountID, id string) (email.Email, error)
+	// EmailByID reads an email without account scoping, for delivery.
+	EmailByID(ctx context.Context, id string) (email.Email, error)
+	// UpdateEmailDelivery saves an email's status, reply, failure code,
+	// attempts and sent time, only while the stored email is still queued;
+	// it reports whether it did.
+	UpdateEmailDelivery(ctx context.Context, e email.Email) (bool, error)
+
+	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+}
+
+// Store gives the use cases their repositories, directly or in one
+// transaction.
+type Store interface {
+	Repos() Repos
+	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// SharedTransactor is what a Store may also offer: TransactShared runs fn
+// in one transaction together with concurrent callers' units, committed
+// together (one WAL flush for many sends), and runs it again alone if that
+// shared transaction fails, so fn must touch nothing but r and be safe to
+// run twice. Send uses it when the store has it (store.Bound does where
+// shared commits exist), and Transact otherwise.
+type SharedTransactor interface {
+	TransactShared(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Outgoing is one email as a Sender gets it: envelope and content, ready
+// to be written as MIME.
+type Outgoing struct {
+	// MessageID is the Message-ID header value, angle brackets included.
+	MessageID string
+	From      string
+	To        string
+	Cc        []string
+	// Bcc recipients are in the envelope only, never in a header.
+	Bcc     []string
+	ReplyTo []string
+	Subject string
+	// Text is the plain-text body; HTML, when set, is sent beside it as
+	// multipart/alternative.
+	Text    string
+	HTML    string
+	Headers []email.Header
+	// Attachment, when set, is attached to the email.
+	Attachment *Attachment
+	Date       time.Time
+}
+
+// Recipients is the envelope: To, Cc and Bcc.
+func (o Outgoing) Recipients() []string {
+	out := append([]string{o.To}, o.Cc...)
+	return append(out, o.Bcc...)
+}
+
+// Attachment is a fetched file.
+type Attachment struct {
+	Name        string
+	ContentType string
+	Data        []byte
+}
+
+// Receipt is what the relay answered to an accepted email.
+type Receipt struct {
+	// Reply is the server's final reply ("250 2.0.0 Ok: queued as 4BXk").
+	Reply string
+}
+
+// Sender hands emails to a relay. Implementations are safe for concurrent
+// use. Send returns a *SMTPError when the server refused the email with a
+// reply, an error wrapping ErrUnsendable when the email cannot be written;
+// any other error (connection refused, timeout) is transient.
+type Sender interface {
+	Send(ctx context.Context, m Outgoing) (Receipt, error)
+}
+
+// ErrUnsendable is wrapped by a Sender's error when the email cannot be
+// written at all (an address the library refuses); retrying cannot help.
+var ErrUnsendable = errors.New("email cannot be written")
+
+// SMTPError is a refusal the server explained with a reply code.
+type SMTPError struct {
+	// Code is the reply code (451, 550, ...); EnhancedCode the RFC 3463
+	// status ("5.1.1") when the server sent one.
+	Code         int
+	EnhancedCode string
+	// Reply is the server's text, code included.
+	Reply string
+}
+
+func (e *SMTPError) Error() string { return "smtp: " + e.Reply }
+
+// Temporary reports a 4xx reply, which a later attempt may overcome; 5xx
+// replies are permanent.
+func (e *SMTPError) Temporary() bool { return e.Code >= 400 && e.Code < 500 }
+
+// Fetcher downloads an attachment through the SSRF-safe client, reading
+// at most maxBytes. It returns ErrAttachmentTooLarge beyond the limit and a
+// *FetchError for what retrying cannot fix.
+type Fetcher interface {
+	Fetch(ctx context.Context, rawURL string, maxBytes int64) (Attachment, error)
+}
+
+// ErrAttachmentTooLarge is returned by a Fetcher when the declared length
+// or the bytes read exceed the limit.
+var ErrAttachmentTooLarge = errors.New("attachment is larger than the limit")
+
+// FetchError is an attachment failure retrying cannot fix (a 404, a
+// forbidden address).
+type FetchError struct {
+	Code    string
+	Message string
+}
+
+func (e *FetchError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// URLChecker refuses URLs on private, loopback or link-local addresses at
+// request time.
+type URLChecker interface {
+	CheckURL(ctx context.Context, raw string) error
+}

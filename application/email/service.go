@@ -1,0 +1,416 @@
+// Package email holds the email use cases: creating an address on the
+// service domain or an authorised custom domain, sending (stored and queued
+// in one transaction, delivered by a job through the Sender port), and
+// reading an email's status.
+//
+// Attachments are fetched at delivery, not when the send is accepted: the
+// URL is checked against private ranges when the send is accepted (so an
+// obviously internal URL is a 422 at once), and the file is downloaded by
+// the delivery job through the SSRF-safe client, held to the document size
+// limit. Accepting stays one short transaction, the database never holds
+// the file, and a file host that is briefly down is retried like a relay
+// that is.
+package email
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// DeliverKind is the job kind that hands a queued email to the Sender.
+const DeliverKind = "email.deliver"
+
+// DeliveryAttempts bounds delivery tries; with DeliveryBackoff an email
+// whose relay keeps answering 4xx is retried for about nine hours, in the
+// spirit of an MTA's queue, before it is failed.
+const DeliveryAttempts = 16
+
+// DeliveryBackoff times retries after a 4xx or a connection failure: 5 s
+// doubling, at most one hour.
+var DeliveryBackoff = jobs.ExponentialBackoff(5*time.Second, time.Hour)
+
+// MaxAttachmentBytes is the document size limit, which attachments share.
+const MaxAttachmentBytes = 100 << 20
+
+// Service runs the email use cases.
+type Service struct {
+	store  Store
+	sender Sender
+	fetch  Fetcher
+	urls   URLChecker
+	domain string
+	// owners caches sender addresses by local@domain; cached counts them.
+	owners sync.Map
+	cached atomic.Int64
+	now    func() time.Time
+	log    *slog.Logger
+}
+
+// Deps are what the email use cases are built from.
+type Deps struct {
+	Store  Store
+	Sender Sender
+	// Fetcher downloads attachments; URLs checks them when a send is
+	// accepted.
+	Fetcher Fetcher
+	URLs    URLChecker
+	// ServiceDomain is the service's own email domain (EMAIL_DOMAIN),
+	// on which every account may create addresses.
+	ServiceDomain string
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// NewService builds the email use cases.
+func NewService(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	clock := d.Now
+	now := func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
+	domain, _ := account.NormalizeDomain(d.ServiceDomain)
+	return &Service{store: d.Store, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger}
+}
+
+// ServiceDomain is the service's own email domain.
+func (s *Service) ServiceDomain() string { return s.domain }
+
+// CreateAddress creates local@domain for an account. The local part
+// follows email.NormalizeLocalPart (400 in the interface); the domain must
+// be the service domain or a custom domain authorised for the account
+// (Forbidden otherwise); an address that exists on any account is a
+// Conflict.
+func (s *Service) CreateAddress(ctx context.Context, accountID, local, domainName string) (account.EmailAddress, error) {
+	var p failure.Problems
+	l, err := email.NormalizeLocalPart(local, "address")
+	if err != nil {
+		p = append(p, failure.As(err).Fields...)
+	}
+	d, err := account.NormalizeDomain(domainName)
+	if err != nil {
+		p.Add("value_error", "domain_name must be a DNS name such as "+s.domainExample(), "domain_name")
+	}
+	if err := p.Err(); err != nil {
+		return account.EmailAddress{}, err
+	}
+	addr := account.EmailAddress{ID: ident.New(ident.Email), AccountID: accountID, LocalPart: l, Domain: d, CreatedAt: s.now()}
+	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		if d != s.domain {
+			domains, err := r.Domains(ctx, accountID)
+			if err != nil {
+				return err
+			}
+			authorised := false
+			for _, cd := range domains {
+				authorised = authorised || cd.Name == d
+			}
+			if !authorised {
+				return failure.Forbidden("domain_not_authorized", "the domain "+d+" is not authorised for this account; use "+s.domainExample()+" or ask the operator to add a custom domain")
+			}
+		}
+		err := r.InsertEmailAddress(ctx, addr)
+		if failure.Is(err, failure.KindConflict) {
+			return failure.Conflict("email_exists", "the email address "+addr.Address()+" already exists")
+		}
+		return err
+	})
+	if err != nil {
+		return account.EmailAddress{}, err
+	}
+	return addr, nil
+}
+
+func (s *Service) domainExample() string {
+	if s.domain == "" {
+		return "mail.example.com"
+	}
+	return s.domain
+}
+
+// SendInput is a send request.
+type SendInput struct {
+	AccountID        string
+	SenderAddress    string
+	RecipientAddress string
+	Subject          string
+	Body             string
+	// Headers is the request's headers object as decoded JSON (values are
+	// strings or lists of strings).
+	Headers       map[string]any
+	AttachmentURI string
+}
+
+// deliverPayload is the delivery job's payload.
+type deliverPayload struct {
+	EmailID string `json:"email_id"`
+}
+
+// Send checks a send, stores the email and queues its delivery in one
+// transaction. The sender must be an address of the account (Forbidden,
+// code sender_not_permitted, otherwise).
+func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
+	var p failure.Problems
+	var from, to email.Address
+	if email.CheckLine(&p, in.SenderAddress, "sender_address") {
+		from = email.CheckAddress(&p, in.SenderAddress, "sender_address")
+	}
+	if email.CheckLine(&p, in.RecipientAddress, "recipient_address") {
+		to = email.CheckAddress(&p, in.RecipientAddress, "recipient_address")
+	}
+	subject := strings.TrimSpace(in.Subject)
+	if email.CheckLine(&p, in.Subject, "subject") {
+		switch n := utf8.RuneCountInString(subject); {
+		case n == 0:
+			p.Add("string_too_short", "subject must not be empty", "subject")
+		case n > email.MaxSubjectLength:
+			p.Add("string_too_long", "subject must be at most 998 characters", "subject")
+		}
+	}
+	if strings.TrimSpace(in.Body) == "" {
+		p.Add("string_too_short", "body must not be empty", "body")
+	} else if !utf8.ValidString(in.Body) {
+		p.Add("value_error", "body must be valid UTF-8", "body")
+	}
+	headers, err := email.ParseHeaders(in.Headers, "headers")
+	if err != nil {
+		p = append(p, failure.As(err).Fields...)
+	}
+	if n := 1 + len(headers.Cc) + len(headers.Bcc); n > email.MaxRecipients {
+		p.Add("value_error", fmt.Sprintf("an email may have at most %d recipients (to, cc and bcc), not %d", email.MaxRecipients, n), "headers")
+	}
+	if in.AttachmentURI != "" {
+		s.checkAttachmentURI(ctx, &p, in.AttachmentURI)
+	}
+	if err := p.Err(); err != nil {
+		return email.Email{}, err
+	}
+
+	addr, err := s.senderAddress(ctx, strings.ToLower(from.Local), from.Domain)
+	if failure.Is(err, failure.KindNotFound) || (err == nil && addr.AccountID != in.AccountID) {
+		return email.Email{}, failure.Forbidden("sender_not_permitted", "the sender address "+from.String()+" is not an address of this account")
+	}
+	if err != nil {
+		return email.Email{}, err
+	}
+	now := s.now()
+	id := ident.New(ident.Email)
+	e := email.Email{
+		ID: id, AccountID: in.AccountID, From: addr.Address(), To: to.String(),
+		Cc: headers.Cc, Bcc: headers.Bcc, ReplyTo: headers.ReplyTo,
+		Subject: subject, Body: in.Body, HTML: email.LooksLikeHTML(in.Body), Headers: headers.Extra,
+		AttachmentURI: in.AttachmentURI, MessageID: "<" + id + "@" + addr.Domain + ">",
+		Status: email.Queued, CreatedAt: now, UpdatedAt: now,
+	}
+	payload, _ := json.Marshal(deliverPayload{EmailID: e.ID})
+	// The job needs no unique key: the email is new, and Work leaves an
+	// email that is no longer queued alone.
+	queue := func(ctx context.Context, r Repos) error {
+		if err := r.InsertEmail(ctx, e); err != nil {
+			return err
+		}
+		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts})
+		return err
+	}
+	if shared, ok := s.store.(SharedTransactor); ok {
+		err = shared.TransactShared(ctx, queue)
+	} else {
+		err = s.store.Transact(ctx, queue)
+	}
+	if err != nil {
+		return email.Email{}, err
+	}
+	return e, nil
+}
+
+// maxOwners bounds the address cache.
+const maxOwners = 100_000
+
+// senderAddress finds an address by local part and domain. The owner of an
+// address never changes (addresses are only ever created), so found
+// addresses are kept in memory: a send costs no read for its sender.
+func (s *Service) senderAddress(ctx context.Context, local, domain string) (account.EmailAddress, error) {
+	key := local + "@" + domain
+	if a, ok := s.owners.Load(key); ok {
+		return a.(account.EmailAddress), nil
+	}
+	a, err := s.store.Repos().EmailAddressByAddress(ctx, local, domain)
+	if err != nil {
+		return account.EmailAddress{}, err
+	}
+	if s.cached.Add(1) <= maxOwners {
+		s.owners.Store(key, a)
+	}
+	return a, nil
+}
+
+func (s *Service) checkAttachmentURI(ctx context.Context, p *failure.Problems, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.Add("url_parsing", "attachment_uri must be an http or https URL", "attachment_uri")
+		return
+	}
+	if s.urls != nil {
+		if err := s.urls.CheckURL(ctx, raw); err != nil {
+			p.Add("url_forbidden", "the attachment URL is not allowed: "+err.Error(), "attachment_uri")
+		}
+	}
+}
+
+// Email reads an email of an account.
+func (s *Service) Email(ctx context.Context, accountID, id string) (email.Email, error) {
+	if !ident.Valid(ident.Email, id) {
+		return email.Email{}, failure.NotFound("email")
+	}
+	return s.store.Repos().Email(ctx, accountID, id)
+}
+
+// Work delivers one queued email: the delivery job's handler. It is
+// idempotent: an email that is no longer queued is left alone. (A crash
+// between the relay's 250 and the status update sends the email again on
+// the next attempt, with the same Message-ID, which receivers use to
+// recognise the duplicate.)
+func (s *Service) Work(ctx context.Context, job jobs.Job) error {
+	var p deliverPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		return jobs.Permanent(fmt.Errorf("email delivery payload: %w", err))
+	}
+	r := s.store.Repos()
+	e, err := r.EmailByID(ctx, p.EmailID)
+	if failure.Is(err, failure.KindNotFound) {
+		return nil // deleted with its account
+	}
+	if err != nil {
+		return err
+	}
+	if e.Status != email.Queued {
+		return nil
+	}
+	e.Attempts = job.Attempt
+	out, err := s.outgoing(ctx, e)
+	var receipt Receipt
+	if err == nil {
+		receipt, err = s.sender.Send(ctx, out)
+	}
+	if err == nil {
+		at := s.now()
+		e.Status, e.Reply, e.FailureCode, e.SentAt, e.UpdatedAt = email.Sent, receipt.Reply, "", &at, at
+		_, err := r.UpdateEmailDelivery(ctx, e)
+		return err
+	}
+
+	var (
+		smtpErr  *SMTPError
+		fetchErr *FetchError
+	)
+	last := job.Attempt >= job.MaxAttempts
+	switch {
+	case errors.As(err, &smtpErr) && !smtpErr.Temporary():
+		return s.fail(ctx, r, e, "rejected", smtpErr.Reply, err)
+	case errors.As(err, &fetchErr):
+		return s.fail(ctx, r, e, fetchErr.Code, fetchErr.Message, err)
+	case errors.Is(err, ErrUnsendable):
+		return s.fail(ctx, r, e, "unsendable", err.Error(), err)
+	case errors.Is(err, ErrAttachmentTooLarge):
+		return s.fail(ctx, r, e, "attachment_too_large", fmt.Sprintf("attachments may be at most %d MB", MaxAttachmentBytes>>20), err)
+	case last:
+		return s.fail(ctx, r, e, "retries_exhausted", "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+replyOf(err), err)
+	}
+	// A 4xx or a connection failure: keep the email queued, note why, and
+	// retry with the kind's back-off.
+	e.Reply, e.UpdatedAt = replyOf(err), s.now()
+	if _, uerr := r.UpdateEmailDelivery(ctx, e); uerr != nil {
+		return errors.Join(err, uerr)
+	}
+	return err
+}
+
+// replyOf is the SMTP reply of err, or its text.
+func replyOf(err error) string {
+	var smtpErr *SMTPError
+	if errors.As(err, &smtpErr) {
+		return smtpErr.Reply
+	}
+	return err.Error()
+}
+
+// fail marks the email failed with the reply, and stops the job.
+func (s *Service) fail(ctx context.Context, r Repos, e email.Email, code, reply string, cause error) error {
+	e.Status, e.FailureCode, e.Reply, e.UpdatedAt = email.Failed, code, reply, s.now()
+	if _, err := r.UpdateEmailDelivery(ctx, e); err != nil {
+		return err
+	}
+	return jobs.Permanent(cause)
+}
+
+// outgoing builds what the Sender gets, fetching the attachment.
+func (s *Service) outgoing(ctx context.Context, e email.Email) (Outgoing, error) {
+	out := Outgoing{
+		MessageID: e.MessageID, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
+		Subject: e.Subject, Text: e.Body, Headers: e.Headers, Date: e.CreatedAt,
+	}
+	if e.HTML {
+		out.HTML, out.Text = e.Body, email.TextFromHTML(e.Body)
+	}
+	if e.AttachmentURI != "" {
+		if s.fetch == nil {
+			return Outgoing{}, &FetchError{Code: "attachment_unavailable", Message: "attachments are not configured"}
+		}
+		att, err := s.fetch.Fetch(ctx, e.AttachmentURI, MaxAttachmentBytes)
+		if err != nil {
+			return Outgoing{}, err
+		}
+		if att.Name = cleanName(att.Name); att.Name == "" {
+			att.Name = attachmentName(e.AttachmentURI)
+		}
+		out.Attachment = &att
+	}
+	return out, nil
+}
+
+// attachmentName is the last path segment of the URL, or "attachment".
+func attachmentName(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		if name := cleanName(u.Path); name != "" {
+			return name
+		}
+	}
+	return "attachment"
+}
+
+// cleanName keeps the last path element of a file name, without control
+// characters, at most 200 bytes.
+func cleanName(name string) string {
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, name)
+	if name == "." || name == "/" || name == ".." {
+		return ""
+	}
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return strings.TrimSpace(name)
+}

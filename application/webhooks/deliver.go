@@ -1,0 +1,193 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+// Work makes one attempt of a delivery: the delivery job's handler. It
+// signs the event's payload anew (same webhook-id, new timestamp), posts
+// it, logs the attempt, and schedules the next one on failure. It is
+// idempotent: a delivery that is no longer pending is left alone.
+func (s *Service) Work(ctx context.Context, job jobs.Job) error {
+	var p deliverPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		return jobs.Permanent(fmt.Errorf("webhook delivery payload: %w", err))
+	}
+	r := s.store.Repos()
+	sendable, err := r.DeliveryToSend(ctx, p.DeliveryID)
+	if failure.Is(err, failure.KindNotFound) {
+		return nil // deleted with its account
+	}
+	if err != nil {
+		return err
+	}
+	d, rec := sendable.Delivery, sendable.Endpoint
+	if d.Status != webhook.Pending {
+		return nil
+	}
+	if !sendable.Found || !rec.Endpoint.Enabled {
+		// Disabled (or removed) since the event: nothing is sent.
+		d.Status, d.LastError, d.UpdatedAt = webhook.Failed, "endpoint disabled", s.now()
+		return r.UpdateWebhookDelivery(ctx, d)
+	}
+	if d.Attempts == 0 && sendable.EarlierUntried {
+		// Keep a thread's events in order while the receiver is healthy:
+		// wait until every earlier one has had its first attempt.
+		return jobs.RetryAfter(s.orderWait, errWaitingForOrder)
+	}
+	ep, err := s.open(rec)
+	if err != nil {
+		// Retrying cannot help (another server key?); the delivery fails
+		// so it does not hold its thread's later events back.
+		d.Status, d.LastError, d.UpdatedAt = webhook.Failed, err.Error(), s.now()
+		if uerr := r.UpdateWebhookDelivery(ctx, d); uerr != nil {
+			return uerr
+		}
+		return jobs.Permanent(err)
+	}
+	started := s.now()
+	res, sendErr := s.post(ctx, ep, d, started)
+	latency := s.now().Sub(started)
+	if sendErr == nil && res.StatusCode >= 200 && res.StatusCode < 300 && rec.Endpoint.FailingSince == nil {
+		// The common case, a healthy endpoint's success, is written in a
+		// shared transaction with other workers' successes.
+		now := s.now()
+		d.Attempts++
+		d.Status, d.LastStatusCode, d.LastError, d.UpdatedAt = webhook.Succeeded, res.StatusCode, "", now
+		return s.recordSuccess(ctx, d, webhook.Attempt{At: started, StatusCode: res.StatusCode, Latency: latency, Response: printable(res.Body)})
+	}
+	return s.record(ctx, d, res, sendErr, started, latency)
+}
+
+// post signs and sends one attempt within the attempt timeout.
+func (s *Service) post(ctx context.Context, ep webhook.Endpoint, d webhook.Delivery, now time.Time) (Response, error) {
+	sig, err := webhook.Sign(ep.SigningSecrets(now), d.ID, now, d.Payload)
+	if err != nil {
+		return Response{}, err
+	}
+	header := map[string]string{
+		"Content-Type":      "application/json",
+		"User-Agent":        "Switchboard-Webhooks/1",
+		"webhook-id":        sig.ID,
+		"webhook-timestamp": sig.Timestamp,
+		"webhook-signature": sig.Standard,
+		"x-timestamp":       sig.Timestamp,
+		"x-signature":       sig.Legacy,
+		"x-event-type":      string(d.EventType),
+	}
+	if sig.LegacyPrevious != "" {
+		header["x-signature-previous"] = sig.LegacyPrevious
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, err := s.sender.Post(ctx, Request{URL: ep.URL, Header: header, Body: d.Payload})
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("no answer within %s: %w", s.timeout, err)
+	}
+	return res, err
+}
+
+// record logs the attempt and moves the delivery and the endpoint's
+// health in one transaction.
+func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, sendErr error, at time.Time, latency time.Duration) error {
+	success := sendErr == nil && res.StatusCode >= 200 && res.StatusCode < 300
+	attempt := webhook.Attempt{At: at, StatusCode: res.StatusCode, Latency: latency, Response: printable(res.Body)}
+	switch {
+	case sendErr != nil:
+		attempt.Error = sendErr.Error()
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		attempt.Error = fmt.Sprintf("redirect %d is not followed; set the final URL", res.StatusCode)
+	case !success:
+		attempt.Error = fmt.Sprintf("status %d %s", res.StatusCode, http.StatusText(res.StatusCode))
+	}
+	var retry time.Duration
+	var again bool
+	// The outcome is recorded even when the job's context is ending.
+	ctx = context.WithoutCancel(ctx)
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		if err := r.InsertWebhookAttempt(ctx, d.ID, attempt); err != nil {
+			return err
+		}
+		now := s.now()
+		d.Attempts++
+		d.LastStatusCode, d.LastError, d.UpdatedAt = res.StatusCode, attempt.Error, now
+		rec, err := r.WebhookEndpoint(ctx, d.AccountID)
+		if err != nil {
+			return err
+		}
+		e := &rec.Endpoint
+		switch {
+		case success:
+			d.Status = webhook.Succeeded
+			if e.FailingSince != nil {
+				e.FailingSince = nil
+				if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
+					return err
+				}
+			}
+		case res.StatusCode == http.StatusGone:
+			d.Status = webhook.Failed
+			if err := s.disable(ctx, r, rec, webhook.ReasonGone, now, "the receiver answered 410 Gone"); err != nil {
+				return err
+			}
+		default:
+			failing := e.RecordFailure(now, s.disableAfter)
+			if failing && e.Enabled {
+				if err := s.disable(ctx, r, rec, webhook.ReasonFailing, now, "every attempt failed since "+e.FailingSince.Format(time.RFC3339)); err != nil {
+					return err
+				}
+			} else if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
+				return err
+			}
+			if retry, again = webhook.NextDelay(s.schedule, d.Attempts, res.RetryAfter); again && !failing {
+				d.NextAttemptAt = now.Add(retry)
+			} else {
+				d.Status, again = webhook.Failed, false
+			}
+		}
+		return r.UpdateWebhookDelivery(ctx, d)
+	})
+	if err != nil {
+		return err
+	}
+	if again {
+		return jobs.RetryAfter(retry, fmt.Errorf("attempt %d: %s", d.Attempts, attempt.Error))
+	}
+	return nil
+}
+
+// disable turns the endpoint off and keeps an endpoint.disabled record on
+// the account's event log.
+func (s *Service) disable(ctx context.Context, r Repos, rec Record, reason string, now time.Time, why string) error {
+	rec.Endpoint.Disable(reason, now)
+	if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
+		return err
+	}
+	id := ident.New(ident.Event)
+	payload, _ := json.Marshal(map[string]any{
+		"event": event.EndpointDisabled, "event_id": id, "a1_account_id": rec.Endpoint.AccountID,
+		"url": rec.Endpoint.URL, "reason": reason, "detail": why, "timestamp": now.Format(webhook.TimeFormat),
+	})
+	s.log.Warn("webhook endpoint disabled", "account_id", rec.Endpoint.AccountID, "reason", reason)
+	return r.InsertEvent(ctx, event.Event{ID: id, AccountID: rec.Endpoint.AccountID, Type: event.EndpointDisabled, Payload: payload, CreatedAt: now})
+}
+
+// printable keeps the response prefix storable as text.
+func printable(b []byte) string {
+	if len(b) > webhook.MaxResponseBytes {
+		b = b[:webhook.MaxResponseBytes]
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(string(b), string(utf8.RuneError)), "\x00", "")
+}

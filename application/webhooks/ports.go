@@ -1,0 +1,134 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+// Record is an endpoint as stored: the plain secrets left empty, sealed
+// beside it.
+type Record struct {
+	Endpoint       webhook.Endpoint
+	SealedSecret   []byte
+	SealedPrevious []byte
+}
+
+// FanoutRepos is what turning an event into a delivery needs, inside the
+// transaction that records the event.
+type FanoutRepos interface {
+	// WebhookEndpoint reads an account's endpoint; NotFound when it has none.
+	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
+	InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error
+	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+}
+
+// Repos is the storage of webhooks. Lookups scoped by account return
+// NotFound for rows of other accounts exactly as for missing rows.
+type Repos interface {
+	FanoutRepos
+	// SaveWebhookEndpoint inserts or replaces an account's endpoint.
+	SaveWebhookEndpoint(ctx context.Context, r Record) error
+	// WebhookDelivery reads a delivery with its event's payload; an empty
+	// accountID reads it whatever the account (for the delivery job).
+	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
+	// DeliveryToSend reads, in one query, what an attempt needs: the
+	// delivery with its payload, its account's endpoint (Found false when
+	// there is none) and whether an earlier delivery of its thread still
+	// waits for its first attempt (see EarlierUntriedDelivery).
+	DeliveryToSend(ctx context.Context, id string) (Sendable, error)
+	// UpdateWebhookDelivery saves status, attempts, last status code and
+	// error, next attempt and updated time.
+	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error
+	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
+	// InsertWebhookAttempts appends many attempts in one statement.
+	InsertWebhookAttempts(ctx context.Context, attempts []LoggedAttempt) error
+	// UpdateWebhookDeliveries saves many deliveries as UpdateWebhookDelivery
+	// does; a delivery that does not exist is skipped.
+	UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error
+	// EarlierUntriedDelivery reports whether a pending delivery of the
+	// same account and thread, recorded before d, has not had its first
+	// attempt finished yet.
+	EarlierUntriedDelivery(ctx context.Context, d webhook.Delivery) (bool, error)
+	// WebhookDeliveries lists an account's deliveries, newest first, with
+	// their attempt logs, and the number matching.
+	WebhookDeliveries(ctx context.Context, q DeliveryQuery) ([]webhook.Delivery, int, error)
+	// EventsAfter reads an account's events recorded after the event
+	// afterID (from the first when empty), oldest first; NotFound when
+	// afterID is not an event of the account.
+	EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error)
+	InsertEvent(ctx context.Context, e event.Event) error
+	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
+}
+
+// Sendable is what one attempt of a delivery needs.
+type Sendable struct {
+	Delivery webhook.Delivery
+	Endpoint Record
+	// Found tells whether the account has an endpoint.
+	Found bool
+	// EarlierUntried: an earlier delivery of the thread has not had its
+	// first attempt yet.
+	EarlierUntried bool
+}
+
+// LoggedAttempt is one attempt of one delivery, for the log.
+type LoggedAttempt struct {
+	DeliveryID string
+	Attempt    webhook.Attempt
+}
+
+// DeliveryQuery selects deliveries.
+type DeliveryQuery struct {
+	AccountID string
+	// Status and EventType filter when set.
+	Status        webhook.Status
+	EventType     event.Type
+	Limit, Offset int
+}
+
+// Store gives the use cases their repositories, directly or in one
+// transaction.
+type Store interface {
+	Repos() Repos
+	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Keyring seals the signing secrets at rest.
+type Keyring interface {
+	Seal(plaintext []byte, context string) []byte
+	Open(sealed []byte, context string) ([]byte, error)
+}
+
+// URLChecker refuses URLs on private, loopback, link-local or metadata
+// addresses when they are saved.
+type URLChecker interface {
+	CheckURL(ctx context.Context, raw string) error
+}
+
+// Request is one POST to an endpoint.
+type Request struct {
+	URL    string
+	Header map[string]string
+	Body   []byte
+}
+
+// Response is what the endpoint answered.
+type Response struct {
+	StatusCode int
+	// RetryAfter is the receiver's Retry-After, zero when absent.
+	RetryAfter time.Duration
+	// Body is at most webhook.MaxResponseBytes of the answer.
+	Body []byte
+}
+
+// Sender posts a delivery through the SSRF-safe client without following
+// redirects. It returns an error when no response arrived (refused
+// address, connection failure, timeout through ctx).
+type Sender interface {
+	Post(ctx context.Context, r Request) (Response, error)
+}

@@ -1,0 +1,388 @@
+// Package webhooks holds the customer webhook use cases: the endpoint
+// setting of an account (URL, enabled flag, event types, a signing secret
+// shown once and stored sealed), turning each recorded event into a
+// delivery inside the transaction that records it, the delivery job
+// (signed POST, retried on a fixed schedule, logged attempt by attempt),
+// replay, and the polling and acknowledgement routes for agents without a
+// public URL.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+// DeliverKind is the job kind that makes the attempts of one delivery.
+const DeliverKind = "webhook.deliver"
+
+// jobAttempts bounds the runs of one delivery job. The delivery counts its
+// own attempts (webhook.Schedule); job runs also include the short waits
+// that keep a thread's events in order, so the bound is generous.
+const jobAttempts = 10000
+
+// Service runs the webhook use cases.
+type Service struct {
+	store        Store
+	keys         Keyring
+	urls         URLChecker
+	plainAllowed func(host string) bool
+	sender       Sender
+	now          func() time.Time
+	schedule     []time.Duration
+	disableAfter time.Duration
+	timeout      time.Duration
+	orderWait    time.Duration
+	log          *slog.Logger
+	batch        successBatch
+}
+
+// Deps are what the webhook use cases are built from.
+type Deps struct {
+	Store Store
+	Keys  Keyring
+	URLs  URLChecker
+	// PlainHTTPAllowed says whether a host may be called over plain http
+	// (hosts in the operator's allowed private ranges).
+	PlainHTTPAllowed func(host string) bool
+	Sender           Sender
+	Now              func() time.Time
+	// Schedule, DisableAfter and Timeout default to the webhook package's
+	// values; tests scale them down.
+	Schedule     []time.Duration
+	DisableAfter time.Duration
+	Timeout      time.Duration
+	// OrderWait is how long a delivery waits for an earlier event of its
+	// thread to have its first attempt (25 ms by default).
+	OrderWait time.Duration
+	Logger    *slog.Logger
+}
+
+// NewService builds the webhook use cases.
+func NewService(d Deps) *Service {
+	s := &Service{
+		store: d.Store, keys: d.Keys, urls: d.URLs, plainAllowed: d.PlainHTTPAllowed, sender: d.Sender,
+		now: d.Now, schedule: d.Schedule, disableAfter: d.DisableAfter, timeout: d.Timeout, orderWait: d.OrderWait, log: d.Logger,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	clock := s.now
+	s.now = func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
+	if len(s.schedule) == 0 {
+		s.schedule = webhook.Schedule
+	}
+	if s.disableAfter <= 0 {
+		s.disableAfter = webhook.DisableAfter
+	}
+	if s.timeout <= 0 {
+		s.timeout = webhook.Timeout
+	}
+	if s.orderWait <= 0 {
+		s.orderWait = 25 * time.Millisecond
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// View is an endpoint as shown to its owner: Secret is set only when it
+// was just made (first save, rotation) and is never shown again.
+type View struct {
+	Endpoint webhook.Endpoint
+	Secret   string
+}
+
+func view(e webhook.Endpoint, newSecret string) View {
+	e.Secret, e.PreviousSecret = "", ""
+	return View{Endpoint: e, Secret: newSecret}
+}
+
+// Get reads an account's endpoint setting.
+func (s *Service) Get(ctx context.Context, accountID string) (View, error) {
+	rec, err := s.store.Repos().WebhookEndpoint(ctx, accountID)
+	if err != nil {
+		return View{}, notConfigured(err)
+	}
+	return view(rec.Endpoint, ""), nil
+}
+
+func notConfigured(err error) error {
+	if failure.Is(err, failure.KindNotFound) {
+		return &failure.Error{Kind: failure.KindNotFound, Code: "webhook_not_configured", Message: "this account has no webhook; set one with PUT"}
+	}
+	return err
+}
+
+// PutInput is a new endpoint setting. Enabled nil means true; Events nil
+// means every event type.
+type PutInput struct {
+	AccountID string
+	URL       string
+	Enabled   *bool
+	Events    []string
+}
+
+// Put saves an account's endpoint. The first save makes the signing
+// secret, returned once. Enabling an endpoint the service disabled clears
+// its failure record.
+func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
+	enabled := in.Enabled == nil || *in.Enabled
+	settings := webhook.Settings{URL: strings.TrimSpace(in.URL), Enabled: enabled, Events: in.Events}
+	types, err := settings.Check(s.plainAllowed)
+	if err != nil {
+		return View{}, err
+	}
+	if s.urls != nil {
+		if err := s.urls.CheckURL(ctx, settings.URL); err != nil {
+			return View{}, failure.Invalid(failure.Field("url_forbidden", "the webhook URL is not allowed: "+err.Error(), "url"))
+		}
+	}
+	var out View
+	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		now := s.now()
+		rec, err := r.WebhookEndpoint(ctx, in.AccountID)
+		fresh := failure.Is(err, failure.KindNotFound)
+		if err != nil && !fresh {
+			return err
+		}
+		newSecret := ""
+		if fresh {
+			newSecret = webhook.NewSecret()
+			rec = Record{Endpoint: webhook.Endpoint{AccountID: in.AccountID, CreatedAt: now}, SealedSecret: s.seal(in.AccountID, newSecret)}
+		}
+		e := &rec.Endpoint
+		e.URL, e.Events, e.UpdatedAt = settings.URL, types, now
+		switch {
+		case enabled && !e.Enabled:
+			e.Enabled, e.DisabledReason, e.DisabledAt, e.FailingSince = true, "", nil, nil
+		case !enabled && e.Enabled, !enabled && fresh:
+			e.Disable(webhook.ReasonOperator, now)
+		}
+		if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
+			return err
+		}
+		out = view(rec.Endpoint, newSecret)
+		return nil
+	})
+	return out, err
+}
+
+// RotateSecret makes a new signing secret, returned once; the previous
+// one keeps signing for webhook.RotationOverlap.
+func (s *Service) RotateSecret(ctx context.Context, accountID string) (View, error) {
+	var out View
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		rec, err := r.WebhookEndpoint(ctx, accountID)
+		if err != nil {
+			return notConfigured(err)
+		}
+		now := s.now()
+		next := webhook.NewSecret()
+		rec.SealedPrevious, rec.Endpoint.PreviousUntil = rec.SealedSecret, now.Add(webhook.RotationOverlap)
+		rec.SealedSecret = s.seal(accountID, next)
+		rec.Endpoint.UpdatedAt = now
+		if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
+			return err
+		}
+		out = view(rec.Endpoint, next)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Service) seal(accountID, secret string) []byte {
+	return s.keys.Seal([]byte(secret), "webhook:"+accountID)
+}
+
+// open fills in an endpoint's plain secrets.
+func (s *Service) open(rec Record) (webhook.Endpoint, error) {
+	e := rec.Endpoint
+	plain, err := s.keys.Open(rec.SealedSecret, "webhook:"+e.AccountID)
+	if err != nil {
+		return e, fmt.Errorf("open webhook secret: %w", err)
+	}
+	e.Secret = string(plain)
+	if len(rec.SealedPrevious) > 0 {
+		if prev, err := s.keys.Open(rec.SealedPrevious, "webhook:"+e.AccountID); err == nil {
+			e.PreviousSecret = string(prev)
+		}
+	}
+	return e, nil
+}
+
+// Test records a webhook.test event and delivers it to the endpoint.
+func (s *Service) Test(ctx context.Context, accountID string) (webhook.Delivery, error) {
+	var out webhook.Delivery
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		rec, err := r.WebhookEndpoint(ctx, accountID)
+		if err != nil {
+			return notConfigured(err)
+		}
+		if !rec.Endpoint.Enabled {
+			return failure.Conflict("webhook_disabled", "the webhook is disabled; enable it with PUT first")
+		}
+		now := s.now()
+		id := ident.New(ident.Event)
+		payload, _ := json.Marshal(map[string]any{
+			"event": event.WebhookTest, "event_id": id, "a1_account_id": accountID,
+			"timestamp": now.Format(webhook.TimeFormat), "message": "test delivery from Switchboard",
+		})
+		e := event.Event{ID: id, AccountID: accountID, Type: event.WebhookTest, Payload: payload, CreatedAt: now}
+		if err := r.InsertEvent(ctx, e); err != nil {
+			return err
+		}
+		out, err = s.enqueue(ctx, r, e)
+		return err
+	})
+	return out, err
+}
+
+// Fanout turns a recorded event into a delivery when the account's
+// endpoint is enabled and subscribed to its type. Call it with the
+// repositories of the transaction that inserted the event, so the event
+// and its delivery job commit together.
+func (s *Service) Fanout(ctx context.Context, r FanoutRepos, e event.Event) error {
+	rec, err := r.WebhookEndpoint(ctx, e.AccountID)
+	if failure.Is(err, failure.KindNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !rec.Endpoint.Enabled || !rec.Endpoint.Subscribed(e.Type) {
+		return nil
+	}
+	_, err = s.enqueue(ctx, r, e)
+	return err
+}
+
+type deliverPayload struct {
+	DeliveryID string `json:"delivery_id"`
+}
+
+// enqueue stores a pending delivery of e and its job.
+func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (webhook.Delivery, error) {
+	now := s.now()
+	d := webhook.Delivery{
+		ID: ident.New(ident.Webhook), AccountID: e.AccountID, EventID: e.ID, EventType: e.Type, ThreadID: e.ThreadID,
+		Status: webhook.Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := r.InsertWebhookDelivery(ctx, d); err != nil {
+		return webhook.Delivery{}, err
+	}
+	return d, s.enqueueJob(ctx, r, d)
+}
+
+func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery) error {
+	payload, _ := json.Marshal(deliverPayload{DeliveryID: d.ID})
+	_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
+		Kind: DeliverKind, Payload: payload, UniqueKey: "whk:" + d.ID, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
+	})
+	return err
+}
+
+// PaceKey groups the deliveries of one thread (or, without a thread, of
+// one account), so a runner starts them one at a time: in order.
+func PaceKey(d webhook.Delivery) string {
+	if d.ThreadID != "" {
+		return "whk:" + d.AccountID + ":" + d.ThreadID
+	}
+	return "whk:" + d.AccountID
+}
+
+// Deliveries lists an account's deliveries with their attempt logs.
+func (s *Service) Deliveries(ctx context.Context, q DeliveryQuery) ([]webhook.Delivery, int, error) {
+	return s.store.Repos().WebhookDeliveries(ctx, q)
+}
+
+// Replay delivers a delivery again, with the same webhook-id and a fresh
+// schedule; its earlier attempts stay in the log.
+func (s *Service) Replay(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
+	if !ident.Valid(ident.Webhook, id) {
+		return webhook.Delivery{}, failure.NotFound("delivery")
+	}
+	var out webhook.Delivery
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		rec, err := r.WebhookEndpoint(ctx, accountID)
+		if err != nil {
+			return notConfigured(err)
+		}
+		if !rec.Endpoint.Enabled {
+			return failure.Conflict("webhook_disabled", "the webhook is disabled; enable it with PUT first")
+		}
+		d, err := r.WebhookDelivery(ctx, accountID, id)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		d.Status, d.Attempts, d.NextAttemptAt, d.UpdatedAt = webhook.Pending, 0, now, now
+		if err := r.UpdateWebhookDelivery(ctx, d); err != nil {
+			return err
+		}
+		d.Payload = nil
+		out = d
+		return s.enqueueJob(ctx, r, d)
+	})
+	return out, err
+}
+
+// MaxUpdates bounds one page of polled events; DefaultUpdates is the page
+// size when none is asked for.
+const (
+	MaxUpdates     = 100
+	DefaultUpdates = 20
+)
+
+// Updates reads an account's events after the cursor (an event id),
+// oldest first, and the cursor to ask with next (the last event's id, or
+// the same cursor when there was nothing new).
+func (s *Service) Updates(ctx context.Context, accountID, after string, limit int) ([]event.Event, string, error) {
+	if limit <= 0 {
+		limit = DefaultUpdates
+	}
+	limit = min(limit, MaxUpdates)
+	if after != "" && !ident.Valid(ident.Event, after) {
+		return nil, "", unknownCursor()
+	}
+	evs, err := s.store.Repos().EventsAfter(ctx, accountID, after, limit)
+	if failure.Is(err, failure.KindNotFound) {
+		return nil, "", unknownCursor()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	next := after
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].ID
+	}
+	return evs, next, nil
+}
+
+func unknownCursor() error {
+	return failure.Invalid(failure.FieldError{In: "query", Path: []any{"after"}, Message: "after must be an event id returned by this account's updates", Type: "value_error"})
+}
+
+// Acknowledge confirms that the client received the payload about
+// message id; NotFound when the account has no such message.
+func (s *Service) Acknowledge(ctx context.Context, accountID, messageID string) error {
+	if !ident.Valid(ident.Message, messageID) {
+		return failure.NotFound("message")
+	}
+	_, err := s.store.Repos().Message(ctx, accountID, messageID)
+	return err
+}
+
+// errWaitingForOrder delays a delivery behind an earlier one of its thread.
+var errWaitingForOrder = errors.New("waiting for an earlier event of the thread")

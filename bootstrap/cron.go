@@ -1,0 +1,70 @@
+package bootstrap
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
+	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+)
+
+// cronModule wires the cron use cases and, when this process runs
+// background work, the scheduler. Every replica runs a scheduler; they
+// share the due jobs through the database.
+func cronModule(c Config) fx.Option {
+	return fx.Module("cron",
+		fx.Provide(
+			func(db *store.DB) appcron.Store {
+				return store.Bind(db, func(r *store.Repos) appcron.Repos { return r })
+			},
+			func() cron.Parser { return cronexpr.New() },
+			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, log *slog.Logger) *appcron.Scheduler {
+				return appcron.NewScheduler(appcron.SchedulerConfig{
+					Store: s, Parser: p, Caller: g.NewCronCaller(), Grace: c.CronGrace,
+					Concurrency: c.CronConcurrency, Logger: log,
+				})
+			},
+			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, sched *appcron.Scheduler) *appcron.Service {
+				wake := func() {}
+				if c.RunJobs {
+					wake = sched.Wake
+				}
+				return appcron.NewService(appcron.Deps{Store: s, Parser: p, URLs: g, MaxJobsPerAccount: c.CronMaxJobsPerAccount, Wake: wake})
+			},
+			fx.Annotate(func(s *appcron.Service) *appcron.Service { return s }, fx.As(new(rest.CronUseCases))),
+		),
+		fx.Invoke(func(lc fx.Lifecycle, sched *appcron.Scheduler) {
+			if !c.RunJobs {
+				return
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			lc.Append(fx.Hook{
+				OnStart: func(context.Context) error {
+					go func() {
+						defer close(done)
+						sched.Run(ctx)
+					}()
+					return nil
+				},
+				// Calls in flight finish (within their timeouts) and are
+				// recorded; if the stop deadline comes first, those runs
+				// are recorded as failed by the next scheduler to start.
+				OnStop: func(stop context.Context) error {
+					cancel()
+					select {
+					case <-done:
+					case <-stop.Done():
+					}
+					return nil
+				},
+			})
+		}),
+	)
+}

@@ -1,0 +1,109 @@
+package bootstrap
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
+	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+// webhooksOptions wires the webhook use cases: their store, the signed
+// sender on the SSRF-safe client, the delivery job kind, the REST routes,
+// and the fan-out of every event messaging records.
+var webhooksOptions = fx.Options(
+	fx.Module("webhooks",
+		fx.Provide(
+			func(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
+				return NewWebhooks(c, db, k, g, log)
+			},
+			fx.Annotate(func(s *webhooks.Service) runner.Kind {
+				return runner.Kind{
+					Name: webhooks.DeliverKind, Handler: s, Timeout: webhook.Timeout + 30*time.Second,
+					// One delivery of a thread at a time per runner keeps
+					// the thread's events in order without waiting.
+					PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} },
+				}
+			}, fx.ResultTags(runner.KindGroup)),
+		),
+	),
+	// The REST routes and the messaging store are built elsewhere; these
+	// decorations add the webhooks to them.
+	fx.Decorate(func(d rest.Deps, s *webhooks.Service) rest.Deps {
+		d.Webhooks = s
+		return d
+	}),
+	fx.Decorate(func(db *store.DB, s *webhooks.Service) messaging.Store {
+		return store.Bind(db, func(r *store.Repos) messaging.Repos { return publishing{Repos: r, hooks: s} })
+	}),
+)
+
+// NewWebhooks builds the webhook use cases (the CLI uses it too).
+func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
+	client := g.Client(httpguard.ClientOptions{Timeout: webhook.Timeout + 5*time.Second})
+	if t, ok := client.Transport.(*http.Transport); ok {
+		// Many deliveries go to few receivers: keep their connections.
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 512
+	}
+	return webhooks.NewService(webhooks.Deps{
+		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),
+		Keys:             k,
+		URLs:             g,
+		PlainHTTPAllowed: plainHTTPAllowed(c.AllowPrivateURLs),
+		Sender:           whsender.NewSender(client),
+		Logger:           log,
+	})
+}
+
+// plainHTTPAllowed lets a webhook use plain http only for hosts in the
+// operator's allowed private ranges: IP literals in them, and localhost
+// when loopback is allowed.
+func plainHTTPAllowed(allow []netip.Prefix) func(host string) bool {
+	return func(host string) bool {
+		h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		var ip netip.Addr
+		if strings.EqualFold(h, "localhost") {
+			ip = netip.MustParseAddr("127.0.0.1")
+		} else if a, err := netip.ParseAddr(h); err == nil {
+			ip = a.Unmap()
+		} else {
+			return false
+		}
+		for _, p := range allow {
+			if p.Contains(ip) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// publishing is messaging's repositories with the webhook fan-out added to
+// the event insert: the delivery and its job commit in the transaction
+// that records the event, or not at all.
+type publishing struct {
+	*store.Repos
+	hooks *webhooks.Service
+}
+
+// InsertEvent records the event and fans it out.
+func (p publishing) InsertEvent(ctx context.Context, e event.Event) error {
+	if err := p.Repos.InsertEvent(ctx, e); err != nil {
+		return err
+	}
+	return p.hooks.Fanout(ctx, p.Repos, e)
+}

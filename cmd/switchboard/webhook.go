@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/bootstrap"
+)
+
+type webhookJSON struct {
+	AccountID      string   `json:"account_id"`
+	URL            string   `json:"url"`
+	Enabled        bool     `json:"enabled"`
+	Events         []string `json:"events"`
+	Secret         string   `json:"secret,omitempty"`
+	DisabledReason string   `json:"disabled_reason,omitempty"`
+	UpdatedAt      string   `json:"updated_at"`
+}
+
+func webhookOut(v webhooks.View) webhookJSON {
+	out := webhookJSON{AccountID: v.Endpoint.AccountID, URL: v.Endpoint.URL, Enabled: v.Endpoint.Enabled, Secret: v.Secret,
+		DisabledReason: v.Endpoint.DisabledReason, UpdatedAt: ts(v.Endpoint.UpdatedAt), Events: []string{}}
+	for _, t := range v.Endpoint.Events {
+		out.Events = append(out.Events, string(t))
+	}
+	return out
+}
+
+func printWebhook(w io.Writer, v webhooks.View) {
+	events := "all"
+	if len(v.Endpoint.Events) > 0 {
+		names := make([]string, len(v.Endpoint.Events))
+		for i, t := range v.Endpoint.Events {
+			names[i] = string(t)
+		}
+		events = strings.Join(names, ", ")
+	}
+	state := "enabled"
+	if !v.Endpoint.Enabled {
+		state = "disabled"
+		if v.Endpoint.DisabledReason != "" && v.Endpoint.DisabledReason != "disabled" {
+			state += " (" + v.Endpoint.DisabledReason + ")"
+		}
+	}
+	fmt.Fprintf(w, "webhook of %s: %s, %s, events: %s\n", v.Endpoint.AccountID, v.Endpoint.URL, state, events)
+	if v.Secret != "" {
+		fmt.Fprintf(w, "signing secret: %s\n(shown only now; it is stored encrypted)\n", v.Secret)
+	}
+}
+
+func newWebhookCommand(s *settings) *cobra.Command {
+	cmd := &cobra.Command{Use: "webhook", Short: "Set, show and rotate an account's webhook"}
+	var (
+		accountID, url string
+		events         []string
+		disabled       bool
+	)
+	service := func(op *operator) (*webhooks.Service, error) {
+		keys, err := s.cfg.Keyring()
+		if err != nil {
+			return nil, err
+		}
+		guard := httpguard.New(httpguard.Options{Allow: s.cfg.AllowPrivateURLs})
+		return bootstrap.NewWebhooks(s.cfg, op.db, keys, guard, slog.Default()), nil
+	}
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Set an account's webhook URL, event types and enabled flag (the first time prints the signing secret)",
+		Args:  cobra.NoArgs,
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
+			svc, err := service(op)
+			if err != nil {
+				return err
+			}
+			enabled := !disabled
+			v, err := svc.Put(cmd.Context(), webhooks.PutInput{AccountID: accountID, URL: url, Enabled: &enabled, Events: events})
+			if err != nil {
+				return err
+			}
+			return s.print(cmd, webhookOut(v), func(w io.Writer) { printWebhook(w, v) })
+		}),
+	}
+	sf := set.Flags()
+	sf.StringVar(&url, "url", "", "the https:// URL deliveries are posted to (required)")
+	sf.StringSliceVar(&events, "events", nil, "event types to deliver, comma-separated (default: all)")
+	sf.BoolVar(&disabled, "disabled", false, "save the webhook disabled")
+	sf.StringVar(&s.allowPrivateURLs, "allow-private-urls", "", "comma-separated CIDR ranges the URL may point into (self-hosted setups)")
+	_ = set.MarkFlagRequired("url")
+
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Show an account's webhook",
+		Args:  cobra.NoArgs,
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
+			svc, err := service(op)
+			if err != nil {
+				return err
+			}
+			v, err := svc.Get(cmd.Context(), accountID)
+			if err != nil {
+				return err
+			}
+			return s.print(cmd, webhookOut(v), func(w io.Writer) { printWebhook(w, v) })
+		}),
+	}
+	rotate := &cobra.Command{
+		Use:   "rotate-secret",
+		Short: "Make a new signing secret; the old one keeps signing for 24 hours",
+		Args:  cobra.NoArgs,
+		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
+			svc, err := service(op)
+			if err != nil {
+				return err
+			}
+			v, err := svc.RotateSecret(cmd.Context(), accountID)
+			if err != nil {
+				return err
+			}
+			return s.print(cmd, webhookOut(v), func(w io.Writer) { printWebhook(w, v) })
+		}),
+	}
+	for _, c := range []*cobra.Command{set, show, rotate} {
+		c.Flags().StringVar(&accountID, "account", "", "account id (required)")
+		_ = c.MarkFlagRequired("account")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}

@@ -1,0 +1,83 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// TimeFormat is how payload times are written: RFC 3339 UTC, microseconds.
+const TimeFormat = "2006-01-02T15:04:05.999999Z07:00"
+
+// MessagePayload is the body of a message event, with the fields existing
+// clients read: message_content as an object and content as plain text.
+type MessagePayload struct {
+	Event          event.Type     `json:"event"`
+	EventID        string         `json:"event_id"`
+	ThreadID       string         `json:"thread_id"`
+	MessageID      string         `json:"message_id"`
+	ThreadType     string         `json:"thread_type"`
+	SenderNumber   string         `json:"sender_number"`
+	SenderName     string         `json:"sender_name"`
+	AccountID      string         `json:"a1_account_id"`
+	PhoneNumber    string         `json:"a1_phone_number"`
+	Timestamp      string         `json:"timestamp"`
+	Service        string         `json:"service"`
+	MessageType    string         `json:"message_type"`
+	IsFromAgent    bool           `json:"is_from_agent"`
+	AgentMentioned bool           `json:"agent_mentioned"`
+	MessageContent map[string]any `json:"message_content"`
+	Content        string         `json:"content"`
+	Status         string         `json:"status"`
+	Direction      string         `json:"direction"`
+	Recipient      string         `json:"recipient_number,omitempty"`
+	ErrorCode      string         `json:"error_code,omitempty"`
+	ErrorMessage   string         `json:"error_message,omitempty"`
+}
+
+// NewMessagePayload builds the payload of event typ about m in a thread of
+// type tt, recorded at now under event id.
+func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messaging.ThreadType, now time.Time) MessagePayload {
+	fromAgent := m.Direction == messaging.OutboundAPI
+	agent := m.To
+	if fromAgent {
+		agent = m.From
+	}
+	p := MessagePayload{
+		Event: typ, EventID: id, ThreadID: m.ThreadID, MessageID: m.ID, ThreadType: string(tt),
+		SenderNumber: m.From, SenderName: m.SenderName, AccountID: m.AccountID, PhoneNumber: agent,
+		Timestamp: now.UTC().Format(TimeFormat), Service: string(m.Service), MessageType: string(m.Content.Kind),
+		IsFromAgent: fromAgent, MessageContent: contentObject(m.Content), Content: m.Content.Summary(),
+		Status: string(m.Status), Direction: string(m.Direction), Recipient: m.To,
+		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText,
+	}
+	if !fromAgent && tt == messaging.Group && agent != "" {
+		// A group message mentions the agent when it names its number.
+		p.AgentMentioned = strings.Contains(m.Content.Summary(), strings.TrimPrefix(agent, "+"))
+	}
+	if tt == messaging.Individual && !fromAgent {
+		p.AgentMentioned = true
+	}
+	return p
+}
+
+// JSON encodes the payload.
+func (p MessagePayload) JSON() []byte {
+	b, _ := json.Marshal(p) // plain fields: cannot fail
+	return b
+}
+
+func contentObject(c messaging.Content) map[string]any {
+	switch {
+	case c.Kind == messaging.KindText:
+		return map[string]any{"text": c.Text}
+	case c.Kind.IsMedia():
+		return map[string]any{"url": c.MediaURL, "media_type": string(c.Kind), "caption": c.Caption}
+	case c.Kind == messaging.KindLocation:
+		return map[string]any{"latitude": c.Latitude, "longitude": c.Longitude, "name": c.PlaceName, "address": c.Address}
+	}
+	return map[string]any{}
+}

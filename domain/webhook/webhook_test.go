@@ -1,0 +1,168 @@
+package webhook_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+var at = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// The Standard Webhooks example: a known secret, id, timestamp and body give
+// a known signature (computed independently here, with the spec's recipe).
+func TestSignMatchesTheSpecRecipe(t *testing.T) {
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	body := []byte(`{"test": 2432232314}`)
+	sig, err := webhook.Sign([]string{secret}, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; sig.Standard != want {
+		t.Fatalf("webhook-signature = %s, want %s (the spec's example)", sig.Standard, want)
+	}
+	if sig.Timestamp != "1614265330" || sig.ID != "msg_p5jXN8AQM9LWM0D4loKWxJek" {
+		t.Fatalf("headers = %+v", sig)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("1614265330"))
+	mac.Write(body)
+	if want := hex.EncodeToString(mac.Sum(nil)); sig.Legacy != want {
+		t.Fatalf("x-signature = %s, want %s", sig.Legacy, want)
+	}
+	if sig.LegacyPrevious != "" {
+		t.Fatal("one secret: no previous signature")
+	}
+}
+
+func TestSignDuringRotation(t *testing.T) {
+	e := webhook.Endpoint{Secret: webhook.NewSecret()}
+	old := e.Secret
+	e.Rotate(webhook.NewSecret(), at)
+	secrets := e.SigningSecrets(at.Add(time.Hour))
+	if len(secrets) != 2 || secrets[0] != e.Secret || secrets[1] != old {
+		t.Fatalf("secrets during the overlap = %v", secrets)
+	}
+	if got := e.SigningSecrets(at.Add(webhook.RotationOverlap)); len(got) != 1 {
+		t.Fatalf("after 24 h only the new secret signs, got %d", len(got))
+	}
+	sig, err := webhook.Sign(secrets, "whk_1", at, []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := strings.Split(sig.Standard, " "); len(parts) != 2 || !strings.HasPrefix(parts[1], "v1,") {
+		t.Fatalf("two signatures expected: %q", sig.Standard)
+	}
+	if sig.LegacyPrevious != webhook.LegacySignature(old, sig.Timestamp, []byte("{}")) {
+		t.Fatal("x-signature-previous is the old secret's")
+	}
+}
+
+func TestNewSecret(t *testing.T) {
+	s := webhook.NewSecret()
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, webhook.SecretPrefix))
+	if !strings.HasPrefix(s, "whsec_") || err != nil || len(key) != 32 {
+		t.Fatalf("secret %q: %v, %d bytes", s, err, len(key))
+	}
+	if s == webhook.NewSecret() {
+		t.Fatal("secrets repeat")
+	}
+}
+
+func TestNextDelayFollowsTheScheduleWithJitter(t *testing.T) {
+	for attempts := 1; attempts < len(webhook.Schedule); attempts++ {
+		want := webhook.Schedule[attempts]
+		for range 100 {
+			d, ok := webhook.NextDelay(webhook.Schedule, attempts, 0)
+			if !ok || d < want*9/10 || d > want*11/10 {
+				t.Fatalf("after attempt %d: %s (want %s ±10%%)", attempts, d, want)
+			}
+		}
+	}
+	if _, ok := webhook.NextDelay(webhook.Schedule, len(webhook.Schedule), 0); ok {
+		t.Fatal("eight attempts in all")
+	}
+	if d, _ := webhook.NextDelay(webhook.Schedule, 1, time.Minute); d != time.Minute {
+		t.Fatalf("Retry-After 60 s after the first attempt: %s", d)
+	}
+	if d, _ := webhook.NextDelay(webhook.Schedule, 3, time.Second); d < 27*time.Minute {
+		t.Fatalf("a short Retry-After does not hurry the schedule: %s", d)
+	}
+}
+
+func TestFailureWindow(t *testing.T) {
+	var e webhook.Endpoint
+	if e.RecordFailure(at, webhook.DisableAfter) {
+		t.Fatal("the first failure does not disable")
+	}
+	if e.RecordFailure(at.Add(webhook.DisableAfter-time.Second), webhook.DisableAfter) {
+		t.Fatal("not yet five days")
+	}
+	if !e.RecordFailure(at.Add(webhook.DisableAfter), webhook.DisableAfter) {
+		t.Fatal("five days of failures disable")
+	}
+}
+
+func TestSettingsCheck(t *testing.T) {
+	loopback := func(h string) bool { return h == "127.0.0.1" }
+	for _, c := range []struct {
+		s  webhook.Settings
+		ok bool
+	}{
+		{webhook.Settings{URL: "https://example.com/hook"}, true},
+		{webhook.Settings{URL: "http://127.0.0.1:9000/hook"}, true},
+		{webhook.Settings{URL: "http://example.com/hook"}, false},
+		{webhook.Settings{URL: "https://user:pw@example.com/hook"}, false},
+		{webhook.Settings{URL: "https://example.com/hook#x"}, false},
+		{webhook.Settings{URL: "example.com/hook"}, false},
+		{webhook.Settings{URL: ""}, false},
+		{webhook.Settings{URL: "https://example.com/" + strings.Repeat("a", 2100)}, false},
+		{webhook.Settings{URL: "https://example.com/h", Events: []string{"message.received", "group.left"}}, true},
+		{webhook.Settings{URL: "https://example.com/h", Events: []string{"message.exploded"}}, false},
+		{webhook.Settings{URL: "https://example.com/h", Events: []string{"endpoint.disabled"}}, false},
+	} {
+		_, err := c.s.Check(loopback)
+		if (err == nil) != c.ok {
+			t.Errorf("%+v: err %v", c.s, err)
+		}
+		if err != nil && !failure.Is(err, failure.KindInvalid) {
+			t.Errorf("%+v: not a validation failure: %v", c.s, err)
+		}
+	}
+}
+
+func TestSubscribed(t *testing.T) {
+	all := webhook.Endpoint{}
+	some := webhook.Endpoint{Events: []event.Type{event.MessageReceived}}
+	switch {
+	case !all.Subscribed(event.GroupLeft), !some.Subscribed(event.MessageReceived), some.Subscribed(event.MessageSent):
+		t.Fatal("subscription by list, all without one")
+	case !some.Subscribed(event.WebhookTest), all.Subscribed(event.EndpointDisabled):
+		t.Fatal("the test event always goes out; the disabled record never does")
+	}
+}
+
+func TestMessagePayload(t *testing.T) {
+	in := messaging.Message{ID: "msg_1", AccountID: "acc_1", ThreadID: "thr_1", Service: "whatsapp", Direction: messaging.Inbound,
+		From: "+14155550123", To: "+15550000001", SenderName: "Ann", Status: messaging.Received,
+		Content: messaging.Content{Kind: messaging.KindImage, MediaURL: "https://x.test/a.png", Caption: "look"}}
+	p := webhook.NewMessagePayload(event.MessageReceived, "evt_1", in, messaging.Individual, at)
+	if p.IsFromAgent || p.PhoneNumber != "+15550000001" || p.SenderNumber != "+14155550123" || p.Content != "look" ||
+		p.MessageContent["url"] != "https://x.test/a.png" || p.MessageType != "image" || p.Timestamp != "2026-11-22T10:00:00Z" {
+		t.Fatalf("inbound payload: %+v", p)
+	}
+	out := in
+	out.Direction, out.From, out.To = messaging.OutboundAPI, "+15550000001", "+14155550123"
+	p = webhook.NewMessagePayload(event.MessageSent, "evt_2", out, messaging.Individual, at)
+	if !p.IsFromAgent || p.PhoneNumber != "+15550000001" {
+		t.Fatalf("outbound payload: %+v", p)
+	}
+}

@@ -317,3 +317,28 @@ func ExampleNewHandler() {
 	fmt.Println(string(body))
 	// Output: {"data":{"account":{"name":"Acme","numbers":[]}}}
 }
+
+// A connection's selection counts once per item it may return, so a wide
+// page of deep selections is refused before anything runs.
+func TestConnectionsCountPerItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	q := `{ threads(first: 100) { nodes { messages(first: 100) { nodes { id } } } } }`
+
+	_, resp := post(t, authenticated(b.handler, principal), q)
+
+	require.Len(t, resp.Errors, 1)
+	require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", resp.Errors[0].Extensions["code"])
+}
+
+func TestDepthIsLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	q := `{ message(id: "msg_x") { thread { messages(first: 1) { nodes { thread { messages(first: 1) { nodes { thread { messages(first: 1) { nodes { thread { id } } } } } } } } } } } }`
+
+	_, resp := post(t, authenticated(b.handler, principal), q)
+
+	require.Len(t, resp.Errors, 1)
+	require.Equal(t, "DEPTH_LIMIT_EXCEEDED", resp.Errors[0].Extensions["code"])
+	require.Contains(t, resp.Errors[0].Message, "the limit is 10")
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 	"github.com/switchboard-dev/switchboard/graph/generated"
 	"github.com/switchboard-dev/switchboard/graph/model"
 )
@@ -65,6 +67,15 @@ func complexity() generated.ComplexityRoot {
 	}
 	c.Thread.Messages = func(child int, first *int, _ *string) int {
 		return 1 + child*appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))
+	}
+	c.Query.CronJobs = func(child int, _ *cron.Status, first *int, _ *string) int {
+		return 1 + child*clampedFirst(first)
+	}
+	c.CronJob.Executions = func(child int, _ *cron.ExecutionStatus, first *int, _ *string) int {
+		return 1 + child*clampedFirst(first)
+	}
+	c.Query.WebhookDeliveries = func(child int, _ *webhook.Status, first *int, _ *string) int {
+		return 1 + child*clampedFirst(first)
 	}
 	return c
 }

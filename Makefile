@@ -22,12 +22,13 @@ test:
 bench:
 	$(WITH_PG) $(GO) run ./bench $(BENCH_FLAGS)
 
-## lint: formatting, vet and staticcheck
+## lint: formatting, vet, staticcheck, and the GraphQL schema and README operations against the spec's rules
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) test -count=1 ./tests/lint
 
 ## generate: regenerate gqlgen code; leaves a clean tree when it is current
 generate:

@@ -48,6 +48,7 @@ func Options(cfg Config) fx.Option {
 		jobsModule(cfg),
 		accountsModule,
 		messagingModule,
+		graphModule,
 		channelsModule,
 		emailModule,
 		cronModule(cfg),

@@ -52,6 +52,9 @@ type Config struct {
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool
 	JobWorkers int
+	// Production turns off what only helps development: the GraphQL
+	// playground at /graphql/playground.
+	Production bool
 	// PublicURL is the server's address as the messaging providers reach
 	// it (https://switchboard.example.com); Telegram bots get their
 	// webhook set under it. TelegramPolling runs getUpdates pollers for

@@ -55,6 +55,9 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	presented := *out
 	presented.Message = fe.Message
 	presented.Extensions = map[string]any{"code": fe.Code}
+	if len(fe.Fields) > 0 {
+		presented.Extensions["fields"] = presentFields(fe.Fields)
+	}
 	if fe.Kind == failure.KindInternal {
 		cause := error(out)
 		if c := out.Unwrap(); c != nil {
@@ -97,4 +100,18 @@ func recoverPanic(_ context.Context, v any) error {
 		Message: internalMessage,
 		Err:     fmt.Errorf("panic: %v\n%s", v, debug.Stack()),
 	}
+}
+
+// presentFields lists the broken rules of a validation error:
+// {path, message, type}, the path naming the input field (["media", "url"]).
+func presentFields(fields []failure.FieldError) []map[string]any {
+	out := make([]map[string]any, len(fields))
+	for i, f := range fields {
+		path := f.Path
+		if path == nil {
+			path = []any{}
+		}
+		out[i] = map[string]any{"path": path, "message": f.Message, "type": f.Type}
+	}
+	return out
 }

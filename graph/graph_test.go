@@ -72,7 +72,7 @@ func setup(t *testing.T) *testBundle {
 		}
 		return overview, nil
 	}}
-	b.handler = graph.NewHandler(graph.NewResolver(b.accounts))
+	b.handler = graph.NewHandler(graph.NewResolver(graph.Deps{Accounts: b.accounts}))
 	return b
 }
 
@@ -288,7 +288,7 @@ func TestModule(t *testing.T) {
 	app := fxtest.New(t,
 		fx.NopLogger,
 		graph.Module,
-		fx.Provide(func() graph.AccountReader { return setup(t).accounts }),
+		fx.Provide(func() graph.Deps { return graph.Deps{Accounts: setup(t).accounts} }),
 		fx.Invoke(fx.Annotate(func(h http.Handler) { handler = h }, fx.ParamTags(`name:"graphql"`))),
 	)
 	app.RequireStart()
@@ -305,7 +305,7 @@ func ExampleNewHandler() {
 	reader := &fakeAccounts{OverviewFn: func(context.Context, string) (accounts.Overview, error) {
 		return accounts.Overview{Account: account.Account{ID: "acc_1", Name: "Acme"}}, nil
 	}}
-	h := graph.NewHandler(graph.NewResolver(reader))
+	h := graph.NewHandler(graph.NewResolver(graph.Deps{Accounts: reader}))
 
 	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(`{"query": "{ account { name numbers { number } } }"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -316,4 +316,29 @@ func ExampleNewHandler() {
 	body, _ := io.ReadAll(rec.Body)
 	fmt.Println(string(body))
 	// Output: {"data":{"account":{"name":"Acme","numbers":[]}}}
+}
+
+// A connection's selection counts once per item it may return, so a wide
+// page of deep selections is refused before anything runs.
+func TestConnectionsCountPerItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	q := `{ threads(first: 100) { nodes { messages(first: 100) { nodes { id } } } } }`
+
+	_, resp := post(t, authenticated(b.handler, principal), q)
+
+	require.Len(t, resp.Errors, 1)
+	require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", resp.Errors[0].Extensions["code"])
+}
+
+func TestDepthIsLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	q := `{ message(id: "msg_x") { thread { messages(first: 1) { nodes { thread { messages(first: 1) { nodes { thread { messages(first: 1) { nodes { thread { id } } } } } } } } } } } }`
+
+	_, resp := post(t, authenticated(b.handler, principal), q)
+
+	require.Len(t, resp.Errors, 1)
+	require.Equal(t, "DEPTH_LIMIT_EXCEEDED", resp.Errors[0].Extensions["code"])
+	require.Contains(t, resp.Errors[0].Message, "the limit is 10")
 }

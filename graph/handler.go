@@ -1,20 +1,28 @@
 package graph
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 	"github.com/switchboard-dev/switchboard/graph/generated"
+	"github.com/switchboard-dev/switchboard/graph/model"
 )
 
 // Limits of one GraphQL request.
 const (
-	// MaxComplexity bounds the cost of one operation (one point per field,
-	// gqlgen's default estimate).
-	MaxComplexity = 200
+	// MaxComplexity bounds the cost of one operation: one point per field,
+	// and a connection's selection counted once per requested item (first),
+	// so 50 threads with their last 5 messages cost about 1,500.
+	MaxComplexity = 5000
 	// MaxBodyBytes bounds a request body; queries are small.
 	MaxBodyBytes = 1 << 20
 )
@@ -26,12 +34,48 @@ const (
 // *failure.Error they carry; internal errors and panics become "internal
 // server error", code "internal_error", and are logged with slog.
 func NewHandler(r *Resolver) http.Handler {
-	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
+	srv := newServer(r)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
+	return http.MaxBytesHandler(srv, MaxBodyBytes)
+}
+
+// newServer is the executable schema with the extensions every transport
+// shares: introspection, the complexity and depth limits, the error
+// presenter and the per-response loaders.
+func newServer(r *Resolver) *handler.Server {
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r, Complexity: complexity()}))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	srv.Use(depthLimit{max: MaxDepth})
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
-	return http.MaxBytesHandler(srv, MaxBodyBytes)
+	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		if p, ok := accounts.PrincipalFrom(ctx); ok {
+			ctx = withLoaders(ctx, newLoaders(p.AccountID, r.threads, r.cron))
+		}
+		return next(ctx)
+	})
+	return srv
+}
+
+// complexity counts a connection's selection once per item it may return.
+func complexity() generated.ComplexityRoot {
+	var c generated.ComplexityRoot
+	c.Query.Threads = func(child int, _ *model.ThreadFilter, first *int, _ *string) int {
+		return 1 + child*appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))
+	}
+	c.Thread.Messages = func(child int, first *int, _ *string) int {
+		return 1 + child*appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))
+	}
+	c.Query.CronJobs = func(child int, _ *cron.Status, first *int, _ *string) int {
+		return 1 + child*clampedFirst(first)
+	}
+	c.CronJob.Executions = func(child int, _ *cron.ExecutionStatus, first *int, _ *string) int {
+		return 1 + child*clampedFirst(first)
+	}
+	c.Query.WebhookDeliveries = func(child int, _ *webhook.Status, first *int, _ *string) int {
+		return 1 + child*clampedFirst(first)
+	}
+	return c
 }

@@ -2,12 +2,15 @@ package graph
 
 import "go.uber.org/fx"
 
-// Module provides the GraphQL adapter: the *Resolver and, named "graphql",
-// the http.Handler that serves it. It needs an AccountReader, which the
-// composition root binds to *accounts.Service, and mounts the handler itself.
+// Module provides the GraphQL adapter: the *Resolver; named "graphql", the
+// http.Handler to mount behind the REST authentication; and named
+// "graphql-public", the handler of WebSocket connections and the
+// playground, which authenticate otherwise. It needs Deps, an
+// Authenticator and PublicOptions from the composition root.
 var Module = fx.Module("graph",
 	fx.Provide(
 		NewResolver,
 		fx.Annotate(NewHandler, fx.ResultTags(`name:"graphql"`)),
+		fx.Annotate(NewPublicHandler, fx.ResultTags(`name:"graphql-public"`)),
 	),
 )

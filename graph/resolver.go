@@ -8,6 +8,8 @@ import (
 	"context"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
 // AccountReader reads the account a request acts as. *accounts.Service
@@ -21,12 +23,52 @@ type AccountReader interface {
 
 var _ AccountReader = (*accounts.Service)(nil)
 
+// ThreadReader is the batched reads of threads and messages;
+// *messaging.Reader implements it. Every method sees only the rows of
+// accountID: ids of other accounts are absent from the results.
+type ThreadReader interface {
+	ThreadPage(ctx context.Context, q appmessaging.ThreadPageQuery) ([]appmessaging.PagedThread, bool, error)
+	Threads(ctx context.Context, accountID string, ids []string) (map[string]messaging.Thread, error)
+	Participants(ctx context.Context, accountID string, threadIDs []string) (map[string][]messaging.Participant, error)
+	MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string]appmessaging.MessagePage, error)
+	Messages(ctx context.Context, accountID string, ids []string) (map[string]messaging.Message, error)
+}
+
+var _ ThreadReader = (*appmessaging.Reader)(nil)
+
+// MessageSender sends messages, as REST does; *messaging.Service implements
+// it. Both return *failure.Error values for everything the caller can fix.
+type MessageSender interface {
+	SendIndividual(ctx context.Context, in appmessaging.SendInput) (messaging.Message, error)
+	SendGroup(ctx context.Context, in appmessaging.GroupSendInput) (messaging.Message, error)
+}
+
+var _ MessageSender = (*appmessaging.Service)(nil)
+
+// Deps are the use cases the schema reaches.
+type Deps struct {
+	Accounts AccountReader
+	Threads  ThreadReader
+	Sender   MessageSender
+	// Live feeds the subscriptions; without it they answer not_implemented.
+	Live LiveFeed
+	// Cron and Webhooks serve their fields; without them those fields
+	// answer not_implemented.
+	Cron     CronUseCases
+	Webhooks WebhookUseCases
+}
+
 // Resolver is the root resolver; it holds the use cases the schema reaches.
 type Resolver struct {
 	accounts AccountReader
+	threads  ThreadReader
+	sender   MessageSender
+	live     LiveFeed
+	cron     CronUseCases
+	webhooks WebhookUseCases
 }
 
-// NewResolver builds the root resolver over the account use cases.
-func NewResolver(accounts AccountReader) *Resolver {
-	return &Resolver{accounts: accounts}
+// NewResolver builds the root resolver over the use cases.
+func NewResolver(d Deps) *Resolver {
+	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks}
 }

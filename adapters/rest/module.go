@@ -32,7 +32,7 @@ const MaxHeaderBytes = 64 << 10
 // in-flight requests on stop.
 var Module = fx.Module("rest",
 	fx.Provide(
-		fx.Annotate(newModuleHandler, fx.ParamTags(``, `name:"graphql" optional:"true"`)),
+		fx.Annotate(newModuleHandler, fx.ParamTags(``, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`)),
 		runServer,
 	),
 	fx.Invoke(func(*Listener) {}),
@@ -40,8 +40,8 @@ var Module = fx.Module("rest",
 
 // newModuleHandler builds the handler from the Deps the composition root
 // supplies, adding the GraphQL handler when the app has one.
-func newModuleHandler(deps Deps, graphql http.Handler) (http.Handler, error) {
-	deps.GraphQL = graphql
+func newModuleHandler(deps Deps, graphql, graphqlPublic http.Handler) (http.Handler, error) {
+	deps.GraphQL, deps.GraphQLPublic = graphql, graphqlPublic
 	return NewHandler(deps)
 }
 

@@ -75,6 +75,10 @@ type Deps struct {
 	Providers ProviderWebhooks
 	// GraphQL, when set, is served at /graphql behind the same authentication.
 	GraphQL http.Handler
+	// GraphQLPublic, when set, serves WebSocket upgrades of /graphql and
+	// /graphql/playground without the REST authentication in front: it
+	// authenticates WebSocket connections itself (connection_init).
+	GraphQLPublic http.Handler
 	// Registry receives the HTTP metrics and is served at /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -161,6 +165,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	s.mountCron(api)
 	s.mountWebhooks(api)
 
+	s.mountGraphQLPublic(root, d.GraphQLPublic)
 	if d.GraphQL != nil {
 		gql := root.PathPrefix("/graphql").Subrouter()
 		gql.Use(s.authenticate)

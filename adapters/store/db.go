@@ -48,6 +48,7 @@ type DB struct {
 	base       *Repos
 	now        func() time.Time
 	wake       *wakeHub
+	hooks      preparedHooks
 	shared     *committer
 	jobIDs     jobIDs
 	listenOnce sync.Once

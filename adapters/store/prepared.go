@@ -80,6 +80,8 @@ func (r *Repos) prepared(ctx context.Context, query string, args ...any) (*sql.R
 		rows *sql.Rows
 		err  error
 	)
+	done := r.observePrepared(ctx, query, args)
+	defer func() { done(err) }()
 	if tx, ok := r.read.(bun.Tx); ok {
 		rows, err = tx.Tx.QueryContext(ctx, query, args...)
 	} else {

@@ -49,6 +49,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")
 	f.BoolVar(&s.cfg.RunJobs, "jobs", s.cfg.RunJobs, "run background jobs (deliveries) in this process; false serves the API only")
 	f.IntVar(&s.cfg.JobWorkers, "job-workers", 0, "jobs run at once in this process (0: from the CPU count)")
+	f.BoolVar(&s.cfg.Production, "production", s.cfg.Production, "production mode: no GraphQL playground at /graphql/playground")
 	f.StringVar(&s.cfg.PublicURL, "public-url", "", "the server's public https URL, which Telegram and WhatsApp call (Telegram webhooks are set under it)")
 	f.BoolVar(&s.cfg.TelegramPolling, "telegram-polling", s.cfg.TelegramPolling, "poll Telegram (getUpdates) for bots in polling mode; enable in one replica only")
 	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")

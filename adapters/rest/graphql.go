@@ -1,0 +1,25 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+)
+
+// mountGraphQLPublic routes to h, ahead of the authenticated /graphql
+// route, the GraphQL requests that authenticate otherwise: WebSocket
+// upgrades of /graphql (credentials in connection_init) and the playground
+// page.
+func (s *server) mountGraphQLPublic(root *mux.Router, h http.Handler) {
+	if h == nil {
+		return
+	}
+	named := func(route string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			infoFrom(r.Context()).route = route
+			h.ServeHTTP(w, r)
+		})
+	}
+	root.Handle("/graphql", named("/graphql (websocket)")).Methods(http.MethodGet).HeadersRegexp("Upgrade", "(?i)^websocket$")
+	root.Handle("/graphql/playground", named("/graphql/playground")).Methods(http.MethodGet)
+}

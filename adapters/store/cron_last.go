@@ -1,0 +1,34 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/domain/cron"
+)
+
+var _ appcron.LastExecutionsReader = (*Repos)(nil)
+
+// LastExecutions reads the latest finished execution of each of the
+// account's jobs among jobIDs in one statement: a finished execution with
+// no later finished one of its job (cron_executions_slot serves both
+// lookups).
+func (r *Repos) LastExecutions(ctx context.Context, accountID string, jobIDs []string) (map[string]cron.Execution, error) {
+	var rows []cronExecRow
+	err := r.read.NewRaw("SELECT "+cronExecColumns+" FROM cron_executions AS e"+
+		" WHERE e.account_id = ? AND e.job_id IN (?) AND e.status IN (?)"+
+		" AND NOT EXISTS (SELECT 1 FROM cron_executions AS x WHERE x.job_id = e.job_id AND x.status IN (?)"+
+		" AND (x.slot > e.slot OR (x.slot = e.slot AND x.id > e.id)))",
+		accountID, bun.List(jobIDs), bun.List(finished), bun.List(finished)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("read last executions: %w", err)
+	}
+	out := make(map[string]cron.Execution, len(rows))
+	for _, row := range rows {
+		out[row.JobID] = row.domain()
+	}
+	return out, nil
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+var _ appmessaging.PageRepos = (*Repos)(nil)
+
+// threadActivity is the sort key of thread listings: the last message, or
+// the creation of a thread that has none yet.
+const threadActivity = "COALESCE(last_message_at, created_at)"
+
+// ThreadPage reads one page of an account's threads, most recently active
+// first, in one statement.
+func (r *Repos) ThreadPage(ctx context.Context, q appmessaging.ThreadPageQuery) ([]appmessaging.PagedThread, error) {
+	sel := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
+	if q.Filter.Service != "" {
+		sel = sel.Where("service = ?", string(q.Filter.Service))
+	}
+	if q.Filter.Type != "" {
+		sel = sel.Where("type = ?", string(q.Filter.Type))
+	}
+	if p := q.Filter.Phone; p != "" {
+		sel = sel.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", p, p, p)
+	}
+	if c := q.After; c != nil {
+		sel = sel.Where("("+threadActivity+" < ? OR ("+threadActivity+" = ? AND id < ?))", c.Activity, c.Activity, c.ID)
+	}
+	var rows []threadRow
+	err := sel.OrderExpr(threadActivity+" DESC, id DESC").Limit(q.Limit).Scan(ctx, &rows)
+	if err != nil {
+		return nil, translate(err, "thread")
+	}
+	out := make([]appmessaging.PagedThread, len(rows))
+	for i, row := range rows {
+		activity := row.CreatedAt
+		if row.LastMessageAt != nil {
+			activity = *row.LastMessageAt
+		}
+		out[i] = appmessaging.PagedThread{Thread: row.domain(), Cursor: appmessaging.ThreadCursor{Activity: activity.UTC(), ID: row.ID}}
+	}
+	return out, nil
+}
+
+// ThreadsByID reads the account's threads among ids.
+func (r *Repos) ThreadsByID(ctx context.Context, accountID string, ids []string) ([]messaging.Thread, error) {
+	var rows []threadRow
+	err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Where("id IN (?)", bun.List(ids)).Scan(ctx)
+	if err != nil {
+		return nil, translate(err, "thread")
+	}
+	out := make([]messaging.Thread, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// ParticipantsOf reads the members of the account's threads among
+// threadIDs.
+func (r *Repos) ParticipantsOf(ctx context.Context, accountID string, threadIDs []string) (map[string][]messaging.Participant, error) {
+	var rows []participantRow
+	err := r.read.NewRaw(`SELECT p.thread_id, p.address, p.name, p.admin, p.is_agent, p.joined_at
+		FROM thread_participants AS p JOIN threads AS t ON t.id = p.thread_id
+		WHERE t.account_id = ? AND p.thread_id IN (?)
+		ORDER BY p.thread_id, p.is_agent DESC, p.address`, accountID, bun.List(threadIDs)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, translate(err, "participant")
+	}
+	out := make(map[string][]messaging.Participant, len(threadIDs))
+	for _, p := range rows {
+		out[p.ThreadID] = append(out[p.ThreadID], messaging.Participant{Address: p.Address, Name: p.Name, Admin: p.Admin, IsAgent: p.IsAgent})
+	}
+	return out, nil
+}
+
+// MessagePages reads up to limit messages of each of the account's threads
+// among threadIDs, newest first, in one statement that walks the
+// messages_thread_recent index once per thread: a LATERAL join on
+// Postgres, a UNION ALL of per-thread LIMIT queries on SQLite (which has no
+// LATERAL).
+func (r *Repos) MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string][]messaging.Message, error) {
+	cond, condArgs := "", []any(nil)
+	if before != nil {
+		cond = " AND (created_at < ? OR (created_at = ? AND id < ?))"
+		condArgs = []any{before.CreatedAt, before.CreatedAt, before.ID}
+	}
+	var (
+		query string
+		args  []any
+	)
+	if r.dialect == Postgres {
+		query = `SELECT m.* FROM unnest(?::text[]) AS t(id) CROSS JOIN LATERAL (
+			SELECT ` + messageColumns + ` FROM messages
+			WHERE thread_id = t.id AND account_id = ?` + cond + `
+			ORDER BY created_at DESC, id DESC LIMIT ?) AS m`
+		args = append(append([]any{pgdialect.Array(threadIDs), accountID}, condArgs...), limit)
+	} else {
+		parts := make([]string, len(threadIDs))
+		for i, id := range threadIDs {
+			parts[i] = `SELECT * FROM (SELECT ` + messageColumns + ` FROM messages
+				WHERE thread_id = ? AND account_id = ?` + cond + `
+				ORDER BY created_at DESC, id DESC LIMIT ?)`
+			args = append(append(append(args, id, accountID), condArgs...), limit)
+		}
+		query = strings.Join(parts, " UNION ALL ")
+	}
+	var rows []messageRow
+	if err := r.read.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
+		return nil, translate(err, "message")
+	}
+	out := make(map[string][]messaging.Message, len(threadIDs))
+	for _, row := range rows {
+		out[row.ThreadID] = append(out[row.ThreadID], row.domain())
+	}
+	// Neither a LATERAL join nor UNION ALL promises to keep the order of
+	// its parts.
+	for _, msgs := range out {
+		slices.SortFunc(msgs, func(a, b messaging.Message) int {
+			if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(b.ID, a.ID)
+		})
+	}
+	return out, nil
+}
+
+// MessagesByID reads the account's messages among ids.
+func (r *Repos) MessagesByID(ctx context.Context, accountID string, ids []string) ([]messaging.Message, error) {
+	var rows []messageRow
+	err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Where("id IN (?)", bun.List(ids)).Scan(ctx)
+	if err != nil {
+		return nil, translate(err, "message")
+	}
+	out := make([]messaging.Message, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}

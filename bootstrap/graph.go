@@ -1,0 +1,71 @@
+package bootstrap
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"go.uber.org/fx"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/graph"
+)
+
+// graphModule binds the use cases to the GraphQL adapter's ports: the
+// batched reads over the store, the same send use cases REST uses, the
+// live feed of message events (one reader of the event log per process,
+// run for the app's lifetime) and the REST credential check for
+// WebSocket connections.
+var graphModule = fx.Module("graphql-deps",
+	fx.Provide(
+		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.Repos()) },
+		newLive,
+		func(in graphInputs) graph.Deps {
+			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live}
+			if in.Cron != nil {
+				d.Cron = in.Cron
+			}
+			if in.Webhooks != nil {
+				d.Webhooks = in.Webhooks
+			}
+			return d
+		},
+		func(a *accounts.Service) graph.Authenticator { return a },
+		func(c Config) graph.PublicOptions { return graph.PublicOptions{Playground: !c.Production} },
+	),
+)
+
+// graphInputs are the use cases the GraphQL adapter reaches; cron jobs
+// and webhooks are optional so that the adapter works in apps built
+// without them (their fields then answer not_implemented).
+type graphInputs struct {
+	fx.In
+	Accounts graph.AccountReader
+	Threads  *messaging.Reader
+	Sender   *messaging.Service
+	Live     *messaging.Live
+	Cron     *appcron.Service  `optional:"true"`
+	Webhooks *webhooks.Service `optional:"true"`
+}
+
+func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {
+	live := messaging.NewLive(db, db.Repos(), messaging.LiveOptions{Logger: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			wg.Go(func() { live.Run(ctx) })
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			wg.Wait()
+			return nil
+		},
+	})
+	return live
+}

@@ -1,0 +1,214 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// LiveFeed hands out the account's message events as they are committed;
+// *messaging.Live implements it.
+type LiveFeed interface {
+	// Subscribe returns the account's message events from now on and a
+	// function that ends the subscription; the channel closes when it
+	// ends.
+	Subscribe(ctx context.Context, accountID string) (<-chan appmessaging.LiveUpdate, func(), error)
+}
+
+var _ LiveFeed = (*appmessaging.Live)(nil)
+
+// Authenticator checks API credentials, as the REST middleware does;
+// *accounts.Service implements it.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key, secret string, keyOnly bool) (accounts.Principal, error)
+}
+
+var _ Authenticator = (*accounts.Service)(nil)
+
+// follow streams the account's messages of events of type typ, of one
+// thread when threadID is set, until the subscription ends.
+func (r *Resolver) follow(ctx context.Context, typ event.Type, threadID *string) (<-chan *messaging.Message, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.live == nil {
+		return nil, &failure.Error{Kind: failure.KindNotImplemented, Code: "subscriptions_unavailable", Message: "live subscriptions are not configured"}
+	}
+	if threadID != nil {
+		found, err := r.threads.Threads(ctx, p.AccountID, []string{*threadID})
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := found[*threadID]; !ok {
+			return nil, failure.NotFound("thread")
+		}
+	}
+	updates, stop, err := r.live.Subscribe(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *messaging.Message, 1)
+	go func() {
+		defer close(out)
+		defer stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case u, ok := <-updates:
+				if !ok {
+					return
+				}
+				if u.Type != typ || (threadID != nil && u.Message.ThreadID != *threadID) {
+					continue
+				}
+				m := u.Message
+				select {
+				case out <- &m:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// PublicOptions configure the routes served without the REST
+// authentication in front.
+type PublicOptions struct {
+	// Playground serves the GraphiQL page at /graphql/playground.
+	Playground bool
+}
+
+// NewPublicHandler serves what cannot sit behind the REST authentication
+// middleware: WebSocket connections to /graphql (graphql-transport-ws; a
+// browser cannot set headers on the upgrade, so the credentials come in
+// the connection_init payload, or else from the upgrade's headers) and,
+// when enabled, the playground page at /graphql/playground.
+func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.Handler {
+	srv := newServer(r)
+	srv.AddTransport(&transport.Websocket{
+		KeepAlivePingInterval: 15 * time.Second,
+		InitTimeout:           10 * time.Second,
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			key, secret, keyOnly := initCredentials(payload, upgradeHeaders(ctx))
+			p, err := auth.Authenticate(ctx, key, secret, keyOnly)
+			if err != nil {
+				fe := failure.As(err)
+				if fe.Kind == failure.KindInternal {
+					return ctx, nil, errors.New("internal server error")
+				}
+				return ctx, nil, errors.New(fe.Message)
+			}
+			return accounts.WithPrincipal(ctx, p), nil, nil
+		},
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
+			http.Error(w, "only WebSocket upgrades are served here", http.StatusBadRequest)
+			return
+		}
+		srv.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), upgradeHeadersKey{}, req.Header)))
+	}))
+	if opts.Playground {
+		mux.Handle("/graphql/playground", playground())
+	}
+	return mux
+}
+
+type upgradeHeadersKey struct{}
+
+func upgradeHeaders(ctx context.Context) http.Header {
+	h, _ := ctx.Value(upgradeHeadersKey{}).(http.Header)
+	return h
+}
+
+// initCredentials reads the REST credentials from a connection_init
+// payload: the header names as keys ("X-API-Key", "X-API-Secret",
+// "Authorization: Bearer <key>", any case), possibly under "headers"; when
+// the payload has none, from the upgrade request's headers.
+func initCredentials(payload transport.InitPayload, h http.Header) (key, secret string, keyOnly bool) {
+	fields := map[string]string{}
+	collect := func(m map[string]any) {
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				fields[strings.ToLower(k)] = s
+			}
+		}
+	}
+	collect(payload)
+	if nested, ok := payload["headers"].(map[string]any); ok {
+		collect(nested)
+	}
+	key, secret = fields["x-api-key"], fields["x-api-secret"]
+	if key == "" && h != nil {
+		key, secret = h.Get("X-API-Key"), h.Get("X-API-Secret")
+	}
+	if key != "" {
+		return key, secret, false
+	}
+	authz := fields["authorization"]
+	if authz == "" && h != nil {
+		authz = h.Get("Authorization")
+	}
+	if len(authz) > 7 && strings.EqualFold(authz[:7], "bearer ") {
+		return strings.TrimSpace(authz[7:]), "", true
+	}
+	return "", "", false
+}
+
+// playgroundPage is GraphiQL from its CDN, sending the headers of its
+// header editor with queries and, as the connection_init payload, with
+// subscriptions.
+var playgroundPage = template.Must(template.New("playground").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Switchboard GraphQL</title>
+  <style>body { margin: 0; height: 100vh; } #graphiql { height: 100vh; }</style>
+  <link rel="stylesheet" href="https://unpkg.com/graphiql@3.7.1/graphiql.min.css" crossorigin="anonymous">
+  <script src="https://unpkg.com/react@18.3.1/umd/react.production.min.js" crossorigin="anonymous"></script>
+  <script src="https://unpkg.com/react-dom@18.3.1/umd/react-dom.production.min.js" crossorigin="anonymous"></script>
+  <script src="https://unpkg.com/graphiql@3.7.1/graphiql.min.js" crossorigin="anonymous"></script>
+</head>
+<body>
+  <div id="graphiql">Loading…</div>
+  <script>
+    const url = location.protocol + '//' + location.host + {{.}};
+    const subscriptionUrl = (location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' + location.host + {{.}};
+    // The headers typed into the editor, read when the socket connects.
+    const editorHeaders = () => {
+      try { return JSON.parse(localStorage.getItem('graphiql:headers') || '{}'); } catch (e) { return {}; }
+    };
+    const fetcher = GraphiQL.createFetcher({ url, subscriptionUrl, wsConnectionParams: editorHeaders });
+    ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElement(GraphiQL, {
+      fetcher,
+      defaultHeaders: JSON.stringify({ 'X-API-Key': 'sk_…', 'X-API-Secret': '…' }, null, 2),
+      defaultEditorToolsVisibility: 'headers',
+    }));
+  </script>
+</body>
+</html>
+`))
+
+func playground() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_ = playgroundPage.Execute(w, "/graphql")
+	})
+}

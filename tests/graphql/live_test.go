@@ -1,0 +1,252 @@
+package graphql_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/bootstrap"
+)
+
+// wsMessage is one graphql-transport-ws message.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// socket is a graphql-transport-ws client connection.
+type socket struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+// dial opens a WebSocket to /graphql and sends connection_init with
+// payload; it returns the connection and the server's first answer, which
+// must be connection_ack.
+func (b *testBundle) dial(t *testing.T, header http.Header, payload map[string]any) *socket {
+	t.Helper()
+	s, ack, err := b.dialRaw(t, header, payload)
+	require.NoError(t, err)
+	require.Equal(t, "connection_ack", ack.Type, "payload: %s", ack.Payload)
+	return s
+}
+
+// dialRaw is dial returning whatever the server answers first.
+func (b *testBundle) dialRaw(t *testing.T, header http.Header, payload map[string]any) (*socket, wsMessage, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.base, "http")+"/graphql", &websocket.DialOptions{
+		Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: header,
+	})
+	require.NoError(t, err)
+	require.Equal(t, "graphql-transport-ws", res.Header.Get("Sec-Websocket-Protocol"))
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	s := &socket{t: t, conn: conn}
+	raw, _ := json.Marshal(payload)
+	s.send(wsMessage{Type: "connection_init", Payload: raw})
+	readCtx, cancelRead := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancelRead()
+	var first wsMessage
+	err = wsjson.Read(readCtx, conn, &first)
+	return s, first, err
+}
+
+func (s *socket) send(m wsMessage) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.t.Context(), 5*time.Second)
+	defer cancel()
+	require.NoError(s.t, wsjson.Write(ctx, s.conn, m))
+}
+
+// next reads the next message other than a ping or pong.
+func (s *socket) next(timeout time.Duration) wsMessage {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.t.Context(), timeout)
+	defer cancel()
+	for {
+		var m wsMessage
+		require.NoError(s.t, wsjson.Read(ctx, s.conn, &m))
+		if m.Type != "ping" && m.Type != "pong" {
+			return m
+		}
+	}
+}
+
+func (s *socket) subscribe(id, query string, vars map[string]any) {
+	s.t.Helper()
+	raw, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	s.send(wsMessage{ID: id, Type: "subscribe", Payload: raw})
+}
+
+type liveMessage struct {
+	ID       string `json:"id"`
+	ThreadID string `json:"threadId"`
+	Status   string `json:"status"`
+	Content  struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+// receiveUntil sends inbound messages with send until the subscription
+// delivers one, then returns it. The subscription starts when the server
+// has processed the subscribe message, which the protocol does not
+// acknowledge, so messages sent before that may rightly be missed.
+func receiveUntil(t *testing.T, s *socket, id string, send func(i int)) liveMessage {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		send(i)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		var m wsMessage
+		err := wsjson.Read(ctx, s.conn, &m)
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			// A timed-out read closes a coder/websocket connection, so the
+			// caller's socket is only usable on success.
+			t.Fatalf("no event within 3 s of inbound message %d", i)
+		}
+		if m.Type == "ping" || m.Type == "pong" {
+			continue
+		}
+		require.Equal(t, id, m.ID)
+		require.Equal(t, "next", m.Type, "payload: %s", m.Payload)
+		var p struct {
+			Data   map[string]liveMessage `json:"data"`
+			Errors []gqlError             `json:"errors"`
+		}
+		require.NoError(t, json.Unmarshal(m.Payload, &p))
+		require.Empty(t, p.Errors)
+		for _, v := range p.Data {
+			return v
+		}
+	}
+	t.Fatal("no event arrived")
+	return liveMessage{}
+}
+
+func TestSubscriptions(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+
+		t.Run("ReceivesASandboxInboundMessage", func(t *testing.T) {
+			s := b.dial(t, nil, map[string]any{"X-API-Key": b.acme.key, "X-API-Secret": b.acme.secret})
+			s.subscribe("1", `subscription { messageReceived { id threadId status content { text } } }`, nil)
+			// Another account's traffic never reaches this subscription.
+			b.inbound(t, b.other, userA, agentOther, "not for acme")
+			sent := map[string]string{}
+			got := receiveUntilSent(t, s, "1", b, sent)
+			require.Contains(t, sent, got.ID)
+			require.Equal(t, sent[got.ID], got.Content.Text)
+			require.Equal(t, "RECEIVED", got.Status)
+		})
+
+		t.Run("AcrossReplicas", func(t *testing.T) {
+			// The subscriber is on one replica, the message arrives at
+			// another: Postgres wakes the first through LISTEN/NOTIFY,
+			// SQLite processes sharing a file through the reader's poll.
+			other := b.replica(t)
+			s := b.dial(t, nil, map[string]any{"X-API-Key": b.acme.key, "X-API-Secret": b.acme.secret})
+			s.subscribe("r", `subscription { messageReceived { id content { text } } }`, nil)
+			sent := map[string]string{}
+			got := receiveUntil(t, s, "r", func(i int) {
+				text := "via the other replica " + strings.Repeat("!", i+1)
+				id, _ := other.inbound(t, b.acme, userA, agentA, text)
+				sent[id] = text
+			})
+			require.Equal(t, sent[got.ID], got.Content.Text)
+		})
+
+		t.Run("FiltersByThread", func(t *testing.T) {
+			_, thread := b.inbound(t, b.acme, userB, agentB, "open the thread")
+			s := b.dial(t, nil, map[string]any{"headers": map[string]any{"x-api-key": b.acme.key, "x-api-secret": b.acme.secret}})
+			s.subscribe("7", `subscription($t: ID) { messageReceived(threadId: $t) { id threadId content { text } } }`, map[string]any{"t": thread})
+			got := receiveUntil(t, s, "7", func(i int) {
+				b.inbound(t, b.acme, userA, agentA, "elsewhere") // another thread
+				b.inbound(t, b.acme, userB, agentB, "here")
+			})
+			require.Equal(t, thread, got.ThreadID)
+			require.Equal(t, "here", got.Content.Text)
+		})
+
+		t.Run("StatusChanges", func(t *testing.T) {
+			_, thread := b.inbound(t, b.acme, userA, agentA, "write to me")
+			s := b.dial(t, b.acme.headers(), nil) // credentials on the upgrade request
+			s.subscribe("s", `subscription($t: ID) { messageStatusChanged(threadId: $t) { id threadId status } }`, map[string]any{"t": thread})
+			got := receiveUntil(t, s, "s", func(i int) {
+				b.data(t, b.acme, `mutation { sendMessage(input: {service: WHATSAPP, from: "`+agentA+`", to: "`+userA+`", text: "ping"}) { id } }`, nil, &struct{}{})
+			})
+			require.Equal(t, thread, got.ThreadID)
+			require.Contains(t, []string{"SENT", "DELIVERED"}, got.Status)
+		})
+
+		t.Run("OtherAccountsThreadIsNotFound", func(t *testing.T) {
+			_, thread := b.inbound(t, b.acme, userA, agentA, "private")
+			s := b.dial(t, nil, map[string]any{"X-API-Key": b.other.key, "X-API-Secret": b.other.secret})
+			s.subscribe("x", `subscription($t: ID) { messageReceived(threadId: $t) { id } }`, map[string]any{"t": thread})
+			m := s.next(10 * time.Second)
+			require.Equal(t, "next", m.Type, "payload: %s", m.Payload)
+			var p gqlResponse
+			require.NoError(t, json.Unmarshal(m.Payload, &p))
+			require.JSONEq(t, `null`, string(p.Data))
+			require.Len(t, p.Errors, 1)
+			require.Equal(t, "not_found", p.Errors[0].Extensions["code"])
+			require.Equal(t, "complete", s.next(10*time.Second).Type)
+		})
+
+		t.Run("WrongCredentialsAreRefused", func(t *testing.T) {
+			for _, creds := range []map[string]any{
+				{"X-API-Key": b.acme.key, "X-API-Secret": "wrong"},
+				{},
+			} {
+				s, answer, err := b.dialRaw(t, nil, creds)
+				if err == nil {
+					// The legacy protocol's connection_error, then the close.
+					require.NotEqual(t, "connection_ack", answer.Type)
+					_, _, err = s.conn.Read(t.Context())
+				}
+				require.Error(t, err, "the server closes the connection without an ack")
+			}
+		})
+	})
+}
+
+// receiveUntilSent sends inbound messages from userA to agentA, recording
+// them in sent, until the subscription delivers one.
+func receiveUntilSent(t *testing.T, s *socket, id string, b *testBundle, sent map[string]string) liveMessage {
+	t.Helper()
+	return receiveUntil(t, s, id, func(i int) {
+		text := "live " + strings.Repeat("!", i+1)
+		msgID, _ := b.inbound(t, b.acme, userA, agentA, text)
+		sent[msgID] = text
+	})
+}
+
+func TestPlayground(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	res, err := http.Get(b.base + "/graphql/playground")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, string(body), "GraphiQL")
+
+	prod := setupWith(t, store.SQLite, appOptions{configure: func(c *bootstrap.Config) { c.Production = true }})
+	res, err = http.Get(prod.base + "/graphql/playground")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+}

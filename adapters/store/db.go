@@ -98,7 +98,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	db.init(opts.Now, opts.SharedLeaders, maxConns)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := db.Ping(pingCtx); err != nil {
+	if err := db.firstPing(pingCtx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("database %s is unreachable: %w", redact(rawURL), err)
 	}
@@ -179,6 +179,24 @@ func openSQLite(path string, readers int) (*DB, error) {
 	db := &DB{dialect: SQLite, write: w, read: r, sqlitePath: path}
 	db.base = &Repos{read: r, write: w, dialect: SQLite, stmts: newStmtCache(readDB), scanner: r}
 	return db, nil
+}
+
+// firstPing checks that a new DB answers. Replicas starting together on a
+// new SQLite file race to switch it to WAL, and SQLite answers that race
+// with SQLITE_BUSY at once instead of waiting for busy_timeout; the loser
+// tries again shortly, as it would for any lock held briefly.
+func (db *DB) firstPing(ctx context.Context) error {
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		err := db.Ping(ctx)
+		if err == nil || db.dialect != SQLite || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Dialect tells which database this is.

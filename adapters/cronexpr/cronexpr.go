@@ -23,7 +23,7 @@ var _ cron.Parser = Parser{}
 
 // New returns a parser that caches what it parsed.
 func New() Parser {
-	return Parser{p: gocron.NewParser(gocron.Minute | gocron.Hour | gocron.Dom | gocron.Month | gocron.Dow | gocron.DowOrDom).WithCache()}
+	return Parser{p: gocron.MustNewParser(gocron.Minute | gocron.Hour | gocron.Dom | gocron.Month | gocron.Dow | gocron.DowOrDom).WithCache()}
 }
 
 // Parse reads one expression.

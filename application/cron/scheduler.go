@@ -22,7 +22,7 @@ const (
 	DefaultClaimWorkers = 4
 	DefaultConcurrency  = 2000
 	DefaultPollInterval = time.Second
-	DefaultLookahead    = 250 * time.Millisecond
+	DefaultLookahead    = 500 * time.Millisecond
 	// expiryMargin is added to a call's timeout to get the deadline after
 	// which a running execution is taken to be abandoned.
 	expiryMargin = 30 * time.Second
@@ -77,10 +77,11 @@ type SchedulerConfig struct {
 // across replicas, and since the claim and the advance commit together,
 // a slot is never lost while the database is up.
 //
-// Precision: a run is claimed up to Lookahead before its slot and its
-// call waits in memory for the slot, so the database's latency is spent
-// ahead of time. The price is that a pause, update or delete made in
-// that last moment before a slot does not stop that slot's call.
+// Precision: a run is claimed between half a Lookahead and a whole one
+// before its slot and its call waits in memory for the slot, so the
+// database's latency (a slow commit included) is spent ahead of time. The
+// price is that a pause, update or delete made in that last moment (half a
+// second by default) before a slot does not stop that slot's call.
 //
 // Crashes: an execution whose scheduler dies after the claim stays
 // running until its deadline (the call's timeout plus 30 s), when any
@@ -191,10 +192,13 @@ func (s *Scheduler) Run(ctx context.Context) {
 			s.log.Warn("cron: read next run", "error", err)
 		} else if ok {
 			wait = min(wait, at.Sub(s.clock.Now())-s.cfg.Lookahead)
-			if wait <= 0 {
-				if started > 0 {
-					continue
-				}
+			switch {
+			case started > 0:
+				// Claim in steps of half the lookahead: each run is
+				// claimed between a half and a whole lookahead before
+				// its slot, with one commit per step rather than per run.
+				wait = max(wait, s.cfg.Lookahead/2)
+			case wait <= 0:
 				// Due rows that this claim did not get are held by
 				// another replica, which is about to move them on.
 				wait = contendedBackoff

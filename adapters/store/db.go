@@ -134,9 +134,9 @@ func (db *DB) init(now func() time.Time, sharedLeaders, maxConns int) {
 	if db.dialect == SQLite {
 		sharedLeaders = 1
 	} else if sharedLeaders <= 0 {
-		// An eighth of the pool: enough batches in flight to keep the
-		// database busy, few enough that each batch shares its commit.
-		sharedLeaders = max(2, maxConns/8)
+		// Two batches in flight for common pools: one runs while the other
+		// commits, and each shares its commit among many units.
+		sharedLeaders = max(2, maxConns/32)
 	}
 	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch)
 	db.wake = newWakeHub(db.dialect == Postgres)

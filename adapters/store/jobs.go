@@ -63,11 +63,13 @@ func (r *Repos) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, er
 	if payload == nil {
 		payload = []byte{}
 	}
-	if err := r.flushJobs(ctx); err != nil {
-		return 0, err
-	}
 	if id, ok, err := r.bufferJob(ctx, p, payload, maxAttempts, micros(runAt), micros(now)); ok || err != nil {
 		return id, err
+	}
+	// A job with a unique key is written now, after the buffered ones, so
+	// that the transaction sees its jobs in the order it enqueued them.
+	if err := r.flushJobs(ctx); err != nil {
+		return 0, err
 	}
 	var ids []int64
 	err := r.write.NewRaw(

@@ -164,7 +164,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 	})
 	require.NoError(t, err)
 	srv := newTestServer(t, h)
-	b.msgBundle = &msgBundle{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret}
+	b.msgBundle = &msgBundle{callers: callers{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret}}
 	return b
 }
 

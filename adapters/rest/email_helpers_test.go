@@ -38,15 +38,8 @@ const (
 // sandbox mailbox unless the test gives another), so that queued emails
 // are really delivered.
 type emailBundle struct {
-	client  *openapitest.Client
-	db      *store.DB
+	callers
 	mailbox *sandbox.Mailbox
-	account string
-	key     string
-	secret  string
-	other   string
-	oKey    string
-	oSecret string
 	// files serves attachments on 127.0.0.1.
 	files *httptest.Server
 }
@@ -104,9 +97,12 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	files := httptest.NewServer(fileHandler())
 	t.Cleanup(files.Close)
 	return &emailBundle{
-		client: openapitest.New(t, srv.URL), db: db, mailbox: mailbox,
-		account: a.ID, key: cred.Key, secret: cred.Secret,
-		other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret, files: files,
+		callers: callers{
+			client: openapitest.New(t, srv.URL), db: db,
+			account: a.ID, key: cred.Key, secret: cred.Secret,
+			other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret,
+		},
+		mailbox: mailbox, files: files,
 	}
 }
 
@@ -126,22 +122,6 @@ func fileHandler() http.Handler {
 	})
 	mux.HandleFunc("/gone.pdf", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
 	return mux
-}
-
-func (b *emailBundle) auth(extra ...string) []string {
-	return append([]string{"X-API-Key", b.key, "X-API-Secret", b.secret}, extra...)
-}
-
-func (b *emailBundle) otherAuth(extra ...string) []string {
-	return append([]string{"X-API-Key", b.oKey, "X-API-Secret", b.oSecret}, extra...)
-}
-
-func (b *emailBundle) post(path string, body any, extra ...string) openapitest.Response {
-	return b.client.Do(http.MethodPost, path, body, b.auth(extra...)...)
-}
-
-func (b *emailBundle) get(path string) openapitest.Response {
-	return b.client.Do(http.MethodGet, path, nil, b.auth()...)
 }
 
 // createAddress creates local@domain for the first account.

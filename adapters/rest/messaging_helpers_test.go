@@ -48,14 +48,7 @@ const (
 // use cases, a fresh database, the sandbox channel and a running job
 // runner, so that queued messages are really delivered.
 type msgBundle struct {
-	client  *openapitest.Client
-	db      *store.DB
-	account string
-	key     string
-	secret  string
-	other   string
-	oKey    string
-	oSecret string
+	callers
 	// media serves files for media messages on 127.0.0.1.
 	media *httptest.Server
 }
@@ -122,9 +115,11 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 	media := httptest.NewServer(mediaHandler())
 	t.Cleanup(media.Close)
 	return &msgBundle{
-		client: openapitest.New(t, srv.URL), db: db,
-		account: a.ID, key: cred.Key, secret: cred.Secret,
-		other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret,
+		callers: callers{
+			client: openapitest.New(t, srv.URL), db: db,
+			account: a.ID, key: cred.Key, secret: cred.Secret,
+			other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret,
+		},
 		media: media,
 	}
 }
@@ -168,23 +163,36 @@ func mediaHandler() http.Handler {
 	return mux
 }
 
+// callers are the two accounts a REST test acts as, the client that
+// validates every response against the OpenAPI document, and the database.
+type callers struct {
+	client  *openapitest.Client
+	db      *store.DB
+	account string
+	key     string
+	secret  string
+	other   string
+	oKey    string
+	oSecret string
+}
+
 // auth is the first account's credentials as header pairs, plus extra.
-func (b *msgBundle) auth(extra ...string) []string {
+func (b *callers) auth(extra ...string) []string {
 	return append([]string{"X-API-Key", b.key, "X-API-Secret", b.secret}, extra...)
 }
 
 // otherAuth is the other account's credentials.
-func (b *msgBundle) otherAuth(extra ...string) []string {
+func (b *callers) otherAuth(extra ...string) []string {
 	return append([]string{"X-API-Key", b.oKey, "X-API-Secret", b.oSecret}, extra...)
 }
 
 // post sends a JSON body as the first account.
-func (b *msgBundle) post(path string, body any, extra ...string) openapitest.Response {
+func (b *callers) post(path string, body any, extra ...string) openapitest.Response {
 	return b.client.Do(http.MethodPost, path, body, b.auth(extra...)...)
 }
 
 // get reads as the first account.
-func (b *msgBundle) get(path string) openapitest.Response {
+func (b *callers) get(path string) openapitest.Response {
 	return b.client.Do(http.MethodGet, path, nil, b.auth()...)
 }
 

@@ -143,8 +143,8 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 	}))
 	t.Cleanup(rec.srv.Close)
 	return &hookBundle{
-		msgBundle: &msgBundle{client: openapitest.New(t, srv.URL), db: db, account: a.ID, key: cred.Key, secret: cred.Secret,
-			other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret},
+		msgBundle: &msgBundle{callers: callers{client: openapitest.New(t, srv.URL), db: db, account: a.ID, key: cred.Key, secret: cred.Secret,
+			other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret}},
 		hooks: rec,
 	}
 }

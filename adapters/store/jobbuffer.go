@@ -52,12 +52,13 @@ func (p *jobIDs) next(ctx context.Context, db bun.IDB) (int64, error) {
 
 // bufferedJob is a job waiting for its transaction's commit.
 type bufferedJob struct {
-	id                    int64
-	kind                  string
-	payload               []byte
-	maxAttempts           int
-	paceKey               string
-	runAtMicros, nowMicro int64
+	id          int64
+	kind        string
+	payload     []byte
+	maxAttempts int
+	paceKey     string
+	// runAt and createdAt are unix microseconds, as the table keeps them.
+	runAt, createdAt int64
 }
 
 // bufferJob keeps a job for the commit when that is possible, and reports
@@ -72,7 +73,7 @@ func (r *Repos) bufferJob(ctx context.Context, p jobs.EnqueueParams, payload []b
 	}
 	r.tx.jobs = append(r.tx.jobs, bufferedJob{
 		id: id, kind: p.Kind, payload: payload, maxAttempts: maxAttempts, paceKey: p.PaceKey,
-		runAtMicros: runAt, nowMicro: now,
+		runAt: runAt, createdAt: now,
 	})
 	r.jobsEnqueued()
 	return id, true, nil
@@ -91,7 +92,7 @@ func (r *Repos) flushJobs(ctx context.Context) error {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, j.id, j.kind, jobs.StateAvailable, j.payload, j.maxAttempts, nullable(j.paceKey), j.runAtMicros, j.nowMicro)
+		args = append(args, j.id, j.kind, jobs.StateAvailable, j.payload, j.maxAttempts, nullable(j.paceKey), j.runAt, j.createdAt)
 	}
 	if _, err := r.write.NewRaw(q.String(), args...).Exec(ctx); err != nil {
 		return fmt.Errorf("enqueue %d jobs: %w", len(r.tx.jobs), err)

@@ -155,13 +155,13 @@ func (c *committer) run(batch []*sharedUnit) {
 		return r.flushJobs(ctx)
 	})
 	if err != nil {
-		c.count(0, int64(len(live)))
+		c.countRedone(len(live))
 		for _, u := range live {
 			u.done <- errRunAlone
 		}
 		return
 	}
-	c.count(int64(len(live)), 0)
+	c.countBatch(len(live))
 	if state.enqueued {
 		c.db.wake.signal()
 	}
@@ -170,13 +170,16 @@ func (c *committer) run(batch []*sharedUnit) {
 	}
 }
 
-func (c *committer) count(units, redone int64) {
+func (c *committer) countBatch(units int) {
 	c.mu.Lock()
-	if units > 0 {
-		c.stats.Batches++
-		c.stats.Units += units
-	}
-	c.stats.Redone += redone
+	c.stats.Batches++
+	c.stats.Units += int64(units)
+	c.mu.Unlock()
+}
+
+func (c *committer) countRedone(units int) {
+	c.mu.Lock()
+	c.stats.Redone += int64(units)
 	c.mu.Unlock()
 }
 

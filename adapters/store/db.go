@@ -245,7 +245,7 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 		if err := fn(ctx, r); err != nil {
 			return err
 		}
-		return r.flushJobs(ctx)
+		return r.flushPending(ctx)
 	})
 	if err == nil && state.enqueued {
 		db.wake.signal()
@@ -258,6 +258,10 @@ type txState struct {
 	enqueued bool
 	// jobs are enqueued jobs to write before the commit (see jobbuffer.go).
 	jobs []bufferedJob
+	// rows are new rows to write before the commit, by table, and tables
+	// the order the tables were first written in (see rowbuffer.go).
+	rows   map[string]deferredTable
+	tables []string
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

@@ -115,15 +115,17 @@ func (row emailRow) domain() (email.Email, error) {
 	return e, nil
 }
 
-// InsertEmail stores an email.
+// InsertEmail stores an email; inside a transaction the row is written
+// with the commit (see rowbuffer.go).
 func (r *Repos) InsertEmail(ctx context.Context, e email.Email) error {
-	row := emailToRow(e)
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "email")
+	return insertDeferred(ctx, r, "emails", "email", emailToRow(e))
 }
 
 // Email reads an email of an account.
 func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return email.Email{}, err
+	}
 	var row emailRow
 	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return email.Email{}, translate(err, "email")
@@ -133,6 +135,9 @@ func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, e
 
 // EmailByID reads an email of any account.
 func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return email.Email{}, err
+	}
 	var row emailRow
 	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1", id); err != nil {
 		return email.Email{}, translate(err, "email")
@@ -142,6 +147,9 @@ func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
 
 // UpdateEmailDelivery saves the delivery outcome of a still-queued email.
 func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) (bool, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return false, err
+	}
 	res, err := r.write.NewUpdate().Model((*emailRow)(nil)).
 		Set("status = ?", string(e.Status)).Set("reply = ?", e.Reply).Set("failure_code = ?", e.FailureCode).
 		Set("attempts = ?", e.Attempts).Set("sent_at = ?", e.SentAt).Set("updated_at = ?", e.UpdatedAt).

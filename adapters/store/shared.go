@@ -152,7 +152,7 @@ func (c *committer) run(batch []*sharedUnit) {
 				return err
 			}
 		}
-		return r.flushJobs(ctx)
+		return r.flushPending(ctx)
 	})
 	if err != nil {
 		c.countRedone(len(live))

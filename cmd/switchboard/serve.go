@@ -22,12 +22,22 @@ import (
 var lookupEnv = os.LookupEnv
 
 func newServeCommand(s *settings) *cobra.Command {
-	var demo bool
+	var (
+		demo      bool
+		debugAddr string
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API (migrates the database first)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if debugAddr != "" {
+				stop, err := serveDebug(debugAddr)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return serve(cmd.Context(), s, demo, cmd.OutOrStdout())
 		},
 	}
@@ -55,6 +65,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")
 	f.IntVar(&s.cfg.CronMaxJobsPerAccount, "cron-max-jobs-per-account", s.cfg.CronMaxJobsPerAccount, "cron jobs an account may have")
 	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process")
+	f.StringVar(&debugAddr, "debug-addr", "", "loopback address (127.0.0.1:6060) serving Go's /debug/pprof profiles; empty: off")
 	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
 	return cmd
 }

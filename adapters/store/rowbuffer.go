@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+)
+
+// Deferred inserts.
+//
+// The idea of buffered enqueues (jobbuffer.go), for the other rows a
+// transaction creates and does not read back: inside a transaction, an
+// insert of a brand-new row whose id the caller made (an email, say) keeps
+// the row with the transaction, and just before the commit each table's
+// kept rows are written by one multi-row INSERT. A shared batch of 64 sends
+// then costs one INSERT per table instead of 64 round trips, each parsed and
+// planned. A read of such a table inside the same transaction writes the
+// kept rows first (flushRows), so a transaction always sees its own rows.
+// A row that cannot be written (a duplicate id) fails the INSERT and so the
+// commit; in a shared batch every unit then runs alone (shared.go), so the
+// error still reaches the caller whose row it was.
+
+// deferredTable is one table's kept rows.
+type deferredTable interface {
+	insert(ctx context.Context, db bun.IDB) error
+}
+
+// deferredRows keeps rows of one model type.
+type deferredRows[T any] struct {
+	// noun names the rows in errors, as translate does.
+	noun string
+	rows []T
+}
+
+func (d *deferredRows[T]) insert(ctx context.Context, db bun.IDB) error {
+	if len(d.rows) == 0 {
+		return nil
+	}
+	_, err := db.NewInsert().Model(&d.rows).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("insert %d rows: %w", len(d.rows), translate(err, d.noun))
+	}
+	d.rows = d.rows[:0]
+	return nil
+}
+
+// insertDeferred inserts row, a model of table, at the commit of r's
+// transaction, or at once outside a transaction.
+func insertDeferred[T any](ctx context.Context, r *Repos, table, noun string, row T) error {
+	if r.tx == nil {
+		_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+		return translate(err, noun)
+	}
+	if r.tx.rows == nil {
+		r.tx.rows = map[string]deferredTable{}
+	}
+	t, ok := r.tx.rows[table]
+	if !ok {
+		t = &deferredRows[T]{noun: noun}
+		r.tx.rows[table] = t
+		r.tx.tables = append(r.tx.tables, table)
+	}
+	d, ok := t.(*deferredRows[T])
+	if !ok {
+		return fmt.Errorf("deferred insert into %s: rows of two types", table)
+	}
+	d.rows = append(d.rows, row)
+	return nil
+}
+
+// flushRows writes the rows kept by r's transaction, table by table in the
+// order the tables were first written.
+func (r *Repos) flushRows(ctx context.Context) error {
+	if r.tx == nil {
+		return nil
+	}
+	for _, table := range r.tx.tables {
+		if err := r.tx.rows[table].insert(ctx, r.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushPending writes everything r's transaction kept for its commit: rows,
+// then jobs.
+func (r *Repos) flushPending(ctx context.Context) error {
+	if err := r.flushRows(ctx); err != nil {
+		return err
+	}
+	return r.flushJobs(ctx)
+}

@@ -210,7 +210,7 @@ var read = messaging.Read{Clients: 16, Messages: 1_000_000, Threads: 10_000}
 // mostly waits (the claim, the receiver, the shared commit of its outcome), so the
 // runner gets many workers: 512 measured ~1.5× the rate of 128 on the shared machine;
 // 1024 no better.
-var fanout = webhooks.Fanout{MinQueued: 10_000, Workers: 512, MaxConns: 32, Settle: 250 * time.Millisecond}
+var fanout = webhooks.Fanout{MinQueued: 30_000, Workers: 512, MaxConns: 32, Settle: 250 * time.Millisecond}
 
 // dispatch's server runs only during its slices, so its pool does not meet pgbench's.
 var dispatch = messaging.Dispatch{

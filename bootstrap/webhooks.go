@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -54,17 +53,12 @@ var webhooksOptions = fx.Options(
 
 // NewWebhooks builds the webhook use cases (the CLI uses it too).
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
-	client := g.Client(httpguard.ClientOptions{Timeout: webhook.Timeout + 5*time.Second})
-	if t, ok := client.Transport.(*http.Transport); ok {
-		// Many deliveries go to few receivers: keep their connections.
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 512
-	}
 	return webhooks.NewService(webhooks.Deps{
 		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),
 		Keys:             k,
 		URLs:             g,
 		PlainHTTPAllowed: plainHTTPAllowed(c.AllowPrivateURLs),
-		Sender:           whsender.NewSender(client),
+		Sender:           whsender.NewSender(g.DialContext, nil),
 		Logger:           log,
 	})
 }

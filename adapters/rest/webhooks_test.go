@@ -105,7 +105,7 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 	hooks := webhooks.NewService(webhooks.Deps{
 		Store: store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }), Keys: keys, URLs: guard,
 		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
-		Sender:           whsender.NewSender(guard.Client(httpguard.ClientOptions{Timeout: 10 * time.Second})), Logger: quiet,
+		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})
 	svc := messaging.NewService(messaging.Deps{
 		Store:     store.Bind(db, func(r *store.Repos) messaging.Repos { return publishingRepos{Repos: r, hooks: hooks} }),

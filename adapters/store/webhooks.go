@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -287,10 +288,14 @@ type sendableRow struct {
 	Earlier         bool           `bun:"earlier"`
 }
 
-// DeliveryToSend reads a delivery, its payload, its endpoint and whether an
-// earlier delivery of its thread is still untried, in one query.
-func (r *Repos) DeliveryToSend(ctx context.Context, id string) (webhooks.Sendable, error) {
-	var row sendableRow
+// DeliveriesToSend reads deliveries, each with its payload, its endpoint
+// and whether an earlier delivery of its thread is still untried, in one
+// query; ids that do not exist are left out.
+func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.Sendable, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []sendableRow
 	q := "SELECT " + webhookDeliveryColumns + `,
 		w.account_id AS w_account_id, w.url AS w_url, w.enabled AS w_enabled, w.events AS w_events,
 		w.sealed_secret AS w_sealed_secret, w.sealed_previous AS w_sealed_previous, w.previous_until AS w_previous_until,
@@ -300,10 +305,18 @@ func (r *Repos) DeliveryToSend(ctx context.Context, id string) (webhooks.Sendabl
 			AND p.seq < d.seq AND p.status = 'pending' AND p.attempts = 0) AS earlier
 		FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
 		LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
-		WHERE d.id = $1`
-	if err := r.selectOne(ctx, &row, q, id); err != nil {
-		return webhooks.Sendable{}, translate(err, "delivery")
+		WHERE d.id IN (?)`
+	if err := r.read.NewRaw(q, bun.In(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, translate(err, "delivery")
 	}
+	out := make([]webhooks.Sendable, len(rows))
+	for i, row := range rows {
+		out[i] = row.sendable()
+	}
+	return out, nil
+}
+
+func (row sendableRow) sendable() webhooks.Sendable {
 	out := webhooks.Sendable{Delivery: row.webhookDeliveryRow.domain(), EarlierUntried: row.Earlier, Found: row.EndpointAccount.Valid}
 	if out.Found {
 		ep := webhookEndpointRow{
@@ -319,7 +332,7 @@ func (r *Repos) DeliveryToSend(ctx context.Context, id string) (webhooks.Sendabl
 		}
 		out.Endpoint = ep.record()
 	}
-	return out, nil
+	return out
 }
 
 // InsertWebhookAttempts appends many attempts in one statement.

@@ -101,16 +101,27 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.True(t, earlier(ds[1]), "the second event of thr_a waits for the first")
 		require.False(t, earlier(ds[2]), "another thread does not wait")
 
-		send, err := r.DeliveryToSend(ctx, ds[1].ID)
+		send, err := r.DeliveriesToSend(ctx, []string{ds[1].ID})
 		require.NoError(t, err)
-		require.Equal(t, webhooks.Sendable{Delivery: ds[1], EarlierUntried: true}, send, "no endpoint yet")
+		require.Equal(t, []webhooks.Sendable{{Delivery: ds[1], EarlierUntried: true}}, send, "no endpoint yet")
 		rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: acc, URL: "https://example.com/h", Enabled: true, CreatedAt: at, UpdatedAt: at}, SealedSecret: []byte{7}}
 		require.NoError(t, r.SaveWebhookEndpoint(ctx, rec))
-		send, err = r.DeliveryToSend(ctx, ds[2].ID)
+		send, err = r.DeliveriesToSend(ctx, []string{ds[2].ID})
 		require.NoError(t, err)
-		require.Equal(t, webhooks.Sendable{Delivery: ds[2], Endpoint: rec, Found: true}, send)
-		_, err = r.DeliveryToSend(ctx, "whk_missing")
-		require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
+		require.Equal(t, []webhooks.Sendable{{Delivery: ds[2], Endpoint: rec, Found: true}}, send)
+		send, err = r.DeliveriesToSend(ctx, []string{"whk_missing", ds[2].ID, ds[0].ID, ds[1].ID})
+		require.NoError(t, err)
+		byID := map[string]webhooks.Sendable{}
+		for _, x := range send {
+			byID[x.Delivery.ID] = x
+		}
+		require.Len(t, byID, 3, "the three that exist, each once; the missing one left out")
+		require.Equal(t, webhooks.Sendable{Delivery: ds[0], Endpoint: rec, Found: true}, byID[ds[0].ID])
+		require.Equal(t, webhooks.Sendable{Delivery: ds[1], Endpoint: rec, Found: true, EarlierUntried: true}, byID[ds[1].ID])
+		require.Equal(t, webhooks.Sendable{Delivery: ds[2], Endpoint: rec, Found: true}, byID[ds[2].ID])
+		send, err = r.DeliveriesToSend(ctx, []string{"whk_missing"})
+		require.NoError(t, err)
+		require.Empty(t, send)
 
 		ds[0].Attempts, ds[0].LastStatusCode, ds[0].LastError, ds[0].NextAttemptAt = 1, 500, "status 500", at.Add(5*time.Second)
 		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[0]))

@@ -130,7 +130,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 	if o.schedule == nil {
 		o.schedule = scaled(10000)
 	}
-	snd := sender.NewSender(o.guard.Client(httpguard.ClientOptions{Timeout: time.Minute}))
+	snd := sender.NewSender(o.guard.DialContext, nil)
 	deps := webhooks.Deps{
 		Store: store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }), Keys: keys, URLs: o.guard,
 		PlainHTTPAllowed: plainLoopback, Sender: snd, Now: o.now, Schedule: o.schedule, Timeout: o.timeout,

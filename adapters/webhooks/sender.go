@@ -1,13 +1,12 @@
 // Package webhooks posts signed webhook deliveries to customer endpoints
-// through an HTTP client the composition root gives it: the SSRF-safe
-// client of adapters/httpguard, which checks every dial (DNS rebinding
-// included) and does not follow redirects.
+// over HTTP/1.1 connections dialed through the function the composition
+// root gives it: the SSRF guard of adapters/httpguard, which checks every
+// dial (DNS rebinding included). Redirects are not followed.
 package webhooks
 
 import (
-	"bytes"
 	"context"
-	"io"
+	"crypto/tls"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,17 +18,22 @@ import (
 
 var _ app.Sender = (*Sender)(nil)
 
-// Sender posts deliveries.
+// Sender posts deliveries over connections it keeps per receiver
+// (conns.go).
 type Sender struct {
-	client *http.Client
-	now    func() time.Time
+	conns connPool
+	now   func() time.Time
 }
 
-// NewSender builds a Sender on client, which must refuse forbidden
-// addresses at connect time and return 3xx responses instead of
-// following them.
-func NewSender(client *http.Client) *Sender {
-	return &Sender{client: client, now: time.Now}
+// NewSender builds a Sender that dials through dial, which must refuse
+// forbidden addresses at connect time; tlsConfig (nil: the system's
+// roots) verifies https receivers. Redirects are never followed: a 3xx is
+// the answer.
+func NewSender(dial Dial, tlsConfig *tls.Config) *Sender {
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return &Sender{conns: connPool{dial: dial, tls: tlsConfig}, now: time.Now}
 }
 
 // maxDrain is how much of a long answer is read past the logged prefix so
@@ -40,25 +44,19 @@ const maxDrain = 64 << 10
 // request that got no answer (refused address, network error, ctx ended)
 // is an error.
 func (s *Sender) Post(ctx context.Context, r app.Request) (app.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
+	t, err := parseTarget(r.URL)
 	if err != nil {
 		return app.Response{}, err
 	}
-	for k, v := range r.Header {
-		req.Header.Set(k, v)
-	}
-	res, err := s.client.Do(req)
+	a, err := s.conns.post(ctx, t, r.Header, r.Body, webhook.MaxResponseBytes, maxDrain)
 	if err != nil {
 		return app.Response{}, err
 	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, webhook.MaxResponseBytes))
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrain))
-	return app.Response{StatusCode: res.StatusCode, Body: body, RetryAfter: retryAfter(res.Header.Get("Retry-After"), s.now())}, nil
+	return app.Response{StatusCode: a.status, Body: a.body, RetryAfter: retryAfter(a.header.Get("Retry-After"), s.now())}, nil
 }
 
-// CloseIdleConnections closes the client's kept-alive connections.
-func (s *Sender) CloseIdleConnections() { s.client.CloseIdleConnections() }
+// CloseIdleConnections closes the kept-alive connections.
+func (s *Sender) CloseIdleConnections() { s.conns.closeIdle() }
 
 // maxRetryAfter caps what a receiver may ask for: the longest step of the
 // schedule.

@@ -36,11 +36,13 @@ type Repos interface {
 	// WebhookDelivery reads a delivery with its event's payload; an empty
 	// accountID reads it whatever the account (for the delivery job).
 	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
-	// DeliveryToSend reads, in one query, what an attempt needs: the
-	// delivery with its payload, its account's endpoint (Found false when
-	// there is none) and whether an earlier delivery of its thread still
-	// waits for its first attempt (see EarlierUntriedDelivery).
-	DeliveryToSend(ctx context.Context, id string) (Sendable, error)
+	// DeliveriesToSend reads, in one query, what the attempts of the
+	// deliveries ids need: each delivery with its payload, its account's
+	// endpoint (Found false when there is none) and whether an earlier
+	// delivery of its thread still waits for its first attempt (see
+	// EarlierUntriedDelivery). Ids that do not exist are left out; the
+	// order is the store's.
+	DeliveriesToSend(ctx context.Context, ids []string) ([]Sendable, error)
 	// UpdateWebhookDelivery saves status, attempts, last status code and
 	// error, next attempt and updated time.
 	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error

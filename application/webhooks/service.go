@@ -44,7 +44,10 @@ type Service struct {
 	timeout      time.Duration
 	orderWait    time.Duration
 	log          *slog.Logger
-	batch        successBatch
+	// successes and sendables group concurrent deliveries' writes and
+	// reads (batch.go).
+	successes *batcher[success, struct{}]
+	sendables *batcher[string, Sendable]
 }
 
 // Deps are what the webhook use cases are built from.
@@ -94,6 +97,7 @@ func NewService(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.successes, s.sendables = s.newSuccessBatch(), s.newSendableLoader()
 	return s
 }
 

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -84,5 +85,45 @@ func TestRunOpenChargesQueueing(t *testing.T) {
 	slices.Sort(s.Latencies)
 	if s.Ops != 10 || s.Latencies[9] < 140*time.Millisecond {
 		t.Errorf("ops %d, latencies %v: want 10, the last charged its wait (≥ 140ms)", s.Ops, s.Latencies)
+	}
+}
+
+// Each worker keeps one connection across requests and slices, and dials again
+// when the server closes it.
+func TestHTTPLoadKeepsOneConnectionPerWorker(t *testing.T) {
+	t.Parallel()
+	var conns, requests atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1)%50 == 0 {
+			w.Header().Set("Connection", "close")
+		}
+		_, _ = w.Write(helloBody)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	load := NewHTTPLoad(3, Get(srv.URL, nil))
+	var ops int
+	for range 2 {
+		s, err := load.Run(t.Context(), 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Failed != 0 {
+			t.Fatalf("%d failed: %s", s.Failed, s.FirstFailure)
+		}
+		ops += s.Ops
+	}
+	if int64(ops) != requests.Load() {
+		t.Fatalf("%d operations counted, %d requests served", ops, requests.Load())
+	}
+	// Three first dials, and one more for every answer that closed its connection.
+	if want := 3 + requests.Load()/50; conns.Load() != want {
+		t.Fatalf("%d connections for %d requests, want %d", conns.Load(), requests.Load(), want)
 	}
 }

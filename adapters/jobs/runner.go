@@ -253,6 +253,13 @@ func (r *Runner) fetchLoop() {
 	defer unsubscribe()
 	for r.fetchCtx.Err() == nil {
 		free := r.cfg.Workers - int(r.inflight.Load())
+		if free > 0 && free < r.cfg.Workers/16 {
+			// Nearly every worker is busy and slots free one by one:
+			// claiming each as it frees would cost a statement per job.
+			// A short wait lets a few free up for one claim to fill.
+			r.pause(claimGather)
+			free = r.cfg.Workers - int(r.inflight.Load())
+		}
 		if free <= 0 {
 			select {
 			case <-r.fetchCtx.Done():
@@ -273,6 +280,20 @@ func (r *Runner) fetchLoop() {
 			continue // more may be due right now
 		}
 		r.sleep(wake, r.idleWait())
+	}
+}
+
+// claimGather is how long a nearly full runner waits for more free workers
+// before claiming.
+const claimGather = 2 * time.Millisecond
+
+// pause waits d or until the runner stops.
+func (r *Runner) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.fetchCtx.Done():
+	case <-t.C:
 	}
 }
 

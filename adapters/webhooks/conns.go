@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 )
@@ -178,6 +179,13 @@ func (p *connPool) post(ctx context.Context, t target, header map[string]string,
 			return a, nil
 		}
 		_ = c.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The connection's deadline is the context's (or set when it
+			// is cancelled) and may fire a moment before the context
+			// reports it: report the context's error, as http.Client does.
+			<-ctx.Done()
+			return answer{}, fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
 		if reused && !started && ctx.Err() == nil {
 			continue
 		}

@@ -47,7 +47,8 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		// wait until every earlier one has had its first attempt.
 		return jobs.RetryAfter(s.orderWait, errWaitingForOrder)
 	}
-	ep, err := s.open(rec)
+	started := s.now()
+	ep, signer, err := s.signer(rec, started)
 	if err != nil {
 		// Retrying cannot help (another server key?); the delivery fails
 		// so it does not hold its thread's later events back.
@@ -57,8 +58,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		}
 		return jobs.Permanent(err)
 	}
-	started := s.now()
-	res, sendErr := s.post(ctx, ep, d, started)
+	res, sendErr := s.post(ctx, ep, signer, d, started)
 	latency := s.now().Sub(started)
 	if sendErr == nil && res.StatusCode >= 200 && res.StatusCode < 300 && rec.Endpoint.FailingSince == nil {
 		// The common case, a healthy endpoint's success, is written in a
@@ -72,11 +72,8 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 }
 
 // post signs and sends one attempt within the attempt timeout.
-func (s *Service) post(ctx context.Context, ep webhook.Endpoint, d webhook.Delivery, now time.Time) (Response, error) {
-	sig, err := webhook.Sign(ep.SigningSecrets(now), d.ID, now, d.Payload)
-	if err != nil {
-		return Response{}, err
-	}
+func (s *Service) post(ctx context.Context, ep webhook.Endpoint, signer *webhook.Signer, d webhook.Delivery, now time.Time) (Response, error) {
+	sig := signer.Sign(d.ID, now, d.Payload)
 	header := map[string]string{
 		"Content-Type":      "application/json",
 		"User-Agent":        "Switchboard-Webhooks/1",

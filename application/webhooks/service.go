@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/jobs"
@@ -48,6 +49,9 @@ type Service struct {
 	// reads (batch.go).
 	successes *batcher[success, struct{}]
 	sendables *batcher[string, Sendable]
+	// opened keeps endpoints' opened secrets by account (signer).
+	openedMu sync.Mutex
+	opened   map[string]*openedEndpoint
 }
 
 // Deps are what the webhook use cases are built from.
@@ -224,6 +228,57 @@ func (s *Service) open(rec Record) (webhook.Endpoint, error) {
 		}
 	}
 	return e, nil
+}
+
+// maxOpened bounds the opened endpoints kept.
+const maxOpened = 10_000
+
+// openedEndpoint is an endpoint's secrets, opened, with their signers.
+type openedEndpoint struct {
+	sealed, sealedPrevious string
+	secret, previous       string
+	// signers by the secrets that sign: the current one alone, or both
+	// during a rotation.
+	signers map[string]*webhook.Signer
+}
+
+// signer returns the endpoint with its secrets and the signer for now.
+// Every delivery of an endpoint uses the same secrets, so they are opened
+// (an AES-GCM decryption each) and their HMAC keys prepared once, and kept
+// while the sealed bytes stay the same: a rotation changes them.
+func (s *Service) signer(rec Record, now time.Time) (webhook.Endpoint, *webhook.Signer, error) {
+	s.openedMu.Lock()
+	o, ok := s.opened[rec.Endpoint.AccountID]
+	s.openedMu.Unlock()
+	if !ok || o.sealed != string(rec.SealedSecret) || o.sealedPrevious != string(rec.SealedPrevious) {
+		ep, err := s.open(rec)
+		if err != nil {
+			return ep, nil, err
+		}
+		o = &openedEndpoint{
+			sealed: string(rec.SealedSecret), sealedPrevious: string(rec.SealedPrevious),
+			secret: ep.Secret, previous: ep.PreviousSecret, signers: map[string]*webhook.Signer{},
+		}
+	}
+	ep := rec.Endpoint
+	ep.Secret, ep.PreviousSecret = o.secret, o.previous
+	secrets := ep.SigningSecrets(now)
+	key := strings.Join(secrets, " ")
+	s.openedMu.Lock()
+	defer s.openedMu.Unlock()
+	sg, ok := o.signers[key]
+	if !ok {
+		var err error
+		if sg, err = webhook.NewSigner(secrets); err != nil {
+			return ep, nil, err
+		}
+		o.signers[key] = sg
+	}
+	if s.opened == nil || len(s.opened) >= maxOpened {
+		s.opened = map[string]*openedEndpoint{}
+	}
+	s.opened[rec.Endpoint.AccountID] = o
+	return ep, sg, nil
 }
 
 // Test records a webhook.test event and delivers it to the endpoint.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -29,22 +30,82 @@ type Signature struct {
 
 // Sign signs body for delivery id at now with secrets (current first).
 func Sign(secrets []string, id string, now time.Time, body []byte) (Signature, error) {
-	if len(secrets) == 0 {
-		return Signature{}, errors.New("no signing secret")
+	signer, err := NewSigner(secrets)
+	if err != nil {
+		return Signature{}, err
 	}
-	ts := strconv.FormatInt(now.Unix(), 10)
-	sig := Signature{ID: id, Timestamp: ts}
-	var standard []string
-	for i, secret := range secrets {
+	return signer.Sign(id, now, body), nil
+}
+
+// Signer signs with secrets whose HMAC keys are prepared once. All the
+// deliveries of an endpoint use the same secrets, and preparing a key (its
+// padded blocks hashed) costs about as much as signing a small payload.
+// A Signer is safe for concurrent use.
+type Signer struct {
+	keys []signingKey
+}
+
+// signingKey is one secret's two prepared MACs, never written to: each
+// signature works on a clone.
+type signingKey struct {
+	standard, legacy preparedMAC
+}
+
+// preparedMAC is an HMAC-SHA256 whose key schedule is computed once (Reset
+// stores the hashed pads), with its key for hashes that cannot be cloned
+// (the FIPS 140-3 v1.0.0 module).
+type preparedMAC struct {
+	key []byte
+	mac hash.Hash
+}
+
+func prepare(key []byte) preparedMAC {
+	mac := hmac.New(sha256.New, key)
+	mac.Reset()
+	return preparedMAC{key: key, mac: mac}
+}
+
+// fresh returns a MAC with the key and nothing written.
+func (p preparedMAC) fresh() hash.Hash {
+	if c, ok := p.mac.(hash.Cloner); ok {
+		if clone, err := c.Clone(); err == nil {
+			return clone
+		}
+	}
+	return hmac.New(sha256.New, p.key)
+}
+
+// NewSigner prepares secrets (current first).
+func NewSigner(secrets []string) (*Signer, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("no signing secret")
+	}
+	s := &Signer{}
+	for _, secret := range secrets {
 		key, err := SecretKey(secret)
 		if err != nil {
-			return Signature{}, err
+			return nil, err
 		}
-		mac := hmac.New(sha256.New, key)
+		s.keys = append(s.keys, signingKey{standard: prepare(key), legacy: prepare([]byte(secret))})
+	}
+	return s, nil
+}
+
+// Sign signs body for delivery id at now.
+func (s *Signer) Sign(id string, now time.Time, body []byte) Signature {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	sig := Signature{ID: id, Timestamp: ts}
+	standard := make([]string, 0, len(s.keys))
+	var sum [sha256.Size]byte
+	for i, k := range s.keys {
+		mac := k.standard.fresh()
 		mac.Write([]byte(id + "." + ts + "."))
 		mac.Write(body)
-		standard = append(standard, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-		legacy := LegacySignature(secret, ts, body)
+		standard = append(standard, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(sum[:0])))
+		mac = k.legacy.fresh()
+		mac.Write([]byte(ts))
+		mac.Write(body)
+		legacy := hex.EncodeToString(mac.Sum(sum[:0]))
 		if i == 0 {
 			sig.Legacy = legacy
 		} else if sig.LegacyPrevious == "" {
@@ -52,7 +113,7 @@ func Sign(secrets []string, id string, now time.Time, body []byte) (Signature, e
 		}
 	}
 	sig.Standard = strings.Join(standard, " ")
-	return sig, nil
+	return sig
 }
 
 // SecretKey is the HMAC key of a whsec_ secret: its base64 part, decoded.

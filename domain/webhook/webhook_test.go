@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +65,39 @@ func TestSignDuringRotation(t *testing.T) {
 	}
 	if sig.LegacyPrevious != webhook.LegacySignature(old, sig.Timestamp, []byte("{}")) {
 		t.Fatal("x-signature-previous is the old secret's")
+	}
+}
+
+// One Signer serves many deliveries at once: every signature must be what
+// fresh keys give for its own body, however the calls interleave.
+func TestSignerIsReusableAndConcurrent(t *testing.T) {
+	secrets := []string{webhook.NewSecret(), webhook.NewSecret()}
+	signer, err := webhook.NewSigner(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			body := []byte(fmt.Sprintf(`{"n":%d}`, i))
+			got := signer.Sign(fmt.Sprintf("whk_%d", i), at, body)
+			want, err := webhook.Sign(secrets, fmt.Sprintf("whk_%d", i), at, body)
+			if err != nil || got != want || got.Legacy != webhook.LegacySignature(secrets[0], got.Timestamp, body) {
+				errs <- fmt.Sprintf("body %d: got %+v, want %+v (%v)", i, got, want, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if _, err := webhook.NewSigner(nil); err == nil {
+		t.Fatal("no secret must be refused")
+	}
+	if _, err := webhook.NewSigner([]string{"whsec_!!"}); err == nil {
+		t.Fatal("a secret that is not base64 must be refused")
 	}
 }
 

@@ -44,6 +44,7 @@ func Options(cfg Config) fx.Option {
 			newRegistry,
 			newRESTDeps,
 		),
+		fx.Invoke(registerSharedMetrics),
 		store.Module,
 		jobsModule(cfg),
 		accountsModule,
@@ -94,6 +95,29 @@ func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// registerSharedMetrics exports the shared transactions' counters (see
+// store.DB.TransactShared): units per batch is how much group commit saves,
+// and redone units are batches that failed and ran unit by unit.
+func registerSharedMetrics(db *store.DB, reg *prometheus.Registry) {
+	stat := func(f func(store.SharedStats) float64) func() float64 {
+		return func() float64 { return f(db.SharedStats()) }
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "switchboard_db_shared_batches_total", Help: "Shared transactions committed.",
+		}, stat(func(s store.SharedStats) float64 { return float64(s.Batches) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "switchboard_db_shared_units_total", Help: "Units (sends, inbound messages, emails) committed in shared transactions.",
+		}, stat(func(s store.SharedStats) float64 { return float64(s.Units) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "switchboard_db_shared_redone_total", Help: "Units run again alone after their shared transaction failed.",
+		}, stat(func(s store.SharedStats) float64 { return float64(s.Redone) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchboard_db_shared_waiting", Help: "Units waiting for a shared transaction now.",
+		}, stat(func(s store.SharedStats) float64 { return float64(s.Waiting) })),
+	)
 }
 
 // restInputs is what the HTTP interface is built from: each feature's use

@@ -150,6 +150,23 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.Equal(t, 2, total)
 		require.Len(t, list, 1)
 		require.Equal(t, ds[0].ID, list[0].ID)
+
+		// Attempts logged with their deliveries' new state, together.
+		ds[2].Status, ds[2].Attempts, ds[2].LastStatusCode, ds[2].UpdatedAt = webhook.Succeeded, 1, 200, at.Add(2*time.Second)
+		ds[0].Status, ds[0].Attempts, ds[0].LastStatusCode, ds[0].LastError, ds[0].UpdatedAt = webhook.Succeeded, 2, 202, "", at.Add(3*time.Second)
+		second := webhook.Attempt{At: at.Add(time.Second), StatusCode: 202, Latency: 2 * time.Millisecond, Response: "accepted"}
+		require.NoError(t, r.RecordWebhookAttempts(ctx, []webhooks.LoggedAttempt{
+			{DeliveryID: ds[2].ID, Attempt: webhook.Attempt{At: at, StatusCode: 200, Latency: time.Millisecond}},
+			{DeliveryID: ds[0].ID, Attempt: second},
+		}, []webhook.Delivery{ds[2], ds[0]}))
+		list, total, err = r.WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: acc, Status: webhook.Succeeded, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 3, total)
+		require.Equal(t, []string{ds[2].ID, ds[1].ID, ds[0].ID}, []string{list[0].ID, list[1].ID, list[2].ID})
+		require.Equal(t, 2, list[2].Attempts)
+		require.Equal(t, []webhook.Attempt{{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}, second}, list[2].Log)
+		require.Len(t, list[0].Log, 1)
+
 		_, total, err = r.WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: acc, EventType: event.GroupCreated, Limit: 10})
 		require.NoError(t, err)
 		require.Zero(t, total)

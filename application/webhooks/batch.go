@@ -100,19 +100,13 @@ func (s *Service) newSuccessBatch() *batcher[success, struct{}] {
 }
 
 func (s *Service) writeSuccesses(ctx context.Context, batch []success) ([]result[struct{}], error) {
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		logged := make([]LoggedAttempt, len(batch))
-		ds := make([]webhook.Delivery, len(batch))
-		for i, x := range batch {
-			logged[i] = LoggedAttempt{DeliveryID: x.d.ID, Attempt: x.a}
-			ds[i] = x.d
-		}
-		if err := r.InsertWebhookAttempts(ctx, logged); err != nil {
-			return err
-		}
-		return r.UpdateWebhookDeliveries(ctx, ds)
-	})
-	if err != nil {
+	logged := make([]LoggedAttempt, len(batch))
+	ds := make([]webhook.Delivery, len(batch))
+	for i, x := range batch {
+		logged[i] = LoggedAttempt{DeliveryID: x.d.ID, Attempt: x.a}
+		ds[i] = x.d
+	}
+	if err := s.store.Repos().RecordWebhookAttempts(ctx, logged, ds); err != nil {
 		return nil, err
 	}
 	return make([]result[struct{}], len(batch)), nil

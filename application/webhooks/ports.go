@@ -49,6 +49,10 @@ type Repos interface {
 	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
 	// InsertWebhookAttempts appends many attempts in one statement.
 	InsertWebhookAttempts(ctx context.Context, attempts []LoggedAttempt) error
+	// RecordWebhookAttempts logs attempts and saves their deliveries (as
+	// UpdateWebhookDeliveries) atomically, in a transaction of its own
+	// when called outside one.
+	RecordWebhookAttempts(ctx context.Context, attempts []LoggedAttempt, ds []webhook.Delivery) error
 	// UpdateWebhookDeliveries saves many deliveries as UpdateWebhookDelivery
 	// does; a delivery that does not exist is skipped.
 	UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error

@@ -28,7 +28,7 @@ type CronUseCases interface {
 	Executions(ctx context.Context, accountID string, q appcron.ExecutionQuery) ([]cron.Execution, int, error)
 }
 
-func (s *server) mountCron(api *mux.Router) {
+func (s *server) mountCron(api *routes) {
 	if s.cron == nil {
 		return
 	}

@@ -19,7 +19,7 @@ type EmailUseCases interface {
 	Email(ctx context.Context, accountID, id string) (email.Email, error)
 }
 
-func (s *server) mountEmail(api *mux.Router) {
+func (s *server) mountEmail(api *routes) {
 	if s.email == nil {
 		return
 	}

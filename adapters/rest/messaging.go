@@ -30,7 +30,7 @@ type MessagingUseCases interface {
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 }
 
-func (s *server) mountMessaging(api *mux.Router) {
+func (s *server) mountMessaging(api *routes) {
 	if s.messaging == nil {
 		return
 	}

@@ -253,6 +253,11 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 	requireError(t, b.client.Do(http.MethodGet, "/v1/nothing-here", nil), 404, "route_not_found")
 	requireError(t, b.client.Do(http.MethodGet, "/", nil), 404, "route_not_found")
 	requireError(t, b.client.Do(http.MethodDelete, "/v1/accounts/"+b.account.ID, nil, b.auth()...), 405, "method_not_allowed")
+	// Routes are grouped by their first segment: a path under a family's
+	// prefix that none of its routes take, or a prefix of another family
+	// (/group of /group-management), is still not found.
+	requireError(t, b.client.Do(http.MethodGet, "/v1/messages/threads/"+b.account.ID+"/nothing", nil, b.auth()...), 404, "route_not_found")
+	requireError(t, b.client.Do(http.MethodGet, "/v1/groupies/"+b.account.ID, nil, b.auth()...), 404, "route_not_found")
 
 	// Cron routes answer in their own error shape, even when unmatched.
 	r := b.client.Do(http.MethodGet, "/v1/cron-jobs/crn_x/unknown", nil)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -156,8 +157,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	root.HandleFunc("/v1/openapi.json", s.openapi).Methods(http.MethodGet)
 
 	s.mountProviders(root)
-	api := root.PathPrefix("/v1").Subrouter()
-	api.Use(s.authenticate)
+	v1 := root.PathPrefix("/v1").Subrouter()
+	v1.Use(s.authenticate)
+	api := &routes{parent: v1}
 	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
 	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
 	s.mountMessaging(api)
@@ -172,6 +174,33 @@ func NewHandler(d Deps) (http.Handler, error) {
 		gql.Handle("", d.GraphQL).Methods(http.MethodGet, http.MethodPost)
 	}
 	return s.observe(s.guardBody(root)), nil
+}
+
+// routes registers the authenticated /v1 routes, each under a subrouter of
+// its first path segment (/emails, /messages, ...). gorilla/mux tries routes
+// one after the other, each a regular expression; grouped, a request is
+// tried against the families' prefixes and then its own family only, not
+// against every route registered before its own.
+type routes struct {
+	parent   *mux.Router
+	families map[string]*mux.Router
+}
+
+// HandleFunc registers path, which begins with a literal segment.
+func (rt *routes) HandleFunc(path string, h func(http.ResponseWriter, *http.Request)) *mux.Route {
+	segment, rest := path, ""
+	if i := strings.IndexByte(path[1:], '/'); i >= 0 {
+		segment, rest = path[:i+1], path[i+1:]
+	}
+	family, ok := rt.families[segment]
+	if !ok {
+		family = rt.parent.PathPrefix(segment).Subrouter()
+		if rt.families == nil {
+			rt.families = map[string]*mux.Router{}
+		}
+		rt.families[segment] = family
+	}
+	return family.HandleFunc(rest, h)
 }
 
 // writeJSONError answers a status that has no domain kind (405) in the

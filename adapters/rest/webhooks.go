@@ -27,7 +27,7 @@ type WebhookUseCases interface {
 	Acknowledge(ctx context.Context, accountID, messageID string) error
 }
 
-func (s *server) mountWebhooks(api *mux.Router) {
+func (s *server) mountWebhooks(api *routes) {
 	if s.webhooks == nil {
 		return
 	}

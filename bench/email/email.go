@@ -74,7 +74,7 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	}
 	var next atomic.Uint64
 	url := api.URL + "/v1/emails/" + api.AccountID + "/send"
-	load := harness.NewHTTPLoad(s.Clients, postJSON(url, api.Header(), func() []byte { return bodies[next.Add(1)%uint64(len(bodies))] }))
+	load := harness.NewLeanHTTPLoad(s.Clients, postJSON(url, api.Header(), func() []byte { return bodies[next.Add(1)%uint64(len(bodies))] }))
 	return load.Run, nil
 }
 

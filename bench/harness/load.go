@@ -33,20 +33,39 @@ func Get(url string, header http.Header) RequestFunc {
 // closed loop measures the throughput the server sustains rather than the rate we
 // chose to offer it.
 //
-// Each worker owns one HTTP/1.1 connection and writes its request and reads the answer
-// itself (net/http's Request.Write and ReadResponse), as wrk or pgbench's libpq do,
-// rather than through http.Transport, whose two goroutines per connection cost more
-// CPU per request than some of the handlers measured here: on a 2-core machine the
-// client's CPU is taken from the server.
+// Its client is chosen to match the baseline's. Against pgbench, whose C client spends
+// a few microseconds per transaction, a lean client (NewLeanHTTPLoad): each worker
+// owns one HTTP/1.1 connection and writes its request and reads the answer itself
+// (net/http's Request.Write and ReadResponse), as wrk does, rather than through
+// http.Transport, whose two goroutines per connection cost about 40 µs of CPU per
+// request, CPU the 2-core machine then takes from the server under test. Against the
+// hello-world server, both sides are driven by the same client (NewHTTPLoad,
+// http.Transport), so its cost is paid on both sides of the ratio.
 type HTTPLoad struct {
 	workers    int
 	newRequest RequestFunc
-	conns      []*clientConn
+	// client is http.Transport's; conns, when set, the lean client's.
+	client *http.Client
+	conns  []*clientConn
 }
 
-// NewHTTPLoad returns a load generator whose workers keep their connections between
-// requests and between slices.
+// NewHTTPLoad returns a load generator on http.Transport with its own connection
+// pool, sized so every worker keeps its connection between requests and slices.
 func NewHTTPLoad(workers int, newRequest RequestFunc) *HTTPLoad {
+	transport := &http.Transport{
+		Proxy:               nil, // all traffic stays on 127.0.0.1
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        workers,
+		MaxIdleConnsPerHost: workers,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &HTTPLoad{workers: workers, newRequest: newRequest, client: &http.Client{Transport: transport, Timeout: requestTimeout}}
+}
+
+// NewLeanHTTPLoad returns a load generator whose workers each keep one connection
+// of their own, between requests and between slices.
+func NewLeanHTTPLoad(workers int, newRequest RequestFunc) *HTTPLoad {
 	return &HTTPLoad{workers: workers, newRequest: newRequest, conns: make([]*clientConn, workers)}
 }
 
@@ -249,12 +268,22 @@ func (l *HTTPLoad) do(ctx context.Context, worker int) (status int, latency time
 	if err != nil {
 		return 0, 0, err
 	}
+	t0 := time.Now()
+	if l.conns == nil {
+		resp, err := l.client.Do(req)
+		if err != nil {
+			return 0, 0, err
+		}
+		// Reading the body to the end lets the connection be reused.
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, time.Since(t0), err
+	}
 	c := l.conns[worker]
 	if c == nil {
 		c = &clientConn{}
 		l.conns[worker] = c
 	}
-	t0 := time.Now()
 	status, err = c.roundTrip(req)
 	return status, time.Since(t0), err
 }

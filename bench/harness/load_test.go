@@ -27,7 +27,13 @@ func TestHTTPLoadCountsOnly2xx(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	load := NewHTTPLoad(4, Get(srv.URL, http.Header{"X-Api-Key": {"k"}}))
+	for _, newLoad := range []func(int, RequestFunc) *HTTPLoad{NewHTTPLoad, NewLeanHTTPLoad} {
+		checkCounts(t, newLoad(4, Get(srv.URL, http.Header{"X-Api-Key": {"k"}})))
+	}
+}
+
+func checkCounts(t *testing.T, load *HTTPLoad) {
+	t.Helper()
 	s, err := load.Run(t.Context(), 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +113,7 @@ func TestHTTPLoadKeepsOneConnectionPerWorker(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	load := NewHTTPLoad(3, Get(srv.URL, nil))
+	load := NewLeanHTTPLoad(3, Get(srv.URL, nil))
 	var ops int
 	for range 2 {
 		s, err := load.Run(t.Context(), 100*time.Millisecond)

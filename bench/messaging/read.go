@@ -79,5 +79,5 @@ func (rd Read) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 		}
 		return harness.Get(url, header)(ctx)
 	}
-	return harness.NewHTTPLoad(rd.Clients, next).Run, nil
+	return harness.NewLeanHTTPLoad(rd.Clients, next).Run, nil
 }

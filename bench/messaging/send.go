@@ -133,7 +133,7 @@ func (s *sender) request(sb *harness.Switchboard) harness.RequestFunc {
 
 // closedLoop is the closed-loop load on sb.
 func (s *sender) closedLoop(sb *harness.Switchboard) *harness.HTTPLoad {
-	return harness.NewHTTPLoad(s.Clients, s.request(sb))
+	return harness.NewLeanHTTPLoad(s.Clients, s.request(sb))
 }
 
 // openLoop measures the latency of sends offered at a fixed rate, OpenLoopShare of
@@ -143,7 +143,7 @@ func (s *sender) closedLoop(sb *harness.Switchboard) *harness.HTTPLoad {
 func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figure {
 	rate := s.OpenLoopShare * r.Result.Measured.Rate.Median
 	name := fmt.Sprintf("open-loop p99 at %.0f sends/s", rate)
-	load := harness.NewHTTPLoad(s.OpenLoopWorkers, s.request(s.api))
+	load := harness.NewLeanHTTPLoad(s.OpenLoopWorkers, s.request(s.api))
 	if _, err := load.RunOpen(ctx, r.Config.Warmup, rate); err != nil {
 		return []harness.Figure{harness.FigureError(name, err)}
 	}

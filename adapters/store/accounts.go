@@ -42,6 +42,14 @@ func (r *Repos) jobsEnqueued() {
 
 var _ accounts.Repos = (*Repos)(nil)
 
+// forgetNumbers drops the numbers a transaction kept (NumberByAddress)
+// before it changes one.
+func (r *Repos) forgetNumbers() {
+	if r.tx != nil {
+		clear(r.tx.numbers)
+	}
+}
+
 type accountRow struct {
 	bun.BaseModel `bun:"table:accounts"`
 	ID            string    `bun:"id,pk"`
@@ -200,6 +208,7 @@ func (r numberRow) domain() account.Number {
 
 // InsertNumber stores a new agent number.
 func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
+	r.forgetNumbers()
 	row := numberRow{
 		ID: n.ID, AccountID: n.AccountID, Number: n.Number, Service: string(n.Service),
 		Provider: string(n.Provider), SealedSettings: n.SealedSettings, Enabled: n.Enabled, CreatedAt: n.CreatedAt,
@@ -223,6 +232,7 @@ func (r *Repos) Numbers(ctx context.Context, accountID string) ([]account.Number
 
 // SetNumberEnabled flips a number's enabled flag and returns the number.
 func (r *Repos) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
+	r.forgetNumbers()
 	res, err := r.write.NewUpdate().Model((*numberRow)(nil)).
 		Set("enabled = ?", enabled).
 		Where("id = ? AND account_id = ?", id, accountID).

@@ -23,6 +23,9 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
 // Dialect names the database behind a DB.
@@ -262,6 +265,26 @@ type txState struct {
 	// the order the tables were first written in (see rowbuffer.go).
 	rows   map[string]deferredTable
 	tables []string
+	// touches are threads' newest outbound activity, by thread id.
+	touches map[string]time.Time
+	// numbers and endpoints are lookups kept for the transaction's later
+	// calls (NumberByAddress, WebhookEndpoint).
+	numbers   map[string]lookup[account.Number]
+	endpoints map[string]lookup[webhooks.Record]
+}
+
+// lookup is a read's answer: a value, or not found.
+type lookup[T any] struct {
+	value T
+	err   error
+}
+
+func remember[T any](m map[string]lookup[T], key string, value T, err error) map[string]lookup[T] {
+	if m == nil {
+		m = map[string]lookup[T]{}
+	}
+	m[key] = lookup[T]{value: value, err: err}
+	return m
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

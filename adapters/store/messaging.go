@@ -15,13 +15,28 @@ import (
 
 var _ appmessaging.Repos = (*Repos)(nil)
 
-// NumberByAddress finds an agent number by service and number.
+// NumberByAddress finds an agent number by service and number. Inside a
+// transaction the answer is kept for the transaction's later calls (a
+// shared batch of sends reads each sending number once); the number
+// writes of this package forget it.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
-	var row numberRow
-	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
-		return account.Number{}, translate(err, "number")
+	key := string(service) + " " + number
+	if r.tx != nil {
+		if n, ok := r.tx.numbers[key]; ok {
+			return n.value, n.err
+		}
 	}
-	return row.domain(), nil
+	var row numberRow
+	n, err := account.Number{}, r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number)
+	if err != nil {
+		err = translate(err, "number")
+	} else {
+		n = row.domain()
+	}
+	if r.tx != nil && (err == nil || failure.Is(err, failure.KindNotFound)) {
+		r.tx.numbers = remember(r.tx.numbers, key, n, err)
+	}
+	return n, err
 }
 
 // NumberByID reads one agent number.
@@ -133,8 +148,20 @@ func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.
 	return out, nil
 }
 
-// TouchThread records activity in a thread.
+// TouchThread records activity in a thread. An outbound message's touch
+// inside a transaction is written with the commit (rowbuffer.go): the
+// thread was just read in that transaction, and nothing reads its last
+// message time back before the commit. An inbound one is written at once,
+// as the send precondition reads last_inbound_at.
 func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
+	if r.tx != nil && !inbound {
+		r.tx.touchThread(threadID, at)
+		return nil
+	}
+	// Kept touches are older: written first, they cannot overwrite this one.
+	if err := r.flushTouches(ctx); err != nil {
+		return err
+	}
 	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
 	if inbound {
 		q = q.Set("last_inbound_at = ?", at)
@@ -148,6 +175,9 @@ func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, 
 
 // Threads lists threads with their participants and last message.
 func (r *Repos) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return nil, 0, err
+	}
 	base := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
 	if q.Phone != "" {
 		base = base.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", q.Phone, q.Phone, q.Phone)
@@ -232,15 +262,18 @@ func (r messageRow) domain() messaging.Message {
 	}
 }
 
-// InsertMessage stores a message.
+// InsertMessage stores a message; inside a transaction the row is written
+// with the commit (rowbuffer.go), and every read of messages in the same
+// transaction writes it first.
 func (r *Repos) InsertMessage(ctx context.Context, m messaging.Message) error {
-	row := messageToRow(m)
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "message")
+	return insertDeferred(ctx, r, "messages", "message", messageToRow(m))
 }
 
 // Message reads a message of an account.
 func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return messaging.Message{}, err
+	}
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -250,6 +283,9 @@ func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Me
 
 // MessageByID reads a message of any account.
 func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return messaging.Message{}, err
+	}
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -259,6 +295,9 @@ func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, 
 
 // MessageByProviderID finds a message by the channel's id for it.
 func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return messaging.Message{}, err
+	}
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE service = $1 AND provider_message_id = $2 LIMIT 1", string(service), providerID); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -268,6 +307,9 @@ func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service
 
 // UpdateMessage saves status, failure and provider id.
 func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
+	if err := r.flushRows(ctx); err != nil {
+		return err
+	}
 	res, err := r.write.NewUpdate().Model((*messageRow)(nil)).
 		Set("status = ?", string(m.Status)).Set("failure_code = ?", m.FailureCode).Set("failure_text = ?", m.FailureText).
 		Set("provider_message_id = ?", nullable(m.ProviderMessageID)).Set("updated_at = ?", m.UpdatedAt).
@@ -280,6 +322,9 @@ func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
 
 // RecentMessages returns a thread's newest messages, newest first.
 func (r *Repos) RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return nil, err
+	}
 	var rows []messageRow
 	if err := r.selectAll(ctx, &rows, "SELECT "+messageColumns+" FROM messages WHERE thread_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", threadID, limit); err != nil {
 		return nil, translate(err, "message")

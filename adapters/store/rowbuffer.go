@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Deferred inserts.
@@ -70,7 +72,7 @@ func insertDeferred[T any](ctx context.Context, r *Repos, table, noun string, ro
 }
 
 // flushRows writes the rows kept by r's transaction, table by table in the
-// order the tables were first written.
+// order the tables were first written, and the thread activity it kept.
 func (r *Repos) flushRows(ctx context.Context) error {
 	if r.tx == nil {
 		return nil
@@ -80,11 +82,47 @@ func (r *Repos) flushRows(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return r.flushTouches(ctx)
 }
 
-// flushPending writes everything r's transaction kept for its commit: rows,
-// then jobs.
+// touchThread keeps a thread's newest activity time for the commit.
+func (t *txState) touchThread(threadID string, at time.Time) {
+	if t.touches == nil {
+		t.touches = map[string]time.Time{}
+	}
+	if prev, ok := t.touches[threadID]; !ok || at.After(prev) {
+		t.touches[threadID] = at
+	}
+}
+
+// flushTouches writes the kept thread activity: one statement on Postgres.
+func (r *Repos) flushTouches(ctx context.Context) error {
+	if r.tx == nil || len(r.tx.touches) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(r.tx.touches))
+	ats := make([]time.Time, 0, len(r.tx.touches))
+	for id, at := range r.tx.touches {
+		ids, ats = append(ids, id), append(ats, at)
+	}
+	clear(r.tx.touches)
+	if r.dialect != Postgres {
+		for i, id := range ids {
+			_, err := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", ats[i]).Set("updated_at = ?", ats[i]).Where("id = ?", id).Exec(ctx)
+			if err != nil {
+				return translate(err, "thread")
+			}
+		}
+		return nil
+	}
+	_, err := r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
+		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
+		pgdialect.Array(ids), pgdialect.Array(ats)).Exec(ctx)
+	return translate(err, "thread")
+}
+
+// flushPending writes everything r's transaction kept for its commit: rows
+// and thread activity, then jobs.
 func (r *Repos) flushPending(ctx context.Context) error {
 	if err := r.flushRows(ctx); err != nil {
 		return err

@@ -10,9 +10,13 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 func newEmail(id string) email.Email {
@@ -110,6 +114,70 @@ func TestDeferredInserts(t *testing.T) {
 				require.Equal(t, 16, n)
 				require.Zero(t, db.SharedStats().Redone)
 			})
+		})
+	}
+}
+
+// A send's rows (message, event, thread activity) are kept for the commit,
+// and its lookups (sending number, webhook endpoint) for the rest of the
+// transaction; these check that the transaction still sees its own work
+// and that its own changes are never hidden by what it kept.
+func TestSendWritesAndLookupsInATransaction(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := openWithAccount(t, dialect)
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			n := account.Number{ID: "num_rows", AccountID: "acc_rows", Number: "+15550001111", Service: account.WhatsApp, Provider: account.ProviderSandbox, SealedSettings: []byte{}, Enabled: true, CreatedAt: now}
+			require.NoError(t, db.Repos().InsertNumber(ctx, n))
+			th := messaging.Thread{ID: "thr_rows", AccountID: "acc_rows", Service: account.WhatsApp, Type: messaging.Individual, AgentNumber: n.Number, Contact: "+15550002222", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, db.Repos().InsertThread(ctx, th, nil))
+
+			later := now.Add(time.Minute)
+			err := db.Transact(ctx, func(ctx context.Context, r *store.Repos) error {
+				m := messaging.Message{ID: "msg_rows", AccountID: "acc_rows", ThreadID: th.ID, Service: account.WhatsApp, Direction: messaging.OutboundAPI,
+					From: n.Number, To: th.Contact, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"}, Status: messaging.Queued, CreatedAt: later, UpdatedAt: later}
+				require.NoError(t, r.InsertMessage(ctx, m))
+				require.NoError(t, r.TouchThread(ctx, th.ID, later, false))
+				require.NoError(t, r.InsertEvent(ctx, event.Event{ID: "evt_rows", AccountID: "acc_rows", Type: event.MessageSent, ThreadID: th.ID, Payload: []byte(`{}`), CreatedAt: later}))
+				got, err := r.Message(ctx, "acc_rows", m.ID)
+				require.NoError(t, err, "the transaction reads its own message")
+				require.Equal(t, "hi", got.Content.Text)
+				recent, err := r.RecentMessages(ctx, th.ID, 5)
+				require.NoError(t, err)
+				require.Len(t, recent, 1)
+				events, err := r.EventsAfter(ctx, "acc_rows", "", 10)
+				require.NoError(t, err)
+				require.Len(t, events, 1, "and its own event")
+
+				// Lookups kept for the transaction, and forgotten when it
+				// changes what they read.
+				_, err = r.WebhookEndpoint(ctx, "acc_rows")
+				require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
+				rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: "acc_rows", URL: "https://example.com/h", Enabled: true, CreatedAt: now, UpdatedAt: now}, SealedSecret: []byte{1}}
+				require.NoError(t, r.SaveWebhookEndpoint(ctx, rec))
+				found, err := r.WebhookEndpoint(ctx, "acc_rows")
+				require.NoError(t, err, "a saved endpoint is read, not the remembered absence")
+				require.Equal(t, rec.Endpoint.URL, found.Endpoint.URL)
+
+				got1, err := r.NumberByAddress(ctx, account.WhatsApp, n.Number)
+				require.NoError(t, err)
+				require.True(t, got1.Enabled)
+				_, err = r.SetNumberEnabled(ctx, "acc_rows", n.ID, false)
+				require.NoError(t, err)
+				got2, err := r.NumberByAddress(ctx, account.WhatsApp, n.Number)
+				require.NoError(t, err)
+				require.False(t, got2.Enabled, "a disabled number is read as disabled")
+				return nil
+			})
+			require.NoError(t, err)
+			got, err := db.Repos().Thread(ctx, "acc_rows", th.ID)
+			require.NoError(t, err)
+			require.True(t, got.UpdatedAt.Equal(later), "the thread's activity was written with the commit: %v", got.UpdatedAt)
+			_, err = db.Repos().MessageByID(ctx, "msg_rows")
+			require.NoError(t, err)
 		})
 	}
 }

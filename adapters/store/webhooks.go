@@ -61,17 +61,34 @@ func (r webhookEndpointRow) record() webhooks.Record {
 	return webhooks.Record{Endpoint: e, SealedSecret: r.SealedSecret, SealedPrevious: r.SealedPrevious}
 }
 
-// WebhookEndpoint reads an account's endpoint.
+// WebhookEndpoint reads an account's endpoint. Inside a transaction the
+// answer, found or not, is kept for the transaction's later calls: every
+// send and inbound message of a shared batch looks up its account's
+// endpoint for the fan-out. SaveWebhookEndpoint forgets it.
 func (r *Repos) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
-	var row webhookEndpointRow
-	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
-		return webhooks.Record{}, translate(err, "webhook")
+	if r.tx != nil {
+		if e, ok := r.tx.endpoints[accountID]; ok {
+			return e.value, e.err
+		}
 	}
-	return row.record(), nil
+	var row webhookEndpointRow
+	rec, err := webhooks.Record{}, r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID)
+	if err != nil {
+		err = translate(err, "webhook")
+	} else {
+		rec = row.record()
+	}
+	if r.tx != nil && (err == nil || failure.Is(err, failure.KindNotFound)) {
+		r.tx.endpoints = remember(r.tx.endpoints, accountID, rec, err)
+	}
+	return rec, err
 }
 
 // SaveWebhookEndpoint inserts or replaces an account's endpoint.
 func (r *Repos) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) error {
+	if r.tx != nil {
+		delete(r.tx.endpoints, rec.Endpoint.AccountID)
+	}
 	e := rec.Endpoint
 	types := make([]string, len(e.Events))
 	for i, t := range e.Events {
@@ -136,6 +153,9 @@ func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) e
 // WebhookDelivery reads a delivery with its event's payload; an empty
 // accountID reads it whatever its account.
 func (r *Repos) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return webhook.Delivery{}, err
+	}
 	var row webhookDeliveryRow
 	q := "SELECT " + webhookDeliveryColumns + " FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1"
 	args := []any{id}
@@ -196,6 +216,9 @@ func (r *Repos) EarlierUntriedDelivery(ctx context.Context, d webhook.Delivery) 
 
 // WebhookDeliveries lists deliveries newest first with their attempts.
 func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return nil, 0, err
+	}
 	where, args := " WHERE d.account_id = $1", []any{q.AccountID}
 	if q.Status != "" {
 		args = append(args, string(q.Status))
@@ -247,6 +270,9 @@ func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery)
 
 // EventsAfter reads an account's events after afterID, oldest first.
 func (r *Repos) EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return nil, err
+	}
 	var after int64
 	if afterID != "" {
 		var cursor []struct {
@@ -292,6 +318,9 @@ type sendableRow struct {
 // and whether an earlier delivery of its thread is still untried, in one
 // query; ids that do not exist are left out.
 func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.Sendable, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return nil, err
+	}
 	if len(ids) == 0 {
 		return nil, nil
 	}

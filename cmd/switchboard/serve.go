@@ -32,7 +32,7 @@ func newServeCommand(s *settings) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if debugAddr != "" {
-				stop, err := serveDebug(debugAddr)
+				stop, _, err := serveDebug(debugAddr)
 				if err != nil {
 					return err
 				}

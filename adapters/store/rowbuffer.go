@@ -39,7 +39,9 @@ func (d *deferredRows[T]) insert(ctx context.Context, db bun.IDB) error {
 	if len(d.rows) == 0 {
 		return nil
 	}
-	_, err := db.NewInsert().Model(&d.rows).Exec(ctx)
+	// Nothing is read back: without this, bun adds RETURNING for columns
+	// left to their default (a nil time), making the INSERT a query.
+	_, err := db.NewInsert().Model(&d.rows).Returning("NULL").Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("insert %d rows: %w", len(d.rows), translate(err, d.noun))
 	}
@@ -51,7 +53,7 @@ func (d *deferredRows[T]) insert(ctx context.Context, db bun.IDB) error {
 // transaction, or at once outside a transaction.
 func insertDeferred[T any](ctx context.Context, r *Repos, table, noun string, row T) error {
 	if r.tx == nil {
-		_, err := r.write.NewInsert().Model(&row).Exec(ctx)
+		_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)
 		return translate(err, noun)
 	}
 	if r.tx.rows == nil {

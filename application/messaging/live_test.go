@@ -214,7 +214,10 @@ func TestLive(t *testing.T) {
 
 		log.mu.Lock()
 		defer log.mu.Unlock()
-		require.Equal(t, []int64{1}, log.reads[len(log.reads)-2], "seq 1 was looked for while it was recent")
+		// The read after the gap was found looks for it (which read that is
+		// depends on wake-ups left over and on when the clock moved), and
+		// the gap expires only after a read.
+		require.Contains(t, log.reads, []int64{1}, "seq 1 was looked for while it was recent")
 		require.Empty(t, log.reads[len(log.reads)-1], "then forgotten")
 	})
 }

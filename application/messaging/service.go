@@ -413,10 +413,12 @@ func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, t
 	return s.recordMessageEvent(ctx, r, event.MessageStatus, m, outboundThreadType(m))
 }
 
-// moveStatus is setStatus in a transaction of its own, for the delivery
-// job (which reads outside one): the status and its event commit together.
+// moveStatus is setStatus in a transaction for the delivery job (which
+// reads outside one): the status and its event commit together. Many
+// workers deliver at once, so the transaction is shared with theirs (group
+// commit); setStatus touches nothing but the store and may run again.
 func (s *Service) moveStatus(ctx context.Context, m messaging.Message, to messaging.Status, code, text, providerID string) error {
-	return s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	return s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		return s.setStatus(ctx, r, m, to, code, text, providerID)
 	})
 }

@@ -101,23 +101,23 @@ func newRegistry() *prometheus.Registry {
 // store.DB.TransactShared): units per batch is how much group commit saves,
 // and redone units are batches that failed and ran unit by unit.
 func registerSharedMetrics(db *store.DB, reg *prometheus.Registry) {
-	stat := func(f func(store.SharedStats) float64) func() float64 {
-		return func() float64 { return f(db.SharedStats()) }
+	for _, m := range []struct {
+		name, help string
+		gauge      bool
+		value      func(store.SharedStats) int64
+	}{
+		{"switchboard_db_shared_batches_total", "Shared transactions committed.", false, func(s store.SharedStats) int64 { return s.Batches }},
+		{"switchboard_db_shared_units_total", "Units (sends, inbound messages, emails, status changes) committed in shared transactions.", false, func(s store.SharedStats) int64 { return s.Units }},
+		{"switchboard_db_shared_redone_total", "Units run again alone after their shared transaction failed.", false, func(s store.SharedStats) int64 { return s.Redone }},
+		{"switchboard_db_shared_waiting", "Units waiting for a shared transaction now.", true, func(s store.SharedStats) int64 { return int64(s.Waiting) }},
+	} {
+		value := func() float64 { return float64(m.value(db.SharedStats())) }
+		if m.gauge {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: m.name, Help: m.help}, value))
+		} else {
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: m.name, Help: m.help}, value))
+		}
 	}
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchboard_db_shared_batches_total", Help: "Shared transactions committed.",
-		}, stat(func(s store.SharedStats) float64 { return float64(s.Batches) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchboard_db_shared_units_total", Help: "Units (sends, inbound messages, emails) committed in shared transactions.",
-		}, stat(func(s store.SharedStats) float64 { return float64(s.Units) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchboard_db_shared_redone_total", Help: "Units run again alone after their shared transaction failed.",
-		}, stat(func(s store.SharedStats) float64 { return float64(s.Redone) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "switchboard_db_shared_waiting", Help: "Units waiting for a shared transaction now.",
-		}, stat(func(s store.SharedStats) float64 { return float64(s.Waiting) })),
-	)
 }
 
 // restInputs is what the HTTP interface is built from: each feature's use

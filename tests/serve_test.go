@@ -90,6 +90,9 @@ func TestServe(t *testing.T) {
 		// Requests are counted by route template, never by raw path.
 		require.Regexp(t, `switchboard_http_requests_total\{code="401",method="GET",route="/v1/accounts/\{accountId\}"\} 1\n`, string(r.Body))
 		require.NotContains(t, string(r.Body), acc.AccountID)
+		for _, name := range []string{"switchboard_db_shared_batches_total", "switchboard_db_shared_units_total", "switchboard_db_shared_redone_total", "switchboard_db_shared_waiting"} {
+			require.Regexp(t, name+` \d+\n`, string(r.Body), "the shared transactions' counters are exported")
+		}
 
 		// A plain client on purpose: 431 comes from net/http itself, before
 		// any handler, and the OpenAPI document only describes it in prose.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // Dialect names the database behind a DB.
@@ -279,12 +280,24 @@ type lookup[T any] struct {
 	err   error
 }
 
-func remember[T any](m map[string]lookup[T], key string, value T, err error) map[string]lookup[T] {
-	if m == nil {
-		m = map[string]lookup[T]{}
+// lookupOnce answers key from the transaction's lookups, or reads it and,
+// inside a transaction, keeps a found value or a not found for next time.
+func lookupOnce[T any](r *Repos, lookups func(*txState) *map[string]lookup[T], key string, read func() (T, error)) (T, error) {
+	if r.tx == nil {
+		return read()
 	}
-	m[key] = lookup[T]{value: value, err: err}
-	return m
+	m := lookups(r.tx)
+	if l, ok := (*m)[key]; ok {
+		return l.value, l.err
+	}
+	value, err := read()
+	if err == nil || failure.Is(err, failure.KindNotFound) {
+		if *m == nil {
+			*m = map[string]lookup[T]{}
+		}
+		(*m)[key] = lookup[T]{value: value, err: err}
+	}
+	return value, err
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

@@ -20,23 +20,14 @@ var _ appmessaging.Repos = (*Repos)(nil)
 // shared batch of sends reads each sending number once); the number
 // writes of this package forget it.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
-	key := string(service) + " " + number
-	if r.tx != nil {
-		if n, ok := r.tx.numbers[key]; ok {
-			return n.value, n.err
+	numbers := func(t *txState) *map[string]lookup[account.Number] { return &t.numbers }
+	return lookupOnce(r, numbers, string(service)+" "+number, func() (account.Number, error) {
+		var row numberRow
+		if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
+			return account.Number{}, translate(err, "number")
 		}
-	}
-	var row numberRow
-	n, err := account.Number{}, r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number)
-	if err != nil {
-		err = translate(err, "number")
-	} else {
-		n = row.domain()
-	}
-	if r.tx != nil && (err == nil || failure.Is(err, failure.KindNotFound)) {
-		r.tx.numbers = remember(r.tx.numbers, key, n, err)
-	}
-	return n, err
+		return row.domain(), nil
+	})
 }
 
 // NumberByID reads one agent number.

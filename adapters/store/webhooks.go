@@ -66,22 +66,14 @@ func (r webhookEndpointRow) record() webhooks.Record {
 // send and inbound message of a shared batch looks up its account's
 // endpoint for the fan-out. SaveWebhookEndpoint forgets it.
 func (r *Repos) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
-	if r.tx != nil {
-		if e, ok := r.tx.endpoints[accountID]; ok {
-			return e.value, e.err
+	endpoints := func(t *txState) *map[string]lookup[webhooks.Record] { return &t.endpoints }
+	return lookupOnce(r, endpoints, accountID, func() (webhooks.Record, error) {
+		var row webhookEndpointRow
+		if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
+			return webhooks.Record{}, translate(err, "webhook")
 		}
-	}
-	var row webhookEndpointRow
-	rec, err := webhooks.Record{}, r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID)
-	if err != nil {
-		err = translate(err, "webhook")
-	} else {
-		rec = row.record()
-	}
-	if r.tx != nil && (err == nil || failure.Is(err, failure.KindNotFound)) {
-		r.tx.endpoints = remember(r.tx.endpoints, accountID, rec, err)
-	}
-	return rec, err
+		return row.record(), nil
+	})
 }
 
 // SaveWebhookEndpoint inserts or replaces an account's endpoint.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -337,4 +339,59 @@ func (r *Repos) UpsertContact(ctx context.Context, accountID string, service acc
 		accountID, string(service), address, name, at, at,
 	).Exec(ctx)
 	return translate(err, "contact")
+}
+
+// deliverableRow is a message with its thread's type and its sending
+// number's columns (NULL when no number has the message's from address).
+type deliverableRow struct {
+	messageRow
+	ThreadType string         `bun:"thread_type"`
+	NID        sql.NullString `bun:"n_id"`
+	NAccountID sql.NullString `bun:"n_account_id"`
+	NNumber    sql.NullString `bun:"n_number"`
+	NService   sql.NullString `bun:"n_service"`
+	NProvider  sql.NullString `bun:"n_provider"`
+	NSealed    []byte         `bun:"n_sealed_settings"`
+	NEnabled   sql.NullBool   `bun:"n_enabled"`
+	NCreatedAt *time.Time     `bun:"n_created_at"`
+}
+
+// MessagesToDeliver reads messages with their thread's type and sending
+// number in one query, for the deliveries that concurrent workers are
+// about to make.
+func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessaging.Deliverable, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if err := r.flushRows(ctx); err != nil {
+		return nil, err
+	}
+	cols := strings.Split(messageColumns, ", ")
+	for i, c := range cols {
+		cols[i] = "m." + c
+	}
+	var rows []deliverableRow
+	err := r.read.NewRaw(`SELECT `+strings.Join(cols, ", ")+`, t.type AS thread_type,
+		n.id AS n_id, n.account_id AS n_account_id, n.number AS n_number, n.service AS n_service,
+		n.provider AS n_provider, n.sealed_settings AS n_sealed_settings, n.enabled AS n_enabled, n.created_at AS n_created_at
+		FROM messages m JOIN threads t ON t.id = m.thread_id AND t.account_id = m.account_id
+		LEFT JOIN numbers n ON n.service = m.service AND n.number = m.from_address
+		WHERE m.id IN (?)`, bun.In(ids)).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, translate(err, "message")
+	}
+	out := make([]appmessaging.Deliverable, len(rows))
+	for i, row := range rows {
+		d := appmessaging.Deliverable{Message: row.messageRow.domain(), ThreadType: messaging.ThreadType(row.ThreadType), NumberFound: row.NID.Valid}
+		if d.NumberFound {
+			n := numberRow{ID: row.NID.String, AccountID: row.NAccountID.String, Number: row.NNumber.String, Service: row.NService.String,
+				Provider: row.NProvider.String, SealedSettings: row.NSealed, Enabled: row.NEnabled.Bool}
+			if row.NCreatedAt != nil {
+				n.CreatedAt = *row.NCreatedAt
+			}
+			d.Number = n.domain()
+		}
+		out[i] = d
+	}
+	return out, nil
 }

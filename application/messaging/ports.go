@@ -11,6 +11,16 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
+// Deliverable is what delivering a message needs: the message, its
+// thread's type, and the number it is sent from (NumberFound false when
+// no number has that address any more).
+type Deliverable struct {
+	Message     messaging.Message
+	ThreadType  messaging.ThreadType
+	Number      account.Number
+	NumberFound bool
+}
+
 // Repos is the storage of conversations. Lookups scoped by account return
 // failure NotFound for rows of other accounts exactly as for missing rows.
 type Repos interface {
@@ -40,6 +50,10 @@ type Repos interface {
 	// UpdateMessage saves a message's status, failure and provider id.
 	UpdateMessage(ctx context.Context, m messaging.Message) error
 	RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error)
+	// MessagesToDeliver reads, in one query, what the deliveries of the
+	// messages ids need (Deliverable); ids that do not exist, or whose
+	// thread does not, are left out; the order is the store's.
+	MessagesToDeliver(ctx context.Context, ids []string) ([]Deliverable, error)
 
 	UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -41,6 +42,8 @@ type Service struct {
 	log       *slog.Logger
 	// recipients resolves Telegram recipients; nil keeps them as given.
 	recipients RecipientResolver
+	// deliverables reads what concurrent deliveries need in one query.
+	deliverables *batching.Batcher[string, Deliverable]
 }
 
 // Deps are what the messaging use cases are built from.
@@ -68,7 +71,20 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	return &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
+	s := &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
+	s.deliverables = batching.New(maxDeliveryBatch, s.readDeliverables)
+	return s
+}
+
+// maxDeliveryBatch bounds the messages one delivery read serves.
+const maxDeliveryBatch = 500
+
+func (s *Service) readDeliverables(ctx context.Context, ids []string) ([]batching.Result[Deliverable], error) {
+	found, err := s.store.Repos().MessagesToDeliver(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return batching.Align(ids, found, func(d Deliverable) string { return d.Message.ID }, error(failure.NotFound("message"))), nil
 }
 
 // SendInput is an individual send.
@@ -295,18 +311,18 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("delivery payload: %w", err))
 	}
-	r := s.store.Repos()
-	m, err := r.MessageByID(ctx, p.MessageID)
+	d, err := s.deliverables.Do(ctx, p.MessageID)
 	if failure.Is(err, failure.KindNotFound) {
 		return nil // deleted with its account
 	}
 	if err != nil {
 		return err
 	}
+	m := d.Message
 	if m.Status != messaging.Queued {
 		return nil
 	}
-	err = s.deliver(ctx, r, m)
+	err = s.deliver(ctx, d)
 	if err == nil {
 		return nil
 	}
@@ -314,13 +330,13 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	last := job.Attempt >= job.MaxAttempts
 	switch {
 	case errors.As(err, &pe) && pe.Permanent:
-		return s.fail(ctx, r, m, pe.Code, pe.Message, err)
+		return s.fail(ctx, m, pe.Code, pe.Message, err)
 	case last:
 		code := "delivery_failed"
 		if pe != nil {
 			code = pe.Code
 		}
-		return s.fail(ctx, r, m, code, "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+err.Error(), err)
+		return s.fail(ctx, m, code, "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+err.Error(), err)
 	case pe != nil && pe.RetryAfter > 0:
 		return jobs.RetryAfter(pe.RetryAfter, err)
 	}
@@ -328,21 +344,17 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 }
 
 // fail marks the message failed and stops the job.
-func (s *Service) fail(ctx context.Context, r Repos, m messaging.Message, code, text string, cause error) error {
+func (s *Service) fail(ctx context.Context, m messaging.Message, code, text string, cause error) error {
 	if err := s.moveStatus(ctx, m, messaging.Failed, code, text, ""); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)
 }
 
-func (s *Service) deliver(ctx context.Context, r Repos, m messaging.Message) error {
-	t, err := r.Thread(ctx, m.AccountID, m.ThreadID)
-	if err != nil {
-		return err
-	}
-	n, err := r.NumberByAddress(ctx, m.Service, m.From)
-	if err != nil {
-		return err
+func (s *Service) deliver(ctx context.Context, d Deliverable) error {
+	m, n := d.Message, d.Number
+	if !d.NumberFound {
+		return failure.NotFound("number")
 	}
 	if !n.Enabled || n.AccountID != m.AccountID {
 		return &ProviderError{Code: "number_not_permitted", Message: "the agent number was disabled before delivery", Permanent: true}
@@ -361,10 +373,10 @@ func (s *Service) deliver(ctx context.Context, r Repos, m messaging.Message) err
 		return &ProviderError{Code: "provider_settings_unreadable", Message: err.Error(), Permanent: true}
 	}
 	to := m.To
-	if t.Type == messaging.Group {
-		to = t.ID
+	if d.ThreadType == messaging.Group {
+		to = m.ThreadID
 	}
-	receipt, err := provider.Send(ctx, Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: t.Type, To: to, Content: m.Content})
+	receipt, err := provider.Send(ctx, Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: d.ThreadType, To: to, Content: m.Content})
 	if err != nil {
 		return err
 	}

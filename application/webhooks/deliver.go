@@ -26,7 +26,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		return jobs.Permanent(fmt.Errorf("webhook delivery payload: %w", err))
 	}
 	r := s.store.Repos()
-	sendable, err := s.sendables.do(ctx, p.DeliveryID)
+	sendable, err := s.sendables.Do(ctx, p.DeliveryID)
 	if failure.Is(err, failure.KindNotFound) {
 		return nil // deleted with its account
 	}

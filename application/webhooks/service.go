@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -47,8 +48,8 @@ type Service struct {
 	log          *slog.Logger
 	// successes and sendables group concurrent deliveries' writes and
 	// reads (batch.go).
-	successes *batcher[success, struct{}]
-	sendables *batcher[string, Sendable]
+	successes *batching.Batcher[success, struct{}]
+	sendables *batching.Batcher[string, Sendable]
 	// opened keeps endpoints' opened secrets by account (signer).
 	openedMu sync.Mutex
 	opened   map[string]*openedEndpoint

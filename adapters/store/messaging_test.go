@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+func TestMessagesToDeliver(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := openWithAccount(t, dialect)
+			r := db.Repos()
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			n := account.Number{ID: "num_dlv", AccountID: "acc_rows", Number: "+15550003333", Service: account.Telegram, Provider: account.ProviderSandbox, SealedSettings: []byte{9}, Enabled: true, CreatedAt: now}
+			require.NoError(t, r.InsertNumber(ctx, n))
+			individual := messaging.Thread{ID: "thr_dlv1", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual, AgentNumber: n.Number, Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
+			group := messaging.Thread{ID: "thr_dlv2", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Group, AgentNumber: n.Number, Name: "team", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, r.InsertThread(ctx, individual, nil))
+			require.NoError(t, r.InsertThread(ctx, group, nil))
+			msg := func(id, thread, from string) messaging.Message {
+				return messaging.Message{ID: id, AccountID: "acc_rows", ThreadID: thread, Service: account.Telegram, Direction: messaging.OutboundAPI,
+					From: from, To: "+15550004444", Content: messaging.Content{Kind: messaging.KindText, Text: id}, Status: messaging.Queued, CreatedAt: now, UpdatedAt: now}
+			}
+			for _, m := range []messaging.Message{msg("msg_d1", individual.ID, n.Number), msg("msg_d2", group.ID, n.Number), msg("msg_d3", individual.ID, "+15559999999")} {
+				require.NoError(t, r.InsertMessage(ctx, m))
+			}
+
+			got, err := r.MessagesToDeliver(ctx, []string{"msg_d3", "msg_missing", "msg_d1", "msg_d2"})
+			require.NoError(t, err)
+			byID := map[string]int{}
+			for i, d := range got {
+				byID[d.Message.ID] = i
+			}
+			require.Len(t, got, 3, "the missing id is left out")
+			d1, d2, d3 := got[byID["msg_d1"]], got[byID["msg_d2"]], got[byID["msg_d3"]]
+			require.Equal(t, msg("msg_d1", individual.ID, n.Number), d1.Message)
+			require.Equal(t, messaging.Individual, d1.ThreadType)
+			require.True(t, d1.NumberFound)
+			require.Equal(t, n, d1.Number, "the sending number, settings included")
+			require.Equal(t, messaging.Group, d2.ThreadType)
+			require.False(t, d3.NumberFound, "no number has that address")
+
+			none, err := r.MessagesToDeliver(ctx, []string{"msg_missing"})
+			require.NoError(t, err)
+			require.Empty(t, none)
+		})
+	}
+}

@@ -376,7 +376,7 @@ func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessa
 		n.provider AS n_provider, n.sealed_settings AS n_sealed_settings, n.enabled AS n_enabled, n.created_at AS n_created_at
 		FROM messages m JOIN threads t ON t.id = m.thread_id AND t.account_id = m.account_id
 		LEFT JOIN numbers n ON n.service = m.service AND n.number = m.from_address
-		WHERE m.id IN (?)`, bun.In(ids)).Scan(ctx, &rows)
+		WHERE m.id IN (?)`, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate(err, "message")
 	}

@@ -327,7 +327,7 @@ func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.
 		FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
 		LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
 		WHERE d.id IN (?)`
-	if err := r.read.NewRaw(q, bun.In(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := r.read.NewRaw(q, bun.List(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate(err, "delivery")
 	}
 	out := make([]webhooks.Sendable, len(rows))

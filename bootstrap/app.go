@@ -35,7 +35,8 @@ func Options(cfg Config) fx.Option {
 		fx.Supply(cfg, logger),
 		fx.Provide(
 			func(c Config) store.Config {
-				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart}
+				// A sending number is reused as long as a credential is.
+				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart, NumberTTL: c.AuthCacheTTL}
 			},
 			func(c Config) rest.ServerConfig {
 				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}

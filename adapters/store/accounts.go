@@ -42,12 +42,15 @@ func (r *Repos) jobsEnqueued() {
 
 var _ accounts.Repos = (*Repos)(nil)
 
-// forgetNumbers drops the numbers a transaction kept (NumberByAddress)
-// before it changes one.
+// forgetNumbers drops the numbers kept (NumberByAddress) once one has
+// changed: the transaction's at once, this process's after the commit.
 func (r *Repos) forgetNumbers() {
 	if r.tx != nil {
 		clear(r.tx.numbers)
+		r.tx.numbersChanged = true
+		return
 	}
+	r.db.numbers.forget()
 }
 
 type accountRow struct {
@@ -232,11 +235,11 @@ func (r *Repos) Numbers(ctx context.Context, accountID string) ([]account.Number
 
 // SetNumberEnabled flips a number's enabled flag and returns the number.
 func (r *Repos) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
-	r.forgetNumbers()
 	res, err := r.write.NewUpdate().Model((*numberRow)(nil)).
 		Set("enabled = ?", enabled).
 		Where("id = ? AND account_id = ?", id, accountID).
 		Exec(ctx)
+	r.forgetNumbers()
 	if err != nil {
 		return account.Number{}, translate(err, "number")
 	}

@@ -55,6 +55,7 @@ type DB struct {
 	hooks      preparedHooks
 	shared     *committer
 	jobIDs     jobIDs
+	numbers    *numberCache
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
@@ -72,6 +73,9 @@ type Options struct {
 	// SharedLeaders bounds the shared transactions (see TransactShared)
 	// running at once on Postgres; 0 picks a default. SQLite runs one.
 	SharedLeaders int
+	// NumberTTL is how long a sending number read is reused
+	// (numbercache.go); 0 reads it every time.
+	NumberTTL time.Duration
 }
 
 // Open connects to the database named by rawURL, "sqlite:PATH" or
@@ -100,6 +104,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.init(opts.Now, opts.SharedLeaders, maxConns)
+	db.numbers = &numberCache{ttl: opts.NumberTTL, now: time.Now}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.firstPing(pingCtx); err != nil {
@@ -251,10 +256,19 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 		}
 		return r.flushPending(ctx)
 	})
+	db.afterCommit(state, err)
+	return err
+}
+
+// afterCommit does what a transaction's repositories left for after its
+// commit (err nil) or rollback.
+func (db *DB) afterCommit(state *txState, err error) {
+	if state.numbersChanged {
+		db.numbers.forget()
+	}
 	if err == nil && state.enqueued {
 		db.wake.signal()
 	}
-	return err
 }
 
 // txState is what a transaction's repositories note for after the commit.
@@ -272,6 +286,9 @@ type txState struct {
 	// calls (NumberByAddress, WebhookEndpoint).
 	numbers   map[string]lookup[account.Number]
 	endpoints map[string]lookup[webhooks.Record]
+	// numbersChanged: a number was written; the process's kept numbers
+	// are dropped after the commit.
+	numbersChanged bool
 }
 
 // lookup is a read's answer: a value, or not found.

@@ -17,18 +17,24 @@ import (
 
 var _ appmessaging.Repos = (*Repos)(nil)
 
-// NumberByAddress finds an agent number by service and number. Inside a
-// transaction the answer is kept for the transaction's later calls (a
-// shared batch of sends reads each sending number once); the number
-// writes of this package forget it.
+// NumberByAddress finds an agent number by service and number. A number
+// found is reused for a while (numbercache.go), and inside a transaction
+// any answer is kept for the transaction's later calls; the number writes
+// of this package forget both.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
 	numbers := func(t *txState) *map[string]lookup[account.Number] { return &t.numbers }
-	return lookupOnce(r, numbers, string(service)+" "+number, func() (account.Number, error) {
+	key := string(service) + " " + number
+	return lookupOnce(r, numbers, key, func() (account.Number, error) {
+		if n, ok := r.db.numbers.get(key); ok {
+			return n, nil
+		}
 		var row numberRow
 		if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
 			return account.Number{}, translate(err, "number")
 		}
-		return row.domain(), nil
+		n := row.domain()
+		r.db.numbers.put(key, n)
+		return n, nil
 	})
 }
 

@@ -15,6 +15,8 @@ type Config struct {
 	MaxConns int
 	// MigrateOnStart applies pending migrations before the app starts.
 	MigrateOnStart bool
+	// NumberTTL is how long a sending number read is reused (Options).
+	NumberTTL time.Duration
 }
 
 // Module provides the open *DB, migrated when configured, and closes it
@@ -26,7 +28,7 @@ var Module = fx.Module("store",
 func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns})
+	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, NumberTTL: cfg.NumberTTL})
 	if err != nil {
 		return nil, err
 	}

@@ -154,6 +154,7 @@ func (c *committer) run(batch []*sharedUnit) {
 		}
 		return r.flushPending(ctx)
 	})
+	c.db.afterCommit(state, err)
 	if err != nil {
 		c.countRedone(len(live))
 		for _, u := range live {
@@ -162,9 +163,6 @@ func (c *committer) run(batch []*sharedUnit) {
 		return
 	}
 	c.countBatch(len(live))
-	if state.enqueued {
-		c.db.wake.signal()
-	}
 	for _, u := range live {
 		u.done <- nil
 	}

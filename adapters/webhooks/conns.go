@@ -91,6 +91,11 @@ func (p *connPool) get(ctx context.Context, t target) (c *receiverConn, reused b
 		p.idle[t.key] = list[:len(list)-1]
 		if now.Sub(c.idleSince) < idleTimeout {
 			p.mu.Unlock()
+			if c.closedByPeer() {
+				_ = c.Close()
+				p.mu.Lock()
+				continue
+			}
 			return c, true, nil
 		}
 		_ = c.Close()
@@ -112,6 +117,16 @@ func (p *connPool) get(ctx context.Context, t target) (c *receiverConn, reused b
 		conn = tc
 	}
 	return &receiverConn{Conn: conn, br: bufio.NewReaderSize(conn, connBuffer), bw: bufio.NewWriterSize(conn, connBuffer)}, false, nil
+}
+
+// closedByPeer tells whether the receiver closed an idle connection (many
+// close theirs after a few seconds): a read that cannot wait finds the
+// end of the stream, or bytes nobody asked for, instead of timing out.
+func (c *receiverConn) closedByPeer() bool {
+	_ = c.SetReadDeadline(time.Now())
+	_, err := c.br.Peek(1)
+	_ = c.SetReadDeadline(time.Time{})
+	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 func hostOnly(addr string) string {

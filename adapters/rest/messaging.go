@@ -26,7 +26,7 @@ type MessagingUseCases interface {
 	Message(ctx context.Context, accountID, id string) (messaging.MessageDetails, error)
 	ThreadDetails(ctx context.Context, accountID, id string) (domain.Thread, []domain.Participant, error)
 	Threads(ctx context.Context, q messaging.ThreadQuery) ([]messaging.ThreadSummary, int, error)
-	Recent(ctx context.Context, accountID, threadID string) (domain.Thread, []domain.Message, error)
+	Recent(ctx context.Context, accountID, threadID string) ([]domain.Message, error)
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 }
 
@@ -511,7 +511,7 @@ func senderName(m domain.Message) string {
 
 func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
-	t, msgs, err := s.messaging.Recent(r.Context(), vars["accountId"], vars["threadId"])
+	msgs, err := s.messaging.Recent(r.Context(), vars["accountId"], vars["threadId"])
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -525,7 +525,7 @@ func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
 			"attachment_uri": m.Content.MediaURL, "message_type": string(m.Content.Kind),
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "thread_id": t.ID, "account_id": t.AccountID, "messages": items})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "thread_id": vars["threadId"], "account_id": vars["accountId"], "messages": items})
 }
 
 func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {

@@ -198,7 +198,7 @@ func (r *Repos) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appm
 		if out[i].Participants, err = r.Participants(ctx, row.ID); err != nil {
 			return nil, 0, err
 		}
-		last, err := r.RecentMessages(ctx, row.ID, 1)
+		last, err := r.RecentMessages(ctx, row.AccountID, row.ID, 1)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -319,13 +319,14 @@ func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
 	return requireOneRow(res, "message")
 }
 
-// RecentMessages returns a thread's newest messages, newest first.
-func (r *Repos) RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error) {
+// RecentMessages returns a thread's newest messages, newest first, if the
+// thread is the account's.
+func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
 	if err := r.flushRows(ctx); err != nil {
 		return nil, err
 	}
 	var rows []messageRow
-	if err := r.selectAll(ctx, &rows, "SELECT "+messageColumns+" FROM messages WHERE thread_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", threadID, limit); err != nil {
+	if err := r.selectAll(ctx, &rows, "SELECT "+messageColumns+" FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3", threadID, accountID, limit); err != nil {
 		return nil, translate(err, "message")
 	}
 	out := make([]messaging.Message, len(rows))
@@ -400,4 +401,48 @@ func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessa
 		out[i] = d
 	}
 	return out, nil
+}
+
+// messageInThreadRow is a message with its thread's columns (t_ prefixed).
+type messageInThreadRow struct {
+	messageRow
+	TID            string         `bun:"t_id"`
+	TAccountID     string         `bun:"t_account_id"`
+	TService       string         `bun:"t_service"`
+	TType          string         `bun:"t_type"`
+	TAgentNumber   string         `bun:"t_agent_number"`
+	TContact       sql.NullString `bun:"t_contact"`
+	TName          string         `bun:"t_name"`
+	TLastInboundAt *time.Time     `bun:"t_last_inbound_at"`
+	TLastMessageAt *time.Time     `bun:"t_last_message_at"`
+	TCreatedAt     time.Time      `bun:"t_created_at"`
+	TUpdatedAt     time.Time      `bun:"t_updated_at"`
+}
+
+// messageInThreadQuery reads a message of an account with its thread.
+var messageInThreadQuery = func() string {
+	cols := strings.Split(messageColumns, ", ")
+	for i, c := range cols {
+		cols[i] = "m." + c
+	}
+	tcols := strings.Split(threadColumns, ", ")
+	for _, c := range tcols {
+		cols = append(cols, "t."+c+" AS t_"+c)
+	}
+	return "SELECT " + strings.Join(cols, ", ") + " FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND m.account_id = $2"
+}()
+
+// MessageInThread reads a message of an account and its thread in one query.
+func (r *Repos) MessageInThread(ctx context.Context, accountID, id string) (messaging.Message, messaging.Thread, error) {
+	if err := r.flushRows(ctx); err != nil {
+		return messaging.Message{}, messaging.Thread{}, err
+	}
+	var row messageInThreadRow
+	if err := r.selectOne(ctx, &row, messageInThreadQuery, id, accountID); err != nil {
+		return messaging.Message{}, messaging.Thread{}, translate(err, "message")
+	}
+	t := threadRow{ID: row.TID, AccountID: row.TAccountID, Service: row.TService, Type: row.TType, AgentNumber: row.TAgentNumber,
+		Contact: row.TContact, Name: row.TName, LastInboundAt: row.TLastInboundAt, LastMessageAt: row.TLastMessageAt,
+		CreatedAt: row.TCreatedAt, UpdatedAt: row.TUpdatedAt}
+	return row.messageRow.domain(), t.domain(), nil
 }

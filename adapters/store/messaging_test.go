@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -54,6 +55,21 @@ func TestMessagesToDeliver(t *testing.T) {
 			none, err := r.MessagesToDeliver(ctx, []string{"msg_missing"})
 			require.NoError(t, err)
 			require.Empty(t, none)
+
+			// The read paths: a message with its thread in one query, and a
+			// thread's recent messages, both only for the owning account.
+			m, th, err := r.MessageInThread(ctx, "acc_rows", "msg_d2")
+			require.NoError(t, err)
+			require.Equal(t, msg("msg_d2", group.ID, n.Number), m)
+			require.Equal(t, group, th)
+			_, _, err = r.MessageInThread(ctx, "acc_other", "msg_d2")
+			require.True(t, failure.Is(err, failure.KindNotFound), "another account's message: %v", err)
+			recent, err := r.RecentMessages(ctx, "acc_rows", individual.ID, 5)
+			require.NoError(t, err)
+			require.Len(t, recent, 2)
+			recent, err = r.RecentMessages(ctx, "acc_other", individual.ID, 5)
+			require.NoError(t, err)
+			require.Empty(t, recent, "another account's thread has no messages for it")
 		})
 	}
 }

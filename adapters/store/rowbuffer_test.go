@@ -145,7 +145,7 @@ func TestSendWritesAndLookupsInATransaction(t *testing.T) {
 				got, err := r.Message(ctx, "acc_rows", m.ID)
 				require.NoError(t, err, "the transaction reads its own message")
 				require.Equal(t, "hi", got.Content.Text)
-				recent, err := r.RecentMessages(ctx, th.ID, 5)
+				recent, err := r.RecentMessages(ctx, "acc_rows", th.ID, 5)
 				require.NoError(t, err)
 				require.Len(t, recent, 1)
 				events, err := r.EventsAfter(ctx, "acc_rows", "", 10)

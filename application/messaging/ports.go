@@ -46,10 +46,14 @@ type Repos interface {
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// MessageByID reads a message without account scoping, for delivery.
 	MessageByID(ctx context.Context, id string) (messaging.Message, error)
+	// MessageInThread reads a message of the account and its thread.
+	MessageInThread(ctx context.Context, accountID, id string) (messaging.Message, messaging.Thread, error)
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
 	// UpdateMessage saves a message's status, failure and provider id.
 	UpdateMessage(ctx context.Context, m messaging.Message) error
-	RecentMessages(ctx context.Context, threadID string, limit int) ([]messaging.Message, error)
+	// RecentMessages returns the newest messages of a thread of the
+	// account (none for another account's thread).
+	RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error)
 	// MessagesToDeliver reads, in one query, what the deliveries of the
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.

@@ -30,11 +30,7 @@ func (s *Service) Message(ctx context.Context, accountID, id string) (MessageDet
 		return MessageDetails{}, failure.NotFound("message")
 	}
 	r := s.store.Repos()
-	m, err := r.Message(ctx, accountID, id)
-	if err != nil {
-		return MessageDetails{}, err
-	}
-	t, err := r.Thread(ctx, accountID, m.ThreadID)
+	m, t, err := r.MessageInThread(ctx, accountID, id)
 	if err != nil {
 		return MessageDetails{}, err
 	}
@@ -67,12 +63,20 @@ func (s *Service) Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, 
 }
 
 // Recent returns the newest messages of a thread, newest first.
-func (s *Service) Recent(ctx context.Context, accountID, threadID string) (messaging.Thread, []messaging.Message, error) {
-	r := s.store.Repos()
-	t, err := s.thread(ctx, r, accountID, threadID)
-	if err != nil {
-		return messaging.Thread{}, nil, err
+//
+// Messages exist only in their account's threads, so messages found prove
+// the thread; only an empty answer needs the thread read (404 or empty).
+func (s *Service) Recent(ctx context.Context, accountID, threadID string) ([]messaging.Message, error) {
+	if !ident.Valid(ident.Thread, threadID) {
+		return nil, failure.NotFound("thread")
 	}
-	msgs, err := r.RecentMessages(ctx, t.ID, RecentLimit)
-	return t, msgs, err
+	r := s.store.Repos()
+	msgs, err := r.RecentMessages(ctx, accountID, threadID, RecentLimit)
+	if err != nil || len(msgs) > 0 {
+		return msgs, err
+	}
+	if _, err := r.Thread(ctx, accountID, threadID); err != nil {
+		return nil, err
+	}
+	return msgs, nil
 }

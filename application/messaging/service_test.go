@@ -194,7 +194,7 @@ func TestInboundIsStoredOnceAndOpensTheConversation(t *testing.T) {
 	again, err := b.svc.Receive(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, first.ID, again.ID, "a repeated provider report is stored once")
-	_, msgs, err := b.svc.Recent(ctx, b.account.ID, first.ThreadID)
+	msgs, err := b.svc.Recent(ctx, b.account.ID, first.ThreadID)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 

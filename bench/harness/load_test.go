@@ -128,8 +128,10 @@ func TestHTTPLoadKeepsOneConnectionPerWorker(t *testing.T) {
 	if int64(ops) != requests.Load() {
 		t.Fatalf("%d operations counted, %d requests served", ops, requests.Load())
 	}
-	// Three first dials, and one more for every answer that closed its connection.
-	if want := 3 + requests.Load()/50; conns.Load() != want {
-		t.Fatalf("%d connections for %d requests, want %d", conns.Load(), requests.Load(), want)
+	// Three first dials, and one more for every answer that closed its
+	// connection, but for a worker's last answer, after which it stopped.
+	closes := requests.Load() / 50
+	if closes < 3 || conns.Load() > 3+closes || conns.Load() < closes {
+		t.Fatalf("%d connections for %d requests (%d closed by the server)", conns.Load(), requests.Load(), closes)
 	}
 }

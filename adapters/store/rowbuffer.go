@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -102,10 +104,12 @@ func (r *Repos) flushTouches(ctx context.Context) error {
 	if r.tx == nil || len(r.tx.touches) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(r.tx.touches))
-	ats := make([]time.Time, 0, len(r.tx.touches))
-	for id, at := range r.tx.touches {
-		ids, ats = append(ids, id), append(ats, at)
+	// In id order, so that concurrent batches touching the same threads
+	// lock them in the same order.
+	ids := slices.Sorted(maps.Keys(r.tx.touches))
+	ats := make([]time.Time, len(ids))
+	for i, id := range ids {
+		ats[i] = r.tx.touches[id]
 	}
 	clear(r.tx.touches)
 	if r.dialect != Postgres {

@@ -37,6 +37,10 @@ const (
 	// idleTimeout closes a connection unused for this long (receivers
 	// commonly close theirs after a minute or more).
 	idleTimeout = 50 * time.Second
+	// idleCheckAfter: a connection idle longer is checked for a close by
+	// the receiver before use (receivers close idle ones after seconds;
+	// the few closed sooner are caught by the retry in post).
+	idleCheckAfter = time.Second
 	// connBuffer sizes a connection's reader and writer.
 	connBuffer = 8 << 10
 )
@@ -53,6 +57,8 @@ type receiverConn struct {
 type connPool struct {
 	dial Dial
 	tls  *tls.Config
+	// idleCheck overrides idleCheckAfter when positive (tests).
+	idleCheck time.Duration
 
 	mu   sync.Mutex
 	idle map[string][]*receiverConn
@@ -91,7 +97,7 @@ func (p *connPool) get(ctx context.Context, t target) (c *receiverConn, reused b
 		p.idle[t.key] = list[:len(list)-1]
 		if now.Sub(c.idleSince) < idleTimeout {
 			p.mu.Unlock()
-			if c.closedByPeer() {
+			if now.Sub(c.idleSince) > p.checkAfter() && c.closedByPeer() {
 				_ = c.Close()
 				p.mu.Lock()
 				continue
@@ -119,11 +125,20 @@ func (p *connPool) get(ctx context.Context, t target) (c *receiverConn, reused b
 	return &receiverConn{Conn: conn, br: bufio.NewReaderSize(conn, connBuffer), bw: bufio.NewWriterSize(conn, connBuffer)}, false, nil
 }
 
+func (p *connPool) checkAfter() time.Duration {
+	if p.idleCheck > 0 {
+		return p.idleCheck
+	}
+	return idleCheckAfter
+}
+
 // closedByPeer tells whether the receiver closed an idle connection (many
-// close theirs after a few seconds): a read that cannot wait finds the
-// end of the stream, or bytes nobody asked for, instead of timing out.
+// close theirs after a few seconds): a read that may wait a millisecond
+// finds the end of the stream, or bytes nobody asked for, instead of
+// timing out. (With a deadline already passed Go would not even try the
+// read.)
 func (c *receiverConn) closedByPeer() bool {
-	_ = c.SetReadDeadline(time.Now())
+	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
 	_, err := c.br.Peek(1)
 	_ = c.SetReadDeadline(time.Time{})
 	return !errors.Is(err, os.ErrDeadlineExceeded)

@@ -51,6 +51,9 @@ func (c *CronCaller) Call(ctx context.Context, req appcron.Request) appcron.Resp
 	if timeout <= 0 {
 		timeout = cron.DefaultTimeout
 	}
+	// Timed from before the deadline is set, so a call cut at the timeout
+	// reports at least the timeout.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var body io.Reader
@@ -71,7 +74,6 @@ func (c *CronCaller) Call(ctx context.Context, req appcron.Request) appcron.Resp
 		hr.Header.Set("User-Agent", "Switchboard-Cron/1")
 	}
 	hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
-	start := time.Now()
 	resp, err := c.client.Do(hr)
 	if err != nil {
 		return appcron.Response{Err: err, Elapsed: time.Since(start)}

@@ -136,10 +136,15 @@ func (p *connPool) checkAfter() time.Duration {
 // close theirs after a few seconds): a read that may wait a millisecond
 // finds the end of the stream, or bytes nobody asked for, instead of
 // timing out. (With a deadline already passed Go would not even try the
-// read.)
+// read.) It reads the connection itself: a timeout inside the buffered
+// reader would be kept and handed to the next answer's read.
 func (c *receiverConn) closedByPeer() bool {
+	if c.br.Buffered() > 0 {
+		return true
+	}
 	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
-	_, err := c.br.Peek(1)
+	var one [1]byte
+	_, err := c.Conn.Read(one[:])
 	_ = c.SetReadDeadline(time.Time{})
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
@@ -209,7 +214,7 @@ func (p *connPool) post(ctx context.Context, t target, header map[string]string,
 			return a, nil
 		}
 		_ = c.Close()
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) && contextEnding(ctx) {
 			// The connection's deadline is the context's (or set when it
 			// is cancelled) and may fire a moment before the context
 			// reports it: report the context's error, as http.Client does.
@@ -221,6 +226,15 @@ func (p *connPool) post(ctx context.Context, t target, header map[string]string,
 		}
 		return answer{}, err
 	}
+}
+
+// contextEnding tells whether ctx is done or due within a moment.
+func contextEnding(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) < 50*time.Millisecond
 }
 
 // exchange writes the request and reads the answer on c. started tells

@@ -342,13 +342,15 @@ func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (we
 	if err := r.InsertWebhookDelivery(ctx, d); err != nil {
 		return webhook.Delivery{}, err
 	}
-	return d, s.enqueueJob(ctx, r, d)
+	return d, s.enqueueJob(ctx, r, d, "whk:"+d.ID)
 }
 
-func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery) error {
+// enqueueJob enqueues d's delivery job; uniqueKey, when set, keeps it from
+// being enqueued twice while one is pending or running.
+func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery, uniqueKey string) error {
 	payload, _ := json.Marshal(deliverPayload{DeliveryID: d.ID})
 	_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
-		Kind: DeliverKind, Payload: payload, UniqueKey: "whk:" + d.ID, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
+		Kind: DeliverKind, Payload: payload, UniqueKey: uniqueKey, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
 	})
 	return err
 }
@@ -393,7 +395,12 @@ func (s *Service) Replay(ctx context.Context, accountID, id string) (webhook.Del
 		}
 		d.Payload = nil
 		out = d
-		return s.enqueueJob(ctx, r, d)
+		// Its own job, without the delivery's unique key: the job that
+		// delivered it may still hold that key (completions are written
+		// in batches, after the delivery is marked), and a replay must
+		// not be folded into it. A second replay's job finds the delivery
+		// sent by the first and leaves it.
+		return s.enqueueJob(ctx, r, d, "")
 	})
 	return out, err
 }

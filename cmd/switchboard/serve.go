@@ -75,6 +75,12 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 	if err := s.cfg.Check(); err != nil {
 		return err
 	}
+	// Caught from the start: a SIGTERM that arrives while the service
+	// starts (once it has printed its address, say) stops it cleanly
+	// instead of killing it.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	var (
 		svc      *accounts.Service
 		listener *rest.Listener
@@ -96,9 +102,6 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 			return err
 		}
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	select {
 	case <-sig:
 	case <-ctx.Done():

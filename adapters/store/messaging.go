@@ -373,17 +373,8 @@ func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessa
 	if err := r.flushRows(ctx); err != nil {
 		return nil, err
 	}
-	cols := strings.Split(messageColumns, ", ")
-	for i, c := range cols {
-		cols[i] = "m." + c
-	}
 	var rows []deliverableRow
-	err := r.read.NewRaw(`SELECT `+strings.Join(cols, ", ")+`, t.type AS thread_type,
-		n.id AS n_id, n.account_id AS n_account_id, n.number AS n_number, n.service AS n_service,
-		n.provider AS n_provider, n.sealed_settings AS n_sealed_settings, n.enabled AS n_enabled, n.created_at AS n_created_at
-		FROM messages m JOIN threads t ON t.id = m.thread_id AND t.account_id = m.account_id
-		LEFT JOIN numbers n ON n.service = m.service AND n.number = m.from_address
-		WHERE m.id IN (?)`, bun.List(ids)).Scan(ctx, &rows)
+	err := r.read.NewRaw(messagesToDeliverQuery, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate(err, "message")
 	}
@@ -419,18 +410,30 @@ type messageInThreadRow struct {
 	TUpdatedAt     time.Time      `bun:"t_updated_at"`
 }
 
-// messageInThreadQuery reads a message of an account with its thread.
-var messageInThreadQuery = func() string {
-	cols := strings.Split(messageColumns, ", ")
+// columnsOf qualifies columns (a "a, b" list) with alias, each named
+// prefix+column in the result ("t." and "t_": t.a AS t_a), or keeping its
+// name when prefix is empty.
+func columnsOf(columns, alias, prefix string) string {
+	cols := strings.Split(columns, ", ")
 	for i, c := range cols {
-		cols[i] = "m." + c
+		cols[i] = alias + "." + c
+		if prefix != "" {
+			cols[i] += " AS " + prefix + c
+		}
 	}
-	tcols := strings.Split(threadColumns, ", ")
-	for _, c := range tcols {
-		cols = append(cols, "t."+c+" AS t_"+c)
-	}
-	return "SELECT " + strings.Join(cols, ", ") + " FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND m.account_id = $2"
-}()
+	return strings.Join(cols, ", ")
+}
+
+// messageInThreadQuery reads a message of an account with its thread.
+var messageInThreadQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ", " + columnsOf(threadColumns, "t", "t_") +
+	" FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND m.account_id = $2"
+
+// messagesToDeliverQuery reads messages with their thread's type and their
+// sending number (MessagesToDeliver).
+var messagesToDeliverQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ", t.type AS thread_type, " + columnsOf(numberColumns, "n", "n_") + `
+	FROM messages m JOIN threads t ON t.id = m.thread_id AND t.account_id = m.account_id
+	LEFT JOIN numbers n ON n.service = m.service AND n.number = m.from_address
+	WHERE m.id IN (?)`
 
 // MessageInThread reads a message of an account and its thread in one query.
 func (r *Repos) MessageInThread(ctx context.Context, accountID, id string) (messaging.Message, messaging.Thread, error) {

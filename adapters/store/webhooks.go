@@ -317,17 +317,7 @@ func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.
 		return nil, nil
 	}
 	var rows []sendableRow
-	q := "SELECT " + webhookDeliveryColumns + `,
-		w.account_id AS w_account_id, w.url AS w_url, w.enabled AS w_enabled, w.events AS w_events,
-		w.sealed_secret AS w_sealed_secret, w.sealed_previous AS w_sealed_previous, w.previous_until AS w_previous_until,
-		w.disabled_reason AS w_disabled_reason, w.disabled_at AS w_disabled_at, w.failing_since AS w_failing_since,
-		w.created_at AS w_created_at, w.updated_at AS w_updated_at,
-		EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = d.account_id AND p.thread_id = d.thread_id
-			AND p.seq < d.seq AND p.status = 'pending' AND p.attempts = 0) AS earlier
-		FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-		LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
-		WHERE d.id IN (?)`
-	if err := r.read.NewRaw(q, bun.List(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := r.read.NewRaw(deliveriesToSendQuery, bun.List(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, translate(err, "delivery")
 	}
 	out := make([]webhooks.Sendable, len(rows))
@@ -336,6 +326,16 @@ func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.
 	}
 	return out, nil
 }
+
+// deliveriesToSendQuery reads deliveries with their payload, their
+// account's endpoint (w_ columns) and whether an earlier delivery of their
+// thread is still untried.
+var deliveriesToSendQuery = "SELECT " + webhookDeliveryColumns + ", " + columnsOf(webhookEndpointColumns, "w", "w_") + `,
+	EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = d.account_id AND p.thread_id = d.thread_id
+		AND p.seq < d.seq AND p.status = 'pending' AND p.attempts = 0) AS earlier
+	FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+	LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
+	WHERE d.id IN (?)`
 
 func (row sendableRow) sendable() webhooks.Sendable {
 	out := webhooks.Sendable{Delivery: row.webhookDeliveryRow.domain(), EarlierUntried: row.Earlier, Found: row.EndpointAccount.Valid}

@@ -141,6 +141,25 @@ var scenarios = []harness.Scenario{
 		Setup: webhooks.Latency{Interval: 10 * time.Millisecond, Users: 1000, Timeout: 10 * time.Second}.Setup,
 	},
 	{
+		// http-ceiling bounds what any HTTP write path can reach against pgbench-insert
+		// on this machine: the request of emails-send, from the same lean client, to a
+		// server that neither parses nor stores it.
+		Name:        "http-ceiling",
+		Description: "POST of emails-send's body from the same lean clients to the hello-world server (nothing parsed or stored) vs pgbench single-row inserts at 64 clients: the ceiling of the HTTP write scenarios here",
+		Target:      1.0,
+		Unit:        "requests",
+		Databases:   []string{"postgres"},
+		Baseline:    insertOne.Baseline(),
+		Manual:      true,
+		Setup: func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+			srv, err := env.StartHelloWorld(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return harness.NewLeanHTTPLoad(emailSend.Clients, harness.Post(srv.URL+"/v1/emails/acc_x/send", nil, email.SampleBody())).Run, nil
+		},
+	},
+	{
 		// self-check proves the method: two identical servers must come out at a ratio
 		// near 1.0, however noisy the machine.
 		Name:        "self-check",

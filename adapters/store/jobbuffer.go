@@ -67,7 +67,9 @@ func (r *Repos) bufferJob(ctx context.Context, p jobs.EnqueueParams, payload []b
 	if r.tx == nil || r.dialect != Postgres || p.UniqueKey != "" {
 		return 0, false, nil
 	}
-	id, err := r.db.jobIDs.next(ctx, r.write)
+	// Sequences are outside transactions: the pool serves, and a
+	// transaction begun lazily (lazytx.go) is not begun for this.
+	id, err := r.db.jobIDs.next(ctx, r.db.write)
 	if err != nil {
 		return 0, false, err
 	}
@@ -81,22 +83,29 @@ func (r *Repos) bufferJob(ctx context.Context, p jobs.EnqueueParams, payload []b
 
 // flushJobs writes the transaction's buffered jobs.
 func (r *Repos) flushJobs(ctx context.Context) error {
+	return runWrites(ctx, r.takeJobWrites())
+}
+
+// takeJobWrites returns the INSERT of the transaction's buffered jobs, and
+// forgets them.
+func (r *Repos) takeJobWrites() []*pendingWrite {
 	if r.tx == nil || len(r.tx.jobs) == 0 {
 		return nil
 	}
+	kept := r.tx.jobs
+	r.tx.jobs = nil
 	var q strings.Builder
 	q.WriteString(`INSERT INTO jobs (id, kind, state, payload, max_attempts, pace_key, run_at, created_at) OVERRIDING SYSTEM VALUE VALUES `)
-	args := make([]any, 0, 8*len(r.tx.jobs))
-	for i, j := range r.tx.jobs {
+	args := make([]any, 0, 8*len(kept))
+	for i, j := range kept {
 		if i > 0 {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, j.id, j.kind, jobs.StateAvailable, j.payload, j.maxAttempts, nullable(j.paceKey), j.runAt, j.createdAt)
 	}
-	if _, err := r.write.NewRaw(q.String(), args...).Exec(ctx); err != nil {
-		return fmt.Errorf("enqueue %d jobs: %w", len(r.tx.jobs), err)
-	}
-	r.tx.jobs = r.tx.jobs[:0]
-	return nil
+	return []*pendingWrite{{
+		query: r.write.NewRaw(q.String(), args...),
+		wrap:  func(err error) error { return fmt.Errorf("enqueue %d jobs: %w", len(kept), err) },
+	}}
 }

@@ -82,9 +82,15 @@ func (r *Repos) prepared(ctx context.Context, query string, args ...any) (*sql.R
 	)
 	done := r.observePrepared(ctx, query, args)
 	defer func() { done(err) }()
-	if tx, ok := r.read.(bun.Tx); ok {
+	switch tx := r.read.(type) {
+	case bun.Tx:
 		rows, err = tx.Tx.QueryContext(ctx, query, args...)
-	} else {
+	case *lazyTx:
+		var sqlTx *sql.Tx
+		if sqlTx, err = tx.sqlTx(); err == nil {
+			rows, err = sqlTx.QueryContext(ctx, query, args...)
+		}
+	default:
 		var stmt *sql.Stmt
 		if stmt, err = r.stmts.get(ctx, query); err == nil {
 			rows, err = stmt.QueryContext(ctx, args...)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,7 +28,9 @@ import (
 
 // deferredTable is one table's kept rows.
 type deferredTable interface {
-	insert(ctx context.Context, db bun.IDB) error
+	// take returns the INSERT of the kept rows, nil when there are none,
+	// and forgets them.
+	take(db bun.IDB) *pendingWrite
 }
 
 // deferredRows keeps rows of one model type.
@@ -37,17 +40,40 @@ type deferredRows[T any] struct {
 	rows []T
 }
 
-func (d *deferredRows[T]) insert(ctx context.Context, db bun.IDB) error {
+func (d *deferredRows[T]) take(db bun.IDB) *pendingWrite {
 	if len(d.rows) == 0 {
 		return nil
 	}
-	// Nothing is read back: without this, bun adds RETURNING for columns
-	// left to their default (a nil time), making the INSERT a query.
-	_, err := db.NewInsert().Model(&d.rows).Returning("NULL").Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("insert %d rows: %w", len(d.rows), translate(err, d.noun))
+	rows, noun := d.rows, d.noun
+	d.rows = nil
+	return &pendingWrite{
+		// Nothing is read back: without Returning("NULL"), bun adds
+		// RETURNING for columns left to their default (a nil time),
+		// making the INSERT a query.
+		query: db.NewInsert().Model(&rows).Returning("NULL"),
+		wrap: func(err error) error {
+			return fmt.Errorf("insert %d rows: %w", len(rows), translate(err, noun))
+		},
 	}
-	d.rows = d.rows[:0]
+}
+
+// pendingWrite is one statement writing what a transaction kept.
+type pendingWrite struct {
+	query interface {
+		bun.Query
+		Exec(ctx context.Context, dest ...any) (sql.Result, error)
+	}
+	// wrap explains the statement's error.
+	wrap func(error) error
+}
+
+// runWrites runs writes one by one.
+func runWrites(ctx context.Context, writes []*pendingWrite) error {
+	for _, w := range writes {
+		if _, err := w.query.Exec(ctx); err != nil {
+			return w.wrap(err)
+		}
+	}
 	return nil
 }
 
@@ -78,15 +104,22 @@ func insertDeferred[T any](ctx context.Context, r *Repos, table, noun string, ro
 // flushRows writes the rows kept by r's transaction, table by table in the
 // order the tables were first written, and the thread activity it kept.
 func (r *Repos) flushRows(ctx context.Context) error {
+	return runWrites(ctx, r.takeRowWrites())
+}
+
+// takeRowWrites returns the statements that write the rows and thread
+// activity r's transaction kept, and forgets them.
+func (r *Repos) takeRowWrites() []*pendingWrite {
 	if r.tx == nil {
 		return nil
 	}
+	var writes []*pendingWrite
 	for _, table := range r.tx.tables {
-		if err := r.tx.rows[table].insert(ctx, r.write); err != nil {
-			return err
+		if w := r.tx.rows[table].take(r.write); w != nil {
+			writes = append(writes, w)
 		}
 	}
-	return r.flushTouches(ctx)
+	return append(writes, r.takeTouchWrites()...)
 }
 
 // touchThread keeps a thread's newest activity time for the commit.
@@ -101,6 +134,12 @@ func (t *txState) touchThread(threadID string, at time.Time) {
 
 // flushTouches writes the kept thread activity: one statement on Postgres.
 func (r *Repos) flushTouches(ctx context.Context) error {
+	return runWrites(ctx, r.takeTouchWrites())
+}
+
+// takeTouchWrites returns the statements that write the kept thread
+// activity, and forgets it.
+func (r *Repos) takeTouchWrites() []*pendingWrite {
 	if r.tx == nil || len(r.tx.touches) == 0 {
 		return nil
 	}
@@ -112,26 +151,28 @@ func (r *Repos) flushTouches(ctx context.Context) error {
 		ats[i] = r.tx.touches[id]
 	}
 	clear(r.tx.touches)
+	wrap := func(err error) error { return translate(err, "thread") }
 	if r.dialect != Postgres {
+		writes := make([]*pendingWrite, len(ids))
 		for i, id := range ids {
-			_, err := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", ats[i]).Set("updated_at = ?", ats[i]).Where("id = ?", id).Exec(ctx)
-			if err != nil {
-				return translate(err, "thread")
-			}
+			writes[i] = &pendingWrite{wrap: wrap,
+				query: r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", ats[i]).Set("updated_at = ?", ats[i]).Where("id = ?", id)}
 		}
-		return nil
+		return writes
 	}
-	_, err := r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
+	return []*pendingWrite{{wrap: wrap, query: r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
 		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
-		pgdialect.Array(ids), pgdialect.Array(ats)).Exec(ctx)
-	return translate(err, "thread")
+		pgdialect.Array(ids), pgdialect.Array(ats))}}
 }
 
 // flushPending writes everything r's transaction kept for its commit: rows
 // and thread activity, then jobs.
 func (r *Repos) flushPending(ctx context.Context) error {
-	if err := r.flushRows(ctx); err != nil {
-		return err
-	}
-	return r.flushJobs(ctx)
+	return runWrites(ctx, r.takePendingWrites())
+}
+
+// takePendingWrites returns the statements flushPending runs, and forgets
+// what they write.
+func (r *Repos) takePendingWrites() []*pendingWrite {
+	return append(r.takeRowWrites(), r.takeJobWrites()...)
 }

@@ -3,13 +3,17 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
@@ -114,8 +118,107 @@ func TestDeferredInserts(t *testing.T) {
 				require.Equal(t, 16, n)
 				require.Zero(t, db.SharedStats().Redone)
 			})
+
+			t.Run("AUnitThatReadsJoinsTheBatch", func(t *testing.T) {
+				t.Parallel()
+				db := openWithAccount(t, dialect)
+				units := make([]func(ctx context.Context, r *store.Repos) error, 6)
+				for i := range units {
+					units[i] = insertEmailUnit(fmt.Sprintf("eml_mixed_%d", i))
+				}
+				// On Postgres the units before it in the batch only write,
+				// so the transaction begins with this read (lazytx.go), which
+				// first writes what they kept.
+				units[3] = func(ctx context.Context, r *store.Repos) error {
+					if err := r.InsertEmail(ctx, newEmail("eml_mixed_3")); err != nil {
+						return err
+					}
+					got, err := r.Email(ctx, "acc_rows", "eml_mixed_3")
+					if err != nil {
+						return err
+					}
+					require.Equal(t, "eml_mixed_3", got.ID)
+					return nil
+				}
+				for i, err := range lineUp(t, db, units) {
+					require.NoError(t, err, "unit %d", i)
+				}
+				n, err := db.Bun().NewSelect().Table("emails").Where("id LIKE 'eml_mixed_%'").Count(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, 6, n)
+				require.Zero(t, db.SharedStats().Redone)
+			})
 		})
 	}
+}
+
+// queryLog records the statements a store runs.
+type queryLog struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	l.mu.Lock()
+	l.queries = append(l.queries, e.Query)
+	l.mu.Unlock()
+}
+
+func (l *queryLog) containing(part string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var found []string
+	for _, q := range l.queries {
+		if strings.Contains(q, part) {
+			found = append(found, q)
+		}
+	}
+	return found
+}
+
+// On Postgres a shared batch whose units only write is sent as one
+// multi-statement query, without BEGIN and COMMIT (lazytx.go).
+func TestWriteOnlyBatches(t *testing.T) {
+	t.Parallel()
+	db := openWithAccount(t, store.Postgres)
+	log := &queryLog{}
+	db.AddQueryHook(log)
+	// Text that must reach the table as written: placeholders of both
+	// drivers, quotes, a statement separator and a comment opener.
+	const body = "why? $1 ?0 'quoted' \"double\" ; -- not a comment /* nor this */ \\ end"
+	units := make([]func(ctx context.Context, r *store.Repos) error, 5)
+	for i := range units {
+		id := fmt.Sprintf("eml_one_trip_%d", i)
+		units[i] = func(ctx context.Context, r *store.Repos) error {
+			e := newEmail(id)
+			e.Body, e.Subject = body, body
+			if err := r.InsertEmail(ctx, e); err != nil {
+				return err
+			}
+			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "one_trip", Payload: []byte(body)})
+			return err
+		}
+	}
+	for i, err := range lineUp(t, db, units) {
+		require.NoError(t, err, "unit %d", i)
+	}
+	writes := log.containing(`INSERT INTO "emails"`)
+	require.Len(t, writes, 1, "the batch's emails")
+	require.Contains(t, writes[0], "INSERT INTO jobs", "the jobs went in the same query")
+	for i := range units {
+		got, err := db.Repos().EmailByID(context.Background(), fmt.Sprintf("eml_one_trip_%d", i))
+		require.NoError(t, err)
+		require.Equal(t, body, got.Body)
+		require.Equal(t, body, got.Subject)
+	}
+	var payloads [][]byte
+	require.NoError(t, db.Bun().NewSelect().Table("jobs").Column("payload").Where("kind = 'one_trip'").Scan(context.Background(), &payloads))
+	require.Len(t, payloads, 5)
+	for _, p := range payloads {
+		require.Equal(t, body, string(p))
+	}
+	require.Zero(t, db.SharedStats().Redone)
 }
 
 // A send's rows (message, event, thread activity) are kept for the commit,

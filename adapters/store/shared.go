@@ -145,15 +145,18 @@ func (c *committer) run(batch []*sharedUnit) {
 	// The transaction outlives no caller: it is bounded by the batch, and
 	// cancelling one caller must not abort the others' work.
 	ctx := context.WithoutCancel(live[0].ctx)
-	err := c.db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		r := &Repos{read: tx, write: tx, dialect: c.db.dialect, scanner: c.db.write, db: c.db, tx: state}
-		for _, u := range live {
-			if err := runUnit(u, r); err != nil {
+	var err error
+	if c.db.dialect == Postgres {
+		err = c.runLazily(ctx, state, live)
+	} else {
+		err = c.db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			r := &Repos{read: tx, write: tx, dialect: c.db.dialect, scanner: c.db.write, db: c.db, tx: state}
+			if err := runUnits(live, r); err != nil {
 				return err
 			}
-		}
-		return r.flushPending(ctx)
-	})
+			return r.flushPending(ctx)
+		})
+	}
 	c.db.afterCommit(state, err)
 	if err != nil {
 		c.countRedone(len(live))
@@ -166,6 +169,28 @@ func (c *committer) run(batch []*sharedUnit) {
 	for _, u := range live {
 		u.done <- nil
 	}
+}
+
+// runLazily runs a batch in a transaction begun by its first statement
+// that cannot wait for the commit (lazytx.go).
+func (c *committer) runLazily(ctx context.Context, state *txState, live []*sharedUnit) error {
+	tx := newLazyTx(ctx, c.db.write)
+	r := &Repos{read: tx, write: tx, dialect: c.db.dialect, scanner: c.db.write, db: c.db, tx: state}
+	if err := runUnits(live, r); err != nil {
+		tx.rollback()
+		return err
+	}
+	return tx.commit(ctx, r.takePendingWrites())
+}
+
+// runUnits runs a batch's units one after the other on r.
+func runUnits(live []*sharedUnit, r *Repos) error {
+	for _, u := range live {
+		if err := runUnit(u, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *committer) countBatch(units int) {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
@@ -44,6 +46,10 @@ type Service struct {
 	recipients RecipientResolver
 	// deliverables reads what concurrent deliveries need in one query.
 	deliverables *batching.Batcher[string, Deliverable]
+	// openThreads keeps sendable individual threads (sendableThread);
+	// keptThreads counts them.
+	openThreads sync.Map
+	keptThreads atomic.Int64
 }
 
 // Deps are what the messaging use cases are built from.
@@ -133,31 +139,60 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err := p.Err(); err != nil {
 		return messaging.Message{}, err
 	}
+	// The checks read before the transaction: each answer only ever
+	// moves towards allowing the send (see sendableThread), and the
+	// transaction then only writes, which lets the store send a batch of
+	// sends as one statement.
+	number, err := s.sendingNumber(ctx, s.store.Repos(), in.AccountID, service, in.From)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	to, err := s.resolveRecipient(ctx, number, in.To)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	thread, err := s.sendableThread(ctx, in.AccountID, service, in.From, to)
+	if err != nil {
+		return messaging.Message{}, err
+	}
 	var out messaging.Message
-	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
-		number, err := s.sendingNumber(ctx, r, in.AccountID, service, in.From)
-		if err != nil {
-			return err
-		}
-		to, err := s.resolveRecipient(ctx, number, in.To)
-		if err != nil {
-			return err
-		}
-		thread, err := r.IndividualThread(ctx, in.AccountID, service, in.From, to)
-		if err != nil && !failure.Is(err, failure.KindNotFound) {
-			return err
-		}
-		var tp *messaging.Thread
-		if err == nil {
-			tp = &thread
-		}
-		if err := messaging.CheckIndividualSend(tp); err != nil {
-			return err
-		}
-		out, err = s.queue(ctx, r, thread, number, to, in.Content)
+	err = s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
+		m, err := s.queue(ctx, r, thread, number, to, in.Content)
+		out = m
 		return err
 	})
 	return out, err
+}
+
+// maxOpenThreads bounds the kept sendable threads.
+const maxOpenThreads = 100_000
+
+// sendableThread is the individual thread of an agent number and a user
+// who has written to it, or ErrConversationNotStarted. Once a user has
+// written, the thread stays sendable for good: its last inbound time is
+// never cleared and threads go only with their account. So a thread found
+// sendable is kept, and later sends to that user read nothing; a thread not
+// yet sendable is read again each time.
+func (s *Service) sendableThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error) {
+	key := accountID + " " + string(service) + " " + agentNumber + " " + contact
+	if t, ok := s.openThreads.Load(key); ok {
+		return t.(messaging.Thread), nil
+	}
+	t, err := s.store.Repos().IndividualThread(ctx, accountID, service, agentNumber, contact)
+	if err != nil && !failure.Is(err, failure.KindNotFound) {
+		return messaging.Thread{}, err
+	}
+	var tp *messaging.Thread
+	if err == nil {
+		tp = &t
+	}
+	if err := messaging.CheckIndividualSend(tp); err != nil {
+		return messaging.Thread{}, err
+	}
+	if s.keptThreads.Add(1) <= maxOpenThreads {
+		s.openThreads.Store(key, t)
+	}
+	return t, nil
 }
 
 // SendGroup stores a message to a group and queues its delivery.

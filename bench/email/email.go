@@ -62,21 +62,26 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	}
 	var bodies [][]byte
 	for i := range 64 {
-		b, err := json.Marshal(map[string]any{
-			"sender_address": senderAddress(), "recipient_address": fmt.Sprintf("user%d@example.org", i),
-			"subject": "Bench email", "body": "<p>Hello from the bench</p>",
-			"headers": map[string]any{"cc": "copy@example.org"},
-		})
-		if err != nil {
-			return nil, err
-		}
-		bodies = append(bodies, b)
+		bodies = append(bodies, sendBody(i))
 	}
 	var next atomic.Uint64
 	url := api.URL + "/v1/emails/" + api.AccountID + "/send"
 	load := harness.NewLeanHTTPLoad(s.Clients, postJSON(url, api.Header(), func() []byte { return bodies[next.Add(1)%uint64(len(bodies))] }))
 	return load.Run, nil
 }
+
+// sendBody is the body of the i-th bench send.
+func sendBody(i int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"sender_address": senderAddress(), "recipient_address": fmt.Sprintf("user%d@example.org", i),
+		"subject": "Bench email", "body": "<p>Hello from the bench</p>",
+		"headers": map[string]any{"cc": "copy@example.org"},
+	})
+	return b
+}
+
+// SampleBody is a send's body, for scenarios that post it elsewhere.
+func SampleBody() []byte { return sendBody(0) }
 
 // Deliver measures delivery: before each slice (untimed) Emails queued emails are
 // seeded with their delivery jobs; then a server with jobs on (Workers job workers, a

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,21 @@ func Get(url string, header http.Header) RequestFunc {
 			return nil, err
 		}
 		req.Header = header.Clone()
+		return req, nil
+	}
+}
+
+// Post returns a RequestFunc for POST url with a JSON body and header.
+func Post(url string, header http.Header, body []byte) RequestFunc {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		if header != nil {
+			req.Header = header.Clone()
+		}
+		req.Header.Set("Content-Type", "application/json")
 		return req, nil
 	}
 }

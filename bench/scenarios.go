@@ -140,12 +140,12 @@ var scenarios = []harness.Scenario{
 		Unit:  "messages",
 		Setup: webhooks.Latency{Interval: 10 * time.Millisecond, Users: 1000, Timeout: 10 * time.Second}.Setup,
 	},
+	// The ceilings bound what any HTTP scenario can reach against its pgbench baseline
+	// on this machine: the scenario's own client and concurrency, against a server that
+	// neither parses nor stores (the hello-world server).
 	{
-		// http-ceiling bounds what any HTTP write path can reach against pgbench-insert
-		// on this machine: the request of emails-send, from the same lean client, to a
-		// server that neither parses nor stores it.
 		Name:        "http-ceiling",
-		Description: "POST of emails-send's body from the same lean clients to the hello-world server (nothing parsed or stored) vs pgbench single-row inserts at 64 clients: the ceiling of the HTTP write scenarios here",
+		Description: "POST of emails-send's body from the same lean clients to the hello-world server (nothing parsed or stored) vs pgbench single-row inserts at 64 clients: the ceiling of messages-send and emails-send",
 		Target:      1.0,
 		Unit:        "requests",
 		Databases:   []string{"postgres"},
@@ -157,6 +157,22 @@ var scenarios = []harness.Scenario{
 				return nil, err
 			}
 			return harness.NewLeanHTTPLoad(emailSend.Clients, harness.Post(srv.URL+"/v1/emails/acc_x/send", nil, email.SampleBody())).Run, nil
+		},
+	},
+	{
+		Name:        "http-read-ceiling",
+		Description: "GET from messages-read's lean clients to the hello-world server vs pgbench primary-key lookups in 1M rows at 16 clients: the ceiling of messages-read",
+		Target:      0.6,
+		Unit:        "requests",
+		Databases:   []string{"postgres"},
+		Baseline:    lookupOne.Baseline(),
+		Manual:      true,
+		Setup: func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+			srv, err := env.StartHelloWorld(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return harness.NewLeanHTTPLoad(read.Clients, harness.Get(srv.URL+"/v1/messages/acc_x/get-details/msg_x", nil)).Run, nil
 		},
 	},
 	{

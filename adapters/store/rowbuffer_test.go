@@ -191,6 +191,10 @@ func TestWriteOnlyBatches(t *testing.T) {
 	for i := range units {
 		id := fmt.Sprintf("eml_one_trip_%d", i)
 		units[i] = func(ctx context.Context, r *store.Repos) error {
+			// As a send's fan-out does: the account has no endpoint.
+			if _, err := r.WebhookEndpoint(ctx, "acc_rows"); !failure.Is(err, failure.KindNotFound) {
+				return fmt.Errorf("endpoint: want not found, got %v", err)
+			}
 			e := newEmail(id)
 			e.Body, e.Subject = body, body
 			if err := r.InsertEmail(ctx, e); err != nil {
@@ -206,6 +210,7 @@ func TestWriteOnlyBatches(t *testing.T) {
 	writes := log.containing(`INSERT INTO "emails"`)
 	require.Len(t, writes, 1, "the batch's emails")
 	require.Contains(t, writes[0], "INSERT INTO jobs", "the jobs went in the same query")
+	require.Len(t, log.containing("FROM webhook_endpoints"), 1, "the batch read the endpoint once, beside its transaction")
 	for i := range units {
 		got, err := db.Repos().EmailByID(context.Background(), fmt.Sprintf("eml_one_trip_%d", i))
 		require.NoError(t, err)
@@ -219,6 +224,24 @@ func TestWriteOnlyBatches(t *testing.T) {
 		require.Equal(t, body, string(p))
 	}
 	require.Zero(t, db.SharedStats().Redone)
+
+	// A batch that changes the endpoint reads it in its transaction.
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	saved := lineUp(t, db, []func(ctx context.Context, r *store.Repos) error{
+		func(ctx context.Context, r *store.Repos) error {
+			rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: "acc_rows", URL: "https://example.com/one-trip", Enabled: true, CreatedAt: now, UpdatedAt: now}, SealedSecret: []byte{1}}
+			if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
+				return err
+			}
+			got, err := r.WebhookEndpoint(ctx, "acc_rows")
+			if err != nil {
+				return err
+			}
+			require.Equal(t, "https://example.com/one-trip", got.Endpoint.URL)
+			return nil
+		},
+	})
+	require.NoError(t, saved[0])
 }
 
 // A send's rows (message, event, thread activity) are kept for the commit,

@@ -98,12 +98,17 @@ func (l *lazyTx) rollback() {
 // an error of its own; the batch reports the real one at its commit.
 var errNotBegun = errors.New("the transaction could not begin")
 
+// The statements below come from bun's query builders bound to l, already
+// formatted and already seen by the query hooks: like bun's own Tx (see
+// bun's setConn), they run on the database/sql transaction beneath, so
+// the hooks do not see them twice.
+
 func (l *lazyTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx, err := l.begin()
 	if err != nil {
 		return nil, err
 	}
-	return tx.ExecContext(ctx, query, args...)
+	return tx.Tx.ExecContext(ctx, query, args...)
 }
 
 func (l *lazyTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -111,7 +116,7 @@ func (l *lazyTx) QueryContext(ctx context.Context, query string, args ...any) (*
 	if err != nil {
 		return nil, err
 	}
-	return tx.QueryContext(ctx, query, args...)
+	return tx.Tx.QueryContext(ctx, query, args...)
 }
 
 func (l *lazyTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
@@ -120,9 +125,9 @@ func (l *lazyTx) QueryRowContext(ctx context.Context, query string, args ...any)
 		// A row from an ended context fails its Scan without a query.
 		ended, cancel := context.WithCancelCause(ctx)
 		cancel(errNotBegun)
-		return l.db.QueryRowContext(ended, query, args...)
+		return l.db.DB.QueryRowContext(ended, query, args...)
 	}
-	return tx.QueryRowContext(ctx, query, args...)
+	return tx.Tx.QueryRowContext(ctx, query, args...)
 }
 
 // sqlTx is the transaction for prepared reads, begun if need be.

@@ -306,7 +306,7 @@ func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service
 
 // UpdateMessage saves status, failure and provider id.
 func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
-	if err := r.flushRows(ctx); err != nil {
+	if err := r.flushTable(ctx, "messages"); err != nil {
 		return err
 	}
 	res, err := r.write.NewUpdate().Model((*messageRow)(nil)).

@@ -107,6 +107,21 @@ func (r *Repos) flushRows(ctx context.Context) error {
 	return runWrites(ctx, r.takeRowWrites())
 }
 
+// flushTable writes the rows r's transaction kept for table alone. A write
+// to one table needs only that table's kept rows in place: no deferred
+// table references another (messages reference threads, which are written
+// at once). So a batch of status changes, each an UPDATE of messages and
+// an event, still writes its events with one INSERT at the commit.
+func (r *Repos) flushTable(ctx context.Context, table string) error {
+	if r.tx == nil || r.tx.rows[table] == nil {
+		return nil
+	}
+	if w := r.tx.rows[table].take(r.write); w != nil {
+		return runWrites(ctx, []*pendingWrite{w})
+	}
+	return nil
+}
+
 // takeRowWrites returns the statements that write the rows and thread
 // activity r's transaction kept, and forgets them.
 func (r *Repos) takeRowWrites() []*pendingWrite {

@@ -307,3 +307,52 @@ func TestSendWritesAndLookupsInATransaction(t *testing.T) {
 		})
 	}
 }
+
+// A status change updates its message and appends an event: the UPDATE
+// writes the kept messages first, but not the kept events, so a batch of
+// status changes still writes its events with one INSERT.
+func TestStatusChangesKeepTheirEventsForTheCommit(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := openWithAccount(t, dialect)
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			th := messaging.Thread{ID: "thr_status", AccountID: "acc_rows", Service: account.WhatsApp, Type: messaging.Individual, AgentNumber: "+15550001111", Contact: "+15550002222", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, db.Repos().InsertThread(ctx, th, nil))
+			message := func(i int) messaging.Message {
+				return messaging.Message{ID: fmt.Sprintf("msg_status_%d", i), AccountID: "acc_rows", ThreadID: th.ID, Service: account.WhatsApp, Direction: messaging.OutboundAPI,
+					From: th.AgentNumber, To: th.Contact, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"}, Status: messaging.Queued, CreatedAt: now, UpdatedAt: now}
+			}
+			for i := range 6 {
+				require.NoError(t, db.Repos().InsertMessage(ctx, message(i)))
+			}
+			log := &queryLog{}
+			db.AddQueryHook(log)
+			units := make([]func(ctx context.Context, r *store.Repos) error, 6)
+			for i := range units {
+				units[i] = func(ctx context.Context, r *store.Repos) error {
+					m := message(i)
+					m.Status, m.UpdatedAt = messaging.Sent, now.Add(time.Second)
+					if err := r.UpdateMessage(ctx, m); err != nil {
+						return err
+					}
+					return r.InsertEvent(ctx, event.Event{ID: fmt.Sprintf("evt_status_%d", i), AccountID: "acc_rows", Type: event.MessageSent, ThreadID: th.ID, Payload: []byte(`{}`), CreatedAt: now})
+				}
+			}
+			for i, err := range lineUp(t, db, units) {
+				require.NoError(t, err, "unit %d", i)
+			}
+			require.Len(t, log.containing(`INSERT INTO "events"`), 1, "one INSERT for the batch's events")
+			events, err := db.Repos().EventsAfter(ctx, "acc_rows", "", 10)
+			require.NoError(t, err)
+			require.Len(t, events, 6)
+			for i := range 6 {
+				got, err := db.Repos().MessageByID(ctx, message(i).ID)
+				require.NoError(t, err)
+				require.Equal(t, messaging.Sent, got.Status)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
+	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -56,8 +57,11 @@ type DB struct {
 	shared     *committer
 	jobIDs     jobIDs
 	numbers    *numberCache
-	listenOnce sync.Once
-	listeners  sync.WaitGroup
+	// numberReads shares a number's read among the sends that miss the
+	// cache together.
+	numberReads batching.Flight[string, account.Number]
+	listenOnce  sync.Once
+	listeners   sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
 	background context.Context
 	stop       context.CancelFunc

@@ -28,13 +28,21 @@ func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, nu
 		if n, ok := r.db.numbers.get(key); ok {
 			return n, nil
 		}
-		var row numberRow
-		if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
-			return account.Number{}, translate(err, "number")
+		read := func() (account.Number, error) {
+			var row numberRow
+			if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
+				return account.Number{}, translate(err, "number")
+			}
+			n := row.domain()
+			r.db.numbers.put(key, n)
+			return n, nil
 		}
-		n := row.domain()
-		r.db.numbers.put(key, n)
-		return n, nil
+		if r.tx != nil {
+			return read()
+		}
+		// Outside a transaction, the sends that miss together (a kept
+		// number expires under all of them) share one read.
+		return r.db.numberReads.Do(ctx, key, read)
 	})
 }
 

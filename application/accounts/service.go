@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/keyring"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -41,6 +42,9 @@ type Service struct {
 	keys  *keyring.Keyring
 	now   func() time.Time
 	auth  *authCache
+	// lookups shares one credential read among the requests that miss
+	// the cache together (an entry in use expires under all of them).
+	lookups batching.Flight[string, account.Credential]
 	// overviews caches what accounts own; see Overview.
 	overviews overviewCache
 }
@@ -271,14 +275,19 @@ func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly 
 	c, ok := s.auth.get(keyHash)
 	if !ok {
 		var err error
-		c, err = s.store.Repos().CredentialByKeyHash(ctx, keyHash)
+		c, err = s.lookups.Do(ctx, string(keyHash), func() (account.Credential, error) {
+			c, err := s.store.Repos().CredentialByKeyHash(ctx, keyHash)
+			if err == nil {
+				s.auth.put(keyHash, c)
+			}
+			return c, err
+		})
 		if failure.Is(err, failure.KindNotFound) {
 			return Principal{}, failure.Unauthenticated()
 		}
 		if err != nil {
 			return Principal{}, fmt.Errorf("look up credential: %w", err)
 		}
-		s.auth.put(keyHash, c)
 	}
 	if c.Revoked() {
 		return Principal{}, failure.Unauthenticated()

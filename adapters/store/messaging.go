@@ -23,27 +23,48 @@ var _ appmessaging.Repos = (*Repos)(nil)
 // of this package forget both.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
 	numbers := func(t *txState) *map[string]lookup[account.Number] { return &t.numbers }
-	key := string(service) + " " + number
+	key := numberKey(service, number)
 	return lookupOnce(r, numbers, key, func() (account.Number, error) {
-		if n, ok := r.db.numbers.get(key); ok {
-			return n, nil
+		n, ok, refresh := r.db.numbers.get(key)
+		if refresh {
+			go r.db.refreshNumber(service, number)
 		}
-		read := func() (account.Number, error) {
-			var row numberRow
-			if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
-				return account.Number{}, translate(err, "number")
-			}
-			n := row.domain()
-			r.db.numbers.put(key, n)
+		if ok {
 			return n, nil
 		}
 		if r.tx != nil {
-			return read()
+			return r.readNumber(ctx, service, number)
 		}
-		// Outside a transaction, the sends that miss together (a kept
-		// number expires under all of them) share one read.
-		return r.db.numberReads.Do(ctx, key, read)
+		// Outside a transaction, the sends that miss together share one
+		// read.
+		return r.db.numberReads.Do(ctx, key, func() (account.Number, error) { return r.readNumber(ctx, service, number) })
 	})
+}
+
+// readNumber reads a number by service and address, and keeps it.
+func (r *Repos) readNumber(ctx context.Context, service account.Service, number string) (account.Number, error) {
+	var row numberRow
+	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
+		err = translate(err, "number")
+		if failure.Is(err, failure.KindNotFound) {
+			r.db.numbers.drop(numberKey(service, number))
+		}
+		return account.Number{}, err
+	}
+	n := row.domain()
+	r.db.numbers.put(numberKey(service, number), n)
+	return n, nil
+}
+
+// numberKey keys the kept numbers.
+func numberKey(service account.Service, number string) string { return string(service) + " " + number }
+
+// refreshNumber reads a kept number again before it expires, outside any
+// transaction; a failed read leaves it to expire.
+func (db *DB) refreshNumber(service account.Service, number string) {
+	ctx, cancel := context.WithTimeout(db.background, 10*time.Second)
+	defer cancel()
+	_, _ = db.numberReads.Do(ctx, numberKey(service, number), func() (account.Number, error) { return db.base.readNumber(ctx, service, number) })
 }
 
 // NumberByID reads one agent number.

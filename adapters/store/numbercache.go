@@ -33,19 +33,31 @@ type numberCache struct {
 type keptNumber struct {
 	n     account.Number
 	until time.Time
+	// refreshAt starts, for the one send that sees it pass, a read of the
+	// number in the background (as the auth cache does), so the sends of
+	// a busy number never wait for its read.
+	refreshAt  time.Time
+	refreshing bool
 }
 
-func (c *numberCache) get(key string) (account.Number, bool) {
+// get returns the kept number, and refresh true for the one caller that
+// should read it again now, in the background.
+func (c *numberCache) get(key string) (n account.Number, ok, refresh bool) {
 	if c.ttl <= 0 {
-		return account.Number{}, false
+		return account.Number{}, false, false
 	}
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k, ok := c.kept[key]
-	if !ok || !c.now().Before(k.until) {
-		return account.Number{}, false
+	if !ok || !now.Before(k.until) {
+		return account.Number{}, false, false
 	}
-	return k.n, true
+	if !now.Before(k.refreshAt) && !k.refreshing {
+		k.refreshing, refresh = true, true
+		c.kept[key] = k
+	}
+	return k.n, true, refresh
 }
 
 func (c *numberCache) put(key string, n account.Number) {
@@ -57,7 +69,8 @@ func (c *numberCache) put(key string, n account.Number) {
 	if c.kept == nil || len(c.kept) >= maxKeptNumbers {
 		c.kept = map[string]keptNumber{}
 	}
-	c.kept[key] = keptNumber{n: n, until: c.now().Add(c.ttl)}
+	now := c.now()
+	c.kept[key] = keptNumber{n: n, until: now.Add(c.ttl), refreshAt: now.Add(c.ttl - c.ttl/5)}
 }
 
 // forget drops every kept number, when this process changes one.
@@ -65,4 +78,11 @@ func (c *numberCache) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.kept)
+}
+
+// drop forgets one number, found gone.
+func (c *numberCache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.kept, key)
 }

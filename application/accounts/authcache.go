@@ -22,7 +22,16 @@ type authCache struct {
 type authEntry struct {
 	credential account.Credential
 	expires    time.Time
+	// refreshAt is when a request using the entry starts reading it again
+	// in the background, so that the requests of a busy key never wait for
+	// its read; refreshing is set once one has.
+	refreshAt  time.Time
+	refreshing bool
 }
+
+// refreshShare is the last part of the TTL in which an entry in use is read
+// again ahead of its expiry.
+const refreshShare = 5
 
 const authCacheMax = 10000
 
@@ -30,17 +39,29 @@ func newAuthCache(ttl time.Duration, now func() time.Time) *authCache {
 	return &authCache{ttl: ttl, now: now, entries: map[string]authEntry{}}
 }
 
-func (c *authCache) get(keyHash []byte) (account.Credential, bool) {
+// get returns the kept credential, and refresh true for the one caller
+// that should read it again now, in the background: the entry is in the
+// last fifth of its TTL. The entry is never used past its expiry.
+func (c *authCache) get(keyHash []byte) (cred account.Credential, ok, refresh bool) {
 	if c.ttl <= 0 {
-		return account.Credential{}, false
+		return account.Credential{}, false, false
 	}
+	now := c.now()
 	c.mu.RLock()
 	e, ok := c.entries[string(keyHash)]
 	c.mu.RUnlock()
-	if !ok || !c.now().Before(e.expires) {
-		return account.Credential{}, false
+	if !ok || !now.Before(e.expires) {
+		return account.Credential{}, false, false
 	}
-	return e.credential, true
+	if !now.Before(e.refreshAt) && !e.refreshing {
+		c.mu.Lock()
+		if cur, still := c.entries[string(keyHash)]; still && cur.expires.Equal(e.expires) && !cur.refreshing {
+			cur.refreshing, refresh = true, true
+			c.entries[string(keyHash)] = cur
+		}
+		c.mu.Unlock()
+	}
+	return e.credential, true, refresh
 }
 
 func (c *authCache) put(keyHash []byte, cred account.Credential) {
@@ -60,7 +81,7 @@ func (c *authCache) put(keyHash []byte, cred account.Credential) {
 			clear(c.entries)
 		}
 	}
-	c.entries[string(keyHash)] = authEntry{credential: cred, expires: now.Add(c.ttl)}
+	c.entries[string(keyHash)] = authEntry{credential: cred, expires: now.Add(c.ttl), refreshAt: now.Add(c.ttl - c.ttl/refreshShare)}
 }
 
 func (c *authCache) forget(keyHash []byte) {

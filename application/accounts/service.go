@@ -272,16 +272,13 @@ func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly 
 		return Principal{}, failure.Unauthenticated()
 	}
 	keyHash := s.keys.Hash(purposeKey, key)
-	c, ok := s.auth.get(keyHash)
+	c, ok, refresh := s.auth.get(keyHash)
+	if refresh {
+		go s.refreshCredential(keyHash)
+	}
 	if !ok {
 		var err error
-		c, err = s.lookups.Do(ctx, string(keyHash), func() (account.Credential, error) {
-			c, err := s.store.Repos().CredentialByKeyHash(ctx, keyHash)
-			if err == nil {
-				s.auth.put(keyHash, c)
-			}
-			return c, err
-		})
+		c, err = s.readCredential(ctx, keyHash)
 		if failure.Is(err, failure.KindNotFound) {
 			return Principal{}, failure.Unauthenticated()
 		}
@@ -296,6 +293,33 @@ func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly 
 		return Principal{}, failure.Unauthenticated()
 	}
 	return Principal{AccountID: c.AccountID, CredentialID: c.ID}, nil
+}
+
+// readCredential reads a credential and keeps it; concurrent reads of one
+// key share one statement.
+func (s *Service) readCredential(ctx context.Context, keyHash []byte) (account.Credential, error) {
+	return s.lookups.Do(ctx, string(keyHash), func() (account.Credential, error) {
+		c, err := s.store.Repos().CredentialByKeyHash(ctx, keyHash)
+		switch {
+		case err == nil:
+			s.auth.put(keyHash, c)
+		case failure.Is(err, failure.KindNotFound):
+			s.auth.forget(keyHash)
+		}
+		return c, err
+	})
+}
+
+// refreshTimeout bounds a background credential read.
+const refreshTimeout = 10 * time.Second
+
+// refreshCredential reads a kept credential again before it expires, while
+// requests go on using it: a busy key never makes its requests wait for
+// the read. A failed read leaves the entry to expire.
+func (s *Service) refreshCredential(keyHash []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	_, _ = s.readCredential(ctx, keyHash)
 }
 
 // NumberInput is what an operator gives to add an agent number.

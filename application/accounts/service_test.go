@@ -227,3 +227,31 @@ func TestOverviewSeesChangesFromOtherReplicas(t *testing.T) {
 	require.Len(t, o.Domains, 1)
 	require.Equal(t, "Acme 2", o.Account.Name)
 }
+
+// A key in use is read again in the background in the last fifth of its
+// TTL, while its requests go on with the kept row: none of them waits for
+// that read, and what it reads (here a revocation) applies before the TTL.
+func TestAKeyInUseIsReadAgainBeforeItExpires(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 5*time.Second)
+	ctx := context.Background()
+	a, cred, err := b.svc.CreateAccount(ctx, "Acme")
+	require.NoError(t, err)
+	replica := b.newReplica(5 * time.Second)
+	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+	require.NoError(t, err)
+	_, err = b.svc.RevokeCredential(ctx, a.ID, cred.Credential.ID)
+	require.NoError(t, err)
+
+	b.clock.Advance(3 * time.Second)
+	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+	require.NoError(t, err, "before the refresh window the kept row serves")
+
+	b.clock.Advance(1500 * time.Millisecond)
+	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+	require.NoError(t, err, "the request that starts the refresh does not wait for it")
+	require.Eventually(t, func() bool {
+		_, err := replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+		return failure.Is(err, failure.KindUnauthenticated)
+	}, 5*time.Second, 5*time.Millisecond, "the background read saw the revocation before the TTL ran out")
+}

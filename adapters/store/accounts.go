@@ -50,7 +50,7 @@ func (r *Repos) forgetNumbers() {
 		r.tx.numbersChanged = true
 		return
 	}
-	r.db.numbers.forget()
+	r.db.numbers.Clear()
 }
 
 type accountRow struct {

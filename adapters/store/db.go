@@ -56,12 +56,9 @@ type DB struct {
 	hooks      preparedHooks
 	shared     *committer
 	jobIDs     jobIDs
-	numbers    *numberCache
-	// numberReads shares a number's read among the sends that miss the
-	// cache together.
-	numberReads batching.Flight[string, account.Number]
-	listenOnce  sync.Once
-	listeners   sync.WaitGroup
+	numbers    *batching.Kept[numberAddress, account.Number]
+	listenOnce sync.Once
+	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier and the listener.
 	background context.Context
 	stop       context.CancelFunc
@@ -78,7 +75,7 @@ type Options struct {
 	// running at once on Postgres; 0 picks a default. SQLite runs one.
 	SharedLeaders int
 	// NumberTTL is how long a sending number read is reused
-	// (numbercache.go); 0 reads it every time.
+	// (see numberAddress); 0 reads it every time.
 	NumberTTL time.Duration
 }
 
@@ -108,7 +105,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.init(opts.Now, opts.SharedLeaders, maxConns)
-	db.numbers = &numberCache{ttl: opts.NumberTTL, now: time.Now}
+	db.numbers = batching.NewKept(opts.NumberTTL, maxKeptNumbers, time.Now, db.base.readNumber)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.firstPing(pingCtx); err != nil {
@@ -268,7 +265,7 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 // commit (err nil) or rollback.
 func (db *DB) afterCommit(state *txState, err error) {
 	if state.numbersChanged {
-		db.numbers.forget()
+		db.numbers.Clear()
 	}
 	if err == nil && state.enqueued {
 		db.wake.signal()

@@ -18,53 +18,51 @@ import (
 var _ appmessaging.Repos = (*Repos)(nil)
 
 // NumberByAddress finds an agent number by service and number. A number
-// found is reused for a while (numbercache.go), and inside a transaction
-// any answer is kept for the transaction's later calls; the number writes
-// of this package forget both.
+// found is reused for a while (see numberAddress), and inside a
+// transaction any answer is kept for the transaction's later calls; the
+// number writes of this package forget both.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
 	numbers := func(t *txState) *map[string]lookup[account.Number] { return &t.numbers }
-	key := numberKey(service, number)
-	return lookupOnce(r, numbers, key, func() (account.Number, error) {
-		n, ok, refresh := r.db.numbers.get(key)
-		if refresh {
-			go r.db.refreshNumber(service, number)
-		}
-		if ok {
+	addr := numberAddress{service: service, number: number}
+	return lookupOnce(r, numbers, string(service)+" "+number, func() (account.Number, error) {
+		if n, ok := r.db.numbers.Peek(addr); ok {
 			return n, nil
 		}
-		if r.tx != nil {
-			return r.readNumber(ctx, service, number)
+		if r.tx == nil {
+			return r.db.numbers.Load(ctx, addr)
 		}
-		// Outside a transaction, the sends that miss together share one
-		// read.
-		return r.db.numberReads.Do(ctx, key, func() (account.Number, error) { return r.readNumber(ctx, service, number) })
+		// A transaction reads on its own connection: it may hold one of
+		// the pool's already.
+		n, err := r.readNumber(ctx, addr)
+		r.db.numbers.Record(addr, n, err)
+		return n, err
 	})
 }
 
-// readNumber reads a number by service and address, and keeps it.
-func (r *Repos) readNumber(ctx context.Context, service account.Service, number string) (account.Number, error) {
-	var row numberRow
-	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
-		err = translate(err, "number")
-		if failure.Is(err, failure.KindNotFound) {
-			r.db.numbers.drop(numberKey(service, number))
-		}
-		return account.Number{}, err
-	}
-	n := row.domain()
-	r.db.numbers.put(numberKey(service, number), n)
-	return n, nil
+// numberAddress keys the sending numbers kept for Options.NumberTTL (the
+// API's auth cache TTL in the server). Every send reads its sending number
+// (is it this account's, is it enabled?), and numbers change rarely. A
+// number disabled through this process is read again at once, one disabled
+// through another replica within the TTL, as a revoked key is. Delivery
+// reads the number afresh (MessagesToDeliver), so a message accepted in
+// that window is still refused before it reaches the channel. Numbers not
+// found are never kept: a number just added on another replica sends at
+// once.
+type numberAddress struct {
+	service account.Service
+	number  string
 }
 
-// numberKey keys the kept numbers.
-func numberKey(service account.Service, number string) string { return string(service) + " " + number }
+// maxKeptNumbers bounds the kept numbers.
+const maxKeptNumbers = 100_000
 
-// refreshNumber reads a kept number again before it expires, outside any
-// transaction; a failed read leaves it to expire.
-func (db *DB) refreshNumber(service account.Service, number string) {
-	ctx, cancel := context.WithTimeout(db.background, 10*time.Second)
-	defer cancel()
-	_, _ = db.numberReads.Do(ctx, numberKey(service, number), func() (account.Number, error) { return db.base.readNumber(ctx, service, number) })
+// readNumber reads a number by its address.
+func (r *Repos) readNumber(ctx context.Context, addr numberAddress) (account.Number, error) {
+	var row numberRow
+	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(addr.service), addr.number); err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	return row.domain(), nil
 }
 
 // NumberByID reads one agent number.

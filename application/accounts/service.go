@@ -41,13 +41,15 @@ type Service struct {
 	store Store
 	keys  *keyring.Keyring
 	now   func() time.Time
-	auth  *authCache
-	// lookups shares one credential read among the requests that miss
-	// the cache together (an entry in use expires under all of them).
-	lookups batching.Flight[string, account.Credential]
+	// auth keeps credential rows by key hash for the auth cache TTL, so
+	// an authenticated request costs one HMAC and no database read.
+	auth *batching.Kept[string, account.Credential]
 	// overviews caches what accounts own; see Overview.
 	overviews overviewCache
 }
+
+// authCacheMax bounds the kept credentials.
+const authCacheMax = 10000
 
 // Options tune a Service; the zero value is usable.
 type Options struct {
@@ -66,7 +68,10 @@ func NewService(store Store, keys *keyring.Keyring, opts Options) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, keys: keys, now: now, auth: newAuthCache(opts.AuthCacheTTL, now)}
+	credential := func(ctx context.Context, keyHash string) (account.Credential, error) {
+		return store.Repos().CredentialByKeyHash(ctx, []byte(keyHash))
+	}
+	return &Service{store: store, keys: keys, now: now, auth: batching.NewKept(opts.AuthCacheTTL, authCacheMax, now, credential)}
 }
 
 // IssuedCredential is a credential together with its plain key and secret,
@@ -254,7 +259,7 @@ func (s *Service) RevokeCredential(ctx context.Context, accountID, credentialID 
 	if err != nil {
 		return account.Credential{}, err
 	}
-	s.auth.forget(c.KeyHash)
+	s.auth.Forget(string(c.KeyHash))
 	return c, nil
 }
 
@@ -272,19 +277,12 @@ func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly 
 		return Principal{}, failure.Unauthenticated()
 	}
 	keyHash := s.keys.Hash(purposeKey, key)
-	c, ok, refresh := s.auth.get(keyHash)
-	if refresh {
-		go s.refreshCredential(keyHash)
+	c, err := s.auth.Get(ctx, string(keyHash))
+	if failure.Is(err, failure.KindNotFound) {
+		return Principal{}, failure.Unauthenticated()
 	}
-	if !ok {
-		var err error
-		c, err = s.readCredential(ctx, keyHash)
-		if failure.Is(err, failure.KindNotFound) {
-			return Principal{}, failure.Unauthenticated()
-		}
-		if err != nil {
-			return Principal{}, fmt.Errorf("look up credential: %w", err)
-		}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up credential: %w", err)
 	}
 	if c.Revoked() {
 		return Principal{}, failure.Unauthenticated()
@@ -293,33 +291,6 @@ func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly 
 		return Principal{}, failure.Unauthenticated()
 	}
 	return Principal{AccountID: c.AccountID, CredentialID: c.ID}, nil
-}
-
-// readCredential reads a credential and keeps it; concurrent reads of one
-// key share one statement.
-func (s *Service) readCredential(ctx context.Context, keyHash []byte) (account.Credential, error) {
-	return s.lookups.Do(ctx, string(keyHash), func() (account.Credential, error) {
-		c, err := s.store.Repos().CredentialByKeyHash(ctx, keyHash)
-		switch {
-		case err == nil:
-			s.auth.put(keyHash, c)
-		case failure.Is(err, failure.KindNotFound):
-			s.auth.forget(keyHash)
-		}
-		return c, err
-	})
-}
-
-// refreshTimeout bounds a background credential read.
-const refreshTimeout = 10 * time.Second
-
-// refreshCredential reads a kept credential again before it expires, while
-// requests go on using it: a busy key never makes its requests wait for
-// the read. A failed read leaves the entry to expire.
-func (s *Service) refreshCredential(keyHash []byte) {
-	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
-	defer cancel()
-	_, _ = s.readCredential(ctx, keyHash)
 }
 
 // NumberInput is what an operator gives to add an agent number.

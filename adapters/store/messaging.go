@@ -424,17 +424,7 @@ func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessa
 // messageInThreadRow is a message with its thread's columns (t_ prefixed).
 type messageInThreadRow struct {
 	messageRow
-	TID            string         `bun:"t_id"`
-	TAccountID     string         `bun:"t_account_id"`
-	TService       string         `bun:"t_service"`
-	TType          string         `bun:"t_type"`
-	TAgentNumber   string         `bun:"t_agent_number"`
-	TContact       sql.NullString `bun:"t_contact"`
-	TName          string         `bun:"t_name"`
-	TLastInboundAt *time.Time     `bun:"t_last_inbound_at"`
-	TLastMessageAt *time.Time     `bun:"t_last_message_at"`
-	TCreatedAt     time.Time      `bun:"t_created_at"`
-	TUpdatedAt     time.Time      `bun:"t_updated_at"`
+	Thread threadRow `bun:"embed:t_"`
 }
 
 // columnsOf qualifies columns (a "a, b" list) with alias, each named
@@ -471,8 +461,5 @@ func (r *Repos) MessageInThread(ctx context.Context, accountID, id string) (mess
 	if err := r.selectOne(ctx, &row, messageInThreadQuery, id, accountID); err != nil {
 		return messaging.Message{}, messaging.Thread{}, translate(err, "message")
 	}
-	t := threadRow{ID: row.TID, AccountID: row.TAccountID, Service: row.TService, Type: row.TType, AgentNumber: row.TAgentNumber,
-		Contact: row.TContact, Name: row.TName, LastInboundAt: row.TLastInboundAt, LastMessageAt: row.TLastMessageAt,
-		CreatedAt: row.TCreatedAt, UpdatedAt: row.TUpdatedAt}
-	return row.messageRow.domain(), t.domain(), nil
+	return row.messageRow.domain(), row.Thread.domain(), nil
 }

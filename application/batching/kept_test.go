@@ -78,3 +78,19 @@ type atomicTime struct{ ns atomic.Int64 }
 func (a *atomicTime) set(t time.Time)     { a.ns.Store(t.UnixNano()) }
 func (a *atomicTime) add(d time.Duration) { a.ns.Add(int64(d)) }
 func (a *atomicTime) get() time.Time      { return time.Unix(0, a.ns.Load()).UTC() }
+
+func TestSettledKeepsUpToItsBound(t *testing.T) {
+	t.Parallel()
+	s := NewSettled[string, int](2)
+	_, ok := s.Get("a")
+	require.False(t, ok)
+	s.Keep("a", 1)
+	s.Keep("b", 2)
+	s.Keep("c", 3)
+	for key, want := range map[string]int{"a": 1, "b": 2} {
+		got, ok := s.Get(key)
+		require.True(t, ok && got == want, "%s", key)
+	}
+	_, ok = s.Get("c")
+	require.False(t, ok, "past the bound nothing more is kept")
+}

@@ -21,11 +21,10 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
@@ -55,9 +54,8 @@ type Service struct {
 	fetch  Fetcher
 	urls   URLChecker
 	domain string
-	// owners caches sender addresses by local@domain; cached counts them.
-	owners sync.Map
-	cached atomic.Int64
+	// owners keeps sender addresses by local@domain (see senderAddress).
+	owners *batching.Settled[string, account.EmailAddress]
 	now    func() time.Time
 	log    *slog.Logger
 }
@@ -88,7 +86,8 @@ func NewService(d Deps) *Service {
 	clock := d.Now
 	now := func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
 	domain, _ := account.NormalizeDomain(d.ServiceDomain)
-	return &Service{store: d.Store, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger}
+	return &Service{store: d.Store, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger,
+		owners: batching.NewSettled[string, account.EmailAddress](maxOwners)}
 }
 
 // ServiceDomain is the service's own email domain.
@@ -249,16 +248,14 @@ const maxOwners = 100_000
 // addresses are kept in memory: a send costs no read for its sender.
 func (s *Service) senderAddress(ctx context.Context, local, domain string) (account.EmailAddress, error) {
 	key := local + "@" + domain
-	if a, ok := s.owners.Load(key); ok {
-		return a.(account.EmailAddress), nil
+	if a, ok := s.owners.Get(key); ok {
+		return a, nil
 	}
 	a, err := s.store.Repos().EmailAddressByAddress(ctx, local, domain)
 	if err != nil {
 		return account.EmailAddress{}, err
 	}
-	if s.cached.Add(1) <= maxOwners {
-		s.owners.Store(key, a)
-	}
+	s.owners.Keep(key, a)
 	return a, nil
 }
 

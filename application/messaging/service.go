@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
@@ -46,10 +44,8 @@ type Service struct {
 	recipients RecipientResolver
 	// deliverables reads what concurrent deliveries need in one query.
 	deliverables *batching.Batcher[string, Deliverable]
-	// openThreads keeps sendable individual threads (sendableThread);
-	// keptThreads counts them.
-	openThreads sync.Map
-	keptThreads atomic.Int64
+	// openThreads keeps sendable individual threads (sendableThread).
+	openThreads *batching.Settled[string, messaging.Thread]
 }
 
 // Deps are what the messaging use cases are built from.
@@ -77,7 +73,8 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
+	s := &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients,
+		openThreads: batching.NewSettled[string, messaging.Thread](maxOpenThreads)}
 	s.deliverables = batching.New(maxDeliveryBatch, s.readDeliverables)
 	return s
 }
@@ -175,8 +172,8 @@ const maxOpenThreads = 100_000
 // yet sendable is read again each time.
 func (s *Service) sendableThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error) {
 	key := accountID + " " + string(service) + " " + agentNumber + " " + contact
-	if t, ok := s.openThreads.Load(key); ok {
-		return t.(messaging.Thread), nil
+	if t, ok := s.openThreads.Get(key); ok {
+		return t, nil
 	}
 	t, err := s.store.Repos().IndividualThread(ctx, accountID, service, agentNumber, contact)
 	if err != nil && !failure.Is(err, failure.KindNotFound) {
@@ -189,9 +186,7 @@ func (s *Service) sendableThread(ctx context.Context, accountID string, service 
 	if err := messaging.CheckIndividualSend(tp); err != nil {
 		return messaging.Thread{}, err
 	}
-	if s.keptThreads.Add(1) <= maxOpenThreads {
-		s.openThreads.Store(key, t)
-	}
+	s.openThreads.Keep(key, t)
 	return t, nil
 }
 

@@ -275,6 +275,9 @@ func (db *DB) afterCommit(state *txState, err error) {
 // txState is what a transaction's repositories note for after the commit.
 type txState struct {
 	enqueued bool
+	// units is how many callers share the transaction (1 unless it is a
+	// shared batch): the kept rows and jobs are sized for that many.
+	units int
 	// jobs are enqueued jobs to write before the commit (see jobbuffer.go).
 	jobs []bufferedJob
 	// rows are new rows to write before the commit, by table, and tables

@@ -39,7 +39,10 @@ func (p *jobIDs) next(ctx context.Context, db bun.IDB) (int64, error) {
 	defer p.mu.Unlock()
 	if len(p.free) == 0 {
 		var ids []int64
-		err := db.NewRaw(`SELECT nextval(pg_get_serial_sequence('jobs', 'id')) FROM generate_series(1, ?)`, jobIDBlock).Scan(ctx, &ids)
+		// The sequence is looked up once (OFFSET 0 keeps the subquery from
+		// being flattened), not once per id: pg_get_serial_sequence reads
+		// the catalogs, and per row it cost more than the ids themselves.
+		err := db.NewRaw(`SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('jobs', 'id')::regclass AS seq OFFSET 0) AS s, generate_series(1, ?)`, jobIDBlock).Scan(ctx, &ids)
 		if err != nil {
 			return 0, fmt.Errorf("reserve job ids: %w", err)
 		}
@@ -72,6 +75,9 @@ func (r *Repos) bufferJob(ctx context.Context, p jobs.EnqueueParams, payload []b
 	id, err := r.db.jobIDs.next(ctx, r.db.write)
 	if err != nil {
 		return 0, false, err
+	}
+	if r.tx.jobs == nil {
+		r.tx.jobs = make([]bufferedJob, 0, max(1, r.tx.units))
 	}
 	r.tx.jobs = append(r.tx.jobs, bufferedJob{
 		id: id, kind: p.Kind, payload: payload, maxAttempts: maxAttempts, paceKey: p.PaceKey,

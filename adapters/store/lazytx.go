@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
@@ -64,7 +65,14 @@ func (l *lazyTx) commit(ctx context.Context, pending []*pendingWrite) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	var q []byte
+	buf := renderBuffers.Get().(*[]byte)
+	q := (*buf)[:0]
+	defer func() {
+		if cap(q) <= maxKeptRenderBuffer {
+			*buf = q[:0]
+			renderBuffers.Put(buf)
+		}
+	}()
 	for i, w := range pending {
 		if i > 0 {
 			q = append(q, ";\n"...)
@@ -86,6 +94,16 @@ func (l *lazyTx) commit(ctx context.Context, pending []*pendingWrite) error {
 	}
 	return nil
 }
+
+// renderBuffers keep the buffers write-only batches are rendered into: a
+// batch's text runs to tens of kilobytes, and grown afresh each time it was
+// a quarter of all the bytes an email send allocated. The text run is a
+// copy, so a buffer is free again once its batch has run.
+var renderBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxKeptRenderBuffer is the largest buffer kept for reuse; a rare huge
+// batch (long message bodies) does not pin its buffer.
+const maxKeptRenderBuffer = 1 << 20
 
 // rollback ends a batch that failed.
 func (l *lazyTx) rollback() {

@@ -89,7 +89,7 @@ func insertDeferred[T any](ctx context.Context, r *Repos, table, noun string, ro
 	}
 	t, ok := r.tx.rows[table]
 	if !ok {
-		t = &deferredRows[T]{noun: noun}
+		t = &deferredRows[T]{noun: noun, rows: make([]T, 0, max(1, r.tx.units))}
 		r.tx.rows[table] = t
 		r.tx.tables = append(r.tx.tables, table)
 	}

@@ -141,7 +141,7 @@ func (c *committer) run(batch []*sharedUnit) {
 	if len(live) == 0 {
 		return
 	}
-	state := &txState{}
+	state := &txState{units: len(live)}
 	// The transaction outlives no caller: it is bounded by the batch, and
 	// cancelling one caller must not abort the others' work.
 	ctx := context.WithoutCancel(live[0].ctx)

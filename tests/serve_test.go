@@ -16,13 +16,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 )
@@ -346,4 +349,43 @@ func writeSelfSignedCert(t *testing.T) (certFile, keyFile string, roots *x509.Ce
 	roots = x509.NewCertPool()
 	roots.AddCert(cert)
 	return certFile, keyFile, roots
+}
+
+// TestServeAnswersWrongMethods checks every path of the OpenAPI document on
+// the real server: a method the document does not give the path is answered
+// 405 with the Allow header naming the methods it does give, never 404.
+func TestServeAnswersWrongMethods(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	acc := b.createAccount(t, "Acme")
+	srv := b.serve(t)
+	c := srv.client(t)
+	doc, err := openapi3.NewLoader().LoadFromData(rest.OpenAPIYAML)
+	require.NoError(t, err)
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	checked := 0
+	for path, item := range doc.Paths.Map() {
+		if strings.HasPrefix(path, "/graphql") {
+			continue
+		}
+		var documented []string
+		for m := range item.Operations() {
+			documented = append(documented, m)
+		}
+		slices.Sort(documented)
+		concrete := param.ReplaceAllString(path, acc.AccountID)
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if slices.Contains(documented, m) {
+				continue
+			}
+			r := c.Do(m, concrete, nil, auth(acc.APIKey, acc.APISecret)...)
+			require.Equal(t, http.StatusMethodNotAllowed, r.StatusCode, "%s %s: %s", m, path, r.Body)
+			require.Contains(t, string(r.Body), "method_not_allowed", "%s %s", m, path)
+			// HEAD is allowed where GET is only on the probes.
+			allow := strings.ReplaceAll(r.Header.Get("Allow"), ", HEAD", "")
+			require.Equal(t, strings.Join(documented, ", "), allow, "%s %s", m, path)
+			checked++
+		}
+	}
+	require.Greater(t, checked, 100, "wrong methods tried")
 }

@@ -32,14 +32,14 @@ func (s *server) mountCron(api *routes) {
 	if s.cron == nil {
 		return
 	}
-	api.HandleFunc("/cron-jobs", s.idempotent(s.createCronJob)).Methods(http.MethodPost)
-	api.HandleFunc("/cron-jobs", s.listCronJobs).Methods(http.MethodGet)
-	api.HandleFunc("/cron-jobs/{id}", s.getCronJob).Methods(http.MethodGet)
-	api.HandleFunc("/cron-jobs/{id}", s.patchCronJob).Methods(http.MethodPatch)
-	api.HandleFunc("/cron-jobs/{id}", s.deleteCronJob).Methods(http.MethodDelete)
-	api.HandleFunc("/cron-jobs/{id}/pause", s.idempotent(s.pauseCronJob)).Methods(http.MethodPost)
-	api.HandleFunc("/cron-jobs/{id}/resume", s.idempotent(s.resumeCronJob)).Methods(http.MethodPost)
-	api.HandleFunc("/cron-jobs/{id}/executions", s.cronExecutions).Methods(http.MethodGet)
+	api.Handle(http.MethodPost, "/cron-jobs", s.idempotent(s.createCronJob))
+	api.Handle(http.MethodGet, "/cron-jobs", s.listCronJobs)
+	api.Handle(http.MethodGet, "/cron-jobs/{id}", s.getCronJob)
+	api.Handle(http.MethodPatch, "/cron-jobs/{id}", s.patchCronJob)
+	api.Handle(http.MethodDelete, "/cron-jobs/{id}", s.deleteCronJob)
+	api.Handle(http.MethodPost, "/cron-jobs/{id}/pause", s.idempotent(s.pauseCronJob))
+	api.Handle(http.MethodPost, "/cron-jobs/{id}/resume", s.idempotent(s.resumeCronJob))
+	api.Handle(http.MethodGet, "/cron-jobs/{id}/executions", s.cronExecutions)
 }
 
 func principalAccount(r *http.Request) string {

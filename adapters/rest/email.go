@@ -23,9 +23,9 @@ func (s *server) mountEmail(api *routes) {
 	if s.email == nil {
 		return
 	}
-	api.HandleFunc("/emails/{account_id}/create-email", s.idempotent(s.createEmailAddress)).Methods(http.MethodPost)
-	api.HandleFunc("/emails/{account_id}/send", s.idempotent(s.sendEmail)).Methods(http.MethodPost)
-	api.HandleFunc("/emails/{account_id}/messages/{email_id}", s.getEmail).Methods(http.MethodGet)
+	api.Handle(http.MethodPost, "/emails/{account_id}/create-email", s.idempotent(s.createEmailAddress))
+	api.Handle(http.MethodPost, "/emails/{account_id}/send", s.idempotent(s.sendEmail))
+	api.Handle(http.MethodGet, "/emails/{account_id}/messages/{email_id}", s.getEmail)
 }
 
 type createEmailBody struct {

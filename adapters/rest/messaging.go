@@ -35,22 +35,22 @@ func (s *server) mountMessaging(api *routes) {
 		return
 	}
 	for _, p := range []string{"/messages/individual/{accountId}/send", "/individual/{accountId}/send"} {
-		api.HandleFunc(p, s.idempotent(s.sendIndividual)).Methods(http.MethodPost)
+		api.Handle(http.MethodPost, p, s.idempotent(s.sendIndividual))
 	}
 	for _, p := range []string{"/messages/group/{accountId}/send", "/group/{accountId}/send"} {
-		api.HandleFunc(p, s.idempotent(s.sendGroup)).Methods(http.MethodPost)
+		api.Handle(http.MethodPost, p, s.idempotent(s.sendGroup))
 	}
-	api.HandleFunc("/send/{accountId}", s.idempotent(s.sendUniversal)).Methods(http.MethodPost)
-	api.HandleFunc("/messages/individual/{accountId}/get-details/{messageId}", s.messageDetails).Methods(http.MethodGet)
-	api.HandleFunc("/messages/threads/{accountId}/get-details/{threadId}", s.threadDetails).Methods(http.MethodGet)
-	api.HandleFunc("/messages/threads/{accountId}/get-all", s.threadList).Methods(http.MethodGet)
-	api.HandleFunc("/messages/threads/{accountId}/get-all/{phone_number}", s.threadList).Methods(http.MethodGet)
-	api.HandleFunc("/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages).Methods(http.MethodGet)
+	api.Handle(http.MethodPost, "/send/{accountId}", s.idempotent(s.sendUniversal))
+	api.Handle(http.MethodGet, "/messages/individual/{accountId}/get-details/{messageId}", s.messageDetails)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-details/{threadId}", s.threadDetails)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all", s.threadList)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all/{phone_number}", s.threadList)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages)
 	for _, p := range []string{"/whatsapp/{accountId}/group-management", "/group-management/{accountId}"} {
-		api.HandleFunc(p, s.idempotent(s.manageGroup)).Methods(http.MethodPost)
+		api.Handle(http.MethodPost, p, s.idempotent(s.manageGroup))
 	}
-	api.HandleFunc("/sandbox/{accountId}/inbound", s.idempotent(s.sandboxInbound)).Methods(http.MethodPost)
-	api.HandleFunc("/sandbox/{accountId}/groups", s.idempotent(s.sandboxGroup)).Methods(http.MethodPost)
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/inbound", s.idempotent(s.sandboxInbound))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/groups", s.idempotent(s.sandboxGroup))
 }
 
 // sendBody is both body forms of the per-type send paths: text in

@@ -32,13 +32,13 @@ type ProviderWebhooks interface {
 // the authenticated /v1 subrouter, with the body limit of every route, a
 // rate limit per agent number, and the failed-authentication budget per
 // client address.
-func (s *server) mountProviders(root *mux.Router) {
+func (s *server) mountProviders(top *routes) {
 	if s.providers == nil {
 		return
 	}
-	root.HandleFunc("/v1/providers/telegram/{numberId}/webhook", s.providerRoute(s.telegramWebhook)).Methods(http.MethodPost)
-	root.HandleFunc("/v1/providers/whatsapp/{numberId}/webhook", s.providerRoute(s.whatsappVerify)).Methods(http.MethodGet)
-	root.HandleFunc("/v1/providers/whatsapp/{numberId}/webhook", s.providerRoute(s.whatsappWebhook)).Methods(http.MethodPost)
+	top.Handle(http.MethodPost, "/v1/providers/telegram/{numberId}/webhook", s.providerRoute(s.telegramWebhook))
+	top.Handle(http.MethodGet, "/v1/providers/whatsapp/{numberId}/webhook", s.providerRoute(s.whatsappVerify))
+	top.Handle(http.MethodPost, "/v1/providers/whatsapp/{numberId}/webhook", s.providerRoute(s.whatsappWebhook))
 }
 
 // providerRoute applies the limits of the provider routes around h.

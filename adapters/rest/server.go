@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,17 +153,20 @@ func NewHandler(d Deps) (http.Handler, error) {
 		writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)
 	})
 
-	root.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
-	root.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
-	root.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
-	root.HandleFunc("/v1/openapi.json", s.openapi).Methods(http.MethodGet)
+	top := &routes{parent: root}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		top.Handle(m, "/healthz", s.healthz)
+		top.Handle(m, "/readyz", s.readyz)
+	}
+	top.Handle(http.MethodGet, "/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}).ServeHTTP)
+	top.Handle(http.MethodGet, "/v1/openapi.json", s.openapi)
 
-	s.mountProviders(root)
+	s.mountProviders(top)
 	v1 := root.PathPrefix("/v1").Subrouter()
 	v1.Use(s.authenticate)
-	api := &routes{parent: v1}
-	api.HandleFunc("/accounts/{accountId}", s.getAccount).Methods(http.MethodGet)
-	api.HandleFunc("/accounts/{accountId}", s.patchAccount).Methods(http.MethodPatch)
+	api := &routes{parent: v1, grouped: true}
+	api.Handle(http.MethodGet, "/accounts/{accountId}", s.getAccount)
+	api.Handle(http.MethodPatch, "/accounts/{accountId}", s.patchAccount)
 	s.mountMessaging(api)
 	s.mountEmail(api)
 	s.mountCron(api)
@@ -176,18 +181,48 @@ func NewHandler(d Deps) (http.Handler, error) {
 	return s.observe(s.guardBody(root)), nil
 }
 
-// routes registers the authenticated /v1 routes, each under a subrouter of
-// its first path segment (/emails, /messages, ...). gorilla/mux tries routes
-// one after the other, each a regular expression; grouped, a request is
-// tried against the families' prefixes and then its own family only, not
-// against every route registered before its own.
+// routes registers the API's routes by method and path. gorilla/mux
+// matches each path once: one route per path serves all of its methods
+// (byMethod), so a known path taken with another method is answered 405
+// with Allow. (Routes with method matchers lose that answer inside
+// subrouters: the subrouter's prefix, copied into every route, matches
+// and clears the mismatch recorded by a sibling, so mux answered 404.)
+//
+// Grouped, the routes of the authenticated /v1 subrouter sit in a
+// subrouter per first path segment (/emails, /messages, ...). mux tries
+// routes one after the other, each a regular expression; grouped, a
+// request is tried against the families' prefixes and then its own family
+// only, not against every route registered before its own.
 type routes struct {
 	parent   *mux.Router
+	grouped  bool
 	families map[string]*mux.Router
+	paths    map[string]*byMethod
 }
 
-// HandleFunc registers path, which begins with a literal segment.
-func (rt *routes) HandleFunc(path string, h func(http.ResponseWriter, *http.Request)) *mux.Route {
+// Handle registers h for method on path, which begins with a literal
+// segment.
+func (rt *routes) Handle(method, path string, h http.HandlerFunc) {
+	if rt.paths == nil {
+		rt.paths = map[string]*byMethod{}
+	}
+	if bm, ok := rt.paths[path]; ok {
+		bm.add(method, h)
+		return
+	}
+	bm := &byMethod{}
+	bm.add(method, h)
+	rt.paths[path] = bm
+	router, rest := rt.router(path)
+	router.Handle(rest, bm)
+}
+
+// router is the router path's route goes on, with the part of path it
+// matches.
+func (rt *routes) router(path string) (*mux.Router, string) {
+	if !rt.grouped {
+		return rt.parent, path
+	}
 	segment, rest := path, ""
 	if i := strings.IndexByte(path[1:], '/'); i >= 0 {
 		segment, rest = path[:i+1], path[i+1:]
@@ -200,7 +235,31 @@ func (rt *routes) HandleFunc(path string, h func(http.ResponseWriter, *http.Requ
 		}
 		rt.families[segment] = family
 	}
-	return family.HandleFunc(rest, h)
+	return family, rest
+}
+
+// byMethod serves one path: each method by its handler, any other with
+// 405 and the Allow header RFC 9110 asks for.
+type byMethod struct {
+	handlers map[string]http.Handler
+	allow    string
+}
+
+func (b *byMethod) add(method string, h http.Handler) {
+	if b.handlers == nil {
+		b.handlers = map[string]http.Handler{}
+	}
+	b.handlers[method] = h
+	b.allow = strings.Join(slices.Sorted(maps.Keys(b.handlers)), ", ")
+}
+
+func (b *byMethod) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, ok := b.handlers[r.Method]; ok {
+		h.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Allow", b.allow)
+	writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)
 }
 
 // writeJSONError answers a status that has no domain kind (405) in the

@@ -31,14 +31,14 @@ func (s *server) mountWebhooks(api *routes) {
 	if s.webhooks == nil {
 		return
 	}
-	api.HandleFunc("/accounts/{accountId}/webhook", s.getWebhook).Methods(http.MethodGet)
-	api.HandleFunc("/accounts/{accountId}/webhook", s.putWebhook).Methods(http.MethodPut)
-	api.HandleFunc("/accounts/{accountId}/webhook/rotate-secret", s.idempotentKeeping(s.rotateWebhookSecret, withoutSecret)).Methods(http.MethodPost)
-	api.HandleFunc("/accounts/{accountId}/webhook/test", s.idempotent(s.testWebhook)).Methods(http.MethodPost)
-	api.HandleFunc("/accounts/{accountId}/webhook/deliveries", s.listWebhookDeliveries).Methods(http.MethodGet)
-	api.HandleFunc("/accounts/{accountId}/webhook/deliveries/{deliveryId}/replay", s.idempotent(s.replayWebhookDelivery)).Methods(http.MethodPost)
-	api.HandleFunc("/messages/updates", s.messageUpdates).Methods(http.MethodGet)
-	api.HandleFunc("/messages/wa/whatsapp/incoming", s.idempotent(s.acknowledgeIncoming)).Methods(http.MethodPost)
+	api.Handle(http.MethodGet, "/accounts/{accountId}/webhook", s.getWebhook)
+	api.Handle(http.MethodPut, "/accounts/{accountId}/webhook", s.putWebhook)
+	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/rotate-secret", s.idempotentKeeping(s.rotateWebhookSecret, withoutSecret))
+	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/test", s.idempotent(s.testWebhook))
+	api.Handle(http.MethodGet, "/accounts/{accountId}/webhook/deliveries", s.listWebhookDeliveries)
+	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/deliveries/{deliveryId}/replay", s.idempotent(s.replayWebhookDelivery))
+	api.Handle(http.MethodGet, "/messages/updates", s.messageUpdates)
+	api.Handle(http.MethodPost, "/messages/wa/whatsapp/incoming", s.idempotent(s.acknowledgeIncoming))
 }
 
 // subscribable are the types a PUT may name; an endpoint without a list

@@ -332,14 +332,18 @@ func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service
 }
 
 // UpdateMessage saves status, failure and provider id.
+//
+// Inside a transaction the change is kept for the commit (rowbuffer.go) and
+// a message that does not exist is not reported: the use cases change
+// messages they have just read, which go only with their account.
 func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
-	if err := r.flushTable(ctx, "messages"); err != nil {
-		return err
+	change := statusChange{status: string(m.Status), failureCode: m.FailureCode, failureText: m.FailureText,
+		providerID: m.ProviderMessageID, updatedAt: m.UpdatedAt}
+	if r.tx != nil {
+		r.tx.keepStatus(m.ID, change)
+		return nil
 	}
-	res, err := r.write.NewUpdate().Model((*messageRow)(nil)).
-		Set("status = ?", string(m.Status)).Set("failure_code = ?", m.FailureCode).Set("failure_text = ?", m.FailureText).
-		Set("provider_message_id = ?", nullable(m.ProviderMessageID)).Set("updated_at = ?", m.UpdatedAt).
-		Where("id = ?", m.ID).Exec(ctx)
+	res, err := change.update(r.write, m.ID).Exec(ctx)
 	if err != nil {
 		return translate(err, "message")
 	}

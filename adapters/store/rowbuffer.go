@@ -107,21 +107,6 @@ func (r *Repos) flushRows(ctx context.Context) error {
 	return runWrites(ctx, r.takeRowWrites())
 }
 
-// flushTable writes the rows r's transaction kept for table alone. A write
-// to one table needs only that table's kept rows in place: no deferred
-// table references another (messages reference threads, which are written
-// at once). So a batch of status changes, each an UPDATE of messages and
-// an event, still writes its events with one INSERT at the commit.
-func (r *Repos) flushTable(ctx context.Context, table string) error {
-	if r.tx == nil || r.tx.rows[table] == nil {
-		return nil
-	}
-	if w := r.tx.rows[table].take(r.write); w != nil {
-		return runWrites(ctx, []*pendingWrite{w})
-	}
-	return nil
-}
-
 // takeRowWrites returns the statements that write the rows and thread
 // activity r's transaction kept, and forgets them.
 func (r *Repos) takeRowWrites() []*pendingWrite {
@@ -134,7 +119,8 @@ func (r *Repos) takeRowWrites() []*pendingWrite {
 			writes = append(writes, w)
 		}
 	}
-	return append(writes, r.takeTouchWrites()...)
+	writes = append(writes, r.takeTouchWrites()...)
+	return append(writes, r.takeStatusWrites()...)
 }
 
 // touchThread keeps a thread's newest activity time for the commit.
@@ -178,6 +164,84 @@ func (r *Repos) takeTouchWrites() []*pendingWrite {
 	return []*pendingWrite{{wrap: wrap, query: r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
 		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
 		pgdialect.Array(ids), pgdialect.Array(ats))}}
+}
+
+// Deferred status changes.
+//
+// A message's status change inside a transaction is kept like a new row:
+// the delivery workers' shared batches then write all their status changes
+// with one UPDATE at the commit, instead of a round trip each, and a batch
+// that only changed statuses and appended events runs as one query
+// (lazytx.go). A later change of the same message replaces the kept one.
+// The changes are written after the kept rows (a message inserted and
+// changed in one transaction exists by then), and a read inside the
+// transaction writes them first, as it writes kept rows.
+
+// statusChange is what UpdateMessage writes.
+type statusChange struct {
+	status, failureCode, failureText string
+	// providerID is empty for none (NULL).
+	providerID string
+	updatedAt  time.Time
+}
+
+// update is the UPDATE of one message.
+func (c statusChange) update(db bun.IDB, id string) *bun.UpdateQuery {
+	return db.NewUpdate().Model((*messageRow)(nil)).
+		Set("status = ?", c.status).Set("failure_code = ?", c.failureCode).Set("failure_text = ?", c.failureText).
+		Set("provider_message_id = ?", nullable(c.providerID)).Set("updated_at = ?", c.updatedAt).
+		Where("id = ?", id)
+}
+
+// keepStatus keeps a message's status change for the commit.
+func (t *txState) keepStatus(messageID string, c statusChange) {
+	if t.statuses == nil {
+		t.statuses = make(map[string]statusChange, max(1, t.units))
+	}
+	t.statuses[messageID] = c
+}
+
+// takeStatusWrites returns the statements that write the kept status
+// changes, and forgets them.
+func (r *Repos) takeStatusWrites() []*pendingWrite {
+	if r.tx == nil || len(r.tx.statuses) == 0 {
+		return nil
+	}
+	// In id order, so that concurrent batches lock the same messages in
+	// the same order.
+	ids := slices.Sorted(maps.Keys(r.tx.statuses))
+	changes := make([]statusChange, len(ids))
+	for i, id := range ids {
+		changes[i] = r.tx.statuses[id]
+	}
+	clear(r.tx.statuses)
+	wrap := func(err error) error { return translate(err, "message") }
+	if r.dialect != Postgres {
+		writes := make([]*pendingWrite, len(ids))
+		for i, id := range ids {
+			writes[i] = &pendingWrite{wrap: wrap, query: changes[i].update(r.write, id)}
+		}
+		return writes
+	}
+	columns := struct {
+		status, code, text, provider []string
+		at                           []time.Time
+	}{}
+	for _, c := range changes {
+		columns.status = append(columns.status, c.status)
+		columns.code = append(columns.code, c.failureCode)
+		columns.text = append(columns.text, c.failureText)
+		columns.provider = append(columns.provider, c.providerID)
+		columns.at = append(columns.at, c.updatedAt)
+	}
+	return []*pendingWrite{{wrap: wrap, query: r.write.NewRaw(`UPDATE messages AS m SET status = u.status,
+		failure_code = u.failure_code, failure_text = u.failure_text,
+		provider_message_id = NULLIF(u.provider_message_id, ''), updated_at = u.updated_at
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
+			AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
+		WHERE m.id = u.id`,
+		pgdialect.Array(ids), pgdialect.Array(columns.status), pgdialect.Array(columns.code),
+		pgdialect.Array(columns.text), pgdialect.Array(columns.provider), pgdialect.Array(columns.at))}}
 }
 
 // flushPending writes everything r's transaction kept for its commit: rows

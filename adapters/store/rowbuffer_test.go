@@ -308,9 +308,11 @@ func TestSendWritesAndLookupsInATransaction(t *testing.T) {
 	}
 }
 
-// A status change updates its message and appends an event: the UPDATE
-// writes the kept messages first, but not the kept events, so a batch of
-// status changes still writes its events with one INSERT.
+// A status change updates its message and appends an event: both are kept
+// for the commit, so a batch of status changes writes its events with one
+// INSERT and, on Postgres, its changes with one UPDATE, the two in one
+// query. A message inserted and changed in one transaction, or changed
+// twice, ends with its last change, and a read in the transaction sees it.
 func TestStatusChangesKeepTheirEventsForTheCommit(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {
@@ -345,6 +347,12 @@ func TestStatusChangesKeepTheirEventsForTheCommit(t *testing.T) {
 				require.NoError(t, err, "unit %d", i)
 			}
 			require.Len(t, log.containing(`INSERT INTO "events"`), 1, "one INSERT for the batch's events")
+			if dialect == store.Postgres {
+				updates := log.containing(`UPDATE messages`)
+				require.Len(t, updates, 1, "one UPDATE for the batch's status changes")
+				require.Contains(t, updates[0], `INSERT INTO "events"`, "the changes and the events go in one query")
+				require.Empty(t, log.containing("BEGIN"), "a batch of status changes begins no transaction")
+			}
 			events, err := db.Repos().EventsAfter(ctx, "acc_rows", "", 10)
 			require.NoError(t, err)
 			require.Len(t, events, 6)
@@ -352,7 +360,40 @@ func TestStatusChangesKeepTheirEventsForTheCommit(t *testing.T) {
 				got, err := db.Repos().MessageByID(ctx, message(i).ID)
 				require.NoError(t, err)
 				require.Equal(t, messaging.Sent, got.Status)
+				require.True(t, got.UpdatedAt.Equal(now.Add(time.Second)), "updated at %v", got.UpdatedAt)
 			}
+
+			// Inserted, changed twice and read back in one transaction.
+			err = db.Transact(ctx, func(ctx context.Context, r *store.Repos) error {
+				m := message(6)
+				if err := r.InsertMessage(ctx, m); err != nil {
+					return err
+				}
+				m.Status, m.ProviderMessageID, m.UpdatedAt = messaging.Sent, "wamid.6", now.Add(time.Second)
+				if err := r.UpdateMessage(ctx, m); err != nil {
+					return err
+				}
+				m.Status, m.FailureCode, m.FailureText, m.UpdatedAt = messaging.Failed, "rejected", "it's \"refused\"; {x,y}", now.Add(2*time.Second)
+				if err := r.UpdateMessage(ctx, m); err != nil {
+					return err
+				}
+				got, err := r.MessageByID(ctx, m.ID)
+				require.NoError(t, err)
+				require.Equal(t, messaging.Failed, got.Status, "a read in the transaction sees its change")
+				return nil
+			})
+			require.NoError(t, err)
+			got, err := db.Repos().MessageByID(ctx, message(6).ID)
+			require.NoError(t, err)
+			require.Equal(t, messaging.Failed, got.Status)
+			require.Equal(t, "rejected", got.FailureCode)
+			require.Equal(t, "it's \"refused\"; {x,y}", got.FailureText)
+			require.Equal(t, "wamid.6", got.ProviderMessageID)
+			require.True(t, got.UpdatedAt.Equal(now.Add(2*time.Second)), "updated at %v", got.UpdatedAt)
+
+			// Outside a transaction a missing message is reported.
+			gone := message(7)
+			require.True(t, failure.Is(db.Repos().UpdateMessage(ctx, gone), failure.KindNotFound))
 		})
 	}
 }

@@ -402,23 +402,47 @@ func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := d.Message
-	data := map[string]any{
-		"chat_id": d.Thread.ID, "chat_name": d.Thread.Name, "participants": addresses(d.Participants),
-		"account_id": m.AccountID, "message_id": m.ID, "to": m.To, "from": m.From, "body": body(m),
-		"status": string(m.Status), "date_created": timestamp(m.CreatedAt), "direction": string(m.Direction),
-		"attachment_uri": m.Content.MediaURL, "thread_id": m.ThreadID, "service": string(m.Service),
-		"message_type": string(m.Content.Kind), "error_code": m.FailureCode, "error_message": m.FailureText,
-		"date_updated": timestamp(m.UpdatedAt),
+	data := messageDetailsBody{
+		AccountID: m.AccountID, AttachmentURI: m.Content.MediaURL, Body: body(m), ChatID: d.Thread.ID, ChatName: d.Thread.Name,
+		DateCreated: timestamp(m.CreatedAt), DateUpdated: timestamp(m.UpdatedAt), Direction: string(m.Direction),
+		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText, From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind),
+		Participants: addresses(d.Participants), Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, To: m.To,
 	}
 	// Existing clients read the fields at the top level too; status there
 	// stays the envelope's.
-	out := map[string]any{}
-	for k, v := range data {
-		out[k] = v
-	}
-	out["status"] = "success"
-	out["data"] = data
-	writeJSON(w, http.StatusOK, out)
+	top := data
+	top.Status = "success"
+	writeJSON(w, http.StatusOK, messageDetailsResponse{messageDetailsBody: top, Data: data})
+}
+
+// messageDetailsBody is a message as get-details shows it; its fields are
+// in name order, as the response always had them.
+type messageDetailsBody struct {
+	AccountID     string   `json:"account_id"`
+	AttachmentURI string   `json:"attachment_uri"`
+	Body          string   `json:"body"`
+	ChatID        string   `json:"chat_id"`
+	ChatName      string   `json:"chat_name"`
+	DateCreated   string   `json:"date_created"`
+	DateUpdated   string   `json:"date_updated"`
+	Direction     string   `json:"direction"`
+	ErrorCode     string   `json:"error_code"`
+	ErrorMessage  string   `json:"error_message"`
+	From          string   `json:"from"`
+	MessageID     string   `json:"message_id"`
+	MessageType   string   `json:"message_type"`
+	Participants  []string `json:"participants"`
+	Service       string   `json:"service"`
+	Status        string   `json:"status"`
+	ThreadID      string   `json:"thread_id"`
+	To            string   `json:"to"`
+}
+
+// messageDetailsResponse is the message's fields at the top level, with
+// the envelope's status, and again under data.
+type messageDetailsResponse struct {
+	messageDetailsBody
+	Data messageDetailsBody `json:"data"`
 }
 
 func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
@@ -516,16 +540,46 @@ func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	items := make([]map[string]any, len(msgs))
+	items := make([]recentMessageBody, len(msgs))
 	for i, m := range msgs {
-		items[i] = map[string]any{
-			"message_id": m.ID, "thread_id": m.ThreadID, "content": body(m), "body": body(m), "from": m.From, "to": m.To,
-			"sender_number": m.From, "sender_name": senderName(m), "service": string(m.Service), "status": string(m.Status),
-			"direction": string(m.Direction), "date_sent": timestamp(m.CreatedAt), "timestamp": timestamp(m.CreatedAt),
-			"attachment_uri": m.Content.MediaURL, "message_type": string(m.Content.Kind),
+		created := timestamp(m.CreatedAt)
+		items[i] = recentMessageBody{
+			AttachmentURI: m.Content.MediaURL, Body: body(m), Content: body(m), DateSent: created, Direction: string(m.Direction),
+			From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind), SenderName: senderName(m), SenderNumber: m.From,
+			Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, Timestamp: created, To: m.To,
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "thread_id": vars["threadId"], "account_id": vars["accountId"], "messages": items})
+	writeJSON(w, http.StatusOK, recentMessagesResponse{AccountID: vars["accountId"], Data: items, Messages: items, Status: "success", ThreadID: vars["threadId"]})
+}
+
+// recentMessageBody is a message as get-recent lists it; its fields are in
+// name order, as the response always had them.
+type recentMessageBody struct {
+	AttachmentURI string `json:"attachment_uri"`
+	Body          string `json:"body"`
+	Content       string `json:"content"`
+	DateSent      string `json:"date_sent"`
+	Direction     string `json:"direction"`
+	From          string `json:"from"`
+	MessageID     string `json:"message_id"`
+	MessageType   string `json:"message_type"`
+	SenderName    string `json:"sender_name"`
+	SenderNumber  string `json:"sender_number"`
+	Service       string `json:"service"`
+	Status        string `json:"status"`
+	ThreadID      string `json:"thread_id"`
+	Timestamp     string `json:"timestamp"`
+	To            string `json:"to"`
+}
+
+// recentMessagesResponse lists the messages under data and, for existing
+// clients, again under messages.
+type recentMessagesResponse struct {
+	AccountID string              `json:"account_id"`
+	Data      []recentMessageBody `json:"data"`
+	Messages  []recentMessageBody `json:"messages"`
+	Status    string              `json:"status"`
+	ThreadID  string              `json:"thread_id"`
 }
 
 func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {

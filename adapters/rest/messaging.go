@@ -372,18 +372,37 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
 // body is the text a message shows: its text or caption.
 func body(m domain.Message) string { return m.Content.Summary() }
 
-func individualResult(m domain.Message) map[string]any {
-	return map[string]any{
-		"to": m.To, "from": m.From, "body": body(m), "status": string(m.Status), "date_created": timestamp(m.CreatedAt),
-		"message_id": m.ID, "thread_id": m.ThreadID,
-	}
+// individualResult answers a send to a user; the fields are in name order,
+// as the response always had them.
+func individualResult(m domain.Message) individualSendBody {
+	return individualSendBody{Body: body(m), DateCreated: timestamp(m.CreatedAt), From: m.From, MessageID: m.ID,
+		Status: string(m.Status), ThreadID: m.ThreadID, To: m.To}
 }
 
-func groupResult(m domain.Message) map[string]any {
-	return map[string]any{
-		"chat_group_id": m.ThreadID, "from": m.From, "body": body(m), "status": string(m.Status), "date_created": timestamp(m.CreatedAt),
-		"thread_id": m.ThreadID, "message_id": m.ID,
-	}
+type individualSendBody struct {
+	Body        string `json:"body"`
+	DateCreated string `json:"date_created"`
+	From        string `json:"from"`
+	MessageID   string `json:"message_id"`
+	Status      string `json:"status"`
+	ThreadID    string `json:"thread_id"`
+	To          string `json:"to"`
+}
+
+// groupResult answers a send to a group, its fields in name order.
+func groupResult(m domain.Message) groupSendBody {
+	return groupSendBody{Body: body(m), ChatGroupID: m.ThreadID, DateCreated: timestamp(m.CreatedAt), From: m.From,
+		MessageID: m.ID, Status: string(m.Status), ThreadID: m.ThreadID}
+}
+
+type groupSendBody struct {
+	Body        string `json:"body"`
+	ChatGroupID string `json:"chat_group_id"`
+	DateCreated string `json:"date_created"`
+	From        string `json:"from"`
+	MessageID   string `json:"message_id"`
+	Status      string `json:"status"`
+	ThreadID    string `json:"thread_id"`
 }
 
 func addresses(parts []domain.Participant) []string {

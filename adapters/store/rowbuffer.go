@@ -59,12 +59,16 @@ func (d *deferredRows[T]) take(db bun.IDB) *pendingWrite {
 
 // pendingWrite is one statement writing what a transaction kept.
 type pendingWrite struct {
-	query interface {
-		bun.Query
-		Exec(ctx context.Context, dest ...any) (sql.Result, error)
-	}
+	query keptQuery
 	// wrap explains the statement's error.
 	wrap func(error) error
+}
+
+// keptQuery is a statement that writes what a transaction kept: rendered
+// into a batch's one query (lazytx.go) or run.
+type keptQuery interface {
+	bun.Query
+	Exec(ctx context.Context, dest ...any) (sql.Result, error)
 }
 
 // runWrites runs writes one by one.
@@ -141,29 +145,45 @@ func (r *Repos) flushTouches(ctx context.Context) error {
 // takeTouchWrites returns the statements that write the kept thread
 // activity, and forgets it.
 func (r *Repos) takeTouchWrites() []*pendingWrite {
-	if r.tx == nil || len(r.tx.touches) == 0 {
+	if r.tx == nil {
 		return nil
 	}
-	// In id order, so that concurrent batches touching the same threads
-	// lock them in the same order.
-	ids := slices.Sorted(maps.Keys(r.tx.touches))
-	ats := make([]time.Time, len(ids))
-	for i, id := range ids {
-		ats[i] = r.tx.touches[id]
+	return takeKeyedUpdates(r, r.tx.touches, "thread",
+		func(id string, at time.Time) keptQuery {
+			return r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", id)
+		},
+		func(ids []string, ats []time.Time) keptQuery {
+			return r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
+		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
+				pgdialect.Array(ids), pgdialect.Array(ats))
+		})
+}
+
+// takeKeyedUpdates returns the statements that write kept, changes of rows
+// by id, and forgets them: on Postgres one statement for all (together),
+// elsewhere one per row (single). The rows go in id order, so that
+// concurrent batches changing the same rows lock them in the same order.
+func takeKeyedUpdates[V any](r *Repos, kept map[string]V, noun string,
+	single func(id string, v V) keptQuery, together func(ids []string, vs []V) keptQuery,
+) []*pendingWrite {
+	if len(kept) == 0 {
+		return nil
 	}
-	clear(r.tx.touches)
-	wrap := func(err error) error { return translate(err, "thread") }
+	ids := slices.Sorted(maps.Keys(kept))
+	vs := make([]V, len(ids))
+	for i, id := range ids {
+		vs[i] = kept[id]
+	}
+	clear(kept)
+	wrap := func(err error) error { return translate(err, noun) }
 	if r.dialect != Postgres {
 		writes := make([]*pendingWrite, len(ids))
 		for i, id := range ids {
-			writes[i] = &pendingWrite{wrap: wrap,
-				query: r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", ats[i]).Set("updated_at = ?", ats[i]).Where("id = ?", id)}
+			writes[i] = &pendingWrite{wrap: wrap, query: single(id, vs[i])}
 		}
 		return writes
 	}
-	return []*pendingWrite{{wrap: wrap, query: r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
-		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
-		pgdialect.Array(ids), pgdialect.Array(ats))}}
+	return []*pendingWrite{{wrap: wrap, query: together(ids, vs)}}
 }
 
 // Deferred status changes.
@@ -204,44 +224,27 @@ func (t *txState) keepStatus(messageID string, c statusChange) {
 // takeStatusWrites returns the statements that write the kept status
 // changes, and forgets them.
 func (r *Repos) takeStatusWrites() []*pendingWrite {
-	if r.tx == nil || len(r.tx.statuses) == 0 {
+	if r.tx == nil {
 		return nil
 	}
-	// In id order, so that concurrent batches lock the same messages in
-	// the same order.
-	ids := slices.Sorted(maps.Keys(r.tx.statuses))
-	changes := make([]statusChange, len(ids))
-	for i, id := range ids {
-		changes[i] = r.tx.statuses[id]
-	}
-	clear(r.tx.statuses)
-	wrap := func(err error) error { return translate(err, "message") }
-	if r.dialect != Postgres {
-		writes := make([]*pendingWrite, len(ids))
-		for i, id := range ids {
-			writes[i] = &pendingWrite{wrap: wrap, query: changes[i].update(r.write, id)}
-		}
-		return writes
-	}
-	columns := struct {
-		status, code, text, provider []string
-		at                           []time.Time
-	}{}
-	for _, c := range changes {
-		columns.status = append(columns.status, c.status)
-		columns.code = append(columns.code, c.failureCode)
-		columns.text = append(columns.text, c.failureText)
-		columns.provider = append(columns.provider, c.providerID)
-		columns.at = append(columns.at, c.updatedAt)
-	}
-	return []*pendingWrite{{wrap: wrap, query: r.write.NewRaw(`UPDATE messages AS m SET status = u.status,
+	return takeKeyedUpdates(r, r.tx.statuses, "message",
+		func(id string, c statusChange) keptQuery { return c.update(r.write, id) },
+		func(ids []string, changes []statusChange) keptQuery {
+			var status, code, text, provider []string
+			var at []time.Time
+			for _, c := range changes {
+				status, code, text = append(status, c.status), append(code, c.failureCode), append(text, c.failureText)
+				provider, at = append(provider, c.providerID), append(at, c.updatedAt)
+			}
+			return r.write.NewRaw(`UPDATE messages AS m SET status = u.status,
 		failure_code = u.failure_code, failure_text = u.failure_text,
 		provider_message_id = NULLIF(u.provider_message_id, ''), updated_at = u.updated_at
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
 			AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
 		WHERE m.id = u.id`,
-		pgdialect.Array(ids), pgdialect.Array(columns.status), pgdialect.Array(columns.code),
-		pgdialect.Array(columns.text), pgdialect.Array(columns.provider), pgdialect.Array(columns.at))}}
+				pgdialect.Array(ids), pgdialect.Array(status), pgdialect.Array(code),
+				pgdialect.Array(text), pgdialect.Array(provider), pgdialect.Array(at))
+		})
 }
 
 // flushPending writes everything r's transaction kept for its commit: rows

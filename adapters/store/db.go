@@ -286,8 +286,10 @@ type txState struct {
 	tables []string
 	// touches are threads' newest outbound activity, by thread id.
 	touches map[string]time.Time
-	// statuses are messages' status changes, by message id (rowbuffer.go).
-	statuses map[string]statusChange
+	// statuses are messages' status changes, by message id, and
+	// deliveries emails' delivery outcomes, by email id (rowbuffer.go).
+	statuses   map[string]statusChange
+	deliveries map[string]emailDelivery
 	// numbers and endpoints are lookups kept for the transaction's later
 	// calls (NumberByAddress, WebhookEndpoint).
 	numbers   map[string]lookup[account.Number]

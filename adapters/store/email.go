@@ -146,17 +146,14 @@ func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
 }
 
 // UpdateEmailDelivery saves the delivery outcome of a still-queued email.
-func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) (bool, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return false, err
+// Inside a transaction the outcome is kept for the commit (rowbuffer.go):
+// the delivery workers' shared batches write theirs with one UPDATE.
+func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
+	d := emailDelivery{status: string(e.Status), reply: e.Reply, failureCode: e.FailureCode, attempts: e.Attempts, sentAt: e.SentAt, updatedAt: e.UpdatedAt}
+	if r.tx != nil {
+		keepByID(&r.tx.deliveries, r.tx.units, e.ID, d)
+		return nil
 	}
-	res, err := r.write.NewUpdate().Model((*emailRow)(nil)).
-		Set("status = ?", string(e.Status)).Set("reply = ?", e.Reply).Set("failure_code = ?", e.FailureCode).
-		Set("attempts = ?", e.Attempts).Set("sent_at = ?", e.SentAt).Set("updated_at = ?", e.UpdatedAt).
-		Where("id = ?", e.ID).Where("status = ?", string(email.Queued)).Exec(ctx)
-	if err != nil {
-		return false, translate(err, "email")
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	_, err := d.update(r.write, e.ID).Exec(ctx)
+	return translate(err, "email")
 }

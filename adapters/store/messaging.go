@@ -340,7 +340,7 @@ func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
 	change := statusChange{status: string(m.Status), failureCode: m.FailureCode, failureText: m.FailureText,
 		providerID: m.ProviderMessageID, updatedAt: m.UpdatedAt}
 	if r.tx != nil {
-		r.tx.keepStatus(m.ID, change)
+		keepByID(&r.tx.statuses, r.tx.units, m.ID, change)
 		return nil
 	}
 	res, err := change.update(r.write, m.ID).Exec(ctx)

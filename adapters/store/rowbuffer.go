@@ -10,6 +10,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
 // Deferred inserts.
@@ -124,7 +126,8 @@ func (r *Repos) takeRowWrites() []*pendingWrite {
 		}
 	}
 	writes = append(writes, r.takeTouchWrites()...)
-	return append(writes, r.takeStatusWrites()...)
+	writes = append(writes, r.takeStatusWrites()...)
+	return append(writes, r.takeDeliveryWrites()...)
 }
 
 // touchThread keeps a thread's newest activity time for the commit.
@@ -213,12 +216,13 @@ func (c statusChange) update(db bun.IDB, id string) *bun.UpdateQuery {
 		Where("id = ?", id)
 }
 
-// keepStatus keeps a message's status change for the commit.
-func (t *txState) keepStatus(messageID string, c statusChange) {
-	if t.statuses == nil {
-		t.statuses = make(map[string]statusChange, max(1, t.units))
+// keepByID keeps v, the newest change of row id, in *kept, made for the
+// transaction's units on first use.
+func keepByID[V any](kept *map[string]V, units int, id string, v V) {
+	if *kept == nil {
+		*kept = make(map[string]V, max(1, units))
 	}
-	t.statuses[messageID] = c
+	(*kept)[id] = v
 }
 
 // takeStatusWrites returns the statements that write the kept status
@@ -244,6 +248,55 @@ func (r *Repos) takeStatusWrites() []*pendingWrite {
 		WHERE m.id = u.id`,
 				pgdialect.Array(ids), pgdialect.Array(status), pgdialect.Array(code),
 				pgdialect.Array(text), pgdialect.Array(provider), pgdialect.Array(at))
+		})
+}
+
+// emailDelivery is what UpdateEmailDelivery writes: kept in a transaction
+// like a message's status change, and written only to a queued email.
+type emailDelivery struct {
+	status, reply, failureCode string
+	attempts                   int
+	sentAt                     *time.Time
+	updatedAt                  time.Time
+}
+
+// update is the UPDATE of one email.
+func (d emailDelivery) update(db bun.IDB, id string) *bun.UpdateQuery {
+	return db.NewUpdate().Model((*emailRow)(nil)).
+		Set("status = ?", d.status).Set("reply = ?", d.reply).Set("failure_code = ?", d.failureCode).
+		Set("attempts = ?", d.attempts).Set("sent_at = ?", d.sentAt).Set("updated_at = ?", d.updatedAt).
+		Where("id = ?", id).Where("status = ?", string(email.Queued))
+}
+
+// takeDeliveryWrites returns the statements that write the kept delivery
+// outcomes, and forgets them.
+func (r *Repos) takeDeliveryWrites() []*pendingWrite {
+	if r.tx == nil {
+		return nil
+	}
+	return takeKeyedUpdates(r, r.tx.deliveries, "email",
+		func(id string, d emailDelivery) keptQuery { return d.update(r.write, id) },
+		func(ids []string, ds []emailDelivery) keptQuery {
+			var status, reply, code, sentAt []string
+			var attempts []int
+			var updatedAt []time.Time
+			for _, d := range ds {
+				status, reply, code = append(status, d.status), append(reply, d.reply), append(code, d.failureCode)
+				attempts, updatedAt = append(attempts, d.attempts), append(updatedAt, d.updatedAt)
+				at := "" // NULL
+				if d.sentAt != nil {
+					at = d.sentAt.UTC().Format(time.RFC3339Nano)
+				}
+				sentAt = append(sentAt, at)
+			}
+			return r.write.NewRaw(`UPDATE emails AS e SET status = u.status, reply = u.reply,
+		failure_code = u.failure_code, attempts = u.attempts,
+		sent_at = NULLIF(u.sent_at, '')::timestamptz, updated_at = u.updated_at
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::timestamptz[])
+			AS u(id, status, reply, failure_code, attempts, sent_at, updated_at)
+		WHERE e.id = u.id AND e.status = ?`,
+				pgdialect.Array(ids), pgdialect.Array(status), pgdialect.Array(reply), pgdialect.Array(code),
+				pgdialect.Array(attempts), pgdialect.Array(sentAt), pgdialect.Array(updatedAt), string(email.Queued))
 		})
 }
 

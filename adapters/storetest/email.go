@@ -133,33 +133,44 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		s := open(t)
 		ctx := context.Background()
 		a := owner(t, s, "A")
-		e := newEmail(a.ID)
-		require.NoError(t, s.Email.Repos().InsertEmail(ctx, e))
+		for _, inTx := range []bool{false, true} {
+			// In a transaction the update may be kept for the commit: the
+			// outcome must be the same.
+			update := func(e email.Email) {
+				t.Helper()
+				if !inTx {
+					require.NoError(t, s.Email.Repos().UpdateEmailDelivery(ctx, e))
+					return
+				}
+				require.NoError(t, s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
+					return r.UpdateEmailDelivery(ctx, e)
+				}))
+			}
+			e := newEmail(a.ID)
+			require.NoError(t, s.Email.Repos().InsertEmail(ctx, e))
 
-		retry := e
-		retry.Reply, retry.Attempts, retry.UpdatedAt = "451 4.7.1 try later", 1, at.Add(time.Second)
-		ok, err := s.Email.Repos().UpdateEmailDelivery(ctx, retry)
-		require.NoError(t, err)
-		require.True(t, ok)
+			retry := e
+			retry.Reply, retry.Attempts, retry.UpdatedAt = "451 4.7.1 try later", 1, at.Add(time.Second)
+			update(retry)
+			got, err := s.Email.Repos().Email(ctx, a.ID, e.ID)
+			require.NoError(t, err)
+			require.Equal(t, retry, got)
 
-		sentAt := at.Add(time.Minute)
-		sent := retry
-		sent.Status, sent.Reply, sent.Attempts, sent.SentAt, sent.UpdatedAt = email.Sent, "250 2.0.0 Ok", 2, &sentAt, sentAt
-		ok, err = s.Email.Repos().UpdateEmailDelivery(ctx, sent)
-		require.NoError(t, err)
-		require.True(t, ok)
-		got, err := s.Email.Repos().Email(ctx, a.ID, e.ID)
-		require.NoError(t, err)
-		require.Equal(t, sent, got)
+			sentAt := at.Add(time.Minute)
+			sent := retry
+			sent.Status, sent.Reply, sent.Attempts, sent.SentAt, sent.UpdatedAt = email.Sent, "250 2.0.0 Ok", 2, &sentAt, sentAt
+			update(sent)
+			got, err = s.Email.Repos().Email(ctx, a.ID, e.ID)
+			require.NoError(t, err)
+			require.Equal(t, sent, got)
 
-		late := sent
-		late.Status, late.FailureCode, late.SentAt = email.Failed, "rejected", nil
-		ok, err = s.Email.Repos().UpdateEmailDelivery(ctx, late)
-		require.NoError(t, err)
-		require.False(t, ok, "a sent email is final")
-		got, err = s.Email.Repos().Email(ctx, a.ID, e.ID)
-		require.NoError(t, err)
-		require.Equal(t, sent, got)
+			late := sent
+			late.Status, late.FailureCode, late.SentAt = email.Failed, "rejected", nil
+			update(late)
+			got, err = s.Email.Repos().Email(ctx, a.ID, e.ID)
+			require.NoError(t, err)
+			require.Equal(t, sent, got, "a sent email is final (in a transaction: %v)", inTx)
+		}
 	})
 
 	t.Run("SendRollsBackWithItsJob", func(t *testing.T) {

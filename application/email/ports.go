@@ -30,9 +30,10 @@ type Repos interface {
 	// EmailByID reads an email without account scoping, for delivery.
 	EmailByID(ctx context.Context, id string) (email.Email, error)
 	// UpdateEmailDelivery saves an email's status, reply, failure code,
-	// attempts and sent time, only while the stored email is still queued;
-	// it reports whether it did.
-	UpdateEmailDelivery(ctx context.Context, e email.Email) (bool, error)
+	// attempts and sent time, only while the stored email is still queued:
+	// an email already sent or failed is left as it is. Inside a
+	// transaction the store may write it at the commit.
+	UpdateEmailDelivery(ctx context.Context, e email.Email) error
 
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
 }

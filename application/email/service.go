@@ -229,15 +229,19 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts})
 		return err
 	}
-	if shared, ok := s.store.(SharedTransactor); ok {
-		err = shared.TransactShared(ctx, queue)
-	} else {
-		err = s.store.Transact(ctx, queue)
-	}
-	if err != nil {
+	if err := s.transactShared(ctx, queue); err != nil {
 		return email.Email{}, err
 	}
 	return e, nil
+}
+
+// transactShared runs fn in a transaction shared with concurrent callers
+// when the store offers them (see SharedTransactor), in its own otherwise.
+func (s *Service) transactShared(ctx context.Context, fn func(ctx context.Context, r Repos) error) error {
+	if shared, ok := s.store.(SharedTransactor); ok {
+		return shared.TransactShared(ctx, fn)
+	}
+	return s.store.Transact(ctx, fn)
 }
 
 // maxOwners bounds the address cache.
@@ -310,8 +314,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err == nil {
 		at := s.now()
 		e.Status, e.Reply, e.FailureCode, e.SentAt, e.UpdatedAt = email.Sent, receipt.Reply, "", &at, at
-		_, err := r.UpdateEmailDelivery(ctx, e)
-		return err
+		return s.transactShared(ctx, func(ctx context.Context, r Repos) error { return r.UpdateEmailDelivery(ctx, e) })
 	}
 
 	var (
@@ -334,7 +337,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	// A 4xx or a connection failure: keep the email queued, note why, and
 	// retry with the kind's back-off.
 	e.Reply, e.UpdatedAt = replyOf(err), s.now()
-	if _, uerr := r.UpdateEmailDelivery(ctx, e); uerr != nil {
+	if uerr := r.UpdateEmailDelivery(ctx, e); uerr != nil {
 		return errors.Join(err, uerr)
 	}
 	return err
@@ -352,7 +355,7 @@ func replyOf(err error) string {
 // fail marks the email failed with the reply, and stops the job.
 func (s *Service) fail(ctx context.Context, r Repos, e email.Email, code, reply string, cause error) error {
 	e.Status, e.FailureCode, e.Reply, e.UpdatedAt = email.Failed, code, reply, s.now()
-	if _, err := r.UpdateEmailDelivery(ctx, e); err != nil {
+	if err := r.UpdateEmailDelivery(ctx, e); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)

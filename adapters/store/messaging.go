@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -429,6 +431,26 @@ func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessa
 type messageInThreadRow struct {
 	messageRow
 	Thread threadRow `bun:"embed:t_"`
+	// Participants is the thread's participants as a JSON array of
+	// [address, name, admin, is_agent] arrays.
+	Participants string `bun:"participants"`
+}
+
+// participants decodes the aggregated participants. Booleans come as JSON
+// booleans from Postgres and as 0 and 1 from SQLite.
+func (row messageInThreadRow) participants() ([]messaging.Participant, error) {
+	var tuples [][4]any
+	if err := json.Unmarshal([]byte(row.Participants), &tuples); err != nil {
+		return nil, fmt.Errorf("participants of thread %s: %w", row.Thread.ID, err)
+	}
+	truth := func(v any) bool { b, isBool := v.(bool); n, _ := v.(float64); return b || (!isBool && n != 0) }
+	out := make([]messaging.Participant, len(tuples))
+	for i, t := range tuples {
+		address, _ := t[0].(string)
+		name, _ := t[1].(string)
+		out[i] = messaging.Participant{Address: address, Name: name, Admin: truth(t[2]), IsAgent: truth(t[3])}
+	}
+	return out, nil
 }
 
 // columnsOf qualifies columns (a "a, b" list) with alias, each named
@@ -445,9 +467,22 @@ func columnsOf(columns, alias, prefix string) string {
 	return strings.Join(cols, ", ")
 }
 
-// messageInThreadQuery reads a message of an account with its thread.
-var messageInThreadQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ", " + columnsOf(threadColumns, "t", "t_") +
-	" FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND m.account_id = $2"
+// messageDetailsQuery reads a message of an account with its thread and,
+// aggregated as JSON in the order Participants gives, the thread's
+// participants: one round trip for a message's details.
+func messageDetailsQuery(dialect Dialect) string {
+	participants := `(SELECT COALESCE(json_agg(json_build_array(p.address, p.name, p.admin, p.is_agent) ORDER BY p.is_agent DESC, p.address), '[]')::text
+		FROM thread_participants p WHERE p.thread_id = t.id)`
+	if dialect != Postgres {
+		participants = `(SELECT COALESCE(json_group_array(json_array(p.address, p.name, p.admin, p.is_agent)), '[]')
+		FROM (SELECT address, name, admin, is_agent FROM thread_participants WHERE thread_id = t.id ORDER BY is_agent DESC, address) p)`
+	}
+	return "SELECT " + columnsOf(messageColumns, "m", "") + ", " + columnsOf(threadColumns, "t", "t_") + ", " + participants + ` AS participants
+	FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = $1 AND m.account_id = $2`
+}
+
+// messageDetailsQueries are messageDetailsQuery's text per dialect.
+var messageDetailsQueries = map[Dialect]string{Postgres: messageDetailsQuery(Postgres), SQLite: messageDetailsQuery(SQLite)}
 
 // messagesToDeliverQuery reads messages with their thread's type and their
 // sending number (MessagesToDeliver).
@@ -456,14 +491,19 @@ var messagesToDeliverQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ",
 	LEFT JOIN numbers n ON n.service = m.service AND n.number = m.from_address
 	WHERE m.id IN (?)`
 
-// MessageInThread reads a message of an account and its thread in one query.
-func (r *Repos) MessageInThread(ctx context.Context, accountID, id string) (messaging.Message, messaging.Thread, error) {
+// MessageDetails reads a message of an account, its thread and the
+// thread's participants in one query.
+func (r *Repos) MessageDetails(ctx context.Context, accountID, id string) (appmessaging.MessageDetails, error) {
 	if err := r.flushRows(ctx); err != nil {
-		return messaging.Message{}, messaging.Thread{}, err
+		return appmessaging.MessageDetails{}, err
 	}
 	var row messageInThreadRow
-	if err := r.selectOne(ctx, &row, messageInThreadQuery, id, accountID); err != nil {
-		return messaging.Message{}, messaging.Thread{}, translate(err, "message")
+	if err := r.selectOne(ctx, &row, messageDetailsQueries[r.dialect], id, accountID); err != nil {
+		return appmessaging.MessageDetails{}, translate(err, "message")
 	}
-	return row.messageRow.domain(), row.Thread.domain(), nil
+	parts, err := row.participants()
+	if err != nil {
+		return appmessaging.MessageDetails{}, err
+	}
+	return appmessaging.MessageDetails{Message: row.messageRow.domain(), Thread: row.Thread.domain(), Participants: parts}, nil
 }

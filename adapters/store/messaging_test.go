@@ -28,7 +28,12 @@ func TestMessagesToDeliver(t *testing.T) {
 			individual := messaging.Thread{ID: "thr_dlv1", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual, AgentNumber: n.Number, Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
 			group := messaging.Thread{ID: "thr_dlv2", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Group, AgentNumber: n.Number, Name: "team", CreatedAt: now, UpdatedAt: now}
 			require.NoError(t, r.InsertThread(ctx, individual, nil))
-			require.NoError(t, r.InsertThread(ctx, group, nil))
+			members := []messaging.Participant{
+				{Address: "+15550009999", Name: `Zoë "Z" O'Neil`, Admin: true},
+				{Address: n.Number, IsAgent: true},
+				{Address: "+15550001234", Name: "Al"},
+			}
+			require.NoError(t, r.InsertThread(ctx, group, members))
 			msg := func(id, thread, from string) messaging.Message {
 				return messaging.Message{ID: id, AccountID: "acc_rows", ThreadID: thread, Service: account.Telegram, Direction: messaging.OutboundAPI,
 					From: from, To: "+15550004444", Content: messaging.Content{Kind: messaging.KindText, Text: id}, Status: messaging.Queued, CreatedAt: now, UpdatedAt: now}
@@ -56,13 +61,25 @@ func TestMessagesToDeliver(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, none)
 
-			// The read paths: a message with its thread in one query, and a
-			// thread's recent messages, both only for the owning account.
-			m, th, err := r.MessageInThread(ctx, "acc_rows", "msg_d2")
+			// The read paths: a message with its thread and participants in
+			// one query, and a thread's recent messages, both only for the
+			// owning account.
+			d, err := r.MessageDetails(ctx, "acc_rows", "msg_d2")
 			require.NoError(t, err)
-			require.Equal(t, msg("msg_d2", group.ID, n.Number), m)
-			require.Equal(t, group, th)
-			_, _, err = r.MessageInThread(ctx, "acc_other", "msg_d2")
+			require.Equal(t, msg("msg_d2", group.ID, n.Number), d.Message)
+			require.Equal(t, group, d.Thread)
+			parts, err := r.Participants(ctx, group.ID)
+			require.NoError(t, err)
+			require.Len(t, parts, 3)
+			require.Equal(t, parts, d.Participants, "the same participants, in the same order, as Participants reads")
+			require.True(t, d.Participants[0].IsAgent, "the agent first")
+			require.Equal(t, `Zoë "Z" O'Neil`, d.Participants[2].Name)
+			require.True(t, d.Participants[2].Admin)
+			d, err = r.MessageDetails(ctx, "acc_rows", "msg_d1")
+			require.NoError(t, err)
+			require.Equal(t, individual, d.Thread)
+			require.Empty(t, d.Participants, "a thread without participants")
+			_, err = r.MessageDetails(ctx, "acc_other", "msg_d2")
 			require.True(t, failure.Is(err, failure.KindNotFound), "another account's message: %v", err)
 			recent, err := r.RecentMessages(ctx, "acc_rows", individual.ID, 5)
 			require.NoError(t, err)

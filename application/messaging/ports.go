@@ -46,8 +46,9 @@ type Repos interface {
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// MessageByID reads a message without account scoping, for delivery.
 	MessageByID(ctx context.Context, id string) (messaging.Message, error)
-	// MessageInThread reads a message of the account and its thread.
-	MessageInThread(ctx context.Context, accountID, id string) (messaging.Message, messaging.Thread, error)
+	// MessageDetails reads a message of the account, its thread and the
+	// thread's participants.
+	MessageDetails(ctx context.Context, accountID, id string) (MessageDetails, error)
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
 	// UpdateMessage saves a message's status, failure and provider id.
 	UpdateMessage(ctx context.Context, m messaging.Message) error

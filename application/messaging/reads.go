@@ -29,16 +29,7 @@ func (s *Service) Message(ctx context.Context, accountID, id string) (MessageDet
 	if !ident.Valid(ident.Message, id) {
 		return MessageDetails{}, failure.NotFound("message")
 	}
-	r := s.store.Repos()
-	m, t, err := r.MessageInThread(ctx, accountID, id)
-	if err != nil {
-		return MessageDetails{}, err
-	}
-	parts, err := r.Participants(ctx, t.ID)
-	if err != nil {
-		return MessageDetails{}, err
-	}
-	return MessageDetails{Message: m, Thread: t, Participants: parts}, nil
+	return s.store.Repos().MessageDetails(ctx, accountID, id)
 }
 
 // ThreadDetails reads one thread of the account with its participants.

@@ -190,7 +190,7 @@ func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, 
 	if err := r.flushTouches(ctx); err != nil {
 		return err
 	}
-	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
+	q := touchUpdate(r.write, threadID, at)
 	if inbound {
 		q = q.Set("last_inbound_at = ?", at)
 	}
@@ -427,8 +427,9 @@ func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessa
 	return out, nil
 }
 
-// messageInThreadRow is a message with its thread's columns (t_ prefixed).
-type messageInThreadRow struct {
+// messageDetailsRow is a message with its thread's columns (t_ prefixed)
+// and its thread's participants (messageDetailsQuery).
+type messageDetailsRow struct {
 	messageRow
 	Thread threadRow `bun:"embed:t_"`
 	// Participants is the thread's participants as a JSON array of
@@ -438,7 +439,7 @@ type messageInThreadRow struct {
 
 // participants decodes the aggregated participants. Booleans come as JSON
 // booleans from Postgres and as 0 and 1 from SQLite.
-func (row messageInThreadRow) participants() ([]messaging.Participant, error) {
+func (row messageDetailsRow) participants() ([]messaging.Participant, error) {
 	var tuples [][4]any
 	if err := json.Unmarshal([]byte(row.Participants), &tuples); err != nil {
 		return nil, fmt.Errorf("participants of thread %s: %w", row.Thread.ID, err)
@@ -497,7 +498,7 @@ func (r *Repos) MessageDetails(ctx context.Context, accountID, id string) (appme
 	if err := r.flushRows(ctx); err != nil {
 		return appmessaging.MessageDetails{}, err
 	}
-	var row messageInThreadRow
+	var row messageDetailsRow
 	if err := r.selectOne(ctx, &row, messageDetailsQueries[r.dialect], id, accountID); err != nil {
 		return appmessaging.MessageDetails{}, translate(err, "message")
 	}

@@ -152,14 +152,17 @@ func (r *Repos) takeTouchWrites() []*pendingWrite {
 		return nil
 	}
 	return takeKeyedUpdates(r, r.tx.touches, "thread",
-		func(id string, at time.Time) keptQuery {
-			return r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", id)
-		},
+		func(id string, at time.Time) keptQuery { return touchUpdate(r.write, id, at) },
 		func(ids []string, ats []time.Time) keptQuery {
 			return r.write.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
 		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
 				pgdialect.Array(ids), pgdialect.Array(ats))
 		})
+}
+
+// touchUpdate is the UPDATE of one thread's activity.
+func touchUpdate(db bun.IDB, threadID string, at time.Time) *bun.UpdateQuery {
+	return db.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
 }
 
 // takeKeyedUpdates returns the statements that write kept, changes of rows
@@ -225,12 +228,9 @@ func keepByID[V any](kept *map[string]V, units int, id string, v V) {
 	(*kept)[id] = v
 }
 
-// takeStatusWrites returns the statements that write the kept status
-// changes, and forgets them.
+// takeStatusWrites returns the statements that write the status changes
+// r's transaction kept, and forgets them.
 func (r *Repos) takeStatusWrites() []*pendingWrite {
-	if r.tx == nil {
-		return nil
-	}
 	return takeKeyedUpdates(r, r.tx.statuses, "message",
 		func(id string, c statusChange) keptQuery { return c.update(r.write, id) },
 		func(ids []string, changes []statusChange) keptQuery {
@@ -268,12 +268,9 @@ func (d emailDelivery) update(db bun.IDB, id string) *bun.UpdateQuery {
 		Where("id = ?", id).Where("status = ?", string(email.Queued))
 }
 
-// takeDeliveryWrites returns the statements that write the kept delivery
-// outcomes, and forgets them.
+// takeDeliveryWrites returns the statements that write the delivery
+// outcomes r's transaction kept, and forgets them.
 func (r *Repos) takeDeliveryWrites() []*pendingWrite {
-	if r.tx == nil {
-		return nil
-	}
 	return takeKeyedUpdates(r, r.tx.deliveries, "email",
 		func(id string, d emailDelivery) keptQuery { return d.update(r.write, id) },
 		func(ids []string, ds []emailDelivery) keptQuery {

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -99,15 +100,8 @@ func TestRevocationAndAuthCache(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 5*time.Second)
 	ctx := context.Background()
-	a, cred, err := b.svc.CreateAccount(ctx, "Acme")
-	require.NoError(t, err)
-	replica := b.newReplica(5 * time.Second)
-	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
-	require.NoError(t, err, "the replica caches the credential")
-
-	_, err = b.svc.RevokeCredential(ctx, a.ID, cred.Credential.ID)
-	require.NoError(t, err)
-	_, err = b.svc.Authenticate(ctx, cred.Key, cred.Secret, false)
+	a, cred, replica := b.revokedWhileCached(t)
+	_, err := b.svc.Authenticate(ctx, cred.Key, cred.Secret, false)
 	require.True(t, failure.Is(err, failure.KindUnauthenticated), "the revoking instance refuses at once, got %v", err)
 
 	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
@@ -235,16 +229,10 @@ func TestAKeyInUseIsReadAgainBeforeItExpires(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 5*time.Second)
 	ctx := context.Background()
-	a, cred, err := b.svc.CreateAccount(ctx, "Acme")
-	require.NoError(t, err)
-	replica := b.newReplica(5 * time.Second)
-	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
-	require.NoError(t, err)
-	_, err = b.svc.RevokeCredential(ctx, a.ID, cred.Credential.ID)
-	require.NoError(t, err)
+	_, cred, replica := b.revokedWhileCached(t)
 
 	b.clock.Advance(3 * time.Second)
-	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+	_, err := replica.Authenticate(ctx, cred.Key, cred.Secret, false)
 	require.NoError(t, err, "before the refresh window the kept row serves")
 
 	b.clock.Advance(1500 * time.Millisecond)
@@ -254,4 +242,20 @@ func TestAKeyInUseIsReadAgainBeforeItExpires(t *testing.T) {
 		_, err := replica.Authenticate(ctx, cred.Key, cred.Secret, false)
 		return failure.Is(err, failure.KindUnauthenticated)
 	}, 5*time.Second, 5*time.Millisecond, "the background read saw the revocation before the TTL ran out")
+}
+
+// revokedWhileCached creates an account, has a second replica (auth cache
+// TTL 5 s) authenticate its credential, so that it keeps the row, and then
+// revokes the credential through b's service.
+func (b *testBundle) revokedWhileCached(t *testing.T) (account.Account, accounts.IssuedCredential, *accounts.Service) {
+	t.Helper()
+	ctx := context.Background()
+	a, cred, err := b.svc.CreateAccount(ctx, "Acme")
+	require.NoError(t, err)
+	replica := b.newReplica(5 * time.Second)
+	_, err = replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+	require.NoError(t, err, "the replica caches the credential")
+	_, err = b.svc.RevokeCredential(ctx, a.ID, cred.Credential.ID)
+	require.NoError(t, err)
+	return a, cred, replica
 }

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -59,6 +61,12 @@ func run() int {
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// The load generator shares the machine with the server under test, so its own
+	// cost matters: BENCH_DEBUG_ADDR serves its profiles, as SWITCHBOARD_DEBUG_ADDR
+	// serves the server's.
+	if addr := os.Getenv("BENCH_DEBUG_ADDR"); addr != "" {
+		go func() { log.Error("bench debug server", "err", http.ListenAndServe(addr, nil)) }()
+	}
 
 	if *listNames {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -133,5 +135,71 @@ func TestHTTPLoadKeepsOneConnectionPerWorker(t *testing.T) {
 	closes := requests.Load() / 50
 	if closes < 3 || conns.Load() > 3+closes || conns.Load() < closes {
 		t.Fatalf("%d connections for %d requests (%d closed by the server)", conns.Load(), requests.Load(), closes)
+	}
+}
+
+// The lean client's own HTTP/1.1: the request arrives whole (method, URI, Host,
+// headers, body and its length), and answers framed by length, by chunks (with a
+// trailer), with no body (HEAD, 204) or by the end of the connection are each read
+// to their end, so the next request on the connection is answered too.
+func TestLeanClientSpeaksHTTP(t *testing.T) {
+	t.Parallel()
+	var bad atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPost && (string(body) != `{"a":"b"}` || r.ContentLength != 9 || r.Header.Get("Content-Type") != "application/json" ||
+			r.Header.Get("X-Api-Key") != "k" || r.URL.RequestURI() != "/p?q=1") {
+			bad.Store(fmt.Sprintf("%s %s %q len %d %v", r.Method, r.URL.RequestURI(), body, r.ContentLength, r.Header))
+		}
+		switch r.URL.Query().Get("answer") {
+		case "chunked":
+			w.Header().Set("Trailer", "X-Sum")
+			_, _ = w.Write([]byte("part one, "))
+			w.(http.Flusher).Flush()
+			_, _ = w.Write([]byte("part two"))
+			w.Header().Set("X-Sum", "2")
+		case "empty":
+			w.WriteHeader(http.StatusNoContent)
+		case "close":
+			w.Header().Set("Connection", "close")
+			_, _ = w.Write(helloBody)
+		default:
+			_, _ = w.Write(helloBody)
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	requests := []func() (*http.Request, error){
+		func() (*http.Request, error) {
+			req, err := Post(srv.URL+"/p?q=1", http.Header{"X-Api-Key": {"k"}}, []byte(`{"a":"b"}`))(t.Context())
+			return req, err
+		},
+		func() (*http.Request, error) { return http.NewRequest(http.MethodGet, srv.URL+"/?answer=chunked", nil) },
+		func() (*http.Request, error) { return http.NewRequest(http.MethodHead, srv.URL+"/", nil) },
+		func() (*http.Request, error) { return http.NewRequest(http.MethodGet, srv.URL+"/?answer=empty", nil) },
+		func() (*http.Request, error) { return http.NewRequest(http.MethodGet, srv.URL+"/?answer=close", nil) },
+	}
+	c := &clientConn{}
+	for round := range 3 {
+		for i, newReq := range requests {
+			req, err := newReq()
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, err := c.roundTrip(req)
+			want := http.StatusOK
+			if i == 3 {
+				want = http.StatusNoContent
+			}
+			if err != nil || status != want {
+				t.Fatalf("round %d request %d: status %d, %v; want %d", round, i, status, err, want)
+			}
+		}
+		if c.c != nil {
+			t.Fatal("the connection the server closed is kept")
+		}
+	}
+	if v := bad.Load(); v != nil {
+		t.Fatalf("the server got %v", v)
 	}
 }

@@ -153,15 +153,20 @@ func fieldName(f failure.FieldError) string {
 	return strings.Join(parts, ".")
 }
 
-// writeJSON writes v as the response body.
+// writeJSON writes v as the response body, with its length: without one,
+// net/http sends a body over 2 KiB (five recent messages) in chunks, which
+// cost the answer a second write to the socket.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		body = []byte(`{"detail":"internal server error","status":"error","message":"internal server error","code":"internal_error"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	body = append(body, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }

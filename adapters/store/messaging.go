@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -354,12 +355,19 @@ func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
 
 // RecentMessages returns a thread's newest messages, newest first, if the
 // thread is the account's.
+//
+// The limit is written into the statement, not bound: with LIMIT $3,
+// Postgres judged the generic plan of the prepared statement (which cannot
+// know the limit) costlier than a plan for the values, and planned the
+// statement again at every execution, the most of a get-recent's database
+// CPU. The callers use few limits (5 and 1), so few statements.
 func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
 	if err := r.flushRows(ctx); err != nil {
 		return nil, err
 	}
 	var rows []messageRow
-	if err := r.selectAll(ctx, &rows, "SELECT "+messageColumns+" FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3", threadID, accountID, limit); err != nil {
+	query := "SELECT " + messageColumns + " FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(max(limit, 0))
+	if err := r.selectAll(ctx, &rows, query, threadID, accountID); err != nil {
 		return nil, translate(err, "message")
 	}
 	out := make([]messaging.Message, len(rows))

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -141,4 +142,45 @@ func TestSendingNumbersAreReusedForTheirTTL(t *testing.T) {
 			require.Eventually(t, func() bool { return enabled(here) }, 5*time.Second, 10*time.Millisecond)
 		})
 	}
+}
+
+// A thread's recent messages are read by a prepared statement that Postgres
+// plans once: with the limit bound as a parameter, it planned the statement
+// again at every execution (its generic plan, blind to the limit, looked
+// costlier), most of a get-recent's database CPU.
+func TestRecentMessagesIsPlannedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// One connection, so that this session's prepared statements are the
+	// pool's.
+	db, err := store.Open(ctx, dbtest.URL(t, store.Postgres), store.Options{MaxConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	r := db.Repos()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	require.NoError(t, r.InsertAccount(ctx, account.Account{ID: "acc_plan", Name: "plan", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	thread := messaging.Thread{ID: "thr_plan", AccountID: "acc_plan", Service: account.Telegram, Type: messaging.Individual, AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, r.InsertThread(ctx, thread, nil))
+	for i := range 8 {
+		require.NoError(t, r.InsertMessage(ctx, messaging.Message{ID: fmt.Sprintf("msg_plan%d", i), AccountID: "acc_plan", ThreadID: thread.ID, Service: account.Telegram,
+			Direction: messaging.Inbound, From: thread.Contact, To: thread.AgentNumber, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"},
+			Status: messaging.Received, CreatedAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now}))
+	}
+	// A long history, older than those eight, as the planner sees it.
+	_, err = db.Bun().ExecContext(ctx, `INSERT INTO messages (id, account_id, thread_id, service, direction, from_address, kind, status, created_at, updated_at)
+		SELECT 'msg_old' || i, 'acc_plan', 'thr_plan', 'telegram', 'inbound', '+15550004444', 'text', 'received', ?0::timestamptz - i * interval '1 second', ?0
+		FROM generate_series(1, 5000) AS i`, now)
+	require.NoError(t, err)
+	_, err = db.Bun().ExecContext(ctx, "ANALYZE messages")
+	require.NoError(t, err)
+	for range 10 {
+		got, err := r.RecentMessages(ctx, "acc_plan", thread.ID, 5)
+		require.NoError(t, err)
+		require.Len(t, got, 5)
+		require.Equal(t, "msg_plan7", got[0].ID, "newest first")
+	}
+	var generic, custom int
+	require.NoError(t, db.Bun().QueryRowContext(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE '%FROM messages WHERE thread_id = $1%'`).Scan(&generic, &custom))
+	require.Positive(t, generic, "executions on the generic plan (custom plans: %d)", custom)
 }

@@ -16,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -60,13 +59,19 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	if err := createAddress(ctx, api); err != nil {
 		return nil, err
 	}
-	var bodies [][]byte
-	for i := range 64 {
-		bodies = append(bodies, sendBody(i))
-	}
-	var next atomic.Uint64
 	url := api.URL + "/v1/emails/" + api.AccountID + "/send"
-	load := harness.NewLeanHTTPLoad(s.Clients, postJSON(url, api.Header(), func() []byte { return bodies[next.Add(1)%uint64(len(bodies))] }))
+	var reqs []*http.Request
+	for i := range 64 {
+		req, err := harness.Post(url, api.Header(), sendBody(i))(ctx)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, req)
+	}
+	load, err := harness.NewRotatingHTTPLoad(s.Clients, reqs)
+	if err != nil {
+		return nil, err
+	}
 	return load.Run, nil
 }
 
@@ -237,7 +242,7 @@ func seedQueued(ctx context.Context, db *store.DB, accountID string, first, last
 // createAddress creates the bench sender address through the API.
 func createAddress(ctx context.Context, sb *harness.Switchboard) error {
 	b, _ := json.Marshal(map[string]string{"address": senderLocal, "domain_name": bootstrap.Defaults().EmailDomain})
-	req, err := postJSON(sb.URL+"/v1/emails/"+sb.AccountID+"/create-email", sb.Header(), func() []byte { return b })(ctx)
+	req, err := harness.Post(sb.URL+"/v1/emails/"+sb.AccountID+"/create-email", sb.Header(), b)(ctx)
 	if err != nil {
 		return err
 	}
@@ -251,19 +256,6 @@ func createAddress(ctx context.Context, sb *harness.Switchboard) error {
 		return fmt.Errorf("create the bench address: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return nil
-}
-
-// postJSON returns a harness.RequestFunc that POSTs the JSON body next returns.
-func postJSON(url string, header http.Header, next func() []byte) harness.RequestFunc {
-	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(next()))
-		if err != nil {
-			return nil, err
-		}
-		req.Header = header.Clone()
-		req.Header.Set("Content-Type", "application/json")
-		return req, nil
-	}
 }
 
 func exec(ctx context.Context, db *store.DB, stmts ...string) error {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,6 +67,8 @@ type HTTPLoad struct {
 	// client is http.Transport's; conns, when set, the lean client's.
 	client *http.Client
 	conns  []*clientConn
+	// rotation, when set, is what the lean client sends instead of newRequest's.
+	rotation *rotation
 }
 
 // NewHTTPLoad returns a load generator on http.Transport with its own connection
@@ -85,6 +89,35 @@ func NewHTTPLoad(workers int, newRequest RequestFunc) *HTTPLoad {
 // of their own, between requests and between slices.
 func NewLeanHTTPLoad(workers int, newRequest RequestFunc) *HTTPLoad {
 	return &HTTPLoad{workers: workers, newRequest: newRequest, conns: make([]*clientConn, workers)}
+}
+
+// NewRotatingHTTPLoad returns a lean load generator whose workers send reqs in
+// turn, each rendered once, as wrk renders its one request once: building a
+// request is then not charged, request after request, to the machine the server
+// is measured on. The requests must go to one address.
+func NewRotatingHTTPLoad(workers int, reqs []*http.Request) (*HTTPLoad, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("rotating load: no requests")
+	}
+	l := &HTTPLoad{workers: workers, conns: make([]*clientConn, workers), rotation: &rotation{addr: reqs[0].URL.Host}}
+	for _, req := range reqs {
+		if req.URL.Host != l.rotation.addr || req.Method == http.MethodHead {
+			return nil, fmt.Errorf("rotating load: %s %s is not a request to %s with an answer body", req.Method, req.URL, l.rotation.addr)
+		}
+		wire, err := appendRequest(nil, req)
+		if err != nil {
+			return nil, err
+		}
+		l.rotation.wires = append(l.rotation.wires, wire)
+	}
+	return l, nil
+}
+
+// rotation is the rendered requests of a rotating load.
+type rotation struct {
+	addr  string
+	wires [][]byte
+	next  atomic.Uint64
 }
 
 // requestTimeout bounds one request and its answer.
@@ -113,25 +146,36 @@ func (c *clientConn) close() {
 	}
 }
 
-// roundTrip sends req and reads the answer to its end, dialing first when the
-// connection is closed or for another address; a connection that failed or that the
-// server closes is dropped.
+// roundTrip sends req and reads the answer to its end; see send.
 func (c *clientConn) roundTrip(req *http.Request) (int, error) {
-	if c.c != nil && c.addr != req.URL.Host {
+	wire, err := appendRequest(c.wire[:0], req)
+	if err != nil {
+		return 0, err
+	}
+	c.wire = wire
+	return c.send(req.Context(), req.URL.Host, wire, req.Method == http.MethodHead)
+}
+
+// send writes the rendered request wire to addr and reads the answer to its end
+// (head: the request was a HEAD, whose answer has no body), dialing first when the
+// connection is closed or to another address; a connection that failed or that the
+// server closes is dropped.
+func (c *clientConn) send(ctx context.Context, addr string, wire []byte, head bool) (int, error) {
+	if c.c != nil && c.addr != addr {
 		c.close()
 	}
 	if c.c == nil {
-		conn, err := net.DialTimeout("tcp", req.URL.Host, 5*time.Second)
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
 			return 0, err
 		}
-		c.addr, c.c = req.URL.Host, conn
+		c.addr, c.c = addr, conn
 		c.br = bufio.NewReaderSize(conn, 16<<10)
 		c.deadline = time.Time{}
 	}
 	now := time.Now()
 	deadline := now.Add(requestTimeout)
-	if d, ok := req.Context().Deadline(); ok && d.Before(deadline) {
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 		c.deadline = time.Time{} // a bound of its own: set it, and again next time
 	}
@@ -139,23 +183,18 @@ func (c *clientConn) roundTrip(req *http.Request) (int, error) {
 		_ = c.c.SetDeadline(deadline)
 		c.deadline = deadline
 	}
-	status, err := c.exchange(req)
+	status, err := c.exchange(wire, head)
 	if err != nil {
 		c.close()
 	}
 	return status, err
 }
 
-func (c *clientConn) exchange(req *http.Request) (int, error) {
-	wire, err := appendRequest(c.wire[:0], req)
-	if err != nil {
-		return 0, err
-	}
-	c.wire = wire
+func (c *clientConn) exchange(wire []byte, head bool) (int, error) {
 	if _, err := c.c.Write(wire); err != nil {
 		return 0, err
 	}
-	status, closeAfter, err := readAnswer(c.br, req.Method == http.MethodHead)
+	status, closeAfter, err := readAnswer(c.br, head)
 	if err != nil {
 		return 0, err
 	}
@@ -411,6 +450,12 @@ func (l *HTTPLoad) RunOpen(ctx context.Context, d time.Duration, rate float64) (
 }
 
 func (l *HTTPLoad) do(ctx context.Context, worker int) (status int, latency time.Duration, err error) {
+	if l.rotation != nil {
+		wire := l.rotation.wires[l.rotation.next.Add(1)%uint64(len(l.rotation.wires))]
+		t0 := time.Now()
+		status, err = l.conn(worker).send(ctx, l.rotation.addr, wire, false)
+		return status, time.Since(t0), err
+	}
 	req, err := l.newRequest(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -426,13 +471,18 @@ func (l *HTTPLoad) do(ctx context.Context, worker int) (status int, latency time
 		resp.Body.Close()
 		return resp.StatusCode, time.Since(t0), err
 	}
+	status, err = l.conn(worker).roundTrip(req)
+	return status, time.Since(t0), err
+}
+
+// conn is the lean client's connection of worker.
+func (l *HTTPLoad) conn(worker int) *clientConn {
 	c := l.conns[worker]
 	if c == nil {
 		c = &clientConn{}
 		l.conns[worker] = c
 	}
-	status, err = c.roundTrip(req)
-	return status, time.Since(t0), err
+	return c
 }
 
 func describeFailure(status int, err error) string {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,5 +202,59 @@ func TestLeanClientSpeaksHTTP(t *testing.T) {
 	}
 	if v := bad.Load(); v != nil {
 		t.Fatalf("the server got %v", v)
+	}
+}
+
+// A rotating load sends its requests in turn, each whole every time, and refuses
+// requests it cannot send as one rotation.
+func TestRotatingLoadSendsEachRequestInTurn(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen[r.Method+" "+r.URL.Path+" "+string(body)+" "+r.Header.Get("X-Api-Key")]++
+		mu.Unlock()
+		_, _ = w.Write(helloBody)
+	}))
+	t.Cleanup(srv.Close)
+
+	var reqs []*http.Request
+	for i := range 3 {
+		req, err := Post(fmt.Sprintf("%s/p%d", srv.URL, i), http.Header{"X-Api-Key": {"k"}}, fmt.Appendf(nil, `{"n":%d}`, i))(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, req)
+	}
+	load, err := NewRotatingHTTPLoad(2, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := load.Run(t.Context(), 100*time.Millisecond)
+	if err != nil || s.Failed != 0 || s.Ops < 30 {
+		t.Fatalf("sample %+v, %v", s, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	total := 0
+	for i := range 3 {
+		n := seen[fmt.Sprintf(`POST /p%d {"n":%d} k`, i, i)]
+		if n < s.Ops/3-2 || n > s.Ops/3+2 {
+			t.Errorf("request %d sent %d times of %d: %v", i, n, s.Ops, seen)
+		}
+		total += n
+	}
+	if total != s.Ops {
+		t.Errorf("%d answers counted, %d requests served as sent: %v", s.Ops, total, seen)
+	}
+
+	other := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil)
+	if _, err := NewRotatingHTTPLoad(1, append(reqs, other)); err == nil {
+		t.Error("a rotation to two addresses was accepted")
+	}
+	if _, err := NewRotatingHTTPLoad(1, nil); err == nil {
+		t.Error("an empty rotation was accepted")
 	}
 }

@@ -1,18 +1,19 @@
 package messaging
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -98,7 +99,9 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	env.AfterRounds(snd.walAndTransactions)
 	env.AfterRounds(snd.statements)
 	env.AfterRounds(snd.withJobs)
-	snd.load = snd.closedLoop(api)
+	if snd.load, err = snd.newLoad(api, s.Clients); err != nil {
+		return nil, err
+	}
 	return snd.load.Run, nil
 }
 
@@ -124,16 +127,20 @@ type sender struct {
 	bodies [][]byte
 }
 
-// request returns a RequestFunc that sends to each user in turn through sb.
-func (s *sender) request(sb *harness.Switchboard) harness.RequestFunc {
-	var next atomic.Uint64
+// newLoad returns a load of workers that send to each user in turn through sb.
+func (s *sender) newLoad(sb *harness.Switchboard, workers int) (*harness.HTTPLoad, error) {
 	url := sb.URL + "/v1/messages/individual/" + sb.AccountID + "/send"
-	return postJSON(url, sb.Header(), func() []byte { return s.bodies[next.Add(1)%uint64(len(s.bodies))] })
-}
-
-// closedLoop is the closed-loop load on sb.
-func (s *sender) closedLoop(sb *harness.Switchboard) *harness.HTTPLoad {
-	return harness.NewLeanHTTPLoad(s.Clients, s.request(sb))
+	reqs := make([]*http.Request, len(s.bodies))
+	for i, b := range s.bodies {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		req.Header = sb.Header()
+		req.Header.Set("Content-Type", "application/json")
+		reqs[i] = req
+	}
+	return harness.NewRotatingHTTPLoad(workers, reqs)
 }
 
 // openLoop measures the latency of sends offered at a fixed rate, OpenLoopShare of
@@ -143,7 +150,10 @@ func (s *sender) closedLoop(sb *harness.Switchboard) *harness.HTTPLoad {
 func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figure {
 	rate := s.OpenLoopShare * r.Result.Measured.Rate.Median
 	name := fmt.Sprintf("open-loop p99 at %.0f sends/s", rate)
-	load := harness.NewLeanHTTPLoad(s.OpenLoopWorkers, s.request(s.api))
+	load, err := s.newLoad(s.api, s.OpenLoopWorkers)
+	if err != nil {
+		return []harness.Figure{harness.FigureError(name, err)}
+	}
 	if _, err := load.RunOpen(ctx, r.Config.Warmup, rate); err != nil {
 		return []harness.Figure{harness.FigureError(name, err)}
 	}
@@ -368,7 +378,10 @@ func (s *sender) statements(ctx context.Context, r harness.Rounds) []harness.Fig
 		return fail(err)
 	}
 	defer sb.Stop()
-	load := s.closedLoop(sb)
+	load, err := s.newLoad(sb, s.Clients)
+	if err != nil {
+		return fail(err)
+	}
 	if _, err := load.Run(ctx, r.Config.Warmup); err != nil {
 		return fail(err)
 	}
@@ -414,7 +427,10 @@ func (s *sender) withJobs(ctx context.Context, r harness.Rounds) []harness.Figur
 	if err != nil {
 		return fail(err)
 	}
-	load := s.closedLoop(sb)
+	load, err := s.newLoad(sb, s.Clients)
+	if err != nil {
+		return fail(err)
+	}
 	if _, err := load.Run(ctx, r.Config.Warmup); err != nil {
 		return fail(err)
 	}

@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
+	"strconv"
 	"sync"
 
 	"github.com/uptrace/bun"
@@ -93,25 +93,47 @@ func (r *Repos) flushJobs(ctx context.Context) error {
 }
 
 // takeJobWrites returns the INSERT of the transaction's buffered jobs, and
-// forgets them.
+// forgets them. The values are written into the statement as it is built,
+// with the dialect's quoting, not bound: eight arguments a job, each boxed
+// and formatted again by bun, cost more than the rest of the INSERT.
 func (r *Repos) takeJobWrites() []*pendingWrite {
 	if r.tx == nil || len(r.tx.jobs) == 0 {
 		return nil
 	}
 	kept := r.tx.jobs
 	r.tx.jobs = nil
-	var q strings.Builder
-	q.WriteString(`INSERT INTO jobs (id, kind, state, payload, max_attempts, pace_key, run_at, created_at) OVERRIDING SYSTEM VALUE VALUES `)
-	args := make([]any, 0, 8*len(kept))
+	d := r.write.Dialect()
+	q := make([]byte, 0, 128+192*len(kept))
+	q = append(q, `INSERT INTO jobs (id, kind, state, payload, max_attempts, pace_key, run_at, created_at) OVERRIDING SYSTEM VALUE VALUES `...)
 	for i, j := range kept {
 		if i > 0 {
-			q.WriteString(", ")
+			q = append(q, ", "...)
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, j.id, j.kind, jobs.StateAvailable, j.payload, j.maxAttempts, nullable(j.paceKey), j.runAt, j.createdAt)
+		q = append(q, '(')
+		q = strconv.AppendInt(q, j.id, 10)
+		q = append(q, ", "...)
+		q = d.AppendString(q, j.kind)
+		q = append(q, ", "...)
+		q = d.AppendString(q, string(jobs.StateAvailable))
+		q = append(q, ", "...)
+		q = d.AppendBytes(q, j.payload)
+		q = append(q, ", "...)
+		q = strconv.AppendInt(q, int64(j.maxAttempts), 10)
+		q = append(q, ", "...)
+		if j.paceKey == "" {
+			q = append(q, "NULL"...)
+		} else {
+			q = d.AppendString(q, j.paceKey)
+		}
+		q = append(q, ", "...)
+		q = strconv.AppendInt(q, j.runAt, 10)
+		q = append(q, ", "...)
+		q = strconv.AppendInt(q, j.createdAt, 10)
+		q = append(q, ')')
 	}
+	// No arguments: bun runs the text as it is, a '?' in a value included.
 	return []*pendingWrite{{
-		query: r.write.NewRaw(q.String(), args...),
+		query: r.write.NewRaw(string(q)),
 		wrap:  func(err error) error { return fmt.Errorf("enqueue %d jobs: %w", len(kept), err) },
 	}}
 }

@@ -53,6 +53,24 @@ func TestJobsEnqueuedInATransaction(t *testing.T) {
 				}
 			})
 
+			t.Run("ValuesWrittenAsGiven", func(t *testing.T) {
+				t.Parallel()
+				db := dbtest.Open(t, dialect)
+				kind, pace := `odd'kind?$1 \"é"`, `pace'; DROP TABLE jobs; --?`
+				payload := []byte(`{"q":"it's ? $1 \\ \u0000"}`)
+				require.NoError(t, db.Transact(ctx, func(ctx context.Context, r *store.Repos) error {
+					_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: kind, Payload: payload, PaceKey: pace, MaxAttempts: 7})
+					return err
+				}))
+				claimed, err := db.Repos().ClaimJobs(ctx, "w", []string{kind}, 10, time.Now().Add(time.Second), time.Now().Add(time.Minute))
+				require.NoError(t, err)
+				require.Len(t, claimed, 1)
+				require.Equal(t, kind, claimed[0].Kind)
+				require.Equal(t, payload, claimed[0].Payload)
+				require.Equal(t, pace, claimed[0].PaceKey)
+				require.Equal(t, 7, claimed[0].MaxAttempts)
+			})
+
 			t.Run("GoneWithARollback", func(t *testing.T) {
 				t.Parallel()
 				db := dbtest.Open(t, dialect)

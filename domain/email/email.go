@@ -118,9 +118,14 @@ var errAddress = failure.Invalid(failure.Field("value_error", "not a valid email
 func CheckAddress(p *failure.Problems, s string, path ...any) Address {
 	a, err := ParseAddress(s)
 	if err != nil {
-		p.Add("value_error", "must be an email address such as someone@example.com", path...)
+		badAddress(p, path...)
 	}
 	return a
+}
+
+// badAddress records a value that is not an address.
+func badAddress(p *failure.Problems, path ...any) {
+	p.Add("value_error", "must be an email address such as someone@example.com", path...)
 }
 
 // Email is one outbound email.

@@ -102,7 +102,8 @@ func ParseHeaders(raw map[string]any, field string) (Headers, error) {
 			p.Add("string_type", "Input should be a valid string", field, name)
 			continue
 		}
-		if !checkValue(&p, s, field, name) {
+		if typ, message := valueProblem(s); typ != "" {
+			p.Add(typ, message, field, name)
 			continue
 		}
 		out.Extra = append(out.Extra, Header{Name: canonical, Value: strings.TrimSpace(s)})
@@ -119,7 +120,8 @@ func addressList(p *failure.Problems, value any, field, name string) ([]string, 
 	var items []string
 	switch v := value.(type) {
 	case string:
-		if !checkValue(p, v, field, name) {
+		if typ, message := valueProblem(v); typ != "" {
+			p.Add(typ, message, field, name)
 			return nil, false
 		}
 		for _, part := range strings.Split(v, ",") {
@@ -132,7 +134,8 @@ func addressList(p *failure.Problems, value any, field, name string) ([]string, 
 				p.Add("string_type", "Input should be a valid string", field, name, i)
 				return nil, false
 			}
-			if !checkValue(p, s, field, name, i) {
+			if typ, message := valueProblem(s); typ != "" {
+				p.Add(typ, message, field, name, i)
 				return nil, false
 			}
 			items = append(items, strings.TrimSpace(s))
@@ -147,33 +150,35 @@ func addressList(p *failure.Problems, value any, field, name string) ([]string, 
 	}
 	out := make([]string, 0, len(items))
 	before := len(*p)
+	_, isList := value.([]any)
 	for i, it := range items {
-		path := []any{field, name}
-		if _, isList := value.([]any); isList {
-			path = append(path, i)
-		}
-		if a := CheckAddress(p, it, path...); len(*p) == before {
+		a, err := ParseAddress(it)
+		switch {
+		case err != nil && isList:
+			badAddress(p, field, name, i)
+		case err != nil:
+			badAddress(p, field, name)
+		default:
 			out = append(out, a.String())
 		}
 	}
 	return out, len(*p) == before
 }
 
-// checkValue refuses line breaks (header injection), other control
-// characters and over-long values.
-func checkValue(p *failure.Problems, v string, path ...any) bool {
+// valueProblem is what a header value must not be: line breaks (header
+// injection), other control characters, over 998 bytes; "" when it is
+// none. It records nothing, so that the path of a problem, built at run
+// time, is built only for one.
+func valueProblem(v string) (typ, message string) {
 	switch {
 	case strings.ContainsAny(v, "\r\n"):
-		p.Add("header_injection", "header values must not contain line breaks (CR or LF)", path...)
-		return false
+		return "header_injection", "header values must not contain line breaks (CR or LF)"
 	case hasControl(v):
-		p.Add("value_error", "header values must not contain control characters", path...)
-		return false
+		return "value_error", "header values must not contain control characters"
 	case len(v) > MaxHeaderValue:
-		p.Add("string_too_long", "header values must be at most 998 bytes", path...)
-		return false
+		return "string_too_long", "header values must be at most 998 bytes"
 	}
-	return true
+	return "", ""
 }
 
 // CheckLine refuses a line break or control character in a single-line

@@ -7,6 +7,7 @@ package failure
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -120,6 +121,9 @@ func KindOf(err error) Kind {
 
 // Is reports whether err carries the given kind.
 func Is(err error, kind Kind) bool {
+	if err == nil {
+		return false // without errors.As, whose target would be allocated
+	}
 	var fe *Error
 	return errors.As(err, &fe) && fe.Kind == kind
 }
@@ -177,8 +181,11 @@ func Field(typ, message string, path ...any) FieldError {
 type Problems []FieldError
 
 // Add records one broken rule.
+//
+// The path is copied, so that a check's path arguments, passed on every
+// call, stay on its caller's stack when nothing is recorded.
 func (p *Problems) Add(typ, message string, path ...any) {
-	*p = append(*p, Field(typ, message, path...))
+	*p = append(*p, Field(typ, message, slices.Clone(path)...))
 }
 
 // Err returns nil when nothing was recorded, else the validation error.

@@ -195,7 +195,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 // The /v1 subrouter and the families match their prefixes with underPath,
 // not PathPrefix: mux copies a subrouter's matchers into each of its
 // routes, so a PathPrefix regular expression ran again for every route
-// tried, the /v1 one at each level (about a tenth of a send's CPU).
+// tried, the /v1 one at each level (7% of an email send's server CPU).
 type routes struct {
 	parent *mux.Router
 	// prefix is the path the parent router matched, which its routes'
@@ -207,8 +207,12 @@ type routes struct {
 }
 
 // Handle registers h for method on path (below the parent's prefix),
-// which begins with a literal segment.
+// which begins with a literal segment and has no variable with a pattern
+// (see sameSegments).
 func (rt *routes) Handle(method, path string, h http.HandlerFunc) {
+	if strings.Contains(path, ":") {
+		panic("route " + path + ": a variable with a pattern would escape sameSegments")
+	}
 	if rt.paths == nil {
 		rt.paths = map[string]*byMethod{}
 	}
@@ -247,8 +251,8 @@ func (rt *routes) router(path string) *mux.Router {
 // literal ones equal and any text for its {variables}: a check without a
 // regular expression that turns away every route of a family but the
 // request's own before mux runs the route's expression. It never turns
-// away a path the expression takes (a variable of a custom pattern is
-// taken as any text).
+// away a path the expression takes as long as no variable has a pattern
+// that spans a '/' (none here has a pattern at all).
 func sameSegments(template string) mux.MatcherFunc {
 	want := strings.Split(template, "/")
 	return func(r *http.Request, _ *mux.RouteMatch) bool {

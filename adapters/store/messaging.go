@@ -359,7 +359,7 @@ func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
 // The limit is written into the statement, not bound: with LIMIT $3,
 // Postgres judged the generic plan of the prepared statement (which cannot
 // know the limit) costlier than a plan for the values, and planned the
-// statement again at every execution, the most of a get-recent's database
+// statement again at every execution: most of a get-recent's database
 // CPU. The callers use few limits (5 and 1), so few statements.
 func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
 	if err := r.flushRows(ctx); err != nil {

@@ -11,42 +11,37 @@ import (
 // the route's own expression takes, and turn away the rest.
 func TestRouteMatchersWithoutExpressions(t *testing.T) {
 	t.Parallel()
-	segments := []struct {
-		template, path string
-		want           bool
+	segments, prefix := "sameSegments", "underPath"
+	cases := []struct {
+		matcher, pattern, path string
+		want                   bool
 	}{
-		{"/v1/emails/{account_id}/send", "/v1/emails/acc_1/send", true},
-		{"/v1/emails/{account_id}/send", "/v1/emails/acc_1/sent", false},
-		{"/v1/emails/{account_id}/send", "/v1/emails/acc_1/send/", false},
-		{"/v1/emails/{account_id}/send", "/v1/emails/acc_1/send/x", false},
-		{"/v1/emails/{account_id}/send", "/v1/emails/acc_1", false},
-		{"/v1/emails/{account_id}/send", "/v1/emails/acc_1/", false},
-		{"/v1/emails/{account_id}/send", "/v2/emails/acc_1/send", false},
-		{"/v1/messages/threads/{accountId}/get-all/{phone_number}", "/v1/messages/threads/acc_1/get-all/+15550001111", true},
-		{"/v1/messages/threads/{accountId}/get-all", "/v1/messages/threads/acc_1/get-all/+15550001111", false},
-		{"/healthz", "/healthz", true},
-		{"/healthz", "/healthz/", false},
-		{"/healthz", "/", false},
+		{segments, "/v1/emails/{account_id}/send", "/v1/emails/acc_1/send", true},
+		{segments, "/v1/emails/{account_id}/send", "/v1/emails/acc_1/sent", false},
+		{segments, "/v1/emails/{account_id}/send", "/v1/emails/acc_1/send/", false},
+		{segments, "/v1/emails/{account_id}/send", "/v1/emails/acc_1/send/x", false},
+		{segments, "/v1/emails/{account_id}/send", "/v1/emails/acc_1", false},
+		{segments, "/v1/emails/{account_id}/send", "/v1/emails/acc_1/", false},
+		{segments, "/v1/emails/{account_id}/send", "/v2/emails/acc_1/send", false},
+		{segments, "/v1/messages/threads/{accountId}/get-all/{phone_number}", "/v1/messages/threads/acc_1/get-all/+15550001111", true},
+		{segments, "/v1/messages/threads/{accountId}/get-all", "/v1/messages/threads/acc_1/get-all/+15550001111", false},
+		{segments, "/healthz", "/healthz", true},
+		{segments, "/healthz", "/healthz/", false},
+		{segments, "/healthz", "/", false},
+		{prefix, "/v1", "/v1", true},
+		{prefix, "/v1", "/v1/emails/acc_1/send", true},
+		{prefix, "/v1", "/v10/emails", false},
+		{prefix, "/v1", "/v", false},
+		{prefix, "/v1/emails", "/v1/emails/acc_1/send", true},
+		{prefix, "/v1/emails", "/v1/emailsx/acc_1", false},
 	}
-	for _, c := range segments {
-		if got := sameSegments(c.template)(httptest.NewRequest("GET", c.path, nil), nil); got != c.want {
-			t.Errorf("sameSegments(%q) on %q = %v, want %v", c.template, c.path, got, c.want)
+	for _, c := range cases {
+		match := sameSegments(c.pattern)
+		if c.matcher == prefix {
+			match = underPath(c.pattern)
 		}
-	}
-	prefixes := []struct {
-		prefix, path string
-		want         bool
-	}{
-		{"/v1", "/v1", true},
-		{"/v1", "/v1/emails/acc_1/send", true},
-		{"/v1", "/v10/emails", false},
-		{"/v1", "/v", false},
-		{"/v1/emails", "/v1/emails/acc_1/send", true},
-		{"/v1/emails", "/v1/emailsx/acc_1", false},
-	}
-	for _, c := range prefixes {
-		if got := underPath(c.prefix)(httptest.NewRequest("GET", c.path, nil), nil); got != c.want {
-			t.Errorf("underPath(%q) on %q = %v, want %v", c.prefix, c.path, got, c.want)
+		if got := match(httptest.NewRequest("GET", c.path, nil), nil); got != c.want {
+			t.Errorf("%s(%q) on %q = %v, want %v", c.matcher, c.pattern, c.path, got, c.want)
 		}
 	}
 }

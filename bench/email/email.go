@@ -59,16 +59,11 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	if err := createAddress(ctx, api); err != nil {
 		return nil, err
 	}
-	url := api.URL + "/v1/emails/" + api.AccountID + "/send"
-	var reqs []*http.Request
+	var bodies [][]byte
 	for i := range 64 {
-		req, err := harness.Post(url, api.Header(), sendBody(i))(ctx)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, req)
+		bodies = append(bodies, sendBody(i))
 	}
-	load, err := harness.NewRotatingHTTPLoad(s.Clients, reqs)
+	load, err := harness.NewRotatingPostLoad(s.Clients, api.URL+"/v1/emails/"+api.AccountID+"/send", api.Header(), bodies)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,20 @@ func NewRotatingHTTPLoad(workers int, reqs []*http.Request) (*HTTPLoad, error) {
 	return l, nil
 }
 
+// NewRotatingPostLoad is a rotating load of JSON POSTs of bodies to url, with
+// header.
+func NewRotatingPostLoad(workers int, url string, header http.Header, bodies [][]byte) (*HTTPLoad, error) {
+	reqs := make([]*http.Request, len(bodies))
+	for i, b := range bodies {
+		req, err := Post(url, header, b)(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		reqs[i] = req
+	}
+	return NewRotatingHTTPLoad(workers, reqs)
+}
+
 // rotation is the rendered requests of a rotating load.
 type rotation struct {
 	addr  string
@@ -177,7 +191,6 @@ func (c *clientConn) send(ctx context.Context, addr string, wire []byte, head bo
 	deadline := now.Add(requestTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
-		c.deadline = time.Time{} // a bound of its own: set it, and again next time
 	}
 	if c.deadline.IsZero() || c.deadline.Sub(now) < requestTimeout/2 || deadline.Before(c.deadline) {
 		_ = c.c.SetDeadline(deadline)
@@ -227,30 +240,15 @@ func appendRequest(b []byte, req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return append(b, "\r\n"...), nil
 	}
-	defer req.Body.Close()
-	b = append(b, "Content-Length: "...)
-	lengthAt := len(b)
-	// The length is written once the body is: 10 digits of room, then moved up.
-	b = append(b, "          \r\n\r\n"...)
-	bodyAt := len(b)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := req.Body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
 	}
-	digits := strconv.AppendInt(nil, int64(len(b)-bodyAt), 10)
-	copy(b[lengthAt:], digits)
-	gap := 10 - len(digits)
-	copy(b[lengthAt+len(digits):], b[lengthAt+10:])
-	return b[:len(b)-gap], nil
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	return append(b, body...), nil
 }
 
 // readAnswer reads one answer: its status, and whether the server closes the

@@ -125,20 +125,6 @@ func firstLine(q string) string {
 	return q
 }
 
-// postJSON returns a harness.RequestFunc that POSTs the JSON body next returns, with
-// header.
-func postJSON(url string, header http.Header, next func() []byte) harness.RequestFunc {
-	return func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(next()))
-		if err != nil {
-			return nil, err
-		}
-		req.Header = header.Clone()
-		req.Header.Set("Content-Type", "application/json")
-		return req, nil
-	}
-}
-
 // conversation is a user and the agent number that user writes to.
 type conversation struct{ user, agent string }
 
@@ -156,7 +142,7 @@ func writeFirst(ctx context.Context, sb *harness.Switchboard, convs []conversati
 		wg.Go(func() {
 			for c := range next {
 				b, _ := json.Marshal(map[string]string{"service": service, "from": c.user, "to": c.agent, "message": "hi"})
-				req, err := postJSON(url, sb.Header(), func() []byte { return b })(ctx)
+				req, err := harness.Post(url, sb.Header(), b)(ctx)
 				if err == nil {
 					err = expect2xx(client, req)
 				}

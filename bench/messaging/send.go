@@ -1,14 +1,12 @@
 package messaging
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -129,18 +127,7 @@ type sender struct {
 
 // newLoad returns a load of workers that send to each user in turn through sb.
 func (s *sender) newLoad(sb *harness.Switchboard, workers int) (*harness.HTTPLoad, error) {
-	url := sb.URL + "/v1/messages/individual/" + sb.AccountID + "/send"
-	reqs := make([]*http.Request, len(s.bodies))
-	for i, b := range s.bodies {
-		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		req.Header = sb.Header()
-		req.Header.Set("Content-Type", "application/json")
-		reqs[i] = req
-	}
-	return harness.NewRotatingHTTPLoad(workers, reqs)
+	return harness.NewRotatingPostLoad(workers, sb.URL+"/v1/messages/individual/"+sb.AccountID+"/send", sb.Header(), s.bodies)
 }
 
 // openLoop measures the latency of sends offered at a fixed rate, OpenLoopShare of

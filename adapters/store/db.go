@@ -74,6 +74,12 @@ type Options struct {
 	// SharedLeaders bounds the shared transactions (see TransactShared)
 	// running at once on Postgres; 0 picks a default. SQLite runs one.
 	SharedLeaders int
+	// SharedQuorum is how many units must wait before a shared
+	// transaction starts beside a running one, and SharedStall how long a
+	// running one may take before any waiting unit starts one (see
+	// committer.mayOverlap); 0 picks the defaults.
+	SharedQuorum int
+	SharedStall  time.Duration
 	// NumberTTL is how long a sending number read is reused
 	// (see numberAddress); 0 reads it every time.
 	NumberTTL time.Duration
@@ -104,7 +110,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.init(opts.Now, opts.SharedLeaders, maxConns)
+	db.init(opts, maxConns)
 	db.numbers = batching.NewKept(opts.NumberTTL, maxKeptNumbers, time.Now, db.base.readNumber)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -136,11 +142,12 @@ func openPostgres(rawURL string, maxConns int) (*DB, error) {
 
 // init finishes what both dialects share: the clock, the wake-up hub and
 // its notifier.
-func (db *DB) init(now func() time.Time, sharedLeaders, maxConns int) {
-	if now == nil {
-		now = time.Now
+func (db *DB) init(opts Options, maxConns int) {
+	db.now = opts.Now
+	if db.now == nil {
+		db.now = time.Now
 	}
-	db.now = now
+	sharedLeaders := opts.SharedLeaders
 	if db.dialect == SQLite {
 		sharedLeaders = 1
 	} else if sharedLeaders <= 0 {
@@ -149,6 +156,12 @@ func (db *DB) init(now func() time.Time, sharedLeaders, maxConns int) {
 		sharedLeaders = max(2, maxConns/32)
 	}
 	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch)
+	if opts.SharedQuorum > 0 {
+		db.shared.quorum = opts.SharedQuorum
+	}
+	if opts.SharedStall > 0 {
+		db.shared.stall = opts.SharedStall
+	}
 	db.wake = newWakeHub(db.dialect == Postgres)
 	db.background, db.stop = context.WithCancel(context.Background())
 	db.base.db = db

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -32,6 +33,10 @@ import (
 // batch holds its locks briefly and a failed batch costs little to redo.
 const maxSharedBatch = 64
 
+// sharedStall is how long a batch may run before waiting units start one
+// beside it however few they are; a batch takes a few milliseconds.
+const sharedStall = 20 * time.Millisecond
+
 // errRunAlone tells a caller to run its unit in its own transaction.
 var errRunAlone = errors.New("run the unit in its own transaction")
 
@@ -48,10 +53,21 @@ type committer struct {
 	// maxLeaders bounds the transactions running at once (1 on SQLite,
 	// which has one writer); maxBatch bounds the units in one.
 	maxLeaders, maxBatch int
+	// quorum is how many units must wait before a batch starts beside a
+	// running one, and stall how long a running batch may take before
+	// any waiting unit starts one (see mayOverlap).
+	quorum int
+	stall  time.Duration
 
-	mu      sync.Mutex
-	queue   []*sharedUnit
-	leaders int
+	mu    sync.Mutex
+	queue []*sharedUnit
+	// leaders counts the goroutines leading batches and running the
+	// batches being executed; started is when the newest of those began.
+	leaders, running int
+	started          time.Time
+	// recheck, while armed, starts a leader for units left waiting behind
+	// a batch that stalls (see startOrWait).
+	recheck *time.Timer
 	stats   SharedStats
 }
 
@@ -75,7 +91,8 @@ func (db *DB) SharedStats() SharedStats {
 }
 
 func newCommitter(db *DB, maxLeaders, maxBatch int) *committer {
-	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: max(1, maxBatch)}
+	maxBatch = max(1, maxBatch)
+	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: maxBatch, quorum: max(1, maxBatch/4), stall: sharedStall}
 }
 
 // TransactShared runs fn in a transaction that it may share with
@@ -98,19 +115,60 @@ func (db *DB) TransactShared(ctx context.Context, fn func(ctx context.Context, r
 func (c *committer) submit(u *sharedUnit) {
 	c.mu.Lock()
 	c.queue = append(c.queue, u)
-	if c.leaders < c.maxLeaders {
+	c.startOrWait(time.Now())
+	c.mu.Unlock()
+}
+
+// startOrWait starts a leader for the waiting units if none runs, or if
+// they may start a batch beside the running ones; otherwise it makes sure
+// they are looked at again should the newest running batch stall (c.mu
+// held).
+func (c *committer) startOrWait(now time.Time) {
+	switch {
+	case c.leaders == 0 || (c.leaders < c.maxLeaders && c.mayOverlap(now)):
 		c.leaders++
 		go c.lead()
+	case c.recheck == nil && c.leaders < c.maxLeaders:
+		c.recheck = time.AfterFunc(c.stall-now.Sub(c.started), c.lookAgain)
+	}
+}
+
+// lookAgain runs when units may have waited for a stalled batch.
+func (c *committer) lookAgain() {
+	c.mu.Lock()
+	c.recheck = nil
+	if len(c.queue) > 0 {
+		c.startOrWait(time.Now())
 	}
 	c.mu.Unlock()
 }
 
-// lead runs batches while units are waiting.
+// mayOverlap reports whether the waiting units should start a batch beside
+// the running ones rather than wait for one of them to end (c.mu held).
+//
+// Every batch costs a round trip, a commit and, on the database, the
+// parsing and planning of its statements, whatever its size. Leaders that
+// start as soon as a unit waits split the units into many small batches:
+// with 64 clients sending emails, two such leaders made batches of 14
+// units, one leader batches of 28, and the larger batches cost Postgres
+// 12 µs less per email (the server 8 µs less). So a batch starts beside a
+// running one for a quorum of units, which keeps the database busy when
+// arrivals outgrow one batch at a time, or once the running batch has
+// stalled (a lock wait), so that one slow batch does not hold up others.
+func (c *committer) mayOverlap(now time.Time) bool {
+	return c.running == 0 || len(c.queue) >= c.quorum || now.Sub(c.started) >= c.stall
+}
+
+// lead runs batches while units wait that no other leader takes soon
+// enough (mayOverlap).
 func (c *committer) lead() {
+	c.mu.Lock()
 	for {
-		c.mu.Lock()
 		n := min(len(c.queue), c.maxBatch)
-		if n == 0 {
+		now := time.Now()
+		if n == 0 || !c.mayOverlap(now) {
+			// The running leaders take the waiting units when their
+			// batches end.
 			c.leaders--
 			c.mu.Unlock()
 			return
@@ -119,8 +177,12 @@ func (c *committer) lead() {
 		copy(batch, c.queue)
 		clear(c.queue[:n])
 		c.queue = c.queue[n:]
+		c.running++
+		c.started = now
 		c.mu.Unlock()
 		c.run(batch)
+		c.mu.Lock()
+		c.running--
 	}
 }
 

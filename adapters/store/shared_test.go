@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -177,4 +178,108 @@ func TestSharedTransactions(t *testing.T) {
 			})
 		})
 	}
+}
+
+// holdBatch runs a unit that holds its batch open until the returned
+// release is called, and returns once that batch is running.
+func holdBatch(t *testing.T, db *store.DB) (release func()) {
+	t.Helper()
+	started, held, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.TransactShared(context.Background(), func(ctx context.Context, r *store.Repos) error {
+			select {
+			case <-started:
+			default:
+				close(started)
+			}
+			<-held
+			return enqueueUnit("held")(ctx, r)
+		})
+	}()
+	<-started
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(held)
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// submitAll submits n units of kind at once and returns a channel closed
+// when all have returned without error.
+func submitAll(t *testing.T, db *store.DB, n int, kind string) <-chan struct{} {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- db.TransactShared(context.Background(), enqueueUnit(kind)) })
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			assert.NoError(t, err)
+		}
+		close(done)
+	}()
+	return done
+}
+
+// TestSharedBatchesOverlapOnlyForAQuorumOrAStall checks when a second
+// shared transaction starts beside a running one on Postgres (SQLite runs
+// one at a time): small numbers of units wait for the running batch, so
+// that batches stay large; a quorum of them starts a batch at once, and so
+// does any unit once the running batch has stalled.
+func TestSharedBatchesOverlapOnlyForAQuorumOrAStall(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T, quorum int, stall time.Duration) *store.DB {
+		db, err := store.Open(context.Background(), dbtest.URL(t, store.Postgres),
+			store.Options{SharedLeaders: 2, SharedQuorum: quorum, SharedStall: stall})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+
+	t.Run("FewUnitsWaitAndAQuorumStarts", func(t *testing.T) {
+		t.Parallel()
+		db := open(t, 4, time.Hour)
+		release := holdBatch(t, db)
+		few := submitAll(t, db, 3, "few")
+		require.Eventually(t, func() bool { return db.SharedStats().Waiting == 3 }, 10*time.Second, time.Millisecond)
+		// With a leader free, eager batching would take them at once.
+		time.Sleep(50 * time.Millisecond)
+		require.Equal(t, 3, db.SharedStats().Waiting, "three units under a quorum of four wait for the running batch")
+		require.Zero(t, db.SharedStats().Batches)
+
+		more := submitAll(t, db, 1, "few")
+		for _, done := range []<-chan struct{}{few, more} {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a quorum of waiting units did not start a batch beside the held one")
+			}
+		}
+		require.Equal(t, 4, countKind(t, db, "few"))
+		require.Equal(t, int64(1), db.SharedStats().Batches, "the four shared one batch, the held one still runs")
+		release()
+		require.Equal(t, 1, countKind(t, db, "held"))
+	})
+
+	t.Run("AStalledBatchDoesNotHoldUpOthers", func(t *testing.T) {
+		t.Parallel()
+		db := open(t, 100, 50*time.Millisecond)
+		release := holdBatch(t, db)
+		one := submitAll(t, db, 1, "behind")
+		select {
+		case <-one:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a unit waited for a stalled batch")
+		}
+		require.Equal(t, 1, countKind(t, db, "behind"))
+		release()
+	})
 }

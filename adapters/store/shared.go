@@ -92,7 +92,7 @@ func (db *DB) SharedStats() SharedStats {
 
 func newCommitter(db *DB, maxLeaders, maxBatch int) *committer {
 	maxBatch = max(1, maxBatch)
-	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: maxBatch, quorum: max(1, maxBatch/4), stall: sharedStall}
+	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: maxBatch, quorum: max(1, maxBatch/2), stall: sharedStall}
 }
 
 // TransactShared runs fn in a transaction that it may share with
@@ -155,6 +155,9 @@ func (c *committer) lookAgain() {
 // running one for a quorum of units, which keeps the database busy when
 // arrivals outgrow one batch at a time, or once the running batch has
 // stalled (a lock wait), so that one slow batch does not hold up others.
+// Against 64 clients in alternating runs, a quorum of half a batch (32)
+// accepted 2-5% more emails and sends than a quarter; a quorum of a whole
+// batch 12-16% fewer, one leader alone 3% fewer.
 func (c *committer) mayOverlap(now time.Time) bool {
 	return c.running == 0 || len(c.queue) >= c.quorum || now.Sub(c.started) >= c.stall
 }

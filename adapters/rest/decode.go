@@ -27,6 +27,9 @@ func decodeJSON(r *http.Request, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return failure.Invalid(failure.FieldError{In: "body", Message: "Field required", Type: "missing"})
 	}
+	if decodeFast(raw, dst) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -117,8 +120,12 @@ func expectedType(t reflect.Type) (typ, msg string) {
 	return "value_error", "Input has the wrong type"
 }
 
-// isJSON reports whether a Content-Type header names JSON.
+// isJSON reports whether a Content-Type header names JSON. The plain
+// header most clients send is recognised without parsing it.
 func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }

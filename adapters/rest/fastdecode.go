@@ -15,9 +15,10 @@ import (
 // tenth of the server's CPU. Most bodies are one flat object of plain
 // strings, which one pass can read. decodeFast reads exactly those: an
 // object whose members are named as the DTO's fields (exactly, no case
-// folding), each once, with string values that hold no escape, no control
-// character and only valid UTF-8, and, for map fields, objects of such
-// strings and lists of them. For anything else it reports false and
+// folding), each once, with string values of valid UTF-8 that hold no
+// control character and no escape but those of one character (a line
+// break, a quote), and, for map fields, objects of such strings and lists
+// of them. For anything else it reports false and
 // decodeJSON decodes the body with encoding/json, which also words every
 // error; what decodeFast accepts, it decodes exactly as encoding/json
 // would (FuzzDecodeFast checks that).
@@ -166,21 +167,49 @@ func (p *fastParser) take(c byte) bool {
 	return false
 }
 
-// plainBytes reads a string without escapes or control characters and
-// of valid UTF-8, returning its bytes inside b.
+// plainBytes reads a string of valid UTF-8 without control characters or
+// escapes (a member's name), returning its bytes inside b.
 func (p *fastParser) plainBytes() ([]byte, bool) {
+	return p.stringBytes(false)
+}
+
+// plainString reads a string as plainBytes does, but for escapes of one
+// character (\" \\ \/ \b \f \n \r \t: a body with line breaks); a \u
+// escape is left to encoding/json.
+func (p *fastParser) plainString() (string, bool) {
+	b, ok := p.stringBytes(true)
+	return string(b), ok
+}
+
+func (p *fastParser) stringBytes(escapes bool) ([]byte, bool) {
 	if !p.take('"') {
 		return nil, false
 	}
 	start, ascii := p.i, true
+	var unescaped []byte // nil until the first escape
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			s := p.b[start:p.i]
 			p.i++
+			if unescaped != nil {
+				s = append(unescaped, s...)
+			}
 			return s, ascii || utf8.Valid(s)
-		case c == '\\' || c < 0x20:
+		case c == '\\':
+			if !escapes || p.i+1 == len(p.b) {
+				return nil, false
+			}
+			e, ok := oneCharEscapes[p.b[p.i+1]]
+			if !ok {
+				return nil, false
+			}
+			unescaped = append(append(unescaped, p.b[start:p.i]...), e)
+			p.i += 2
+			start = p.i
+			continue
+		case c < 0x20:
 			return nil, false
 		case c >= utf8.RuneSelf:
 			ascii = false
@@ -190,10 +219,9 @@ func (p *fastParser) plainBytes() ([]byte, bool) {
 	return nil, false
 }
 
-func (p *fastParser) plainString() (string, bool) {
-	b, ok := p.plainBytes()
-	return string(b), ok
-}
+// oneCharEscapes are JSON's escapes of one character, by the letter after
+// the backslash.
+var oneCharEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // stringMap reads an object whose values are plain strings or lists of
 // them, as encoding/json decodes it into map[string]any.

@@ -36,10 +36,11 @@ var (
 		`{"message_type":"media","media_url":"https://x.example/a.png","media_type":"image","caption":""}`,
 		`{}`,
 		`{"attachment_uri":"https://x.example/doc.pdf"}`,
+		`{"subject":"a\"b","body":"line\nbreak\r\n\ttab \\ \/ \b\f","headers":{"x-a\tb":["c\nd"]}}`,
 	}
 	slowBodies = []string{
-		`{"subject":"a\"b"}`,
-		`{"subject":"line\nbreak"}`,
+		`{"sub\u006aect":"escaped name"}`,
+		`{"subject":"\x"}`,
 		"{\"subject\":\"tab\tinside\"}",
 		`{"subject":"\u00e9"}`,
 		`{"Subject":"case"}`,

@@ -76,6 +76,9 @@ func decodeFast(raw []byte, dst any) bool {
 		return false
 	}
 	plan := fastPlanFor(v.Elem().Type())
+	if len(plan) == 0 {
+		return false
+	}
 	type assignment struct {
 		field fastField
 		value any // string or map[string]any

@@ -155,13 +155,7 @@ func (db *DB) init(opts Options, maxConns int) {
 		// commits, and each shares its commit among many units.
 		sharedLeaders = max(2, maxConns/32)
 	}
-	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch)
-	if opts.SharedQuorum > 0 {
-		db.shared.quorum = opts.SharedQuorum
-	}
-	if opts.SharedStall > 0 {
-		db.shared.stall = opts.SharedStall
-	}
+	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch, opts.SharedQuorum, opts.SharedStall)
 	db.wake = newWakeHub(db.dialect == Postgres)
 	db.background, db.stop = context.WithCancel(context.Background())
 	db.base.db = db

@@ -90,9 +90,17 @@ func (db *DB) SharedStats() SharedStats {
 	return s
 }
 
-func newCommitter(db *DB, maxLeaders, maxBatch int) *committer {
+// newCommitter returns a committer; a quorum or stall of 0 picks half a
+// batch and sharedStall.
+func newCommitter(db *DB, maxLeaders, maxBatch, quorum int, stall time.Duration) *committer {
 	maxBatch = max(1, maxBatch)
-	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: maxBatch, quorum: max(1, maxBatch/2), stall: sharedStall}
+	if quorum <= 0 {
+		quorum = max(1, maxBatch/2)
+	}
+	if stall <= 0 {
+		stall = sharedStall
+	}
+	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: maxBatch, quorum: quorum, stall: stall}
 }
 
 // TransactShared runs fn in a transaction that it may share with
@@ -120,12 +128,12 @@ func (c *committer) submit(u *sharedUnit) {
 }
 
 // startOrWait starts a leader for the waiting units if none runs, or if
-// they may start a batch beside the running ones; otherwise it makes sure
-// they are looked at again should the newest running batch stall (c.mu
-// held).
+// they may start a batch beside the running ones (mayOverlap answers yes
+// when no batch runs); otherwise it makes sure they are looked at again
+// should the newest running batch stall (c.mu held).
 func (c *committer) startOrWait(now time.Time) {
 	switch {
-	case c.leaders == 0 || (c.leaders < c.maxLeaders && c.mayOverlap(now)):
+	case c.leaders < c.maxLeaders && c.mayOverlap(now):
 		c.leaders++
 		go c.lead()
 	case c.recheck == nil && c.leaders < c.maxLeaders:

@@ -7,7 +7,8 @@
 // Usage:
 //
 //	go run ./bench [-scenarios a,b] [-slice 3s] [-rounds 10] [-workers 32]
-//	               [-database sqlite|postgres] [-switchboard BIN] [-json FILE]
+//	               [-database sqlite|postgres] [-switchboard BIN] [-against BIN]
+//	               [-json FILE]
 package main
 
 import (
@@ -56,6 +57,7 @@ func run() int {
 		workers   = flag.Int("workers", 32, "concurrent workers of the HTTP load generator")
 		database  = flag.String("database", "sqlite", "database of the server under test: sqlite or postgres ($DATABASE_URL)")
 		bin       = flag.String("switchboard", "", "prebuilt switchboard binary (default: build ./cmd/switchboard)")
+		against   = flag.String("against", "", "another switchboard binary: each ratio scenario's baseline becomes the same scenario run against it, to compare two builds")
 		jsonPath  = flag.String("json", "", "also write the results as JSON to this file")
 		listNames = flag.Bool("list", false, "list the scenarios and exit")
 	)
@@ -100,6 +102,17 @@ func run() int {
 	defer env.Close()
 	env.Database, env.Workers, env.SwitchboardBin = *database, *workers, *bin
 	env.PostgresAdminURL = cmp.Or(os.Getenv("DATABASE_URL"), defaultPostgresURL)
+	if *against != "" {
+		other, err := harness.NewEnv(root, log.With("build", "against"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer other.Close()
+		other.Database, other.Workers, other.SwitchboardBin = env.Database, env.Workers, *against
+		other.PostgresAdminURL = env.PostgresAdminURL
+		env.Against = other
+	}
 
 	cfg := harness.Config{Slice: *slice, Rounds: *rounds, Warmup: min(*slice, time.Second)}
 	report := harness.NewReport(env, cfg)

@@ -33,6 +33,11 @@ type Env struct {
 	SwitchboardBin string
 	// Log receives progress and clean-up problems.
 	Log *slog.Logger
+	// Against, when set, is an Env of its own whose SwitchboardBin is another build:
+	// each ratio scenario's baseline is then the same scenario set up in Against, so
+	// the ratio compares two builds under one load, alternating as usual. Far less
+	// noisy than two runs against pgbench, whose rate drifts apart from ours.
+	Against *Env
 
 	closers     []func()
 	scoped      []func() // released when the running scenario ends
@@ -87,6 +92,17 @@ func (e *Env) endScenario() {
 // AfterRounds registers f to run once the rounds of the scenario being set up have
 // succeeded, in the order registered (see FollowUp).
 func (e *Env) AfterRounds(f FollowUp) { e.followUps = append(e.followUps, f) }
+
+// asBaseline is sc set up in e, as the baseline of sc in another Env.
+func (e *Env) asBaseline(sc Scenario) Baseline {
+	return Baseline{
+		Name: "switchboard " + filepath.Base(e.SwitchboardBin),
+		Unit: sc.unit(),
+		Setup: func(ctx context.Context, _ *Env) (Slice, error) {
+			return sc.Setup(ctx, e)
+		},
+	}
+}
 
 // StartServer starts spec as its own process, waits until it is ready and stops it
 // at Close.

@@ -111,16 +111,24 @@ func latencyOf(sorted []time.Duration) *Latency {
 // is skipped; what its Setup registered with Env.AfterScenario is released on return.
 func Run(ctx context.Context, env *Env, sc Scenario, cfg Config) Result {
 	res := Result{Scenario: sc.Name, Description: sc.Description, Kind: KindRatio, Unit: sc.unit(), Rounds: cfg.Rounds}
+	baseline, target := sc.Baseline, sc.Target
+	if env.Against != nil {
+		// Two builds compared: no target, the ratio is the answer.
+		baseline, target = env.Against.asBaseline(sc), 0
+	}
 	if sc.Latency != nil {
 		res.Kind = KindLatency
 	} else {
-		res.Baseline, res.BaselineUnit, res.Target = sc.Baseline.Name, sc.Baseline.unit(), sc.Target
+		res.Baseline, res.BaselineUnit, res.Target = baseline.Name, baseline.unit(), target
 	}
 	if reason := sc.skipReason(env.Database); reason != "" {
 		res.Skipped = reason
 		return res
 	}
 	defer env.endScenario()
+	if env.Against != nil {
+		defer env.Against.endScenario()
+	}
 	fail := func(err error) Result {
 		res.Error = err.Error()
 		return res
@@ -139,8 +147,8 @@ func Run(ctx context.Context, env *Env, sc Scenario, cfg Config) Result {
 	warmups := []Slice{measured}
 	var reference Slice
 	if sc.Latency == nil {
-		if reference, err = sc.Baseline.Setup(ctx, env); err != nil {
-			return fail(fmt.Errorf("baseline %s setup: %w", sc.Baseline.Name, err))
+		if reference, err = baseline.Setup(ctx, env); err != nil {
+			return fail(fmt.Errorf("baseline %s setup: %w", baseline.Name, err))
 		}
 		warmups = append(warmups, reference)
 	}

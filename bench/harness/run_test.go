@@ -276,3 +276,46 @@ func TestRunFollowUpsAfterSuccessfulRoundsOnly(t *testing.T) {
 		t.Errorf("result = %+v, want an error and no figures", res)
 	}
 }
+
+// With Against set, the baseline is the scenario itself set up in the other Env
+// (another build), its resources are released with the scenario's, and there is no
+// target to miss.
+func TestRunAgainstAnotherBuildComparesTheScenarioWithItself(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, "sqlite")
+	env.SwitchboardBin = "/builds/new"
+	other := newTestEnv(t, "sqlite")
+	other.SwitchboardBin = "/builds/old"
+	env.Against = other
+	var order []string
+	sc := Scenario{
+		Name:   "sends",
+		Target: 2,
+		Unit:   "sends",
+		Baseline: Baseline{Name: "pgbench", Setup: func(context.Context, *Env) (Slice, error) {
+			t.Error("the scenario's own baseline was set up")
+			return nil, nil
+		}},
+		Setup: func(_ context.Context, e *Env) (Slice, error) {
+			name, rate := "new", 12
+			if e == other {
+				name, rate = "old", 10
+			}
+			e.AfterScenario(func() { order = append(order, "release "+name) })
+			return fixedRate(name, rate, &order), nil
+		},
+	}
+	res := Run(t.Context(), env, sc, Config{Slice: time.Millisecond, Rounds: 2})
+	if res.Error != "" {
+		t.Fatal(res.Error)
+	}
+	if res.Baseline != "switchboard old" || res.BaselineUnit != "sends" || res.Target != 0 {
+		t.Errorf("baseline %q unit %q target %v, want switchboard old, sends and no target", res.Baseline, res.BaselineUnit, res.Target)
+	}
+	if math.Abs(res.Ratio.Median-1.2) > 1e-9 || res.Verdict() != "ok" {
+		t.Errorf("ratio %+v verdict %s, want 1.2 and ok", *res.Ratio, res.Verdict())
+	}
+	if got, want := strings.Join(order, " "), "new old new old old new release old release new"; got != want {
+		t.Errorf("order = %q, want %q", got, want)
+	}
+}

@@ -184,13 +184,17 @@ func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figur
 type pgStats struct {
 	WALSyncs  int64
 	WALWrites int64
+	WALBytes  int64
+	// WALImages are the full-page images written to the WAL: a page's first change
+	// after a checkpoint logs the whole page.
+	WALImages int64
 	// Xacts are the transactions committed or rolled back, by database.
 	Xacts map[string]int64
 }
 
 func readPGStats(ctx context.Context, db *store.DB) (pgStats, error) {
 	st := pgStats{Xacts: map[string]int64{}}
-	if err := db.Bun().NewRaw("SELECT wal_sync, wal_write FROM pg_stat_wal").Scan(ctx, &st.WALSyncs, &st.WALWrites); err != nil {
+	if err := db.Bun().NewRaw("SELECT wal_sync, wal_write, wal_bytes, wal_fpi FROM pg_stat_wal").Scan(ctx, &st.WALSyncs, &st.WALWrites, &st.WALBytes, &st.WALImages); err != nil {
 		return pgStats{}, fmt.Errorf("read pg_stat_wal: %w", err)
 	}
 	var rows []struct {
@@ -231,9 +235,9 @@ func (st pgStats) xactsSince(before pgStats, database string) (own, others int64
 // ones included); and the CPU time per send of the server process and of every
 // Postgres process, read from /proc around the send slice.
 func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []harness.Figure {
-	const walName, txName, cpuName = "WAL syncs per 1000 sends", "transactions per send", "CPU per send"
+	const walName, bytesName, txName, cpuName = "WAL syncs per 1000 sends", "WAL bytes per send", "transactions per send", "CPU per send"
 	fail := func(err error) []harness.Figure {
-		return []harness.Figure{harness.FigureError(walName, err), harness.FigureError(txName, err), harness.FigureError(cpuName, err)}
+		return []harness.Figure{harness.FigureError(walName, err), harness.FigureError(bytesName, err), harness.FigureError(txName, err), harness.FigureError(cpuName, err)}
 	}
 	quietStats := func() (pgStats, error) {
 		if err := sleep(ctx, s.StatsQuiet); err != nil {
@@ -286,6 +290,12 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 			Detail: fmt.Sprintf("pg_stat_wal.wal_sync over %d sends in one closed-loop slice (%.0f/s); %s: %.0f per 1000 tx in the slice after (%.0f tx/s). The counter is the whole server's; other databases ran %d transactions during the sends",
 				m.Ops, m.Rate(), r.Result.Baseline, 1000*float64(st2.WALSyncs-st1.WALSyncs)/float64(max(1, b.Ops)), b.Rate(),
 				others),
+		},
+		{
+			Name: bytesName, Value: float64(st1.WALBytes-st0.WALBytes) / sends, Unit: "B",
+			Detail: fmt.Sprintf("pg_stat_wal.wal_bytes over the same sends, %.2f full-page images per send (wal_fpi; the first change of a page after a checkpoint logs all of it); %s: %.0f B and %.2f images per tx",
+				float64(st1.WALImages-st0.WALImages)/sends, r.Result.Baseline,
+				float64(st2.WALBytes-st1.WALBytes)/float64(max(1, b.Ops)), float64(st2.WALImages-st1.WALImages)/float64(max(1, b.Ops))),
 		},
 		{
 			Name: txName, Value: float64(xacts) / sends,

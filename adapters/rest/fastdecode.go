@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -16,8 +17,8 @@ import (
 // strings, which one pass can read. decodeFast reads exactly those: an
 // object whose members are named as the DTO's fields (exactly, no case
 // folding), each once, with string values of valid UTF-8 that hold no
-// control character and no escape but those of one character (a line
-// break, a quote), and, for map fields, objects of such strings and lists
+// control character and no escape that encoding/json would have to repair
+// (a lone UTF-16 surrogate), and, for map fields, objects of such strings and lists
 // of them. For anything else it reports false and
 // decodeJSON decodes the body with encoding/json, which also words every
 // error; what decodeFast accepts, it decodes exactly as encoding/json
@@ -176,9 +177,9 @@ func (p *fastParser) plainBytes() ([]byte, bool) {
 	return p.stringBytes(false)
 }
 
-// plainString reads a string as plainBytes does, but for escapes of one
-// character (\" \\ \/ \b \f \n \r \t: a body with line breaks); a \u
-// escape is left to encoding/json.
+// plainString reads a string as plainBytes does, but for escapes: those of
+// one character (\" \\ \/ \b \f \n \r \t: a body with line breaks) and
+// \uXXXX (see unicodeEscape).
 func (p *fastParser) plainString() (string, bool) {
 	b, ok := p.stringBytes(true)
 	return string(b), ok
@@ -204,12 +205,22 @@ func (p *fastParser) stringBytes(escapes bool) ([]byte, bool) {
 			if !escapes || p.i+1 == len(p.b) {
 				return nil, false
 			}
-			e, ok := oneCharEscapes[p.b[p.i+1]]
-			if !ok {
-				return nil, false
+			unescaped = append(unescaped, p.b[start:p.i]...)
+			if p.b[p.i+1] == 'u' {
+				r, n := p.unicodeEscape()
+				if n == 0 {
+					return nil, false
+				}
+				unescaped = utf8.AppendRune(unescaped, r)
+				p.i += n
+			} else {
+				e, ok := oneCharEscapes[p.b[p.i+1]]
+				if !ok {
+					return nil, false
+				}
+				unescaped = append(unescaped, e)
+				p.i += 2
 			}
-			unescaped = append(append(unescaped, p.b[start:p.i]...), e)
-			p.i += 2
 			start = p.i
 			continue
 		case c < 0x20:
@@ -220,6 +231,55 @@ func (p *fastParser) stringBytes(escapes bool) ([]byte, bool) {
 		p.i++
 	}
 	return nil, false
+}
+
+// unicodeEscape reads the \uXXXX escape at p.i, or the pair of them that
+// spells a character beyond the Basic Multilingual Plane as UTF-16
+// surrogates, and returns the character and the bytes read. It returns 0
+// bytes for a malformed escape and for a surrogate without its partner,
+// which encoding/json turns into U+FFFD: those bodies take the slow path.
+//
+// Clients escape more than one might think: Python's json.dumps writes
+// every non-ASCII character as \uXXXX by default, and Go's json.Marshal
+// writes <, > and & that way, so an HTML email from a Go client has them.
+func (p *fastParser) unicodeEscape() (rune, int) {
+	r := hex4(p.b[p.i+2:])
+	switch {
+	case r < 0:
+		return 0, 0
+	case !utf16.IsSurrogate(r):
+		return r, 6
+	}
+	rest := p.b[p.i+6:]
+	if len(rest) < 6 || rest[0] != '\\' || rest[1] != 'u' {
+		return 0, 0
+	}
+	if r = utf16.DecodeRune(r, hex4(rest[2:])); r == utf8.RuneError {
+		return 0, 0
+	}
+	return r, 12
+}
+
+// hex4 is the value of the four hex digits b starts with, or -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // oneCharEscapes are JSON's escapes of one character, by the letter after

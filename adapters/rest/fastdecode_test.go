@@ -37,12 +37,20 @@ var (
 		`{}`,
 		`{"attachment_uri":"https://x.example/doc.pdf"}`,
 		`{"subject":"a\"b","body":"line\nbreak\r\n\ttab \\ \/ \b\f","headers":{"x-a\tb":["c\nd"]}}`,
+		// Go's json.Marshal escapes <, > and &; Python's json.dumps every
+		// non-ASCII character, astral ones as a surrogate pair.
+		`{"subject":"na\u00efve caf\u00E9 \ud83d\ude00","body":"\u003cp\u003eA \u0026 B\u003c/p\u003e\u0000","headers":{"cc":["\u00e9@x.example"]}}`,
 	}
 	slowBodies = []string{
 		`{"sub\u006aect":"escaped name"}`,
 		`{"subject":"\x"}`,
 		"{\"subject\":\"tab\tinside\"}",
-		`{"subject":"\u00e9"}`,
+		`{"subject":"\ud83d"}`,
+		`{"subject":"\ud83d\u0041"}`,
+		`{"subject":"\ude00\ud83d"}`,
+		`{"subject":"\ud83d\n"}`,
+		`{"subject":"\u00g9"}`,
+		`{"subject":"\u00e"}`,
 		`{"Subject":"case"}`,
 		`{"subject":"one","subject":"two"}`,
 		`{"subject":null}`,
@@ -97,6 +105,10 @@ func TestDecodeFastTakesTheCommonBodies(t *testing.T) {
 	var e sendEmailBody
 	require.True(t, decodeFast([]byte(fastBodies[1]), &e))
 	require.Equal(t, map[string]any{"cc": []any{"e@f.example", "g@h.example"}, "bcc": []any{}, "reply-to": "r@s.example"}, e.Headers)
+	e = sendEmailBody{}
+	require.True(t, decodeFast([]byte(fastBodies[len(fastBodies)-1]), &e))
+	require.Equal(t, "naïve café 😀", *e.Subject)
+	require.Equal(t, "<p>A & B</p>\x00", *e.Body)
 	for _, raw := range slowBodies {
 		var e sendEmailBody
 		require.False(t, decodeFast([]byte(raw), &e), "%s", raw)

@@ -205,14 +205,15 @@ var drain = queue.Drain{
 // send is the messages-send scenario. Its pool (20) stays open beside pgbench's 64
 // clients, the harness's 2 and the run's shared server's 8: 94 of Postgres's 100.
 var send = messaging.Send{
-	Clients:         64,
-	Users:           256,
-	Numbers:         64,
-	MaxConns:        20,
-	OpenLoopShare:   0.5,
-	OpenLoopP99:     20 * time.Millisecond,
-	OpenLoopWorkers: 256,
-	StatsQuiet:      11 * time.Second,
+	Clients:          64,
+	Users:            256,
+	Numbers:          64,
+	MaxConns:         20,
+	OpenLoopShare:    0.5,
+	OpenLoopP99:      20 * time.Millisecond,
+	OpenLoopWorkers:  256,
+	OpenLoopBaseline: insertOne,
+	StatsQuiet:       11 * time.Second,
 }
 
 var read = messaging.Read{Clients: 16, Messages: 1_000_000, Threads: 10_000}

@@ -35,25 +35,34 @@ func (p PGBench) Baseline() Baseline {
 	return Baseline{Name: p.Name, Unit: "tx", Setup: p.setup}
 }
 
-func (p PGBench) setup(ctx context.Context, env *Env) (Slice, error) {
+// prepare runs Init and writes Script to a file, returning the database URL and the
+// script's path.
+func (p PGBench) prepare(ctx context.Context, env *Env) (url, script string, err error) {
 	if env.Database != "postgres" {
-		return nil, fmt.Errorf("baseline %s needs -database postgres", p.Name)
+		return "", "", fmt.Errorf("baseline %s needs -database postgres", p.Name)
 	}
 	if _, err := exec.LookPath("pgbench"); err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", p.Name, err)
+		return "", "", fmt.Errorf("baseline %s: %w", p.Name, err)
 	}
-	url, err := env.PostgresURL(ctx)
-	if err != nil {
-		return nil, err
+	if url, err = env.PostgresURL(ctx); err != nil {
+		return "", "", err
 	}
 	if p.Init != "" {
 		if err := psql(ctx, url, p.Init); err != nil {
-			return nil, fmt.Errorf("baseline %s init: %w", p.Name, err)
+			return "", "", fmt.Errorf("baseline %s init: %w", p.Name, err)
 		}
 	}
-	script := filepath.Join(env.Dir, p.Name+".sql")
+	script = filepath.Join(env.Dir, p.Name+".sql")
 	if err := os.WriteFile(script, []byte(p.Script), 0o600); err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", p.Name, err)
+		return "", "", fmt.Errorf("baseline %s: %w", p.Name, err)
+	}
+	return url, script, nil
+}
+
+func (p PGBench) setup(ctx context.Context, env *Env) (Slice, error) {
+	url, script, err := p.prepare(ctx, env)
+	if err != nil {
+		return nil, err
 	}
 	return func(ctx context.Context, d time.Duration) (Sample, error) {
 		secs := max(1, int(math.Ceil(d.Seconds())))
@@ -138,4 +147,85 @@ func leadingInt(s string) int {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// OpenSlice runs a workload offered at a fixed rate for about d.
+type OpenSlice func(ctx context.Context, d time.Duration, rate float64) (Sample, error)
+
+// OpenLoop returns a slice that offers p's script at rate transactions a second
+// (pgbench -R) for about its duration, as HTTPLoad.RunOpen offers requests, and
+// reports the latency of each transaction from when it was due, read from pgbench's
+// transaction log. Beside a scenario's own
+// open-loop latency, it shows what the same machine and database give the bare
+// statement at the same rate: a stall of the disk's flushes shows on both.
+func (p PGBench) OpenLoop(ctx context.Context, env *Env) (OpenSlice, error) {
+	url, script, err := p.prepare(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, d time.Duration, rate float64) (Sample, error) {
+		secs := max(1, int(math.Ceil(d.Seconds())))
+		dir, err := os.MkdirTemp(env.Dir, "pgbench-log-")
+		if err != nil {
+			return Sample{}, err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		cmd := exec.CommandContext(ctx, "pgbench", "-n", "-f", script,
+			"-c", strconv.Itoa(p.Clients), "-j", strconv.Itoa(min(2, p.Clients)), "-T", strconv.Itoa(secs),
+			"-R", strconv.FormatFloat(rate, 'f', 0, 64), "-l", "--log-prefix", filepath.Join(dir, "tx"), url)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return Sample{}, fmt.Errorf("pgbench: %w\n%s", err, lastLines(out.String(), 20))
+		}
+		s := Sample{Elapsed: time.Duration(secs) * time.Second}
+		logs, err := filepath.Glob(filepath.Join(dir, "tx.*"))
+		if err != nil {
+			return Sample{}, err
+		}
+		for _, name := range logs {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return Sample{}, err
+			}
+			lat, failed, err := ParsePGBenchLog(string(b))
+			if err != nil {
+				return Sample{}, fmt.Errorf("%s: %w", filepath.Base(name), err)
+			}
+			s.Latencies = append(s.Latencies, lat...)
+			s.Failed += failed
+		}
+		s.Ops = len(s.Latencies)
+		if s.Failed > 0 {
+			s.FirstFailure = fmt.Sprintf("pgbench logged %d failed or skipped transactions", s.Failed)
+		}
+		return s, nil
+	}, nil
+}
+
+// ParsePGBenchLog reads a pgbench transaction log written with --rate
+// ("client_id transaction_no time script_no time_epoch time_us schedule_lag", times
+// in microseconds) and returns each transaction's latency from when it was due, and
+// how many transactions failed or were skipped. Under --rate, pgbench measures time
+// from the transaction's scheduled start, so it holds the schedule lag already.
+func ParsePGBenchLog(log string) (latencies []time.Duration, failed int, err error) {
+	for line := range strings.Lines(log) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 7 {
+			return nil, 0, fmt.Errorf("pgbench log line %q: want 7 fields (run with --rate)", strings.TrimSpace(line))
+		}
+		if f[2] == "skipped" || f[2] == "failed" {
+			failed++
+			continue
+		}
+		us, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("pgbench log line %q: time must be an integer", strings.TrimSpace(line))
+		}
+		latencies = append(latencies, time.Duration(us)*time.Microsecond)
+	}
+	return latencies, failed, nil
 }

@@ -1,6 +1,11 @@
 package harness
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestParsePGBench(t *testing.T) {
 	t.Parallel()
@@ -68,5 +73,23 @@ func TestParsePGBenchWithoutTPS(t *testing.T) {
 		if _, err := ParsePGBench(out); err == nil {
 			t.Errorf("ParsePGBench(%q) succeeded, want an error", out)
 		}
+	}
+}
+
+func TestParsePGBenchLog(t *testing.T) {
+	t.Parallel()
+	log := "0 0 1520 0 1732460000 123456 340\n1 0 980 0 1732460000 124000 12\n2 0 skipped 0 1732460000 125000 50000\n3 0 failed 0 1732460000 126000 0\n\n"
+	lat, failed, err := ParsePGBenchLog(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{1520 * time.Microsecond, 980 * time.Microsecond}; !slices.Equal(lat, want) || failed != 2 {
+		t.Errorf("latencies %v failed %d, want %v and 2", lat, failed, want)
+	}
+	if _, _, err := ParsePGBenchLog("0 0 1520 0 1732460000 123456\n"); err == nil || !strings.Contains(err.Error(), "--rate") {
+		t.Errorf("a log without schedule lag: err = %v, want one naming --rate", err)
+	}
+	if _, _, err := ParsePGBenchLog("0 0 x 0 1732460000 123456 3\n"); err == nil {
+		t.Error("a log with a time that is no number was accepted")
 	}
 }

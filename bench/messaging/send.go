@@ -49,6 +49,9 @@ type Send struct {
 	OpenLoopP99 time.Duration
 	// OpenLoopWorkers bounds the open loop's requests in flight.
 	OpenLoopWorkers int
+	// OpenLoopBaseline, when it has a Script, runs at the same rate after each
+	// open-loop slice, for its latency beside ours (see harness.PGBench.OpenLoop).
+	OpenLoopBaseline harness.PGBench
 	// StatsQuiet is how long the database is left alone before and after the slice
 	// whose statistics are read. Postgres backends publish their counters at most
 	// once a second while busy, and within 10 s once idle, so a shorter quiet period
@@ -93,6 +96,11 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 		}
 		snd.bodies = append(snd.bodies, b)
 	}
+	if s.OpenLoopBaseline.Script != "" {
+		if snd.baselineOpen, err = s.OpenLoopBaseline.OpenLoop(ctx, env); err != nil {
+			return nil, err
+		}
+	}
 	env.AfterRounds(snd.openLoop)
 	env.AfterRounds(snd.walAndTransactions)
 	env.AfterRounds(snd.statements)
@@ -123,6 +131,8 @@ type sender struct {
 	load *harness.HTTPLoad
 	// bodies holds one send body per user.
 	bodies [][]byte
+	// baselineOpen runs OpenLoopBaseline; nil without one.
+	baselineOpen harness.OpenSlice
 }
 
 // newLoad returns a load of workers that send to each user in turn through sb.
@@ -133,10 +143,13 @@ func (s *sender) newLoad(sb *harness.Switchboard, workers int) (*harness.HTTPLoa
 // openLoop measures the latency of sends offered at a fixed rate, OpenLoopShare of
 // the closed-loop median, over as many slices as the run has rounds, on the same
 // server: a server is run well below its capacity, and what its users see there is
-// the latency, not the rate.
+// the latency, not the rate. With an OpenLoopBaseline, each slice is followed by one
+// of the baseline at the same rate, whose latency is reported beside ours: a stall of
+// the machine's disk flushes, which no server avoids, shows on both.
 func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figure {
 	rate := s.OpenLoopShare * r.Result.Measured.Rate.Median
 	name := fmt.Sprintf("open-loop p99 at %.0f sends/s", rate)
+	baseName := fmt.Sprintf("%s open-loop p99 at %.0f tx/s", s.OpenLoopBaseline.Name, rate)
 	load, err := s.newLoad(s.api, s.OpenLoopWorkers)
 	if err != nil {
 		return []harness.Figure{harness.FigureError(name, err)}
@@ -144,40 +157,68 @@ func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figur
 	if _, err := load.RunOpen(ctx, r.Config.Warmup, rate); err != nil {
 		return []harness.Figure{harness.FigureError(name, err)}
 	}
-	var (
-		all            []time.Duration
-		p99s, achieved []float64
-		failed         int
-		first          string
-	)
+	var ours, base openLatencies
 	for range r.Config.Rounds {
 		m, err := load.RunOpen(ctx, r.Config.Slice, rate)
 		if err != nil {
 			return []harness.Figure{harness.FigureError(name, err)}
 		}
-		failed += m.Failed
-		if first == "" {
-			first = m.FirstFailure
+		ours.add(m)
+		if s.baselineOpen == nil {
+			continue
 		}
-		lat := slices.Sorted(slices.Values(m.Latencies))
-		all = append(all, lat...)
-		p99s = append(p99s, millis(harness.Percentile(lat, 99)))
-		achieved = append(achieved, m.Rate())
+		b, err := s.baselineOpen(ctx, r.Config.Slice, rate)
+		if err != nil {
+			return []harness.Figure{harness.FigureError(name, err)}
+		}
+		base.add(b)
 	}
-	switch {
-	case failed > 0:
-		return []harness.Figure{harness.FigureError(name, fmt.Errorf("%d of %d sends failed (first: %s)", failed, failed+len(all), first))}
-	case len(all) == 0:
-		return []harness.Figure{harness.FigureError(name, errors.New("no sends"))}
-	}
-	slices.Sort(all)
 	target := millis(s.OpenLoopP99)
-	spread, got := harness.Summarize(p99s), harness.Summarize(achieved)
-	return []harness.Figure{{
-		Name: name, Value: millis(harness.Percentile(all, 99)), Unit: "ms", Max: &target,
-		Detail: fmt.Sprintf("%.0f%% of the closed-loop median; %d sends in %d slices (achieved %.0f/s); p50 %.2f ms, max %.2f ms; slice p99 %.2f-%.2f ms",
-			100*s.OpenLoopShare, len(all), len(p99s), got.Median, millis(harness.Percentile(all, 50)), millis(all[len(all)-1]), spread.Min, spread.Max),
-	}}
+	figures := []harness.Figure{ours.figure(name, "sends", &target,
+		fmt.Sprintf("%.0f%% of the closed-loop median", 100*s.OpenLoopShare))}
+	if s.baselineOpen != nil {
+		figures = append(figures, base.figure(baseName, "transactions", nil,
+			"after each of those slices, pgbench -R at the same rate, latency from each transaction's scheduled start"))
+	}
+	return figures
+}
+
+// openLatencies gathers the open-loop slices of one side.
+type openLatencies struct {
+	all            []time.Duration
+	p99s, achieved []float64
+	failed         int
+	first          string
+}
+
+func (o *openLatencies) add(m harness.Sample) {
+	o.failed += m.Failed
+	if o.first == "" {
+		o.first = m.FirstFailure
+	}
+	lat := slices.Sorted(slices.Values(m.Latencies))
+	o.all = append(o.all, lat...)
+	if len(lat) > 0 {
+		o.p99s = append(o.p99s, millis(harness.Percentile(lat, 99)))
+	}
+	o.achieved = append(o.achieved, m.Rate())
+}
+
+// figure is the p99 of every latency gathered, with the spread of the slices.
+func (o *openLatencies) figure(name, unit string, limit *float64, how string) harness.Figure {
+	switch {
+	case o.failed > 0:
+		return harness.FigureError(name, fmt.Errorf("%d of %d %s failed (first: %s)", o.failed, o.failed+len(o.all), unit, o.first))
+	case len(o.all) == 0:
+		return harness.FigureError(name, fmt.Errorf("no %s", unit))
+	}
+	slices.Sort(o.all)
+	spread, got := harness.Summarize(o.p99s), harness.Summarize(o.achieved)
+	return harness.Figure{
+		Name: name, Value: millis(harness.Percentile(o.all, 99)), Unit: "ms", Max: limit,
+		Detail: fmt.Sprintf("%s; %d %s in %d slices (achieved %.0f/s); p50 %.2f ms, max %.2f ms; slice p99 %.2f-%.2f ms",
+			how, len(o.all), unit, len(o.p99s), got.Median, millis(harness.Percentile(o.all, 50)), millis(o.all[len(o.all)-1]), spread.Min, spread.Max),
+	}
 }
 
 // pgStats are the cumulative counters the WAL and transaction figures are read from.

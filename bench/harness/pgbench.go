@@ -66,15 +66,11 @@ func (p PGBench) setup(ctx context.Context, env *Env) (Slice, error) {
 	}
 	return func(ctx context.Context, d time.Duration) (Sample, error) {
 		secs := max(1, int(math.Ceil(d.Seconds())))
-		// No -P: pgbench rejects -P 0, and progress lines would only be noise here.
-		cmd := exec.CommandContext(ctx, "pgbench", "-n", "-f", script,
-			"-c", strconv.Itoa(p.Clients), "-j", strconv.Itoa(min(2, p.Clients)), "-T", strconv.Itoa(secs), url)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return Sample{}, fmt.Errorf("pgbench: %w\n%s", err, lastLines(out.String(), 20))
+		out, err := p.run(ctx, url, script, secs)
+		if err != nil {
+			return Sample{}, err
 		}
-		r, err := ParsePGBench(out.String())
+		r, err := ParsePGBench(out)
 		if err != nil {
 			return Sample{}, err
 		}
@@ -149,6 +145,20 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
+// run runs pgbench on script for secs seconds with p's clients and the extra
+// flags, and returns its output.
+func (p PGBench) run(ctx context.Context, url, script string, secs int, extra ...string) (string, error) {
+	// No -P: pgbench rejects -P 0, and progress lines would only be noise here.
+	args := []string{"-n", "-f", script, "-c", strconv.Itoa(p.Clients), "-j", strconv.Itoa(min(2, p.Clients)), "-T", strconv.Itoa(secs)}
+	cmd := exec.CommandContext(ctx, "pgbench", append(append(args, extra...), url)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("pgbench: %w\n%s", err, lastLines(out.String(), 20))
+	}
+	return out.String(), nil
+}
+
 // OpenSlice runs a workload offered at a fixed rate for about d.
 type OpenSlice func(ctx context.Context, d time.Duration, rate float64) (Sample, error)
 
@@ -170,13 +180,9 @@ func (p PGBench) OpenLoop(ctx context.Context, env *Env) (OpenSlice, error) {
 			return Sample{}, err
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
-		cmd := exec.CommandContext(ctx, "pgbench", "-n", "-f", script,
-			"-c", strconv.Itoa(p.Clients), "-j", strconv.Itoa(min(2, p.Clients)), "-T", strconv.Itoa(secs),
-			"-R", strconv.FormatFloat(rate, 'f', 0, 64), "-l", "--log-prefix", filepath.Join(dir, "tx"), url)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return Sample{}, fmt.Errorf("pgbench: %w\n%s", err, lastLines(out.String(), 20))
+		if _, err := p.run(ctx, url, script, secs,
+			"-R", strconv.FormatFloat(rate, 'f', 0, 64), "-l", "--log-prefix", filepath.Join(dir, "tx")); err != nil {
+			return Sample{}, err
 		}
 		s := Sample{Elapsed: time.Duration(secs) * time.Second}
 		logs, err := filepath.Glob(filepath.Join(dir, "tx.*"))

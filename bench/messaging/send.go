@@ -149,7 +149,6 @@ func (s *sender) newLoad(sb *harness.Switchboard, workers int) (*harness.HTTPLoa
 func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figure {
 	rate := s.OpenLoopShare * r.Result.Measured.Rate.Median
 	name := fmt.Sprintf("open-loop p99 at %.0f sends/s", rate)
-	baseName := fmt.Sprintf("%s open-loop p99 at %.0f tx/s", s.OpenLoopBaseline.Name, rate)
 	load, err := s.newLoad(s.api, s.OpenLoopWorkers)
 	if err != nil {
 		return []harness.Figure{harness.FigureError(name, err)}
@@ -183,6 +182,7 @@ func (s *sender) openLoop(ctx context.Context, r harness.Rounds) []harness.Figur
 	figures := []harness.Figure{ours.figure(name, "sends", &target,
 		fmt.Sprintf("%.0f%% of the closed-loop median", 100*s.OpenLoopShare))}
 	if baseline != nil {
+		baseName := fmt.Sprintf("%s open-loop p99 at %.0f tx/s", s.OpenLoopBaseline.Name, rate)
 		figures = append(figures, base.figure(baseName, "transactions", nil,
 			"after each of those slices, pgbench -R at the same rate, latency from each transaction's scheduled start"))
 	}
@@ -329,20 +329,21 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 	}
 	sends := float64(m.Ops)
 	perSend := func(d time.Duration) float64 { return float64(d.Microseconds()) / sends }
+	perTx := func(n int64) float64 { return float64(n) / float64(max(1, b.Ops)) }
 	xacts, others := st1.xactsSince(st0, s.database)
 	server, postgresCPU := cpuSince(cpu1.server, cpu0.server), cpuSince(cpu1.postgres, cpu0.postgres)
 	return []harness.Figure{
 		{
 			Name: walName, Value: 1000 * float64(st1.WALSyncs-st0.WALSyncs) / sends,
 			Detail: fmt.Sprintf("pg_stat_wal.wal_sync over %d sends in one closed-loop slice (%.0f/s); %s: %.0f per 1000 tx in the slice after (%.0f tx/s). The counter is the whole server's; other databases ran %d transactions during the sends",
-				m.Ops, m.Rate(), r.Result.Baseline, 1000*float64(st2.WALSyncs-st1.WALSyncs)/float64(max(1, b.Ops)), b.Rate(),
+				m.Ops, m.Rate(), r.Result.Baseline, 1000*perTx(st2.WALSyncs-st1.WALSyncs), b.Rate(),
 				others),
 		},
 		{
 			Name: bytesName, Value: float64(st1.WALBytes-st0.WALBytes) / sends, Unit: "B",
 			Detail: fmt.Sprintf("pg_stat_wal.wal_bytes over the same sends, %.2f full-page images per send (wal_fpi; the first change of a page after a checkpoint logs all of it); %s: %.0f B and %.2f images per tx",
 				float64(st1.WALImages-st0.WALImages)/sends, r.Result.Baseline,
-				float64(st2.WALBytes-st1.WALBytes)/float64(max(1, b.Ops)), float64(st2.WALImages-st1.WALImages)/float64(max(1, b.Ops))),
+				perTx(st2.WALBytes-st1.WALBytes), perTx(st2.WALImages-st1.WALImages)),
 		},
 		{
 			Name: txName, Value: float64(xacts) / sends,

@@ -249,7 +249,8 @@ var lookupOne = harness.PGBench{
 
 // ceiling is a manual scenario: the hello-world server under clients lean workers
 // sending request, against baseline. It has no target of its own; the ratio it
-// prints is the most an HTTP scenario against that baseline can reach here.
+// prints is the most an HTTP scenario against that baseline can reach here, and its
+// CPU per request the least an HTTP exchange costs the server.
 func ceiling(name, description string, baseline harness.PGBench, clients int, request func(url string) harness.RequestFunc) harness.Scenario {
 	return harness.Scenario{
 		Name: name, Description: description, Unit: "requests", Manual: true,
@@ -259,7 +260,9 @@ func ceiling(name, description string, baseline harness.PGBench, clients int, re
 			if err != nil {
 				return nil, err
 			}
-			return harness.NewLeanHTTPLoad(clients, request(srv.URL)).Run, nil
+			load := harness.NewLeanHTTPLoad(clients, request(srv.URL)).Run
+			env.AfterRounds(harness.CPUFollowUp("CPU per request", "request", harness.Metered(srv.PID(), load)))
+			return load, nil
 		},
 	}
 }

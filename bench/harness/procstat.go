@@ -16,6 +16,17 @@ import (
 type CPUTimes struct {
 	Total uint64
 	Steal uint64
+	// Busy is the time spent running anything: user, nice, system, irq and softirq
+	// (not idle, iowait or steal).
+	Busy uint64
+}
+
+// busySince is the machine's busy CPU time from before to t.
+func (t CPUTimes) busySince(before CPUTimes) time.Duration {
+	if t.Busy < before.Busy {
+		return 0
+	}
+	return time.Duration(t.Busy-before.Busy) * clockTick
 }
 
 // ReadCPUTimes samples /proc/stat.
@@ -47,8 +58,12 @@ func ParseCPUTimes(stat string) (CPUTimes, error) {
 				return CPUTimes{}, fmt.Errorf("parse /proc/stat: %w", err)
 			}
 			t.Total += v
-			if i == 7 {
+			switch i {
+			case 3, 4: // idle, iowait
+			case 7:
 				t.Steal = v
+			default:
+				t.Busy += v
 			}
 		}
 		return t, nil

@@ -17,7 +17,7 @@ func TestParseCPUTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := CPUTimes{Total: 3493 + 2874 + 49399 + 268 + 62 + 15, Steal: 15}
+	want := CPUTimes{Total: 3493 + 2874 + 49399 + 268 + 62 + 15, Steal: 15, Busy: 3493 + 2874 + 62}
 	if got != want {
 		t.Errorf("ParseCPUTimes = %+v, want %+v (guest is already in user)", got, want)
 	}
@@ -92,5 +92,24 @@ func TestProcessCPUOfThisProcess(t *testing.T) {
 	}
 	if !slices.Contains(pids, os.Getpid()) {
 		t.Errorf("PIDsNamed(own name) = %v, want it to include %d", pids, os.Getpid())
+	}
+}
+
+func TestBusySinceCountsNeitherIdleNorIOWaitNorSteal(t *testing.T) {
+	t.Parallel()
+	before, err := ParseCPUTimes("cpu  1000 10 500 8000 100 5 50 50 0 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// +200 user, +20 nice, +100 system, +900 idle, +80 iowait, +5 irq, +15 softirq, +40 steal
+	after, err := ParseCPUTimes("cpu  1200 30 600 8900 180 10 65 90 0 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := after.busySince(before), 340*clockTick; got != want {
+		t.Errorf("busySince = %s, want %s", got, want)
+	}
+	if got := before.busySince(after); got != 0 {
+		t.Errorf("busySince backwards = %s, want 0", got)
 	}
 }

@@ -105,6 +105,9 @@ func (s *Server) waitReady(ctx context.Context, path string) error {
 	}
 }
 
+// PID is the server's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Stop asks the server to shut down with SIGTERM and kills it if it is still up ten
 // seconds later.
 func (s *Server) Stop() error {

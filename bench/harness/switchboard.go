@@ -30,7 +30,7 @@ func (s *Switchboard) Header() http.Header {
 }
 
 // PID is the server's process id.
-func (s *Switchboard) PID() int { return s.srv.cmd.Process.Pid }
+func (s *Switchboard) PID() int { return s.srv.PID() }
 
 // Stop stops the server; stopping a stopped server does nothing.
 func (s *Switchboard) Stop() error { return s.srv.Stop() }

@@ -30,7 +30,9 @@ import (
 // counts. The VACUUM of jobs and messages that follows is timed: their dead rows
 // (three row versions per job, two per message) are the slice's own cost, which a
 // server with autovacuum pays in the background. The server runs only during its
-// slices, never beside the baseline.
+// slices, never beside the baseline. After the rounds, one slice more measures the
+// CPU per message of the server and of Postgres, the VACUUM's included
+// (harness.CPUFigure).
 type Dispatch struct {
 	// Numbers is the number of sandbox agent numbers the messages are spread over.
 	Numbers int
@@ -66,6 +68,7 @@ func (dp Dispatch) Setup(ctx context.Context, env *harness.Env) (harness.Slice, 
 	}
 	env.Log.Info("numbers and threads ready", "numbers", dp.Numbers, "took", time.Since(start).Round(time.Millisecond))
 	ds := &dispatcher{Dispatch: dp, d: d, db: db, next: 1, log: env.Log}
+	env.AfterRounds(harness.CPUFollowUp("CPU per message", "message", ds.metered))
 	return ds.slice, nil
 }
 
@@ -89,73 +92,96 @@ const (
 )
 
 func (ds *dispatcher) slice(ctx context.Context, dur time.Duration) (harness.Sample, error) {
+	s, _, err := ds.metered(ctx, dur)
+	return s, err
+}
+
+// metered runs one slice and returns, with its sample, the CPU used between the two
+// counts (the server's, Postgres's, the machine's) and by the timed VACUUM after.
+func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.Sample, harness.CPUUse, error) {
 	t0 := time.Now()
 	if err := exec(ctx, ds.db, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if err := ds.topUp(ctx, topUpTarget(ds.MinQueued, ds.fastest, dur)); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if err := exec(ctx, ds.db, "VACUUM (ANALYZE) jobs, messages"); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	trouble, err := count(ctx, ds.db, countTrouble)
 	if err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	ds.log.Debug("queue ready", "took", time.Since(t0).Round(time.Millisecond))
 
 	sb, err := ds.d.Serve(ctx, "--job-workers", strconv.Itoa(ds.Workers), "--db-max-conns", strconv.Itoa(ds.MaxConns))
 	if err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	defer sb.Stop()
 	if err := sleep(ctx, ds.Settle); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	// Each count sees the rows committed when its statement starts: the interval
 	// runs from the first statement's start to the second's.
 	start := time.Now()
+	meter, err := harness.StartCPUMeter(sb.PID())
+	if err != nil {
+		return harness.Sample{}, harness.CPUUse{}, err
+	}
 	before, err := count(ctx, ds.db, countDelivered)
 	if err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if err := sleep(ctx, dur-time.Since(start)); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	counted := time.Since(start)
 	after, err := count(ctx, ds.db, countDelivered)
 	if err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
+	}
+	use, err := meter.Stop()
+	if err != nil {
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if err := sb.Stop(); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
+	}
+	if meter, err = harness.StartCPUMeter(0); err != nil {
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	vacuumed := time.Now()
 	if err := exec(ctx, ds.db, "VACUUM jobs, messages"); err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	vacuum := time.Since(vacuumed)
+	vacuumUse, err := meter.Stop()
+	if err != nil {
+		return harness.Sample{}, harness.CPUUse{}, err
+	}
+	use = use.Add(vacuumUse)
 	ds.log.Info("dispatch slice", "counted", counted.Round(time.Millisecond), "vacuum", vacuum.Round(time.Millisecond))
 
 	s := harness.Sample{Ops: after - before, Elapsed: counted + vacuum}
 	left, err := count(ctx, ds.db, countQueued)
 	if err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if left == 0 {
-		return harness.Sample{}, fmt.Errorf("the queue ran dry: its rate says only that it was at least %.0f messages/s", s.Rate())
+		return harness.Sample{}, harness.CPUUse{}, fmt.Errorf("the queue ran dry: its rate says only that it was at least %.0f messages/s", s.Rate())
 	}
 	ds.fastest = max(ds.fastest, s.Rate())
 	troubleAfter, err := count(ctx, ds.db, countTrouble)
 	if err != nil {
-		return harness.Sample{}, err
+		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if n := troubleAfter - trouble; n > 0 {
 		s.Failed = n
 		s.FirstFailure = fmt.Sprintf("%d messages failed or deliveries await a retry", n)
 	}
-	return s, nil
+	return s, use, nil
 }
 
 // topUp seeds queued messages with their delivery jobs until want are queued.

@@ -88,12 +88,3 @@ func TestTopUpTarget(t *testing.T) {
 		}
 	}
 }
-
-func TestCPUSinceCountsProcessesAliveThroughout(t *testing.T) {
-	t.Parallel()
-	before := map[int]time.Duration{1: time.Second, 2: 5 * time.Second}
-	after := map[int]time.Duration{1: 3 * time.Second, 3: time.Second} // 2 exited, 3 started
-	if got := cpuSince(after, before); got != 2*time.Second {
-		t.Errorf("cpuSince = %s, want 2s", got)
-	}
-}

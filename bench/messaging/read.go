@@ -17,6 +17,8 @@ import (
 // messages in Threads threads of one agent number, half received and half delivered,
 // seeded once per run by bulk SQL (untimed), then vacuumed and analysed as autovacuum
 // would. The server serves the API only (--jobs=false): there is nothing to deliver.
+// After the rounds, one slice more measures the CPU per request of the server and of
+// Postgres (harness.CPUFigure).
 type Read struct {
 	// Clients is the number of concurrent clients.
 	Clients int
@@ -79,5 +81,7 @@ func (rd Read) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 		}
 		return harness.Get(url, header)(ctx)
 	}
-	return harness.NewLeanHTTPLoad(rd.Clients, next).Run, nil
+	load := harness.NewLeanHTTPLoad(rd.Clients, next).Run
+	env.AfterRounds(harness.CPUFollowUp("CPU per request", "request", harness.Metered(sb.PID(), load)))
+	return load, nil
 }

@@ -3,12 +3,8 @@ package messaging
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,7 +276,8 @@ func (st pgStats) xactsSince(before pgStats, database string) (own, others int64
 // group of commits flushed together), beside the baseline's per 1000 transactions;
 // transactions per send (pg_stat_database of the deployment's database, read-only
 // ones included); and the CPU time per send of the server process and of every
-// Postgres process, read from /proc around the send slice.
+// Postgres process, read from /proc around the send slice, beside the whole
+// machine's per baseline transaction (harness.CPUFigure).
 func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []harness.Figure {
 	const walName, bytesName, txName, cpuName = "WAL syncs per 1000 sends", "WAL bytes per send", "transactions per send", "CPU per send"
 	fail := func(err error) []harness.Figure {
@@ -296,11 +293,7 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 	if err != nil {
 		return fail(err)
 	}
-	postgres, err := harness.PIDsNamed("postgres")
-	if err != nil {
-		return fail(err)
-	}
-	cpu0, err := s.cpu(postgres)
+	meter, err := harness.StartCPUMeter(s.api.PID())
 	if err != nil {
 		return fail(err)
 	}
@@ -308,7 +301,7 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 	if err != nil {
 		return fail(err)
 	}
-	cpu1, err := s.cpu(postgres)
+	cpu, err := meter.Stop()
 	if err != nil {
 		return fail(err)
 	}
@@ -319,7 +312,15 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 	if err != nil {
 		return fail(err)
 	}
+	baseMeter, err := harness.StartCPUMeter(0)
+	if err != nil {
+		return fail(err)
+	}
 	b, err := r.Baseline(ctx, r.Config.Slice)
+	if err != nil {
+		return fail(err)
+	}
+	baseCPU, err := baseMeter.Stop()
 	if err != nil {
 		return fail(err)
 	}
@@ -328,10 +329,8 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 		return fail(err)
 	}
 	sends := float64(m.Ops)
-	perSend := func(d time.Duration) float64 { return float64(d.Microseconds()) / sends }
 	perTx := func(n int64) float64 { return float64(n) / float64(max(1, b.Ops)) }
 	xacts, others := st1.xactsSince(st0, s.database)
-	server, postgresCPU := cpuSince(cpu1.server, cpu0.server), cpuSince(cpu1.postgres, cpu0.postgres)
 	return []harness.Figure{
 		{
 			Name: walName, Value: 1000 * float64(st1.WALSyncs-st0.WALSyncs) / sends,
@@ -349,59 +348,8 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 			Name: txName, Value: float64(xacts) / sends,
 			Detail: "pg_stat_database.xact_commit + xact_rollback of the deployment's database over the same sends; read-only transactions count too",
 		},
-		{
-			Name: cpuName, Value: perSend(server + postgresCPU), Unit: "µs",
-			Detail: fmt.Sprintf("server process %.0f µs + Postgres processes %.0f µs over the same sends, from /proc; the load generator took %.0f µs more; %d CPUs",
-				perSend(server), perSend(postgresCPU), perSend(cpuSince(cpu1.loadgen, cpu0.loadgen)), runtime.NumCPU()),
-		},
+		harness.CPUFigure(cpuName, "send", r, cpu, m.Ops, baseCPU, b.Ops),
 	}
-}
-
-// cpuTimes are the CPU times used so far by the API server, every Postgres process
-// (the server's backends among them, and whatever else the Postgres server runs) and
-// this process, which generates the load; by process id.
-type cpuTimes struct{ server, postgres, loadgen map[int]time.Duration }
-
-func (s *sender) cpu(postgres []int) (cpuTimes, error) {
-	var c cpuTimes
-	var err error
-	if c.server, err = readCPU(s.api.PID()); err != nil {
-		return c, err
-	}
-	if c.loadgen, err = readCPU(os.Getpid()); err != nil {
-		return c, err
-	}
-	c.postgres, err = readCPU(postgres...)
-	return c, err
-}
-
-// readCPU reads the CPU time of each of pids still running.
-func readCPU(pids ...int) (map[int]time.Duration, error) {
-	out := make(map[int]time.Duration, len(pids))
-	for _, pid := range pids {
-		d, err := harness.ProcessCPU(pid)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[pid] = d
-	}
-	return out, nil
-}
-
-// cpuSince is the CPU time the processes of after used since before, counting only
-// those running at both readings: a process that exits in between (a backend of
-// another database) would otherwise count negative.
-func cpuSince(after, before map[int]time.Duration) time.Duration {
-	var d time.Duration
-	for pid, t := range after {
-		if t0, ok := before[pid]; ok {
-			d += t - t0
-		}
-	}
-	return d
 }
 
 // statements counts the SQL statements of each send on the wire: a second API-only

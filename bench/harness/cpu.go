@@ -136,6 +136,13 @@ func (u CPUUse) Add(v CPUUse) CPUUse {
 	return CPUUse{Server: u.Server + v.Server, Postgres: u.Postgres + v.Postgres, LoadGen: u.LoadGen + v.LoadGen, Machine: u.Machine + v.Machine}
 }
 
+// Scaled is u with every part multiplied by f: a use metered over part of an
+// interval, extended to all of it.
+func (u CPUUse) Scaled(f float64) CPUUse {
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
+	return CPUUse{Server: scale(u.Server), Postgres: scale(u.Postgres), LoadGen: scale(u.LoadGen), Machine: scale(u.Machine)}
+}
+
 // MeteredSlice runs one slice of a scenario and returns, with its sample, the CPU
 // its operations used.
 type MeteredSlice func(ctx context.Context, d time.Duration) (Sample, CPUUse, error)

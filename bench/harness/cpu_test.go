@@ -109,3 +109,15 @@ func TestMeteredCountsTheCPUOfThisProcessAsTheLoadGenerator(t *testing.T) {
 		t.Errorf("use %+v: want the spin counted as load generator and machine time", use)
 	}
 }
+
+func TestCPUUseAddAndScaled(t *testing.T) {
+	t.Parallel()
+	u := CPUUse{Server: time.Second, Postgres: 2 * time.Second, LoadGen: 3 * time.Second, Machine: 4 * time.Second}
+	want := CPUUse{Server: 1500 * time.Millisecond, Postgres: 3 * time.Second, LoadGen: 4500 * time.Millisecond, Machine: 6 * time.Second}
+	if got := u.Scaled(1.5); got != want {
+		t.Errorf("Scaled(1.5) = %+v, want %+v", got, want)
+	}
+	if got := u.Add(u); got != u.Scaled(2) {
+		t.Errorf("Add = %+v, want %+v", got, u.Scaled(2))
+	}
+}

@@ -96,8 +96,8 @@ func (ds *dispatcher) slice(ctx context.Context, dur time.Duration) (harness.Sam
 	return s, err
 }
 
-// metered runs one slice and returns, with its sample, the CPU used between the two
-// counts (the server's, Postgres's, the machine's) and by the timed VACUUM after.
+// metered runs one slice and returns, with its sample, the CPU used over the counted
+// interval (the server's, Postgres's, the machine's) and by the timed VACUUM after.
 func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.Sample, harness.CPUUse, error) {
 	t0 := time.Now()
 	if err := exec(ctx, ds.db, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
@@ -126,23 +126,27 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 	// Each count sees the rows committed when its statement starts: the interval
 	// runs from the first statement's start to the second's.
 	start := time.Now()
-	meter, err := harness.StartCPUMeter(sb.PID())
-	if err != nil {
-		return harness.Sample{}, harness.CPUUse{}, err
-	}
 	before, err := count(ctx, ds.db, countDelivered)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
-	if err := sleep(ctx, dur-time.Since(start)); err != nil {
-		return harness.Sample{}, harness.CPUUse{}, err
-	}
-	counted := time.Since(start)
-	after, err := count(ctx, ds.db, countDelivered)
+	// The CPU is metered between the counts, whose scans of the messages are the
+	// bench's own work, and scaled to the counted interval.
+	meter, err := harness.StartCPUMeter(sb.PID())
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
+	metered := time.Now()
+	if err := sleep(ctx, dur-time.Since(start)); err != nil {
+		return harness.Sample{}, harness.CPUUse{}, err
+	}
 	use, err := meter.Stop()
+	if err != nil {
+		return harness.Sample{}, harness.CPUUse{}, err
+	}
+	counted := time.Since(start)
+	use = use.Scaled(counted.Seconds() / time.Since(metered).Seconds())
+	after, err := count(ctx, ds.db, countDelivered)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -62,12 +61,6 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		p.AgentMentioned = true
 	}
 	return p
-}
-
-// JSON encodes the payload.
-func (p MessagePayload) JSON() []byte {
-	b, _ := json.Marshal(p) // plain fields: cannot fail
-	return b
 }
 
 func contentObject(c messaging.Content) map[string]any {

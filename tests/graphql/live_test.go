@@ -104,36 +104,56 @@ type liveMessage struct {
 // acknowledge, so messages sent before that may rightly be missed.
 func receiveUntil(t *testing.T, s *socket, id string, send func(i int)) liveMessage {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; time.Now().Before(deadline); i++ {
-		send(i)
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	// One read stays open while further messages are sent every 3 s: a read
+	// cancelled by its context closes a coder/websocket connection, so the
+	// resend cannot time the read out. Each read ends before the next starts,
+	// and the last before this returns, so the socket stays the caller's.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		m   wsMessage
+		err error
+	}
+	reads := make(chan result, 1)
+	read := func() {
 		var m wsMessage
 		err := wsjson.Read(ctx, s.conn, &m)
-		cancel()
-		if err != nil {
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			// A timed-out read closes a coder/websocket connection, so the
-			// caller's socket is only usable on success.
-			t.Fatalf("no event within 3 s of inbound message %d", i)
-		}
-		if m.Type == "ping" || m.Type == "pong" {
+		reads <- result{m, err}
+	}
+	resend := time.NewTicker(3 * time.Second)
+	defer resend.Stop()
+	i := 0
+	send(i)
+	go read()
+	for {
+		select {
+		case <-resend.C:
+			i++
+			send(i)
 			continue
-		}
-		require.Equal(t, id, m.ID)
-		require.Equal(t, "next", m.Type, "payload: %s", m.Payload)
-		var p struct {
-			Data   map[string]liveMessage `json:"data"`
-			Errors []gqlError             `json:"errors"`
-		}
-		require.NoError(t, json.Unmarshal(m.Payload, &p))
-		require.Empty(t, p.Errors)
-		for _, v := range p.Data {
-			return v
+		case r := <-reads:
+			if r.err != nil {
+				require.ErrorIs(t, r.err, context.DeadlineExceeded)
+				t.Fatalf("no event within 20 s of the first of %d inbound messages", i+1)
+			}
+			if r.m.Type == "ping" || r.m.Type == "pong" {
+				go read()
+				continue
+			}
+			require.Equal(t, id, r.m.ID)
+			require.Equal(t, "next", r.m.Type, "payload: %s", r.m.Payload)
+			var p struct {
+				Data   map[string]liveMessage `json:"data"`
+				Errors []gqlError             `json:"errors"`
+			}
+			require.NoError(t, json.Unmarshal(r.m.Payload, &p))
+			require.Empty(t, p.Errors)
+			for _, v := range p.Data {
+				return v
+			}
+			t.Fatalf("a next message without data: %s", r.m.Payload)
 		}
 	}
-	t.Fatal("no event arrived")
-	return liveMessage{}
 }
 
 func TestSubscriptions(t *testing.T) {

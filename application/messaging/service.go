@@ -306,8 +306,10 @@ func encodeDeliverPayload(messageID string) []byte {
 // written by another version, or by hand) goes through json.Unmarshal.
 func decodeDeliverPayload(b []byte) (deliverPayload, error) {
 	if rest, ok := bytes.CutPrefix(b, []byte(deliverPayloadPrefix)); ok {
-		if id, ok := bytes.CutSuffix(rest, []byte(deliverPayloadSuffix)); ok && ident.Valid(ident.Message, string(id)) {
-			return deliverPayload{MessageID: string(id)}, nil
+		if raw, ok := bytes.CutSuffix(rest, []byte(deliverPayloadSuffix)); ok {
+			if id := string(raw); ident.Valid(ident.Message, id) {
+				return deliverPayload{MessageID: id}, nil
+			}
 		}
 	}
 	var p deliverPayload

@@ -25,10 +25,14 @@ type CPUUse struct {
 type CPUMeter struct {
 	serverPID int
 	postgres  []int
-	machine   CPUTimes
-	server    map[int]time.Duration
-	pg        map[int]time.Duration
-	loadgen   map[int]time.Duration
+	start     cpuReading
+}
+
+// cpuReading is one reading of a CPUMeter: the CPU time so far of each process, by
+// id, and the machine's counters.
+type cpuReading struct {
+	server, postgres, loadgen map[int]time.Duration
+	machine                   CPUTimes
 }
 
 // StartCPUMeter takes the first reading. serverPID 0 measures no server (a
@@ -40,7 +44,7 @@ func StartCPUMeter(serverPID int) (*CPUMeter, error) {
 		return nil, err
 	}
 	m := &CPUMeter{serverPID: serverPID, postgres: postgres}
-	if m.server, m.pg, m.loadgen, m.machine, err = m.read(); err != nil {
+	if m.start, err = m.read(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -48,32 +52,34 @@ func StartCPUMeter(serverPID int) (*CPUMeter, error) {
 
 // Stop takes the second reading and returns what each part used since the first.
 func (m *CPUMeter) Stop() (CPUUse, error) {
-	server, pg, loadgen, machine, err := m.read()
+	end, err := m.read()
 	if err != nil {
 		return CPUUse{}, err
 	}
 	return CPUUse{
-		Server:   cpuSince(server, m.server),
-		Postgres: cpuSince(pg, m.pg),
-		LoadGen:  cpuSince(loadgen, m.loadgen),
-		Machine:  machine.busySince(m.machine),
+		Server:   cpuSince(end.server, m.start.server),
+		Postgres: cpuSince(end.postgres, m.start.postgres),
+		LoadGen:  cpuSince(end.loadgen, m.start.loadgen),
+		Machine:  end.machine.busySince(m.start.machine),
 	}, nil
 }
 
-func (m *CPUMeter) read() (server, pg, loadgen map[int]time.Duration, machine CPUTimes, err error) {
+func (m *CPUMeter) read() (cpuReading, error) {
+	var r cpuReading
+	var err error
 	if m.serverPID != 0 {
-		if server, err = readCPU(m.serverPID); err != nil {
-			return
+		if r.server, err = readCPU(m.serverPID); err != nil {
+			return r, err
 		}
 	}
-	if loadgen, err = readCPU(os.Getpid()); err != nil {
-		return
+	if r.loadgen, err = readCPU(os.Getpid()); err != nil {
+		return r, err
 	}
-	if pg, err = readCPU(m.postgres...); err != nil {
-		return
+	if r.postgres, err = readCPU(m.postgres...); err != nil {
+		return r, err
 	}
-	machine, err = ReadCPUTimes()
-	return
+	r.machine, err = ReadCPUTimes()
+	return r, err
 }
 
 // readCPU reads the CPU time of each of pids still running.
@@ -147,7 +153,8 @@ func (u CPUUse) Scaled(f float64) CPUUse {
 // its operations used.
 type MeteredSlice func(ctx context.Context, d time.Duration) (Sample, CPUUse, error)
 
-// Metered meters a slice of load against a server that outlives it.
+// Metered meters a slice of load against a server that outlives it, or with
+// serverPID 0 a slice without one (a baseline).
 func Metered(serverPID int, slice Slice) MeteredSlice {
 	return func(ctx context.Context, d time.Duration) (Sample, CPUUse, error) {
 		meter, err := StartCPUMeter(serverPID)
@@ -174,15 +181,7 @@ func CPUFollowUp(name, unit string, run MeteredSlice) FollowUp {
 		case s.Failed > 0 || s.Ops == 0:
 			return []Figure{FigureError(name, fmt.Errorf("%d of %d operations failed (first: %s)", s.Failed, s.Failed+s.Ops, s.FirstFailure))}
 		}
-		meter, err := StartCPUMeter(0)
-		if err != nil {
-			return []Figure{FigureError(name, err)}
-		}
-		b, err := r.Baseline(ctx, r.Config.Slice)
-		if err != nil {
-			return []Figure{FigureError(name, err)}
-		}
-		base, err := meter.Stop()
+		b, base, err := Metered(0, r.Baseline)(ctx, r.Config.Slice)
 		if err != nil {
 			return []Figure{FigureError(name, err)}
 		}

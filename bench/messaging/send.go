@@ -293,15 +293,7 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 	if err != nil {
 		return fail(err)
 	}
-	meter, err := harness.StartCPUMeter(s.api.PID())
-	if err != nil {
-		return fail(err)
-	}
-	m, err := s.load.Run(ctx, r.Config.Slice)
-	if err != nil {
-		return fail(err)
-	}
-	cpu, err := meter.Stop()
+	m, cpu, err := harness.Metered(s.api.PID(), s.load.Run)(ctx, r.Config.Slice)
 	if err != nil {
 		return fail(err)
 	}
@@ -312,15 +304,7 @@ func (s *sender) walAndTransactions(ctx context.Context, r harness.Rounds) []har
 	if err != nil {
 		return fail(err)
 	}
-	baseMeter, err := harness.StartCPUMeter(0)
-	if err != nil {
-		return fail(err)
-	}
-	b, err := r.Baseline(ctx, r.Config.Slice)
-	if err != nil {
-		return fail(err)
-	}
-	baseCPU, err := baseMeter.Stop()
+	b, baseCPU, err := harness.Metered(0, r.Baseline)(ctx, r.Config.Slice)
 	if err != nil {
 		return fail(err)
 	}

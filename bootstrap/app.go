@@ -36,7 +36,8 @@ func Options(cfg Config) fx.Option {
 		fx.Provide(
 			func(c Config) store.Config {
 				// A sending number is reused as long as a credential is.
-				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart, NumberTTL: c.AuthCacheTTL}
+				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart, NumberTTL: c.AuthCacheTTL,
+					ReadTimeout: c.DBReadTimeout, StatementTimeout: c.DBStatementTimeout}
 			},
 			func(c Config) rest.ServerConfig {
 				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}

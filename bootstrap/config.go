@@ -48,6 +48,10 @@ type Config struct {
 	ShutdownTimeout  time.Duration
 	MigrateOnStart   bool
 	DBMaxConns       int
+	// DBReadTimeout and DBStatementTimeout bound Postgres's answers (see
+	// store.Options); 0 picks the defaults.
+	DBReadTimeout      time.Duration
+	DBStatementTimeout time.Duration
 	// RunJobs runs the job runner in this process (deliveries, webhooks,
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -57,6 +58,10 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	presented.Extensions = map[string]any{"code": fe.Code}
 	if len(fe.Fields) > 0 {
 		presented.Extensions["fields"] = presentFields(fe.Fields)
+	}
+	if fe.RetryAfter > 0 {
+		// Seconds, rounded up, as REST's Retry-After header says it.
+		presented.Extensions["retryAfter"] = int(math.Ceil(fe.RetryAfter.Seconds()))
 	}
 	if fe.Kind == failure.KindInternal {
 		cause := error(out)

@@ -147,6 +147,25 @@ func (s *server) observe(next http.Handler) http.Handler {
 // guardBody enforces the body rules of every route: JSON only, and at most
 // MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
 // length is declared, and while reading when it is not).
+// withDeadline gives each request its deadline (Limits.RequestTimeout).
+// A WebSocket upgrade is exempt: the socket lives as long as its
+// subscriptions, and each operation on it gets its own deadline.
+func (s *server) withDeadline(next http.Handler) http.Handler {
+	timeout := s.limits.RequestTimeout
+	if timeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 func (s *server) guardBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)

@@ -50,10 +50,15 @@ type Limits struct {
 	// AuthFailuresPerMinute bounds failed authentications per client
 	// address; further attempts get 429 until the budget refills. 0 disables.
 	AuthFailuresPerMinute int
+	// RequestTimeout is every request's deadline, waiting for a database
+	// connection included; past it the request answers 503 unavailable.
+	// WebSocket connections are exempt (their operations are not).
+	// 0 disables.
+	RequestTimeout time.Duration
 }
 
 // DefaultLimits are the limits when nothing is configured.
-var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst: 200, AuthFailuresPerMinute: 30}
+var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst: 200, AuthFailuresPerMinute: 30, RequestTimeout: 10 * time.Second}
 
 // Deps is what the HTTP interface is built from.
 type Deps struct {
@@ -178,7 +183,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		gql.Use(s.authenticate)
 		gql.Handle("", d.GraphQL).Methods(http.MethodGet, http.MethodPost)
 	}
-	return s.observe(s.guardBody(root)), nil
+	return s.observe(s.withDeadline(s.guardBody(root))), nil
 }
 
 // routes registers the API's routes by method and path. gorilla/mux

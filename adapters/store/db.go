@@ -6,10 +6,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,7 +25,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/pgdriver"
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
@@ -59,9 +62,14 @@ type DB struct {
 	numbers    *batching.Kept[numberAddress, account.Number]
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
-	// background lives until Close, for the notifier and the listener.
+	// background lives until Close, for the notifier, the listener and
+	// the health watcher.
 	background context.Context
 	stop       context.CancelFunc
+	// connector opens Postgres connections (nil on SQLite), for the
+	// health watcher's own; health is its verdict (health.go).
+	connector driver.Connector
+	health    health
 }
 
 // Options tune Open.
@@ -83,7 +91,19 @@ type Options struct {
 	// NumberTTL is how long a sending number read is reused
 	// (see numberAddress); 0 reads it every time.
 	NumberTTL time.Duration
+	// ReadTimeout bounds every wait for a Postgres reply that has no
+	// earlier deadline of its own (background work); StatementTimeout is
+	// Postgres's statement_timeout, below it so that the server gives up
+	// first and the connection stays usable. 0 picks the defaults.
+	ReadTimeout      time.Duration
+	StatementTimeout time.Duration
 }
+
+// The defaults of Options' timeouts.
+const (
+	DefaultReadTimeout      = 10 * time.Second
+	DefaultStatementTimeout = 8 * time.Second
+)
 
 // Open connects to the database named by rawURL, "sqlite:PATH" or
 // "postgres://…", and checks that it answers.
@@ -103,7 +123,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	case strings.HasPrefix(rawURL, "sqlite:"):
 		db, err = openSQLite(strings.TrimPrefix(rawURL, "sqlite:"), maxConns)
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		db, err = openPostgres(rawURL, maxConns)
+		db, err = openPostgres(rawURL, maxConns, opts)
 	default:
 		return nil, fmt.Errorf("database URL must start with sqlite: or postgres://, got %q", redact(rawURL))
 	}
@@ -116,26 +136,48 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	defer cancel()
 	if err := db.firstPing(pingCtx); err != nil {
 		_ = db.Close()
+		// Said to an operator starting a process: the driver's cause, not
+		// the 503 a request would get.
+		if fe, ok := errors.AsType[*failure.Error](err); ok && fe.Err != nil {
+			err = fe.Err
+		}
 		return nil, fmt.Errorf("database %s is unreachable: %w", redact(rawURL), err)
 	}
 	return db, nil
 }
 
-func openPostgres(rawURL string, maxConns int) (*DB, error) {
+func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	if _, err := url.Parse(rawURL); err != nil {
 		return nil, fmt.Errorf("database URL is malformed: %w", errors.Unwrap(err))
 	}
-	connector := pgdriver.NewConnector(
+	readTimeout := cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	statementTimeout := cmp.Or(opts.StatementTimeout, DefaultStatementTimeout)
+	if statementTimeout >= readTimeout {
+		return nil, fmt.Errorf("the statement timeout (%s) must be shorter than the read timeout (%s)", statementTimeout, readTimeout)
+	}
+	// Session settings of the URL stay; statement_timeout is added unless
+	// the URL sets it.
+	params := maps.Clone(pgdriver.NewConnector(pgdriver.WithDSN(rawURL)).Config().ConnParams)
+	if params == nil {
+		params = map[string]any{}
+	}
+	if _, set := params["statement_timeout"]; !set {
+		params["statement_timeout"] = statementTimeout.Milliseconds()
+	}
+	pg := pgdriver.NewConnector(
 		pgdriver.WithDSN(rawURL),
 		pgdriver.WithDialTimeout(5*time.Second),
+		pgdriver.WithReadTimeout(readTimeout),
 		pgdriver.WithApplicationName("switchboard"),
+		pgdriver.WithConnParams(params),
 	)
+	connector := &guardedConnector{connect: pg.Connect, drv: pg.Driver(), rules: postgresRules{}}
 	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(maxConns)
 	sqldb.SetMaxIdleConns(maxConns)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	bdb := bun.NewDB(sqldb, pgdialect.New())
-	db := &DB{dialect: Postgres, write: bdb, read: bdb}
+	db := &DB{dialect: Postgres, write: bdb, read: bdb, connector: connector}
 	db.base = &Repos{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
 	return db, nil
 }
@@ -178,24 +220,27 @@ func openSQLite(path string, readers int) (*DB, error) {
 	// covers other processes (the CLI) holding the lock briefly.
 	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + common
-	writeDB, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	writeDB := openGuardedSQLite(dsn + "&_txlock=immediate")
 	writeDB.SetMaxOpenConns(1)
 	writeDB.SetMaxIdleConns(1)
 	writeDB.SetConnMaxIdleTime(0)
-	readDB, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
-	if err != nil {
-		_ = writeDB.Close()
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	readDB := openGuardedSQLite(dsn + "&_pragma=query_only(1)")
 	readDB.SetMaxOpenConns(readers)
 	readDB.SetMaxIdleConns(readers)
 	w, r := bun.NewDB(writeDB, sqlitedialect.New()), bun.NewDB(readDB, sqlitedialect.New())
 	db := &DB{dialect: SQLite, write: w, read: r, sqlitePath: path}
 	db.base = &Repos{read: r, write: w, dialect: SQLite, stmts: newStmtCache(readDB), scanner: r}
 	return db, nil
+}
+
+// openGuardedSQLite opens a pool of guarded SQLite connections to dsn.
+func openGuardedSQLite(dsn string) *sql.DB {
+	drv := &sqlite.Driver{}
+	return sql.OpenDB(&guardedConnector{
+		connect: func(context.Context) (driver.Conn, error) { return drv.Open(dsn) },
+		drv:     drv,
+		rules:   sqliteRules{},
+	})
 }
 
 // firstPing checks that a new DB answers. Replicas starting together on a

@@ -17,6 +17,8 @@ type Config struct {
 	MigrateOnStart bool
 	// NumberTTL is how long a sending number read is reused (Options).
 	NumberTTL time.Duration
+	// ReadTimeout and StatementTimeout bound Postgres's answers (Options).
+	ReadTimeout, StatementTimeout time.Duration
 }
 
 // Module provides the open *DB, migrated when configured, and closes it
@@ -28,7 +30,8 @@ var Module = fx.Module("store",
 func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, NumberTTL: cfg.NumberTTL})
+	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, NumberTTL: cfg.NumberTTL,
+		ReadTimeout: cfg.ReadTimeout, StatementTimeout: cfg.StatementTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +47,7 @@ func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 	}
 	lc.Append(fx.StopHook(db.Close))
 	go db.maintain(db.background, log)
+	db.watchHealth(log)
 	return db, nil
 }
 
@@ -62,19 +66,4 @@ func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
 			}
 		}
 	}
-}
-
-// Ready reports whether the database answers and its schema is current.
-func (db *DB) Ready(ctx context.Context) error {
-	if err := db.Ping(ctx); err != nil {
-		return fmt.Errorf("database unreachable: %w", err)
-	}
-	pending, err := db.PendingMigrations(ctx)
-	if err != nil {
-		return fmt.Errorf("read migration status: %w", err)
-	}
-	if len(pending) > 0 {
-		return fmt.Errorf("%d migrations pending (run switchboard migrate)", len(pending))
-	}
-	return nil
 }

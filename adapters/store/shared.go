@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // Shared transactions (group commit).
@@ -112,10 +114,16 @@ func (db *DB) TransactShared(ctx context.Context, fn func(ctx context.Context, r
 	}
 	u := &sharedUnit{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	db.shared.submit(u)
-	// No select on ctx.Done: once a leader holds the unit its outcome is
-	// decided by the batch, and a batch is short.
-	if err := <-u.done; !errors.Is(err, errRunAlone) {
-		return err
+	// A caller out of time stops waiting: its batch may still commit, as
+	// a transaction whose COMMIT reply is lost may, and the caller's
+	// answer (unavailable) says that the outcome is unknown.
+	select {
+	case err := <-u.done:
+		if !errors.Is(err, errRunAlone) {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return db.Transact(ctx, fn)
 }
@@ -215,9 +223,11 @@ func (c *committer) run(batch []*sharedUnit) {
 		return
 	}
 	state := &txState{units: len(live)}
-	// The transaction outlives no caller: it is bounded by the batch, and
-	// cancelling one caller must not abort the others' work.
-	ctx := context.WithoutCancel(live[0].ctx)
+	// Cancelling one caller must not abort the others' work, so the
+	// transaction has no caller's cancellation, but it ends by the latest
+	// of their deadlines: past it, nobody waits for its outcome.
+	ctx, cancel := batchContext(live)
+	defer cancel()
 	var err error
 	if c.db.dialect == Postgres {
 		err = c.runLazily(ctx, state, live)
@@ -231,6 +241,15 @@ func (c *committer) run(batch []*sharedUnit) {
 		})
 	}
 	c.db.afterCommit(state, err)
+	if err != nil && failure.Is(err, failure.KindUnavailable) {
+		// The database is away or its answer was lost: the batch may have
+		// committed, and running its units again could do their work
+		// twice. Each caller learns that the outcome is unknown.
+		for _, u := range live {
+			u.done <- err
+		}
+		return
+	}
 	if err != nil {
 		c.countRedone(len(live))
 		for _, u := range live {
@@ -242,6 +261,24 @@ func (c *committer) run(batch []*sharedUnit) {
 	for _, u := range live {
 		u.done <- nil
 	}
+}
+
+// batchContext returns the context of a batch's transaction: without the
+// units' cancellation, with the latest of their deadlines when all have
+// one.
+func batchContext(live []*sharedUnit) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(live[0].ctx)
+	var latest time.Time
+	for _, u := range live {
+		d, ok := u.ctx.Deadline()
+		if !ok {
+			return ctx, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
 }
 
 // runLazily runs a batch in a transaction begun by its first statement

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/switchboard-dev/switchboard/application/outage"
 )
 
 // notifyInterval is the least time between two NOTIFYs of one process.
@@ -74,13 +76,19 @@ func (h *wakeHub) subscribe() (<-chan struct{}, func()) {
 
 // runNotifier sends the coalesced NOTIFYs until ctx ends.
 func (db *DB) runNotifier(ctx context.Context) {
+	tracker := outage.NewTracker(slog.Default(), "notify job runners", notifyInterval, 0)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-db.wake.notify:
-			if err := pgdriver.Notify(ctx, db.write, jobsChannel, ""); err != nil && ctx.Err() == nil {
-				slog.Warn("notify job runners", "error", err)
+			switch err := pgdriver.Notify(ctx, db.write, jobsChannel, ""); {
+			case ctx.Err() != nil:
+			case err != nil:
+				// Runners poll meanwhile; the next enqueue notifies again.
+				tracker.Failed(err)
+			default:
+				tracker.Succeeded()
 			}
 			// Each NOTIFY is a commit of its own; under a stream of
 			// enqueues, one every few milliseconds wakes other replicas
@@ -111,19 +119,20 @@ func (db *DB) JobWakeups() (<-chan struct{}, func()) {
 }
 
 func (db *DB) listen(ctx context.Context) {
+	tracker := outage.NewTracker(slog.Default(), "listen for job notifications", time.Second, 5*time.Second)
 	for ctx.Err() == nil {
 		ln := pgdriver.NewListener(db.write)
 		if err := ln.Listen(ctx, jobsChannel); err != nil {
 			_ = ln.Close()
 			if ctx.Err() == nil {
-				slog.Warn("listen for job notifications", "error", err)
 				select {
 				case <-ctx.Done():
-				case <-time.After(time.Second):
+				case <-time.After(tracker.Failed(err)):
 				}
 			}
 			continue
 		}
+		tracker.Succeeded()
 		// Anything enqueued while we were not listening is found by the
 		// next claim this wake-up triggers.
 		db.wake.local()

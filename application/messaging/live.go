@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/outage"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
@@ -80,6 +81,9 @@ type Live struct {
 	synced bool
 	cursor int64
 	gaps   map[int64]time.Time
+	// outage keeps a database outage to one log line; subscriptions stay
+	// open and catch up from the log when it returns.
+	outage *outage.Tracker
 }
 
 type liveSub struct {
@@ -111,7 +115,8 @@ func NewLive(log EventLog, msgs LiveMessages, opts LiveOptions) *Live {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Live{log: log, msgs: msgs, opts: opts, subs: map[*liveSub]struct{}{}, kick: make(chan struct{}, 1), gaps: map[int64]time.Time{}}
+	return &Live{log: log, msgs: msgs, opts: opts, subs: map[*liveSub]struct{}{}, kick: make(chan struct{}, 1), gaps: map[int64]time.Time{},
+		outage: outage.NewTracker(opts.Logger, "read the event log for live subscribers", opts.Poll, 0)}
 }
 
 // Subscribe returns the message events of accountID committed from now on,
@@ -174,8 +179,12 @@ func (l *Live) Run(ctx context.Context) {
 		case <-tick.C:
 		case <-l.kick:
 		}
-		if err := l.read(ctx); err != nil && ctx.Err() == nil {
-			l.opts.Logger.WarnContext(ctx, "read the event log for live subscribers", "error", err)
+		switch err := l.read(ctx); {
+		case ctx.Err() != nil:
+		case err != nil:
+			l.outage.Failed(err)
+		default:
+			l.outage.Succeeded()
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
@@ -55,6 +56,9 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.Int64Var(&s.cfg.Limits.MaxBodyBytes, "max-body-bytes", s.cfg.Limits.MaxBodyBytes, "largest request body accepted")
 	f.DurationVar(&s.cfg.AuthCacheTTL, "auth-cache-ttl", s.cfg.AuthCacheTTL, "how long a verified credential is reused without a database read (bounds how long a revoked key works on other replicas)")
 	f.DurationVar(&s.cfg.ShutdownTimeout, "shutdown-timeout", s.cfg.ShutdownTimeout, "how long in-flight requests may finish on SIGTERM")
+	f.DurationVar(&s.cfg.Limits.RequestTimeout, "request-timeout", s.cfg.Limits.RequestTimeout, "every request's deadline, waiting for a database connection included; past it the answer is 503 (0: none)")
+	f.DurationVar(&s.cfg.DBReadTimeout, "db-read-timeout", store.DefaultReadTimeout, "longest wait for a Postgres reply when no request deadline is earlier")
+	f.DurationVar(&s.cfg.DBStatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "Postgres statement_timeout; below --db-read-timeout, so that Postgres gives up first")
 	f.BoolVar(&s.cfg.MigrateOnStart, "migrate", s.cfg.MigrateOnStart, "apply pending migrations at start-up")
 	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")
 	f.BoolVar(&s.cfg.RunJobs, "jobs", s.cfg.RunJobs, "run background jobs (deliveries) in this process; false serves the API only")

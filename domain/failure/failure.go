@@ -5,6 +5,7 @@
 package failure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,11 +103,17 @@ func (e *Error) Error() string {
 // Unwrap exposes the cause to errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
-// As returns the *Error in err's chain, or an internal error wrapping err.
+// As returns the *Error in err's chain, or, for an error that carries none,
+// an unavailable error when a deadline passed (the work may succeed when
+// retried) and an internal error wrapping err otherwise.
 func As(err error) *Error {
 	var fe *Error
 	if errors.As(err, &fe) {
 		return fe
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "the request ran out of time; retry later",
+			RetryAfter: time.Second, Err: err}
 	}
 	return &Error{Kind: KindInternal, Code: "internal_error", Message: "internal server error", Err: err}
 }
@@ -156,9 +163,10 @@ func RateLimited(message string, retryAfter time.Duration) *Error {
 	return &Error{Kind: KindRateLimited, Code: "rate_limited", Message: message, RetryAfter: retryAfter}
 }
 
-// Unavailable reports a dependency that is down.
+// Unavailable reports a dependency that is down or out of time; retrying
+// later may work. Callers set RetryAfter when they know how long to wait.
 func Unavailable(message string, cause error) *Error {
-	return &Error{Kind: KindUnavailable, Code: "service_unavailable", Message: message, Err: cause}
+	return &Error{Kind: KindUnavailable, Code: "unavailable", Message: message, Err: cause}
 }
 
 // Invalid builds a validation error from field errors.

@@ -1,0 +1,135 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// openPool opens a Postgres store whose pool holds one connection, so that
+// the query after a fault runs on the faulted connection unless it was
+// thrown away.
+func openPool(t *testing.T, opts store.Options) *sql.DB {
+	t.Helper()
+	opts.MaxConns = 1
+	db, err := store.Open(context.Background(), dbtest.URL(t, store.Postgres), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db.Bun().DB
+}
+
+func backendPID(t *testing.T, pool *sql.DB) int {
+	t.Helper()
+	var pid int
+	require.NoError(t, pool.QueryRowContext(context.Background(), "SELECT pg_backend_pid()").Scan(&pid))
+	return pid
+}
+
+// A read that times out leaves the reply on its way. The next query, on the
+// same pool, must read its own answer: before the guard, a prepared
+// statement's timed-out connection went back to the pool and the next
+// query read the stale reply (another request's rows).
+func TestTimedOutConnectionIsNeverReused(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, store.Options{})
+	before := backendPID(t, pool)
+	ctx := context.Background()
+
+	slow, err := pool.PrepareContext(ctx, "SELECT pg_sleep(0.3)::text AS slept, $1::int AS n")
+	require.NoError(t, err)
+	echo, err := pool.PrepareContext(ctx, "SELECT $1::int AS n")
+	require.NoError(t, err)
+
+	for i := range 3 {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		rows, err := slow.QueryContext(short, 1000+i)
+		if err == nil {
+			for rows.Next() {
+			}
+			err = rows.Err()
+			_ = rows.Close()
+		}
+		cancel()
+		require.Error(t, err, "the read must time out")
+		require.True(t, failure.Is(err, failure.KindUnavailable), "a timed-out read is the unavailable failure, got %v", err)
+
+		var n int
+		require.NoError(t, echo.QueryRowContext(ctx, i).Scan(&n))
+		require.Equal(t, i, n, "the next query read another query's reply")
+	}
+	require.NotEqual(t, before, backendPID(t, pool), "the timed-out connection was reused")
+}
+
+// An error the server answered in order leaves the connection in step, so
+// it stays in the pool (closing it would cost every failed insert a new
+// connection).
+func TestServerErrorKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, store.Options{})
+	before := backendPID(t, pool)
+	_, err := pool.ExecContext(context.Background(), "SELECT * FROM no_such_table")
+	require.Error(t, err)
+	require.False(t, failure.Is(err, failure.KindUnavailable), "a missing table is not an outage: %v", err)
+	require.Equal(t, before, backendPID(t, pool))
+}
+
+// Postgres gives up first: statement_timeout sits below the read timeout,
+// and its error is the unavailable failure.
+func TestStatementTimeoutIsUnavailable(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, store.Options{StatementTimeout: 100 * time.Millisecond, ReadTimeout: 5 * time.Second})
+	start := time.Now()
+	_, err := pool.ExecContext(context.Background(), "SELECT pg_sleep(3)")
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 3*time.Second, "the statement ran to its end: no statement_timeout")
+	require.True(t, failure.Is(err, failure.KindUnavailable), "got %v", err)
+	require.Equal(t, 2*time.Second, failure.As(err).RetryAfter)
+
+	var n int
+	require.NoError(t, pool.QueryRowContext(context.Background(), "SELECT 41 + 1").Scan(&n))
+	require.Equal(t, 42, n)
+}
+
+func TestStatementTimeoutMustBeBelowReadTimeout(t *testing.T) {
+	t.Parallel()
+	_, err := store.Open(context.Background(), dbtest.PostgresURL(), store.Options{StatementTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second})
+	require.ErrorContains(t, err, "must be shorter than the read timeout")
+}
+
+// A database file locked by another process past busy_timeout is
+// unavailable for now, not an internal error.
+func TestSQLiteLockedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	db, err := store.Open(context.Background(), "sqlite:"+path, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+
+	// Another process's writer: a connection of its own holding the write
+	// lock. Ours waits busy_timeout for it; a short deadline ends that.
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	conn, err := other.Conn(context.Background())
+	require.NoError(t, err)
+	_, err = conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK"); _ = conn.Close() })
+
+	// Our connection asks for the lock with no wait at all.
+	_, err = db.Bun().ExecContext(context.Background(), "PRAGMA busy_timeout = 0")
+	require.NoError(t, err)
+	_, err = db.Bun().ExecContext(context.Background(), "CREATE TABLE t (x INTEGER)")
+	require.Error(t, err)
+	require.True(t, failure.Is(err, failure.KindUnavailable), "got %v", err)
+	require.False(t, errors.Is(err, context.DeadlineExceeded))
+}

@@ -35,7 +35,9 @@ var graphModule = fx.Module("graphql-deps",
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
-		func(c Config) graph.PublicOptions { return graph.PublicOptions{Playground: !c.Production} },
+		func(c Config) graph.PublicOptions {
+			return graph.PublicOptions{Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout}
+		},
 	),
 )
 

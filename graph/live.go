@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
@@ -91,6 +93,10 @@ func (r *Resolver) follow(ctx context.Context, typ event.Type, threadID *string)
 type PublicOptions struct {
 	// Playground serves the GraphiQL page at /graphql/playground.
 	Playground bool
+	// OperationTimeout is the deadline of each query and mutation on a
+	// WebSocket, as HTTP requests have theirs; subscriptions live as long
+	// as their socket. 0: none.
+	OperationTimeout time.Duration
 }
 
 // NewPublicHandler serves what cannot sit behind the REST authentication
@@ -100,6 +106,22 @@ type PublicOptions struct {
 // when enabled, the playground page at /graphql/playground.
 func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.Handler {
 	srv := newServer(r)
+	if opts.OperationTimeout > 0 {
+		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+			if graphql.GetOperationContext(ctx).Operation.Operation == ast.Subscription {
+				return next(ctx)
+			}
+			deadline := time.Now().Add(opts.OperationTimeout)
+			ctx, cancel := context.WithDeadline(ctx, deadline)
+			handle := next(ctx)
+			return func(ctx context.Context) *graphql.Response {
+				defer cancel()
+				ctx, end := context.WithDeadline(ctx, deadline)
+				defer end()
+				return handle(ctx)
+			}
+		})
+	}
 	srv.AddTransport(&transport.Websocket{
 		KeepAlivePingInterval: 15 * time.Second,
 		InitTimeout:           10 * time.Second,

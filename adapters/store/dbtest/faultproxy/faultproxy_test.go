@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"net"
 	"runtime"
@@ -205,9 +206,7 @@ func TestFreezeHoldsNewConnectionsAndBytesInOrder(t *testing.T) {
 	}
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 	_, err := c.Read(make([]byte, 1))
-	var netErr net.Error
-	require.ErrorAs(t, err, &netErr)
-	require.True(t, netErr.Timeout(), "read while frozen: %v", err)
+	require.True(t, isTimeout(err), "read while frozen: %v", err)
 
 	p.Thaw()
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(long)))
@@ -231,7 +230,7 @@ func TestCutFailsInFlightQueryAndNextConnectionWorks(t *testing.T) {
 	case <-time.After(long):
 		t.Fatal("query still running after Cut")
 	}
-	require.Eventually(t, func() bool { return b.proxy.Conns() == 0 }, long, 10*time.Millisecond)
+	waitConns(t, b.proxy, 0)
 
 	ctx, cancel := context.WithTimeout(context.Background(), long)
 	defer cancel()
@@ -250,6 +249,26 @@ func TestCutSendsFIN(t *testing.T) {
 	_, err := readErr(t, c)
 	require.ErrorIs(t, err, io.EOF)
 	echo(t, dial(t, p.Addr()), "again")
+}
+
+func TestCutClosesFrozenConnections(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, startEcho(t))
+	live := dial(t, p.Addr())
+	echo(t, live, "live")
+
+	p.Freeze()
+	_, err := live.Write([]byte("held"))
+	require.NoError(t, err)
+	fresh := dial(t, p.Addr())
+	waitConns(t, p, 2)
+	p.Cut()
+	for _, c := range []net.Conn{live, fresh} {
+		got, err := readErr(t, c)
+		require.Empty(t, got)
+		require.False(t, isTimeout(err), "frozen connection not closed: %v", err)
+	}
+	waitConns(t, p, 0)
 }
 
 func TestResetFailsInFlightQueryAndNextConnectionWorks(t *testing.T) {
@@ -307,10 +326,7 @@ func TestBlackholeTimesOutConnect(t *testing.T) {
 	b.proxy.SetBlackhole(true)
 	start := time.Now()
 	_, err := trySelectInt(context.Background(), b.db, "SELECT 1")
-	require.Error(t, err)
-	var netErr net.Error
-	require.ErrorAs(t, err, &netErr)
-	require.True(t, netErr.Timeout(), "want a timeout, got %v", err)
+	require.True(t, isTimeout(err), "want a timeout, got %v", err)
 	require.GreaterOrEqual(t, time.Since(start), time.Second)
 
 	b.proxy.SetBlackhole(false)
@@ -371,14 +387,17 @@ func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
 	before := proxyGoroutines()
 	p := faultproxy.Start(t, startEcho(t))
 
-	echo(t, dial(t, p.Addr()), "live") // a working connection
+	live := dial(t, p.Addr())
+	echo(t, live, "live")
 	p.Freeze()
-	_, err := dial(t, p.Addr()).Write([]byte("held")) // a frozen one holding bytes
+	_, err := live.Write([]byte("held")) // read by the proxy, held at the gate
 	require.NoError(t, err)
+	dial(t, p.Addr()) // accepted while frozen, waiting to dial upstream
+	waitConns(t, p, 2)
 	p.SetBlackhole(true)
-	dial(t, p.Addr()) // a blackholed one
+	dial(t, p.Addr())
+	waitConns(t, p, 3)
 	p.SetDelay(time.Hour)
-	require.Eventually(t, func() bool { return p.Conns() == 3 }, long, 10*time.Millisecond)
 	require.Greater(t, proxyGoroutines(), before)
 
 	p.Close()
@@ -387,6 +406,16 @@ func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
 	require.Eventually(t, func() bool { return proxyGoroutines() == before }, long, 10*time.Millisecond)
 	_, err = net.DialTimeout("tcp", p.Addr(), 2*time.Second)
 	require.Error(t, err, "still listening after Close")
+}
+
+func waitConns(t *testing.T, p *faultproxy.Proxy, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return p.Conns() == n }, long, 5*time.Millisecond)
+}
+
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // proxyGoroutines counts goroutines running the proxy's methods.

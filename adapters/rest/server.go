@@ -346,7 +346,8 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
 		if err := s.ready(ctx); err != nil {
-			s.log.WarnContext(r.Context(), "not ready", "error", err.Error())
+			// Not logged: the health watcher logs an outage once, and a
+			// load balancer asks every few hundred milliseconds.
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
 			return
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"reflect"
 	"sync/atomic"
@@ -97,10 +99,11 @@ type guardedConn struct {
 var _ innerConn = (*guardedConn)(nil)
 
 // check closes the connection when err leaves it out of step and turns
-// an unavailable database into the domain failure. It returns io.EOF and
-// driver.ErrSkip as they are, since database/sql compares them.
+// an unavailable database into the domain failure. It returns
+// driver.ErrSkip as it is, since database/sql compares it. (io.EOF is a
+// closed socket here; only Next's io.EOF, the end of the rows, is not.)
 func (g *guardedConn) check(err error) error {
-	if err == nil || err == io.EOF || err == driver.ErrSkip {
+	if err == nil || err == driver.ErrSkip {
 		return err
 	}
 	bad := g.rules.outOfStep(err)
@@ -285,7 +288,11 @@ func (r *guardedRows) Close() error {
 }
 
 func (r *guardedRows) Next(dest []driver.Value) error {
-	return r.conn.check(r.inner.Next(dest))
+	err := r.inner.Next(dest)
+	if err == io.EOF {
+		return err // the end of the rows
+	}
+	return r.conn.check(err)
 }
 
 func (r *guardedRows) ColumnTypeDatabaseTypeName(i int) string {
@@ -322,6 +329,19 @@ func (r *guardedRows) ColumnTypeScanType(i int) reflect.Type {
 	}
 	return reflect.TypeFor[any]()
 }
+
+// pgdriverLog sends pgdriver's messages to slog at debug level. It writes
+// one for every write to a connection the server had already closed, which
+// database/sql then retries on another: an outage's first request per
+// pooled connection. The outage itself is logged once, by the health
+// watcher.
+type pgdriverLog struct{}
+
+func (pgdriverLog) Printf(ctx context.Context, format string, v ...any) {
+	slog.DebugContext(ctx, fmt.Sprintf(format, v...))
+}
+
+func init() { pgdriver.Logger = pgdriverLog{} }
 
 // postgresRules: pgdriver reads a server error to the end of its reply, so
 // after one the connection is in step, unless the server ended the session

@@ -58,8 +58,8 @@ func (f *faultTally) problem(format string, args ...any) {
 	}
 }
 
-// Two accounts read and write through a stalled, cut and restarted
-// database connection (a fault proxy between the server and Postgres).
+// Two accounts read and write through a stalled, cut, restarted, silent and
+// torn database connection (a fault proxy between the server and Postgres).
 // Promised: no answer ever carries the other account's data or a wrong
 // 404; every request is answered 200 or 503 (with Retry-After, code
 // unavailable, in its route's error shape) within its deadline and a
@@ -135,7 +135,16 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 	phase(4 * time.Second)
 	proxy.SetRefuse(false)
 	back := time.Now()
-	phase(5 * time.Second)
+	phase(4 * time.Second)
+	// A Postgres that accepts connections and never answers them.
+	proxy.SetBlackhole(true)
+	proxy.Cut()
+	phase(4 * time.Second)
+	proxy.SetBlackhole(false)
+	phase(3 * time.Second)
+	// One that answers half a message and resets.
+	proxy.HalfReplyThenReset()
+	phase(3 * time.Second)
 	stop()
 	wg.Wait()
 

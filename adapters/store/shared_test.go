@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest/faultproxy"
 	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // openOneLeader opens a fresh database whose shared transactions run one
@@ -282,4 +285,47 @@ func TestSharedBatchesOverlapOnlyForAQuorumOrAStall(t *testing.T) {
 		require.Equal(t, 1, countKind(t, db, "behind"))
 		release()
 	})
+}
+
+// A shared batch whose COMMIT reached Postgres but whose reply was lost
+// (the connection reset while the reply was on its way) may have
+// committed: its units must not run again one by one, which would do
+// their work twice. Each caller learns that the database is unavailable.
+func TestSharedBatchWithLostReplyIsNotRedone(t *testing.T) {
+	t.Parallel()
+	direct := dbtest.URL(t, store.Postgres)
+	u, err := url.Parse(direct)
+	require.NoError(t, err)
+	proxy := faultproxy.Start(t, u.Host)
+	db, err := store.Open(context.Background(), proxy.URL(direct), store.Options{SharedLeaders: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	observer, err := store.Open(context.Background(), direct, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = observer.Close() })
+
+	// A connection in the pool, so that the batch is one exchange: its
+	// rows and the implicit commit in one multi-statement query.
+	require.NoError(t, db.TransactShared(context.Background(), enqueueUnit("warm-up")))
+	const units = 5
+	proxy.SetDelay(3 * time.Second) // replies linger in the proxy
+	errs := make(chan error, units)
+	for range units {
+		go func() { errs <- db.TransactShared(context.Background(), enqueueUnit("lost-reply")) }()
+	}
+	// The first batch commits while the others wait behind it.
+	require.Eventually(t, func() bool { return countKind(t, observer, "lost-reply") > 0 },
+		2500*time.Millisecond, 10*time.Millisecond, "the batch did not commit while its reply lingered")
+	proxy.Reset()
+	proxy.SetDelay(0)
+
+	lost := 0
+	for range units {
+		if err := <-errs; err != nil {
+			require.True(t, failure.Is(err, failure.KindUnavailable), "got %v", err)
+			lost++
+		}
+	}
+	require.Positive(t, lost, "no caller learnt of the lost reply")
+	require.Equal(t, units, countKind(t, observer, "lost-reply"), "the units of the batch whose reply was lost ran again")
 }

@@ -55,6 +55,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.Int64Var(&s.cfg.Limits.MaxBodyBytes, "max-body-bytes", s.cfg.Limits.MaxBodyBytes, "largest request body accepted")
 	f.DurationVar(&s.cfg.AuthCacheTTL, "auth-cache-ttl", s.cfg.AuthCacheTTL, "how long a verified credential is reused without a database read (bounds how long a revoked key works on other replicas)")
 	f.DurationVar(&s.cfg.ShutdownTimeout, "shutdown-timeout", s.cfg.ShutdownTimeout, "how long in-flight requests may finish on SIGTERM")
+	f.DurationVar(&s.cfg.IdempotencyLock, "idempotency-lock", s.cfg.IdempotencyLock, "how long a request holds its Idempotency-Key before a retry may take it over (keep it above the request deadline)")
 	f.BoolVar(&s.cfg.MigrateOnStart, "migrate", s.cfg.MigrateOnStart, "apply pending migrations at start-up")
 	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")
 	f.BoolVar(&s.cfg.RunJobs, "jobs", s.cfg.RunJobs, "run background jobs (deliveries) in this process; false serves the API only")

@@ -140,17 +140,18 @@ type restInputs struct {
 func newRESTDeps(in restInputs) rest.Deps {
 	c, db := in.Config, in.DB
 	return rest.Deps{
-		Accounts:    in.Accounts,
-		Messaging:   in.Messaging,
-		Providers:   in.Providers,
-		Email:       in.Email,
-		Cron:        in.Cron,
-		Idempotency: db,
-		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
-		Registry:    in.Registry,
-		Logger:      in.Logger,
-		Limits:      c.Limits,
-		EmailDomain: c.EmailDomain,
+		Accounts:        in.Accounts,
+		Messaging:       in.Messaging,
+		Providers:       in.Providers,
+		Email:           in.Email,
+		Cron:            in.Cron,
+		Idempotency:     db,
+		IdempotencyLock: c.IdempotencyLock,
+		Ready:           func(ctx context.Context) error { return db.Ready(ctx) },
+		Registry:        in.Registry,
+		Logger:          in.Logger,
+		Limits:          c.Limits,
+		EmailDomain:     c.EmailDomain,
 	}
 }
 

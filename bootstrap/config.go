@@ -46,8 +46,11 @@ type Config struct {
 	Limits           rest.Limits
 	AuthCacheTTL     time.Duration
 	ShutdownTimeout  time.Duration
-	MigrateOnStart   bool
-	DBMaxConns       int
+	// IdempotencyLock is how long a request holds its Idempotency-Key
+	// before a retry may take it over (rest.Deps.IdempotencyLock).
+	IdempotencyLock time.Duration
+	MigrateOnStart  bool
+	DBMaxConns      int
 	// DBReadTimeout and DBStatementTimeout bound Postgres's answers (see
 	// store.Options); 0 picks the defaults.
 	DBReadTimeout      time.Duration
@@ -87,6 +90,7 @@ func Defaults() Config {
 		Limits:          rest.DefaultLimits,
 		AuthCacheTTL:    5 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
+		IdempotencyLock: rest.DefaultIdempotencyLock,
 		MigrateOnStart:  true,
 		RunJobs:         true,
 		TelegramPolling: true,

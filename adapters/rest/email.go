@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -24,7 +25,7 @@ func (s *server) mountEmail(api *routes) {
 		return
 	}
 	api.Handle(http.MethodPost, "/emails/{account_id}/create-email", s.idempotent(s.createEmailAddress))
-	api.Handle(http.MethodPost, "/emails/{account_id}/send", s.idempotent(s.sendEmail))
+	api.Handle(http.MethodPost, "/emails/{account_id}/send", s.idempotentAnswering(s.sendEmail))
 	api.Handle(http.MethodGet, "/emails/{account_id}/messages/{email_id}", s.getEmail)
 }
 
@@ -85,7 +86,7 @@ type sendEmailResult struct {
 	DateCreated string `json:"date_created"`
 }
 
-func (s *server) sendEmail(w http.ResponseWriter, r *http.Request) {
+func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	var b sendEmailBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -103,12 +104,19 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request) {
 	e, err := s.email.Send(r.Context(), appemail.SendInput{
 		AccountID: mux.Vars(r)["account_id"], SenderAddress: *b.SenderAddress, RecipientAddress: *b.RecipientAddress,
 		Subject: *b.Subject, Body: *b.Body, Headers: b.Headers, AttachmentURI: str(b.AttachmentURI),
+		Idempotency: answerWith(key, sendEmailAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sendEmailResult{
+	writeAnswer(w, sendEmailAnswer(e))
+}
+
+// sendEmailAnswer is the answer to an email send, as written and as
+// recorded for its Idempotency-Key.
+func sendEmailAnswer(e email.Email) idempotency.Response {
+	return jsonAnswer(http.StatusOK, sendEmailResult{
 		Status: string(e.Status), EmailID: e.ID, Recipient: e.To, Sender: e.From, Subject: e.Subject,
 		MessageID: e.MessageID, DateCreated: timestamp(e.CreatedAt),
 	})

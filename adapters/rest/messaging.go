@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
@@ -35,12 +36,12 @@ func (s *server) mountMessaging(api *routes) {
 		return
 	}
 	for _, p := range []string{"/messages/individual/{accountId}/send", "/individual/{accountId}/send"} {
-		api.Handle(http.MethodPost, p, s.idempotent(s.sendIndividual))
+		api.Handle(http.MethodPost, p, s.idempotentAnswering(s.sendIndividual))
 	}
 	for _, p := range []string{"/messages/group/{accountId}/send", "/group/{accountId}/send"} {
-		api.Handle(http.MethodPost, p, s.idempotent(s.sendGroup))
+		api.Handle(http.MethodPost, p, s.idempotentAnswering(s.sendGroup))
 	}
-	api.Handle(http.MethodPost, "/send/{accountId}", s.idempotent(s.sendUniversal))
+	api.Handle(http.MethodPost, "/send/{accountId}", s.idempotentAnswering(s.sendUniversal))
 	api.Handle(http.MethodGet, "/messages/individual/{accountId}/get-details/{messageId}", s.messageDetails)
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-details/{threadId}", s.threadDetails)
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all", s.threadList)
@@ -193,7 +194,7 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 	return b, content, fields, true
 }
 
-func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
+func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
 		required(p, b.To, "to")
 		required(p, b.Service, "service")
@@ -206,15 +207,16 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
+		Idempotency: answerWith(key, individualAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, individualResult(m))
+	writeAnswer(w, individualAnswer(m))
 }
 
-func (s *server) sendGroup(w http.ResponseWriter, r *http.Request) {
+func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
 		required(p, b.ThreadID, "thread_id")
 		if b.To != nil {
@@ -226,12 +228,13 @@ func (s *server) sendGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
+		Idempotency: answerWith(key, groupAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, groupResult(m))
+	writeAnswer(w, groupAnswer(m))
 }
 
 // universalBody is the universal send: type individual (with to) or group
@@ -313,7 +316,7 @@ func (c universalContent) content(p *failure.Problems) (domain.Content, domain.F
 	}
 }
 
-func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
+func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	var b universalBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -351,26 +354,40 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request) {
 	if *b.Type == "individual" {
 		m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
 			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
+			Idempotency: answerWith(key, individualAnswer),
 		})
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, individualResult(m))
+		writeAnswer(w, individualAnswer(m))
 		return
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
 		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
+		Idempotency: answerWith(key, groupAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, groupResult(m))
+	writeAnswer(w, groupAnswer(m))
 }
 
 // body is the text a message shows: its text or caption.
 func body(m domain.Message) string { return m.Content.Summary() }
+
+// individualAnswer is the answer to a send to a user, as written and as
+// recorded for its Idempotency-Key.
+func individualAnswer(m domain.Message) idempotency.Response {
+	return jsonAnswer(http.StatusOK, individualResult(m))
+}
+
+// groupAnswer is the answer to a send to a group, as written and as
+// recorded for its Idempotency-Key.
+func groupAnswer(m domain.Message) idempotency.Response {
+	return jsonAnswer(http.StatusOK, groupResult(m))
+}
 
 // individualResult answers a send to a user; the fields are in name order,
 // as the response always had them.

@@ -75,6 +75,10 @@ type Deps struct {
 	// Idempotency keeps Idempotency-Key responses; without it the header
 	// is ignored.
 	Idempotency idempotency.Store
+	// IdempotencyLock is how long a request holds its Idempotency-Key
+	// before a retry may take it over (its handler died): a little above
+	// the request deadline. DefaultIdempotencyLock when 0.
+	IdempotencyLock time.Duration
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current); /readyz answers 503 with its error otherwise.
 	Ready func(ctx context.Context) error
@@ -98,22 +102,24 @@ type Deps struct {
 }
 
 type server struct {
-	accounts      AccountUseCases
-	messaging     MessagingUseCases
-	providers     ProviderWebhooks
-	email         EmailUseCases
-	cron          CronUseCases
-	webhooks      WebhookUseCases
-	idempotency   idempotency.Store
-	now           func() time.Time
-	ready         func(ctx context.Context) error
-	log           *slog.Logger
-	limits        Limits
-	metrics       *httpMetrics
-	accountLimits *keyedLimiter
-	authFailures  *keyedLimiter
-	emailDomain   string
-	openapiJSON   []byte
+	accounts    AccountUseCases
+	messaging   MessagingUseCases
+	providers   ProviderWebhooks
+	email       EmailUseCases
+	cron        CronUseCases
+	webhooks    WebhookUseCases
+	idempotency idempotency.Store
+	// idempotencyLock is Deps.IdempotencyLock.
+	idempotencyLock time.Duration
+	now             func() time.Time
+	ready           func(ctx context.Context) error
+	log             *slog.Logger
+	limits          Limits
+	metrics         *httpMetrics
+	accountLimits   *keyedLimiter
+	authFailures    *keyedLimiter
+	emailDomain     string
+	openapiJSON     []byte
 }
 
 // NewHandler builds the whole HTTP interface.
@@ -128,6 +134,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
+	if d.IdempotencyLock <= 0 {
+		d.IdempotencyLock = DefaultIdempotencyLock
+	}
 	if d.Limits.MaxBodyBytes <= 0 {
 		d.Limits.MaxBodyBytes = DefaultLimits.MaxBodyBytes
 	}
@@ -137,7 +146,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	s := &server{
 		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
-		webhooks: d.Webhooks, idempotency: d.Idempotency, now: now,
+		webhooks: d.Webhooks, idempotency: d.Idempotency, idempotencyLock: d.IdempotencyLock, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,

@@ -211,7 +211,7 @@ func TestWebhookSettings(t *testing.T) {
 		require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
 		require.NotContains(t, string(r.Body), rotated, "a replay does not show the secret again")
 		var stored [][]byte
-		require.NoError(t, b.db.Bun().NewRaw("SELECT body FROM idempotency_keys").Scan(context.Background(), &stored))
+		require.NoError(t, b.db.Bun().NewRaw("SELECT body FROM idempotency_responses").Scan(context.Background(), &stored))
 		require.NotEmpty(t, stored)
 		for _, body := range stored {
 			require.NotContains(t, string(body), rotated, "the secret is not kept for replays")

@@ -37,16 +37,16 @@ type deferredTable interface {
 
 // deferredRows keeps rows of one model type.
 type deferredRows[T any] struct {
-	// noun names the rows in errors, as translate does.
-	noun string
-	rows []T
+	// explain turns the INSERT's error into the callers' (translate).
+	explain func(error) error
+	rows    []T
 }
 
 func (d *deferredRows[T]) take(db bun.IDB) *pendingWrite {
 	if len(d.rows) == 0 {
 		return nil
 	}
-	rows, noun := d.rows, d.noun
+	rows, explain := d.rows, d.explain
 	d.rows = nil
 	return &pendingWrite{
 		// Nothing is read back: without Returning("NULL"), bun adds
@@ -54,7 +54,7 @@ func (d *deferredRows[T]) take(db bun.IDB) *pendingWrite {
 		// making the INSERT a query.
 		query: db.NewInsert().Model(&rows).Returning("NULL"),
 		wrap: func(err error) error {
-			return fmt.Errorf("insert %d rows: %w", len(rows), translate(err, noun))
+			return fmt.Errorf("insert %d rows: %w", len(rows), explain(err))
 		},
 	}
 }
@@ -86,16 +86,25 @@ func runWrites(ctx context.Context, writes []*pendingWrite) error {
 // insertDeferred inserts row, a model of table, at the commit of r's
 // transaction, or at once outside a transaction.
 func insertDeferred[T any](ctx context.Context, r *Repos, table, noun string, row T) error {
+	return insertDeferredExplained(ctx, r, table, row, func(err error) error { return translate(err, noun) })
+}
+
+// insertDeferredExplained is insertDeferred with explain turning the
+// INSERT's error into the caller's.
+func insertDeferredExplained[T any](ctx context.Context, r *Repos, table string, row T, explain func(error) error) error {
 	if r.tx == nil {
 		_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)
-		return translate(err, noun)
+		if err != nil {
+			return explain(err)
+		}
+		return nil
 	}
 	if r.tx.rows == nil {
 		r.tx.rows = map[string]deferredTable{}
 	}
 	t, ok := r.tx.rows[table]
 	if !ok {
-		t = &deferredRows[T]{noun: noun, rows: make([]T, 0, max(1, r.tx.units))}
+		t = &deferredRows[T]{explain: explain, rows: make([]T, 0, max(1, r.tx.units))}
 		r.tx.rows[table] = t
 		r.tx.tables = append(r.tx.tables, table)
 	}

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,48 +78,16 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKeys(t *testing.T) {
+func TestIdempotencyContract(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
-			db := dbtest.Open(t, dialect)
-			ctx := context.Background()
-			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-			res, err := db.ReserveKey(ctx, "acc_a", "k1", "fp1", now, time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.New, res.Outcome)
-
-			res, err = db.ReserveKey(ctx, "acc_a", "k1", "fp1", now.Add(time.Second), time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.InFlight, res.Outcome, "the first request still runs")
-			res, err = db.ReserveKey(ctx, "acc_a", "k1", "fp2", now.Add(time.Second), time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.Mismatch, res.Outcome)
-			res, err = db.ReserveKey(ctx, "acc_b", "k1", "fp2", now, time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.New, res.Outcome, "keys are per account")
-
-			require.NoError(t, db.CompleteKey(ctx, "acc_a", "k1", 200, []byte(`{"ok":true}`)))
-			res, err = db.ReserveKey(ctx, "acc_a", "k1", "fp1", now.Add(time.Hour), time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.Reservation{Outcome: idempotency.Replay, Status: 200, Body: []byte(`{"ok":true}`)}, res)
-
-			res, err = db.ReserveKey(ctx, "acc_a", "k1", "fp3", now.Add(idempotency.Window+time.Second), time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.New, res.Outcome, "after 24 hours the key is free")
-
-			// A holder that died: its claim is taken over after the lock.
-			_, err = db.ReserveKey(ctx, "acc_a", "k2", "fp", now, time.Minute)
-			require.NoError(t, err)
-			res, err = db.ReserveKey(ctx, "acc_a", "k2", "fp", now.Add(2*time.Minute), time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, idempotency.New, res.Outcome)
-			require.NoError(t, db.ReleaseKey(ctx, "acc_a", "k2"))
-
-			n, err := db.PruneIdempotencyKeys(ctx, now.Add(idempotency.Window+time.Hour))
-			require.NoError(t, err)
-			require.EqualValues(t, 1, n, "only acc_b/k1 is older than the window: acc_a/k1 was taken anew and k2 released")
+			storetest.Idempotency(t, func(t *testing.T) storetest.IdempotencyStores {
+				db := dbtest.Open(t, dialect)
+				b := store.Bind(db, func(r *store.Repos) idempotency.Recorder { return r })
+				return storetest.IdempotencyStores{Keys: db, Transact: b.Transact, TransactShared: b.TransactShared, Prune: db.PruneIdempotencyKeys}
+			})
 		})
 	}
 }

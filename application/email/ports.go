@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
@@ -36,6 +37,9 @@ type Repos interface {
 	UpdateEmailDelivery(ctx context.Context, e email.Email) error
 
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+
+	// Recorder records a send's Idempotency-Key answer with the email.
+	idempotency.Recorder
 }
 
 // Store gives the use cases their repositories, directly or in one

@@ -25,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
@@ -156,6 +157,9 @@ type SendInput struct {
 	// strings or lists of strings).
 	Headers       map[string]any
 	AttachmentURI string
+	// Idempotency, when set, records the answer to the send under its
+	// Idempotency-Key in the transaction that stores the email.
+	Idempotency *idempotency.Completion[email.Email]
 }
 
 // deliverPayload is the delivery job's payload.
@@ -226,8 +230,10 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		if err := r.InsertEmail(ctx, e); err != nil {
 			return err
 		}
-		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts})
-		return err
+		if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts}); err != nil {
+			return err
+		}
+		return in.Idempotency.Record(ctx, r, e)
 	}
 	if err := s.transactShared(ctx, queue); err != nil {
 		return email.Email{}, err

@@ -1,11 +1,22 @@
 // Package idempotency is the port behind the Idempotency-Key header: a
 // request with a key already seen within 24 hours gets the first response
 // again and changes nothing; the same key with another request is refused.
+//
+// A key goes through three phases, each its own transaction: reserved
+// (ReserveKey), answered (its response recorded), and replayed. Where a
+// request's work must not happen twice (a send), the response is recorded
+// in the transaction of that work (Completion, Recorder): either both the
+// work and its answer commit, or neither does, so a retry after a crash at
+// any point either replays the answer or runs the request once. Other
+// routes record theirs after the work (CompleteKey), and keep a window
+// between the two commits.
 package idempotency
 
 import (
 	"context"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // Window is how long a key is remembered.
@@ -16,33 +27,83 @@ type Outcome int
 
 // The outcomes.
 const (
-	// New: the caller holds the key and must complete or release it.
+	// New: the caller holds the key and must record a response for it or
+	// release it.
 	New Outcome = iota
-	// Replay: the key was used for the same request; Status and Body are
-	// its response.
+	// Replay: the key was used for the same request; Response is its
+	// answer.
 	Replay
 	// Mismatch: the key was used for a different request.
 	Mismatch
-	// InFlight: the same request is still being handled.
+	// InFlight: the same request is still being handled, at most until
+	// LockedUntil.
 	InFlight
 )
+
+// Response is a keyed request's answer, kept for replays.
+type Response struct {
+	Status int
+	Body   []byte
+}
 
 // Reservation is the result of reserving a key.
 type Reservation struct {
 	Outcome Outcome
-	Status  int
-	Body    []byte
+	// Response is the answer to replay (Replay).
+	Response Response
+	// LockedUntil is when the holder's claim lapses (InFlight).
+	LockedUntil time.Time
 }
 
 // Store keeps keys and responses per account.
 type Store interface {
 	// ReserveKey claims key for a request with the given fingerprint, for
-	// at most lockFor; a claim older than that is taken over (its holder
-	// died).
+	// at most lockFor; a claim older than that, or released, is taken
+	// over (its holder died or failed). A key with a response is never
+	// taken over before the Window ends: it replays.
 	ReserveKey(ctx context.Context, accountID, key, fingerprint string, now time.Time, lockFor time.Duration) (Reservation, error)
-	// CompleteKey stores the response for replays.
-	CompleteKey(ctx context.Context, accountID, key string, status int, body []byte) error
-	// ReleaseKey forgets a key whose request failed on the server's side,
-	// so the client can retry with it.
+	// CompleteKey records the response of a reserved key in its own
+	// transaction; a key that already has a response keeps it.
+	CompleteKey(ctx context.Context, accountID, key string, res Response) error
+	// ReleaseKey gives up a key whose request failed on the server's
+	// side, so that the client can retry with it at once. A key whose
+	// response was recorded keeps it: releasing never undoes an answer.
 	ReleaseKey(ctx context.Context, accountID, key string) error
+}
+
+// Recorder records a key's response inside the transaction of the work it
+// answers. A store may write the response at the commit; when the key
+// already has a response (another request holding the key after this one's
+// claim lapsed answered first), the transaction fails with
+// ErrAnsweredElsewhere and the work rolls back with it.
+type Recorder interface {
+	RecordResponse(ctx context.Context, accountID, key string, res Response) error
+}
+
+// ErrAnsweredElsewhere is the failure of recording a response for a key
+// that has one: the work was not done, and a retry replays the other
+// request's answer.
+var ErrAnsweredElsewhere = &failure.Error{
+	Kind: failure.KindConflict, Code: "idempotency_key_in_use",
+	Message:    "another request with this Idempotency-Key was answered first; retry to get its response",
+	RetryAfter: time.Second,
+}
+
+// Completion asks a use case to record, in the transaction of its work,
+// the answer to its result under a key. Render turns the result into the
+// response the interface will send; it must be pure, as the transaction's
+// work may run more than once.
+type Completion[T any] struct {
+	AccountID string
+	Key       string
+	Render    func(T) Response
+}
+
+// Record records the answer to result with r; a nil Completion (a request
+// without a key) records nothing.
+func (c *Completion[T]) Record(ctx context.Context, r Recorder, result T) error {
+	if c == nil {
+		return nil
+	}
+	return r.RecordResponse(ctx, c.AccountID, c.Key, c.Render(result))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -74,6 +75,9 @@ type Repos interface {
 	InsertEvent(ctx context.Context, e event.Event) error
 
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+
+	// Recorder records a send's Idempotency-Key answer with the message.
+	idempotency.Recorder
 }
 
 // ThreadQuery selects threads.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -100,6 +101,9 @@ type SendInput struct {
 	Content   messaging.Content
 	// Fields names the request fields the content came in, for errors.
 	Fields messaging.Fields
+	// Idempotency, when set, records the answer to the send under its
+	// Idempotency-Key in the transaction that stores the message.
+	Idempotency *idempotency.Completion[messaging.Message]
 }
 
 // GroupSendInput is a send into a group thread.
@@ -111,6 +115,9 @@ type GroupSendInput struct {
 	ThreadID string
 	Content  messaging.Content
 	Fields   messaging.Fields
+	// Idempotency, when set, records the answer to the send under its
+	// Idempotency-Key in the transaction that stores the message.
+	Idempotency *idempotency.Completion[messaging.Message]
 }
 
 // SendIndividual stores a message to a user and queues its delivery. The
@@ -156,8 +163,11 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	var out messaging.Message
 	err = s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
 		m, err := s.queue(ctx, r, thread, number, to, in.Content)
+		if err != nil {
+			return err
+		}
 		out = m
-		return err
+		return in.Idempotency.Record(ctx, r, m)
 	})
 	return out, err
 }
@@ -236,8 +246,10 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 		if err := group.CheckSend(in.From); err != nil {
 			return err
 		}
-		out, err = s.queue(ctx, r, thread, number, "", in.Content)
-		return err
+		if out, err = s.queue(ctx, r, thread, number, "", in.Content); err != nil {
+			return err
+		}
+		return in.Idempotency.Record(ctx, r, out)
 	})
 	return out, err
 }

@@ -54,8 +54,10 @@ func cronModule(c Config) fx.Option {
 					return nil
 				},
 				// Calls in flight finish (within their timeouts) and are
-				// recorded; if the stop deadline comes first, those runs
-				// are recorded as failed by the next scheduler to start.
+				// recorded; if the stop deadline comes first, their leases
+				// expire and another scheduler (or the next to start)
+				// takes those runs over: calls not yet started are made,
+				// calls cut off are retried once with the same key.
 				OnStop: func(stop context.Context) error {
 					cancel()
 					select {

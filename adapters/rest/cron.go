@@ -332,5 +332,10 @@ func executionJSON(e cron.Execution) map[string]any {
 	if e.Status == cron.Failed {
 		out["error"] = e.Error
 	}
+	// Only when a crash cut a call off: that call was retried with the
+	// same Idempotency-Key, so the endpoint may have seen the slot twice.
+	if e.InterruptedAttempts > 0 {
+		out["interrupted_attempts"] = e.InterruptedAttempts
+	}
 	return out
 }

@@ -355,6 +355,7 @@ func TestCronExecutionsThroughTheAPI(t *testing.T) {
 		require.Equal(t, map[string]any{"ok": true, "method": "POST"}, e["response_body"])
 		require.Equal(t, "2026-07-01T08:01:00Z", e["scheduled_for"])
 		require.NotContains(t, e, "error")
+		require.NotContains(t, e, "interrupted_attempts", "shown only when a crash cut a call off")
 
 		f := badExec["data"].([]any)[0].(map[string]any)
 		require.Equal(t, "failed", f["status"])

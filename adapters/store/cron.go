@@ -204,37 +204,41 @@ func (r *Repos) DeleteJob(ctx context.Context, accountID, id string) error {
 	return requireOneRow(res, "cron job")
 }
 
-const cronExecColumns = "id, job_id, account_id, slot, started_at, status, attempt, response_code, response_time_ms, response_body, error, deadline, retry_at, finished_at"
+const cronExecColumns = "id, job_id, account_id, slot, started_at, status, attempt, interrupted_attempts, response_code, response_time_ms, response_body, error, retry_at, finished_at, lease_owner, lease_until, call_started_at"
 
 type cronExecRow struct {
-	bun.BaseModel  `bun:"table:cron_executions"`
-	ID             string         `bun:"id,pk"`
-	JobID          string         `bun:"job_id"`
-	AccountID      string         `bun:"account_id"`
-	Slot           int64          `bun:"slot"`
-	StartedAt      int64          `bun:"started_at"`
-	Status         string         `bun:"status"`
-	Attempt        int            `bun:"attempt"`
-	ResponseCode   int            `bun:"response_code"`
-	ResponseTimeMs int64          `bun:"response_time_ms"`
-	ResponseBody   sql.NullString `bun:"response_body"`
-	Error          string         `bun:"error"`
-	Deadline       sql.NullInt64  `bun:"deadline"`
-	RetryAt        sql.NullInt64  `bun:"retry_at"`
-	FinishedAt     sql.NullInt64  `bun:"finished_at"`
+	bun.BaseModel       `bun:"table:cron_executions"`
+	ID                  string         `bun:"id,pk"`
+	JobID               string         `bun:"job_id"`
+	AccountID           string         `bun:"account_id"`
+	Slot                int64          `bun:"slot"`
+	StartedAt           int64          `bun:"started_at"`
+	Status              string         `bun:"status"`
+	Attempt             int            `bun:"attempt"`
+	InterruptedAttempts int            `bun:"interrupted_attempts"`
+	ResponseCode        int            `bun:"response_code"`
+	ResponseTimeMs      int64          `bun:"response_time_ms"`
+	ResponseBody        sql.NullString `bun:"response_body"`
+	Error               string         `bun:"error"`
+	RetryAt             sql.NullInt64  `bun:"retry_at"`
+	FinishedAt          sql.NullInt64  `bun:"finished_at"`
+	LeaseOwner          sql.NullString `bun:"lease_owner"`
+	LeaseUntil          sql.NullInt64  `bun:"lease_until"`
+	CallStartedAt       sql.NullInt64  `bun:"call_started_at"`
 }
 
 func (r cronExecRow) domain() cron.Execution {
 	e := cron.Execution{
 		ID: r.ID, JobID: r.JobID, AccountID: r.AccountID, Slot: fromMicros(r.Slot), StartedAt: fromMicros(r.StartedAt),
-		Status: cron.ExecutionStatus(r.Status), Attempt: r.Attempt, ResponseCode: r.ResponseCode,
-		ResponseTimeMs: r.ResponseTimeMs, Error: r.Error, RetryAt: timeOf(r.RetryAt),
+		Status: cron.ExecutionStatus(r.Status), Attempt: r.Attempt, InterruptedAttempts: r.InterruptedAttempts,
+		ResponseCode: r.ResponseCode, ResponseTimeMs: r.ResponseTimeMs, Error: r.Error, RetryAt: timeOf(r.RetryAt),
+		LeaseOwner: r.LeaseOwner.String, CallStartedAt: timeOf(r.CallStartedAt),
 	}
 	if r.ResponseBody.Valid {
 		e.ResponseBody = json.RawMessage(r.ResponseBody.String)
 	}
-	if r.Deadline.Valid {
-		e.Deadline = fromMicros(r.Deadline.Int64)
+	if r.LeaseUntil.Valid {
+		e.LeaseUntil = fromMicros(r.LeaseUntil.Int64)
 	}
 	return e
 }
@@ -346,7 +350,10 @@ func (r *Repos) InsertExecutions(ctx context.Context, execs []cron.Execution) ([
 	for i, e := range execs {
 		rows[i] = cronExecRow{
 			ID: e.ID, JobID: e.JobID, AccountID: e.AccountID, Slot: micros(e.Slot), StartedAt: micros(e.StartedAt),
-			Status: string(e.Status), Attempt: e.Attempt, Deadline: sql.NullInt64{Int64: micros(e.Deadline), Valid: !e.Deadline.IsZero()},
+			Status: string(e.Status), Attempt: e.Attempt, InterruptedAttempts: e.InterruptedAttempts,
+			LeaseOwner:    sql.NullString{String: e.LeaseOwner, Valid: e.LeaseOwner != ""},
+			LeaseUntil:    sql.NullInt64{Int64: micros(e.LeaseUntil), Valid: !e.LeaseUntil.IsZero()},
+			CallStartedAt: nullTime(e.CallStartedAt),
 		}
 	}
 	var ids []string
@@ -357,29 +364,93 @@ func (r *Repos) InsertExecutions(ctx context.Context, execs []cron.Execution) ([
 	return ids, nil
 }
 
-// ClaimRetries starts the retries that are due.
-func (r *Repos) ClaimRetries(ctx context.Context, now time.Time, margin time.Duration, limit int) ([]cron.Execution, error) {
-	lock := ""
-	if r.dialect == Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
+// ClaimRetries starts the retries that are due, leased to lease.
+func (r *Repos) ClaimRetries(ctx context.Context, now time.Time, lease appcron.Lease, limit int) ([]cron.Execution, error) {
 	var rows []cronExecRow
 	err := r.write.NewRaw(
 		`UPDATE cron_executions SET status = 'running', attempt = attempt + 1, started_at = ?,
-			deadline = ? + 1000 * COALESCE((SELECT NULLIF(timeout_ms, 0) FROM cron_jobs WHERE cron_jobs.id = cron_executions.job_id), ?)
+			lease_owner = ?, lease_until = ?, call_started_at = NULL
 		WHERE id IN (
-			SELECT id FROM cron_executions WHERE status = 'retrying' AND retry_at <= ? ORDER BY retry_at LIMIT ?`+lock+`
+			SELECT id FROM cron_executions WHERE status = 'retrying' AND retry_at <= ? ORDER BY retry_at LIMIT ?`+r.skipLocked()+`
 		) RETURNING `+cronExecColumns,
-		micros(now), micros(now.Add(margin)), cron.DefaultTimeout.Milliseconds(), micros(now), limit,
+		micros(now), lease.Owner, micros(lease.Until), micros(now), limit,
 	).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("claim cron retries: %w", err)
 	}
+	return execsOf(rows), nil
+}
+
+// skipLocked is the row lock of a claim: FOR UPDATE SKIP LOCKED on
+// Postgres; SQLite transactions already hold the one write lock.
+func (r *Repos) skipLocked() string {
+	if r.dialect == Postgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}
+
+func execsOf(rows []cronExecRow) []cron.Execution {
 	out := make([]cron.Execution, len(rows))
 	for i, row := range rows {
 		out[i] = row.domain()
 	}
-	return out, nil
+	return out
+}
+
+// TakeOverExpired fails the runs interrupted twice, then leases the other
+// expired runs to lease; a run whose call had started counts an attempt
+// and an interruption (SET expressions read the row as it was).
+func (r *Repos) TakeOverExpired(ctx context.Context, now time.Time, lease appcron.Lease, abandoned string, limit int) ([]cron.Execution, int, error) {
+	expired := `SELECT id FROM cron_executions WHERE status = 'running' AND lease_until < ? AND lease_owner <> ?`
+	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
+		WHERE id IN (`+expired+` AND call_started_at IS NOT NULL AND interrupted_attempts > 0 LIMIT ?`+r.skipLocked()+`)`,
+		abandoned, micros(now), micros(now), lease.Owner, limit).Exec(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("fail abandoned cron runs: %w", err)
+	}
+	failed, err := res.RowsAffected()
+	if err != nil {
+		return nil, 0, fmt.Errorf("fail abandoned cron runs: %w", err)
+	}
+	var rows []cronExecRow
+	err = r.write.NewRaw(`UPDATE cron_executions SET lease_owner = ?, lease_until = ?,
+			attempt = attempt + CASE WHEN call_started_at IS NULL THEN 0 ELSE 1 END,
+			interrupted_attempts = interrupted_attempts + CASE WHEN call_started_at IS NULL THEN 0 ELSE 1 END,
+			started_at = CASE WHEN call_started_at IS NULL THEN started_at ELSE ? END,
+			call_started_at = NULL
+		WHERE id IN (`+expired+` ORDER BY lease_until LIMIT ?`+r.skipLocked()+`) RETURNING `+cronExecColumns,
+		lease.Owner, micros(lease.Until), micros(now), micros(now), lease.Owner, limit).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, fmt.Errorf("take over expired cron runs: %w", err)
+	}
+	return execsOf(rows), int(failed), nil
+}
+
+// RenewLeases extends the owner's leases in one statement.
+func (r *Repos) RenewLeases(ctx context.Context, lease appcron.Lease) (int, error) {
+	res, err := r.write.NewRaw(`UPDATE cron_executions SET lease_until = ? WHERE status = 'running' AND lease_owner = ?`,
+		micros(lease.Until), lease.Owner).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("renew cron leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// StartCalls marks the owner's unstarted calls started, in one statement.
+func (r *Repos) StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var started []string
+	err := r.write.NewRaw(`UPDATE cron_executions SET call_started_at = ?
+		WHERE id IN (?) AND status = 'running' AND lease_owner = ? AND call_started_at IS NULL RETURNING id`,
+		micros(at), bun.List(ids), owner).Scan(ctx, &started)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("start cron calls: %w", err)
+	}
+	return started, nil
 }
 
 // JobsByID reads jobs of any account.
@@ -400,8 +471,9 @@ func (r *Repos) JobsByID(ctx context.Context, ids []string) ([]cron.Job, error) 
 
 // FinishExecutions records call outcomes: one statement on Postgres, one
 // per outcome (cheap inside the transaction) on SQLite. Executions no
-// longer running (expired, or deleted with their job) are left alone.
-func (r *Repos) FinishExecutions(ctx context.Context, results []appcron.Outcome) error {
+// longer running or no longer leased to owner (taken over, or deleted
+// with their job) are left alone.
+func (r *Repos) FinishExecutions(ctx context.Context, owner string, results []appcron.Outcome) error {
 	if len(results) == 0 {
 		return nil
 	}
@@ -412,7 +484,7 @@ func (r *Repos) FinishExecutions(ctx context.Context, results []appcron.Outcome)
 		var b strings.Builder
 		args := make([]any, 0, 8*len(results))
 		b.WriteString(`UPDATE cron_executions AS e SET status = v.status, response_code = v.code, response_time_ms = v.ms,
-			response_body = v.body, error = v.error, retry_at = v.retry_at, finished_at = v.finished_at, deadline = NULL
+			response_body = v.body, error = v.error, retry_at = v.retry_at, finished_at = v.finished_at, lease_owner = NULL, lease_until = NULL
 			FROM (VALUES `)
 		for i, o := range results {
 			if i > 0 {
@@ -421,7 +493,8 @@ func (r *Repos) FinishExecutions(ctx context.Context, results []appcron.Outcome)
 			b.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::text, ?::bigint, ?::bigint)")
 			args = append(args, o.ExecutionID, string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt))
 		}
-		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at) WHERE e.id = v.id AND e.status = 'running'`)
+		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at) WHERE e.id = v.id AND e.status = 'running' AND e.lease_owner = ?`)
+		args = append(args, owner)
 		if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
 			return fmt.Errorf("record executions: %w", err)
 		}
@@ -429,24 +502,13 @@ func (r *Repos) FinishExecutions(ctx context.Context, results []appcron.Outcome)
 	}
 	for _, o := range results {
 		_, err := r.write.NewRaw(`UPDATE cron_executions SET status = ?, response_code = ?, response_time_ms = ?, response_body = ?, error = ?,
-			retry_at = ?, finished_at = ?, deadline = NULL WHERE id = ? AND status = 'running'`,
-			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.ExecutionID).Exec(ctx)
+			retry_at = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.ExecutionID, owner).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("record execution: %w", err)
 		}
 	}
 	return nil
-}
-
-// ExpireRunning fails running executions past their deadline.
-func (r *Repos) ExpireRunning(ctx context.Context, now time.Time, reason string) (int, error) {
-	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, deadline = NULL
-		WHERE status = 'running' AND deadline < ?`, reason, micros(now), micros(now)).Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("expire executions: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
 // NextWake is the earliest next run or retry.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -31,9 +32,12 @@ func newCronJob(accountID string, next time.Time) cron.Job {
 	}
 }
 
+// owner is the scheduler that holds the executions cronExec makes.
+const owner = "sch_a"
+
 func cronExec(jobID, accountID string, slot time.Time) cron.Execution {
 	return cron.Execution{ID: ident.New(ident.Execution), JobID: jobID, AccountID: accountID, Slot: slot, StartedAt: slot,
-		Status: cron.Running, Attempt: 1, Deadline: slot.Add(time.Minute)}
+		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: slot.Add(time.Minute)}
 }
 
 // Cron runs the contract of the cron store.
@@ -248,7 +252,7 @@ func Cron(t *testing.T, open CronOpen) {
 
 		retryAt := at.Add(5 * time.Minute)
 		require.NoError(t, s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			return r.FinishExecutions(ctx, []appcron.Outcome{
+			return r.FinishExecutions(ctx, owner, []appcron.Outcome{
 				{ExecutionID: e1.ID, Status: cron.Success, ResponseCode: 200, ResponseTimeMs: 12, ResponseBody: []byte(`{"ok":true}`), FinishedAt: at},
 				{ExecutionID: e2.ID, Status: cron.Failed, ResponseCode: 500, ResponseTimeMs: 7, ResponseBody: []byte(`"oops"`), Error: "the endpoint answered 500", FinishedAt: at},
 				{ExecutionID: e3.ID, Status: cron.Retrying, ResponseCode: 503, Error: "the endpoint answered 503", RetryAt: &retryAt, FinishedAt: at},
@@ -276,28 +280,51 @@ func Cron(t *testing.T, open CronOpen) {
 		wake, _, err := s.Repos().NextWake(ctx)
 		require.NoError(t, err)
 		require.Equal(t, at, wake, "the job's next run is earlier than the retry")
-		none, err := s.Repos().ClaimRetries(ctx, retryAt.Add(-time.Second), 30*time.Second, 10)
+		lease := appcron.Lease{Owner: "sch_b", Until: retryAt.Add(3 * time.Second)}
+		none, err := s.Repos().ClaimRetries(ctx, retryAt.Add(-time.Second), lease, 10)
 		require.NoError(t, err)
 		require.Empty(t, none)
-		retried, err := s.Repos().ClaimRetries(ctx, retryAt, 30*time.Second, 10)
+		retried, err := s.Repos().ClaimRetries(ctx, retryAt, lease, 10)
 		require.NoError(t, err)
 		require.Len(t, retried, 1)
 		require.Equal(t, e3.ID, retried[0].ID)
 		require.Equal(t, 2, retried[0].Attempt)
 		require.Equal(t, cron.Running, retried[0].Status)
-		require.Equal(t, retryAt.Add(30*time.Second+45*time.Second), retried[0].Deadline, "deadline is now + the job's timeout + margin")
+		require.Equal(t, lease.Owner, retried[0].LeaseOwner)
+		require.Equal(t, lease.Until, retried[0].LeaseUntil)
+		require.Nil(t, retried[0].CallStartedAt)
 		require.Equal(t, retryAt, *retried[0].RetryAt, "the retry time is kept, for the call to wait for")
 
-		n, err := s.Repos().ExpireRunning(ctx, at.Add(4*time.Minute+time.Second), "gone")
+		// e4's call is cut off twice: taken over once, it is retried;
+		// taken over again, it is failed.
+		started, err := s.Repos().StartCalls(ctx, owner, at, []string{e4.ID})
 		require.NoError(t, err)
-		require.Equal(t, 1, n, "only e4 is past its deadline")
+		require.Equal(t, []string{e4.ID}, started)
+		now := at.Add(4*time.Minute + time.Second)
+		taken, failedN, err := s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(3 * time.Second)}, "gone", 10)
+		require.NoError(t, err)
+		require.Zero(t, failedN)
+		require.Len(t, taken, 1, "only e4 is past its lease")
+		require.Equal(t, e4.ID, taken[0].ID)
+		require.Equal(t, 2, taken[0].Attempt)
+		require.Equal(t, 1, taken[0].InterruptedAttempts)
+		require.Equal(t, now, taken[0].StartedAt)
+		require.Nil(t, taken[0].CallStartedAt)
+		started, err = s.Repos().StartCalls(ctx, "sch_b", now, []string{e4.ID})
+		require.NoError(t, err)
+		require.Equal(t, []string{e4.ID}, started)
+		now = now.Add(10 * time.Second)
+		taken, failedN, err = s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_c", Until: now.Add(3 * time.Second)}, "gone", 10)
+		require.NoError(t, err)
+		require.Empty(t, taken)
+		require.Equal(t, 1, failedN)
 		failed, _, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, e4.ID, failed[0].ID)
 		require.Equal(t, "gone", failed[0].Error)
 
 		// A result for an execution that is no longer running is ignored.
-		require.NoError(t, s.Repos().FinishExecutions(ctx, []appcron.Outcome{{ExecutionID: e4.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}}))
+		require.NoError(t, s.Repos().FinishExecutions(ctx, owner, []appcron.Outcome{{ExecutionID: e4.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}}))
 		failed, _, err = s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, e4.ID, failed[0].ID)
@@ -310,5 +337,125 @@ func Cron(t *testing.T, open CronOpen) {
 		_, total, err = s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
 		require.NoError(t, err)
 		require.Zero(t, total, "executions go with their job")
+	})
+
+	t.Run("LeasesRenewExpireAndTakeOver", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		a, b, c := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute))
+		a.LeaseUntil, b.LeaseUntil, c.LeaseUntil, c.LeaseOwner = at.Add(3*time.Second), at.Add(3*time.Second), at.Add(3*time.Second), "sch_b"
+		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{a, b, c})
+		require.NoError(t, err)
+		started, err := s.Repos().StartCalls(ctx, owner, at, []string{b.ID})
+		require.NoError(t, err)
+		require.Equal(t, []string{b.ID}, started)
+
+		n, err := s.Repos().RenewLeases(ctx, appcron.Lease{Owner: owner, Until: at.Add(10 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		now := at.Add(5 * time.Second)
+		taken, failed, err := s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(3 * time.Second)}, "gone", 10)
+		require.NoError(t, err)
+		require.Zero(t, failed)
+		require.Empty(t, taken, "renewed leases hold, and a scheduler does not take over its own runs")
+
+		taken, _, err = s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_c", Until: now.Add(3 * time.Second)}, "gone", 10)
+		require.NoError(t, err)
+		require.Len(t, taken, 1)
+		require.Equal(t, c.ID, taken[0].ID)
+		require.Equal(t, 1, taken[0].Attempt, "a call that never started is not an attempt")
+		require.Zero(t, taken[0].InterruptedAttempts)
+		require.Equal(t, "sch_c", taken[0].LeaseOwner)
+		require.Equal(t, now.Add(3*time.Second), taken[0].LeaseUntil)
+
+		started, err = s.Repos().StartCalls(ctx, "sch_b", now, []string{c.ID})
+		require.NoError(t, err)
+		require.Empty(t, started, "the former owner may not start the call")
+		started, err = s.Repos().StartCalls(ctx, "sch_c", now, []string{c.ID})
+		require.NoError(t, err)
+		require.Equal(t, []string{c.ID}, started)
+		started, err = s.Repos().StartCalls(ctx, "sch_c", now, []string{c.ID})
+		require.NoError(t, err)
+		require.Empty(t, started, "a call starts once")
+
+		require.NoError(t, s.Repos().FinishExecutions(ctx, "sch_b", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Failed, Error: "stale", FinishedAt: now}}))
+		_, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
+		require.NoError(t, err)
+		require.Zero(t, total, "the former owner's result is ignored")
+		require.NoError(t, s.Repos().FinishExecutions(ctx, "sch_c", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: now}}))
+		last, ok, err := s.Repos().LastExecution(ctx, j.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, c.ID, last.ID)
+		require.Equal(t, cron.Success, last.Status)
+
+		now = at.Add(11 * time.Second)
+		taken, failed, err = s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_c", Until: now.Add(3 * time.Second)}, "gone", 10)
+		require.NoError(t, err)
+		require.Zero(t, failed)
+		require.Len(t, taken, 2)
+		byID := map[string]cron.Execution{taken[0].ID: taken[0], taken[1].ID: taken[1]}
+		require.Equal(t, 1, byID[a.ID].Attempt)
+		require.Zero(t, byID[a.ID].InterruptedAttempts)
+		require.Equal(t, a.StartedAt, byID[a.ID].StartedAt)
+		require.Equal(t, 2, byID[b.ID].Attempt, "a call cut off is retried as a new attempt")
+		require.Equal(t, 1, byID[b.ID].InterruptedAttempts)
+		require.Nil(t, byID[b.ID].CallStartedAt)
+		require.Equal(t, now, byID[b.ID].StartedAt)
+	})
+
+	t.Run("ConcurrentTakeOversAreDisjoint", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		const runs = 40
+		execs := make([]cron.Execution, runs)
+		for i := range execs {
+			execs[i] = cronExec(j.ID, acc, at.Add(time.Duration(i)*time.Minute))
+			execs[i].LeaseUntil = at
+		}
+		_, err := s.Repos().InsertExecutions(ctx, execs)
+		require.NoError(t, err)
+		now := at.Add(time.Second)
+		var mu sync.Mutex
+		seen := map[string][]string{}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lease := appcron.Lease{Owner: fmt.Sprintf("sch_%d", w), Until: now.Add(time.Hour)}
+				for {
+					var n int
+					err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
+						taken, _, err := r.TakeOverExpired(ctx, now, lease, "gone", 3)
+						n = len(taken)
+						mu.Lock()
+						for _, e := range taken {
+							seen[e.ID] = append(seen[e.ID], lease.Owner)
+						}
+						mu.Unlock()
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n == 0 {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		require.Len(t, seen, runs)
+		for id, owners := range seen {
+			require.Len(t, owners, 1, "run %s taken over by %v", id, owners)
+		}
 	})
 }

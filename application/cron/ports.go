@@ -39,32 +39,58 @@ type Repos interface {
 // SchedulerRepos is what the scheduler needs from storage. Claims lock the
 // rows they return until the transaction ends and skip rows other
 // transactions hold (SKIP LOCKED on Postgres; SQLite has one writer).
+//
+// A running execution is leased: its owner (one scheduler) holds it until
+// the lease expires and renews the lease while it lives; a result or a
+// call start is accepted only from the owner, so a run taken over by
+// another scheduler is never made or recorded by the first.
 type SchedulerRepos interface {
 	// ClaimDueJobs returns up to limit active jobs whose next run is at or
 	// before now, earliest first.
 	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
 	// SetNextRuns moves each job's next run (nil: none).
 	SetNextRuns(ctx context.Context, next []NextRun) error
-	// InsertExecutions stores new executions and returns the ids of those
-	// stored: an execution for a (job, slot) that already has one is
-	// skipped, which is what makes each slot run at most once.
+	// InsertExecutions stores new executions (with their lease) and
+	// returns the ids of those stored: an execution for a (job, slot) that
+	// already has one is skipped, which is what makes each slot run at
+	// most once.
 	InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error)
 	// ClaimRetries moves up to limit retrying executions whose retry time
 	// is at or before now to running (attempt counted, started at now,
-	// expiring at now + the job's call timeout + margin, RetryAt kept) and
-	// returns them.
-	ClaimRetries(ctx context.Context, now time.Time, margin time.Duration, limit int) ([]cron.Execution, error)
+	// leased to lease, call not started, RetryAt kept) and returns them.
+	ClaimRetries(ctx context.Context, now time.Time, lease Lease, limit int) ([]cron.Execution, error)
+	// TakeOverExpired handles up to limit running executions of other
+	// owners whose lease expired before now. One whose call had not
+	// started, or had started and was not interrupted before, is leased to
+	// lease and returned with its call not started; in the second case it
+	// counts one more attempt and one interrupted attempt, and StartedAt
+	// becomes now. One whose call was interrupted a second time is recorded
+	// failed with the error abandoned and counted in failed.
+	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
+	// RenewLeases extends the lease of every running execution of
+	// lease.Owner to lease.Until and returns how many it extended.
+	RenewLeases(ctx context.Context, lease Lease) (int, error)
+	// StartCalls records that the calls of the given running executions
+	// start at at, and returns the ids it recorded: only executions still
+	// leased to owner whose call has not started yet. A call is made only
+	// after its id came back from StartCalls.
+	StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error)
 	// JobsByID reads jobs of any account; missing ids are left out.
 	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
-	// FinishExecutions records the outcome of running executions (status
-	// success, failed or retrying with RetryAt).
-	FinishExecutions(ctx context.Context, results []Outcome) error
-	// ExpireRunning fails running executions whose deadline has passed:
-	// their scheduler stopped before it could record the result.
-	ExpireRunning(ctx context.Context, now time.Time, reason string) (int, error)
+	// FinishExecutions records the outcome of running executions leased
+	// to owner (status success, failed or retrying with RetryAt); results
+	// for executions owner no longer holds are ignored.
+	FinishExecutions(ctx context.Context, owner string, results []Outcome) error
 	// NextWake is the earliest next run of an active job or retry of an
 	// execution; ok is false when there is none.
 	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
+}
+
+// Lease is a scheduler's hold on running executions: Owner names the
+// scheduler, Until is when the hold lapses unless renewed.
+type Lease struct {
+	Owner string
+	Until time.Time
 }
 
 // Store gives the use cases their repositories, directly or in one

@@ -79,9 +79,25 @@ func schedulerProcess() int {
 		return 2
 	}
 	defer db.Close()
+	// Durations are simulated time; the lease defaults to 3 s of real time.
+	lease := 3 * time.Second * time.Duration(clock.speed)
+	var lookahead time.Duration
+	if v := os.Getenv("SWB_CRON_LEASE"); v != "" {
+		if lease, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+	if v := os.Getenv("SWB_CRON_LOOKAHEAD"); v != "" {
+		if lookahead, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
 	sched := appcron.NewScheduler(appcron.SchedulerConfig{
 		Store:  store.Bind(db, func(r *store.Repos) appcron.Repos { return r }),
 		Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), Clock: clock, Batch: 25,
+		Lease: lease, Lookahead: lookahead, Owner: os.Getenv("SWB_CRON_OWNER"),
 	})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)

@@ -2,11 +2,14 @@ package cron
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -23,17 +26,29 @@ const (
 	DefaultConcurrency  = 2000
 	DefaultPollInterval = time.Second
 	DefaultLookahead    = 500 * time.Millisecond
-	// expiryMargin is added to a call's timeout to get the deadline after
-	// which a running execution is taken to be abandoned.
-	expiryMargin = 30 * time.Second
+	// DefaultLease is how long a claimed run stays with its scheduler
+	// without a renewal: a run whose scheduler died is taken over by
+	// another one within about this long.
+	DefaultLease = 3 * time.Second
 	// contendedBackoff is how long a scheduler waits when due jobs exist
 	// but another replica holds them.
 	contendedBackoff = 5 * time.Millisecond
+	// maxBackoff bounds the wait between attempts while the database is
+	// away.
+	maxBackoff = 2 * time.Second
 )
 
-// AbandonedError is the error of an execution whose scheduler stopped
-// before recording the result.
-const AbandonedError = "the scheduler stopped before the call's result was recorded; the call may or may not have reached the endpoint"
+// AbandonedError is the error of an execution whose call was cut off
+// twice by a scheduler that died before recording the result.
+const AbandonedError = "the scheduler stopped before the call's result was recorded, on the first attempt and on its retry; the calls may or may not have reached the endpoint"
+
+// InterruptedNote is added to the error of a failed execution that had an
+// interrupted attempt.
+const InterruptedNote = "an earlier attempt was cut off by a stopped scheduler and retried with the same Idempotency-Key"
+
+// pausedError is the error of a taken-over run whose job was paused or
+// deleted meanwhile.
+const pausedError = "the run was cancelled: its scheduler stopped before it completed, and the job was paused before another scheduler took it over"
 
 // SchedulerConfig tunes a Scheduler.
 type SchedulerConfig struct {
@@ -66,16 +81,24 @@ type SchedulerConfig struct {
 	// RetryBackoff is the wait before retry n (1-based) of a failed run;
 	// 10 s doubling, at most 10 minutes, when nil.
 	RetryBackoff func(n int) time.Duration
-	Logger       *slog.Logger
+	// Lease is how long a claimed run stays with this scheduler unless
+	// renewed (it is renewed every third of it while this scheduler
+	// holds runs); DefaultLease when 0. Replicas' clocks must agree to
+	// well within it.
+	Lease time.Duration
+	// Owner names this scheduler in the leases it takes; a random name
+	// when empty. Every scheduler needs its own.
+	Owner  string
+	Logger *slog.Logger
 }
 
 // Scheduler claims due jobs and calls their endpoints. Every replica runs
 // one. A claim is one transaction that locks the due job rows (skipping
 // rows another replica holds), stores one execution per job for its slot
-// (unique per job and slot) and moves each job's next run on; only after
-// the commit is the endpoint called. So a slot is called at most once
-// across replicas, and since the claim and the advance commit together,
-// a slot is never lost while the database is up.
+// (unique per job and slot), leased to this scheduler, and moves each
+// job's next run on; only after the commit is the endpoint called. So a
+// slot is claimed once across replicas, and since the claim and the
+// advance commit together, a slot is never lost while the database is up.
 //
 // Precision: a run is claimed between half a Lookahead and a whole one
 // before its slot and its call waits in memory for the slot, so the
@@ -83,25 +106,44 @@ type SchedulerConfig struct {
 // price is that a pause, update or delete made in that last moment (half a
 // second by default) before a slot does not stop that slot's call.
 //
-// Crashes: an execution whose scheduler dies after the claim stays
-// running until its deadline (the call's timeout plus 30 s), when any
-// replica records it failed with AbandonedError; the slot is not called
-// again, because the endpoint may have been reached.
+// Crashes: the scheduler renews the leases of the runs it holds every
+// third of the Lease. Right before a call it commits the call's start,
+// only if it still holds the run. A run whose lease expired is taken over
+// by another scheduler (or this one restarted): if its call had not
+// started it is made then, as its first attempt, late by at most about a
+// lease; if the call had started, the endpoint may have been reached, and
+// the run is retried once with the same Idempotency-Key, counted in
+// InterruptedAttempts. A retry cut off in turn is recorded failed with
+// AbandonedError. In the happy path each slot is called once.
 //
 // Downtime: missed slots are not replayed. A job found late runs once,
 // for its latest missed slot, if that slot is at most Grace old, and then
-// moves on to its next slot after now.
+// moves on to its next slot after now. A clock that jumps forward is
+// downtime; one that jumps back makes the next slots wait until the clock
+// reaches them again (slots already run are not run again).
+//
+// While the database is away the scheduler backs off (up to 2 s between
+// attempts) and logs one line when the outage starts and one when it ends.
 type Scheduler struct {
 	cfg   SchedulerConfig
 	clock Clock
 	log   *slog.Logger
+	owner string
 	wake  chan struct{}
 	sem   chan struct{}
 	// pending bounds the claimed calls waiting for their slot or for a
 	// free place in sem, so a large backlog is claimed in steps.
 	pending  chan struct{}
 	results  chan Outcome
+	starts   chan startRequest
 	inflight sync.WaitGroup
+	// held counts the runs this scheduler holds whose result is not
+	// recorded yet; their leases are renewed while it is above zero.
+	held   atomic.Int64
+	outage outage
+	// lastTakeOver is when (on the scheduler's clock) expired leases were
+	// last looked for, in unix nanoseconds.
+	lastTakeOver atomic.Int64
 }
 
 // NewScheduler builds a scheduler; Run starts it.
@@ -136,13 +178,31 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Owner == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Owner = "sch_" + hex.EncodeToString(b[:])
+	}
 	return &Scheduler{
-		cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
+		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owner: cfg.Owner,
 		wake:    make(chan struct{}, 1),
 		sem:     make(chan struct{}, cfg.Concurrency),
 		pending: make(chan struct{}, 4*cfg.Concurrency),
 		results: make(chan Outcome, cfg.Concurrency),
+		starts:  make(chan startRequest, cfg.Concurrency),
+		outage:  outage{log: cfg.Logger},
 	}
+}
+
+// Owner is the name this scheduler leases its runs under.
+func (s *Scheduler) Owner() string { return s.owner }
+
+// lease is a hold on runs from now.
+func (s *Scheduler) lease(now time.Time) Lease {
+	return Lease{Owner: s.owner, Until: now.Add(s.cfg.Lease)}
 }
 
 // Wake makes the scheduler look at the database at once (a job was
@@ -158,39 +218,54 @@ func (s *Scheduler) Wake() {
 // records their results.
 func (s *Scheduler) Run(ctx context.Context) {
 	// Two recorders: one commits a batch while the other gathers the next.
-	var recorders sync.WaitGroup
+	var workers sync.WaitGroup
 	for range 2 {
-		recorders.Add(1)
+		workers.Add(1)
 		go func() {
-			defer recorders.Done()
-			s.record()
+			defer workers.Done()
+			s.record(ctx)
 		}()
 	}
+	workers.Add(1)
+	go func() {
+		defer workers.Done()
+		s.startCalls(ctx)
+	}()
+	stopRenewing := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		s.renew(stopRenewing)
+	}()
 	defer func() {
 		s.inflight.Wait()
 		close(s.results)
-		recorders.Wait()
+		close(s.starts)
+		workers.Wait()
+		close(stopRenewing)
+		<-renewed
 	}()
-	var lastExpiry time.Time
+	failures := 0
 	for ctx.Err() == nil {
-		now := s.clock.Now()
-		if now.Sub(lastExpiry) >= 10*time.Second {
-			lastExpiry = now
-			if n, err := s.cfg.Store.Repos().ExpireRunning(ctx, now, AbandonedError); err != nil && ctx.Err() == nil {
-				s.log.Warn("cron: expire abandoned executions", "error", err)
-			} else if n > 0 {
-				s.log.Warn("cron: executions abandoned by a stopped scheduler recorded as failed", "count", n)
-			}
-		}
 		started, err := s.Tick(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("cron: claim due jobs", "error", err)
+		var at time.Time
+		ok := false
+		if err == nil {
+			at, ok, err = s.cfg.Store.Repos().NextWake(ctx)
 		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			s.outage.failed("claim due runs", err)
+			s.sleep(ctx, backoff(failures))
+			failures++
+			continue
+		}
+		failures = 0
+		s.outage.ok()
 		wait := s.cfg.PollInterval
-		at, ok, err := s.cfg.Store.Repos().NextWake(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("cron: read next run", "error", err)
-		} else if ok {
+		if ok {
 			wait = min(wait, at.Sub(s.clock.Now())-s.cfg.Lookahead)
 			switch {
 			case started > 0:
@@ -205,6 +280,38 @@ func (s *Scheduler) Run(ctx context.Context) {
 			}
 		}
 		s.sleep(ctx, wait)
+	}
+}
+
+// backoff is the wait after the nth consecutive failure (0-based):
+// 100 ms doubling, at most maxBackoff.
+func backoff(n int) time.Duration {
+	return min(100*time.Millisecond<<min(n, 8), maxBackoff)
+}
+
+// renew extends the leases of the runs this scheduler holds every third
+// of the lease, until stop is closed.
+func (s *Scheduler) renew(stop <-chan struct{}) {
+	for {
+		c, cancel := s.clock.After(s.cfg.Lease / 3)
+		select {
+		case <-stop:
+			cancel()
+			return
+		case <-c:
+		}
+		if s.held.Load() == 0 {
+			continue
+		}
+		// A renewal that takes longer than the lease is too late anyway.
+		ctx, done := context.WithTimeout(context.Background(), s.cfg.Lease)
+		_, err := s.cfg.Store.Repos().RenewLeases(ctx, s.lease(s.clock.Now()))
+		done()
+		if err != nil {
+			s.outage.failed("renew leases", err)
+			continue
+		}
+		s.outage.ok()
 	}
 }
 
@@ -233,20 +340,27 @@ type call struct {
 // A claim that fills its batch means a backlog (many jobs due at one
 // minute): it is then worked off by ClaimWorkers claims at once, which
 // SKIP LOCKED keeps apart.
+//
+// Every quarter lease at most, it also takes over the runs of schedulers
+// whose leases expired.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
-	calls, full, err := s.claim(ctx)
+	taken, err := s.takeOverDue(ctx)
 	if err != nil {
 		return 0, err
 	}
+	calls, full, err := s.claim(ctx)
+	if err != nil {
+		return taken, err
+	}
 	for _, c := range calls {
-		s.start(c)
+		s.start(ctx, c)
 	}
 	if !full {
-		return len(calls), nil
+		return taken + len(calls), nil
 	}
 	var (
 		mu       sync.Mutex
-		started  = len(calls)
+		started  = taken + len(calls)
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -257,7 +371,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 			for {
 				calls, full, err := s.claim(ctx)
 				for _, c := range calls {
-					s.start(c)
+					s.start(ctx, c)
 				}
 				mu.Lock()
 				started += len(calls)
@@ -278,6 +392,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 // claim takes one batch of due jobs and due retries.
 func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err error) {
 	now := s.clock.Now()
+	lease := s.lease(now)
 	err = s.cfg.Store.Transact(ctx, func(ctx context.Context, r Repos) error {
 		calls, full = nil, false
 		jobs, err := r.ClaimDueJobs(ctx, now.Add(s.cfg.Lookahead), s.cfg.Batch)
@@ -296,7 +411,7 @@ func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err err
 			}
 			e := cron.Execution{
 				ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: slot,
-				StartedAt: now, Status: cron.Running, Attempt: 1, Deadline: now.Add(j.CallTimeout() + expiryMargin),
+				StartedAt: now, Status: cron.Running, Attempt: 1, LeaseOwner: lease.Owner, LeaseUntil: lease.Until,
 			}
 			execs = append(execs, e)
 			byExec[e.ID] = call{job: j, exec: e, nextSlot: nextAt}
@@ -316,42 +431,103 @@ func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err err
 		if full {
 			return nil
 		}
-		retries, err := r.ClaimRetries(ctx, now.Add(s.cfg.Lookahead), expiryMargin, s.cfg.Batch)
+		retries, err := r.ClaimRetries(ctx, now.Add(s.cfg.Lookahead), lease, s.cfg.Batch)
 		if err != nil || len(retries) == 0 {
 			return err
 		}
 		full = len(retries) == s.cfg.Batch
-		ids := make([]string, len(retries))
-		for i, e := range retries {
-			ids[i] = e.JobID
-		}
-		rjobs, err := r.JobsByID(ctx, ids)
-		if err != nil {
-			return err
-		}
-		byID := map[string]cron.Job{}
-		for _, j := range rjobs {
-			byID[j.ID] = j
-		}
-		var cancelled []Outcome
-		for _, e := range retries {
-			j, ok := byID[e.JobID]
-			if !ok || j.Status != cron.Active {
-				cancelled = append(cancelled, Outcome{ExecutionID: e.ID, Status: cron.Failed, ResponseCode: e.ResponseCode,
-					ResponseTimeMs: e.ResponseTimeMs, ResponseBody: e.ResponseBody, Error: e.Error + " (retry cancelled: the job was paused)", FinishedAt: now})
-				continue
-			}
-			calls = append(calls, call{job: j, exec: e, nextSlot: j.NextRunAt})
-		}
-		if len(cancelled) > 0 {
-			return r.FinishExecutions(ctx, cancelled)
-		}
-		return nil
+		more, err := s.withJobs(ctx, r, retries, now, "retry cancelled: the job was paused")
+		calls = append(calls, more...)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return calls, full, nil
+}
+
+// withJobs pairs leased executions with their jobs; those whose job is
+// gone or paused are recorded failed, their error followed by why.
+func (s *Scheduler) withJobs(ctx context.Context, r Repos, execs []cron.Execution, now time.Time, why string) ([]call, error) {
+	ids := make([]string, len(execs))
+	for i, e := range execs {
+		ids[i] = e.JobID
+	}
+	jobs, err := r.JobsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]cron.Job{}
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	var calls []call
+	var cancelled []Outcome
+	for _, e := range execs {
+		j, ok := byID[e.JobID]
+		if !ok || j.Status != cron.Active {
+			msg := why
+			if e.Error != "" {
+				msg = e.Error + " (" + why + ")"
+			}
+			cancelled = append(cancelled, Outcome{ExecutionID: e.ID, Status: cron.Failed, ResponseCode: e.ResponseCode,
+				ResponseTimeMs: e.ResponseTimeMs, ResponseBody: e.ResponseBody, Error: msg, FinishedAt: now})
+			continue
+		}
+		calls = append(calls, call{job: j, exec: e, nextSlot: j.NextRunAt})
+	}
+	if len(cancelled) > 0 {
+		if err := r.FinishExecutions(ctx, s.owner, cancelled); err != nil {
+			return nil, err
+		}
+	}
+	return calls, nil
+}
+
+// takeOverDue takes over, in batches, the runs whose leases expired, if
+// it has not looked for a quarter lease (or the clock went back), and
+// starts their calls. It returns how many calls it started.
+func (s *Scheduler) takeOverDue(ctx context.Context) (int, error) {
+	now := s.clock.Now()
+	last := time.Unix(0, s.lastTakeOver.Load())
+	if now.Sub(last) < s.cfg.Lease/4 && !now.Before(last) {
+		return 0, nil
+	}
+	started := 0
+	for {
+		var calls []call
+		var taken, failed int
+		err := s.cfg.Store.Transact(ctx, func(ctx context.Context, r Repos) error {
+			calls, taken, failed = nil, 0, 0
+			execs, n, err := r.TakeOverExpired(ctx, now, s.lease(now), AbandonedError, s.cfg.Batch)
+			if err != nil {
+				return err
+			}
+			failed, taken = n, len(execs)
+			if taken == 0 {
+				return nil
+			}
+			calls, err = s.withJobs(ctx, r, execs, now, pausedError)
+			return err
+		})
+		if err != nil {
+			return started, err
+		}
+		if failed > 0 {
+			s.log.Warn("cron: runs cut off twice by stopped schedulers recorded as failed", "count", failed)
+		}
+		if taken > 0 {
+			s.log.Info("cron: runs of a stopped scheduler taken over", "count", taken)
+		}
+		for _, c := range calls {
+			s.start(ctx, c)
+		}
+		started += len(calls)
+		if taken < s.cfg.Batch && failed < s.cfg.Batch {
+			s.lastTakeOver.Store(now.UnixNano())
+			return started, nil
+		}
+	}
 }
 
 // plan decides what a due job does now: which slot it runs (the latest
@@ -383,10 +559,12 @@ func (s *Scheduler) plan(j cron.Job, now time.Time) (slot time.Time, next *time.
 }
 
 // start makes one call in its own goroutine: it waits for the slot, then
-// for a place within the concurrency bound.
-func (s *Scheduler) start(c call) {
+// for a place within the concurrency bound, then commits the call's start
+// and calls, unless the run was taken over meanwhile.
+func (s *Scheduler) start(ctx context.Context, c call) {
 	s.pending <- struct{}{}
 	s.inflight.Add(1)
+	s.held.Add(1)
 	go func() {
 		defer func() {
 			<-s.pending
@@ -403,8 +581,75 @@ func (s *Scheduler) start(c call) {
 		}
 		s.sem <- struct{}{}
 		defer func() { <-s.sem }()
+		if !s.startCall(ctx, c.exec.ID) {
+			s.held.Add(-1)
+			return
+		}
 		s.results <- s.do(c)
 	}()
+}
+
+// startRequest asks the starter to commit the start of one call; reply
+// says whether the call may be made.
+type startRequest struct {
+	id    string
+	reply chan bool
+}
+
+func (s *Scheduler) startCall(ctx context.Context, id string) bool {
+	req := startRequest{id: id, reply: make(chan bool, 1)}
+	s.starts <- req
+	return <-req.reply
+}
+
+// startCalls commits call starts in batches (one statement for the calls
+// of one moment): a call is made only once its start is committed and
+// only while this scheduler holds its run. While the database is away it
+// retries; once ctx has ended it gives up after a few attempts and leaves
+// the runs to expire and be taken over.
+func (s *Scheduler) startCalls(ctx context.Context) {
+	const maxBatch = 500
+	for req := range s.starts {
+		batch := []startRequest{req}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case more, ok := <-s.starts:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, more)
+			default:
+				break drain
+			}
+		}
+		ids := make([]string, len(batch))
+		for i, r := range batch {
+			ids[i] = r.id
+		}
+		var started map[string]bool
+		for attempt := 0; ; attempt++ {
+			sctx, cancel := context.WithTimeout(context.Background(), max(s.cfg.Lease, 5*time.Second))
+			got, err := s.cfg.Store.Repos().StartCalls(sctx, s.owner, s.clock.Now(), ids)
+			cancel()
+			if err == nil {
+				s.outage.ok()
+				started = make(map[string]bool, len(got))
+				for _, id := range got {
+					started[id] = true
+				}
+				break
+			}
+			s.outage.failed("start calls", err)
+			if ctx.Err() != nil && attempt >= 2 {
+				break
+			}
+			time.Sleep(backoff(attempt))
+		}
+		for _, r := range batch {
+			r.reply <- started[r.id]
+		}
+	}
 }
 
 func (s *Scheduler) do(c call) Outcome {
@@ -431,11 +676,15 @@ func (s *Scheduler) do(c call) Outcome {
 	default:
 		out.Status, out.Error = cron.Failed, fmt.Sprintf("the endpoint answered %d", resp.StatusCode)
 	}
-	if out.Status == cron.Failed && c.exec.Attempt <= j.Retries {
-		at := out.FinishedAt.Add(s.cfg.RetryBackoff(c.exec.Attempt))
+	// An interrupted attempt does not use up the job's retries.
+	if out.Status == cron.Failed && c.exec.Attempt-c.exec.InterruptedAttempts <= j.Retries {
+		at := out.FinishedAt.Add(s.cfg.RetryBackoff(c.exec.Attempt - c.exec.InterruptedAttempts))
 		if c.nextSlot == nil || at.Before(*c.nextSlot) {
 			out.Status, out.RetryAt = cron.Retrying, &at
 		}
+	}
+	if out.Status != cron.Success && c.exec.InterruptedAttempts > 0 {
+		out.Error += " (" + InterruptedNote + ")"
 	}
 	return out
 }
@@ -465,28 +714,40 @@ func responseJSON(body []byte) []byte {
 }
 
 // record stores call results in batches: a transaction per batch keeps
-// thousands of results per second cheap on both databases.
-func (s *Scheduler) record() {
+// thousands of results per second cheap on both databases. While the
+// database is away it retries; once ctx has ended it gives up after about
+// 30 s, and the runs, whose calls were made, are retried once by the
+// scheduler that takes them over.
+func (s *Scheduler) record(ctx context.Context) {
 	const maxBatch = 500
 	batch := make([]Outcome, 0, maxBatch)
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+		var gaveUpAt time.Time
 		for attempt := 0; ; attempt++ {
-			err := s.cfg.Store.Transact(ctx, func(ctx context.Context, r Repos) error {
-				return r.FinishExecutions(ctx, batch)
+			tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := s.cfg.Store.Transact(tctx, func(ctx context.Context, r Repos) error {
+				return r.FinishExecutions(ctx, s.owner, batch)
 			})
-			if err == nil || attempt == 5 {
-				if err != nil {
-					s.log.Error("cron: record results", "count", len(batch), "error", err)
-				}
+			cancel()
+			if err == nil {
+				s.outage.ok()
 				break
 			}
-			time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+			s.outage.failed("record results", err)
+			if ctx.Err() != nil {
+				if gaveUpAt.IsZero() {
+					gaveUpAt = time.Now().Add(30 * time.Second)
+				} else if time.Now().After(gaveUpAt) {
+					s.log.Error("cron: results not recorded before stopping; their runs will be retried once", "count", len(batch), "error", err)
+					break
+				}
+			}
+			time.Sleep(backoff(attempt))
 		}
+		s.held.Add(-int64(len(batch)))
 		for _, o := range batch {
 			if o.Status == cron.Retrying {
 				s.Wake()
@@ -512,4 +773,40 @@ func (s *Scheduler) record() {
 		flush()
 	}
 	flush()
+}
+
+// outage logs the database going away once, and its return once, however
+// many attempts fail in between.
+type outage struct {
+	log   *slog.Logger
+	down  atomic.Bool
+	mu    sync.Mutex
+	since time.Time
+}
+
+func (o *outage) failed(during string, err error) {
+	if o.down.Load() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.down.Load() {
+		return
+	}
+	o.since = time.Now()
+	o.down.Store(true)
+	o.log.Warn("cron: the database is failing; the scheduler backs off and retries until it answers", "during", during, "error", err)
+}
+
+func (o *outage) ok() {
+	if !o.down.Load() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.down.Load() {
+		return
+	}
+	o.down.Store(false)
+	o.log.Info("cron: the database answers again; scheduling resumed", "outage", time.Since(o.since).Round(time.Millisecond))
 }

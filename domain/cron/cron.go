@@ -127,18 +127,28 @@ type Execution struct {
 	// StartedAt is when the (last) call began.
 	StartedAt time.Time
 	Status    ExecutionStatus
-	// Attempt counts calls made for this slot.
-	Attempt        int
-	ResponseCode   int
-	ResponseTimeMs int64
+	// Attempt counts calls made for this slot, InterruptedAttempts among
+	// them included.
+	Attempt int
+	// InterruptedAttempts counts the calls of this slot that were cut off
+	// because their scheduler died mid-call (0 or 1): such a call is
+	// retried once, with the same Idempotency-Key.
+	InterruptedAttempts int
+	ResponseCode        int
+	ResponseTimeMs      int64
 	// ResponseBody is the response as JSON: the body itself when it is
 	// JSON, else a JSON string; nil when none was kept.
 	ResponseBody json.RawMessage
 	Error        string
-	// Deadline is when a running execution is taken to be abandoned (its
-	// scheduler stopped); RetryAt is when a retrying one is tried again.
-	Deadline time.Time
-	RetryAt  *time.Time
+	// RetryAt is when a retrying execution is tried again.
+	RetryAt *time.Time
+	// LeaseOwner is the scheduler that holds a running execution until
+	// LeaseUntil; once that has passed, another scheduler may take it over.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// CallStartedAt is set, in its own commit, right before the running
+	// attempt's HTTP call; nil while the call has not started.
+	CallStartedAt *time.Time
 }
 
 // ErrNoNextRun is returned by Next when the schedule has no run within

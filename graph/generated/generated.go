@@ -67,15 +67,16 @@ type ComplexityRoot struct {
 	}
 
 	CronExecution struct {
-		Attempt        func(childComplexity int) int
-		Error          func(childComplexity int) int
-		ID             func(childComplexity int) int
-		ResponseBody   func(childComplexity int) int
-		ResponseCode   func(childComplexity int) int
-		ResponseTimeMs func(childComplexity int) int
-		Slot           func(childComplexity int) int
-		StartedAt      func(childComplexity int) int
-		Status         func(childComplexity int) int
+		Attempt             func(childComplexity int) int
+		Error               func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		InterruptedAttempts func(childComplexity int) int
+		ResponseBody        func(childComplexity int) int
+		ResponseCode        func(childComplexity int) int
+		ResponseTimeMs      func(childComplexity int) int
+		Slot                func(childComplexity int) int
+		StartedAt           func(childComplexity int) int
+		Status              func(childComplexity int) int
 	}
 
 	CronExecutionConnection struct {
@@ -459,6 +460,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronExecution.ID(childComplexity), true
+	case "CronExecution.interruptedAttempts":
+		if e.ComplexityRoot.CronExecution.InterruptedAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CronExecution.InterruptedAttempts(childComplexity), true
 	case "CronExecution.responseBody":
 		if e.ComplexityRoot.CronExecution.ResponseBody == nil {
 			break
@@ -1683,6 +1690,8 @@ type CronExecution {
   status: CronExecutionStatus!
   "Calls made for this slot (retries included)."
   attempt: Int!
+  "Calls of this slot cut off because their scheduler stopped mid-call (0 or 1); such a call was retried with the same Idempotency-Key."
+  interruptedAttempts: Int!
   responseCode: Int!
   responseTimeMs: Int!
   "The response body as JSON text (a JSON string when it was not JSON); null when none was kept."
@@ -2113,6 +2122,8 @@ func (ec *executionContext) childFields_CronExecution(ctx context.Context, field
 		return ec.fieldContext_CronExecution_status(ctx, field)
 	case "attempt":
 		return ec.fieldContext_CronExecution_attempt(ctx, field)
+	case "interruptedAttempts":
+		return ec.fieldContext_CronExecution_interruptedAttempts(ctx, field)
 	case "responseCode":
 		return ec.fieldContext_CronExecution_responseCode(ctx, field)
 	case "responseTimeMs":
@@ -3404,6 +3415,29 @@ func (ec *executionContext) _CronExecution_attempt(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_CronExecution_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CronExecution", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CronExecution_interruptedAttempts(ctx context.Context, field graphql.CollectedField, obj *cron.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CronExecution_interruptedAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InterruptedAttempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CronExecution_interruptedAttempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CronExecution", field, false, false, "Int")
 }
 
@@ -9124,6 +9158,11 @@ func (ec *executionContext) _CronExecution(ctx context.Context, sel ast.Selectio
 			}
 		case "attempt":
 			out.Values[i] = ec._CronExecution_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "interruptedAttempts":
+			out.Values[i] = ec._CronExecution_interruptedAttempts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -217,7 +217,6 @@ type steadySender struct {
 
 	mu       sync.Mutex
 	accepted []string
-	refused  int
 }
 
 func (s *steadySender) start(interval time.Duration) (stop func()) {

@@ -98,7 +98,7 @@ var scenarios = []harness.Scenario{
 		// Crash recovery: the documented bound is 15 s for message deliveries
 		// (their 10 s lease and the 3 s rescue interval).
 		Name: "recovery",
-		Description: fmt.Sprintf("SIGKILL of a server (--job-workers %d) %s into delivering %d queued messages, successor started at once: kill to the last delivery that was running at the kill",
+		Description: fmt.Sprintf("SIGKILL of a server (--job-workers %d) %s into delivering %d queued messages, successor started at once: kill until every delivery job running at the kill has completed",
 			recovery.Workers, recovery.Run, recovery.Queued),
 		Latency:   &harness.LatencyGoal{P50: map[string]time.Duration{"postgres": 15 * time.Second}},
 		Unit:      "recoveries",

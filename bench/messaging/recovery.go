@@ -10,21 +10,22 @@ import (
 
 	"github.com/uptrace/bun"
 
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
 // Recovery measures how long the deliveries of a server killed with SIGKILL under
-// load take to be done by its successor: the time from the kill until every message
-// whose delivery job was running at the kill (claimed, leased, perhaps half sent) is
-// delivered, the successor being started at once. Those deliveries wait for their
-// leases to end and a rescue to return them to the queue; everything else is the
-// successor's ordinary work.
+// load take to be done by its successor: the time from the kill until every delivery
+// job that was running at the kill (claimed and leased; its message perhaps sent, its
+// completion not yet written) has completed, the successor being started at once.
+// Those jobs wait for their leases to end and a rescue to return them to the queue;
+// everything else is the successor's ordinary work.
 //
 // Each slice tops the queue up to Queued messages over Numbers sandbox numbers
 // (as Dispatch seeds them), starts a server with Workers job workers, lets it deliver
 // for Run, kills it, notes the delivery jobs left running, starts a server again and
-// waits until each of those messages is delivered. The slice's one latency is that
-// wait, from the kill.
+// waits until each of those jobs has completed. The slice's one latency is that wait,
+// from the kill.
 type Recovery struct {
 	Numbers int
 	Queued  int
@@ -70,25 +71,40 @@ func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample,
 		return harness.Sample{}, err
 	}
 	flags := []string{"--job-workers", strconv.Itoa(r.Workers)}
-	victim, err := r.ds.d.Serve(ctx, flags...)
-	if err != nil {
-		return harness.Sample{}, err
-	}
-	if err := sleep(ctx, r.Run); err != nil {
-		return harness.Sample{}, err
-	}
-	if err := syscall.Kill(victim.PID(), syscall.SIGKILL); err != nil {
-		return harness.Sample{}, fmt.Errorf("kill the server: %w", err)
-	}
-	killed := time.Now()
-	var messages []string
-	err = db.Bun().NewRaw(`SELECT convert_from(payload, 'UTF8')::json->>'message_id' FROM jobs
-		WHERE state = 'running' AND kind = 'message.deliver'`).Scan(ctx, &messages)
-	if err != nil {
-		return harness.Sample{}, fmt.Errorf("running deliveries: %w", err)
-	}
-	if len(messages) == 0 {
-		return harness.Sample{}, fmt.Errorf("no delivery was running at the kill, after %s of delivering", r.Run)
+	// Between two claims a runner of quick deliveries may hold none: a kill
+	// then leaves nothing to recover, and the server is started and killed
+	// again.
+	var (
+		running []int64
+		killed  time.Time
+	)
+	for try := 1; len(running) == 0; try++ {
+		if try > 5 {
+			return harness.Sample{}, fmt.Errorf("no delivery was running at %d kills, each after %s of delivering", try-1, r.Run)
+		}
+		victim, err := r.ds.d.Serve(ctx, flags...)
+		if err != nil {
+			return harness.Sample{}, err
+		}
+		if err := sleep(ctx, r.Run); err != nil {
+			return harness.Sample{}, err
+		}
+		if err := syscall.Kill(victim.PID(), syscall.SIGKILL); err != nil {
+			return harness.Sample{}, fmt.Errorf("kill the server: %w", err)
+		}
+		killed = time.Now()
+		// What the victim had sent before it died (a completion's commit)
+		// is still written: read the jobs left running once it has.
+		if err := victim.Stop(); err != nil {
+			return harness.Sample{}, err
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return harness.Sample{}, err
+		}
+		err = db.Bun().NewRaw("SELECT id FROM jobs WHERE state = 'running' AND kind = ?", appmessaging.DeliverKind).Scan(ctx, &running)
+		if err != nil {
+			return harness.Sample{}, fmt.Errorf("running deliveries: %w", err)
+		}
 	}
 	successor, err := r.ds.d.Serve(ctx, flags...)
 	if err != nil {
@@ -98,7 +114,7 @@ func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample,
 	started := time.Since(killed)
 	deadline := killed.Add(r.Timeout)
 	for {
-		left, err := count(ctx, db, "SELECT count(*) FROM messages WHERE id IN (?) AND status <> 'delivered'", bun.List(messages))
+		left, err := count(ctx, db, "SELECT count(*) FROM jobs WHERE id IN (?) AND state <> 'completed'", bun.List(running))
 		if err != nil {
 			return harness.Sample{}, err
 		}
@@ -106,14 +122,14 @@ func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample,
 			break
 		}
 		if time.Now().After(deadline) {
-			return harness.Sample{Failed: 1, FirstFailure: fmt.Sprintf("%d of the %d deliveries running at the kill not done %s after it", left, len(messages), r.Timeout)}, nil
+			return harness.Sample{Failed: 1, FirstFailure: fmt.Sprintf("%d of the %d deliveries running at the kill not completed %s after it", left, len(running), r.Timeout)}, nil
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return harness.Sample{}, err
 		}
 	}
 	took := time.Since(killed)
-	r.log.Info("recovered", "running_at_kill", len(messages), "successor_ready_after", started.Round(time.Millisecond), "took", took.Round(time.Millisecond))
+	r.log.Info("recovered", "running_at_kill", len(running), "successor_ready_after", started.Round(time.Millisecond), "took", took.Round(time.Millisecond))
 	if err := successor.Stop(); err != nil {
 		return harness.Sample{}, err
 	}

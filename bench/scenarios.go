@@ -94,6 +94,17 @@ var scenarios = []harness.Scenario{
 		Baseline:  insertOne.Baseline(),
 		Setup:     dispatch.Setup,
 	},
+	{
+		// Crash recovery: the documented bound is 15 s for message deliveries
+		// (their 10 s lease and the 3 s rescue interval).
+		Name: "recovery",
+		Description: fmt.Sprintf("SIGKILL of a server (--job-workers %d) %s into delivering %d queued messages, successor started at once: kill until every delivery job running at the kill has completed",
+			recovery.Workers, recovery.Run, recovery.Queued),
+		Latency:   &harness.LatencyGoal{P50: map[string]time.Duration{"postgres": 15 * time.Second}},
+		Unit:      "recoveries",
+		Databases: []string{"postgres"},
+		Setup:     recovery.Setup,
+	},
 	// Cron (issue 8): S4 and S5 with one and three schedulers; see package cron.
 	cronPrecision(1),
 	cronPrecision(3),
@@ -235,6 +246,16 @@ var dispatch = messaging.Dispatch{
 	Workers:   512,
 	MaxConns:  32,
 	Settle:    250 * time.Millisecond,
+}
+
+// recovery kills a server that delivers at its ordinary pace (as dispatch's, on
+// fewer numbers) with most workers busy.
+var recovery = messaging.Recovery{
+	Numbers: 200,
+	Queued:  20_000,
+	Workers: 256,
+	Run:     time.Second,
+	Timeout: time.Minute,
 }
 
 // lookupOne is what Postgres sustains for the smallest read: a primary-key lookup in

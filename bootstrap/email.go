@@ -71,7 +71,8 @@ var emailModule = fx.Module("email",
 		fx.Annotate(func(s *appemail.Service) *appemail.Service { return s }, fx.As(new(rest.EmailUseCases))),
 		fx.Annotate(func(s *appemail.Service) runner.Kind {
 			// The timeout covers fetching a 100 MB attachment and the
-			// relay's slowest answer.
+			// relay's slowest answer; the lease is the runner's default,
+			// renewed by its heartbeat while a delivery runs.
 			return runner.Kind{Name: appemail.DeliverKind, Handler: s, Backoff: appemail.DeliveryBackoff, Timeout: 5 * time.Minute}
 		}, fx.ResultTags(runner.KindGroup)),
 	),

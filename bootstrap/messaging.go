@@ -27,6 +27,11 @@ var channelPace = map[account.Service]runner.Pace{
 	account.Telegram: {PerSecond: 30, Burst: 30, MaxConcurrent: 16},
 }
 
+// deliveryLease is how long a message delivery is leased to a worker
+// between heartbeats: with the runner's rescue interval, a delivery whose
+// process died is back in the queue within 15 s.
+const deliveryLease = 10 * time.Second
+
 // deliveryPace picks the limit from the pace key's service prefix.
 func deliveryPace(key string) runner.Pace {
 	service, _, _ := strings.Cut(key, ":")
@@ -52,9 +57,11 @@ var messagingModule = fx.Module("messaging",
 		},
 		fx.Annotate(func(s *messaging.Service) *messaging.Service { return s }, fx.As(new(rest.MessagingUseCases))),
 		fx.Annotate(func(s *messaging.Service) runner.Kind {
+			// A short lease: a delivery of a dead process is sent again
+			// within 15 s (the lease and a rescue interval).
 			return runner.Kind{
 				Name: messaging.DeliverKind, Handler: s, Backoff: messaging.DeliveryBackoff,
-				Timeout: time.Minute, PaceFor: deliveryPace,
+				Timeout: time.Minute, Lease: deliveryLease, PaceFor: deliveryPace,
 			}
 		}, fx.ResultTags(runner.KindGroup)),
 	),

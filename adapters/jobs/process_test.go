@@ -52,7 +52,7 @@ func workerProcess() int {
 	pause, _ := time.ParseDuration(os.Getenv("SWB_QUEUE_SLEEP"))
 	r, err := runner.New(db.Repos(), db, runner.Config{
 		Workers: 4, ClaimBatch: 20, PollInterval: 50 * time.Millisecond,
-		RescueInterval: 100 * time.Millisecond, LeaseMargin: 500 * time.Millisecond, MaxPaceWait: 100 * time.Millisecond,
+		RescueInterval: 100 * time.Millisecond, Lease: 1500 * time.Millisecond, MaxPaceWait: 100 * time.Millisecond,
 	}, runner.Kind{Name: "proc", Timeout: time.Second, Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 		if _, err := runs.WriteString(strconv.FormatInt(job.ID, 10) + "\n"); err != nil {
 			return err

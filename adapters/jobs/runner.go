@@ -4,6 +4,14 @@
 // rescues jobs whose worker died, and prunes finished jobs. Every replica
 // runs one Runner; the store's claims make sure each job is leased to one
 // worker at a time.
+//
+// Leases are short and per kind: a claim leases each job for its own
+// kind's lease, and a heartbeat renews the leases of the jobs still running
+// every third of the shortest lease or so, so a handler may run longer than
+// its lease. A job whose worker died is back in the queue at most its
+// kind's lease plus the rescue interval later; a job whose heartbeat finds
+// its lease lost (or cannot renew it before it ends) has its context
+// cancelled, since another worker may run it now.
 package jobs
 
 import (
@@ -27,7 +35,10 @@ import (
 // running job names the worker and changes nothing when that worker no
 // longer holds the job's lease.
 type Queue interface {
-	ClaimJobs(ctx context.Context, worker string, kinds []string, limit int, now, leaseUntil time.Time) ([]jobs.Job, error)
+	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error)
+	// RenewLeases extends the leases worker still holds among ids and
+	// returns the ids it renewed.
+	RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) (renewed []int64, err error)
 	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
 	RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error
 	SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error
@@ -48,9 +59,13 @@ type Kind struct {
 	Handler jobs.Handler
 	// Backoff times retries; jobs.DefaultBackoff when nil.
 	Backoff jobs.Backoff
-	// Timeout bounds one attempt; one minute when zero. The lease is the
-	// timeout plus Config.LeaseMargin.
+	// Timeout bounds one attempt; one minute when zero. It may be longer
+	// than the lease: the heartbeat renews the lease while the job runs.
 	Timeout time.Duration
+	// Lease is how long a claim or a heartbeat holds a job of this kind:
+	// when its worker dies, the job returns to the queue at most Lease plus
+	// Config.RescueInterval later. Config.Lease when zero.
+	Lease time.Duration
 	// Pace limits jobs sharing a PaceKey, within this process.
 	Pace Pace
 	// PaceFor, when set, chooses the limit per pace key instead (keys of
@@ -86,10 +101,15 @@ type Config struct {
 	// PollInterval is the longest an idle runner waits before looking for
 	// due jobs without having been woken.
 	PollInterval time.Duration
-	// RescueInterval is how often expired leases are looked for.
+	// RescueInterval is how often expired leases are looked for (and once
+	// at start); 3 s when zero.
 	RescueInterval time.Duration
-	// LeaseMargin is added to a kind's timeout to make its lease.
-	LeaseMargin time.Duration
+	// Lease is the lease of kinds that set none; DefaultLease when zero.
+	Lease time.Duration
+	// HeartbeatInterval is how often the leases of running jobs are
+	// renewed; a third of the shortest kind's lease when zero. It must be
+	// at most half of every lease.
+	HeartbeatInterval time.Duration
 	// Retention is how long completed and cancelled jobs are kept.
 	Retention time.Duration
 	// PruneInterval is how often finished jobs are pruned.
@@ -116,10 +136,10 @@ func (c *Config) defaults() {
 		c.PollInterval = time.Second
 	}
 	if c.RescueInterval <= 0 {
-		c.RescueInterval = 5 * time.Second
+		c.RescueInterval = 3 * time.Second
 	}
-	if c.LeaseMargin <= 0 {
-		c.LeaseMargin = 30 * time.Second
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
 	}
 	if c.Retention <= 0 {
 		c.Retention = 24 * time.Hour
@@ -144,6 +164,16 @@ func (c *Config) defaults() {
 	}
 }
 
+// DefaultLease is the lease of a kind that sets none: a job of a dead
+// process is back in the queue within DefaultLease plus the rescue
+// interval (3 s by default).
+const DefaultLease = 20 * time.Second
+
+// ErrLeaseLost is the cause of a job's cancelled context when its worker
+// no longer holds the job's lease: the heartbeat found it rescued, or could
+// not renew it before it ended. Another worker may be running the job.
+var ErrLeaseLost = errors.New("job lease lost")
+
 // Runner claims and runs jobs. Start it once; Stop it once.
 type Runner struct {
 	cfg   Config
@@ -152,18 +182,19 @@ type Runner struct {
 	kinds map[string]Kind
 	names []string
 	pace  *pacers
-	// lease is how long a claimed batch is held: long enough for the
-	// slowest kind, a pace wait, and the margin.
-	lease time.Duration
 
 	inflight  atomic.Int64
+	held      heldJobs
 	slotFreed chan struct{}
 	done      chan int64 // completed job ids, recorded in batches
 
-	fetchCtx, workCtx       context.Context
-	stopFetch, cancelWork   context.CancelFunc
-	fetchWG, workWG, bookWG sync.WaitGroup
-	started                 atomic.Bool
+	// Outages of the database, each logged once.
+	claimOutage, renewOutage, rescueOutage outage
+
+	fetchCtx, workCtx, beatCtx      context.Context
+	stopFetch, cancelWork, stopBeat context.CancelFunc
+	fetchWG, workWG, bookWG, beatWG sync.WaitGroup
+	started                         atomic.Bool
 }
 
 // New builds a runner for the given kinds.
@@ -186,12 +217,40 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		if k.Timeout <= 0 {
 			k.Timeout = time.Minute
 		}
+		if k.Lease <= 0 {
+			k.Lease = cfg.Lease
+		}
 		r.kinds[k.Name] = k
 		r.names = append(r.names, k.Name)
-		r.lease = max(r.lease, k.Timeout+cfg.LeaseMargin+cfg.MaxPaceWait)
 	}
 	sort.Strings(r.names)
+	if r.cfg.HeartbeatInterval <= 0 {
+		shortest := cfg.Lease
+		for _, k := range r.kinds {
+			shortest = min(shortest, k.Lease)
+		}
+		r.cfg.HeartbeatInterval = shortest / 3
+	}
+	for _, k := range r.kinds {
+		if k.Lease < 2*r.cfg.HeartbeatInterval {
+			return nil, fmt.Errorf("job kind %q: lease %s is shorter than two heartbeats (%s)", k.Name, k.Lease, r.cfg.HeartbeatInterval)
+		}
+	}
+	r.held.jobs = map[int64]*heldJob{}
+	r.claimOutage = outage{log: cfg.Logger, what: "claim jobs"}
+	r.renewOutage = outage{log: cfg.Logger, what: "renew job leases"}
+	r.rescueOutage = outage{log: cfg.Logger, what: "rescue jobs"}
 	return r, nil
+}
+
+// leases are the lease ends of the runner's kinds for a claim or renewal
+// at now.
+func (r *Runner) leases(now time.Time) []jobs.Lease {
+	out := make([]jobs.Lease, len(r.names))
+	for i, name := range r.names {
+		out[i] = jobs.Lease{Kind: name, Until: now.Add(r.kinds[name].Lease)}
+	}
+	return out
 }
 
 // WorkerID is the name this runner's leases carry.
@@ -204,11 +263,19 @@ func (r *Runner) Start(context.Context) error {
 	}
 	r.fetchCtx, r.stopFetch = context.WithCancel(context.Background())
 	r.workCtx, r.cancelWork = context.WithCancel(context.Background())
+	r.beatCtx, r.stopBeat = context.WithCancel(context.Background())
 	r.bookWG.Add(1)
 	go r.recordCompletions()
+	r.beatWG.Add(1)
+	go r.heartbeat()
 	r.fetchWG.Add(3)
 	go r.fetchLoop()
-	go r.every(r.cfg.RescueInterval, r.rescue)
+	go func() {
+		// A restarted process rescues its predecessor's expired jobs at
+		// once instead of one interval later.
+		r.rescue(r.fetchCtx)
+		r.every(r.cfg.RescueInterval, r.rescue)
+	}()
 	go r.every(r.cfg.PruneInterval, r.prune)
 	return nil
 }
@@ -236,6 +303,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 		}
 	}
 	r.cancelWork()
+	// Running jobs kept their leases until they ended.
+	r.stopBeat()
+	r.beatWG.Wait()
 	close(r.done)
 	r.bookWG.Wait()
 	return err
@@ -271,11 +341,12 @@ func (r *Runner) fetchLoop() {
 		claimed, err := r.claim(limit)
 		if err != nil {
 			if r.fetchCtx.Err() == nil {
-				r.cfg.Logger.Warn("claim jobs", "error", err)
+				r.claimOutage.failed(err)
 			}
 			r.sleep(wake, r.cfg.PollInterval)
 			continue
 		}
+		r.claimOutage.recovered()
 		if claimed == limit {
 			continue // more may be due right now
 		}
@@ -299,14 +370,15 @@ func (r *Runner) pause(d time.Duration) {
 
 func (r *Runner) claim(limit int) (int, error) {
 	now := r.cfg.Now()
-	claimed, err := r.queue.ClaimJobs(r.fetchCtx, r.cfg.WorkerID, r.names, limit, now, now.Add(r.lease))
+	claimed, err := r.queue.ClaimJobs(r.fetchCtx, r.cfg.WorkerID, r.leases(now), limit, now)
 	if err != nil {
 		return 0, err
 	}
 	for _, job := range claimed {
 		r.inflight.Add(1)
 		r.workWG.Add(1)
-		go r.work(job)
+		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))
+		go r.work(job, h)
 	}
 	return len(claimed), nil
 }
@@ -334,8 +406,9 @@ func (r *Runner) sleep(wake <-chan struct{}, d time.Duration) {
 	}
 }
 
-// work runs one claimed job and records its outcome.
-func (r *Runner) work(job jobs.Job) {
+// work runs one claimed job and records its outcome. The job's lease is
+// renewed by the heartbeat from its claim until its handler returns.
+func (r *Runner) work(job jobs.Job, h *heldJob) {
 	defer func() {
 		r.inflight.Add(-1)
 		select {
@@ -346,20 +419,30 @@ func (r *Runner) work(job jobs.Job) {
 	}()
 	kind := r.kinds[job.Kind]
 	if kind.paced() && job.PaceKey != "" {
-		release, retryAt, ok := r.pace.acquire(r.workCtx, kind, job.PaceKey, r.cfg.MaxPaceWait, r.cfg.Now)
+		release, retryAt, ok := r.pace.acquire(h.ctx, kind, job.PaceKey, r.cfg.MaxPaceWait, r.cfg.Now)
 		if !ok {
-			r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, retryAt), job, "snooze")
+			r.held.remove(h)
+			if context.Cause(h.ctx) != ErrLeaseLost {
+				r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, retryAt), job, "snooze")
+			}
 			return
 		}
 		defer release()
 	}
-	ctx, cancel := context.WithTimeout(r.workCtx, kind.Timeout)
+	ctx, cancel := context.WithTimeout(h.ctx, kind.Timeout)
 	start := time.Now()
 	err := run(ctx, kind.Handler, job)
 	cancel()
+	r.held.remove(h)
 	r.cfg.Metrics.observe(job.Kind, time.Since(start), err)
 	if err == nil {
 		r.done <- job.ID
+		return
+	}
+	if context.Cause(h.ctx) == ErrLeaseLost {
+		// Not this worker's job any more: its outcome is the new
+		// holder's to record (and the store would refuse it anyway).
+		r.cfg.Metrics.outcome(job.Kind, "lease_lost")
 		return
 	}
 	// Outcomes are recorded even while stopping, so a failure is not
@@ -454,10 +537,11 @@ func (r *Runner) rescue(ctx context.Context) {
 	rescued, killed, err := r.queue.RescueJobs(ctx, r.cfg.Now())
 	if err != nil {
 		if ctx.Err() == nil {
-			r.cfg.Logger.Warn("rescue jobs", "error", err)
+			r.rescueOutage.failed(err)
 		}
 		return
 	}
+	r.rescueOutage.recovered()
 	if rescued+killed > 0 {
 		r.cfg.Logger.Info("rescued jobs with expired leases", "retried", rescued, "dead", killed)
 	}

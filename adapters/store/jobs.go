@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -120,30 +121,33 @@ func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 	return int(n), err
 }
 
-// ClaimJobs leases up to limit due jobs of the given kinds to worker until
-// leaseUntil, oldest due first, and returns them with their attempt counted.
-// On Postgres, concurrent claimers skip each other's rows (SKIP LOCKED); on
-// SQLite the claim is one statement under the single writer.
-func (r *Repos) ClaimJobs(ctx context.Context, worker string, kinds []string, limit int, now, leaseUntil time.Time) ([]jobs.Job, error) {
+// ClaimJobs leases up to limit due jobs of the leases' kinds to worker,
+// each until its kind's lease ends, oldest due first, and returns them with
+// their attempt counted. On Postgres, concurrent claimers skip each other's
+// rows (SKIP LOCKED); on SQLite the claim is one statement under the single
+// writer.
+func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error) {
 	if err := r.flushJobs(ctx); err != nil {
 		return nil, err
 	}
-	if len(kinds) == 0 || limit <= 0 {
+	if len(leases) == 0 || limit <= 0 {
 		return nil, nil
 	}
 	lock := ""
 	if r.dialect == Postgres {
 		lock = "FOR UPDATE SKIP LOCKED"
 	}
+	until, untilArgs := leaseUntil(leases)
+	args := append([]any{jobs.StateRunning, micros(now), worker}, untilArgs...)
+	args = append(args, bun.List(pending), micros(now), bun.List(leaseKinds(leases)), limit)
 	var rows []jobRow
 	err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = ?
+		`UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = `+until+`
 		WHERE id IN (
 			SELECT id FROM jobs WHERE state IN (?) AND run_at <= ? AND kind IN (?)
 			ORDER BY run_at, id LIMIT ? `+lock+`
 		) RETURNING `+jobColumns,
-		jobs.StateRunning, micros(now), worker, micros(leaseUntil),
-		bun.List(pending), micros(now), bun.List(kinds), limit,
+		args...,
 	).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("claim jobs: %w", err)
@@ -153,6 +157,61 @@ func (r *Repos) ClaimJobs(ctx context.Context, worker string, kinds []string, li
 		out[i] = row.job()
 	}
 	return out, nil
+}
+
+// RenewLeases is the heartbeat of a runner: it extends the leases worker
+// still holds among ids, each to its kind's lease end, in one statement,
+// and returns the ids it renewed. An id it does not return is no longer
+// worker's: finished, or rescued after its lease expired (and perhaps
+// running elsewhere).
+func (r *Repos) RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error) {
+	if err := r.flushJobs(ctx); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 || len(leases) == 0 {
+		return nil, nil
+	}
+	until, untilArgs := leaseUntil(leases)
+	args := append(untilArgs, bun.List(ids), worker, jobs.StateRunning, bun.List(leaseKinds(leases)))
+	var renewed []int64
+	err := r.write.NewRaw(
+		`UPDATE jobs SET lease_expires_at = `+until+`
+		WHERE id IN (?) AND lease_owner = ? AND state = ? AND kind IN (?) RETURNING id`,
+		args...,
+	).Scan(ctx, &renewed)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("renew job leases: %w", err)
+	}
+	return renewed, nil
+}
+
+// leaseUntil is the SQL expression of each kind's lease end, with its
+// arguments: a constant when every kind ends at once.
+func leaseUntil(leases []jobs.Lease) (string, []any) {
+	same := true
+	for _, l := range leases[1:] {
+		same = same && l.Until.Equal(leases[0].Until)
+	}
+	if same {
+		return "?", []any{micros(leases[0].Until)}
+	}
+	var b strings.Builder
+	args := make([]any, 0, 2*len(leases))
+	b.WriteString("CASE kind")
+	for _, l := range leases {
+		b.WriteString(" WHEN ? THEN ?")
+		args = append(args, l.Kind, micros(l.Until))
+	}
+	b.WriteString(" END")
+	return b.String(), args
+}
+
+func leaseKinds(leases []jobs.Lease) []string {
+	kinds := make([]string, len(leases))
+	for i, l := range leases {
+		kinds[i] = l.Kind
+	}
+	return kinds
 }
 
 // CompleteJobs marks jobs done, if worker still holds their leases; a job

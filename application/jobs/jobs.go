@@ -34,6 +34,14 @@ type Job struct {
 	CreatedAt   time.Time
 }
 
+// Lease is how long a claim or a heartbeat holds the running jobs of one
+// kind: until Until. Each kind has its own, so a kind that may run for
+// minutes does not make a crashed worker's short jobs wait as long.
+type Lease struct {
+	Kind  string
+	Until time.Time
+}
+
 // State is where a job is in its life.
 type State string
 

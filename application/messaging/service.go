@@ -461,7 +461,31 @@ func (s *Service) deliver(ctx context.Context, d Deliverable) error {
 	if status != messaging.Delivered {
 		status = messaging.Sent
 	}
-	return s.moveStatus(ctx, m, status, "", "", receipt.ProviderMessageID)
+	return s.recordSent(ctx, m, status, receipt.ProviderMessageID)
+}
+
+// sentRecordWaits are the pauses before each try to record that the
+// provider took a message.
+var sentRecordWaits = []time.Duration{0, 200 * time.Millisecond, time.Second}
+
+// recordSent records that the provider took the message. A message left
+// queued would be sent again by the job's next attempt, so the status is
+// written even when the job's context ended during the provider call (its
+// timeout, or its lease lost to a rescue), and a failed write is tried
+// again a few times before the job is left to retry.
+func (s *Service) recordSent(ctx context.Context, m messaging.Message, status messaging.Status, providerID string) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for _, wait := range sentRecordWaits {
+		time.Sleep(wait)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = s.moveStatus(wctx, m, status, "", "", providerID)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("record that %s took message %s (its delivery will be tried again): %w", m.Service, m.ID, err)
 }
 
 // checkMedia fetches the media through the SSRF-safe client within its

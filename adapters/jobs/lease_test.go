@@ -1,0 +1,246 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/jobs"
+)
+
+// lease reads a job's lease straight from the table.
+func (b *testBundle) lease(t *testing.T, id int64) (owner string, until time.Time) {
+	t.Helper()
+	var us int64
+	err := b.db.Bun().NewRaw("SELECT COALESCE(lease_owner, ''), COALESCE(lease_expires_at, 0) FROM jobs WHERE id = ?", id).
+		Scan(context.Background(), &owner, &us)
+	require.NoError(t, err)
+	return owner, time.UnixMicro(us).UTC()
+}
+
+// blocking is a handler that signals its start and runs until released or
+// cancelled, recording the cause of a cancellation.
+type blocking struct {
+	started chan int64
+	release chan struct{}
+	mu      sync.Mutex
+	causes  map[int64]error
+}
+
+func newBlocking() *blocking {
+	return &blocking{started: make(chan int64, 16), release: make(chan struct{}), causes: map[int64]error{}}
+}
+
+func (h *blocking) Work(ctx context.Context, job jobs.Job) error {
+	h.started <- job.ID
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		h.mu.Lock()
+		h.causes[job.ID] = context.Cause(ctx)
+		h.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (h *blocking) cause(id int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.causes[id]
+}
+
+// A claim leases each job for its own kind's lease, not the longest.
+func TestClaimLeasesEachKindForItsOwnLease(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		h := newBlocking()
+		defer close(h.release)
+		b.start(t, runner.Config{Lease: 20 * time.Second},
+			runner.Kind{Name: "delivery", Lease: 10 * time.Second, Handler: h},
+			runner.Kind{Name: "email", Timeout: 5 * time.Minute, Handler: h},
+			runner.Kind{Name: "report", Timeout: time.Hour, Lease: 5 * time.Minute, Handler: h})
+		now := b.clock.Now()
+		want := map[int64]time.Time{
+			b.enqueue(t, jobs.EnqueueParams{Kind: "delivery"}): now.Add(10 * time.Second),
+			b.enqueue(t, jobs.EnqueueParams{Kind: "email"}):    now.Add(20 * time.Second),
+			b.enqueue(t, jobs.EnqueueParams{Kind: "report"}):   now.Add(5 * time.Minute),
+		}
+		for range want {
+			<-h.started
+		}
+		for id, until := range want {
+			owner, got := b.lease(t, id)
+			require.NotEmpty(t, owner)
+			require.Equal(t, until, got, "job %d", id)
+		}
+	})
+}
+
+// The heartbeat renews a running job's lease, so a job may run longer than
+// its lease without being rescued.
+func TestHeartbeatRenewsTheLeaseOfARunningJob(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		h := newBlocking()
+		r := b.start(t, runner.Config{HeartbeatInterval: 20 * time.Millisecond},
+			runner.Kind{Name: "long", Timeout: time.Hour, Lease: time.Minute, Handler: h})
+		id := b.enqueue(t, jobs.EnqueueParams{Kind: "long"})
+		<-h.started
+		start := b.clock.Now()
+		_, until := b.lease(t, id)
+		require.Equal(t, start.Add(time.Minute), until)
+
+		for step := 1; step <= 3; step++ {
+			b.clock.Advance(50 * time.Second)
+			want := start.Add(time.Duration(step)*50*time.Second + time.Minute)
+			require.Eventually(t, func() bool {
+				_, until := b.lease(t, id)
+				return until.Equal(want)
+			}, 10*time.Second, 5*time.Millisecond, "step %d: the heartbeat extends the lease from now", step)
+		}
+		// 150 s into a job with a 60 s lease, rescues running all along.
+		time.Sleep(100 * time.Millisecond)
+		owner, _ := b.lease(t, id)
+		require.Equal(t, r.WorkerID(), owner, "the job was never rescued")
+		s, attempt, _ := b.state(t, id)
+		require.Equal(t, string(jobs.StateRunning), s)
+		require.Equal(t, 1, attempt)
+		require.NoError(t, h.cause(id), "the job was not cancelled")
+		close(h.release)
+		b.waitState(t, id, jobs.StateCompleted)
+	})
+}
+
+// A job whose heartbeat finds its lease taken (rescued and claimed by
+// another worker) is cancelled, and its worker leaves the job's row to the
+// new holder.
+func TestLostLeaseCancelsTheJob(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		h := newBlocking()
+		defer close(h.release)
+		b.start(t, runner.Config{HeartbeatInterval: 20 * time.Millisecond},
+			runner.Kind{Name: "k", Lease: time.Minute, Handler: h})
+		id := b.enqueue(t, jobs.EnqueueParams{Kind: "k"})
+		<-h.started
+		// Another worker took the job over (as after a rescue).
+		_, err := b.db.Bun().NewRaw("UPDATE jobs SET lease_owner = 'other-worker' WHERE id = ?", id).Exec(context.Background())
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return h.cause(id) != nil }, 10*time.Second, 5*time.Millisecond,
+			"the heartbeat cancels the job")
+		require.ErrorIs(t, h.cause(id), runner.ErrLeaseLost)
+		time.Sleep(100 * time.Millisecond) // several heartbeats
+		owner, _ := b.lease(t, id)
+		require.Equal(t, "other-worker", owner)
+		s, attempt, _ := b.state(t, id)
+		require.Equal(t, string(jobs.StateRunning), s, "the cancelled attempt records no outcome")
+		require.Equal(t, 1, attempt)
+	})
+}
+
+// flakyRenewals is the store with RenewLeases failing while down is set.
+type flakyRenewals struct {
+	*store.Repos
+	down  atomic.Bool
+	calls atomic.Int32
+}
+
+func (f *flakyRenewals) RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error) {
+	f.calls.Add(1)
+	if f.down.Load() {
+		return nil, errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	}
+	return f.Repos.RenewLeases(ctx, worker, ids, leases)
+}
+
+// countingHandler counts log records by message.
+type countingHandler struct {
+	mu       sync.Mutex
+	messages []string
+}
+
+func (c *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (c *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	c.messages = append(c.messages, r.Message)
+	c.mu.Unlock()
+	return nil
+}
+func (c *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *countingHandler) WithGroup(string) slog.Handler      { return c }
+
+func (c *countingHandler) count(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.messages {
+		if strings.HasPrefix(m, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// While the database is away, failing heartbeats log once and cancel a job
+// only when its lease has really ended.
+func TestHeartbeatOutageKeepsJobsUntilTheirLeaseEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	q := &flakyRenewals{Repos: b.db.Repos()}
+	logs := &countingHandler{}
+	h := newBlocking()
+	defer close(h.release)
+	r, err := runner.New(q, b.db, runner.Config{
+		Now: b.clock.Now, PollInterval: 20 * time.Millisecond, RescueInterval: time.Hour,
+		HeartbeatInterval: 10 * time.Millisecond, Logger: slog.New(logs),
+	}, runner.Kind{Name: "k", Lease: time.Minute, Handler: h})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Stop(ctx)
+	})
+	id := b.enqueue(t, jobs.EnqueueParams{Kind: "k"})
+	<-h.started
+	b.clock.Advance(30 * time.Second)
+	require.Eventually(t, func() bool {
+		_, until := b.lease(t, id)
+		return until.Equal(b.clock.Now().Add(time.Minute))
+	}, 10*time.Second, 5*time.Millisecond, "renewed before the outage")
+	renewedUntil := b.clock.Now().Add(time.Minute)
+
+	q.down.Store(true)
+	before := q.calls.Load()
+	require.Eventually(t, func() bool { return q.calls.Load() >= before+20 }, 10*time.Second, 5*time.Millisecond)
+	b.clock.Advance(59 * time.Second)
+	callsAt := q.calls.Load()
+	require.Eventually(t, func() bool { return q.calls.Load() >= callsAt+5 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, h.cause(id), "a second before its lease ends, the job still runs")
+
+	b.clock.Advance(time.Second)
+	require.True(t, !b.clock.Now().Before(renewedUntil))
+	require.Eventually(t, func() bool { return h.cause(id) != nil }, 10*time.Second, 5*time.Millisecond,
+		"once its lease has ended, the job is cancelled")
+	require.ErrorIs(t, h.cause(id), runner.ErrLeaseLost)
+	require.Equal(t, 1, logs.count("renew job leases failing"), "one line for the whole outage")
+
+	q.down.Store(false)
+	b.enqueue(t, jobs.EnqueueParams{Kind: "k"})
+	<-h.started
+	require.Eventually(t, func() bool { return logs.count("renew job leases succeeds again") == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1, logs.count("renew job leases failing"))
+}

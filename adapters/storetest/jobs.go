@@ -1,0 +1,164 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+)
+
+// JobQueue is the part of the job queue whose leases the contract checks:
+// what a runner (adapters/jobs) claims, renews, completes and rescues with.
+type JobQueue interface {
+	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error)
+	RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error)
+	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
+	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
+}
+
+// Jobs runs the lease contract of the job queue against the queue that open
+// returns; open must give each call its own empty, migrated database.
+func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
+	enqueue := func(t *testing.T, q JobQueue, kind string) int64 {
+		t.Helper()
+		id, err := q.EnqueueJob(context.Background(), jobs.EnqueueParams{Kind: kind, RunAt: at})
+		require.NoError(t, err)
+		return id
+	}
+	ids := func(js []jobs.Job) []int64 {
+		out := make([]int64, len(js))
+		for i, j := range js {
+			out[i] = j.ID
+		}
+		return out
+	}
+
+	t.Run("ClaimLeasesEachKindForItsOwnLease", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		short, long := enqueue(t, q, "short"), enqueue(t, q, "long")
+		leases := []jobs.Lease{{Kind: "long", Until: at.Add(5 * time.Minute)}, {Kind: "short", Until: at.Add(10 * time.Second)}}
+		claimed, err := q.ClaimJobs(ctx, "w1", leases, 10, at)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{short, long}, ids(claimed))
+
+		rescued, killed, err := q.RescueJobs(ctx, at.Add(10*time.Second))
+		require.NoError(t, err)
+		require.Zero(t, rescued+killed, "a lease holds until its end")
+		rescued, _, err = q.RescueJobs(ctx, at.Add(11*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 1, rescued, "the short kind's lease ended; the long kind's did not")
+		again, err := q.ClaimJobs(ctx, "w2", leases, 10, at.Add(11*time.Second))
+		require.NoError(t, err)
+		require.Len(t, again, 1)
+		require.Equal(t, short, again[0].ID)
+		require.Equal(t, 2, again[0].Attempt, "the lost attempt counts")
+		require.NoError(t, q.CompleteJobs(ctx, "w2", []int64{short}, at.Add(12*time.Second)))
+
+		rescued, _, err = q.RescueJobs(ctx, at.Add(5*time.Minute-time.Second))
+		require.NoError(t, err)
+		require.Zero(t, rescued, "the long kind holds for its own lease")
+		rescued, _, err = q.RescueJobs(ctx, at.Add(5*time.Minute+time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 1, rescued)
+	})
+
+	t.Run("RenewExtendsTheLeasesTheWorkerHolds", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		mine1, mine2, theirs := enqueue(t, q, "k"), enqueue(t, q, "k"), enqueue(t, q, "k")
+		lease := func(until time.Time) []jobs.Lease { return []jobs.Lease{{Kind: "k", Until: until}} }
+		claimed, err := q.ClaimJobs(ctx, "w1", lease(at.Add(10*time.Second)), 2, at)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{mine1, mine2}, ids(claimed))
+		claimed, err = q.ClaimJobs(ctx, "w2", lease(at.Add(10*time.Second)), 2, at)
+		require.NoError(t, err)
+		require.Equal(t, []int64{theirs}, ids(claimed))
+
+		renewed, err := q.RenewLeases(ctx, "w1", []int64{mine1, mine2, theirs}, lease(at.Add(30*time.Second)))
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{mine1, mine2}, renewed, "another worker's lease is not renewed")
+		require.NoError(t, q.CompleteJobs(ctx, "w1", []int64{mine2}, at.Add(time.Second)))
+		renewed, err = q.RenewLeases(ctx, "w1", []int64{mine1, mine2}, lease(at.Add(30*time.Second)))
+		require.NoError(t, err)
+		require.Equal(t, []int64{mine1}, renewed, "a finished job has no lease to renew")
+
+		rescued, _, err := q.RescueJobs(ctx, at.Add(20*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 1, rescued, "only the unrenewed lease ended")
+		renewed, err = q.RenewLeases(ctx, "w2", []int64{theirs}, lease(at.Add(40*time.Second)))
+		require.NoError(t, err)
+		require.Empty(t, renewed, "a rescued job's lease is lost to its worker")
+
+		rescued, _, err = q.RescueJobs(ctx, at.Add(31*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 1, rescued, "the renewed lease ends where the renewal said")
+	})
+
+	t.Run("RenewUsesEachKindsLease", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		short, long := enqueue(t, q, "short"), enqueue(t, q, "long")
+		first := []jobs.Lease{{Kind: "short", Until: at.Add(10 * time.Second)}, {Kind: "long", Until: at.Add(10 * time.Second)}}
+		_, err := q.ClaimJobs(ctx, "w", first, 10, at)
+		require.NoError(t, err)
+		renewed, err := q.RenewLeases(ctx, "w", []int64{short, long},
+			[]jobs.Lease{{Kind: "short", Until: at.Add(15 * time.Second)}, {Kind: "long", Until: at.Add(time.Minute)}})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{short, long}, renewed)
+		rescued, _, err := q.RescueJobs(ctx, at.Add(16*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 1, rescued)
+		renewed, err = q.RenewLeases(ctx, "w", []int64{short, long}, first)
+		require.NoError(t, err)
+		require.Equal(t, []int64{long}, renewed, "the short job was rescued, the long one still held")
+	})
+
+	// A heartbeat racing a rescue: each job is either renewed and kept, or
+	// rescued and lost to its worker, never both and never neither.
+	t.Run("RenewRacingRescue", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		const n = 200
+		for range n {
+			enqueue(t, q, "k")
+		}
+		claimed, err := q.ClaimJobs(ctx, "w", []jobs.Lease{{Kind: "k", Until: at.Add(time.Second)}}, n, at)
+		require.NoError(t, err)
+		require.Len(t, claimed, n)
+		var (
+			wg                  sync.WaitGroup
+			renewed             []int64
+			rescued             int
+			renewErr, rescueErr error
+		)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			renewed, renewErr = q.RenewLeases(ctx, "w", ids(claimed), []jobs.Lease{{Kind: "k", Until: at.Add(time.Hour)}})
+		}()
+		go func() {
+			defer wg.Done()
+			rescued, _, rescueErr = q.RescueJobs(ctx, at.Add(2*time.Second))
+		}()
+		wg.Wait()
+		require.NoError(t, renewErr)
+		require.NoError(t, rescueErr)
+		require.Equal(t, n, len(renewed)+rescued, "renewed %d, rescued %d", len(renewed), rescued)
+		again, err := q.ClaimJobs(ctx, "w2", []jobs.Lease{{Kind: "k", Until: at.Add(time.Hour)}}, n, at.Add(2*time.Second))
+		require.NoError(t, err)
+		require.Len(t, again, rescued, "what was rescued is claimable; what was renewed is not")
+		for _, j := range again {
+			require.NotContains(t, renewed, j.ID, "a renewed job is not rescued")
+		}
+	})
+}

@@ -427,8 +427,8 @@ func (r *Repos) TakeOverExpired(ctx context.Context, now time.Time, lease appcro
 	return execsOf(rows), int(failed), nil
 }
 
-// RenewLeases extends the owner's leases in one statement.
-func (r *Repos) RenewLeases(ctx context.Context, lease appcron.Lease) (int, error) {
+// RenewExecutionLeases extends the owner's leases in one statement.
+func (r *Repos) RenewExecutionLeases(ctx context.Context, lease appcron.Lease) (int, error) {
 	res, err := r.write.NewRaw(`UPDATE cron_executions SET lease_until = ? WHERE status = 'running' AND lease_owner = ?`,
 		micros(lease.Until), lease.Owner).Exec(ctx)
 	if err != nil {

@@ -353,7 +353,7 @@ func Cron(t *testing.T, open CronOpen) {
 		require.NoError(t, err)
 		require.Equal(t, []string{b.ID}, started)
 
-		n, err := s.Repos().RenewLeases(ctx, appcron.Lease{Owner: owner, Until: at.Add(10 * time.Second)})
+		n, err := s.Repos().RenewExecutionLeases(ctx, appcron.Lease{Owner: owner, Until: at.Add(10 * time.Second)})
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
 		now := at.Add(5 * time.Second)

@@ -67,9 +67,9 @@ type SchedulerRepos interface {
 	// becomes now. One whose call was interrupted a second time is recorded
 	// failed with the error abandoned and counted in failed.
 	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
-	// RenewLeases extends the lease of every running execution of
+	// RenewExecutionLeases extends the lease of every running execution of
 	// lease.Owner to lease.Until and returns how many it extended.
-	RenewLeases(ctx context.Context, lease Lease) (int, error)
+	RenewExecutionLeases(ctx context.Context, lease Lease) (int, error)
 	// StartCalls records that the calls of the given running executions
 	// start at at, and returns the ids it recorded: only executions still
 	// leased to owner whose call has not started yet. A call is made only

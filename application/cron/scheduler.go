@@ -305,7 +305,7 @@ func (s *Scheduler) renew(stop <-chan struct{}) {
 		}
 		// A renewal that takes longer than the lease is too late anyway.
 		ctx, done := context.WithTimeout(context.Background(), s.cfg.Lease)
-		_, err := s.cfg.Store.Repos().RenewLeases(ctx, s.lease(s.clock.Now()))
+		_, err := s.cfg.Store.Repos().RenewExecutionLeases(ctx, s.lease(s.clock.Now()))
 		done()
 		if err != nil {
 			s.outage.failed("renew leases", err)

@@ -167,8 +167,9 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 	require.False(t, ready.firstAfter(restarted, 503).IsZero(), "/readyz never said 503 during the restart")
 	require.Less(t, ready.firstAfter(back, 200).Sub(back), 3*time.Second)
 
-	// One log line per outage, not one per attempt: three outages, each
-	// seen by a handful of loops, are a few dozen lines at most where
+	// One log line per outage, not one per attempt: five outages, each met
+	// by the health watcher and a handful of background loops (claims,
+	// lease renewals, rescue, outcomes, cron), are 30 lines at most where
 	// thousands of failed requests and attempts went by.
 	var warnings []string
 	for _, line := range strings.Split(srv.stderr.String(), "\n") {
@@ -177,7 +178,7 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 		}
 	}
 	t.Logf("%d warning and error lines:\n%s", len(warnings), strings.Join(warnings, "\n"))
-	require.LessOrEqual(t, len(warnings), 40, "the outages were logged per attempt")
+	require.LessOrEqual(t, len(warnings), 30, "the outages were logged per attempt")
 
 	// Every acknowledged send is stored.
 	total := 0

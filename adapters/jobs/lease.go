@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -144,57 +143,14 @@ func (r *Runner) renew(ctx context.Context) {
 		if r.beatCtx.Err() != nil {
 			return
 		}
-		r.renewOutage.failed(err)
-		r.renewOutage.cancelled(r.held.expire(r.cfg.Now()))
+		r.renewOutage.Failed(err)
+		if n := r.held.expire(r.cfg.Now()); n > 0 {
+			r.cfg.Logger.Warn("cancelled jobs whose leases ended while their renewal failed", "count", n)
+		}
 		return
 	}
-	r.renewOutage.recovered()
+	r.renewOutage.Succeeded()
 	if lost := r.held.renewed(held, renewed, until); lost > 0 {
 		r.cfg.Logger.Warn("cancelled jobs whose leases were lost", "count", lost)
 	}
-}
-
-// outage logs a failing background statement once when it starts failing
-// and once when it succeeds again, so that a database that is away for
-// minutes costs two log lines per loop, not one per attempt.
-type outage struct {
-	log  *slog.Logger
-	what string
-
-	mu    sync.Mutex
-	since time.Time
-	// jobs counts the jobs cancelled during the outage because their
-	// leases ended.
-	jobs int
-}
-
-func (o *outage) failed(err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.since.IsZero() {
-		return
-	}
-	o.since = time.Now()
-	o.log.Warn(o.what+" failing; not logged again until it succeeds", "error", err)
-}
-
-// cancelled counts n jobs cancelled during the outage.
-func (o *outage) cancelled(n int) {
-	o.mu.Lock()
-	o.jobs += n
-	o.mu.Unlock()
-}
-
-func (o *outage) recovered() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.since.IsZero() {
-		return
-	}
-	args := []any{"failing_for", time.Since(o.since).Round(time.Millisecond).String()}
-	if o.jobs > 0 {
-		args = append(args, "jobs_cancelled_with_lease_ended", o.jobs)
-	}
-	o.log.Info(o.what+" succeeds again", args...)
-	o.since, o.jobs = time.Time{}, 0
 }

@@ -236,11 +236,11 @@ func TestHeartbeatOutageKeepsJobsUntilTheirLeaseEnds(t *testing.T) {
 	require.Eventually(t, func() bool { return h.cause(id) != nil }, 10*time.Second, 5*time.Millisecond,
 		"once its lease has ended, the job is cancelled")
 	require.ErrorIs(t, h.cause(id), runner.ErrLeaseLost)
-	require.Equal(t, 1, logs.count("renew job leases failing"), "one line for the whole outage")
+	require.Equal(t, 1, logs.count("renew job leases failed"), "one line for the whole outage")
 
 	q.down.Store(false)
 	b.enqueue(t, jobs.EnqueueParams{Kind: "k"})
 	<-h.started
-	require.Eventually(t, func() bool { return logs.count("renew job leases succeeds again") == 1 }, 10*time.Second, 5*time.Millisecond)
-	require.Equal(t, 1, logs.count("renew job leases failing"))
+	require.Eventually(t, func() bool { return logs.count("renew job leases works again") == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1, logs.count("renew job leases failed"))
 }

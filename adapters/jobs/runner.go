@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/application/outage"
 )
 
 // Queue is the storage the runner needs. Every method that changes a
@@ -189,7 +190,9 @@ type Runner struct {
 	done      chan int64 // completed job ids, recorded in batches
 
 	// Outages of the database, each logged once.
-	claimOutage, renewOutage, rescueOutage outage
+	claimOutage, renewOutage, rescueOutage *outage.Tracker
+	// recordOutage covers the writes of outcomes and completions.
+	recordOutage *outage.Tracker
 
 	fetchCtx, workCtx, beatCtx      context.Context
 	stopFetch, cancelWork, stopBeat context.CancelFunc
@@ -237,9 +240,10 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		}
 	}
 	r.held.jobs = map[int64]*heldJob{}
-	r.claimOutage = outage{log: cfg.Logger, what: "claim jobs"}
-	r.renewOutage = outage{log: cfg.Logger, what: "renew job leases"}
-	r.rescueOutage = outage{log: cfg.Logger, what: "rescue jobs"}
+	r.claimOutage = outage.NewTracker(r.cfg.Logger, "claim jobs", r.cfg.PollInterval, 0)
+	r.renewOutage = outage.NewTracker(r.cfg.Logger, "renew job leases", r.cfg.HeartbeatInterval, 0)
+	r.rescueOutage = outage.NewTracker(r.cfg.Logger, "rescue jobs", r.cfg.RescueInterval, 0)
+	r.recordOutage = outage.NewTracker(r.cfg.Logger, "record job outcomes", time.Second, 0)
 	return r, nil
 }
 
@@ -340,13 +344,14 @@ func (r *Runner) fetchLoop() {
 		limit := min(free, r.cfg.ClaimBatch)
 		claimed, err := r.claim(limit)
 		if err != nil {
+			wait := r.cfg.PollInterval
 			if r.fetchCtx.Err() == nil {
-				r.claimOutage.failed(err)
+				wait = r.claimOutage.Failed(err)
 			}
-			r.sleep(wake, r.cfg.PollInterval)
+			r.sleep(wake, wait)
 			continue
 		}
-		r.claimOutage.recovered()
+		r.claimOutage.Succeeded()
 		if claimed == limit {
 			continue // more may be due right now
 		}
@@ -476,8 +481,10 @@ func run(ctx context.Context, h jobs.Handler, job jobs.Job) (err error) {
 func (r *Runner) record(err error, job jobs.Job, what string) {
 	if err != nil {
 		// The lease will expire and the job will run again: at-least-once.
-		r.cfg.Logger.Warn("record job outcome", "job_id", job.ID, "kind", job.Kind, "outcome", what, "error", err)
+		r.recordOutage.Failed(fmt.Errorf("job %d (%s), outcome %s: %w", job.ID, job.Kind, what, err))
+		return
 	}
+	r.recordOutage.Succeeded()
 }
 
 // recordCompletions writes completions in batches: one statement per batch
@@ -495,7 +502,9 @@ func (r *Runner) recordCompletions() {
 		err := r.queue.CompleteJobs(ctx, r.cfg.WorkerID, ids, r.cfg.Now())
 		cancel()
 		if err != nil {
-			r.cfg.Logger.Warn("record completed jobs", "count", len(ids), "error", err)
+			r.recordOutage.Failed(fmt.Errorf("%d completed jobs: %w", len(ids), err))
+		} else {
+			r.recordOutage.Succeeded()
 		}
 		ids = ids[:0]
 	}
@@ -537,11 +546,11 @@ func (r *Runner) rescue(ctx context.Context) {
 	rescued, killed, err := r.queue.RescueJobs(ctx, r.cfg.Now())
 	if err != nil {
 		if ctx.Err() == nil {
-			r.rescueOutage.failed(err)
+			r.rescueOutage.Failed(err)
 		}
 		return
 	}
-	r.rescueOutage.recovered()
+	r.rescueOutage.Succeeded()
 	if rescued+killed > 0 {
 		r.cfg.Logger.Info("rescued jobs with expired leases", "retried", rescued, "dead", killed)
 	}

@@ -250,6 +250,6 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	require.Equal(t, 1, b.ep.count(), "the run due during the outage is made once the database is back")
 	out := logs.String()
-	require.Equal(t, 1, strings.Count(out, "the database is failing"), out)
-	require.Equal(t, 1, strings.Count(out, "the database answers again"), out)
+	require.Equal(t, 1, strings.Count(out, "cron: the scheduler failed"), out)
+	require.Equal(t, 1, strings.Count(out, "cron: the scheduler works again"), out)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-dev/switchboard/application/outage"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -140,7 +141,7 @@ type Scheduler struct {
 	// held counts the runs this scheduler holds whose result is not
 	// recorded yet; their leases are renewed while it is above zero.
 	held   atomic.Int64
-	outage outage
+	outage *outage.Tracker
 	// lastTakeOver is when (on the scheduler's clock) expired leases were
 	// last looked for, in unix nanoseconds.
 	lastTakeOver atomic.Int64
@@ -193,7 +194,7 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 		pending: make(chan struct{}, 4*cfg.Concurrency),
 		results: make(chan Outcome, cfg.Concurrency),
 		starts:  make(chan startRequest, cfg.Concurrency),
-		outage:  outage{log: cfg.Logger},
+		outage:  outage.NewTracker(cfg.Logger, "cron: the scheduler", 100*time.Millisecond, maxBackoff),
 	}
 }
 
@@ -257,13 +258,13 @@ func (s *Scheduler) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				break
 			}
-			s.outage.failed("claim due runs", err)
+			s.outage.Failed(fmt.Errorf("claim due runs: %w", err))
 			s.sleep(ctx, backoff(failures))
 			failures++
 			continue
 		}
 		failures = 0
-		s.outage.ok()
+		s.outage.Succeeded()
 		wait := s.cfg.PollInterval
 		if ok {
 			wait = min(wait, at.Sub(s.clock.Now())-s.cfg.Lookahead)
@@ -308,10 +309,10 @@ func (s *Scheduler) renew(stop <-chan struct{}) {
 		_, err := s.cfg.Store.Repos().RenewExecutionLeases(ctx, s.lease(s.clock.Now()))
 		done()
 		if err != nil {
-			s.outage.failed("renew leases", err)
+			s.outage.Failed(fmt.Errorf("renew leases: %w", err))
 			continue
 		}
-		s.outage.ok()
+		s.outage.Succeeded()
 	}
 }
 
@@ -633,14 +634,14 @@ func (s *Scheduler) startCalls(ctx context.Context) {
 			got, err := s.cfg.Store.Repos().StartCalls(sctx, s.owner, s.clock.Now(), ids)
 			cancel()
 			if err == nil {
-				s.outage.ok()
+				s.outage.Succeeded()
 				started = make(map[string]bool, len(got))
 				for _, id := range got {
 					started[id] = true
 				}
 				break
 			}
-			s.outage.failed("start calls", err)
+			s.outage.Failed(fmt.Errorf("start calls: %w", err))
 			if ctx.Err() != nil && attempt >= 2 {
 				break
 			}
@@ -733,10 +734,10 @@ func (s *Scheduler) record(ctx context.Context) {
 			})
 			cancel()
 			if err == nil {
-				s.outage.ok()
+				s.outage.Succeeded()
 				break
 			}
-			s.outage.failed("record results", err)
+			s.outage.Failed(fmt.Errorf("record results: %w", err))
 			if ctx.Err() != nil {
 				if gaveUpAt.IsZero() {
 					gaveUpAt = time.Now().Add(30 * time.Second)
@@ -773,40 +774,4 @@ func (s *Scheduler) record(ctx context.Context) {
 		flush()
 	}
 	flush()
-}
-
-// outage logs the database going away once, and its return once, however
-// many attempts fail in between.
-type outage struct {
-	log   *slog.Logger
-	down  atomic.Bool
-	mu    sync.Mutex
-	since time.Time
-}
-
-func (o *outage) failed(during string, err error) {
-	if o.down.Load() {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.down.Load() {
-		return
-	}
-	o.since = time.Now()
-	o.down.Store(true)
-	o.log.Warn("cron: the database is failing; the scheduler backs off and retries until it answers", "during", during, "error", err)
-}
-
-func (o *outage) ok() {
-	if !o.down.Load() {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.down.Load() {
-		return
-	}
-	o.down.Store(false)
-	o.log.Info("cron: the database answers again; scheduling resumed", "outage", time.Since(o.since).Round(time.Millisecond))
 }

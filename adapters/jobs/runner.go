@@ -359,6 +359,9 @@ func (r *Runner) fetchLoop() {
 	}
 }
 
+// claimTimeout bounds one claim statement.
+const claimTimeout = 30 * time.Second
+
 // claimGather is how long a nearly full runner waits for more free workers
 // before claiming.
 const claimGather = 2 * time.Millisecond
@@ -375,7 +378,14 @@ func (r *Runner) pause(d time.Duration) {
 
 func (r *Runner) claim(limit int) (int, error) {
 	now := r.cfg.Now()
-	claimed, err := r.queue.ClaimJobs(r.fetchCtx, r.cfg.WorkerID, r.leases(now), limit, now)
+	// A claim runs to its end even when the runner stops meanwhile.
+	// Cancelled halfway, its statement may still commit on the server
+	// (the driver cannot stop it) and the jobs it leased would wait out
+	// their leases, unclaimed by anyone; finished, its jobs run, as the
+	// running ones do at a stop.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.fetchCtx), claimTimeout)
+	defer cancel()
+	claimed, err := r.queue.ClaimJobs(ctx, r.cfg.WorkerID, r.leases(now), limit, now)
 	if err != nil {
 		return 0, err
 	}

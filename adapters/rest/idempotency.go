@@ -2,9 +2,11 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -169,7 +171,14 @@ func (s *server) keyed(next answeringHandler, keep func([]byte) []byte, answers 
 			// A send's work and answer commit together, so a server error
 			// after a commit whose outcome it could not see releases
 			// nothing that committed: the key replays that answer.
-			if err := s.idempotency.ReleaseKey(r.Context(), principal.AccountID, key); err != nil {
+			// The request's own deadline may have passed (a 503): the
+			// release gets a second of its own. When the database is away
+			// it fails, and the claim lapses by itself (the retry meanwhile
+			// gets 409 with Retry-After).
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
+			err := s.idempotency.ReleaseKey(ctx, principal.AccountID, key)
+			cancel()
+			if err != nil && !failure.Is(err, failure.KindUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 				s.log.WarnContext(r.Context(), "release idempotency key", "error", err.Error())
 			}
 		case answers && buf.status < 300:

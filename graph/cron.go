@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -20,7 +21,9 @@ import (
 // *cron.Service implements them. Lookups of another account's jobs are
 // NotFound.
 type CronUseCases interface {
-	Create(ctx context.Context, accountID string, j cron.Job) (cron.Job, error)
+	// Create's answer records an Idempotency-Key's answer (REST's); GraphQL
+	// has no keys and passes nil.
+	Create(ctx context.Context, accountID string, j cron.Job, answer *idempotency.Completion[cron.Job]) (cron.Job, error)
 	List(ctx context.Context, q appcron.JobQuery) ([]cron.Job, int, error)
 	Get(ctx context.Context, accountID, id string) (appcron.JobDetails, error)
 	Update(ctx context.Context, accountID, id string, p appcron.Patch) (cron.Job, error)

@@ -108,7 +108,7 @@ func (r *mutationResolver) CreateCronJob(ctx context.Context, input model.CronJo
 	if err != nil {
 		return nil, err
 	}
-	created, err := r.cron.Create(ctx, p.AccountID, j)
+	created, err := r.cron.Create(ctx, p.AccountID, j, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,13 +12,14 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // CronUseCases is what the REST adapter needs from the cron use cases.
 type CronUseCases interface {
-	Create(ctx context.Context, accountID string, j cron.Job) (cron.Job, error)
+	Create(ctx context.Context, accountID string, j cron.Job, answer *idempotency.Completion[cron.Job]) (cron.Job, error)
 	List(ctx context.Context, q appcron.JobQuery) ([]cron.Job, int, error)
 	Get(ctx context.Context, accountID, id string) (appcron.JobDetails, error)
 	Update(ctx context.Context, accountID, id string, p appcron.Patch) (cron.Job, error)
@@ -32,7 +33,7 @@ func (s *server) mountCron(api *routes) {
 	if s.cron == nil {
 		return
 	}
-	api.Handle(http.MethodPost, "/cron-jobs", s.idempotent(s.createCronJob))
+	api.Handle(http.MethodPost, "/cron-jobs", s.idempotentAnswering(s.createCronJob))
 	api.Handle(http.MethodGet, "/cron-jobs", s.listCronJobs)
 	api.Handle(http.MethodGet, "/cron-jobs/{id}", s.getCronJob)
 	api.Handle(http.MethodPatch, "/cron-jobs/{id}", s.patchCronJob)
@@ -77,7 +78,7 @@ func timeoutOf(seconds *int) time.Duration {
 	return time.Duration(*seconds) * time.Second
 }
 
-func (s *server) createCronJob(w http.ResponseWriter, r *http.Request) {
+func (s *server) createCronJob(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	var b cronJobBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -97,12 +98,18 @@ func (s *server) createCronJob(w http.ResponseWriter, r *http.Request) {
 	if b.Retries != nil {
 		j.Retries = *b.Retries
 	}
-	created, err := s.cron.Create(r.Context(), principalAccount(r), j)
+	created, err := s.cron.Create(r.Context(), principalAccount(r), j, answerWith(key, cronCreatedAnswer))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, cronJobJSON(created, nil, true))
+	writeAnswer(w, cronCreatedAnswer(created))
+}
+
+// cronCreatedAnswer is the answer to a creation, as written and as recorded
+// for its Idempotency-Key.
+func cronCreatedAnswer(j cron.Job) idempotency.Response {
+	return jsonAnswer(http.StatusCreated, cronJobJSON(j, nil, true))
 }
 
 func (s *server) listCronJobs(w http.ResponseWriter, r *http.Request) {

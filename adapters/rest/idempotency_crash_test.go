@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,17 +16,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	emailsandbox "github.com/switchboard-dev/switchboard/adapters/email/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	appwebhooks "github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // crashBundle is a process's worth of use cases over one database, from
@@ -36,6 +44,8 @@ type crashBundle struct {
 	acc       *accounts.Service
 	messaging *messaging.Service
 	email     *appemail.Service
+	cron      *appcron.Service
+	hooks     *appwebhooks.Service
 	account   string
 	auth      []string
 }
@@ -66,7 +76,18 @@ func setupCrash(t *testing.T, dialect store.Dialect) *crashBundle {
 	})
 	_, err = mail.CreateAddress(ctx, a.ID, "agent", "mail.example.com")
 	require.NoError(t, err)
-	return &crashBundle{db: db, acc: acc, messaging: msg, email: mail, account: a.ID,
+	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	cronSvc := appcron.NewService(appcron.Deps{
+		Store: store.Bind(db, func(r *store.Repos) appcron.Repos { return r }), Parser: cronexpr.New(), URLs: guard,
+	})
+	hooks := appwebhooks.NewService(appwebhooks.Deps{
+		Store: store.Bind(db, func(r *store.Repos) appwebhooks.Repos { return r }), Keys: keys, URLs: guard,
+		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
+		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
+	})
+	_, err = hooks.Put(ctx, appwebhooks.PutInput{AccountID: a.ID, URL: "http://127.0.0.1:9/hooks"})
+	require.NoError(t, err)
+	return &crashBundle{db: db, acc: acc, messaging: msg, email: mail, cron: cronSvc, hooks: hooks, account: a.ID,
 		auth: []string{"X-API-Key", cred.Key, "X-API-Secret", cred.Secret}}
 }
 
@@ -75,6 +96,8 @@ type process struct {
 	idempotency idempotency.Store
 	messaging   rest.MessagingUseCases
 	email       rest.EmailUseCases
+	cron        rest.CronUseCases
+	webhooks    rest.WebhookUseCases
 	// now is the process's clock: a later process runs after the first
 	// one's claims lapsed.
 	now func() time.Time
@@ -91,8 +114,14 @@ func (b *crashBundle) handler(t *testing.T, p process) http.Handler {
 	if p.email == nil {
 		p.email = b.email
 	}
+	if p.cron == nil {
+		p.cron = b.cron
+	}
+	if p.webhooks == nil {
+		p.webhooks = b.hooks
+	}
 	h, err := rest.NewHandler(rest.Deps{
-		Accounts: b.acc, Messaging: p.messaging, Email: p.email, Idempotency: p.idempotency, IdempotencyLock: crashLock,
+		Accounts: b.acc, Messaging: p.messaging, Email: p.email, Cron: p.cron, Webhooks: p.webhooks, Idempotency: p.idempotency, IdempotencyLock: crashLock,
 		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited, EmailDomain: "mail.example.com", Now: p.now,
 	})
 	require.NoError(t, err)
@@ -152,11 +181,49 @@ func (k killAfterReserve) ReserveKey(ctx context.Context, accountID, key, finger
 	return res, err
 }
 
-// killAfterSend runs the real sends and dies once they return: after
-// their transactions committed, before any answer is written.
+// killAfterSend runs the real sends (and the other work that records its
+// answer) and dies once they return: after their transactions committed,
+// before any answer is written.
 type killAfterSend struct {
 	rest.MessagingUseCases
 	rest.EmailUseCases
+	rest.CronUseCases
+}
+
+// killAfterTest is killAfterSend for the webhook test (its use cases share
+// method names with the cron ones).
+type killAfterTest struct{ rest.WebhookUseCases }
+
+func (k killAfterTest) Test(ctx context.Context, accountID string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error) {
+	_, err := k.WebhookUseCases.Test(ctx, accountID, answer)
+	if err == nil {
+		panic(killed{})
+	}
+	return webhook.Delivery{}, err
+}
+
+func (k killAfterSend) Receive(ctx context.Context, in messaging.InboundInput) (domain.Message, error) {
+	_, err := k.MessagingUseCases.Receive(ctx, in)
+	if err == nil {
+		panic(killed{})
+	}
+	return domain.Message{}, err
+}
+
+func (k killAfterSend) CreateGroup(ctx context.Context, in messaging.GroupInput) (domain.Thread, []domain.Participant, error) {
+	_, _, err := k.MessagingUseCases.CreateGroup(ctx, in)
+	if err == nil {
+		panic(killed{})
+	}
+	return domain.Thread{}, nil, err
+}
+
+func (k killAfterSend) Create(ctx context.Context, accountID string, j cron.Job, answer *idempotency.Completion[cron.Job]) (cron.Job, error) {
+	_, err := k.CronUseCases.Create(ctx, accountID, j, answer)
+	if err == nil {
+		panic(killed{})
+	}
+	return cron.Job{}, err
 }
 
 func (k killAfterSend) SendIndividual(ctx context.Context, in messaging.SendInput) (domain.Message, error) {
@@ -175,23 +242,48 @@ func (k killAfterSend) Send(ctx context.Context, in appemail.SendInput) (email.E
 	return email.Email{}, err
 }
 
-// keyedRoute is a send route, its body and how to count what it stored.
+// keyedRoute is a route whose work records its answer, its body and how
+// to find what it stored.
 type keyedRoute struct {
 	name, path string
 	body       map[string]any
-	count      string
-	// idField names the stored row's id in the answer.
-	idField string
+	// status is the route's success.
+	status int
+	// stored lists the ids of what the route stores, newest first;
+	// before is how many there were before the test's first request.
+	stored string
+	before int
+	// id reads the stored row's id from the answer.
+	id func(answer map[string]any) any
 }
 
 func (b *crashBundle) routes() []keyedRoute {
+	field := func(name string) func(map[string]any) any {
+		return func(a map[string]any) any { return a[name] }
+	}
+	inData := func(name string) func(map[string]any) any {
+		return func(a map[string]any) any { return a["data"].(map[string]any)[name] }
+	}
 	return []keyedRoute{
-		{name: "message", path: "/v1/messages/individual/" + b.account + "/send",
-			body:  map[string]any{"service": "whatsapp", "from": agentA, "to": userA, "content": "order 42 shipped"},
-			count: "SELECT count(*) FROM messages WHERE direction <> 'inbound'", idField: "message_id"},
-		{name: "email", path: "/v1/emails/" + b.account + "/send",
-			body:  map[string]any{"sender_address": "agent@mail.example.com", "recipient_address": "user@example.org", "subject": "Order 42", "body": "Shipped."},
-			count: "SELECT count(*) FROM emails", idField: "email_id"},
+		{name: "message", path: "/v1/messages/individual/" + b.account + "/send", status: http.StatusOK,
+			body:   map[string]any{"service": "whatsapp", "from": agentA, "to": userA, "content": "order 42 shipped"},
+			stored: "SELECT id FROM messages WHERE direction <> 'inbound' ORDER BY id DESC", id: field("message_id")},
+		{name: "email", path: "/v1/emails/" + b.account + "/send", status: http.StatusOK,
+			body:   map[string]any{"sender_address": "agent@mail.example.com", "recipient_address": "user@example.org", "subject": "Order 42", "body": "Shipped."},
+			stored: "SELECT id FROM emails ORDER BY id DESC", id: field("email_id")},
+		{name: "inbound", path: "/v1/sandbox/" + b.account + "/inbound", status: http.StatusOK, before: 1,
+			body:   map[string]any{"service": "whatsapp", "from": userA, "to": agentA, "message": "where is my order?"},
+			stored: "SELECT id FROM messages WHERE direction = 'inbound' ORDER BY id DESC", id: field("message_id")},
+		{name: "group", path: "/v1/sandbox/" + b.account + "/groups", status: http.StatusCreated,
+			body:   map[string]any{"service": "whatsapp", "agent_number": agentA, "title": "Orders", "participants": []string{userA}},
+			stored: "SELECT id FROM threads WHERE type = 'group' ORDER BY id DESC", id: inData("thread_id")},
+		{name: "cron", path: "/v1/cron-jobs", status: http.StatusCreated,
+			body: map[string]any{"endpoint_url": "http://127.0.0.1:9/hook", "frequency": "daily", "time": "09:00",
+				"timezone": "UTC", "method": "POST"},
+			stored: "SELECT id FROM cron_jobs ORDER BY id DESC", id: field("id")},
+		{name: "webhook test", path: "/v1/accounts/" + b.account + "/webhook/test", status: http.StatusAccepted,
+			body:   map[string]any{},
+			stored: "SELECT id FROM webhook_deliveries ORDER BY id DESC", id: inData("id")},
 	}
 }
 
@@ -208,30 +300,26 @@ func (b *crashBundle) request(t *testing.T, rt keyedRoute, key string) *http.Req
 	return req
 }
 
+// storedIDs lists the ids of what the route stored, newest first.
+func (b *crashBundle) storedIDs(t *testing.T, rt keyedRoute) []string {
+	t.Helper()
+	var ids []string
+	require.NoError(t, b.db.Bun().NewRaw(rt.stored).Scan(context.Background(), &ids))
+	return ids
+}
+
+// count is how many the test's requests stored on rt.
 func (b *crashBundle) count(t *testing.T, rt keyedRoute) int {
 	t.Helper()
-	var n int
-	require.NoError(t, b.db.Bun().NewRaw(rt.count).Scan(context.Background(), &n))
-	return n
+	return len(b.storedIDs(t, rt)) - rt.before
 }
 
-// storedIDs lists the ids of what the route stored.
-func (b *crashBundle) storedID(t *testing.T, rt keyedRoute) string {
-	t.Helper()
-	var id string
-	q := "SELECT id FROM messages WHERE direction <> 'inbound'"
-	if rt.name == "email" {
-		q = "SELECT id FROM emails"
-	}
-	require.NoError(t, b.db.Bun().NewRaw(q).Scan(context.Background(), &id))
-	return id
-}
-
-// A crash between any two steps of a keyed send (after the key is
-// reserved, after the send committed, before the answer reached the
-// client) and a retry with the same key, once the crashed request's claim
-// has lapsed, make exactly one message or email, and, where the send had
-// committed, answer what the first request would have.
+// A crash between any two steps of a keyed request that creates work (after
+// the key is reserved, after the work committed, before the answer reached
+// the client) and a retry with the same key, once the crashed request's
+// claim has lapsed, make exactly one message, email, inbound message,
+// group or cron job, and, where the work had committed, answer what the
+// first request would have.
 func TestIdempotencyKeyCrashes(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
@@ -247,8 +335,8 @@ func TestIdempotencyKeyCrashes(t *testing.T) {
 				return process{idempotency: killAfterReserve{b.db}}
 			}},
 			{name: "AfterCommit", committed: true, process: func(b *crashBundle) process {
-				k := killAfterSend{b.messaging, b.email}
-				return process{messaging: k, email: k}
+				k := killAfterSend{b.messaging, b.email, b.cron}
+				return process{messaging: k, email: k, cron: k, webhooks: killAfterTest{b.hooks}}
 			}},
 			{name: "BeforeAnswer", committed: true, process: func(*crashBundle) process { return process{} }},
 		}
@@ -272,7 +360,7 @@ func TestIdempotencyKeyCrashes(t *testing.T) {
 					rec := httptest.NewRecorder()
 					require.False(t, serve(b.handler(t, process{}), rec, b.request(t, rt, key)))
 					if c.committed {
-						require.Equal(t, http.StatusOK, rec.Code, "%s: a committed send answers at once: %s", rt.name, rec.Body)
+						require.Equal(t, rt.status, rec.Code, "%s: a committed send answers at once: %s", rt.name, rec.Body)
 						require.Equal(t, "true", rec.Header().Get("Idempotent-Replayed"))
 					} else {
 						require.Equal(t, http.StatusConflict, rec.Code, "%s: %s", rt.name, rec.Body)
@@ -286,11 +374,11 @@ func TestIdempotencyKeyCrashes(t *testing.T) {
 					later := b.handler(t, process{now: func() time.Time { return time.Now().Add(crashLock + time.Second) }})
 					rec = httptest.NewRecorder()
 					require.False(t, serve(later, rec, b.request(t, rt, key)))
-					require.Equal(t, http.StatusOK, rec.Code, "%s: %s", rt.name, rec.Body)
+					require.Equal(t, rt.status, rec.Code, "%s: %s", rt.name, rec.Body)
 					require.Equal(t, 1, b.count(t, rt), "%s: exactly one after the retry", rt.name)
 					var answer map[string]any
 					require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &answer))
-					require.Equal(t, b.storedID(t, rt), answer[rt.idField], "%s: the answer names the one stored", rt.name)
+					require.Equal(t, b.storedIDs(t, rt)[0], rt.id(answer), "%s: the answer names the one stored", rt.name)
 					if c.name == "BeforeAnswer" {
 						require.Equal(t, string(w.body), rec.Body.String(), "%s: the answer the first request was writing", rt.name)
 						require.Equal(t, w.status, rec.Code)

@@ -50,8 +50,8 @@ func (s *server) mountMessaging(api *routes) {
 	for _, p := range []string{"/whatsapp/{accountId}/group-management", "/group-management/{accountId}"} {
 		api.Handle(http.MethodPost, p, s.idempotent(s.manageGroup))
 	}
-	api.Handle(http.MethodPost, "/sandbox/{accountId}/inbound", s.idempotent(s.sandboxInbound))
-	api.Handle(http.MethodPost, "/sandbox/{accountId}/groups", s.idempotent(s.sandboxGroup))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/inbound", s.idempotentAnswering(s.sandboxInbound))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/groups", s.idempotentAnswering(s.sandboxGroup))
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -618,7 +618,7 @@ type recentMessagesResponse struct {
 	ThreadID  string              `json:"thread_id"`
 }
 
-func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {
+func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	var b sendBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -637,12 +637,19 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request) {
 	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
 		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
 		ThreadID: str(b.ThreadID), Content: content, Fields: fields, Provider: "sandbox",
+		Idempotency: answerWith(key, sandboxInboundAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "message_id": m.ID, "thread_id": m.ThreadID, "date_created": timestamp(m.CreatedAt)})
+	writeAnswer(w, sandboxInboundAnswer(m))
+}
+
+// sandboxInboundAnswer is the answer to a sandbox inbound message, as
+// written and as recorded for its Idempotency-Key.
+func sandboxInboundAnswer(m domain.Message) idempotency.Response {
+	return jsonAnswer(http.StatusOK, map[string]any{"status": "success", "message_id": m.ID, "thread_id": m.ThreadID, "date_created": timestamp(m.CreatedAt)})
 }
 
 type sandboxGroupBody struct {
@@ -652,7 +659,7 @@ type sandboxGroupBody struct {
 	Participants []string `json:"participants"`
 }
 
-func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request) {
+func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	var b sandboxGroupBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -671,10 +678,18 @@ func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	t, parts, err := s.messaging.CreateGroup(r.Context(), messaging.GroupInput{
 		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, AgentNumber: *b.AgentNumber, Title: *b.Title, Participants: b.Participants,
+		Idempotency: answerWith(key, sandboxGroupAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"status": "success", "data": map[string]any{"thread_id": t.ID, "title": t.Name, "participants": addresses(parts)}})
+	writeAnswer(w, sandboxGroupAnswer(domain.GroupState{Thread: t, Members: parts}))
+}
+
+// sandboxGroupAnswer is the answer to a simulated group, as written and
+// as recorded for its Idempotency-Key.
+func sandboxGroupAnswer(g domain.GroupState) idempotency.Response {
+	return jsonAnswer(http.StatusCreated, map[string]any{"status": "success",
+		"data": map[string]any{"thread_id": g.Thread.ID, "title": g.Thread.Name, "participants": addresses(g.Members)}})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -20,9 +21,9 @@ type WebhookUseCases interface {
 	Get(ctx context.Context, accountID string) (webhooks.View, error)
 	Put(ctx context.Context, in webhooks.PutInput) (webhooks.View, error)
 	RotateSecret(ctx context.Context, accountID string) (webhooks.View, error)
-	Test(ctx context.Context, accountID string) (webhook.Delivery, error)
+	Test(ctx context.Context, accountID string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error)
 	Deliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error)
-	Replay(ctx context.Context, accountID, id string) (webhook.Delivery, error)
+	Replay(ctx context.Context, accountID, id string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error)
 	Updates(ctx context.Context, accountID, after string, limit int) ([]event.Event, string, error)
 	Acknowledge(ctx context.Context, accountID, messageID string) error
 }
@@ -34,9 +35,9 @@ func (s *server) mountWebhooks(api *routes) {
 	api.Handle(http.MethodGet, "/accounts/{accountId}/webhook", s.getWebhook)
 	api.Handle(http.MethodPut, "/accounts/{accountId}/webhook", s.putWebhook)
 	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/rotate-secret", s.idempotentKeeping(s.rotateWebhookSecret, withoutSecret))
-	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/test", s.idempotent(s.testWebhook))
+	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/test", s.idempotentAnswering(s.testWebhook))
 	api.Handle(http.MethodGet, "/accounts/{accountId}/webhook/deliveries", s.listWebhookDeliveries)
-	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/deliveries/{deliveryId}/replay", s.idempotent(s.replayWebhookDelivery))
+	api.Handle(http.MethodPost, "/accounts/{accountId}/webhook/deliveries/{deliveryId}/replay", s.idempotentAnswering(s.replayWebhookDelivery))
 	api.Handle(http.MethodGet, "/messages/updates", s.messageUpdates)
 	api.Handle(http.MethodPost, "/messages/wa/whatsapp/incoming", s.idempotent(s.acknowledgeIncoming))
 }
@@ -167,13 +168,19 @@ func deliveryJSON(d webhook.Delivery) map[string]any {
 	return out
 }
 
-func (s *server) testWebhook(w http.ResponseWriter, r *http.Request) {
-	d, err := s.webhooks.Test(r.Context(), mux.Vars(r)["accountId"])
+func (s *server) testWebhook(w http.ResponseWriter, r *http.Request, key *heldKey) {
+	d, err := s.webhooks.Test(r.Context(), mux.Vars(r)["accountId"], answerWith(key, deliveryAcceptedAnswer))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"status": "success", "data": deliveryJSON(d)})
+	writeAnswer(w, deliveryAcceptedAnswer(d))
+}
+
+// deliveryAcceptedAnswer is the answer to a test or a replay, as written
+// and as recorded for its Idempotency-Key.
+func deliveryAcceptedAnswer(d webhook.Delivery) idempotency.Response {
+	return jsonAnswer(http.StatusAccepted, map[string]any{"status": "success", "data": deliveryJSON(d)})
 }
 
 func (s *server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
@@ -209,14 +216,14 @@ func (s *server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "total_count": total, "has_more": offset+len(list) < total})
 }
 
-func (s *server) replayWebhookDelivery(w http.ResponseWriter, r *http.Request) {
+func (s *server) replayWebhookDelivery(w http.ResponseWriter, r *http.Request, key *heldKey) {
 	vars := mux.Vars(r)
-	d, err := s.webhooks.Replay(r.Context(), vars["accountId"], vars["deliveryId"])
+	d, err := s.webhooks.Replay(r.Context(), vars["accountId"], vars["deliveryId"], answerWith(key, deliveryAcceptedAnswer))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"status": "success", "data": deliveryJSON(d)})
+	writeAnswer(w, deliveryAcceptedAnswer(d))
 }
 
 func (s *server) messageUpdates(w http.ResponseWriter, r *http.Request) {

@@ -152,7 +152,7 @@ func TestGoneDisables(t *testing.T) {
 			// Later events are not delivered to a disabled endpoint.
 			b.emit(t, "thr_gone", 2)
 			require.Len(t, b.deliveries(t, ""), 1)
-			_, err = b.svc.Test(context.Background(), b.account)
+			_, err = b.svc.Test(context.Background(), b.account, nil)
 			require.True(t, failure.Is(err, failure.KindConflict), "testing a disabled webhook is refused: %v", err)
 		})
 	}
@@ -318,7 +318,7 @@ func TestReplay(t *testing.T) {
 			b.emit(t, "thr_replay", 1)
 			waitFor(t, "the delivery", func() bool { return len(b.deliveries(t, webhook.Succeeded)) == 1 })
 			d := b.deliveries(t, "")[0]
-			_, err := b.svc.Replay(context.Background(), b.account, d.ID)
+			_, err := b.svc.Replay(context.Background(), b.account, d.ID, nil)
 			require.NoError(t, err)
 			waitFor(t, "the replay", func() bool { return rc.count.Load() == 2 })
 			got := rc.requests()
@@ -328,7 +328,7 @@ func TestReplay(t *testing.T) {
 				d := b.deliveries(t, webhook.Succeeded)
 				return len(d) == 1 && len(d[0].Log) == 2
 			})
-			_, err = b.svc.Replay(context.Background(), b.account, "whk_doesnotexist")
+			_, err = b.svc.Replay(context.Background(), b.account, "whk_doesnotexist", nil)
 			require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
 		})
 	}
@@ -348,7 +348,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEqual(t, old, v.Secret)
 			require.True(t, strings.HasPrefix(v.Secret, webhook.SecretPrefix))
-			_, err = b.svc.Test(context.Background(), b.account)
+			_, err = b.svc.Test(context.Background(), b.account, nil)
 			require.NoError(t, err)
 			waitFor(t, "the test delivery", func() bool { return rc.count.Load() == 1 })
 			r := rc.requests()[0]

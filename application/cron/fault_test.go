@@ -162,7 +162,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	var jobIDs []string
 	for range jobs {
 		j, err := svc.Create(ctx, acc.ID, cron.Job{EndpointURL: rcv.srv.URL + "/hook", Method: "POST",
-			Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}})
+			Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}}, nil)
 		require.NoError(t, err)
 		jobIDs = append(jobIDs, j.ID)
 	}

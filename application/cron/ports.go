@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
@@ -32,6 +33,8 @@ type Repos interface {
 	LastExecution(ctx context.Context, jobID string) (e cron.Execution, ok bool, err error)
 	// Executions lists a job's finished executions, newest slot first.
 	Executions(ctx context.Context, q ExecutionQuery) ([]cron.Execution, int, error)
+	// Recorder records a creation's answer under its Idempotency-Key.
+	idempotency.Recorder
 
 	SchedulerRepos
 }

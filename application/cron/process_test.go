@@ -135,7 +135,7 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	})
 	for range jobs {
 		_, err := svc.Create(ctx, acc.ID, cron.Job{EndpointURL: ep.srv.URL + "/hook", Method: "POST",
-			Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}})
+			Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}}, nil)
 		require.NoError(t, err)
 	}
 

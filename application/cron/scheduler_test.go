@@ -246,7 +246,7 @@ func (b *bundle) create(t *testing.T, j cron.Job) cron.Job {
 	if j.Method == "" {
 		j.Method = "POST"
 	}
-	got, err := b.svc.Create(context.Background(), b.account, j)
+	got, err := b.svc.Create(context.Background(), b.account, j, nil)
 	require.NoError(t, err)
 	return got
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -90,7 +91,11 @@ func (s *Service) check(ctx context.Context, j cron.Job, urlChanged bool) (cron.
 }
 
 // Create stores a new active job for an account.
-func (s *Service) Create(ctx context.Context, accountID string, j cron.Job) (cron.Job, error) {
+//
+// answer, when set, records the answer to the creation under its
+// Idempotency-Key in the transaction that stores the job, so that a crash
+// cannot leave a job whose retry would create a second one.
+func (s *Service) Create(ctx context.Context, accountID string, j cron.Job, answer *idempotency.Completion[cron.Job]) (cron.Job, error) {
 	j.ID, j.AccountID, j.Status = ident.New(ident.CronJob), accountID, cron.Active
 	j.CreatedAt, j.UpdatedAt, j.Version = s.now(), nil, 0
 	j, err := s.check(ctx, j, true)
@@ -109,7 +114,10 @@ func (s *Service) Create(ctx context.Context, accountID string, j cron.Job) (cro
 			return &failure.Error{Kind: failure.KindRateLimited, Code: "cron_job_limit_reached",
 				Message: "this account has the most cron jobs allowed; delete one first"}
 		}
-		return r.InsertJob(ctx, j)
+		if err := r.InsertJob(ctx, j); err != nil {
+			return err
+		}
+		return answer.Record(ctx, r, j)
 	})
 	if err != nil {
 		return cron.Job{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -30,6 +31,9 @@ type InboundInput struct {
 	ProviderMessageID string
 	// Provider, when set, is the provider the agent number must be on.
 	Provider account.Provider
+	// Idempotency, when set, records the answer under its Idempotency-Key
+	// in the transaction that stores the message (the sandbox route).
+	Idempotency *idempotency.Completion[messaging.Message]
 }
 
 // Receive stores an inbound message durably, creating the contact and the
@@ -75,7 +79,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		if in.ProviderMessageID != "" {
 			if existing, err := r.MessageByProviderID(ctx, service, in.ProviderMessageID); err == nil {
 				out = existing // a repeated report: stored once
-				return nil
+				return in.Idempotency.Record(ctx, r, out)
 			}
 		}
 		var thread messaging.Thread
@@ -114,7 +118,10 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		if err := r.TouchThread(ctx, thread.ID, now, true); err != nil {
 			return err
 		}
-		return s.recordMessageEvent(ctx, r, event.MessageReceived, out, thread.Type)
+		if err := s.recordMessageEvent(ctx, r, event.MessageReceived, out, thread.Type); err != nil {
+			return err
+		}
+		return in.Idempotency.Record(ctx, r, out)
 	})
 	return out, err
 }
@@ -152,6 +159,9 @@ type GroupInput struct {
 	AgentNumber  string
 	Title        string
 	Participants []string
+	// Idempotency, when set, records the answer under its Idempotency-Key
+	// in the transaction that stores the group (its thread and members).
+	Idempotency *idempotency.Completion[messaging.GroupState]
 }
 
 // MaxGroupParticipants is WhatsApp's group size limit.
@@ -212,7 +222,11 @@ func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (messaging.Thr
 		for _, part := range in.Participants {
 			members = append(members, messaging.Participant{Address: part})
 		}
-		return r.InsertGroup(ctx, messaging.GroupState{Thread: t, InviteCode: inviteCode(), Members: members})
+		group := messaging.GroupState{Thread: t, InviteCode: inviteCode(), Members: members}
+		if err := r.InsertGroup(ctx, group); err != nil {
+			return err
+		}
+		return in.Idempotency.Record(ctx, r, group)
 	})
 	return t, members, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -31,6 +32,9 @@ type FanoutRepos interface {
 // NotFound for rows of other accounts exactly as for missing rows.
 type Repos interface {
 	FanoutRepos
+	// Recorder records a test's or a replay's answer under its
+	// Idempotency-Key.
+	idempotency.Recorder
 	// SaveWebhookEndpoint inserts or replaces an account's endpoint.
 	SaveWebhookEndpoint(ctx context.Context, r Record) error
 	// WebhookDelivery reads a delivery with its event's payload; an empty

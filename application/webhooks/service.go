@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -283,7 +284,10 @@ func (s *Service) signer(rec Record, now time.Time) (webhook.Endpoint, *webhook.
 }
 
 // Test records a webhook.test event and delivers it to the endpoint.
-func (s *Service) Test(ctx context.Context, accountID string) (webhook.Delivery, error) {
+//
+// answer, when set, records the answer under its Idempotency-Key in the
+// transaction that enqueues the delivery (Replay too).
+func (s *Service) Test(ctx context.Context, accountID string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error) {
 	var out webhook.Delivery
 	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
 		rec, err := r.WebhookEndpoint(ctx, accountID)
@@ -303,8 +307,10 @@ func (s *Service) Test(ctx context.Context, accountID string) (webhook.Delivery,
 		if err := r.InsertEvent(ctx, e); err != nil {
 			return err
 		}
-		out, err = s.enqueue(ctx, r, e)
-		return err
+		if out, err = s.enqueue(ctx, r, e); err != nil {
+			return err
+		}
+		return answer.Record(ctx, r, out)
 	})
 	return out, err
 }
@@ -371,7 +377,7 @@ func (s *Service) Deliveries(ctx context.Context, q DeliveryQuery) ([]webhook.De
 
 // Replay delivers a delivery again, with the same webhook-id and a fresh
 // schedule; its earlier attempts stay in the log.
-func (s *Service) Replay(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
+func (s *Service) Replay(ctx context.Context, accountID, id string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error) {
 	if !ident.Valid(ident.Webhook, id) {
 		return webhook.Delivery{}, failure.NotFound("delivery")
 	}
@@ -400,7 +406,10 @@ func (s *Service) Replay(ctx context.Context, accountID, id string) (webhook.Del
 		// in batches, after the delivery is marked), and a replay must
 		// not be folded into it. A second replay's job finds the delivery
 		// sent by the first and leaves it.
-		return s.enqueueJob(ctx, r, d, "")
+		if err := s.enqueueJob(ctx, r, d, ""); err != nil {
+			return err
+		}
+		return answer.Record(ctx, r, out)
 	})
 	return out, err
 }

@@ -104,15 +104,22 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // As returns the *Error in err's chain, or, for an error that carries none,
-// an unavailable error when a deadline passed (the work may succeed when
-// retried) and an internal error wrapping err otherwise.
+// an unavailable error when a deadline passed or the request was cancelled
+// (the work may succeed when retried) and an internal error wrapping err
+// otherwise.
 func As(err error) *Error {
 	var fe *Error
 	if errors.As(err, &fe) {
 		return fe
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "the request ran out of time; retry later",
+			RetryAfter: time.Second, Err: err}
+	case errors.Is(err, context.Canceled):
+		// The caller went away or the server is stopping: nobody may read
+		// the answer, and it is no bug of the server's.
+		return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "the request was cancelled; retry later",
 			RetryAfter: time.Second, Err: err}
 	}
 	return &Error{Kind: KindInternal, Code: "internal_error", Message: "internal server error", Err: err}

@@ -1,6 +1,7 @@
 package failure_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -34,5 +35,20 @@ func TestProblemsCollectsEveryField(t *testing.T) {
 	err := failure.As(p.Err())
 	if err.Kind != failure.KindInvalid || len(err.Fields) != 2 || err.Fields[1].Path[0] != "service" || err.Fields[0].In != "body" {
 		t.Fatalf("got %+v", err)
+	}
+}
+
+// A request out of time or cancelled is unavailable (503 with Retry-After),
+// not a bug of the server's (500), whatever wrapped it.
+func TestAsTreatsEndedContextsAsUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{context.DeadlineExceeded, context.Canceled} {
+		got := failure.As(fmt.Errorf("read account: %w", cause))
+		if got.Kind != failure.KindUnavailable || got.Code != "unavailable" || got.RetryAfter <= 0 || !errors.Is(got, cause) {
+			t.Fatalf("As(%v) = %+v", cause, got)
+		}
+	}
+	if failure.Is(context.DeadlineExceeded, failure.KindUnavailable) {
+		t.Fatal("Is reports only kinds carried in the chain")
 	}
 }

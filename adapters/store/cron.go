@@ -427,10 +427,18 @@ func (r *Repos) TakeOverExpired(ctx context.Context, now time.Time, lease appcro
 	return execsOf(rows), int(failed), nil
 }
 
-// RenewExecutionLeases extends the owner's leases in one statement.
+// RenewExecutionLeases extends the owner's leases in one statement. On
+// Postgres it skips the rows another statement holds: the recorder
+// finishing them, which locks its batch in another order (they deadlocked
+// under 10,000 runs due at once), or a call start, whose row the next
+// renewal, a third of a lease later, extends.
 func (r *Repos) RenewExecutionLeases(ctx context.Context, lease appcron.Lease) (int, error) {
-	res, err := r.write.NewRaw(`UPDATE cron_executions SET lease_until = ? WHERE status = 'running' AND lease_owner = ?`,
-		micros(lease.Until), lease.Owner).Exec(ctx)
+	q := `UPDATE cron_executions SET lease_until = ? WHERE status = 'running' AND lease_owner = ?`
+	if r.dialect == Postgres {
+		q = `UPDATE cron_executions SET lease_until = ? WHERE id IN (
+			SELECT id FROM cron_executions WHERE status = 'running' AND lease_owner = ? FOR UPDATE SKIP LOCKED)`
+	}
+	res, err := r.write.NewRaw(q, micros(lease.Until), lease.Owner).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("renew cron leases: %w", err)
 	}

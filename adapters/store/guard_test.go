@@ -133,3 +133,29 @@ func TestSQLiteLockedIsUnavailable(t *testing.T) {
 	require.True(t, failure.Is(err, failure.KindUnavailable), "got %v", err)
 	require.False(t, errors.Is(err, context.DeadlineExceeded))
 }
+
+// A pool held by slow queries makes a request wait for a connection only
+// until its deadline, and the wait's end is the unavailable failure (503),
+// not an internal error.
+func TestExhaustedPoolWaitEndsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	db, err := store.Open(context.Background(), dbtest.URL(t, store.Postgres), store.Options{MaxConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+
+	slow := make(chan error, 1)
+	go func() {
+		_, err := db.Bun().ExecContext(context.Background(), "SELECT pg_sleep(1.5)")
+		slow <- err
+	}()
+	require.Eventually(t, func() bool { return db.Bun().DB.Stats().InUse == 1 }, 5*time.Second, time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = db.Repos().Account(ctx, "acc_nobody")
+	require.Error(t, err)
+	fe := failure.As(err)
+	require.Equal(t, failure.KindUnavailable, fe.Kind, "got %v", err)
+	require.Positive(t, fe.RetryAfter)
+	require.NoError(t, <-slow, "the slow query itself is untouched")
+}

@@ -25,12 +25,12 @@ type providerFlags struct {
 }
 
 func (p *providerFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&p.botToken, "bot-token", "", "telegram: the bot token from @BotFather")
+	secretVar(f, &p.botToken, "bot-token", "telegram: the bot token from @BotFather")
 	f.StringVar(&p.inbound, "inbound", "", "telegram: webhook or polling (default: webhook when the server has --public-url)")
 	f.StringVar(&p.phoneNumberID, "phone-number-id", "", "whatsapp-cloud: the Cloud API phone number id")
-	f.StringVar(&p.accessToken, "access-token", "", "whatsapp-cloud: a system user access token")
-	f.StringVar(&p.appSecret, "app-secret", "", "whatsapp-cloud: the Meta app secret (verifies webhook signatures)")
-	f.StringVar(&p.verifyToken, "verify-token", "", "whatsapp-cloud: the verify token typed into the app's webhook settings")
+	secretVar(f, &p.accessToken, "access-token", "whatsapp-cloud: a system user access token")
+	secretVar(f, &p.appSecret, "app-secret", "whatsapp-cloud: the Meta app secret (verifies webhook signatures)")
+	secretVar(f, &p.verifyToken, "verify-token", "whatsapp-cloud: the verify token typed into the app's webhook settings")
 	f.StringVar(&p.apiBaseURL, "api-base-url", "", "telegram, whatsapp-cloud: the provider API's base URL (a proxy or a test server)")
 	f.StringVar(&p.graphVersion, "graph-version", "", "whatsapp-cloud: the Graph API version (default "+whatsapp.DefaultVersion+")")
 }

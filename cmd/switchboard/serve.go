@@ -47,7 +47,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.StringVar(&s.cfg.TLSCertFile, "tls-cert-file", "", "PEM certificate file; with --tls-key-file the server speaks HTTPS itself")
 	f.StringVar(&s.cfg.TLSKeyFile, "tls-key-file", "", "PEM private key file")
 	f.StringVar(&s.cfg.EmailDomain, "email-domain", s.cfg.EmailDomain, "the service's own email domain")
-	f.StringVar(&s.cfg.SMTPURL, "smtp-url", "", "SMTP relay for email, smtp://user:pass@host:port?tls=starttls|implicit|none (empty: the sandbox mailbox)")
+	secretVar(f, &s.cfg.SMTPURL, "smtp-url", "SMTP relay for email, smtp://user:pass@host:port?tls=starttls|implicit|none (empty: the sandbox mailbox)")
 	f.StringVar(&s.cfg.SMTPDKIM, "smtp-dkim", "", "DKIM keys for email, comma-separated domain=selector:keyfile")
 	f.StringVar(&s.allowPrivateURLs, "allow-private-urls", "", "comma-separated CIDR ranges customer URLs may point into (self-hosted setups)")
 	f.Float64Var(&s.cfg.Limits.RatePerSecond, "rate-limit", s.cfg.Limits.RatePerSecond, "requests per second per account (0 disables)")

@@ -102,7 +102,10 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	if u.User != nil {
 		return errors.New("must not contain credentials")
 	}
-	host := u.Hostname()
+	host := canonicalName(u.Hostname())
+	if host == "" {
+		return errors.New("must be an absolute http(s) URL")
+	}
 	if ip, ok := parseIPLiteral(host); ok {
 		return g.CheckAddr(ip)
 	}
@@ -111,7 +114,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		// into addresses; no real host name looks like this.
 		return fmt.Errorf("%w: %q is an IP address in a non-standard spelling", ErrForbiddenAddress, host)
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		if !g.allowsLoopback() {
 			return fmt.Errorf("%w: %s", ErrForbiddenAddress, host)
 		}
@@ -128,6 +131,13 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		}
 	}
 	return nil
+}
+
+// canonicalName is the spelling of a host the checks compare and look up:
+// lower case, without the trailing dots of a fully qualified name
+// ("LocalHost." is localhost, and resolves like it).
+func canonicalName(host string) string {
+	return strings.ToLower(strings.TrimRight(host, "."))
 }
 
 func (g *Guard) allowsLoopback() bool {

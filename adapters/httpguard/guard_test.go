@@ -68,6 +68,40 @@ func TestCheckURLRefusesSpecialAddresses(t *testing.T) {
 	}
 }
 
+func TestCheckURLSeesThroughSpellingsOfAName(t *testing.T) {
+	t.Parallel()
+	g := httpguard.New(httpguard.Options{Resolver: resolver, Dialer: &recordingDialer{}})
+	ctx := context.Background()
+	for _, tt := range []struct {
+		raw     string
+		allowed bool
+	}{
+		{raw: "http://localhost./"},
+		{raw: "http://localhost../"},
+		{raw: "http://LOCALHOST/"},
+		{raw: "http://LocalHost.:8080/"},
+		{raw: "http://foo.localhost./"},
+		{raw: "http://Foo.LOCALHOST./hook"},
+		{raw: "http://rebind.example./"},
+		{raw: "http://REBIND.Example/"},
+		{raw: "http://metadata.google./"},
+		{raw: "http://127.0.0.1./"},
+		{raw: "http://0x7f.1./"},
+		{raw: "https://public.example./hook", allowed: true},
+		{raw: "https://PUBLIC.example/hook", allowed: true},
+	} {
+		t.Run(tt.raw, func(t *testing.T) {
+			err := g.CheckURL(ctx, tt.raw)
+			if tt.allowed {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, httpguard.ErrForbiddenAddress)
+		})
+	}
+	require.Error(t, g.CheckURL(ctx, "http://./"), "a host of dots is no host")
+}
+
 func TestDialRefusesWithoutConnecting(t *testing.T) {
 	t.Parallel()
 	dialer := &recordingDialer{}

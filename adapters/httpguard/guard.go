@@ -219,6 +219,10 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	return nil, lastErr
 }
 
+// MaxResponseHeaderBytes bounds the header of every answer a customer
+// endpoint gives the guard's clients; a longer header fails the request.
+const MaxResponseHeaderBytes = 64 << 10
+
 // ClientOptions shape an HTTP client.
 type ClientOptions struct {
 	Timeout time.Duration
@@ -231,14 +235,15 @@ type ClientOptions struct {
 // guard, with no proxy.
 func (g *Guard) Client(opts ClientOptions) *http.Client {
 	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   10,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: opts.Timeout,
+		Proxy:                  nil,
+		DialContext:            g.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    10,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  opts.Timeout,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	c := &http.Client{Transport: transport, Timeout: opts.Timeout}
 	if opts.FollowRedirects {

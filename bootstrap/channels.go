@@ -104,14 +104,22 @@ type providerWebhooks struct {
 	whatsapp *whatsapp.Inbound
 }
 
-func (p providerWebhooks) TelegramWebhook(ctx context.Context, numberID, secret string, body []byte) error {
-	return p.telegram.Webhook(ctx, numberID, secret, body)
+func (p providerWebhooks) TelegramWebhook(ctx context.Context, numberID, secret string, body []byte) (rest.VerifiedPost, error) {
+	return verified(p.telegram.Authenticate(ctx, numberID, secret, body))
 }
 
 func (p providerWebhooks) WhatsAppVerify(ctx context.Context, numberID, mode, token, challenge string) (string, error) {
 	return p.whatsapp.Verify(ctx, numberID, mode, token, challenge)
 }
 
-func (p providerWebhooks) WhatsAppWebhook(ctx context.Context, numberID, signature string, body []byte) error {
-	return p.whatsapp.Webhook(ctx, numberID, signature, body)
+func (p providerWebhooks) WhatsAppWebhook(ctx context.Context, numberID, signature string, body []byte) (rest.VerifiedPost, error) {
+	return verified(p.whatsapp.Authenticate(ctx, numberID, signature, body))
+}
+
+// verified keeps a failed check's nil post out of the interface.
+func verified[P rest.VerifiedPost](post P, err error) (rest.VerifiedPost, error) {
+	if err != nil {
+		return nil, err
+	}
+	return post, nil
 }

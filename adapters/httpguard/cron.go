@@ -33,10 +33,11 @@ func (g *Guard) NewCronCaller() *CronCaller {
 		// Bounds the connections to one host, so a host many jobs call
 		// at once is not flooded (calls queue for a connection within
 		// their own timeouts) and connections are reused, not churned.
-		MaxConnsPerHost:       256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		MaxConnsPerHost:        256,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	return &CronCaller{client: &http.Client{
 		Transport:     transport,

@@ -102,7 +102,10 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	if u.User != nil {
 		return errors.New("must not contain credentials")
 	}
-	host := u.Hostname()
+	host := canonicalName(u.Hostname())
+	if host == "" {
+		return errors.New("must be an absolute http(s) URL")
+	}
 	if ip, ok := parseIPLiteral(host); ok {
 		return g.CheckAddr(ip)
 	}
@@ -111,7 +114,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		// into addresses; no real host name looks like this.
 		return fmt.Errorf("%w: %q is an IP address in a non-standard spelling", ErrForbiddenAddress, host)
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		if !g.allowsLoopback() {
 			return fmt.Errorf("%w: %s", ErrForbiddenAddress, host)
 		}
@@ -128,6 +131,13 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		}
 	}
 	return nil
+}
+
+// canonicalName is the spelling of a host the checks compare and look up:
+// lower case, without the trailing dots of a fully qualified name
+// ("LocalHost." is localhost, and resolves like it).
+func canonicalName(host string) string {
+	return strings.ToLower(strings.TrimRight(host, "."))
 }
 
 func (g *Guard) allowsLoopback() bool {
@@ -209,6 +219,10 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	return nil, lastErr
 }
 
+// MaxResponseHeaderBytes bounds the header of every answer a customer
+// endpoint gives the guard's clients; a longer header fails the request.
+const MaxResponseHeaderBytes = 64 << 10
+
 // ClientOptions shape an HTTP client.
 type ClientOptions struct {
 	Timeout time.Duration
@@ -221,14 +235,15 @@ type ClientOptions struct {
 // guard, with no proxy.
 func (g *Guard) Client(opts ClientOptions) *http.Client {
 	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   10,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: opts.Timeout,
+		Proxy:                  nil,
+		DialContext:            g.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    10,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  opts.Timeout,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	c := &http.Client{Transport: transport, Timeout: opts.Timeout}
 	if opts.FollowRedirects {

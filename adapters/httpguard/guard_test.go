@@ -3,16 +3,20 @@ package httpguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 )
 
 // recordingDialer records every address the guard tries to connect to and
@@ -66,6 +70,40 @@ func TestCheckURLRefusesSpecialAddresses(t *testing.T) {
 	for _, raw := range []string{"https://public.example/hook", "https://93.184.215.14/", "https://not-yet-in-dns.example/"} {
 		require.NoError(t, g.CheckURL(ctx, raw), raw)
 	}
+}
+
+func TestCheckURLSeesThroughSpellingsOfAName(t *testing.T) {
+	t.Parallel()
+	g := httpguard.New(httpguard.Options{Resolver: resolver, Dialer: &recordingDialer{}})
+	ctx := context.Background()
+	for _, tt := range []struct {
+		raw     string
+		allowed bool
+	}{
+		{raw: "http://localhost./"},
+		{raw: "http://localhost../"},
+		{raw: "http://LOCALHOST/"},
+		{raw: "http://LocalHost.:8080/"},
+		{raw: "http://foo.localhost./"},
+		{raw: "http://Foo.LOCALHOST./hook"},
+		{raw: "http://rebind.example./"},
+		{raw: "http://REBIND.Example/"},
+		{raw: "http://metadata.google./"},
+		{raw: "http://127.0.0.1./"},
+		{raw: "http://0x7f.1./"},
+		{raw: "https://public.example./hook", allowed: true},
+		{raw: "https://PUBLIC.example/hook", allowed: true},
+	} {
+		t.Run(tt.raw, func(t *testing.T) {
+			err := g.CheckURL(ctx, tt.raw)
+			if tt.allowed {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, httpguard.ErrForbiddenAddress)
+		})
+	}
+	require.Error(t, g.CheckURL(ctx, "http://./"), "a host of dots is no host")
 }
 
 func TestDialRefusesWithoutConnecting(t *testing.T) {
@@ -134,4 +172,44 @@ func TestAllowListOpensRanges(t *testing.T) {
 	require.NoError(t, g.CheckURL(context.Background(), "http://10.20.30.40/hook"))
 	require.NoError(t, g.CheckURL(context.Background(), "http://rebind.example/"))
 	require.Error(t, g.CheckURL(context.Background(), "http://192.168.0.1/"))
+}
+
+// headerServer answers on 127.0.0.1 with about 1 MiB of headers on
+// /long, and a plain answer elsewhere.
+func headerServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	big := strings.Repeat("h", 1<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/long" {
+			for i := range 1 << 10 {
+				w.Header().Set(fmt.Sprintf("X-Filler-%d", i), big)
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestClientsRefuseOverlongResponseHeaders(t *testing.T) {
+	t.Parallel()
+	srv := headerServer(t)
+	g := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+
+	// The general client: media probes and fetches, group pictures.
+	client := g.Client(httpguard.ClientOptions{Timeout: 10 * time.Second, FollowRedirects: true})
+	resp, err := client.Get(srv.URL + "/short")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	_, err = client.Get(srv.URL + "/long")
+	require.ErrorContains(t, err, "server response headers exceeded 65536 bytes")
+
+	// The cron caller: the run fails with the reason.
+	cron := g.NewCronCaller()
+	ok := cron.Call(context.Background(), appcron.Request{Method: http.MethodGet, URL: srv.URL + "/short", Timeout: 10 * time.Second})
+	require.NoError(t, ok.Err)
+	require.Equal(t, http.StatusOK, ok.StatusCode)
+	long := cron.Call(context.Background(), appcron.Request{Method: http.MethodGet, URL: srv.URL + "/long", Timeout: 10 * time.Second})
+	require.ErrorContains(t, long.Err, "server response headers exceeded 65536 bytes")
+	require.Zero(t, long.StatusCode)
 }

@@ -1,7 +1,10 @@
 package rest_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -55,6 +58,8 @@ type chanBundle struct {
 	waOther  account.Number
 	tgSecret string
 	poller   *telegram.Connector
+	// url is the server's address on 127.0.0.1.
+	url string
 }
 
 // providerRoutes serves the provider routes the way bootstrap wires them.
@@ -63,16 +68,24 @@ type providerRoutes struct {
 	wa *whatsapp.Inbound
 }
 
-func (w providerRoutes) TelegramWebhook(ctx context.Context, id, secret string, body []byte) error {
-	return w.tg.Webhook(ctx, id, secret, body)
+func (w providerRoutes) TelegramWebhook(ctx context.Context, id, secret string, body []byte) (rest.VerifiedPost, error) {
+	v, err := w.tg.Authenticate(ctx, id, secret, body)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func (w providerRoutes) WhatsAppVerify(ctx context.Context, id, mode, token, challenge string) (string, error) {
 	return w.wa.Verify(ctx, id, mode, token, challenge)
 }
 
-func (w providerRoutes) WhatsAppWebhook(ctx context.Context, id, signature string, body []byte) error {
-	return w.wa.Webhook(ctx, id, signature, body)
+func (w providerRoutes) WhatsAppWebhook(ctx context.Context, id, signature string, body []byte) (rest.VerifiedPost, error) {
+	v, err := w.wa.Authenticate(ctx, id, signature, body)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // numbers lists a provider's numbers with their settings.
@@ -164,6 +177,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 	})
 	require.NoError(t, err)
 	srv := newTestServer(t, h)
+	b.url = srv
 	b.msgBundle = &msgBundle{callers: callers{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret}}
 	return b
 }
@@ -435,4 +449,63 @@ func TestProviderRouteLimits(t *testing.T) {
 	tg := "/v1/providers/telegram/" + b.tgNumber.ID + "/webhook"
 	require.Equal(t, http.StatusOK, b.client.Do(http.MethodPost, tg, ok, "X-Telegram-Bot-Api-Secret-Token", telegram.WebhookSecret(b.tgNumber.ID, b.tg.Settings())).StatusCode,
 		"another number's budget is untouched")
+}
+
+// postFrom posts body to path from the loopback address local (another
+// client address than the bundle's client, 127.0.0.1) and returns the status.
+func (b *chanBundle) postFrom(t *testing.T, local, path string, body []byte, headers ...string) int {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, b.url+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	return resp.StatusCode
+}
+
+func TestProviderRoutesVerifyBeforeTheNumberLimit(t *testing.T) {
+	t.Parallel()
+	// A number budget of 200 requests that does not refill during the
+	// test, and a budget of failed signatures too large to stop the flood.
+	b := setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.001, RateBurst: 200, AuthFailuresPerMinute: 1000})
+	body := whatsappfake.TextMessage(waPNID, "+1 415-555-0120", "14155550111", "Sheena Nelson", "wamid.flood", "signed")
+	update := telegramfake.PrivateText(7001, 1, 777000111, "Alice_W", "Alice", "signed")
+	for range 250 {
+		requireError(t, b.whatsappPost(t, body, whatsappfake.Sign(body, "forged")), http.StatusUnauthorized, "unauthorized")
+		requireError(t, b.telegramUpdate(t, update, "forged"), http.StatusUnauthorized, "unauthorized")
+	}
+	r := b.whatsappPost(t, body, whatsappfake.Sign(body, waSecret))
+	require.Equal(t, http.StatusOK, r.StatusCode, "a signed post after 250 unsigned ones: %s", r.Body)
+	r = b.telegramUpdate(t, update, b.tgSecret)
+	require.Equal(t, http.StatusOK, r.StatusCode, "a signed update after 250 unsigned ones: %s", r.Body)
+	require.Equal(t, 2, b.messageCount(t))
+}
+
+func TestProviderRoutesLimitFailedSignaturesPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.001, RateBurst: 200, AuthFailuresPerMinute: 5})
+	wa := "/v1/providers/whatsapp/" + b.waNumber.ID + "/webhook"
+	body := whatsappfake.TextMessage(waPNID, "+1 415-555-0120", "14155550111", "Sheena Nelson", "wamid.address", "signed")
+	forged := []string{"Content-Type", "application/json", "X-Hub-Signature-256", whatsappfake.Sign(body, "forged")}
+
+	// An unsigned flood from 127.0.0.2 ends in 429 for that address.
+	codes := map[int]int{}
+	for range 20 {
+		codes[b.postFrom(t, "127.0.0.2", wa, body, forged...)]++
+	}
+	require.Equal(t, map[int]int{http.StatusUnauthorized: 5, http.StatusTooManyRequests: 15}, codes)
+
+	// Other addresses are not held back: their failures are still 401,
+	// their signed posts are stored.
+	require.Equal(t, http.StatusUnauthorized, b.postFrom(t, "127.0.0.3", wa, body, forged...))
+	r := b.whatsappPost(t, body, whatsappfake.Sign(body, waSecret))
+	require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+	require.Equal(t, 1, b.messageCount(t))
 }

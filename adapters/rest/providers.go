@@ -14,24 +14,37 @@ import (
 
 // ProviderWebhooks is what the inbound provider routes hand their requests
 // to. Each method checks the provider's signature (or token) itself, in
-// constant time, before it trusts anything in the request.
+// constant time, before it trusts anything in the request; the posts come
+// back verified and not yet stored, so that only verified posts are
+// charged to their number's rate limit.
 type ProviderWebhooks interface {
-	// TelegramWebhook takes a Bot API update; secret is the
-	// X-Telegram-Bot-Api-Secret-Token header.
-	TelegramWebhook(ctx context.Context, numberID, secret string, body []byte) error
+	// TelegramWebhook checks a Bot API update; secret is the
+	// X-Telegram-Bot-Api-Secret-Token header. Unauthenticated when it
+	// does not match.
+	TelegramWebhook(ctx context.Context, numberID, secret string, body []byte) (VerifiedPost, error)
 	// WhatsAppVerify answers the Cloud API subscription handshake with the
-	// challenge to echo.
+	// challenge to echo; Forbidden (verification_failed) for a wrong token.
 	WhatsAppVerify(ctx context.Context, numberID, mode, token, challenge string) (string, error)
-	// WhatsAppWebhook takes a Cloud API notification; signature is the
-	// X-Hub-Signature-256 header.
-	WhatsAppWebhook(ctx context.Context, numberID, signature string, body []byte) error
+	// WhatsAppWebhook checks a Cloud API notification; signature is the
+	// X-Hub-Signature-256 header. Unauthenticated when it does not verify.
+	WhatsAppWebhook(ctx context.Context, numberID, signature string, body []byte) (VerifiedPost, error)
 }
+
+// VerifiedPost is a provider post whose signature checked out.
+type VerifiedPost interface {
+	// Deliver stores what the post carries.
+	Deliver(ctx context.Context) error
+}
+
+// providerAnswer does a verified request's work and writes its response.
+type providerAnswer func(w http.ResponseWriter, r *http.Request) error
 
 // mountProviders adds the routes the providers call. They carry no API
 // key: the provider's signature authenticates them, so they sit outside
-// the authenticated /v1 subrouter, with the body limit of every route, a
-// rate limit per agent number, and the failed-authentication budget per
-// client address.
+// the authenticated /v1 subrouter, with the body limit of every route.
+// The signature is checked first: verified requests are charged to their
+// agent number's rate limit, failed ones to their client address's budget
+// of failed signatures.
 func (s *server) mountProviders(top *routes) {
 	if s.providers == nil {
 		return
@@ -41,34 +54,41 @@ func (s *server) mountProviders(top *routes) {
 	top.Handle(http.MethodPost, "/v1/providers/whatsapp/{numberId}/webhook", s.providerRoute(s.whatsappWebhook))
 }
 
-// providerRoute applies the limits of the provider routes around h.
-func (s *server) providerRoute(h func(w http.ResponseWriter, r *http.Request, numberID string) error) http.HandlerFunc {
+// providerRoute applies the limits of the provider routes around verify,
+// which checks the request's signature and returns what answers it.
+func (s *server) providerRoute(verify func(r *http.Request, numberID string) (providerAnswer, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
 			ri.route = tmpl
 		}
 		client := clientAddress(r)
-		if wait := s.authFailures.blocked(client); wait > 0 {
+		if wait := s.providerFailures.blocked(client); wait > 0 {
 			writeError(w, r, failure.RateLimited("too many failed webhook signatures from this address", wait))
 			return
 		}
 		numberID := mux.Vars(r)["numberId"]
 		if !ident.Valid(ident.Number, numberID) {
-			// Not a number id: answered before it can take a rate bucket.
 			writeError(w, r, failure.NotFound("number"))
 			return
 		}
+		answer, err := verify(r, numberID)
+		if err != nil {
+			// Only failed signatures and tokens count against the client
+			// address: a provider's own addresses also carry good traffic.
+			if failure.Is(err, failure.KindUnauthenticated) || failure.As(err).Code == "verification_failed" {
+				s.providerFailures.record(client)
+			}
+			writeError(w, r, err)
+			return
+		}
+		// Only verified requests spend the number's budget: posts anyone
+		// can forge must not crowd out the provider's.
 		if wait := s.accountLimits.take("provider:" + numberID); wait > 0 {
 			writeError(w, r, failure.RateLimited("rate limit exceeded for this agent number", wait))
 			return
 		}
-		if err := h(w, r, numberID); err != nil {
-			// Only failed signatures and tokens count against the client
-			// address: a provider's own addresses also carry good traffic.
-			if failure.Is(err, failure.KindUnauthenticated) || failure.As(err).Code == "verification_failed" {
-				s.authFailures.record(client)
-			}
+		if err := answer(w, r); err != nil {
 			writeError(w, r, err)
 		}
 	}
@@ -87,39 +107,52 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, err
 }
 
-func (s *server) telegramWebhook(w http.ResponseWriter, r *http.Request, numberID string) error {
+func (s *server) telegramWebhook(r *http.Request, numberID string) (providerAnswer, error) {
 	body, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.providers.TelegramWebhook(r.Context(), numberID, r.Header.Get("X-Telegram-Bot-Api-Secret-Token"), body); err != nil {
-		return err
+	post, err := s.providers.TelegramWebhook(r.Context(), numberID, r.Header.Get("X-Telegram-Bot-Api-Secret-Token"), body)
+	if err != nil {
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
+	return deliver(post), nil
 }
 
-func (s *server) whatsappVerify(w http.ResponseWriter, r *http.Request, numberID string) error {
+func (s *server) whatsappVerify(r *http.Request, numberID string) (providerAnswer, error) {
 	q := r.URL.Query()
 	challenge, err := s.providers.WhatsAppVerify(r.Context(), numberID, q.Get("hub.mode"), q.Get("hub.verify_token"), q.Get("hub.challenge"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, challenge)
-	return nil
+	return func(w http.ResponseWriter, _ *http.Request) error {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, challenge)
+		return nil
+	}, nil
 }
 
-func (s *server) whatsappWebhook(w http.ResponseWriter, r *http.Request, numberID string) error {
+func (s *server) whatsappWebhook(r *http.Request, numberID string) (providerAnswer, error) {
 	body, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.providers.WhatsAppWebhook(r.Context(), numberID, r.Header.Get("X-Hub-Signature-256"), body); err != nil {
-		return err
+	post, err := s.providers.WhatsAppWebhook(r.Context(), numberID, r.Header.Get("X-Hub-Signature-256"), body)
+	if err != nil {
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
+	return deliver(post), nil
+}
+
+// deliver answers a verified post: stored, then 200.
+func deliver(post VerifiedPost) providerAnswer {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := post.Deliver(r.Context()); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	}
 }

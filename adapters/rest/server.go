@@ -118,8 +118,11 @@ type server struct {
 	metrics         *httpMetrics
 	accountLimits   *keyedLimiter
 	authFailures    *keyedLimiter
-	emailDomain     string
-	openapiJSON     []byte
+	// providerFailures is the budget of failed provider signatures per
+	// client address, apart from failed API keys.
+	providerFailures *keyedLimiter
+	emailDomain      string
+	openapiJSON      []byte
 }
 
 // NewHandler builds the whole HTTP interface.
@@ -157,6 +160,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.Limits.AuthFailuresPerMinute > 0 {
 		s.authFailures = newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now)
+		s.providerFailures = newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now)
 	}
 
 	root := mux.NewRouter()

@@ -43,11 +43,21 @@ const (
 	idleCheckAfter = time.Second
 	// connBuffer sizes a connection's reader and writer.
 	connBuffer = 8 << 10
+	// maxResponseHeaderBytes bounds what is read of an answer before its
+	// header ends (as MaxResponseHeaderBytes does for http.Transport): a
+	// longer header fails the attempt.
+	maxResponseHeaderBytes = 64 << 10
 )
+
+// errHeaderTooLarge fails an attempt whose answer's header is too long.
+var errHeaderTooLarge = fmt.Errorf("response header larger than %d bytes", maxResponseHeaderBytes)
 
 // receiverConn is one kept-alive connection.
 type receiverConn struct {
 	net.Conn
+	// in is what br reads from: the connection, bounded while a header
+	// is read.
+	in        *headerLimit
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -122,7 +132,30 @@ func (p *connPool) get(ctx context.Context, t target) (c *receiverConn, reused b
 		}
 		conn = tc
 	}
-	return &receiverConn{Conn: conn, br: bufio.NewReaderSize(conn, connBuffer), bw: bufio.NewWriterSize(conn, connBuffer)}, false, nil
+	in := &headerLimit{r: conn, left: -1}
+	return &receiverConn{Conn: conn, in: in, br: bufio.NewReaderSize(in, connBuffer), bw: bufio.NewWriterSize(conn, connBuffer)}, false, nil
+}
+
+// headerLimit reads from r at most left bytes, or without a bound when
+// left is negative.
+type headerLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *headerLimit) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 func (p *connPool) checkAfter() time.Duration {
@@ -259,6 +292,10 @@ func exchange(ctx context.Context, c *receiverConn, t target, header map[string]
 	if err := w.Flush(); err != nil {
 		return answer{}, false, err
 	}
+	// The header is read within maxResponseHeaderBytes from the network
+	// (the reader's read-ahead included); the body is bounded by keep and
+	// drain.
+	c.in.left = maxResponseHeaderBytes
 	if _, err := c.br.Peek(1); err != nil {
 		return answer{}, false, err
 	}
@@ -266,6 +303,7 @@ func exchange(ctx context.Context, c *receiverConn, t target, header map[string]
 	if err != nil {
 		return answer{}, true, err
 	}
+	c.in.left = -1
 	defer res.Body.Close()
 	a = answer{status: res.StatusCode, header: res.Header}
 	if a.body, err = io.ReadAll(io.LimitReader(res.Body, keep)); err != nil {

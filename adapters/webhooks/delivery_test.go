@@ -182,6 +182,35 @@ func TestRedirectIsFailure(t *testing.T) {
 	}
 }
 
+// An answer whose header runs past 64 KiB is a failed attempt, retried,
+// however successful its status.
+func TestOverlongResponseHeaderIsFailure(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			big := strings.Repeat("h", 1<<10)
+			rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+				if n == 1 {
+					for i := range 1 << 10 { // 1 MiB of headers
+						w.Header().Set(fmt.Sprintf("X-Filler-%d", i), big)
+					}
+				}
+				w.WriteHeader(http.StatusOK)
+			})
+			b := setup(t, dialect, options{schedule: scaled(100000)})
+			b.put(t, rc.srv.URL+"/hook")
+			b.emit(t, "thr_headers", 1)
+			waitFor(t, "the delivery to succeed", func() bool { return len(b.deliveries(t, webhook.Succeeded)) == 1 })
+			d := b.deliveries(t, "")[0]
+			require.Equal(t, 2, d.Attempts, "the over-long answer was retried")
+			require.Zero(t, d.Log[0].StatusCode)
+			require.Contains(t, d.Log[0].Error, "response header larger than 65536 bytes")
+			require.Equal(t, http.StatusOK, d.Log[1].StatusCode)
+		})
+	}
+}
+
 // Failing every attempt for the disable window disables the endpoint.
 func TestFailingForDaysDisables(t *testing.T) {
 	t.Parallel()

@@ -100,22 +100,45 @@ type Inbound struct {
 	Inbox Inbox
 }
 
-// Webhook handles one POST to a number's webhook: the secret token header
-// must match (compared in constant time) before the body is looked at.
-func (in *Inbound) Webhook(ctx context.Context, numberID, secretHeader string, body []byte) error {
+// Verified is a webhook post whose secret token matched its number's.
+type Verified struct {
+	in     *Inbound
+	number account.Number
+	body   []byte
+}
+
+// Authenticate checks a POST to a number's webhook: the secret token
+// header must match (compared in constant time). The body is not looked
+// at; Deliver stores what it carries.
+func (in *Inbound) Authenticate(ctx context.Context, numberID, secretHeader string, body []byte) (*Verified, error) {
 	n, settings, err := in.Inbox.Number(ctx, Name, numberID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	want := WebhookSecret(n.ID, settings)
 	if want == "" || subtle.ConstantTimeCompare([]byte(secretHeader), []byte(want)) != 1 {
-		return failure.Unauthenticated()
+		return nil, failure.Unauthenticated()
 	}
+	return &Verified{in: in, number: n, body: body}, nil
+}
+
+// Deliver parses the verified update and stores what it carries, once.
+func (v *Verified) Deliver(ctx context.Context) error {
 	var u Update
-	if err := json.Unmarshal(body, &u); err != nil {
+	if err := json.Unmarshal(v.body, &u); err != nil {
 		return failure.Invalid(failure.Field("json_invalid", "the body is not a Telegram update", "body"))
 	}
-	return in.Handle(ctx, n, u)
+	return v.in.Handle(ctx, v.number, u)
+}
+
+// Webhook handles one POST to a number's webhook: Authenticate, then
+// Deliver.
+func (in *Inbound) Webhook(ctx context.Context, numberID, secretHeader string, body []byte) error {
+	v, err := in.Authenticate(ctx, numberID, secretHeader, body)
+	if err != nil {
+		return err
+	}
+	return v.Deliver(ctx)
 }
 
 // updateKey is the dedupe key of an update.

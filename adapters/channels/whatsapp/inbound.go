@@ -155,18 +155,34 @@ type StatusUpdate struct {
 	} `json:"errors"`
 }
 
-// Webhook handles one POST: the signature must verify with the number's
-// app secret before the body is parsed.
-func (in *Inbound) Webhook(ctx context.Context, numberID, signature string, body []byte) error {
+// Verified is a webhook post whose signature verified with its number's
+// app secret.
+type Verified struct {
+	in       *Inbound
+	number   account.Number
+	settings map[string]string
+	body     []byte
+}
+
+// Authenticate checks a POST's X-Hub-Signature-256 with the number's app
+// secret, in constant time, before the body is parsed; Deliver stores what
+// it carries.
+func (in *Inbound) Authenticate(ctx context.Context, numberID, signature string, body []byte) (*Verified, error) {
 	n, settings, err := in.Inbox.Number(ctx, Name, numberID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ValidSignature(signature, body, settings[SettingAppSecret]) {
-		return failure.Unauthenticated()
+		return nil, failure.Unauthenticated()
 	}
+	return &Verified{in: in, number: n, settings: settings, body: body}, nil
+}
+
+// Deliver parses the verified notification and stores the messages and
+// statuses it carries.
+func (v *Verified) Deliver(ctx context.Context) error {
 	var p Payload
-	if err := json.Unmarshal(body, &p); err != nil {
+	if err := json.Unmarshal(v.body, &p); err != nil {
 		return failure.Invalid(failure.Field("json_invalid", "the body is not a WhatsApp webhook payload", "body"))
 	}
 	for _, e := range p.Entry {
@@ -174,16 +190,25 @@ func (in *Inbound) Webhook(ctx context.Context, numberID, signature string, body
 			if ch.Field != "messages" {
 				continue
 			}
-			target, targetSettings, ok := in.numberFor(ctx, n, settings, ch.Value.Metadata.PhoneNumberID)
+			target, targetSettings, ok := v.in.numberFor(ctx, v.number, v.settings, ch.Value.Metadata.PhoneNumberID)
 			if !ok {
 				continue
 			}
-			if err := in.handle(ctx, target, targetSettings, ch.Value); err != nil {
+			if err := v.in.handle(ctx, target, targetSettings, ch.Value); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// Webhook handles one POST: Authenticate, then Deliver.
+func (in *Inbound) Webhook(ctx context.Context, numberID, signature string, body []byte) error {
+	v, err := in.Authenticate(ctx, numberID, signature, body)
+	if err != nil {
+		return err
+	}
+	return v.Deliver(ctx)
 }
 
 // numberFor finds the number a change is about: the webhook's own, or

@@ -28,6 +28,8 @@ type requestInfo struct {
 	id        string
 	route     string
 	accountID string
+	// client is the address the request comes from (clientOf).
+	client string
 }
 
 type requestInfoKey struct{}
@@ -112,7 +114,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 func (s *server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched"}
+		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched", client: clientOf(r, s.limits.TrustedProxies)}
 		if !validRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
@@ -136,7 +138,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("request_id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 					slog.String("route", ri.route), slog.Int("status", rec.status), slog.Int("bytes", rec.bytes),
-					slog.Duration("duration", elapsed), slog.String("account_id", ri.accountID), slog.String("remote", r.RemoteAddr))
+					slog.Duration("duration", elapsed), slog.String("account_id", ri.accountID), slog.String("remote", ri.client))
 			}
 		}()
 		next.ServeHTTP(rec, r)

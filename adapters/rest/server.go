@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -55,6 +56,10 @@ type Limits struct {
 	// given a whole /64, so its addresses share one budget. IPv4 addresses
 	// count one by one. 0 means 64.
 	AuthFailuresIPv6Prefix int
+	// TrustedProxies are the peers whose X-Forwarded-For is believed for
+	// the client address of the per-address limits and the request log
+	// (see clientOf). Empty: every client is its peer address.
+	TrustedProxies []netip.Prefix
 	// RequestTimeout is every request's deadline, waiting for a database
 	// connection included; past it the request answers 503 unavailable.
 	// WebSocket connections are exempt (their operations are not).

@@ -297,9 +297,12 @@ type Principal struct {
 // ones, so neither reads the database more often than the other), then the
 // keyed hash of the presented secret compared in constant time, with a
 // dummy hash when there is no stored one. What still differs is a cache
-// miss against a hit: the first use of any key within the cache TTL reads
-// the database, whether the key exists or not, so timing tells a caller
-// whether it presented the same key recently, never whether a key exists.
+// miss against a hit: the first use of a key within the cache TTL reads
+// the database, whether the key exists or not. So timing can tell whether
+// anyone presented the same key on this replica within the TTL (its owner
+// included: a key in use answers from the cache), but not whether a key
+// exists. Keys carry 160 random bits, so only someone already holding a
+// key can learn that it is in use.
 func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly bool) (Principal, error) {
 	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 || (!keyOnly && len(secret) > 200) {
 		return Principal{}, failure.Unauthenticated()

@@ -107,6 +107,10 @@ func TestCheckRefusesBadConfigurationUpFront(t *testing.T) {
 	_, err := bad.Keyring()
 	require.ErrorContains(t, err, "must start with sqlite: or postgres://", "not a misleading Postgres message")
 
+	wide := cfg
+	wide.Limits.AuthFailuresIPv6Prefix = 129
+	require.ErrorContains(t, wide.Check(), "auth-failures-ipv6-prefix must be 1 to 128")
+
 	half := cfg
 	half.TLSCertFile = "/x/cert.pem"
 	require.ErrorContains(t, half.Check(), "both a certificate file and a key file")

@@ -212,6 +212,9 @@ func (c Config) Check() error {
 	if _, _, err := c.smtpConfig(); err != nil {
 		return err
 	}
+	if p := c.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {
+		return fmt.Errorf("auth-failures-ipv6-prefix must be 1 to 128 (bits of an IPv6 address), got %d", p)
+	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("TLS needs both a certificate file and a key file (SWITCHBOARD_TLS_CERT_FILE and SWITCHBOARD_TLS_KEY_FILE)")
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -29,6 +28,8 @@ type requestInfo struct {
 	id        string
 	route     string
 	accountID string
+	// client is the address the request comes from (clientOf).
+	client string
 }
 
 type requestInfoKey struct{}
@@ -113,7 +114,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 func (s *server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched"}
+		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched", client: clientOf(r, s.limits.TrustedProxies)}
 		if !validRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
@@ -137,7 +138,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("request_id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 					slog.String("route", ri.route), slog.Int("status", rec.status), slog.Int("bytes", rec.bytes),
-					slog.Duration("duration", elapsed), slog.String("account_id", ri.accountID), slog.String("remote", r.RemoteAddr))
+					slog.Duration("duration", elapsed), slog.String("account_id", ri.accountID), slog.String("remote", ri.client))
 			}
 		}()
 		next.ServeHTTP(rec, r)
@@ -241,16 +242,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// clientAddress is the peer's IP address. Behind a proxy this is the
-// proxy; per-client limits then apply to the proxy as a whole.
-func clientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // keyedLimiter keeps one token bucket per key (account or client address),

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -50,6 +51,15 @@ type Limits struct {
 	// AuthFailuresPerMinute bounds failed authentications per client
 	// address; further attempts get 429 until the budget refills. 0 disables.
 	AuthFailuresPerMinute int
+	// AuthFailuresIPv6Prefix is how many leading bits of an IPv6 client
+	// address make one client for AuthFailuresPerMinute: a host is usually
+	// given a whole /64, so its addresses share one budget. IPv4 addresses
+	// count one by one. 0 means 64.
+	AuthFailuresIPv6Prefix int
+	// TrustedProxies are the peers whose X-Forwarded-For is believed for
+	// the client address of the per-address limits and the request log
+	// (see clientOf). Empty: every client is its peer address.
+	TrustedProxies []netip.Prefix
 	// RequestTimeout is every request's deadline, waiting for a database
 	// connection included; past it the request answers 503 unavailable.
 	// WebSocket connections are exempt (their operations are not).
@@ -58,7 +68,7 @@ type Limits struct {
 }
 
 // DefaultLimits are the limits when nothing is configured.
-var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst: 200, AuthFailuresPerMinute: 30, RequestTimeout: 10 * time.Second}
+var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst: 200, AuthFailuresPerMinute: 30, AuthFailuresIPv6Prefix: 64, RequestTimeout: 10 * time.Second}
 
 // Deps is what the HTTP interface is built from.
 type Deps struct {
@@ -117,10 +127,10 @@ type server struct {
 	limits          Limits
 	metrics         *httpMetrics
 	accountLimits   *keyedLimiter
-	authFailures    *keyedLimiter
+	authFailures    *addressLimiter
 	// providerFailures is the budget of failed provider signatures per
 	// client address, apart from failed API keys.
-	providerFailures *keyedLimiter
+	providerFailures *addressLimiter
 	emailDomain      string
 	openapiJSON      []byte
 }
@@ -139,6 +149,9 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	if d.IdempotencyLock <= 0 {
 		d.IdempotencyLock = DefaultIdempotencyLock
+	}
+	if p := d.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {
+		return nil, fmt.Errorf("IPv6 prefix length for failed authentications must be 1 to 128, got %d", p)
 	}
 	if d.Limits.MaxBodyBytes <= 0 {
 		d.Limits.MaxBodyBytes = DefaultLimits.MaxBodyBytes
@@ -159,8 +172,13 @@ func NewHandler(d Deps) (http.Handler, error) {
 		s.accountLimits = newKeyedLimiter(rate.Limit(d.Limits.RatePerSecond), burst, now)
 	}
 	if d.Limits.AuthFailuresPerMinute > 0 {
-		s.authFailures = newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now)
-		s.providerFailures = newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now)
+		failures := func() *addressLimiter {
+			return &addressLimiter{
+				keys:       newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now),
+				ipv6Prefix: d.Limits.AuthFailuresIPv6Prefix,
+			}
+		}
+		s.authFailures, s.providerFailures = failures(), failures()
 	}
 
 	root := mux.NewRouter()

@@ -42,8 +42,16 @@ type Service struct {
 	keys  *keyring.Keyring
 	now   func() time.Time
 	// auth keeps credential rows by key hash for the auth cache TTL, so
-	// an authenticated request costs one HMAC and no database read.
+	// an authenticated request costs one HMAC and no database read. A key
+	// that is not found is kept too, as a credential without an ID (see
+	// Authenticate).
 	auth *batching.Kept[string, account.Credential]
+	// unknownSecretHash is what the secret of an unknown key is compared
+	// with, so that an unknown key costs the same work as a wrong secret.
+	unknownSecretHash []byte
+	// equal compares secret hashes in constant time (keyring.Equal); a
+	// field so that tests can see the comparison is made.
+	equal func(a, b []byte) bool
 	// overviews caches what accounts own; see Overview.
 	overviews overviewCache
 }
@@ -69,9 +77,20 @@ func NewService(store Store, keys *keyring.Keyring, opts Options) *Service {
 		now = time.Now
 	}
 	credential := func(ctx context.Context, keyHash string) (account.Credential, error) {
-		return store.Repos().CredentialByKeyHash(ctx, []byte(keyHash))
+		c, err := store.Repos().CredentialByKeyHash(ctx, []byte(keyHash))
+		if failure.Is(err, failure.KindNotFound) {
+			// Kept like a found key: an unknown key presented again is
+			// answered from the cache too, as a known one is.
+			return account.Credential{}, nil
+		}
+		return c, err
 	}
-	return &Service{store: store, keys: keys, now: now, auth: batching.NewKept(opts.AuthCacheTTL, authCacheMax, now, credential)}
+	return &Service{
+		store: store, keys: keys, now: now,
+		auth:              batching.NewKept(opts.AuthCacheTTL, authCacheMax, now, credential),
+		unknownSecretHash: keys.Hash(purposeSecret, randomToken(secretRandom)),
+		equal:             keyring.Equal,
+	}
 }
 
 // IssuedCredential is a credential together with its plain key and secret,
@@ -272,22 +291,34 @@ type Principal struct {
 // Authenticate checks a key and, unless keyOnly, its secret. keyOnly serves
 // the cron routes, where "Authorization: Bearer <key>" is a full credential.
 // Every failure is the same Unauthenticated error, whichever half was wrong.
+//
+// An unknown key, a revoked key and a wrong secret take the same path: one
+// lookup in the auth cache (which keeps unknown keys as it keeps known
+// ones, so neither reads the database more often than the other), then the
+// keyed hash of the presented secret compared in constant time, with a
+// dummy hash when there is no stored one. What still differs is a cache
+// miss against a hit: the first use of a key within the cache TTL reads
+// the database, whether the key exists or not. So timing can tell whether
+// anyone presented the same key on this replica within the TTL (its owner
+// included: a key in use answers from the cache), but not whether a key
+// exists. Keys carry 160 random bits, so only someone already holding a
+// key can learn that it is in use.
 func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly bool) (Principal, error) {
 	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 || (!keyOnly && len(secret) > 200) {
 		return Principal{}, failure.Unauthenticated()
 	}
 	keyHash := s.keys.Hash(purposeKey, key)
 	c, err := s.auth.Get(ctx, string(keyHash))
-	if failure.Is(err, failure.KindNotFound) {
-		return Principal{}, failure.Unauthenticated()
-	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("look up credential: %w", err)
 	}
-	if c.Revoked() {
-		return Principal{}, failure.Unauthenticated()
+	known := c.ID != "" && !c.Revoked()
+	stored := c.SecretHash
+	if !known {
+		stored = s.unknownSecretHash
 	}
-	if !keyOnly && !keyring.Equal(c.SecretHash, s.keys.Hash(purposeSecret, secret)) {
+	match := keyOnly || s.equal(stored, s.keys.Hash(purposeSecret, secret))
+	if !known || !match {
 		return Principal{}, failure.Unauthenticated()
 	}
 	return Principal{AccountID: c.AccountID, CredentialID: c.ID}, nil

@@ -122,6 +122,36 @@ func TestRevocationAndAuthCache(t *testing.T) {
 	require.True(t, failure.Is(err, failure.KindNotFound), "another account cannot revoke it, got %v", err)
 }
 
+// An unknown key does the work of a wrong secret: one constant-time
+// comparison of the presented secret's keyed hash, and within the cache
+// TTL no database read (the one for a known key is cached as well).
+func TestUnknownKeysDoTheWorkOfWrongSecrets(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 5*time.Second)
+	ctx := context.Background()
+	a, cred, err := b.svc.CreateAccount(ctx, "Acme")
+	require.NoError(t, err)
+	revoked, err := b.svc.IssueCredential(ctx, a.ID, "revoked")
+	require.NoError(t, err)
+	_, err = b.svc.RevokeCredential(ctx, a.ID, revoked.Credential.ID)
+	require.NoError(t, err)
+	comparisons := accounts.CountSecretComparisons(b.svc)
+	unknown := accounts.KeyPrefix + strings.Repeat("a", 32)
+
+	for round := range 2 {
+		for name, key := range map[string]string{"wrong secret": cred.Key, "unknown key": unknown, "revoked key": revoked.Key} {
+			before := comparisons.Load()
+			_, err := b.svc.Authenticate(ctx, key, "sws_wrong", false)
+			require.True(t, failure.Is(err, failure.KindUnauthenticated), "%s (round %d): got %v", name, round, err)
+			require.Equal(t, int32(1), comparisons.Load()-before, "%s (round %d): one secret comparison", name, round)
+		}
+		if round == 0 {
+			// The second round is answered from the cache alone.
+			require.NoError(t, b.db.Close())
+		}
+	}
+}
+
 func TestAddNumberValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)

@@ -22,6 +22,7 @@ type settings struct {
 	cfg              bootstrap.Config
 	logLevel         string
 	allowPrivateURLs string
+	trustedProxies   string
 	json             bool
 }
 
@@ -89,6 +90,9 @@ func (s *settings) resolve(cmd *cobra.Command) error {
 		return fmt.Errorf("allow-private-urls: %w", err)
 	}
 	s.cfg.AllowPrivateURLs = prefixes
+	if s.cfg.Limits.TrustedProxies, err = bootstrap.ParsePrefixes(s.trustedProxies); err != nil {
+		return fmt.Errorf("trusted-proxies: %w", err)
+	}
 	return nil
 }
 

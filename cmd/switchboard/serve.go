@@ -53,6 +53,8 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.Float64Var(&s.cfg.Limits.RatePerSecond, "rate-limit", s.cfg.Limits.RatePerSecond, "requests per second per account (0 disables)")
 	f.IntVar(&s.cfg.Limits.RateBurst, "rate-burst", s.cfg.Limits.RateBurst, "burst above the per-account rate")
 	f.IntVar(&s.cfg.Limits.AuthFailuresPerMinute, "auth-failures-per-minute", s.cfg.Limits.AuthFailuresPerMinute, "failed authentications allowed per client address per minute (0 disables)")
+	f.IntVar(&s.cfg.Limits.AuthFailuresIPv6Prefix, "auth-failures-ipv6-prefix", s.cfg.Limits.AuthFailuresIPv6Prefix, "leading bits of an IPv6 client address that count as one client for --auth-failures-per-minute (IPv4 addresses count one by one)")
+	f.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client address (per-address limits, request log); empty: the peer address")
 	f.Int64Var(&s.cfg.Limits.MaxBodyBytes, "max-body-bytes", s.cfg.Limits.MaxBodyBytes, "largest request body accepted")
 	f.DurationVar(&s.cfg.AuthCacheTTL, "auth-cache-ttl", s.cfg.AuthCacheTTL, "how long a verified credential is reused without a database read (bounds how long a revoked key works on other replicas)")
 	f.DurationVar(&s.cfg.ShutdownTimeout, "shutdown-timeout", s.cfg.ShutdownTimeout, "how long in-flight requests may finish on SIGTERM")

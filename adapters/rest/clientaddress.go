@@ -1,0 +1,136 @@
+package rest
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// clientAddress is the address of the client a request comes from, as
+// observe decided it (see clientOf) for the per-address limits and the
+// request log.
+func clientAddress(r *http.Request) string {
+	if c := infoFrom(r.Context()).client; c != "" {
+		return c
+	}
+	return peerAddress(r)
+}
+
+// peerAddress is the IP address of the connection's other end.
+func peerAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// clientOf decides which address a request comes from. X-Forwarded-For is
+// believed only when the peer is a trusted proxy: then the client is the
+// right-most address in it that is not itself a trusted proxy (each proxy
+// appends the address it was called from, so what lies left of that is
+// whatever the client chose to send). Otherwise, and with no trusted
+// proxies, the client is the peer: a forged header changes nothing.
+func clientOf(r *http.Request, trusted []netip.Prefix) string {
+	peer := peerAddress(r)
+	if len(trusted) == 0 || !isTrusted(peer, trusted) {
+		return peer
+	}
+	client := peer
+	values := r.Header.Values("X-Forwarded-For")
+	for i := len(values) - 1; i >= 0; i-- {
+		hops := strings.Split(values[i], ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			hop, ok := parseHop(hops[j])
+			if !ok {
+				// Not written by a proxy of ours: the last good hop is
+				// the nearest the client we can vouch for.
+				return client
+			}
+			client = hop.String()
+			if !inPrefixes(hop, trusted) {
+				return client
+			}
+		}
+	}
+	return client
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, possibly with a
+// port.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+func isTrusted(addr string, trusted []netip.Prefix) bool {
+	a, err := netip.ParseAddr(addr)
+	return err == nil && inPrefixes(a.Unmap(), trusted)
+}
+
+func inPrefixes(a netip.Addr, prefixes []netip.Prefix) bool {
+	a = a.WithZone("")
+	for _, p := range prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// addressLimiter is a keyedLimiter over client addresses. An IPv4 address
+// is one client; an IPv6 address counts with every address of its prefix
+// (ipv6Prefix bits, 64 when 0), since one host commonly holds a whole /64
+// and could otherwise take a fresh budget with each of its addresses.
+type addressLimiter struct {
+	keys       *keyedLimiter
+	ipv6Prefix int
+}
+
+// blocked reports how long the client at addr must wait, without
+// spending a token.
+func (a *addressLimiter) blocked(addr string) time.Duration {
+	if a == nil {
+		return 0
+	}
+	return a.keys.blocked(a.key(addr))
+}
+
+// record spends a token of the client at addr.
+func (a *addressLimiter) record(addr string) {
+	if a == nil {
+		return
+	}
+	a.keys.record(a.key(addr))
+}
+
+// key is the client addr counts as: the address itself (IPv4, or an IPv4
+// address mapped into IPv6), or its IPv6 prefix. What is not an IP
+// address counts as itself.
+func (a *addressLimiter) key(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() {
+		return ip.String()
+	}
+	bits := a.ipv6Prefix
+	if bits <= 0 {
+		bits = 64
+	}
+	p, err := ip.Prefix(bits)
+	if err != nil {
+		return ip.String()
+	}
+	return p.String()
+}

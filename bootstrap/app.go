@@ -73,7 +73,29 @@ var accountsModule = fx.Module("accounts",
 		},
 		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
 	),
+	fx.Invoke(watchRevocations),
 )
+
+// watchRevocations keeps the auth cache in step with keys revoked on other
+// replicas and with the CLI while the app runs.
+func watchRevocations(lc fx.Lifecycle, s *accounts.Service, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				s.WatchRevocations(ctx, accounts.RevocationPoll, log)
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			<-done
+			return nil
+		},
+	})
+}
 
 // jobsModule binds the store to the job runner's ports and runs it, unless
 // this process is configured to serve the API only.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -185,6 +187,22 @@ func (r *Repos) RevokeCredential(ctx context.Context, accountID, id string, at t
 		return account.Credential{}, translate(err, "credential")
 	}
 	return row.domain(), nil
+}
+
+// RevokedSince lists the credentials revoked at or after since, oldest
+// revocation first.
+func (r *Repos) RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error) {
+	var rows []credentialRow
+	err := r.read.NewSelect().Model(&rows).Where("revoked_at IS NOT NULL AND revoked_at >= ?", since).
+		Order("revoked_at").Scan(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read revoked credentials: %w", err)
+	}
+	out := make([]account.Credential, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
 }
 
 const numberColumns = "id, account_id, number, service, provider, sealed_settings, enabled, created_at"

@@ -119,6 +119,14 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		again, err := s.Repos().RevokeCredential(ctx, a.ID, c1.ID, at.Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, at.Add(time.Minute), *again.RevokedAt, "the first revocation time is kept")
+
+		since, err := s.Repos().RevokedSince(ctx, at.Add(time.Minute))
+		require.NoError(t, err)
+		require.Len(t, since, 1, "a revocation at the bound is listed; unrevoked keys never are")
+		require.Equal(t, c1.KeyHash, since[0].KeyHash)
+		since, err = s.Repos().RevokedSince(ctx, at.Add(time.Minute+time.Millisecond))
+		require.NoError(t, err)
+		require.Empty(t, since, "nothing was revoked after the bound")
 	})
 
 	t.Run("Numbers", func(t *testing.T) {

@@ -22,6 +22,9 @@ type Repos interface {
 	CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error)
 	Credentials(ctx context.Context, accountID string) ([]account.Credential, error)
 	RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error)
+	// RevokedSince lists the credentials revoked at or after since,
+	// whatever their account, oldest revocation first.
+	RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error)
 
 	InsertNumber(ctx context.Context, n account.Number) error
 	Numbers(ctx context.Context, accountID string) ([]account.Number, error)

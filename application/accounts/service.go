@@ -7,12 +7,14 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/application/outage"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -64,9 +66,10 @@ type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// AuthCacheTTL is how long a successful credential lookup is reused
-	// without a database read. A revoked key keeps working on other replicas
-	// for at most this long (on the replica that revoked it, at once). Zero
-	// means no caching.
+	// without a database read. A revoked key stops at once on the replica
+	// that revoked it and, where WatchRevocations runs, within about
+	// RevocationPoll on the others (else within this TTL). Zero means no
+	// caching.
 	AuthCacheTTL time.Duration
 }
 
@@ -280,6 +283,50 @@ func (s *Service) RevokeCredential(ctx context.Context, accountID, credentialID 
 	}
 	s.auth.Forget(string(c.KeyHash))
 	return c, nil
+}
+
+// RevocationPoll is how often WatchRevocations looks for keys revoked
+// elsewhere: a revoked key stops working on every replica within about
+// this long.
+const RevocationPoll = 500 * time.Millisecond
+
+// revocationSkew is how far before the newest revocation seen each look
+// reaches again, so that a revocation stamped by a replica whose clock
+// runs behind this one's is still found. Forgetting a key twice costs one
+// more read of it.
+const revocationSkew = 10 * time.Second
+
+// WatchRevocations forgets from the auth cache, every interval until ctx
+// ends, the credentials revoked anywhere since its last look: on another
+// replica or with the CLI, which cannot reach this process's cache. A key
+// revoked elsewhere then stops working here within about interval instead
+// of the auth cache TTL. Failed looks are logged once per outage.
+func (s *Service) WatchRevocations(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	tracker := outage.NewTracker(log, "read revoked credentials", interval, 0)
+	newest := s.now()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		revoked, err := s.store.Repos().RevokedSince(ctx, newest.Add(-revocationSkew))
+		if err != nil {
+			if ctx.Err() == nil {
+				tracker.Failed(err)
+			}
+			continue
+		}
+		tracker.Succeeded()
+		for _, c := range revoked {
+			s.auth.Forget(string(c.KeyHash))
+			if c.RevokedAt != nil && c.RevokedAt.After(newest) {
+				newest = *c.RevokedAt
+			}
+		}
+	}
 }
 
 // Principal is who a request acts as.

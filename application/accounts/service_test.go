@@ -3,6 +3,7 @@ package accounts_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -288,4 +289,28 @@ func (b *testBundle) revokedWhileCached(t *testing.T) (account.Account, accounts
 	_, err = b.svc.RevokeCredential(ctx, a.ID, cred.Credential.ID)
 	require.NoError(t, err)
 	return a, cred, replica
+}
+
+// A key revoked on one replica (or with the CLI) stops working on the
+// others within a look of their revocation watchers, not the auth cache
+// TTL: without the watcher the replica keeps answering from its cache.
+func TestRevocationsReachOtherReplicas(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	_, cred, replica := b.revokedWhileCached(t)
+	_, err := replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+	require.NoError(t, err, "the replica still answers from its cache: the watcher is what forgets")
+
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		replica.WatchRevocations(watchCtx, 20*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	require.Eventually(t, func() bool {
+		_, err := replica.Authenticate(ctx, cred.Key, cred.Secret, false)
+		return failure.Is(err, failure.KindUnauthenticated)
+	}, 5*time.Second, 5*time.Millisecond, "the revocation reached the replica's cache")
 }

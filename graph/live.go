@@ -129,11 +129,19 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 			key, secret, keyOnly := initCredentials(payload, upgradeHeaders(ctx))
 			p, err := auth.Authenticate(ctx, key, secret, keyOnly)
 			if err != nil {
+				// The close code tells graphql-transport-ws clients whether
+				// to reconnect: 4403 (forbidden) stops them, where the
+				// normal closure gqlgen sends by default made the standard
+				// client retry thousands of times a minute; an outage's
+				// 1013 (try again later) lets them retry.
 				fe := failure.As(err)
-				if fe.Kind == failure.KindInternal {
-					return ctx, nil, errors.New("internal server error")
+				switch fe.Kind {
+				case failure.KindInternal:
+					return closing(ctx, websocketTryAgainLater, "try again later"), nil, errors.New("internal server error")
+				case failure.KindUnavailable:
+					return closing(ctx, websocketTryAgainLater, "try again later"), nil, errors.New(fe.Message)
 				}
-				return ctx, nil, errors.New(fe.Message)
+				return closing(ctx, websocketForbidden, "Forbidden"), nil, errors.New(fe.Message)
 			}
 			return accounts.WithPrincipal(ctx, p), nil, nil
 		},
@@ -150,6 +158,18 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		mux.Handle("/graphql/playground", playground())
 	}
 	return mux
+}
+
+// WebSocket close codes: graphql-transport-ws's Forbidden, and RFC 6455's
+// Try Again Later.
+const (
+	websocketForbidden     = 4403
+	websocketTryAgainLater = 1013
+)
+
+// closing marks ctx so that gqlgen closes the socket with code and reason.
+func closing(ctx context.Context, code int, reason string) context.Context {
+	return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, code), reason)
 }
 
 type upgradeHeadersKey struct{}

@@ -238,6 +238,8 @@ func TestSubscriptions(t *testing.T) {
 					_, _, err = s.conn.Read(t.Context())
 				}
 				require.Error(t, err, "the server closes the connection without an ack")
+				require.Equal(t, websocket.StatusCode(4403), websocket.CloseStatus(err),
+					"closed as forbidden, so that clients do not reconnect: %v", err)
 			}
 		})
 	})

@@ -97,6 +97,42 @@ type PublicOptions struct {
 	// WebSocket, as HTTP requests have theirs; subscriptions live as long
 	// as their socket. 0: none.
 	OperationTimeout time.Duration
+	// CredentialRecheck is how often a socket's credentials are checked
+	// again, so that a revoked key ends its subscriptions and operations;
+	// DefaultCredentialRecheck when 0.
+	CredentialRecheck time.Duration
+}
+
+// DefaultCredentialRecheck, with the accounts' revocation watcher (which
+// looks twice a second), ends a revoked key's sockets within a second.
+const DefaultCredentialRecheck = 500 * time.Millisecond
+
+func (o PublicOptions) credentialRecheck() time.Duration {
+	if o.CredentialRecheck > 0 {
+		return o.CredentialRecheck
+	}
+	return DefaultCredentialRecheck
+}
+
+// recheckCredentials checks a socket's credentials every interval until
+// ctx ends, and ends the socket (cancel) once they are refused. A check
+// that fails for another reason (the database away) leaves the socket
+// open: an outage is no reason to drop every subscriber. Checks are
+// answered by the auth cache, which forgets revoked keys.
+func recheckCredentials(ctx context.Context, cancel context.CancelFunc, interval time.Duration, check func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := check(ctx); failure.Is(err, failure.KindUnauthenticated) {
+			cancel()
+			return
+		}
+	}
 }
 
 // NewPublicHandler serves what cannot sit behind the REST authentication
@@ -143,7 +179,15 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 				}
 				return closing(ctx, websocketForbidden, "Forbidden"), nil, errors.New(fe.Message)
 			}
-			return accounts.WithPrincipal(ctx, p), nil, nil
+			ctx, cancel := context.WithCancel(accounts.WithPrincipal(ctx, p))
+			// Sent as the connection_error of a socket ended below (or
+			// by the server stopping).
+			ctx = transport.AppendCloseReason(ctx, "the connection's credentials are no longer valid, or the server stopped")
+			go recheckCredentials(ctx, cancel, opts.credentialRecheck(), func(ctx context.Context) error {
+				_, err := auth.Authenticate(ctx, key, secret, keyOnly)
+				return err
+			})
+			return ctx, nil, nil
 		},
 	})
 	mux := http.NewServeMux()

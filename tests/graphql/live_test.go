@@ -272,3 +272,36 @@ func TestPlayground(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 }
+
+// A key revoked while its socket is open ends the socket, its
+// subscriptions with it, within about a second (the revocation watcher
+// and the socket's recheck, each twice a second), instead of working on
+// for as long as the socket lives.
+func TestRevokedKeyEndsItsSockets(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		issued, err := b.acc.IssueCredential(t.Context(), b.acme.accountID, "socket")
+		require.NoError(t, err)
+		s := b.dial(t, nil, map[string]any{"X-API-Key": issued.Key, "X-API-Secret": issued.Secret})
+		s.subscribe("1", `subscription { messageReceived { id } }`, nil)
+
+		// Revoked by another replica's service, as the CLI or a second
+		// server would: this process's cache learns it from the watcher.
+		other := b.replica(t)
+		_, err = other.acc.RevokeCredential(t.Context(), b.acme.accountID, issued.Credential.ID)
+		require.NoError(t, err)
+		revoked := time.Now()
+
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		for {
+			_, _, err = s.conn.Read(ctx)
+			if err != nil {
+				break
+			}
+		}
+		require.NotErrorIs(t, err, context.DeadlineExceeded, "the socket of a revoked key stayed open")
+		t.Logf("socket closed %s after the revocation: %v", time.Since(revoked).Round(time.Millisecond), err)
+	})
+}

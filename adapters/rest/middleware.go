@@ -145,9 +145,6 @@ func (s *server) observe(next http.Handler) http.Handler {
 	})
 }
 
-// guardBody enforces the body rules of every route: JSON only, and at most
-// MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
-// length is declared, and while reading when it is not).
 // withDeadline gives each request its deadline (Limits.RequestTimeout).
 // A WebSocket upgrade is exempt: the socket lives as long as its
 // subscriptions, and each operation on it gets its own deadline.
@@ -167,6 +164,9 @@ func (s *server) withDeadline(next http.Handler) http.Handler {
 	})
 }
 
+// guardBody enforces the body rules of every route: JSON only, and at most
+// MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
+// length is declared, and while reading when it is not).
 func (s *server) guardBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)

@@ -34,8 +34,9 @@ const (
 	// contendedBackoff is how long a scheduler waits when due jobs exist
 	// but another replica holds them.
 	contendedBackoff = 5 * time.Millisecond
-	// maxBackoff bounds the wait between attempts while the database is
-	// away.
+	// minBackoff and maxBackoff bound the wait between attempts while the
+	// database is away.
+	minBackoff = 100 * time.Millisecond
 	maxBackoff = 2 * time.Second
 )
 
@@ -194,7 +195,7 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 		pending: make(chan struct{}, 4*cfg.Concurrency),
 		results: make(chan Outcome, cfg.Concurrency),
 		starts:  make(chan startRequest, cfg.Concurrency),
-		outage:  outage.NewTracker(cfg.Logger, "cron: the scheduler", 100*time.Millisecond, maxBackoff),
+		outage:  outage.NewTracker(cfg.Logger, "cron: the scheduler", minBackoff, maxBackoff),
 	}
 }
 
@@ -286,9 +287,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // backoff is the wait after the nth consecutive failure (0-based):
 // 100 ms doubling, at most maxBackoff.
-func backoff(n int) time.Duration {
-	return min(100*time.Millisecond<<min(n, 8), maxBackoff)
-}
+func backoff(n int) time.Duration { return outage.Backoff(n+1, minBackoff, maxBackoff) }
 
 // renew extends the leases of the runs this scheduler holds every third
 // of the lease, until stop is closed.

@@ -57,11 +57,17 @@ func (t *Tracker) Failed(err error) time.Duration {
 	if n == 1 {
 		t.log.Warn(t.what+" failed; retrying with back-off until it succeeds", "error", err.Error())
 	}
-	wait := t.base
-	for i := 1; i < n && wait < t.ceil; i++ {
+	return Backoff(n, t.base, t.ceil)
+}
+
+// Backoff is the wait after the nth consecutive failure (1-based): base,
+// doubling with each failure, at most ceil.
+func Backoff(n int, base, ceil time.Duration) time.Duration {
+	wait := base
+	for i := 1; i < n && wait < ceil; i++ {
 		wait *= 2
 	}
-	return min(wait, t.ceil)
+	return min(wait, ceil)
 }
 
 // Succeeded records a successful attempt, ending an outage if one ran.

@@ -50,6 +50,18 @@ type Dispatch struct {
 // Setup provisions the deployment with its numbers and their threads, one per number,
 // and returns the dispatch slice, whose top-up seeds the queue.
 func (dp Dispatch) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+	ds, err := newDispatcher(ctx, env, dp)
+	if err != nil {
+		return nil, err
+	}
+	env.AfterRounds(harness.CPUFollowUp("CPU per message", "message", ds.metered))
+	return ds.slice, nil
+}
+
+// newDispatcher provisions a deployment with dp's numbers and their
+// threads, one per number, and returns the dispatcher that seeds and
+// delivers its queue (Dispatch's and Recovery's).
+func newDispatcher(ctx context.Context, env *harness.Env, dp Dispatch) (*dispatcher, error) {
 	d, err := env.NewDeployment(ctx)
 	if err != nil {
 		return nil, err
@@ -67,9 +79,7 @@ func (dp Dispatch) Setup(ctx context.Context, env *harness.Env) (harness.Slice, 
 		return nil, err
 	}
 	env.Log.Info("numbers and threads ready", "numbers", dp.Numbers, "took", time.Since(start).Round(time.Millisecond))
-	ds := &dispatcher{Dispatch: dp, d: d, db: db, next: 1, log: env.Log}
-	env.AfterRounds(harness.CPUFollowUp("CPU per message", "message", ds.metered))
-	return ds.slice, nil
+	return &dispatcher{Dispatch: dp, d: d, db: db, next: 1, log: env.Log}, nil
 }
 
 type dispatcher struct {

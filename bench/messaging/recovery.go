@@ -38,21 +38,11 @@ type Recovery struct {
 
 // Setup provisions the deployment with its numbers and threads and returns the slice.
 func (rc Recovery) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
-	d, err := env.NewDeployment(ctx)
+	ds, err := newDispatcher(ctx, env, Dispatch{Numbers: rc.Numbers})
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, env, d)
-	if err != nil {
-		return nil, err
-	}
-	if err := addNumbers(ctx, d, db, rc.Numbers); err != nil {
-		return nil, err
-	}
-	if err := seedThreads(ctx, db, d.AccountID, rc.Numbers, "k", time.Now().UTC().Truncate(time.Microsecond)); err != nil {
-		return nil, err
-	}
-	r := &recoverer{Recovery: rc, ds: &dispatcher{Dispatch: Dispatch{Numbers: rc.Numbers}, d: d, db: db, next: 1, log: env.Log}, log: env.Log}
+	r := &recoverer{Recovery: rc, ds: ds, log: env.Log}
 	return r.slice, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/graph"
 )
 
@@ -45,6 +46,7 @@ func Options(cfg Config) fx.Option {
 			func(c Config) (*keyring.Keyring, error) { return c.Keyring() },
 			newRegistry,
 			newRESTDeps,
+			newLimiters,
 		),
 		fx.Invoke(registerSharedMetrics),
 		store.Module,
@@ -155,6 +157,7 @@ type restInputs struct {
 	Email     rest.EmailUseCases
 	Cron      rest.CronUseCases
 	DB        *store.DB
+	Limiters  rest.Limiters
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
 }
@@ -173,8 +176,21 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Registry:        in.Registry,
 		Logger:          in.Logger,
 		Limits:          c.Limits,
+		Limiters:        in.Limiters,
 		EmailDomain:     c.EmailDomain,
 	}
+}
+
+// newLimiters builds the request and failure budgets once, for REST and
+// GraphQL's WebSockets alike. On Postgres their buckets are in the
+// database, so that every replica draws on one budget; a SQLite
+// deployment is one process and keeps them in memory.
+func newLimiters(c Config, db *store.DB, log *slog.Logger) rest.Limiters {
+	var buckets ratelimit.Buckets = ratelimit.NewMemoryBuckets()
+	if db.Dialect() == store.Postgres {
+		buckets = db
+	}
+	return rest.NewLimiters(c.Limits, buckets, ratelimit.Options{Logger: log})
 }
 
 func randomBytes(n int) []byte {

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
@@ -35,8 +36,11 @@ var graphModule = fx.Module("graphql-deps",
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
-		func(c Config) graph.PublicOptions {
-			return graph.PublicOptions{Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout}
+		func(c Config, l rest.Limiters) graph.PublicOptions {
+			return graph.PublicOptions{
+				Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout,
+				Limits: graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
+			}
 		},
 	),
 )

@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"html/template"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -101,6 +106,41 @@ type PublicOptions struct {
 	// again, so that a revoked key ends its subscriptions and operations;
 	// DefaultCredentialRecheck when 0.
 	CredentialRecheck time.Duration
+	// Limits are the HTTP interface's budgets, applied to sockets too;
+	// nil fields limit nothing.
+	Limits SocketLimits
+}
+
+// SocketLimits hold a WebSocket to the rules of an HTTP request: each
+// connection is an authentication attempt of its client address, and
+// each operation on it (query, mutation, subscription start) spends one
+// of its account's request tokens. The REST adapter's limiters implement
+// them, so both transports draw on one budget.
+type SocketLimits struct {
+	AuthFailures interface {
+		Attempt(ctx context.Context, addr string) (ratelimit.Quota, func(failed bool))
+	}
+	Operations interface {
+		Take(ctx context.Context, key string) ratelimit.Quota
+	}
+}
+
+// attempt starts an authentication attempt of the socket's client, or
+// refuses it; the attempt's outcome goes to the returned function, once.
+func (l SocketLimits) attempt(ctx context.Context) (ratelimit.Quota, func(failed bool)) {
+	if l.AuthFailures == nil {
+		return ratelimit.Quota{}, func(bool) {}
+	}
+	q, done := l.AuthFailures.Attempt(ctx, ratelimit.ClientFrom(ctx))
+	var once sync.Once
+	return q, func(failed bool) { once.Do(func() { done(failed) }) }
+}
+
+func (l SocketLimits) operation(ctx context.Context, accountID string) ratelimit.Quota {
+	if l.Operations == nil {
+		return ratelimit.Quota{}
+	}
+	return l.Operations.Take(ctx, accountID)
 }
 
 // DefaultCredentialRecheck, with the accounts' revocation watcher (which
@@ -142,6 +182,20 @@ func recheckCredentials(ctx context.Context, cancel context.CancelFunc, interval
 // when enabled, the playground page at /graphql/playground.
 func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.Handler {
 	srv := newServer(r)
+	// Registered first, so it runs first: a refused operation costs nothing
+	// more.
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		p, err := principal(ctx)
+		if err != nil {
+			return next(ctx)
+		}
+		if q := opts.Limits.operation(ctx, p.AccountID); !q.Admitted() {
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{
+				presentError(ctx, failure.RateLimited("rate limit exceeded for this account", q.RetryAfter)),
+			}})
+		}
+		return next(ctx)
+	})
 	if opts.OperationTimeout > 0 {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 			if graphql.GetOperationContext(ctx).Operation.Operation == ast.Subscription {
@@ -164,6 +218,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			key, secret, keyOnly := initCredentials(payload, upgradeHeaders(ctx))
 			p, err := auth.Authenticate(ctx, key, secret, keyOnly)
+			attemptDone(ctx)(failure.Is(err, failure.KindUnauthenticated))
 			if err != nil {
 				// The close code tells graphql-transport-ws clients whether
 				// to reconnect: 4403 (forbidden) stops them, where the
@@ -196,7 +251,18 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 			http.Error(w, "only WebSocket upgrades are served here", http.StatusBadRequest)
 			return
 		}
-		srv.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), upgradeHeadersKey{}, req.Header)))
+		// The upgrade is the authentication attempt: a client past its
+		// budget of failures gets 429 before a socket is even opened.
+		attempt, done := opts.Limits.attempt(req.Context())
+		if !attempt.Admitted() {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(attempt.RetryAfter.Seconds()))))
+			http.Error(w, "too many failed authentication attempts from this address", http.StatusTooManyRequests)
+			return
+		}
+		// A socket that never sends connection_init failed nothing.
+		defer done(false)
+		ctx := context.WithValue(req.Context(), upgradeHeadersKey{}, req.Header)
+		srv.ServeHTTP(w, req.WithContext(context.WithValue(ctx, attemptKey{}, done)))
 	}))
 	if opts.Playground {
 		mux.Handle("/graphql/playground", playground())
@@ -217,6 +283,17 @@ func closing(ctx context.Context, code int, reason string) context.Context {
 }
 
 type upgradeHeadersKey struct{}
+
+// attemptKey carries the socket's authentication attempt to its
+// connection_init.
+type attemptKey struct{}
+
+func attemptDone(ctx context.Context) func(failed bool) {
+	if done, ok := ctx.Value(attemptKey{}).(func(failed bool)); ok {
+		return done
+	}
+	return func(bool) {}
+}
 
 func upgradeHeaders(ctx context.Context) http.Header {
 	h, _ := ctx.Value(upgradeHeadersKey{}).(http.Header)

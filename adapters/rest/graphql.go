@@ -3,6 +3,8 @@ package rest
 import (
 	"net/http"
 
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
+
 	"github.com/gorilla/mux"
 )
 
@@ -17,7 +19,9 @@ func (s *server) mountGraphQLPublic(root *mux.Router, h http.Handler) {
 	named := func(route string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			infoFrom(r.Context()).route = route
-			h.ServeHTTP(w, r)
+			// The socket's own authentication counts against the same
+			// client address as a request's.
+			h.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), clientAddress(r))))
 		})
 	}
 	root.Handle("/graphql", named("/graphql (websocket)")).Methods(http.MethodGet).HeadersRegexp("Upgrade", "(?i)^websocket$")

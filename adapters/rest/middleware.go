@@ -6,16 +6,17 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -207,17 +208,15 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
 			ri.route = tmpl
 		}
-		client := clientAddress(r)
-		if wait := s.authFailures.blocked(client); wait > 0 {
-			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", wait))
+		attempt, done := s.limiters.AuthFailures.Attempt(r.Context(), clientAddress(r))
+		if !attempt.Admitted() {
+			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", attempt.RetryAfter))
 			return
 		}
 		key, secret, keyOnly := credentials(r)
 		principal, err := s.accounts.Authenticate(r.Context(), key, secret, keyOnly)
+		done(failure.Is(err, failure.KindUnauthenticated))
 		if err != nil {
-			if failure.Is(err, failure.KindUnauthenticated) {
-				s.authFailures.record(client)
-			}
 			writeError(w, r, err)
 			return
 		}
@@ -229,8 +228,10 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if wait := s.accountLimits.take(principal.AccountID); wait > 0 {
-			writeError(w, r, failure.RateLimited("rate limit exceeded for this account", wait))
+		quota := s.limiters.Accounts.Take(r.Context(), principal.AccountID)
+		rateLimitHeaders(w, quota)
+		if !quota.Admitted() {
+			writeError(w, r, failure.RateLimited("rate limit exceeded for this account", quota.RetryAfter))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(accounts.WithPrincipal(r.Context(), principal)))
@@ -244,94 +245,15 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// keyedLimiter keeps one token bucket per key (account or client address),
-// forgetting idle keys so that the map stays bounded.
-type keyedLimiter struct {
-	limit rate.Limit
-	burst int
-	now   func() time.Time
-
-	mu      sync.Mutex
-	buckets map[string]*bucket
-	swept   time.Time
-}
-
-type bucket struct {
-	limiter  *rate.Limiter
-	lastSeen time.Time
-}
-
-const limiterIdle = 10 * time.Minute
-
-func newKeyedLimiter(limit rate.Limit, burst int, now func() time.Time) *keyedLimiter {
-	return &keyedLimiter{limit: limit, burst: burst, now: now, buckets: map[string]*bucket{}}
-}
-
-func (k *keyedLimiter) get(key string, now time.Time) *rate.Limiter {
-	if now.Sub(k.swept) > limiterIdle {
-		for key, b := range k.buckets {
-			if now.Sub(b.lastSeen) > limiterIdle {
-				delete(k.buckets, key)
-			}
-		}
-		k.swept = now
-	}
-	b, ok := k.buckets[key]
-	if !ok {
-		b = &bucket{limiter: rate.NewLimiter(k.limit, k.burst)}
-		k.buckets[key] = b
-	}
-	b.lastSeen = now
-	return b.limiter
-}
-
-// take spends a token for key; it returns 0 when allowed, else how long
-// until a token is free. A disabled limiter (limit 0) allows everything.
-func (k *keyedLimiter) take(key string) time.Duration {
-	if k == nil || k.limit <= 0 {
-		return 0
-	}
-	now := k.now()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	lim := k.get(key, now)
-	if lim.AllowN(now, 1) {
-		return 0
-	}
-	return waitFor(lim, now)
-}
-
-// blocked reports how long key must wait, without spending a token.
-func (k *keyedLimiter) blocked(key string) time.Duration {
-	if k == nil || k.limit <= 0 {
-		return 0
-	}
-	now := k.now()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	b, ok := k.buckets[key]
-	if !ok || b.limiter.TokensAt(now) >= 1 {
-		return 0
-	}
-	return waitFor(b.limiter, now)
-}
-
-// record spends a token for key, whether or not one is left.
-func (k *keyedLimiter) record(key string) {
-	if k == nil || k.limit <= 0 {
+// rateLimitHeaders reports q in the IETF RateLimit header fields
+// (draft-ietf-httpapi-ratelimit-headers): the policy, as its quota q and
+// window w in seconds, and what is left of it, r requests with t seconds
+// until the bucket is full again.
+func rateLimitHeaders(w http.ResponseWriter, q ratelimit.Quota) {
+	if !q.Policy.Enabled() {
 		return
 	}
-	now := k.now()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.get(key, now).AllowN(now, 1)
-}
-
-func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
-	missing := 1 - lim.TokensAt(now)
-	wait := time.Duration(missing / float64(lim.Limit()) * float64(time.Second))
-	if wait < time.Second {
-		wait = time.Second
-	}
-	return wait
+	name := strconv.Quote(q.Policy.Name)
+	w.Header().Set("RateLimit-Policy", name+";q="+strconv.Itoa(max(q.Policy.Burst, 1))+";w="+strconv.Itoa(int(q.Policy.Window()/time.Second)))
+	w.Header().Set("RateLimit", name+";r="+strconv.Itoa(q.Remaining)+";t="+strconv.Itoa(int(math.Ceil(q.Reset.Seconds()))))
 }

@@ -62,30 +62,29 @@ func (s *server) providerRoute(verify func(r *http.Request, numberID string) (pr
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
 			ri.route = tmpl
 		}
-		client := clientAddress(r)
-		if wait := s.providerFailures.blocked(client); wait > 0 {
-			writeError(w, r, failure.RateLimited("too many failed webhook signatures from this address", wait))
+		attempt, done := s.limiters.ProviderFailures.Attempt(r.Context(), clientAddress(r))
+		if !attempt.Admitted() {
+			writeError(w, r, failure.RateLimited("too many failed webhook signatures from this address", attempt.RetryAfter))
 			return
 		}
 		numberID := mux.Vars(r)["numberId"]
 		if !ident.Valid(ident.Number, numberID) {
+			done(false)
 			writeError(w, r, failure.NotFound("number"))
 			return
 		}
 		answer, err := verify(r, numberID)
+		// Only failed signatures and tokens count against the client
+		// address: a provider's own addresses also carry good traffic.
+		done(err != nil && (failure.Is(err, failure.KindUnauthenticated) || failure.As(err).Code == "verification_failed"))
 		if err != nil {
-			// Only failed signatures and tokens count against the client
-			// address: a provider's own addresses also carry good traffic.
-			if failure.Is(err, failure.KindUnauthenticated) || failure.As(err).Code == "verification_failed" {
-				s.providerFailures.record(client)
-			}
 			writeError(w, r, err)
 			return
 		}
 		// Only verified requests spend the number's budget: posts anyone
 		// can forge must not crowd out the provider's.
-		if wait := s.accountLimits.take("provider:" + numberID); wait > 0 {
-			writeError(w, r, failure.RateLimited("rate limit exceeded for this agent number", wait))
+		if quota := s.limiters.Accounts.Take(r.Context(), "provider:"+numberID); !quota.Admitted() {
+			writeError(w, r, failure.RateLimited("rate limit exceeded for this agent number", quota.RetryAfter))
 			return
 		}
 		if err := answer(w, r); err != nil {

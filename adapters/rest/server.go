@@ -4,6 +4,7 @@
 package rest
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -16,11 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/time/rate"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
@@ -67,6 +69,67 @@ type Limits struct {
 	RequestTimeout time.Duration
 }
 
+// AccountPolicy is the per-account request limit: RatePerSecond refills a
+// burst of RateBurst.
+func (l Limits) AccountPolicy() ratelimit.Policy {
+	return ratelimit.Policy{Name: "account", PerSecond: l.RatePerSecond, Burst: max(l.RateBurst, 1)}
+}
+
+// AuthFailurePolicy is the budget of failed authentications (and, apart,
+// of failed provider signatures) per client address: AuthFailuresPerMinute
+// a minute, all of them at once.
+func (l Limits) AuthFailurePolicy() ratelimit.Policy {
+	return ratelimit.Policy{Name: "auth-failures", PerSecond: float64(l.AuthFailuresPerMinute) / 60, Burst: l.AuthFailuresPerMinute}
+}
+
+// RequestLimiter admits requests of a key (an account) within its budget;
+// *ratelimit.Limiter implements it.
+type RequestLimiter interface {
+	Take(ctx context.Context, key string) ratelimit.Quota
+}
+
+// AttemptLimiter admits attempts from a client address while its failures
+// stay within their budget; done reports whether the attempt failed.
+// ratelimit.PerAddress implements it.
+type AttemptLimiter interface {
+	Attempt(ctx context.Context, addr string) (q ratelimit.Quota, done func(failed bool))
+}
+
+var (
+	_ RequestLimiter = (*ratelimit.Limiter)(nil)
+	_ AttemptLimiter = ratelimit.PerAddress{}
+)
+
+// Limiters hold the budgets of Limits. Replicas of one database share
+// them when the composition root builds them over the database
+// (NewLimiters); what is nil NewHandler fills with this process's own.
+type Limiters struct {
+	// Accounts limits each account's requests, and each agent number's
+	// verified provider posts (keys "provider:<numberId>").
+	Accounts RequestLimiter
+	// AuthFailures limits failed API-key authentications per client
+	// address, on every transport.
+	AuthFailures AttemptLimiter
+	// ProviderFailures limits failed provider signatures per client
+	// address, apart from AuthFailures.
+	ProviderFailures AttemptLimiter
+}
+
+// NewLimiters builds the limiters of l over buckets (ratelimit.NewMemoryBuckets
+// for one process, the database for replicas).
+func NewLimiters(l Limits, buckets ratelimit.Buckets, opts ratelimit.Options) Limiters {
+	with := func(prefix string) ratelimit.Options {
+		o := opts
+		o.Prefix = prefix
+		return o
+	}
+	return Limiters{
+		Accounts:         ratelimit.New(l.AccountPolicy(), buckets, with("acct:")),
+		AuthFailures:     ratelimit.PerAddress{Limiter: ratelimit.New(l.AuthFailurePolicy(), buckets, with("auth:")), IPv6Prefix: l.AuthFailuresIPv6Prefix},
+		ProviderFailures: ratelimit.PerAddress{Limiter: ratelimit.New(l.AuthFailurePolicy(), buckets, with("sig:")), IPv6Prefix: l.AuthFailuresIPv6Prefix},
+	}
+}
+
 // DefaultLimits are the limits when nothing is configured.
 var DefaultLimits = Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 100, RateBurst: 200, AuthFailuresPerMinute: 30, AuthFailuresIPv6Prefix: 64, RequestTimeout: 10 * time.Second}
 
@@ -105,6 +168,8 @@ type Deps struct {
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
 	Limits   Limits
+	// Limiters enforce Limits; see Limiters.
+	Limiters Limiters
 	// EmailDomain is the service's own email domain, shown on accounts.
 	EmailDomain string
 	// Now is the clock; time.Now when nil.
@@ -126,13 +191,9 @@ type server struct {
 	log             *slog.Logger
 	limits          Limits
 	metrics         *httpMetrics
-	accountLimits   *keyedLimiter
-	authFailures    *addressLimiter
-	// providerFailures is the budget of failed provider signatures per
-	// client address, apart from failed API keys.
-	providerFailures *addressLimiter
-	emailDomain      string
-	openapiJSON      []byte
+	limiters        Limiters
+	emailDomain     string
+	openapiJSON     []byte
 }
 
 // NewHandler builds the whole HTTP interface.
@@ -167,18 +228,12 @@ func NewHandler(d Deps) (http.Handler, error) {
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
 	}
-	if d.Limits.RatePerSecond > 0 {
-		burst := max(d.Limits.RateBurst, 1)
-		s.accountLimits = newKeyedLimiter(rate.Limit(d.Limits.RatePerSecond), burst, now)
-	}
-	if d.Limits.AuthFailuresPerMinute > 0 {
-		failures := func() *addressLimiter {
-			return &addressLimiter{
-				keys:       newKeyedLimiter(rate.Limit(float64(d.Limits.AuthFailuresPerMinute)/60), d.Limits.AuthFailuresPerMinute, now),
-				ipv6Prefix: d.Limits.AuthFailuresIPv6Prefix,
-			}
-		}
-		s.authFailures, s.providerFailures = failures(), failures()
+	s.limiters = d.Limiters
+	if s.limiters.Accounts == nil || s.limiters.AuthFailures == nil || s.limiters.ProviderFailures == nil {
+		own := NewLimiters(d.Limits, ratelimit.NewMemoryBuckets(), ratelimit.Options{Now: now, Logger: d.Logger})
+		s.limiters.Accounts = cmp.Or(s.limiters.Accounts, own.Accounts)
+		s.limiters.AuthFailures = cmp.Or(s.limiters.AuthFailures, own.AuthFailures)
+		s.limiters.ProviderFailures = cmp.Or(s.limiters.ProviderFailures, own.ProviderFailures)
 	}
 
 	root := mux.NewRouter()

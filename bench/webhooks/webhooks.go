@@ -77,6 +77,13 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// reset forgets the arrivals noted so far.
+func (rc *receiver) reset() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	clear(rc.arrivals)
+}
+
 // take removes and returns the arrival of message id.
 func (rc *receiver) take(id string) (time.Time, bool) {
 	rc.mu.Lock()
@@ -86,17 +93,17 @@ func (rc *receiver) take(id string) (time.Time, bool) {
 	return at, ok
 }
 
-// setWebhook points the deployment account's webhook at the receiver, through the
-// webhook use cases in this process with the deployment's server key: what
+// setWebhook points the webhook of account (one of the deployment's) at url, through
+// the webhook use cases in this process with the deployment's server key: what
 // `switchboard webhook set` does.
-func setWebhook(ctx context.Context, d *harness.Deployment, db *store.DB, url string, log *slog.Logger) error {
+func setWebhook(ctx context.Context, d *harness.Deployment, db *store.DB, account, url string, log *slog.Logger) error {
 	cfg := bootstrap.Config{SecretKey: d.SecretKey, DatabaseURL: d.DatabaseURL, AllowPrivateURLs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	keys, err := cfg.Keyring()
 	if err != nil {
 		return err
 	}
 	guard := httpguard.New(httpguard.Options{Allow: cfg.AllowPrivateURLs})
-	_, err = bootstrap.NewWebhooks(cfg, db, keys, guard, log).Put(ctx, webhooks.PutInput{AccountID: d.AccountID, URL: url})
+	_, err = bootstrap.NewWebhooks(cfg, db, keys, guard, log).Put(ctx, webhooks.PutInput{AccountID: account, URL: url})
 	return err
 }
 

@@ -35,10 +35,10 @@ import (
 //
 // The healthy account B has a receiver that answers 204 at once. Each round, for
 // Window, B posts a sandbox inbound message and an individual send every Interval
-// (from Users users in turn). Two latencies are measured, both from the moment the
-// request is sent, as a client sees them: an inbound message's until B's receiver
-// has read its webhook delivery (its message.received payload), and a send's until
-// the message has left status queued (its row read every Poll). An operation not
+// (from Users users in turn). Two latencies are measured: an inbound message's from
+// its acceptance (the inbound endpoint's answer) until B's receiver has read its
+// webhook delivery (its message.received payload), and a send's from its request
+// until the message has left status queued (its row read every Poll). An operation not
 // done Timeout after its request is late: it counts at Timeout in the percentiles,
 // which are then lower bounds, and the figures say how many were late. A request
 // that fails, or a send that fails, is a failure.
@@ -332,7 +332,8 @@ func (nb *neighbours) topUp(ctx context.Context) error {
 	return nil
 }
 
-// op is one of B's requests, answered: an inbound message (hook) or a send.
+// op is one of B's requests, answered: an inbound message (hook) or a send, and
+// when its clock started (the answer of an inbound message, the request of a send).
 type op struct {
 	hook bool
 	id   string
@@ -389,9 +390,8 @@ func (nb *neighbours) slice(ctx context.Context, d time.Duration) (harness.Sampl
 			user := healthyUser(nb.nextB % nb.Users)
 			inflight += 2
 			go func() {
-				at := time.Now()
 				id, err := nb.inbound(ctx, nb.healthy(), healthyAgent, user)
-				results <- op{hook: true, id: id, at: at, err: err}
+				results <- op{hook: true, id: id, at: time.Now(), err: err}
 			}()
 			go func() {
 				at := time.Now()
@@ -494,7 +494,7 @@ func (nb *neighbours) figures(context.Context, harness.Rounds) []harness.Figure 
 		late int
 		what string
 	}{
-		{"B webhook", nb.hooks, nb.lateHooks, "inbound request sent to its delivery read by B's receiver"},
+		{"B webhook", nb.hooks, nb.lateHooks, "inbound message accepted (2xx) to its delivery read by B's receiver"},
 		{"B send", nb.sends, nb.lateSends, "send request sent to the message leaving queued (read every " + nb.Poll.String() + ")"},
 	} {
 		if len(k.lat) == 0 {

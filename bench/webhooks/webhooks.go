@@ -2,7 +2,8 @@
 // server binary: how many deliveries per second its job runner makes to a receiver on
 // 127.0.0.1 (Fanout, against the pgbench insert baseline), and how long an inbound
 // sandbox message takes from the inbound request to its delivery at 100 messages per
-// second (Latency).
+// second (Latency), and how long one account's deliveries and sends take beside a
+// noisy account whose receivers hang (Noisy).
 //
 // The receiver runs in the bench process: it answers 204 at once and notes when each
 // payload arrived, by message id. The account's webhook points at it over plain http,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -130,7 +131,8 @@ func (n Noisy) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 	env.AfterScenario(hang.close)
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	env.AfterScenario(client.CloseIdleConnections)
-	nb := &neighbours{Noisy: n, sb: sb, a: a, db: db, rc: rc, hang: hang, client: client, log: env.Log}
+	nb := &neighbours{Noisy: n, sb: sb, a: a, db: db, rc: rc, hang: hang, client: client, log: env.Log,
+		lateHooks: map[string]time.Time{}, lateSends: map[string]time.Time{}}
 	// A send needs a conversation the user started: each of B's users writes
 	// first.
 	for i := range n.Users {
@@ -214,10 +216,10 @@ type neighbours struct {
 	// nextB numbers B's operations; B's users are nextB modulo Users.
 	nextB int
 	// The rounds' observations, for the figures: latencies (late ones at
-	// Timeout), how many were late, and the measured rounds' wall time and noisy
-	// requests received.
+	// Timeout), the late operations' starts by message id, and the measured
+	// rounds' wall time and noisy requests received.
 	hooks, sends          []time.Duration
-	lateHooks, lateSends  int
+	lateHooks, lateSends  map[string]time.Time
 	measured              time.Duration
 	noisyHooks, noisyCron int64
 }
@@ -351,17 +353,17 @@ func (nb *neighbours) slice(ctx context.Context, d time.Duration) (harness.Sampl
 	if err := nb.topUp(ctx); err != nil {
 		return harness.Sample{}, err
 	}
-	nb.rc.reset()
 	hooks0, cron0 := nb.hang.webhook.Load(), nb.hang.cron.Load()
 
 	var (
-		s                    harness.Sample
-		hookLat, sendLat     []time.Duration
-		lateHooks, lateSends int
-		// Requests answered and not yet observed done, by message id.
-		hooks, sends = map[string]time.Time{}, map[string]time.Time{}
-		results      = make(chan op, 256)
-		inflight     int
+		s                harness.Sample
+		hookLat, sendLat []time.Duration
+		// Requests answered and not yet observed done, and those late, by
+		// message id.
+		hooks, sends         = map[string]time.Time{}, map[string]time.Time{}
+		lateHooks, lateSends = map[string]time.Time{}, map[string]time.Time{}
+		results              = make(chan op, 256)
+		inflight             int
 	)
 	fail := func(msg string) {
 		s.Failed++
@@ -415,7 +417,7 @@ func (nb *neighbours) slice(ctx context.Context, d time.Duration) (harness.Sampl
 					delete(hooks, id)
 				} else if now.Sub(at) >= nb.Timeout {
 					hookLat = append(hookLat, nb.Timeout)
-					lateHooks++
+					lateHooks[id] = at
 					delete(hooks, id)
 				}
 			}
@@ -437,7 +439,7 @@ func (nb *neighbours) slice(ctx context.Context, d time.Duration) (harness.Sampl
 			for id, at := range sends {
 				if now.Sub(at) >= nb.Timeout {
 					sendLat = append(sendLat, nb.Timeout)
-					lateSends++
+					lateSends[id] = at
 					delete(sends, id)
 				}
 			}
@@ -446,12 +448,13 @@ func (nb *neighbours) slice(ctx context.Context, d time.Duration) (harness.Sampl
 	s.Latencies = slices.Concat(hookLat, sendLat)
 	s.Ops = len(s.Latencies)
 	noisyHooks, noisyCron := nb.hang.webhook.Load()-hooks0, nb.hang.cron.Load()-cron0
-	nb.log.Info("noisy-neighbour round", "warm_up", warm, "window", window, "hooks", len(hookLat), "late_hooks", lateHooks,
-		"sends", len(sendLat), "late_sends", lateSends, "noisy_webhook_posts", noisyHooks, "noisy_cron_calls", noisyCron,
+	nb.log.Info("noisy-neighbour round", "warm_up", warm, "window", window, "hooks", len(hookLat), "late_hooks", len(lateHooks),
+		"sends", len(sendLat), "late_sends", len(lateSends), "noisy_webhook_posts", noisyHooks, "noisy_cron_calls", noisyCron,
 		"took", time.Since(start).Round(time.Millisecond))
 	if !warm {
 		nb.hooks, nb.sends = append(nb.hooks, hookLat...), append(nb.sends, sendLat...)
-		nb.lateHooks, nb.lateSends = nb.lateHooks+lateHooks, nb.lateSends+lateSends
+		maps.Copy(nb.lateHooks, lateHooks)
+		maps.Copy(nb.lateSends, lateSends)
 		nb.measured += time.Since(start)
 		nb.noisyHooks, nb.noisyCron = nb.noisyHooks+noisyHooks, nb.noisyCron+noisyCron
 	}
@@ -484,8 +487,53 @@ func (nb *neighbours) leftQueued(ctx context.Context, sends map[string]time.Time
 }
 
 // figures reports B's two latencies against the target (p99 ≤ 1 s each), how
-// many operations were late, and how much noise A's receivers saw.
-func (nb *neighbours) figures(context.Context, harness.Rounds) []harness.Figure {
+// many operations were late and what became of them, and how much noise A's
+// receivers saw.
+func (nb *neighbours) figures(ctx context.Context, _ harness.Rounds) []harness.Figure {
+	return append(nb.latencyFigures(), nb.lateFigures(ctx)...)
+}
+
+// lateFigures says, for each kind of B's late operations, how many were done by the
+// end of the rounds and how long the oldest still waiting had waited: how late the
+// late ones are, beyond Timeout.
+func (nb *neighbours) lateFigures(ctx context.Context) []harness.Figure {
+	now := time.Now()
+	waited := func(late map[string]time.Time, done func(id string) bool) (int, time.Duration) {
+		n, oldest := 0, time.Duration(0)
+		for id, at := range late {
+			if done(id) {
+				n++
+			} else {
+				oldest = max(oldest, now.Sub(at))
+			}
+		}
+		return n, oldest
+	}
+	var out []harness.Figure
+	figure := func(name string, late map[string]time.Time, done int, oldest time.Duration) {
+		if len(late) == 0 {
+			return
+		}
+		out = append(out, harness.Figure{Name: name + " late, done by the end", Value: float64(done), Unit: "ops",
+			Detail: fmt.Sprintf("of %d late; the oldest of the %d still waiting had waited %s", len(late), len(late)-done, oldest.Round(time.Second))})
+	}
+	done, oldest := waited(nb.lateHooks, func(id string) bool { _, ok := nb.rc.take(id); return ok })
+	figure("B webhook", nb.lateHooks, done, oldest)
+	if len(nb.lateSends) > 0 {
+		sent, failed, err := nb.leftQueued(ctx, nb.lateSends)
+		if err != nil {
+			return append(out, harness.FigureError("B send late, done by the end", err))
+		}
+		left := slices.Concat(sent, failed)
+		done, oldest := waited(nb.lateSends, func(id string) bool { return slices.Contains(left, id) })
+		figure("B send", nb.lateSends, done, oldest)
+	}
+	return out
+}
+
+// latencyFigures reports B's two latencies against the target, how many
+// operations were late, and the noise A's receivers saw.
+func (nb *neighbours) latencyFigures() []harness.Figure {
 	limit := float64(time.Second / time.Millisecond)
 	var out []harness.Figure
 	for _, k := range []struct {
@@ -494,8 +542,8 @@ func (nb *neighbours) figures(context.Context, harness.Rounds) []harness.Figure 
 		late int
 		what string
 	}{
-		{"B webhook", nb.hooks, nb.lateHooks, "inbound message accepted (2xx) to its delivery read by B's receiver"},
-		{"B send", nb.sends, nb.lateSends, "send request sent to the message leaving queued (read every " + nb.Poll.String() + ")"},
+		{"B webhook", nb.hooks, len(nb.lateHooks), "inbound message accepted (2xx) to its delivery read by B's receiver"},
+		{"B send", nb.sends, len(nb.lateSends), "send request sent to the message leaving queued (read every " + nb.Poll.String() + ")"},
 	} {
 		if len(k.lat) == 0 {
 			out = append(out, harness.Figure{Name: k.name + " p99", Error: "no operations measured"})

@@ -1,7 +1,7 @@
 package webhooks
 
 import (
-	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +14,16 @@ import (
 func TestNoisyFiguresCountLateOperations(t *testing.T) {
 	t.Parallel()
 	nb := &neighbours{Noisy: Noisy{Timeout: 10 * time.Second, Poll: 20 * time.Millisecond, CronJobs: 49}, measured: 10 * time.Second,
-		noisyHooks: 20, noisyCron: 490}
+		noisyHooks: 20, noisyCron: 490, lateSends: map[string]time.Time{}}
 	for i := range 100 {
 		nb.hooks = append(nb.hooks, time.Duration(i+1)*time.Millisecond)
 		nb.sends = append(nb.sends, 10*time.Second)
 	}
-	nb.lateSends = 100
+	for i := range 100 {
+		nb.lateSends[fmt.Sprint("msg_", i)] = time.Now()
+	}
 	got := map[string]harness.Figure{}
-	for _, f := range nb.figures(context.Background(), harness.Rounds{}) {
+	for _, f := range nb.latencyFigures() {
 		got[f.Name] = f
 	}
 	check := func(name string, value float64, verdict string) {
@@ -55,7 +57,7 @@ func TestNoisyFiguresWithoutOperations(t *testing.T) {
 	t.Parallel()
 	nb := &neighbours{Noisy: Noisy{Timeout: 10 * time.Second}}
 	n := 0
-	for _, f := range nb.figures(context.Background(), harness.Rounds{}) {
+	for _, f := range nb.latencyFigures() {
 		if f.Error == "" {
 			t.Errorf("figure %s = %v without operations", f.Name, f.Value)
 		}
@@ -63,5 +65,22 @@ func TestNoisyFiguresWithoutOperations(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d figures without operations, want the two p99 errors", n)
+	}
+}
+
+// A late delivery that arrived after its round is counted done by the end; the
+// others' wait is reported.
+func TestNoisyLateFiguresFollowLateDeliveries(t *testing.T) {
+	t.Parallel()
+	start := time.Now().Add(-time.Minute)
+	nb := &neighbours{rc: &receiver{arrivals: map[string]time.Time{"msg_1": time.Now()}},
+		lateHooks: map[string]time.Time{"msg_1": start, "msg_2": start}}
+	figs := nb.lateFigures(t.Context())
+	if len(figs) != 1 {
+		t.Fatalf("figures %+v, want one of B's webhooks", figs)
+	}
+	f := figs[0]
+	if f.Name != "B webhook late, done by the end" || f.Value != 1 || !strings.Contains(f.Detail, "of 2 late; the oldest of the 1 still waiting had waited 1m0s") {
+		t.Errorf("figure %+v", f)
 	}
 }

@@ -78,13 +78,6 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// reset forgets the arrivals noted so far.
-func (rc *receiver) reset() {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	clear(rc.arrivals)
-}
-
 // take removes and returns the arrival of message id.
 func (rc *receiver) take(id string) (time.Time, bool) {
 	rc.mu.Lock()

@@ -40,9 +40,10 @@ import (
 // its acceptance (the inbound endpoint's answer) until B's receiver has read its
 // webhook delivery (its message.received payload), and a send's from its request
 // until the message has left status queued (its row read every Poll). An operation not
-// done Timeout after its request is late: it counts at Timeout in the percentiles,
-// which are then lower bounds, and the figures say how many were late. A request
-// that fails, or a send that fails, is a failure.
+// done Timeout after its clock started is late: it counts at Timeout in the
+// percentiles, which are then lower bounds; the figures say how many were late, how
+// many of those were done by the end of the rounds and how long the oldest still
+// waiting had waited. A request that fails, or a send that fails, is a failure.
 //
 // Each slice measures for Window whatever d it is given (as recovery's ignores
 // it), except the first, the harness's warm-up, which measures for d only.

@@ -153,9 +153,41 @@ func (d *Deployment) Command(ctx context.Context, args ...string) ([]byte, error
 	return runTool(ctx, d.bin, d.vars, args...)
 }
 
-// AddNumber adds an enabled agent number with `numbers add --json` and returns its id.
+// Account is an account of a deployment and its API credentials.
+type Account struct {
+	AccountID string
+	APIKey    string
+	APISecret string
+}
+
+// Header returns the account's authentication headers.
+func (a Account) Header() http.Header {
+	return http.Header{"X-Api-Key": {a.APIKey}, "X-Api-Secret": {a.APISecret}}
+}
+
+// AddAccount creates another account on the deployment with `accounts create
+// --json`, for scenarios with more than one tenant.
+func (d *Deployment) AddAccount(ctx context.Context, name string) (Account, error) {
+	out, err := d.Command(ctx, "accounts", "create", "--name", name, "--json")
+	if err != nil {
+		return Account{}, err
+	}
+	a, err := parseAccount(out)
+	if err != nil {
+		return Account{}, err
+	}
+	return Account{AccountID: a.AccountID, APIKey: a.APIKey, APISecret: a.APISecret}, nil
+}
+
+// AddNumber adds an enabled agent number to the bench account with `numbers add
+// --json` and returns its id.
 func (d *Deployment) AddNumber(ctx context.Context, number, service, provider string) (string, error) {
-	out, err := d.Command(ctx, "numbers", "add", "--account", d.AccountID, "--number", number,
+	return d.AddNumberTo(ctx, d.AccountID, number, service, provider)
+}
+
+// AddNumberTo adds an enabled agent number to accountID, as AddNumber does.
+func (d *Deployment) AddNumberTo(ctx context.Context, accountID, number, service, provider string) (string, error) {
+	out, err := d.Command(ctx, "numbers", "add", "--account", accountID, "--number", number,
 		"--service", service, "--provider", provider, "--json")
 	if err != nil {
 		return "", err

@@ -46,7 +46,7 @@ func (l Latency) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 	if err != nil {
 		return nil, err
 	}
-	if err := setWebhook(ctx, d, db, rc.url, env.Log); err != nil {
+	if err := setWebhook(ctx, d, db, d.AccountID, rc.url, env.Log); err != nil {
 		return nil, err
 	}
 	sb, err := d.Serve(ctx, allowLoopback...)

@@ -2,7 +2,8 @@
 // server binary: how many deliveries per second its job runner makes to a receiver on
 // 127.0.0.1 (Fanout, against the pgbench insert baseline), and how long an inbound
 // sandbox message takes from the inbound request to its delivery at 100 messages per
-// second (Latency).
+// second (Latency), and how long one account's deliveries and sends take beside a
+// noisy account whose receivers hang (Noisy).
 //
 // The receiver runs in the bench process: it answers 204 at once and notes when each
 // payload arrived, by message id. The account's webhook points at it over plain http,
@@ -86,17 +87,17 @@ func (rc *receiver) take(id string) (time.Time, bool) {
 	return at, ok
 }
 
-// setWebhook points the deployment account's webhook at the receiver, through the
-// webhook use cases in this process with the deployment's server key: what
+// setWebhook points the webhook of account (one of the deployment's) at url, through
+// the webhook use cases in this process with the deployment's server key: what
 // `switchboard webhook set` does.
-func setWebhook(ctx context.Context, d *harness.Deployment, db *store.DB, url string, log *slog.Logger) error {
+func setWebhook(ctx context.Context, d *harness.Deployment, db *store.DB, account, url string, log *slog.Logger) error {
 	cfg := bootstrap.Config{SecretKey: d.SecretKey, DatabaseURL: d.DatabaseURL, AllowPrivateURLs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	keys, err := cfg.Keyring()
 	if err != nil {
 		return err
 	}
 	guard := httpguard.New(httpguard.Options{Allow: cfg.AllowPrivateURLs})
-	_, err = bootstrap.NewWebhooks(cfg, db, keys, guard, log).Put(ctx, webhooks.PutInput{AccountID: d.AccountID, URL: url})
+	_, err = bootstrap.NewWebhooks(cfg, db, keys, guard, log).Put(ctx, webhooks.PutInput{AccountID: account, URL: url})
 	return err
 }
 

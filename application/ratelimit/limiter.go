@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -10,6 +11,14 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/outage"
 )
+
+// StoreTimeout bounds a limiter's wait for its store: a lease normally
+// takes a millisecond, and a request should not spend its deadline on
+// its rate limit while the database is away.
+const StoreTimeout = time.Second
+
+// errStoreAway: the store failed lately; the fallback answers meanwhile.
+var errStoreAway = errors.New("rate-limit store unavailable")
 
 // LeaseTTL is how long a replica keeps tokens it leased and did not spend
 // before it gives them back.
@@ -26,6 +35,10 @@ type Limiter struct {
 	fallback *Limiter // nil on a limiter over memory
 	now      func() time.Time
 	outage   *outage.Tracker
+	// downUntil (unix nanoseconds): after a failed store call, requests
+	// go straight to the fallback until then, rather than each waiting
+	// for a store that is away.
+	downUntil atomic.Int64
 
 	mu     sync.Mutex
 	keys   map[string]*keyState
@@ -50,6 +63,8 @@ type keyState struct {
 	// suspectUntil: the key failed an attempt recently (see Attempt).
 	suspectUntil time.Time
 	lastUsed     time.Time
+	// forgotten: swept out of the limiter's map (see lock).
+	forgotten bool
 }
 
 // Options configure a Limiter; zero fields take defaults.
@@ -92,8 +107,7 @@ func (l *Limiter) Take(ctx context.Context, key string) Quota {
 	if l == nil || !l.policy.Enabled() {
 		return Quota{Policy: l.policyOrZero()}
 	}
-	st := l.state(key)
-	st.mu.Lock()
+	st := l.lock(key)
 	defer st.mu.Unlock()
 	q, err := l.takeLocked(ctx, key, st)
 	if err != nil {
@@ -118,10 +132,15 @@ func (l *Limiter) takeLocked(ctx context.Context, key string, st *keyState) (Quo
 		if now.Before(st.emptyUntil) {
 			return l.refused(st, now), nil
 		}
-		taken, left, err := l.buckets.TakeTokens(ctx, l.prefix+key, l.policy.lease(), l.policy, now)
+		if now.UnixNano() < l.downUntil.Load() {
+			return Quota{}, errStoreAway
+		}
+		storeCtx, cancel := context.WithTimeout(ctx, StoreTimeout)
+		taken, left, err := l.buckets.TakeTokens(storeCtx, l.prefix+key, l.policy.lease(), l.policy, now)
+		cancel()
 		if err != nil {
 			if l.outage != nil {
-				l.outage.Failed(err)
+				l.downUntil.Store(now.Add(l.outage.Failed(err)).UnixNano())
 			}
 			return Quota{}, err
 		}
@@ -165,8 +184,7 @@ func (l *Limiter) Attempt(ctx context.Context, key string) (Quota, func(failed b
 	if l == nil || !l.policy.Enabled() {
 		return Quota{Policy: l.policyOrZero()}, func(bool) {}
 	}
-	st := l.state(key)
-	st.mu.Lock()
+	st := l.lock(key)
 	now := l.now()
 	st.lastUsed = now
 	if now.Before(st.emptyUntil) {
@@ -189,7 +207,7 @@ func (l *Limiter) Attempt(ctx context.Context, key string) (Quota, func(failed b
 	q := l.quota(st, now)
 	st.mu.Unlock()
 	return q, func(failed bool) {
-		st.mu.Lock()
+		st := l.lock(key)
 		defer st.mu.Unlock()
 		switch {
 		case failed && !held:
@@ -230,6 +248,20 @@ func (l *Limiter) state(key string) *keyState {
 	return st
 }
 
+// lock returns key's state locked. A sweep may forget a state between
+// state and the lock; its holder then takes the key's new state, so
+// that no lease is ever spent from a state the limiter forgot.
+func (l *Limiter) lock(key string) *keyState {
+	for {
+		st := l.state(key)
+		st.mu.Lock()
+		if !st.forgotten {
+			return st
+		}
+		st.mu.Unlock()
+	}
+}
+
 // Sweep gives back the tokens leased longer than LeaseTTL ago, forgets
 // keys idle for longer than the policy's window and, every minute, prunes
 // the store's buckets that refilled. The limiter starts one every LeaseTTL
@@ -255,6 +287,7 @@ func (l *Limiter) Sweep(ctx context.Context) {
 		}
 		if st.reserve == 0 && now.Sub(st.lastUsed) > l.policy.Window() && now.After(st.suspectUntil) {
 			delete(l.keys, key)
+			st.forgotten = true
 		}
 		st.mu.Unlock()
 	}

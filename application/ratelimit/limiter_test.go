@@ -172,6 +172,14 @@ func TestAnOutageFallsBackToLocalLimits(t *testing.T) {
 		require.True(t, l.Take(ctx, "k").Admitted(), "requests go on while the database is away")
 	}
 	require.False(t, l.Take(ctx, "k").Admitted(), "under this process's own limit")
+	require.Equal(t, 1, store.takes, "requests do not each wait for a store that failed")
+
+	store.mu.Lock()
+	store.broken = false
+	store.mu.Unlock()
+	c.add(5 * time.Second) // past the back-off
+	require.True(t, l.Take(ctx, "other").Admitted())
+	require.Equal(t, 2, store.takes, "the store is asked again once the back-off ends")
 }
 
 func TestDisabledAndNilLimitersAdmitEverything(t *testing.T) {

@@ -81,7 +81,9 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 	b.addNumber(t, tenants[1].acct.AccountID, "+15550000202")
 	numbers := []string{"+15550000101", "+15550000202"}
 
-	srv := startServer(t, b.env, "--database-url", proxy.URL(b.dbURL), "--rate-limit", "0")
+	// A rate limit that never binds, so that every request also leases
+	// tokens from the shared buckets through the faults (20 at a time).
+	srv := startServer(t, b.env, "--database-url", proxy.URL(b.dbURL), "--rate-limit", "100000", "--rate-burst", "200")
 	client := &http.Client{Timeout: 60 * time.Second}
 	for i, tn := range tenants {
 		r := do(t, client, srv.URL, tn, http.MethodPost, "/v1/sandbox/"+tn.acct.AccountID+"/inbound",

@@ -10,9 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -240,11 +240,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	root.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, &failure.Error{Kind: failure.KindNotFound, Code: "route_not_found", Message: "no route " + r.URL.Path})
 	})
-	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)
-	})
-
-	top := &routes{parent: root}
+	top := &routes{router: root}
 	for _, m := range []string{http.MethodGet, http.MethodHead} {
 		top.Handle(m, "/healthz", s.healthz)
 		top.Handle(m, "/readyz", s.readyz)
@@ -252,148 +248,70 @@ func NewHandler(d Deps) (http.Handler, error) {
 	top.Handle(http.MethodGet, "/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}).ServeHTTP)
 	top.Handle(http.MethodGet, "/v1/openapi.json", s.openapi)
 
-	s.mountProviders(top)
-	v1 := root.MatcherFunc(underPath("/v1")).Subrouter()
-	v1.Use(s.authenticate)
-	api := &routes{parent: v1, prefix: "/v1", grouped: true}
-	api.Handle(http.MethodGet, "/accounts/{accountId}", s.getAccount)
-	api.Handle(http.MethodPatch, "/accounts/{accountId}", s.patchAccount)
+	// The API's routes, sends first: mux tries routes in turn.
+	api := &routes{router: root, prefix: "/v1", wrap: s.authenticate}
 	s.mountMessaging(api)
 	s.mountEmail(api)
+	api.Handle(http.MethodGet, "/accounts/{accountId}", s.getAccount)
+	api.Handle(http.MethodPatch, "/accounts/{accountId}", s.patchAccount)
 	s.mountCron(api)
 	s.mountWebhooks(api)
+	s.mountProviders(top)
 
 	s.mountGraphQLPublic(root, d.GraphQLPublic)
 	if d.GraphQL != nil {
-		gql := root.PathPrefix("/graphql").Subrouter()
-		gql.Use(s.authenticate)
-		gql.Handle("", d.GraphQL).Methods(http.MethodGet, http.MethodPost)
+		root.Handle("/graphql", s.authenticate(d.GraphQL)).Methods(http.MethodGet, http.MethodPost)
 	}
+	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(allowedMethods(root, r), ", "))
+		writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)
+	})
 	return s.observe(s.withDeadline(s.guardBody(root))), nil
 }
 
-// routes registers the API's routes by method and path. gorilla/mux
-// matches each path once: one route per path serves all of its methods
-// (byMethod), so a known path taken with another method is answered 405
-// with Allow. (Routes with method matchers lose that answer inside
-// subrouters: the subrouter's prefix, copied into every route, matches
-// and clears the mismatch recorded by a sibling, so mux answered 404.)
-//
-// Grouped, the routes of the authenticated /v1 subrouter sit in a
-// subrouter per first path segment (/emails, /messages, ...): mux tries
-// routes one after the other, and grouped, a request is tried against its
-// own family only, not against every route registered before its own.
-// The /v1 subrouter and the families match their prefixes with underPath,
-// not PathPrefix: mux copies a subrouter's matchers into each of its
-// routes, so a PathPrefix regular expression ran again for every route
-// tried, the /v1 one at each level (7% of an email send's server CPU).
+// routes registers routes on one router, each for one method (a path
+// known with another method answers 405 with Allow). Every route sits on
+// the root router itself: in gorilla/mux v1.8.1, a method mismatch inside
+// a subrouter is forgotten when a later route of it fails to match, and
+// the request answered 404 instead of 405; so the API's routes carry their
+// /v1 prefix and their authentication themselves rather than through a
+// subrouter.
 type routes struct {
-	parent *mux.Router
-	// prefix is the path the parent router matched, which its routes'
-	// paths are below.
-	prefix   string
-	grouped  bool
-	families map[string]*mux.Router
-	paths    map[string]*byMethod
+	router *mux.Router
+	prefix string
+	// wrap, when set, goes around every handler (authentication).
+	wrap func(http.Handler) http.Handler
 }
 
-// Handle registers h for method on path (below the parent's prefix),
-// which begins with a literal segment and has no variable with a pattern
-// (see sameSegments).
+// Handle registers h for method on path, below the prefix.
 func (rt *routes) Handle(method, path string, h http.HandlerFunc) {
-	if strings.Contains(path, ":") {
-		panic("route " + path + ": a variable with a pattern would escape sameSegments")
+	var handler http.Handler = h
+	if rt.wrap != nil {
+		handler = rt.wrap(handler)
 	}
-	if rt.paths == nil {
-		rt.paths = map[string]*byMethod{}
-	}
-	if bm, ok := rt.paths[path]; ok {
-		bm.add(method, h)
-		return
-	}
-	bm := &byMethod{}
-	bm.add(method, h)
-	rt.paths[path] = bm
-	full := rt.prefix + path
-	rt.router(path).NewRoute().MatcherFunc(sameSegments(full)).Path(full).Handler(bm)
+	rt.router.Handle(rt.prefix+path, handler).Methods(method)
 }
 
-// router is the router path's route goes on.
-func (rt *routes) router(path string) *mux.Router {
-	if !rt.grouped {
-		return rt.parent
-	}
-	segment := path
-	if i := strings.IndexByte(path[1:], '/'); i >= 0 {
-		segment = path[:i+1]
-	}
-	family, ok := rt.families[segment]
-	if !ok {
-		family = rt.parent.MatcherFunc(underPath(rt.prefix + segment)).Subrouter()
-		if rt.families == nil {
-			rt.families = map[string]*mux.Router{}
+// allowedMethods are the methods of the routes whose path matches r's,
+// for a 405's Allow header.
+func allowedMethods(root *mux.Router, r *http.Request) []string {
+	var allowed []string
+	_ = root.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		pattern, err := route.GetPathRegexp()
+		if err != nil {
+			return nil
 		}
-		rt.families[segment] = family
-	}
-	return family
-}
-
-// sameSegments matches the paths that have template's segments, its
-// literal ones equal and any text for its {variables}: a check without a
-// regular expression that turns away every route of a family but the
-// request's own before mux runs the route's expression. It never turns
-// away a path the expression takes as long as no variable has a pattern
-// that spans a '/' (none here has a pattern at all).
-func sameSegments(template string) mux.MatcherFunc {
-	want := strings.Split(template, "/")
-	return func(r *http.Request, _ *mux.RouteMatch) bool {
-		rest := r.URL.Path
-		for i, w := range want {
-			segment, after, more := strings.Cut(rest, "/")
-			if more != (i < len(want)-1) {
-				return false // fewer or more segments
-			}
-			if segment != w && !strings.HasPrefix(w, "{") {
-				return false
-			}
-			rest = after
+		methods, err := route.GetMethods()
+		if err != nil {
+			return nil
 		}
-		return true
-	}
-}
-
-// underPath matches the path prefix and every path below it, as
-// PathPrefix(prefix) does for the paths the routes beneath serve, without
-// a regular expression. (It leaves out /v1x, which no route serves.)
-func underPath(prefix string) mux.MatcherFunc {
-	return func(r *http.Request, _ *mux.RouteMatch) bool {
-		p := r.URL.Path
-		return strings.HasPrefix(p, prefix) && (len(p) == len(prefix) || p[len(prefix)] == '/')
-	}
-}
-
-// byMethod serves one path: each method by its handler, any other with
-// 405 and the Allow header RFC 9110 asks for.
-type byMethod struct {
-	handlers map[string]http.Handler
-	allow    string
-}
-
-func (b *byMethod) add(method string, h http.Handler) {
-	if b.handlers == nil {
-		b.handlers = map[string]http.Handler{}
-	}
-	b.handlers[method] = h
-	b.allow = strings.Join(slices.Sorted(maps.Keys(b.handlers)), ", ")
-}
-
-func (b *byMethod) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h, ok := b.handlers[r.Method]; ok {
-		h.ServeHTTP(w, r)
-		return
-	}
-	w.Header().Set("Allow", b.allow)
-	writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)
+		if re, err := regexp.Compile(pattern); err == nil && re.MatchString(r.URL.Path) {
+			allowed = append(allowed, methods...)
+		}
+		return nil
+	})
+	slices.Sort(allowed)
+	return slices.Compact(allowed)
 }
 
 // writeJSONError answers a status that has no domain kind (405) in the

@@ -68,9 +68,10 @@ func seqIDSQL(prefix, i string) string {
 
 // openDB opens a small pool on a deployment's database for the scenario's own SQL:
 // seeding, counts and statistics. It is closed when the scenario ends, before the
-// database is dropped.
+// database is dropped. Seeding a million messages is one long statement, which
+// the server's 8 s statement timeout would cancel on a busy machine.
 func openDB(ctx context.Context, env *harness.Env, d *harness.Deployment) (*store.DB, error) {
-	db, err := store.Open(ctx, d.DatabaseURL, store.Options{MaxConns: 2})
+	db, err := store.Open(ctx, d.DatabaseURL, store.Options{MaxConns: 2, StatementTimeout: 9 * time.Minute, ReadTimeout: 10 * time.Minute})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -61,6 +62,19 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		p.AgentMentioned = true
 	}
 	return p
+}
+
+// JSON encodes the payload with encoding/json. Only a content number
+// that is not finite could make it fail (validation and JSON input keep
+// them finite); the payload then goes without its content object rather
+// than not at all.
+func (p MessagePayload) JSON() []byte {
+	b, err := json.Marshal(p)
+	if err != nil {
+		p.MessageContent = map[string]any{}
+		b, _ = json.Marshal(p)
+	}
+	return b
 }
 
 func contentObject(c messaging.Content) map[string]any {

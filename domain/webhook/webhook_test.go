@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +201,19 @@ func TestMessagePayload(t *testing.T) {
 	p = webhook.NewMessagePayload(event.MessageSent, "evt_2", out, messaging.Individual, at)
 	if !p.IsFromAgent || p.PhoneNumber != "+15550000001" {
 		t.Fatalf("outbound payload: %+v", p)
+	}
+}
+
+// A payload whose content cannot be encoded (a NaN coordinate, which
+// validation refuses) still goes out, without its content object.
+func TestPayloadWithAnUnencodableContentKeepsItsFields(t *testing.T) {
+	t.Parallel()
+	p := webhook.MessagePayload{Event: "message.received", MessageID: "msg_1", MessageContent: map[string]any{"latitude": math.NaN()}}
+	var got map[string]any
+	if err := json.Unmarshal(p.JSON(), &got); err != nil {
+		t.Fatalf("payload is not JSON: %v", err)
+	}
+	if got["message_id"] != "msg_1" || len(got["message_content"].(map[string]any)) != 0 {
+		t.Fatalf("payload %v", got)
 	}
 }

@@ -86,11 +86,6 @@ func New(policy Policy, buckets Buckets, opts Options) *Limiter {
 	return l
 }
 
-// NewLocal returns a limiter of policy over this process's memory.
-func NewLocal(policy Policy, opts Options) *Limiter {
-	return newLimiter(policy, NewMemoryBuckets(), opts)
-}
-
 func newLimiter(policy Policy, buckets Buckets, opts Options) *Limiter {
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -185,7 +185,7 @@ func TestAnOutageFallsBackToLocalLimits(t *testing.T) {
 func TestDisabledAndNilLimitersAdmitEverything(t *testing.T) {
 	var nilLimiter *ratelimit.Limiter
 	require.True(t, nilLimiter.Take(context.Background(), "k").Admitted())
-	l := ratelimit.NewLocal(ratelimit.Policy{}, ratelimit.Options{})
+	l := ratelimit.New(ratelimit.Policy{}, ratelimit.NewMemoryBuckets(), ratelimit.Options{})
 	for range 1000 {
 		require.True(t, l.Take(context.Background(), "k").Admitted())
 	}

@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"errors"
-	"html/template"
 	"math"
 	"net/http"
 	"strconv"
@@ -265,7 +264,8 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		srv.ServeHTTP(w, req.WithContext(context.WithValue(ctx, attemptKey{}, done)))
 	}))
 	if opts.Playground {
-		mux.Handle("/graphql/playground", playground())
+		mux.Handle("/graphql/playground", playgroundPage())
+		mux.Handle("/graphql/playground/assets/", playgroundAssets())
 	}
 	return mux
 }
@@ -332,46 +332,4 @@ func initCredentials(payload transport.InitPayload, h http.Header) (key, secret 
 		return strings.TrimSpace(authz[7:]), "", true
 	}
 	return "", "", false
-}
-
-// playgroundPage is GraphiQL from its CDN, sending the headers of its
-// header editor with queries and, as the connection_init payload, with
-// subscriptions.
-var playgroundPage = template.Must(template.New("playground").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Switchboard GraphQL</title>
-  <style>body { margin: 0; height: 100vh; } #graphiql { height: 100vh; }</style>
-  <link rel="stylesheet" href="https://unpkg.com/graphiql@3.7.1/graphiql.min.css" crossorigin="anonymous">
-  <script src="https://unpkg.com/react@18.3.1/umd/react.production.min.js" crossorigin="anonymous"></script>
-  <script src="https://unpkg.com/react-dom@18.3.1/umd/react-dom.production.min.js" crossorigin="anonymous"></script>
-  <script src="https://unpkg.com/graphiql@3.7.1/graphiql.min.js" crossorigin="anonymous"></script>
-</head>
-<body>
-  <div id="graphiql">Loading…</div>
-  <script>
-    const url = location.protocol + '//' + location.host + {{.}};
-    const subscriptionUrl = (location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' + location.host + {{.}};
-    // The headers typed into the editor, read when the socket connects.
-    const editorHeaders = () => {
-      try { return JSON.parse(localStorage.getItem('graphiql:headers') || '{}'); } catch (e) { return {}; }
-    };
-    const fetcher = GraphiQL.createFetcher({ url, subscriptionUrl, wsConnectionParams: editorHeaders });
-    ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElement(GraphiQL, {
-      fetcher,
-      defaultHeaders: JSON.stringify({ 'X-API-Key': 'sk_…', 'X-API-Secret': '…' }, null, 2),
-      defaultEditorToolsVisibility: 'headers',
-    }));
-  </script>
-</body>
-</html>
-`))
-
-func playground() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		_ = playgroundPage.Execute(w, "/graphql")
-	})
 }

@@ -26,4 +26,5 @@ func (s *server) mountGraphQLPublic(root *mux.Router, h http.Handler) {
 	}
 	root.Handle("/graphql", named("/graphql (websocket)")).Methods(http.MethodGet).HeadersRegexp("Upgrade", "(?i)^websocket$")
 	root.Handle("/graphql/playground", named("/graphql/playground")).Methods(http.MethodGet)
+	root.PathPrefix("/graphql/playground/assets/").Handler(named("/graphql/playground/assets")).Methods(http.MethodGet)
 }

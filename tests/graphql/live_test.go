@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -264,13 +265,41 @@ func TestPlayground(t *testing.T) {
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Contains(t, string(body), "GraphiQL")
+	page := string(body)
+	require.Contains(t, page, "Switchboard GraphQL")
+	csp := res.Header.Get("Content-Security-Policy")
+	require.Contains(t, csp, "script-src 'self';")
+	require.Contains(t, csp, "frame-ancestors 'none'")
+	require.NotContains(t, page, "<script>", "no inline script")
+	require.NotContains(t, page, "//", "nothing from another host")
+
+	// Every script and style the page names is served from the binary.
+	assets := regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllStringSubmatch(page, -1)
+	require.Len(t, assets, 6)
+	for _, a := range assets {
+		res, err := http.Get(b.base + a[1])
+		require.NoError(t, err)
+		asset, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, a[1])
+		require.NotEmpty(t, asset, a[1])
+		if strings.HasSuffix(a[1], ".js") {
+			require.Contains(t, res.Header.Get("Content-Type"), "javascript", a[1])
+		} else {
+			require.Contains(t, res.Header.Get("Content-Type"), "text/css", a[1])
+		}
+		if strings.HasSuffix(a[1], "/playground.js") {
+			require.Contains(t, string(asset), "swk_", "the example key has the real keys' prefix")
+		}
+	}
 
 	prod := setupWith(t, store.SQLite, appOptions{configure: func(c *bootstrap.Config) { c.Production = true }})
-	res, err = http.Get(prod.base + "/graphql/playground")
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	for _, path := range []string{"/graphql/playground", "/graphql/playground/assets/playground.js"} {
+		res, err = http.Get(prod.base + path)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusNotFound, res.StatusCode, path)
+	}
 }
 
 // A key revoked while its socket is open ends the socket, its

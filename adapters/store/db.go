@@ -185,6 +185,10 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 // init finishes what both dialects share: the clock, the wake-up hub and
 // its notifier.
 func (db *DB) init(opts Options, maxConns int) {
+	db.write.AddQueryHook(hookDispatch{&db.hooks})
+	if db.read != db.write {
+		db.read.AddQueryHook(hookDispatch{&db.hooks})
+	}
 	db.now = opts.Now
 	if db.now == nil {
 		db.now = time.Now

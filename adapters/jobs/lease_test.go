@@ -94,7 +94,10 @@ func TestHeartbeatRenewsTheLeaseOfARunningJob(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		h := newBlocking()
-		r := b.start(t, runner.Config{HeartbeatInterval: 20 * time.Millisecond},
+		// Each renewal may take up to a heartbeat: 200 ms leaves room for
+		// a loaded machine (at 20 ms, renewals under -race beside other
+		// suites all timed out for 10 s).
+		r := b.start(t, runner.Config{HeartbeatInterval: 200 * time.Millisecond},
 			runner.Kind{Name: "long", Timeout: time.Hour, Lease: time.Minute, Handler: h})
 		id := b.enqueue(t, jobs.EnqueueParams{Kind: "long"})
 		<-h.started

@@ -130,7 +130,9 @@ func (l *Limiter) takeLocked(ctx context.Context, key string, st *keyState) (Quo
 		if now.UnixNano() < l.downUntil.Load() {
 			return Quota{}, errStoreAway
 		}
-		storeCtx, cancel := context.WithTimeout(ctx, StoreTimeout)
+		// Bounded by StoreTimeout alone: a request its client gave up on
+		// says nothing about the store, and must not pass for an outage.
+		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
 		taken, left, err := l.buckets.TakeTokens(storeCtx, l.prefix+key, l.policy.lease(), l.policy, now)
 		cancel()
 		if err != nil {

@@ -81,19 +81,29 @@ var accountsModule = fx.Module("accounts",
 // watchRevocations keeps the auth cache in step with keys revoked on other
 // replicas and with the CLI while the app runs.
 func watchRevocations(lc fx.Lifecycle, s *accounts.Service, log *slog.Logger) {
+	runWhileUp(lc, func(ctx context.Context) { s.WatchRevocations(ctx, accounts.RevocationPoll, log) })
+}
+
+// runWhileUp runs loop on its own goroutine from the app's start until
+// its stop, which cancels loop's context and waits for it to return (at
+// most until the stop's own deadline).
+func runWhileUp(lc fx.Lifecycle, loop func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			go func() {
 				defer close(done)
-				s.WatchRevocations(ctx, accounts.RevocationPoll, log)
+				loop(ctx)
 			}()
 			return nil
 		},
-		OnStop: func(context.Context) error {
+		OnStop: func(stop context.Context) error {
 			cancel()
-			<-done
+			select {
+			case <-done:
+			case <-stop.Done():
+			}
 			return nil
 		},
 	})

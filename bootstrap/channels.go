@@ -57,30 +57,17 @@ var channelsModule = fx.Module("channels",
 // pruneUpdates forgets handled provider updates after three days, hourly:
 // Telegram redelivers an update for at most a day.
 func pruneUpdates(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			go func() {
-				defer close(done)
-				for {
-					if _, err := db.Repos().PruneUpdates(ctx, time.Now().Add(-72*time.Hour)); err != nil && ctx.Err() == nil {
-						log.Warn("prune provider updates", "error", err.Error())
-					}
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(time.Hour):
-					}
-				}
-			}()
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			cancel()
-			<-done
-			return nil
-		},
+	runWhileUp(lc, func(ctx context.Context) {
+		for {
+			if _, err := db.Repos().PruneUpdates(ctx, time.Now().Add(-72*time.Hour)); err != nil && ctx.Err() == nil {
+				log.Warn("prune provider updates", "error", err.Error())
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Hour):
+			}
+		}
 	})
 }
 

@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"context"
 	"log/slog"
 
 	"go.uber.org/fx"
@@ -43,30 +42,12 @@ func cronModule(c Config) fx.Option {
 			if !c.RunJobs {
 				return
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			lc.Append(fx.Hook{
-				OnStart: func(context.Context) error {
-					go func() {
-						defer close(done)
-						sched.Run(ctx)
-					}()
-					return nil
-				},
-				// Calls in flight finish (within their timeouts) and are
-				// recorded; if the stop deadline comes first, their leases
-				// expire and another scheduler (or the next to start)
-				// takes those runs over: calls not yet started are made,
-				// calls cut off are retried once with the same key.
-				OnStop: func(stop context.Context) error {
-					cancel()
-					select {
-					case <-done:
-					case <-stop.Done():
-					}
-					return nil
-				},
-			})
+			// Calls in flight finish (within their timeouts) and are
+			// recorded; if the stop deadline comes first, their leases
+			// expire and another scheduler (or the next to start) takes
+			// those runs over: calls not yet started are made, calls cut
+			// off are retried once with the same key.
+			runWhileUp(lc, sched.Run)
 		}),
 	)
 }

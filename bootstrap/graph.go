@@ -1,9 +1,7 @@
 package bootstrap
 
 import (
-	"context"
 	"log/slog"
-	"sync"
 
 	"go.uber.org/fx"
 
@@ -60,18 +58,6 @@ type graphInputs struct {
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {
 	live := messaging.NewLive(db, db.Repos(), messaging.LiveOptions{Logger: log})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			wg.Go(func() { live.Run(ctx) })
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			cancel()
-			wg.Wait()
-			return nil
-		},
-	})
+	runWhileUp(lc, live.Run)
 	return live
 }

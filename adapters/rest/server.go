@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -293,19 +292,14 @@ func (rt *routes) Handle(method, path string, h http.HandlerFunc) {
 }
 
 // allowedMethods are the methods of the routes whose path matches r's,
-// for a 405's Allow header.
+// for a 405's Allow header: mux reports a route that matches all but the
+// method with ErrMethodMismatch.
 func allowedMethods(root *mux.Router, r *http.Request) []string {
 	var allowed []string
 	_ = root.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		pattern, err := route.GetPathRegexp()
-		if err != nil {
-			return nil
-		}
-		methods, err := route.GetMethods()
-		if err != nil {
-			return nil
-		}
-		if re, err := regexp.Compile(pattern); err == nil && re.MatchString(r.URL.Path) {
+		var match mux.RouteMatch
+		if route.Match(r, &match) || match.MatchErr == mux.ErrMethodMismatch {
+			methods, _ := route.GetMethods()
 			allowed = append(allowed, methods...)
 		}
 		return nil

@@ -120,7 +120,11 @@ func jobsModule(c Config) fx.Option {
 			func(db *store.DB) runner.Queue { return db.Repos() },
 			func(db *store.DB) runner.Wakeups { return db },
 			func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
-				return runner.Config{Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.Repos(), nil)}
+				return runner.Config{
+					Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.Repos(), nil),
+					AccountShare: c.Fair.AccountShare, EndpointLimit: c.Fair.EndpointLimit,
+					BreakerFailures: c.Fair.BreakerFailures, BreakerOpen: c.Fair.BreakerOpen, BreakerMaxOpen: c.Fair.BreakerMaxOpen,
+				}
 			},
 		),
 		runner.Module,

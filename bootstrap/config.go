@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/application/keyring"
 )
@@ -59,6 +60,12 @@ type Config struct {
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool
 	JobWorkers int
+	// Fair is how the runner shares its workers among accounts and
+	// endpoints (see runner.Config: AccountShare, EndpointLimit and the
+	// circuit breaker's settings); zero fields take the runner's
+	// defaults. AccountShare also bounds one account's share of
+	// CronConcurrency.
+	Fair Fairness
 	// Production turns off what only helps development: the GraphQL
 	// playground at /graphql/playground.
 	Production bool
@@ -74,6 +81,14 @@ type Config struct {
 	CronGrace             time.Duration
 	CronMaxJobsPerAccount int
 	CronConcurrency       int
+}
+
+// Fairness are the knobs of fair background work.
+type Fairness struct {
+	AccountShare                float64
+	EndpointLimit               int
+	BreakerFailures             int
+	BreakerOpen, BreakerMaxOpen time.Duration
 }
 
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
@@ -93,6 +108,11 @@ func Defaults() Config {
 		IdempotencyLock: rest.DefaultIdempotencyLock,
 		MigrateOnStart:  true,
 		RunJobs:         true,
+		Fair: Fairness{
+			AccountShare: runner.DefaultAccountShare, EndpointLimit: runner.DefaultEndpointLimit,
+			BreakerFailures: runner.DefaultBreakerFailures,
+			BreakerOpen:     runner.DefaultBreakerOpen, BreakerMaxOpen: runner.DefaultBreakerMaxOpen,
+		},
 		TelegramPolling: true,
 
 		CronGrace:             5 * time.Minute,

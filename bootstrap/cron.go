@@ -26,7 +26,7 @@ func cronModule(c Config) fx.Option {
 			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, log *slog.Logger) *appcron.Scheduler {
 				return appcron.NewScheduler(appcron.SchedulerConfig{
 					Store: s, Parser: p, Caller: g.NewCronCaller(), Grace: c.CronGrace,
-					Concurrency: c.CronConcurrency, Logger: log,
+					Concurrency: c.CronConcurrency, AccountShare: c.Fair.AccountShare, Logger: log,
 				})
 			},
 			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, sched *appcron.Scheduler) *appcron.Service {

@@ -34,7 +34,9 @@ var webhooksOptions = fx.Options(
 				return runner.Kind{
 					Name: webhooks.DeliverKind, Handler: s, Timeout: webhook.Timeout + 30*time.Second,
 					// One delivery of a thread at a time per runner keeps
-					// the thread's events in order without waiting.
+					// the thread's events in order without waiting: a
+					// second one goes back to the queue keeping its place,
+					// and claims leave the thread out until the first ends.
 					PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} },
 				}
 			}, fx.ResultTags(runner.KindGroup)),

@@ -265,16 +265,16 @@ type slowClaims struct {
 	once              sync.Once
 }
 
-func (s *slowClaims) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error) {
+func (s *slowClaims) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, filter jobs.ClaimFilter) ([]jobs.Job, error) {
 	first := false
 	s.once.Do(func() { first = true })
 	if !first {
-		return s.Repos.ClaimJobs(ctx, worker, leases, limit, now)
+		return s.Repos.ClaimJobs(ctx, worker, leases, limit, now, filter)
 	}
 	close(s.started)
 	<-s.stopping
 	time.Sleep(50 * time.Millisecond) // the stop cancels what it cancels
-	claimed, err := s.Repos.ClaimJobs(context.WithoutCancel(ctx), worker, leases, limit, now)
+	claimed, err := s.Repos.ClaimJobs(context.WithoutCancel(ctx), worker, leases, limit, now, filter)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, ctxErr
 	}

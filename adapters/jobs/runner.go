@@ -12,6 +12,13 @@
 // kind's lease plus the rescue interval later; a job whose heartbeat finds
 // its lease lost (or cannot renew it before it ends) has its context
 // cancelled, since another worker may run it now.
+//
+// Work is shared fairly (fair.go): the jobs of one account hold at most
+// Config.AccountShare of the workers, the attempts to one endpoint at most
+// its kind's EndpointLimit, and an endpoint that keeps failing has its
+// circuit breaker opened. What is over a bound is not claimed: it waits in
+// the queue, holding no worker, so one account's hanging endpoint or
+// backlog delays only that account. The bounds are this runner's own.
 package jobs
 
 import (
@@ -36,7 +43,11 @@ import (
 // running job names the worker and changes nothing when that worker no
 // longer holds the job's lease.
 type Queue interface {
-	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error)
+	// ClaimJobs leases up to limit due jobs that the filter allows.
+	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, filter jobs.ClaimFilter) ([]jobs.Job, error)
+	// ReleaseJobs puts claimed jobs that worker did not start back in the
+	// queue as they were: due when they were, their attempt not used.
+	ReleaseJobs(ctx context.Context, worker string, ids []int64) error
 	// RenewLeases extends the leases worker still holds among ids and
 	// returns the ids it renewed.
 	RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) (renewed []int64, err error)
@@ -67,11 +78,17 @@ type Kind struct {
 	// when its worker dies, the job returns to the queue at most Lease plus
 	// Config.RescueInterval later. Config.Lease when zero.
 	Lease time.Duration
-	// Pace limits jobs sharing a PaceKey, within this process.
+	// Pace limits jobs sharing a PaceKey, within this process. A job
+	// whose key is at MaxConcurrent goes back to the queue without
+	// holding a worker, and the runner's claims leave such keys out until
+	// one of their jobs ends.
 	Pace Pace
 	// PaceFor, when set, chooses the limit per pace key instead (keys of
 	// one kind may belong to channels with different limits).
 	PaceFor func(paceKey string) Pace
+	// EndpointLimit bounds the attempts of this kind to one endpoint
+	// running at once in this process; Config.EndpointLimit when zero.
+	EndpointLimit int
 }
 
 func (k Kind) paced() bool { return k.Pace.enabled() || k.PaceFor != nil }
@@ -115,9 +132,25 @@ type Config struct {
 	Retention time.Duration
 	// PruneInterval is how often finished jobs are pruned.
 	PruneInterval time.Duration
-	// MaxPaceWait is the longest a worker waits for a paced key before it
-	// puts the job back for later.
+	// MaxPaceWait is the longest a worker waits for a paced key's start
+	// rate before it puts the job back for later.
 	MaxPaceWait time.Duration
+	// AccountShare is the fraction of Workers that the jobs of one
+	// account (jobs.EnqueueParams.AccountID) may hold at once, at least
+	// one worker; DefaultAccountShare when zero, 1 for no bound. An
+	// account at its share has its jobs left in the queue, holding no
+	// worker, until one of its running jobs ends.
+	AccountShare float64
+	// EndpointLimit bounds the attempts to one endpoint
+	// (jobs.EnqueueParams.EndpointKey) running at once in this process;
+	// DefaultEndpointLimit when zero. Jobs beyond it wait in the queue.
+	EndpointLimit int
+	// BreakerFailures consecutive failed attempts (jobs.EndpointDown) to
+	// one endpoint open its circuit breaker for BreakerOpen, doubling
+	// after each failed probe up to BreakerMaxOpen; meanwhile its jobs
+	// stay in the queue and use no attempts. The defaults when zero.
+	BreakerFailures             int
+	BreakerOpen, BreakerMaxOpen time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// WorkerID names this runner in leases; random when empty.
@@ -151,6 +184,22 @@ func (c *Config) defaults() {
 	if c.MaxPaceWait <= 0 {
 		c.MaxPaceWait = 2 * time.Second
 	}
+	if c.AccountShare <= 0 {
+		c.AccountShare = DefaultAccountShare
+	}
+	if c.EndpointLimit <= 0 {
+		c.EndpointLimit = DefaultEndpointLimit
+	}
+	if c.BreakerFailures <= 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerOpen <= 0 {
+		c.BreakerOpen = DefaultBreakerOpen
+	}
+	if c.BreakerMaxOpen <= 0 {
+		c.BreakerMaxOpen = DefaultBreakerMaxOpen
+	}
+	c.BreakerMaxOpen = max(c.BreakerMaxOpen, c.BreakerOpen)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -183,6 +232,7 @@ type Runner struct {
 	kinds map[string]Kind
 	names []string
 	pace  *pacers
+	fair  *fairness
 
 	inflight  atomic.Int64
 	held      heldJobs
@@ -223,6 +273,9 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		if k.Lease <= 0 {
 			k.Lease = cfg.Lease
 		}
+		if k.EndpointLimit <= 0 {
+			k.EndpointLimit = cfg.EndpointLimit
+		}
 		r.kinds[k.Name] = k
 		r.names = append(r.names, k.Name)
 	}
@@ -240,6 +293,7 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		}
 	}
 	r.held.jobs = map[int64]*heldJob{}
+	r.fair = newFairness(r.cfg, r.kinds)
 	r.claimOutage = outage.NewTracker(r.cfg.Logger, "claim jobs", r.cfg.PollInterval, 0)
 	r.renewOutage = outage.NewTracker(r.cfg.Logger, "renew job leases", r.cfg.HeartbeatInterval, 0)
 	r.rescueOutage = outage.NewTracker(r.cfg.Logger, "rescue jobs", r.cfg.RescueInterval, 0)
@@ -342,21 +396,48 @@ func (r *Runner) fetchLoop() {
 			continue
 		}
 		limit := min(free, r.cfg.ClaimBatch)
-		claimed, err := r.claim(limit)
+		now := r.cfg.Now()
+		filter := r.claimFilter(now)
+		claimed, err := r.claim(limit, now, filter)
 		if err != nil {
 			wait := r.cfg.PollInterval
 			if r.fetchCtx.Err() == nil {
 				wait = r.claimOutage.Failed(err)
 			}
-			r.sleep(wake, wait)
+			r.sleep(wake, nil, wait)
 			continue
 		}
 		r.claimOutage.Succeeded()
 		if claimed == limit {
 			continue // more may be due right now
 		}
-		r.sleep(wake, r.idleWait())
+		if !r.fair.bound(filter) {
+			r.sleep(wake, nil, r.idleWait())
+			continue
+		}
+		// Due jobs may be waiting for room that a job's end or a breaker's
+		// probe time makes: the next job due says nothing.
+		wait := r.cfg.PollInterval
+		if at := r.fair.nextProbe(r.cfg.Now()); !at.IsZero() {
+			wait = min(wait, max(at.Sub(r.cfg.Now()), time.Millisecond))
+		}
+		busy := r.inflight.Load()
+		if r.sleep(wake, r.slotFreed, wait) {
+			// A job ended, making room for one more of its account or
+			// endpoint: a short wait lets a few end for one claim to
+			// take, rather than a statement per job of an account at
+			// its ceiling.
+			r.gather(busy - int64(max(1, r.cfg.Workers/16)))
+		}
 	}
+}
+
+// claimFilter is what a claim may take: the fairness bounds and the pace
+// keys at their concurrency limit.
+func (r *Runner) claimFilter(now time.Time) jobs.ClaimFilter {
+	f := r.fair.filter(now)
+	f.SkipPaceKeys = r.pace.fullKeys()
+	return f
 }
 
 // claimTimeout bounds one claim statement.
@@ -365,6 +446,17 @@ const claimTimeout = 30 * time.Second
 // claimGather is how long a nearly full runner waits for more free workers
 // before claiming.
 const claimGather = 2 * time.Millisecond
+
+// gather waits until at most target jobs run, for up to
+// claimGatherMax, in steps of claimGather.
+func (r *Runner) gather(target int64) {
+	for start := time.Now(); r.inflight.Load() > target && time.Since(start) < claimGatherMax && r.fetchCtx.Err() == nil; {
+		r.pause(claimGather)
+	}
+}
+
+// claimGatherMax bounds how long gather waits.
+const claimGatherMax = 20 * time.Millisecond
 
 // pause waits d or until the runner stops.
 func (r *Runner) pause(d time.Duration) {
@@ -376,8 +468,7 @@ func (r *Runner) pause(d time.Duration) {
 	}
 }
 
-func (r *Runner) claim(limit int) (int, error) {
-	now := r.cfg.Now()
+func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, error) {
 	// A claim runs to its end even when the runner stops meanwhile.
 	// Cancelled halfway, its statement may still commit on the server
 	// (the driver cannot stop it) and the jobs it leased would wait out
@@ -385,15 +476,31 @@ func (r *Runner) claim(limit int) (int, error) {
 	// running ones do at a stop.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.fetchCtx), claimTimeout)
 	defer cancel()
-	claimed, err := r.queue.ClaimJobs(ctx, r.cfg.WorkerID, r.leases(now), limit, now)
+	claimed, err := r.queue.ClaimJobs(ctx, r.cfg.WorkerID, r.leases(now), limit, now, filter)
 	if err != nil {
 		return 0, err
 	}
+	var over []int64
 	for _, job := range claimed {
+		limit := r.kinds[job.Kind].EndpointLimit
+		if !r.fair.room(job, limit, now) {
+			over = append(over, job.ID)
+			continue
+		}
+		r.fair.claimed(job, limit, now)
 		r.inflight.Add(1)
 		r.workWG.Add(1)
 		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))
 		go r.work(job, h)
+	}
+	if len(over) > 0 {
+		// More of an endpoint's jobs than it had room for: the rest go
+		// back to the queue as they were, in their place, until its
+		// running jobs end (the claims leave it out meanwhile).
+		// Should that fail, their leases end and the rescue returns them.
+		if err := r.queue.ReleaseJobs(ctx, r.cfg.WorkerID, over); err != nil {
+			r.recordOutage.Failed(fmt.Errorf("release %d claimed jobs: %w", len(over), err))
+		}
 	}
 	return len(claimed), nil
 }
@@ -408,17 +515,22 @@ func (r *Runner) idleWait() time.Duration {
 	return min(max(next.Sub(r.cfg.Now()), 0), r.cfg.PollInterval)
 }
 
-func (r *Runner) sleep(wake <-chan struct{}, d time.Duration) {
+// sleep waits d, or until the runner stops, is woken, or (when freed is
+// not nil) a worker frees, and reports whether that ended it.
+func (r *Runner) sleep(wake, freed <-chan struct{}, d time.Duration) (wasFreed bool) {
 	if d <= 0 {
-		return
+		return false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-r.fetchCtx.Done():
 	case <-wake:
+	case <-freed:
+		return true
 	case <-t.C:
 	}
+	return false
 }
 
 // work runs one claimed job and records its outcome. The job's lease is
@@ -433,13 +545,27 @@ func (r *Runner) work(job jobs.Job, h *heldJob) {
 		r.workWG.Done()
 	}()
 	kind := r.kinds[job.Kind]
+	// A job that does not start goes back to the queue as it was (its
+	// due time kept, so its place in line too) without using an attempt.
+	snooze := func(at time.Time) {
+		r.fair.finished(job, false, nil, r.cfg.Now())
+		r.held.remove(h)
+		if context.Cause(h.ctx) != ErrLeaseLost {
+			r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, at), job, "snooze")
+		}
+	}
+	if !r.fair.admit(job, r.cfg.Now()) {
+		// Its endpoint's breaker opened after the claim.
+		snooze(job.RunAt)
+		return
+	}
 	if kind.paced() && job.PaceKey != "" {
 		release, retryAt, ok := r.pace.acquire(h.ctx, kind, job.PaceKey, r.cfg.MaxPaceWait, r.cfg.Now)
 		if !ok {
-			r.held.remove(h)
-			if context.Cause(h.ctx) != ErrLeaseLost {
-				r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, retryAt), job, "snooze")
+			if retryAt.IsZero() {
+				retryAt = job.RunAt
 			}
+			snooze(retryAt)
 			return
 		}
 		defer release()
@@ -448,6 +574,7 @@ func (r *Runner) work(job jobs.Job, h *heldJob) {
 	start := time.Now()
 	err := run(ctx, kind.Handler, job)
 	cancel()
+	r.fair.finished(job, true, err, r.cfg.Now())
 	r.held.remove(h)
 	r.cfg.Metrics.observe(job.Kind, time.Since(start), err)
 	if err == nil {

@@ -353,7 +353,7 @@ func TestExpiredLeasesAreRescued(t *testing.T) {
 		id := b.enqueue(t, jobs.EnqueueParams{Kind: "lost", MaxAttempts: 3})
 		// A worker that claims the job and then dies.
 		now := b.clock.Now()
-		claimed, err := b.db.Repos().ClaimJobs(ctx, "crashed-worker", []jobs.Lease{{Kind: "lost", Until: now.Add(time.Minute)}}, 10, now)
+		claimed, err := b.db.Repos().ClaimJobs(ctx, "crashed-worker", []jobs.Lease{{Kind: "lost", Until: now.Add(time.Minute)}}, 10, now, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
 		require.NoError(t, b.db.Repos().CompleteJobs(ctx, "someone-else", []int64{id}, now))

@@ -60,6 +60,8 @@ type bufferedJob struct {
 	payload     []byte
 	maxAttempts int
 	paceKey     string
+	accountID   string
+	endpointKey string
 	// runAt and createdAt are unix microseconds, as the table keeps them.
 	runAt, createdAt int64
 }
@@ -81,6 +83,7 @@ func (r *Repos) bufferJob(ctx context.Context, p jobs.EnqueueParams, payload []b
 	}
 	r.tx.jobs = append(r.tx.jobs, bufferedJob{
 		id: id, kind: p.Kind, payload: payload, maxAttempts: maxAttempts, paceKey: p.PaceKey,
+		accountID: p.AccountID, endpointKey: p.EndpointKey,
 		runAt: runAt, createdAt: now,
 	})
 	r.jobsEnqueued()
@@ -94,7 +97,7 @@ func (r *Repos) flushJobs(ctx context.Context) error {
 
 // takeJobWrites returns the INSERT of the transaction's buffered jobs, and
 // forgets them. The values are written into the statement as it is built,
-// with the dialect's quoting, not bound: eight arguments a job, each boxed
+// with the dialect's quoting, not bound: ten arguments a job, each boxed
 // and formatted again by bun, cost more than the rest of the INSERT.
 func (r *Repos) takeJobWrites() []*pendingWrite {
 	if r.tx == nil || len(r.tx.jobs) == 0 {
@@ -104,7 +107,7 @@ func (r *Repos) takeJobWrites() []*pendingWrite {
 	r.tx.jobs = nil
 	d := r.write.Dialect()
 	q := make([]byte, 0, 128+192*len(kept))
-	q = append(q, `INSERT INTO jobs (id, kind, state, payload, max_attempts, pace_key, run_at, created_at) OVERRIDING SYSTEM VALUE VALUES `...)
+	q = append(q, `INSERT INTO jobs (id, kind, state, payload, max_attempts, pace_key, endpoint_key, account_id, run_at, created_at) OVERRIDING SYSTEM VALUE VALUES `...)
 	for i, j := range kept {
 		if i > 0 {
 			q = append(q, ", "...)
@@ -119,12 +122,16 @@ func (r *Repos) takeJobWrites() []*pendingWrite {
 		q = d.AppendBytes(q, j.payload)
 		q = append(q, ", "...)
 		q = strconv.AppendInt(q, int64(j.maxAttempts), 10)
-		q = append(q, ", "...)
-		if j.paceKey == "" {
-			q = append(q, "NULL"...)
-		} else {
-			q = d.AppendString(q, j.paceKey)
+		for _, v := range [...]string{j.paceKey, j.endpointKey} {
+			q = append(q, ", "...)
+			if v == "" {
+				q = append(q, "NULL"...)
+			} else {
+				q = d.AppendString(q, v)
+			}
 		}
+		q = append(q, ", "...)
+		q = d.AppendString(q, j.accountID)
 		q = append(q, ", "...)
 		q = strconv.AppendInt(q, j.runAt, 10)
 		q = append(q, ", "...)

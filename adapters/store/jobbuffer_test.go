@@ -38,7 +38,7 @@ func TestJobsEnqueuedInATransaction(t *testing.T) {
 				}))
 				require.Len(t, ids, 3)
 				require.NotEqual(t, ids[0], ids[1])
-				claimed, err := db.Repos().ClaimJobs(ctx, "w", []jobs.Lease{{Kind: "buffered", Until: time.Now().Add(time.Minute)}}, 10, time.Now().Add(time.Second))
+				claimed, err := db.Repos().ClaimJobs(ctx, "w", []jobs.Lease{{Kind: "buffered", Until: time.Now().Add(time.Minute)}}, 10, time.Now().Add(time.Second), jobs.ClaimFilter{})
 				require.NoError(t, err)
 				require.Len(t, claimed, 3)
 				got := map[int64]bool{}
@@ -62,7 +62,7 @@ func TestJobsEnqueuedInATransaction(t *testing.T) {
 					_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: kind, Payload: payload, PaceKey: pace, MaxAttempts: 7})
 					return err
 				}))
-				claimed, err := db.Repos().ClaimJobs(ctx, "w", []jobs.Lease{{Kind: kind, Until: time.Now().Add(time.Minute)}}, 10, time.Now().Add(time.Second))
+				claimed, err := db.Repos().ClaimJobs(ctx, "w", []jobs.Lease{{Kind: kind, Until: time.Now().Add(time.Minute)}}, 10, time.Now().Add(time.Second), jobs.ClaimFilter{})
 				require.NoError(t, err)
 				require.Len(t, claimed, 1)
 				require.Equal(t, kind, claimed[0].Kind)

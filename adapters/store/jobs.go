@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // jobColumns are what a claimed job carries to its handler.
-const jobColumns = "id, kind, payload, attempt, max_attempts, unique_key, pace_key, run_at, created_at"
+const jobColumns = "id, kind, payload, attempt, max_attempts, unique_key, pace_key, account_id, endpoint_key, run_at, created_at"
 
 type jobRow struct {
 	ID          int64          `bun:"id"`
@@ -29,6 +30,8 @@ type jobRow struct {
 	MaxAttempts int            `bun:"max_attempts"`
 	UniqueKey   sql.NullString `bun:"unique_key"`
 	PaceKey     sql.NullString `bun:"pace_key"`
+	AccountID   string         `bun:"account_id"`
+	EndpointKey sql.NullString `bun:"endpoint_key"`
 	RunAt       int64          `bun:"run_at"`
 	CreatedAt   int64          `bun:"created_at"`
 }
@@ -37,6 +40,7 @@ func (r jobRow) job() jobs.Job {
 	return jobs.Job{
 		ID: r.ID, Kind: r.Kind, Payload: r.Payload, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 		UniqueKey: r.UniqueKey.String, PaceKey: r.PaceKey.String,
+		AccountID: r.AccountID, EndpointKey: r.EndpointKey.String,
 		RunAt: fromMicros(r.RunAt), CreatedAt: fromMicros(r.CreatedAt),
 	}
 }
@@ -74,10 +78,10 @@ func (r *Repos) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, er
 	}
 	var ids []int64
 	err := r.write.NewRaw(
-		`INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key, run_at, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+		`INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key, account_id, endpoint_key, run_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
 		p.Kind, jobs.StateAvailable, payload, maxAttempts, nullable(p.UniqueKey), nullable(p.PaceKey),
-		micros(runAt), micros(now),
+		p.AccountID, nullable(p.EndpointKey), micros(runAt), micros(now),
 	).Scan(ctx, &ids)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", p.Kind, err)
@@ -122,33 +126,40 @@ func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 }
 
 // ClaimJobs leases up to limit due jobs of the leases' kinds to worker,
-// each until its kind's lease ends, oldest due first, and returns them with
-// their attempt counted. On Postgres, concurrent claimers skip each other's
-// rows (SKIP LOCKED); on SQLite the claim is one statement under the single
-// writer.
-func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error) {
+// each until its kind's lease ends, and returns them with their attempt
+// counted. The filter shares the claim across accounts (see
+// jobs.ClaimFilter): the accounts with pending jobs are visited one index
+// probe each (jobs_due_account), each gives its oldest due jobs up to its
+// ceiling's room, and the claim takes those within each account's share
+// first, in turns (each account's oldest, then each one's second, ...),
+// then the borrowed rest the same way. On Postgres this is one
+// statement, and concurrent claimers skip each other's rows (SKIP LOCKED);
+// on SQLite, under its single writer, the jobs are picked from the same
+// reads in Go and then taken if still pending.
+func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) ([]jobs.Job, error) {
 	if err := r.flushJobs(ctx); err != nil {
 		return nil, err
 	}
 	if len(leases) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	lock := ""
-	if r.dialect == Postgres {
-		lock = "FOR UPDATE SKIP LOCKED"
-	}
+	c := newClaim(leases, limit, now, f)
 	until, untilArgs := leaseUntil(leases)
+	set := `UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = ` + until
 	args := append([]any{jobs.StateRunning, micros(now), worker}, untilArgs...)
-	args = append(args, bun.List(pending), micros(now), bun.List(leaseKinds(leases)), limit)
 	var rows []jobRow
-	err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = `+until+`
-		WHERE id IN (
-			SELECT id FROM jobs WHERE state IN (?) AND run_at <= ? AND kind IN (?)
-			ORDER BY run_at, id LIMIT ? `+lock+`
-		) RETURNING `+jobColumns,
-		args...,
-	).Scan(ctx, &rows)
+	var err error
+	if r.dialect == Postgres {
+		q, qArgs := c.postgres()
+		err = r.write.NewRaw(q+set+` WHERE id IN (SELECT id FROM picked) RETURNING `+jobColumns,
+			append(qArgs, args...)...).Scan(ctx, &rows)
+	} else {
+		var ids []int64
+		if ids, err = c.pick(ctx, r.write); err == nil && len(ids) > 0 {
+			err = r.write.NewRaw(set+` WHERE id IN (?) AND state IN (?) RETURNING `+jobColumns,
+				append(args, bun.List(ids), bun.List(pending))...).Scan(ctx, &rows)
+		}
+	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
@@ -156,7 +167,192 @@ func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Leas
 	for i, row := range rows {
 		out[i] = row.job()
 	}
+	// Within an account in due order, as the claim picked them.
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].RunAt.Before(out[j].RunAt) || out[i].RunAt.Equal(out[j].RunAt) && out[i].ID < out[j].ID
+	})
 	return out, nil
+}
+
+// claim is one claim's bounds, read from its filter.
+type claim struct {
+	limit, share, ceiling int
+	now                   int64
+	kinds                 []string
+	running               map[string]int
+	skip                  string // the SQL condition leaving skipped keys out
+	skipArgs              []any
+}
+
+func newClaim(leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) claim {
+	c := claim{limit: limit, share: f.AccountShare, ceiling: f.AccountCeiling, now: micros(now),
+		kinds: leaseKinds(leases), running: f.AccountsRunning}
+	if c.ceiling <= 0 || c.ceiling > limit+maxRunning(c.running) {
+		c.ceiling = limit + maxRunning(c.running)
+	}
+	if c.share <= 0 || c.share > c.ceiling {
+		c.share = c.ceiling
+	}
+	var b strings.Builder
+	for _, k := range []struct {
+		column string
+		keys   []string
+	}{{"endpoint_key", f.SkipEndpoints}, {"pace_key", f.SkipPaceKeys}} {
+		if len(k.keys) > 0 {
+			b.WriteString(" AND (" + k.column + " IS NULL OR " + k.column + " NOT IN (?))")
+			c.skipArgs = append(c.skipArgs, bun.List(k.keys))
+		}
+	}
+	c.skip = b.String()
+	return c
+}
+
+func maxRunning(running map[string]int) int {
+	n := 0
+	for _, r := range running {
+		n = max(n, r)
+	}
+	return n
+}
+
+// accountsWithPending is the loose index scan that lists, one probe each,
+// the accounts with pending jobs (the empty account, of jobs for none,
+// first), as a recursive CTE named accounts(a) with a NULL row last.
+const accountsWithPending = `accounts(a) AS (
+	SELECT MIN(account_id) FROM jobs WHERE state IN (?)
+	UNION ALL
+	SELECT (SELECT MIN(account_id) FROM jobs WHERE state IN (?) AND account_id > accounts.a)
+	FROM accounts WHERE accounts.a IS NOT NULL
+)`
+
+// dueOfAccount is the condition on an account's jobs that a claim may take.
+const dueOfAccount = `state IN (?) AND run_at <= ? AND kind IN (?)`
+
+// postgres is the claim's CTEs, ending in picked(id), to prefix the
+// UPDATE that takes them. Each account's oldest due jobs are locked as
+// they are read (SKIP LOCKED: another claimer's rows are passed over), up
+// to the room under its ceiling; rn numbers them within the account, so
+// that rn plus what the account runs already says which are within its
+// share. The running counts are a VALUES list, joined once per account.
+func (c claim) postgres() (string, []any) {
+	running := `SELECT NULL::text AS a, 0 AS n WHERE false`
+	var runningArgs []any
+	if len(c.running) > 0 {
+		var b strings.Builder
+		b.WriteString("VALUES ")
+		for _, a := range sortedKeys(c.running) {
+			if b.Len() > len("VALUES ") {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?::text, ?::int)")
+			runningArgs = append(runningArgs, a, c.running[a])
+		}
+		running = b.String()
+	}
+	q := `WITH RECURSIVE ` + accountsWithPending + `,
+	running(a, n) AS (` + running + `),
+	visited AS (
+		SELECT accounts.a, COALESCE(running.n, 0) AS held FROM accounts LEFT JOIN running ON running.a = accounts.a
+		WHERE accounts.a IS NOT NULL
+	),
+	candidates AS (
+		SELECT j.id, j.run_at, v.a, v.held, row_number() OVER (PARTITION BY v.a ORDER BY j.run_at, j.id) AS rn
+		FROM visited v CROSS JOIN LATERAL (
+			SELECT id, run_at FROM jobs
+			WHERE account_id = v.a AND ` + dueOfAccount + c.skip + `
+			ORDER BY run_at, id
+			LIMIT CASE WHEN v.a = '' THEN ? ELSE LEAST(GREATEST(? - v.held, 0), ?) END
+			FOR UPDATE SKIP LOCKED
+		) j
+	),
+	picked(id) AS (
+		SELECT id FROM candidates ORDER BY a <> '' AND held + rn > ?, rn, run_at, id LIMIT ?
+	)
+	`
+	args := []any{bun.List(pending), bun.List(pending)}
+	args = append(args, runningArgs...)
+	args = append(args, bun.List(pending), c.now, bun.List(c.kinds))
+	args = append(args, c.skipArgs...)
+	args = append(args, c.limit, c.ceiling, c.limit, c.share, c.limit)
+	return q, args
+}
+
+// pick is the claim's choice made in Go from the same reads, for SQLite:
+// the accounts with pending jobs, then each one's oldest due jobs up to
+// its ceiling's room (one UNION ALL), the jobs within each account's
+// share first.
+func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
+	var accounts []string
+	if err := db.NewRaw(`WITH RECURSIVE `+accountsWithPending+` SELECT a FROM accounts WHERE a IS NOT NULL`,
+		bun.List(pending), bun.List(pending)).Scan(ctx, &accounts); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("list accounts with pending jobs: %w", err)
+	}
+	var q strings.Builder
+	var args []any
+	for _, a := range accounts {
+		room := c.limit
+		if a != "" {
+			room = min(max(c.ceiling-c.running[a], 0), c.limit)
+		}
+		if room == 0 {
+			continue
+		}
+		if q.Len() > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString(`SELECT * FROM (SELECT id, run_at, account_id FROM jobs WHERE account_id = ? AND ` + dueOfAccount + c.skip + ` ORDER BY run_at, id LIMIT ?)`)
+		args = append(args, a, bun.List(pending), c.now, bun.List(c.kinds))
+		args = append(args, c.skipArgs...)
+		args = append(args, room)
+	}
+	if q.Len() == 0 {
+		return nil, nil
+	}
+	var due []struct {
+		ID        int64  `bun:"id"`
+		RunAt     int64  `bun:"run_at"`
+		AccountID string `bun:"account_id"`
+	}
+	if err := db.NewRaw(q.String(), args...).Scan(ctx, &due); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read due jobs: %w", err)
+	}
+	// Each account's jobs arrive in due order: the first share less what
+	// it runs are within its share.
+	type ranked struct {
+		id, runAt int64
+		rn        int
+		borrowed  bool
+	}
+	all := make([]ranked, len(due))
+	rn := map[string]int{}
+	for i, j := range due {
+		rn[j.AccountID]++
+		all[i] = ranked{j.ID, j.RunAt, rn[j.AccountID], j.AccountID != "" && c.running[j.AccountID]+rn[j.AccountID] > c.share}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		switch {
+		case a.borrowed != b.borrowed:
+			return !a.borrowed
+		case a.rn != b.rn:
+			return a.rn < b.rn
+		}
+		return a.runAt < b.runAt || a.runAt == b.runAt && a.id < b.id
+	})
+	ids := make([]int64, 0, min(len(all), c.limit))
+	for _, j := range all[:min(len(all), c.limit)] {
+		ids = append(ids, j.id)
+	}
+	return ids, nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // RenewLeases is the heartbeat of a runner: it extends the leases worker
@@ -264,6 +460,28 @@ func (r *Repos) SnoozeJob(ctx context.Context, worker string, id int64, runAt ti
 	).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("snooze job %d: %w", id, err)
+	}
+	r.jobsEnqueued()
+	return nil
+}
+
+// ReleaseJobs puts jobs that worker claimed and did not start back in the
+// queue as they were: due when they were (so in their place), their
+// attempt given back.
+func (r *Repos) ReleaseJobs(ctx context.Context, worker string, ids []int64) error {
+	if err := r.flushJobs(ctx); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := r.write.NewRaw(
+		`UPDATE jobs SET state = ?, attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id IN (?) AND lease_owner = ? AND state = ?`,
+		jobs.StateAvailable, bun.List(ids), worker, jobs.StateRunning,
+	).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("release jobs: %w", err)
 	}
 	r.jobsEnqueued()
 	return nil

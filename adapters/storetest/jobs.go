@@ -15,7 +15,7 @@ import (
 // what a runner (adapters/jobs) claims, renews, completes and rescues with.
 type JobQueue interface {
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
-	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time) ([]jobs.Job, error)
+	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, filter jobs.ClaimFilter) ([]jobs.Job, error)
 	RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error)
 	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
 	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
@@ -44,7 +44,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		ctx := context.Background()
 		short, long := enqueue(t, q, "short"), enqueue(t, q, "long")
 		leases := []jobs.Lease{{Kind: "long", Until: at.Add(5 * time.Minute)}, {Kind: "short", Until: at.Add(10 * time.Second)}}
-		claimed, err := q.ClaimJobs(ctx, "w1", leases, 10, at)
+		claimed, err := q.ClaimJobs(ctx, "w1", leases, 10, at, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.ElementsMatch(t, []int64{short, long}, ids(claimed))
 
@@ -54,7 +54,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		rescued, _, err = q.RescueJobs(ctx, at.Add(11*time.Second))
 		require.NoError(t, err)
 		require.Equal(t, 1, rescued, "the short kind's lease ended; the long kind's did not")
-		again, err := q.ClaimJobs(ctx, "w2", leases, 10, at.Add(11*time.Second))
+		again, err := q.ClaimJobs(ctx, "w2", leases, 10, at.Add(11*time.Second), jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.Len(t, again, 1)
 		require.Equal(t, short, again[0].ID)
@@ -75,10 +75,10 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		ctx := context.Background()
 		mine1, mine2, theirs := enqueue(t, q, "k"), enqueue(t, q, "k"), enqueue(t, q, "k")
 		lease := func(until time.Time) []jobs.Lease { return []jobs.Lease{{Kind: "k", Until: until}} }
-		claimed, err := q.ClaimJobs(ctx, "w1", lease(at.Add(10*time.Second)), 2, at)
+		claimed, err := q.ClaimJobs(ctx, "w1", lease(at.Add(10*time.Second)), 2, at, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.ElementsMatch(t, []int64{mine1, mine2}, ids(claimed))
-		claimed, err = q.ClaimJobs(ctx, "w2", lease(at.Add(10*time.Second)), 2, at)
+		claimed, err = q.ClaimJobs(ctx, "w2", lease(at.Add(10*time.Second)), 2, at, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.Equal(t, []int64{theirs}, ids(claimed))
 
@@ -108,7 +108,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		ctx := context.Background()
 		short, long := enqueue(t, q, "short"), enqueue(t, q, "long")
 		first := []jobs.Lease{{Kind: "short", Until: at.Add(10 * time.Second)}, {Kind: "long", Until: at.Add(10 * time.Second)}}
-		_, err := q.ClaimJobs(ctx, "w", first, 10, at)
+		_, err := q.ClaimJobs(ctx, "w", first, 10, at, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		renewed, err := q.RenewLeases(ctx, "w", []int64{short, long},
 			[]jobs.Lease{{Kind: "short", Until: at.Add(15 * time.Second)}, {Kind: "long", Until: at.Add(time.Minute)}})
@@ -132,7 +132,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		for range n {
 			enqueue(t, q, "k")
 		}
-		claimed, err := q.ClaimJobs(ctx, "w", []jobs.Lease{{Kind: "k", Until: at.Add(time.Second)}}, n, at)
+		claimed, err := q.ClaimJobs(ctx, "w", []jobs.Lease{{Kind: "k", Until: at.Add(time.Second)}}, n, at, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.Len(t, claimed, n)
 		var (
@@ -154,11 +154,102 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		require.NoError(t, renewErr)
 		require.NoError(t, rescueErr)
 		require.Equal(t, n, len(renewed)+rescued, "renewed %d, rescued %d", len(renewed), rescued)
-		again, err := q.ClaimJobs(ctx, "w2", []jobs.Lease{{Kind: "k", Until: at.Add(time.Hour)}}, n, at.Add(2*time.Second))
+		again, err := q.ClaimJobs(ctx, "w2", []jobs.Lease{{Kind: "k", Until: at.Add(time.Hour)}}, n, at.Add(2*time.Second), jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.Len(t, again, rescued, "what was rescued is claimable; what was renewed is not")
 		for _, j := range again {
 			require.NotContains(t, renewed, j.ID, "a renewed job is not rescued")
 		}
+	})
+
+	claimFair := func(t *testing.T, q JobQueue, limit int, f jobs.ClaimFilter) []jobs.Job {
+		t.Helper()
+		// The jobs are due by then.
+		now := at.Add(time.Minute)
+		claimed, err := q.ClaimJobs(context.Background(), "w", []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, limit, now, f)
+		require.NoError(t, err)
+		return claimed
+	}
+	enqueueFor := func(t *testing.T, q JobQueue, account, endpoint, pace string, runAt time.Time) int64 {
+		t.Helper()
+		id, err := q.EnqueueJob(context.Background(), jobs.EnqueueParams{
+			Kind: "k", RunAt: runAt, AccountID: account, EndpointKey: endpoint, PaceKey: pace,
+		})
+		require.NoError(t, err)
+		return id
+	}
+
+	t.Run("ClaimCarriesAccountAndEndpoint", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		id := enqueueFor(t, q, "acc_a", "webhook:acc_a", "", at)
+		claimed := claimFair(t, q, 10, jobs.ClaimFilter{})
+		require.Len(t, claimed, 1)
+		require.Equal(t, id, claimed[0].ID)
+		require.Equal(t, "acc_a", claimed[0].AccountID)
+		require.Equal(t, "webhook:acc_a", claimed[0].EndpointKey)
+	})
+
+	t.Run("ClaimLeavesOutSkippedKeys", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		full := enqueueFor(t, q, "acc_full", "", "", at)
+		own := enqueueFor(t, q, "acc_b", "own", "", at.Add(time.Second))
+		paced := enqueueFor(t, q, "", "", "thread-2", at.Add(2*time.Second))
+		c := enqueueFor(t, q, "acc_c", "shared", "", at.Add(3*time.Second))
+		none := enqueueFor(t, q, "", "", "", at.Add(4*time.Second))
+
+		claimed := claimFair(t, q, 10, jobs.ClaimFilter{
+			AccountShare: 1, AccountCeiling: 2,
+			AccountsRunning: map[string]int{"acc_full": 2, "acc_c": 1},
+			SkipEndpoints:   []string{"own"},
+			SkipPaceKeys:    []string{"thread-2"},
+		})
+		require.Equal(t, []int64{c, none}, ids(claimed),
+			"acc_full runs its ceiling, endpoint own and thread-2 are skipped; acc_c borrows")
+		claimed = claimFair(t, q, 10, jobs.ClaimFilter{})
+		require.ElementsMatch(t, []int64{full, own, paced}, ids(claimed), "left out, not lost")
+	})
+
+	// Each account gets its share before any borrows, in turns: one
+	// account's older backlog does not take the claim from the others.
+	t.Run("ClaimSharesAcrossAccountsInTurns", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		var a []int64
+		for i := range 6 {
+			a = append(a, enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond)))
+		}
+		b := enqueueFor(t, q, "acc_b", "", "", at.Add(time.Second))
+		c1 := enqueueFor(t, q, "acc_c", "", "", at.Add(2*time.Second))
+		c2 := enqueueFor(t, q, "acc_c", "", "", at.Add(3*time.Second))
+		bounds := jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5}
+
+		claimed := claimFair(t, q, 4, bounds)
+		require.ElementsMatch(t, []int64{a[0], b, c1, a[1]}, ids(claimed),
+			"each account's oldest, then the second oldest of each, oldest first")
+
+		bounds.AccountsRunning = map[string]int{"acc_a": 2, "acc_b": 1, "acc_c": 1}
+		claimed = claimFair(t, q, 10, bounds)
+		require.ElementsMatch(t, []int64{c2, a[2], a[3], a[4]}, ids(claimed),
+			"C's second is within its share; A borrows up to its ceiling of 5")
+		claimed = claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5,
+			AccountsRunning: map[string]int{"acc_a": 5}})
+		require.Empty(t, claimed, "A runs its ceiling")
+	})
+
+	// A backlog of one account longer than a claim does not keep another
+	// account's job out of it.
+	t.Run("ClaimReachesPastABacklog", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		const backlog = 500
+		for i := range backlog {
+			enqueueFor(t, q, "acc_a", "webhook:acc_a", "", at.Add(time.Duration(i)*time.Microsecond))
+		}
+		bID := enqueueFor(t, q, "acc_b", "webhook:acc_b", "", at.Add(time.Second))
+		claimed := claimFair(t, q, 16, jobs.ClaimFilter{AccountShare: 4, AccountCeiling: 12})
+		require.Len(t, claimed, 13, "A's share, B's job, then A borrows up to its ceiling")
+		require.Contains(t, ids(claimed), bID)
 	})
 }

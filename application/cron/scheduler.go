@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,11 @@ type SchedulerConfig struct {
 	ClaimWorkers int
 	// Concurrency bounds the calls in flight; DefaultConcurrency when 0.
 	Concurrency int
+	// AccountShare is the fraction of Concurrency that the calls of one
+	// account may hold (at least one): an account whose endpoints hang
+	// holds no more, and the other accounts' calls still find places.
+	// Calls beyond it wait in memory, holding no place. 0 or 1: no bound.
+	AccountShare float64
 	// PollInterval bounds how long the scheduler sleeps without looking
 	// at the database; DefaultPollInterval when 0.
 	PollInterval time.Duration
@@ -133,6 +139,8 @@ type Scheduler struct {
 	owner string
 	wake  chan struct{}
 	sem   chan struct{}
+	// accounts bounds each account's share of sem.
+	accounts *accountSlots
 	// pending bounds the claimed calls waiting for their slot or for a
 	// free place in sem, so a large backlog is claimed in steps.
 	pending  chan struct{}
@@ -190,12 +198,13 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	}
 	return &Scheduler{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owner: cfg.Owner,
-		wake:    make(chan struct{}, 1),
-		sem:     make(chan struct{}, cfg.Concurrency),
-		pending: make(chan struct{}, 4*cfg.Concurrency),
-		results: make(chan Outcome, cfg.Concurrency),
-		starts:  make(chan startRequest, cfg.Concurrency),
-		outage:  outage.NewTracker(cfg.Logger, "cron: the scheduler", minBackoff, maxBackoff),
+		wake:     make(chan struct{}, 1),
+		sem:      make(chan struct{}, cfg.Concurrency),
+		accounts: newAccountSlots(cfg.AccountShare, cfg.Concurrency),
+		pending:  make(chan struct{}, 4*cfg.Concurrency),
+		results:  make(chan Outcome, cfg.Concurrency),
+		starts:   make(chan startRequest, cfg.Concurrency),
+		outage:   outage.NewTracker(cfg.Logger, "cron: the scheduler", minBackoff, maxBackoff),
 	}
 }
 
@@ -559,8 +568,9 @@ func (s *Scheduler) plan(j cron.Job, now time.Time) (slot time.Time, next *time.
 }
 
 // start makes one call in its own goroutine: it waits for the slot, then
-// for a place within the concurrency bound, then commits the call's start
-// and calls, unless the run was taken over meanwhile.
+// for a place within its account's share and the concurrency bound, then
+// commits the call's start and calls, unless the run was taken over
+// meanwhile.
 func (s *Scheduler) start(ctx context.Context, c call) {
 	s.pending <- struct{}{}
 	s.inflight.Add(1)
@@ -579,6 +589,7 @@ func (s *Scheduler) start(ctx context.Context, c call) {
 			<-t
 			stop()
 		}
+		defer s.accounts.acquire(c.job.AccountID)()
 		s.sem <- struct{}{}
 		defer func() { <-s.sem }()
 		if !s.startCall(ctx, c.exec.ID) {
@@ -773,4 +784,49 @@ func (s *Scheduler) record(ctx context.Context) {
 		flush()
 	}
 	flush()
+}
+
+// accountSlots bounds the calls of one account in flight.
+type accountSlots struct {
+	share int // 0: no bound
+	mu    sync.Mutex
+	slots map[string]*accountSlot
+}
+
+type accountSlot struct {
+	places chan struct{}
+	users  int // calls holding or waiting for a place
+}
+
+func newAccountSlots(share float64, concurrency int) *accountSlots {
+	a := &accountSlots{slots: map[string]*accountSlot{}}
+	if share > 0 && share < 1 {
+		a.share = max(1, int(math.Ceil(share*float64(concurrency))))
+	}
+	return a
+}
+
+// acquire waits for a place of the account's share and returns its
+// release.
+func (a *accountSlots) acquire(accountID string) func() {
+	if a.share == 0 {
+		return func() {}
+	}
+	a.mu.Lock()
+	s := a.slots[accountID]
+	if s == nil {
+		s = &accountSlot{places: make(chan struct{}, a.share)}
+		a.slots[accountID] = s
+	}
+	s.users++
+	a.mu.Unlock()
+	s.places <- struct{}{}
+	return func() {
+		<-s.places
+		a.mu.Lock()
+		if s.users--; s.users == 0 {
+			delete(a.slots, accountID)
+		}
+		a.mu.Unlock()
+	}
 }

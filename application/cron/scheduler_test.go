@@ -80,6 +80,8 @@ type endpoint struct {
 	// status answers each call; 200 when nil.
 	status func(n int) int
 	hang   chan struct{}
+	// release ends the hanging calls (and makes later ones return at once).
+	release func()
 }
 
 type recordedCall struct {
@@ -88,6 +90,7 @@ type recordedCall struct {
 
 func newEndpoint(t *testing.T) *endpoint {
 	e := &endpoint{hang: make(chan struct{})}
+	e.release = sync.OnceFunc(func() { close(e.hang) })
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hang" {
 			select {
@@ -114,7 +117,7 @@ func newEndpoint(t *testing.T) *endpoint {
 		_, _ = fmt.Fprintf(w, `{"call":%d}`, count)
 	}))
 	t.Cleanup(func() {
-		close(e.hang)
+		e.release()
 		e.srv.Close()
 	})
 	return e
@@ -148,10 +151,12 @@ func loopback() *httpguard.Guard {
 }
 
 type options struct {
-	replicas int
-	batch    int
-	start    time.Time
-	url      string
+	replicas     int
+	batch        int
+	start        time.Time
+	url          string
+	concurrency  int
+	accountShare float64
 }
 
 func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
@@ -180,7 +185,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 		s := store.Bind(db, func(r *store.Repos) appcron.Repos { return r })
 		sched := appcron.NewScheduler(appcron.SchedulerConfig{
 			Store: s, Parser: parser, Caller: guard.NewCronCaller(), Clock: clock, Batch: o.batch,
-			PollInterval: time.Hour, RetryBackoff: func(int) time.Duration { return 10 * time.Second },
+			Concurrency: o.concurrency, AccountShare: o.accountShare, PollInterval: time.Hour, RetryBackoff: func(int) time.Duration { return 10 * time.Second },
 		})
 		b.scheds = append(b.scheds, sched)
 		if i == 0 {
@@ -543,5 +548,31 @@ func TestCallAndOutcomes(t *testing.T) {
 		require.Equal(t, cron.Failed, d.Last.Status)
 		require.Contains(t, d.Last.Error, "timeout")
 		require.GreaterOrEqual(t, d.Last.ResponseTimeMs, int64(1000))
+	})
+}
+
+// An account whose cron endpoints hang holds at most its share of the
+// calls in flight: another account's call is made while they hang.
+func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
+		b := setup(t, dialect, options{start: start, concurrency: 4, accountShare: 0.5})
+		t.Cleanup(b.ep.release) // before the schedulers stop, which waits for their calls
+		ctx := context.Background()
+		every := cron.Spec{Frequency: cron.Custom, CustomSchedule: "* * * * *", Timezone: "UTC"}
+		for range 6 {
+			b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: time.Minute, Spec: every})
+		}
+		b.advance(start.Add(time.Minute))
+		time.Sleep(100 * time.Millisecond) // A's calls start and hang
+
+		other := account.Account{ID: ident.New(ident.Account), Name: "Other", CreatedAt: start, UpdatedAt: start}
+		require.NoError(t, b.db.Repos().InsertAccount(ctx, other))
+		_, err := b.svc.Create(ctx, other.ID, cron.Job{EndpointURL: b.ep.srv.URL + "/hook", Method: "POST", Spec: every}, nil)
+		require.NoError(t, err)
+		b.advance(start.Add(2 * time.Minute))
+		require.Eventually(t, func() bool { return b.ep.count() == 1 }, 10*time.Second, 5*time.Millisecond,
+			"the other account's call is made while A's hang (their timeout is a minute)")
 	})
 }

@@ -230,7 +230,10 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		if err := r.InsertEmail(ctx, e); err != nil {
 			return err
 		}
-		if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts}); err != nil {
+		if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
+			Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts,
+			AccountID: e.AccountID, EndpointKey: EndpointKey(e),
+		}); err != nil {
 			return err
 		}
 		return in.Idempotency.Record(ctx, r, e)
@@ -239,6 +242,19 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		return email.Email{}, err
 	}
 	return e, nil
+}
+
+// EndpointKey is what a delivery calls besides the SMTP relay, for the
+// runner's per-endpoint limit and circuit breaker: the account's
+// attachment URLs, which the delivery fetches and which may hang. The
+// relay is one endpoint shared by every account, whose slowness no
+// account causes (and its connection pool bounds); an email without an
+// attachment has no key.
+func EndpointKey(e email.Email) string {
+	if e.AttachmentURI == "" {
+		return ""
+	}
+	return "email-attachment:" + e.AccountID
 }
 
 // transactShared runs fn in a transaction shared with concurrent callers

@@ -30,6 +30,10 @@ type Job struct {
 	MaxAttempts int
 	UniqueKey   string
 	PaceKey     string
+	// AccountID and EndpointKey are whose work the job is and what it
+	// calls (see EnqueueParams); empty when the job has none.
+	AccountID   string
+	EndpointKey string
 	RunAt       time.Time
 	CreatedAt   time.Time
 }
@@ -72,6 +76,17 @@ type EnqueueParams struct {
 	UniqueKey string
 	// PaceKey groups jobs that share a rate limit (an agent number, a bot).
 	PaceKey string
+	// AccountID is the account the work is for: a runner runs at most its
+	// share of workers for one account at once, so one account's backlog
+	// or hanging endpoint cannot take every worker. Empty: the job counts
+	// against no account (operator work).
+	AccountID string
+	// EndpointKey names the outside endpoint the job calls (a customer's
+	// webhook, an agent number at its provider, the SMTP relay): a runner
+	// runs at most a few attempts to one endpoint at once and stops
+	// claiming an endpoint's jobs while its circuit breaker is open. Each
+	// kind says what its key means. Empty: no endpoint limit.
+	EndpointKey string
 	// MaxAttempts bounds runs; 0 means DefaultMaxAttempts.
 	MaxAttempts int
 }
@@ -87,6 +102,10 @@ func (p EnqueueParams) Validate() error {
 		return errors.New("max attempts is negative")
 	case len(p.UniqueKey) > 500:
 		return errors.New("unique key is longer than 500 characters")
+	case len(p.AccountID) > 100:
+		return errors.New("account id is longer than 100 characters")
+	case len(p.EndpointKey) > 500:
+		return errors.New("endpoint key is longer than 500 characters")
 	}
 	return nil
 }
@@ -105,6 +124,26 @@ func Permanent(err error) error { return &permanentError{err: err} }
 func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p)
+}
+
+// endpointDownError marks a failure of the endpoint a job called.
+type endpointDownError struct{ err error }
+
+func (e *endpointDownError) Error() string { return e.err.Error() }
+func (e *endpointDownError) Unwrap() error { return e.err }
+
+// EndpointDown wraps err to say that the job's endpoint failed to answer
+// usefully: no connection, no answer before the timeout, or an answer that
+// it is unavailable (5xx, 429). Consecutive such failures open the
+// endpoint's circuit breaker in the runner. Other errors (a 4xx, a job that
+// waited for another) say nothing about the endpoint's health; nil is a
+// success. It combines with RetryAfter and Permanent in either order.
+func EndpointDown(err error) error { return &endpointDownError{err: err} }
+
+// IsEndpointDown reports whether err was marked EndpointDown.
+func IsEndpointDown(err error) bool {
+	var e *endpointDownError
+	return errors.As(err, &e)
 }
 
 // retryAfterError asks for the next attempt at a given delay.
@@ -185,6 +224,28 @@ type HandlerFunc func(ctx context.Context, job Job) error
 
 // Work calls f.
 func (f HandlerFunc) Work(ctx context.Context, job Job) error { return f(ctx, job) }
+
+// ClaimFilter keeps claims fair across accounts and endpoints. A claim
+// visits every account with due jobs and gives each, oldest job first, up
+// to AccountShare jobs less those it runs already before any account gets
+// more; only the rest of the claim's limit goes to accounts with more due
+// (they borrow what the others leave idle), each up to AccountCeiling less
+// those it runs. So one account's backlog never fills a claim while
+// another account's job is due, and no account holds more than the
+// ceiling. Jobs without an account are bounded by neither. The zero
+// filter claims in due order without bounds.
+type ClaimFilter struct {
+	// AccountShare and AccountCeiling bound one account's jobs as above;
+	// 0 is unbounded.
+	AccountShare, AccountCeiling int
+	// AccountsRunning counts the jobs of each account that the claimer
+	// runs already.
+	AccountsRunning map[string]int
+	// SkipEndpoints and SkipPaceKeys are endpoint and pace keys whose jobs
+	// are not claimed (at their limit in the claimer, or an endpoint's
+	// circuit breaker open).
+	SkipEndpoints, SkipPaceKeys []string
+}
 
 // Stat is the pending and running work of one kind, for metrics.
 type Stat struct {

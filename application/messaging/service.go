@@ -290,6 +290,13 @@ func (s *Service) thread(ctx context.Context, r Repos, accountID, id string) (me
 // runner can apply that channel's limit.
 func PaceKey(n account.Number) string { return string(n.Service) + ":" + n.ID }
 
+// EndpointKey is what a delivery calls, for the runner's per-endpoint
+// limit and circuit breaker: the agent number at its provider (its bot,
+// its WhatsApp phone number id). The provider's API itself is shared by
+// every account, so keying on it would let one number's trouble stop all
+// of them; a number is one account's.
+func EndpointKey(n account.Number) string { return PaceKey(n) }
+
 // deliverPayload is the delivery job's payload.
 type deliverPayload struct {
 	MessageID string `json:"message_id"`
@@ -356,6 +363,7 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 	// alone; without one the store may write the job with the batch.
 	if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
 		Kind: DeliverKind, Payload: payload, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
+		AccountID: t.AccountID, EndpointKey: EndpointKey(n),
 	}); err != nil {
 		return messaging.Message{}, err
 	}
@@ -415,9 +423,11 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		}
 		return s.fail(ctx, m, code, "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+err.Error(), err)
 	case pe != nil && pe.RetryAfter > 0:
-		return jobs.RetryAfter(pe.RetryAfter, err)
+		return jobs.RetryAfter(pe.RetryAfter, jobs.EndpointDown(err))
 	}
-	return err
+	// No answer, or the provider could not take the message now: the
+	// number's endpoint counts a failure towards its circuit breaker.
+	return jobs.EndpointDown(err)
 }
 
 // fail marks the message failed and stops the job.

@@ -160,7 +160,14 @@ func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, 
 		return err
 	}
 	if again {
-		return jobs.RetryAfter(retry, fmt.Errorf("attempt %d: %s", d.Attempts, attempt.Error))
+		err := fmt.Errorf("attempt %d: %s", d.Attempts, attempt.Error)
+		if sendErr != nil || res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests {
+			// No answer, or the receiver is unavailable: a failure
+			// towards the endpoint's circuit breaker. Other answers (a
+			// 4xx) came back promptly.
+			err = jobs.EndpointDown(err)
+		}
+		return jobs.RetryAfter(retry, err)
 	}
 	return nil
 }

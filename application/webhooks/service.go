@@ -334,6 +334,13 @@ func (s *Service) Fanout(ctx context.Context, r FanoutRepos, e event.Event) erro
 	return err
 }
 
+// EndpointKey is what a delivery calls, for the runner's per-endpoint
+// limit and circuit breaker: the account's webhook endpoint (an account
+// has one). Not the URL's host: receivers of many accounts may share a
+// host (a hosted automation service), and one account's hanging path
+// must not hold back another's.
+func EndpointKey(accountID string) string { return "webhook:" + accountID }
+
 type deliverPayload struct {
 	DeliveryID string `json:"delivery_id"`
 }
@@ -357,6 +364,7 @@ func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Deliv
 	payload, _ := json.Marshal(deliverPayload{DeliveryID: d.ID})
 	_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
 		Kind: DeliverKind, Payload: payload, UniqueKey: uniqueKey, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
+		AccountID: d.AccountID, EndpointKey: EndpointKey(d.AccountID),
 	})
 	return err
 }

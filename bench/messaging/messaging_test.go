@@ -66,6 +66,9 @@ func TestSeedMatchesTheUseCase(t *testing.T) {
 	if got := appmessaging.PaceKey(n); got != service+":"+n.ID {
 		t.Errorf("PaceKey = %q, but seedQueued writes service || ':' || id", got)
 	}
+	if got := appmessaging.EndpointKey(n); got != service+":"+n.ID {
+		t.Errorf("EndpointKey = %q, but seedQueued writes service || ':' || id", got)
+	}
 	if appmessaging.DeliverKind != "message.deliver" || jobs.StateAvailable != "available" {
 		t.Errorf("delivery job kind %q and state %q changed: check seedQueued", appmessaging.DeliverKind, jobs.StateAvailable)
 	}

@@ -88,16 +88,29 @@ func seedQueued(ctx context.Context, db *store.DB, first, last, threads int, now
 		FROM generate_series(?2::bigint, ?3::bigint) AS i
 		JOIN threads t ON t.id = %s`, seqIDSQL("msg", "i"), seqIDSQL("thr", "i % ?4"))
 	// The payload is json.Marshal's encoding of {MessageID}; the pace key is
-	// PaceKey's (see TestSeedMatchesTheUseCase).
+	// PaceKey's and the endpoint key EndpointKey's (see
+	// TestSeedMatchesTheUseCase); the account is the thread's, so the claims
+	// bound the account's share as they do for sends.
+	// A build from before fair work (compared with -against) has neither
+	// column: its jobs go without them.
+	fairColumns, fairValues := ", account_id, endpoint_key", ", t.account_id, n.service || ':' || n.id"
+	var fair bool
+	if err := db.Bun().NewRaw(`SELECT EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'jobs' AND column_name = 'account_id')`).Scan(ctx, &fair); err != nil {
+		return fmt.Errorf("read the jobs table: %w", err)
+	}
+	if !fair {
+		fairColumns, fairValues = "", ""
+	}
 	jobsQ := fmt.Sprintf(`
-		INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key, run_at, created_at)
+		INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key%s, run_at, created_at)
 		SELECT ?0, ?1, convert_to('{"message_id":"' || m.id || '"}', 'UTF8'), ?2, 'deliver:' || m.id,
-			n.service || ':' || n.id, ?3, ?3
+			n.service || ':' || n.id%s, ?3, ?3
 		FROM generate_series(?4::bigint, ?5::bigint) AS i
 		CROSS JOIN LATERAL (SELECT %s AS id) AS m
 		JOIN threads t ON t.id = %s
 		JOIN numbers n ON n.service = t.service AND n.number = t.agent_number
-		ORDER BY i`, seqIDSQL("msg", "i"), seqIDSQL("thr", "i % ?6"))
+		ORDER BY i`, fairColumns, fairValues, seqIDSQL("msg", "i"), seqIDSQL("thr", "i % ?6"))
 	return db.Bun().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.ExecContext(ctx, msgs, body, now, first, last, threads); err != nil {
 			return fmt.Errorf("seed queued messages: %w", err)

@@ -1,0 +1,280 @@
+package jobs
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/application/outage"
+)
+
+// Fairness defaults.
+const (
+	// DefaultAccountShare is the fraction of a runner's workers that one
+	// account's jobs may hold at once.
+	DefaultAccountShare = 0.25
+	// DefaultEndpointLimit bounds the attempts to one endpoint at once.
+	DefaultEndpointLimit = 4
+	// DefaultBreakerFailures is how many consecutive failed attempts open
+	// an endpoint's circuit breaker.
+	DefaultBreakerFailures = 5
+	// DefaultBreakerOpen is how long a breaker first stays open; each
+	// failed probe doubles it, up to DefaultBreakerMaxOpen.
+	DefaultBreakerOpen    = 5 * time.Second
+	DefaultBreakerMaxOpen = 5 * time.Minute
+)
+
+// fairness keeps one account, or one endpoint, from holding the runner's
+// workers: the account share, the per-endpoint limit and each endpoint's
+// circuit breaker. It counts the jobs this runner holds (claimed and not
+// yet finished) per account and per endpoint, and turns them into the
+// ClaimFilter of the next claim, so that jobs of an account or endpoint
+// without room stay in the queue, holding no worker, until room frees.
+//
+// Everything here is per runner (per process): with R replicas an account
+// may hold R shares and an endpoint see R times the limit, and each
+// replica's breaker learns of an endpoint's failures by itself.
+type fairness struct {
+	accountShare int
+	// accountCeiling is what one account may hold while no other
+	// account's job is due (it borrows what they leave idle): all the
+	// workers but a
+	// reserve, so that the share costs a lone busy account little and a
+	// newcomer's job still starts at once.
+	accountCeiling int
+	// endpointLimit is the smallest of the kinds' endpoint limits: a claim
+	// takes at most that many jobs of an endpoint that has none running.
+	endpointLimit int
+	failures      int
+	open, maxOpen time.Duration
+
+	mu        sync.Mutex
+	accounts  map[string]int
+	endpoints map[string]running
+	breakers  map[string]*breaker
+}
+
+// running counts an endpoint's jobs held, under the limit of their kind.
+type running struct{ n, limit int }
+
+// breaker is the circuit breaker of one endpoint. Closed, it counts
+// consecutive failed attempts; at the threshold it opens until openUntil,
+// and the endpoint's jobs are not claimed (nor started, if claimed before)
+// meanwhile. After that one job is claimed as a probe (half-open): its
+// success closes the breaker, its failure opens it again for twice as long.
+type breaker struct {
+	failed    int
+	openings  int // consecutive openings, for the growing back-off
+	openUntil time.Time
+	probe     int64 // the probing job's id; 0 when none runs
+}
+
+func newFairness(cfg Config, kinds map[string]Kind) *fairness {
+	limit := cfg.EndpointLimit
+	for _, k := range kinds {
+		limit = min(limit, k.EndpointLimit)
+	}
+	share := max(1, int(math.Ceil(cfg.AccountShare*float64(cfg.Workers))))
+	return &fairness{
+		accountShare:   share,
+		accountCeiling: max(share, cfg.Workers-max(1, cfg.Workers/8)),
+		endpointLimit:  limit,
+		failures:       cfg.BreakerFailures,
+		open:           cfg.BreakerOpen,
+		maxOpen:        cfg.BreakerMaxOpen,
+		accounts:       map[string]int{},
+		endpoints:      map[string]running{},
+		breakers:       map[string]*breaker{},
+	}
+}
+
+// state is where an endpoint's breaker is at now.
+type breakerState int
+
+const (
+	closed breakerState = iota
+	open
+	halfOpen // open until passed, no probe running yet: one may be claimed
+	probing
+)
+
+func (b *breaker) state(now time.Time) breakerState {
+	switch {
+	case b == nil || b.openUntil.IsZero():
+		return closed
+	case b.probe != 0:
+		return probing
+	case now.Before(b.openUntil):
+		return open
+	}
+	return halfOpen
+}
+
+// filter is what the next claim may take: each account up to its share
+// while others have jobs due and up to the ceiling otherwise, counting
+// what it runs here; no endpoint at its limit or with its breaker open
+// (or half-open with a probe running or claimed).
+func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := jobs.ClaimFilter{AccountShare: f.accountShare, AccountCeiling: f.accountCeiling}
+	if len(f.accounts) > 0 {
+		c.AccountsRunning = make(map[string]int, len(f.accounts))
+		for a, n := range f.accounts {
+			c.AccountsRunning[a] = n
+		}
+	}
+	for e, r := range f.endpoints {
+		if r.n >= r.limit && f.breakers[e].state(now) == closed {
+			c.SkipEndpoints = append(c.SkipEndpoints, e)
+		}
+	}
+	for e, b := range f.breakers {
+		if st := b.state(now); st == open || st == probing || st == halfOpen && f.endpoints[e].n > 0 {
+			c.SkipEndpoints = append(c.SkipEndpoints, e)
+		}
+	}
+	sort.Strings(c.SkipEndpoints)
+	return c
+}
+
+// bound says whether a claim with filter c left due jobs waiting for room:
+// keys it skipped, or an account at its ceiling.
+func (f *fairness) bound(c jobs.ClaimFilter) bool {
+	if len(c.SkipEndpoints)+len(c.SkipPaceKeys) > 0 {
+		return true
+	}
+	for _, n := range c.AccountsRunning {
+		if n >= c.AccountCeiling {
+			return true
+		}
+	}
+	return false
+}
+
+// room says whether a claimed job of an endpoint may be kept, within the
+// endpoint's limit for the job's kind (a claim may take more of an
+// endpoint's jobs than it has room for) and its breaker's state: a
+// half-open endpoint keeps one job, its probe.
+func (f *fairness) room(job jobs.Job, limit int, now time.Time) bool {
+	if job.EndpointKey == "" {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.endpoints[job.EndpointKey].n
+	switch f.breakers[job.EndpointKey].state(now) {
+	case closed:
+		return n < limit
+	case halfOpen:
+		return n == 0
+	}
+	return false
+}
+
+// claimed counts a claimed job against its account and its endpoint,
+// whose limit for the job's kind is limit. A job of a half-open endpoint
+// becomes its probe.
+func (f *fairness) claimed(job jobs.Job, limit int, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if job.AccountID != "" {
+		f.accounts[job.AccountID]++
+	}
+	if job.EndpointKey != "" {
+		r := f.endpoints[job.EndpointKey]
+		r.n++
+		r.limit = limit
+		f.endpoints[job.EndpointKey] = r
+		if b := f.breakers[job.EndpointKey]; b.state(now) == halfOpen {
+			b.probe = job.ID
+		}
+	}
+}
+
+// admit says whether a claimed job may start now: not while its
+// endpoint's breaker is open (it opened after the claim), unless the job
+// is the probe.
+func (f *fairness) admit(job jobs.Job, now time.Time) bool {
+	if job.EndpointKey == "" {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.breakers[job.EndpointKey]
+	switch b.state(now) {
+	case closed:
+		return true
+	case probing:
+		return b.probe == job.ID
+	}
+	return false
+}
+
+// finished releases a job's room and, when it ran (err is its outcome),
+// tells its endpoint's breaker how the attempt went: a success closes the
+// breaker; an EndpointDown failure counts towards opening it, and a failed
+// probe opens it again at once, for longer; any other error is an answer
+// from the endpoint, which closes a half-open breaker and else tells
+// nothing.
+func (f *fairness) finished(job jobs.Job, ran bool, err error, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if job.AccountID != "" {
+		if f.accounts[job.AccountID]--; f.accounts[job.AccountID] <= 0 {
+			delete(f.accounts, job.AccountID)
+		}
+	}
+	if job.EndpointKey == "" {
+		return
+	}
+	if r := f.endpoints[job.EndpointKey]; r.n > 1 {
+		r.n--
+		f.endpoints[job.EndpointKey] = r
+	} else {
+		delete(f.endpoints, job.EndpointKey)
+	}
+	b := f.breakers[job.EndpointKey]
+	wasProbe := b != nil && b.probe == job.ID
+	if wasProbe {
+		b.probe = 0 // not tried: the next claim takes another probe
+	}
+	if !ran {
+		return
+	}
+	switch {
+	case err == nil, wasProbe && !jobs.IsEndpointDown(err):
+		delete(f.breakers, job.EndpointKey)
+	case !jobs.IsEndpointDown(err):
+	case wasProbe:
+		b.openings++
+		b.openUntil = now.Add(outage.Backoff(b.openings, f.open, f.maxOpen))
+	case b.state(now) != closed:
+		// An attempt that started before the breaker opened.
+	default:
+		if b == nil {
+			b = &breaker{}
+			f.breakers[job.EndpointKey] = b
+		}
+		if b.failed++; b.failed >= f.failures {
+			b.openings = 1
+			b.openUntil = now.Add(f.open)
+		}
+	}
+}
+
+// nextProbe is the earliest time after now at which an open breaker
+// half-opens, zero when none is open.
+func (f *fairness) nextProbe(now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var next time.Time
+	for _, b := range f.breakers {
+		if b.state(now) == open && (next.IsZero() || b.openUntil.Before(next)) {
+			next = b.openUntil
+		}
+	}
+	return next
+}

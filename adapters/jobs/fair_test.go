@@ -1,0 +1,247 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/jobs"
+)
+
+// gauge follows how many handlers of each key run at once, and the most.
+type gauge struct {
+	mu            sync.Mutex
+	running, peak map[string]int
+}
+
+func newGauge() *gauge { return &gauge{running: map[string]int{}, peak: map[string]int{}} }
+
+func (g *gauge) enter(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running[key]++
+	g.peak[key] = max(g.peak[key], g.running[key])
+}
+
+func (g *gauge) leave(key string) { g.mu.Lock(); g.running[key]--; g.mu.Unlock() }
+
+func (g *gauge) max(key string) int { g.mu.Lock(); defer g.mu.Unlock(); return g.peak[key] }
+
+// countRunning counts the jobs of an account or endpoint the table shows
+// running: claimed ones, whether or not their handler started.
+func (b *testBundle) countRunning(t *testing.T, column, key string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.Bun().NewRaw("SELECT count(*) FROM jobs WHERE state = 'running' AND "+column+" = ?", key).
+		Scan(context.Background(), &n))
+	return n
+}
+
+// An account whose endpoints hang holds, while it is alone, all the
+// workers but a reserve (and at its share once others have work): another
+// account's jobs run while it hangs, and the hanging account's jobs all
+// run once it recovers.
+func TestHangingAccountLeavesWorkersForOthers(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		recovered := make(chan struct{})
+		rec, g := newRecorder(), newGauge()
+		b.start(t, runner.Config{Workers: 8, AccountShare: 0.25}, runner.Kind{
+			Name: "deliver",
+			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				g.enter(job.AccountID)
+				defer g.leave(job.AccountID)
+				if job.AccountID == "acc_a" {
+					select {
+					case <-recovered:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				rec.add(job)
+				return nil
+			}),
+		})
+		const backlog = 200
+		var hanging []int64
+		for i := range backlog {
+			hanging = append(hanging, b.enqueue(t, jobs.EnqueueParams{
+				Kind: "deliver", AccountID: "acc_a", EndpointKey: "webhook:acc_a" + string(rune('0'+i%8)),
+			}))
+		}
+		// Alone, A borrows the workers no one else needs, all but a
+		// reserve of one (an eighth of 8): its share binds only when
+		// others have work.
+		require.Eventually(t, func() bool { return g.max("acc_a") == 7 }, 10*time.Second, 5*time.Millisecond)
+		for range 5 {
+			other := b.enqueue(t, jobs.EnqueueParams{Kind: "deliver", AccountID: "acc_b", EndpointKey: "webhook:acc_b"})
+			b.waitState(t, other, jobs.StateCompleted)
+		}
+		require.Zero(t, rec.count(hanging[0]), "account A's receivers still hang")
+		require.Equal(t, 7, g.max("acc_a"), "A holds all but the reserve, no more")
+		require.LessOrEqual(t, b.countRunning(t, "account_id", "acc_a"), 7, "A's other jobs wait in the queue, not in workers")
+
+		close(recovered)
+		for _, id := range hanging {
+			b.waitState(t, id, jobs.StateCompleted)
+			require.Equal(t, 1, rec.count(id))
+		}
+		require.Equal(t, 7, g.max("acc_a"))
+	})
+}
+
+// At most EndpointLimit attempts to one endpoint run at once; its other
+// jobs wait unclaimed, and another endpoint's job runs meanwhile.
+func TestEndpointLimitLeavesJobsInTheQueue(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		recovered := make(chan struct{})
+		g := newGauge()
+		b.start(t, runner.Config{Workers: 16, AccountShare: 1, EndpointLimit: 3}, runner.Kind{
+			Name: "call",
+			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				g.enter(job.EndpointKey)
+				defer g.leave(job.EndpointKey)
+				if job.EndpointKey == "slow" {
+					select {
+					case <-recovered:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				return nil
+			}),
+		})
+		var slow []int64
+		for i := range 40 {
+			// Many accounts, one endpoint: the account share does not bind.
+			slow = append(slow, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_" + string(rune('a'+i%20)), EndpointKey: "slow"}))
+		}
+		require.Eventually(t, func() bool { return g.max("slow") == 3 }, 10*time.Second, 5*time.Millisecond)
+		fast := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_z", EndpointKey: "fast"})
+		b.waitState(t, fast, jobs.StateCompleted)
+		require.Equal(t, 3, b.countRunning(t, "endpoint_key", "slow"), "the endpoint's other jobs are not claimed")
+		close(recovered)
+		for _, id := range slow {
+			b.waitState(t, id, jobs.StateCompleted)
+		}
+		require.Equal(t, 3, g.max("slow"))
+	})
+}
+
+// attempts sums the attempts the table has counted for the jobs.
+func (b *testBundle) attempts(t *testing.T, ids []int64) int {
+	t.Helper()
+	n := 0
+	for _, id := range ids {
+		_, a, _ := b.state(t, id)
+		n += a
+	}
+	return n
+}
+
+// BreakerFailures consecutive failures open the endpoint's breaker: its
+// jobs stay in the queue without using attempts; after the open period
+// one probe runs, and its failure opens the breaker for twice as long,
+// its success closes it and the jobs run.
+func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		var down atomic.Bool
+		down.Store(true)
+		var tries atomic.Int64
+		b.start(t, runner.Config{
+			Workers: 4, AccountShare: 1, EndpointLimit: 1,
+			BreakerFailures: 3, BreakerOpen: time.Hour, BreakerMaxOpen: 10 * time.Hour,
+		}, runner.Kind{
+			Name:    "call",
+			Backoff: func(int) time.Duration { return 0 }, // failures are due again at once
+			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				if job.EndpointKey != "flaky" {
+					return nil
+				}
+				tries.Add(1)
+				if down.Load() {
+					return jobs.EndpointDown(errors.New("connection refused"))
+				}
+				return nil
+			}),
+		})
+		var ids []int64
+		for range 10 {
+			ids = append(ids, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "flaky"}))
+		}
+		require.Eventually(t, func() bool { return tries.Load() >= 3 }, 10*time.Second, time.Millisecond)
+		settle := func() { time.Sleep(150 * time.Millisecond) } // several polls of 20 ms
+		settle()
+		require.EqualValues(t, 3, tries.Load(), "open after three failures: nothing more is tried")
+		require.Equal(t, 3, b.attempts(t, ids), "waiting jobs use no attempts")
+		for _, id := range ids {
+			s, _, _ := b.state(t, id)
+			require.Contains(t, []string{string(jobs.StateAvailable), string(jobs.StateRetryable)}, s, "kept, not dropped")
+		}
+		other := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "healthy"})
+		b.waitState(t, other, jobs.StateCompleted)
+
+		b.clock.Advance(time.Hour)
+		require.Eventually(t, func() bool { return tries.Load() == 4 }, 10*time.Second, time.Millisecond, "one probe")
+		settle()
+		require.EqualValues(t, 4, tries.Load(), "the probe failed: open again")
+		b.clock.Advance(time.Hour)
+		settle()
+		require.EqualValues(t, 4, tries.Load(), "open twice as long after a failed probe")
+
+		down.Store(false)
+		b.clock.Advance(time.Hour)
+		for _, id := range ids {
+			b.waitState(t, id, jobs.StateCompleted)
+		}
+		require.EqualValues(t, 14, tries.Load(), "the probe closed the breaker: each job ran once more")
+		require.Equal(t, 14, b.attempts(t, ids), "4 failed attempts and 10 successes, nothing else counted")
+	})
+}
+
+// A paced key at its concurrency limit does not hold workers waiting: its
+// jobs stay queued and other jobs run.
+func TestPaceLimitHoldsNoWorker(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		recovered := make(chan struct{})
+		b.start(t, runner.Config{Workers: 2, AccountShare: 1, MaxPaceWait: time.Hour}, runner.Kind{
+			Name: "ordered", Pace: runner.Pace{MaxConcurrent: 1},
+			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				if job.PaceKey == "thread-a" {
+					select {
+					case <-recovered:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				return nil
+			}),
+		})
+		var a []int64
+		for range 20 {
+			a = append(a, b.enqueue(t, jobs.EnqueueParams{Kind: "ordered", PaceKey: "thread-a"}))
+		}
+		other := b.enqueue(t, jobs.EnqueueParams{Kind: "ordered", PaceKey: "thread-b"})
+		b.waitState(t, other, jobs.StateCompleted)
+		close(recovered)
+		for _, id := range a {
+			b.waitState(t, id, jobs.StateCompleted)
+			_, attempt, _ := b.state(t, id)
+			require.Equal(t, 1, attempt, "put back without using an attempt")
+		}
+	})
+}

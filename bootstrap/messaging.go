@@ -32,10 +32,6 @@ var channelPace = map[account.Service]runner.Pace{
 // process died is back in the queue within 15 s.
 const deliveryLease = 10 * time.Second
 
-// deliveryEndpointLimit bounds the deliveries of one agent number in
-// flight in a process: the largest of the providers' concurrency paces.
-const deliveryEndpointLimit = 32
-
 // deliveryPace picks the limit from the pace key's service prefix.
 func deliveryPace(key string) runner.Pace {
 	service, _, _ := strings.Cut(key, ":")
@@ -66,9 +62,6 @@ var messagingModule = fx.Module("messaging",
 			return runner.Kind{
 				Name: messaging.DeliverKind, Handler: s, Backoff: messaging.DeliveryBackoff,
 				Timeout: time.Minute, Lease: deliveryLease, PaceFor: deliveryPace,
-				// An agent number is the endpoint; its pace (WhatsApp's
-				// 32 at once) is the limit that matters while it answers.
-				EndpointLimit: deliveryEndpointLimit,
 			}
 		}, fx.ResultTags(runner.KindGroup)),
 	),

@@ -15,8 +15,10 @@ const (
 	// DefaultAccountShare is the fraction of a runner's workers that one
 	// account's jobs may hold at once.
 	DefaultAccountShare = 0.25
-	// DefaultEndpointLimit bounds the attempts to one endpoint at once.
+	// DefaultEndpointLimit bounds the attempts to one stalled endpoint at
+	// once; DefaultEndpointStall is how long without an answer stalls it.
 	DefaultEndpointLimit = 4
+	DefaultEndpointStall = time.Second
 	// DefaultBreakerFailures is how many consecutive failed attempts open
 	// an endpoint's circuit breaker.
 	DefaultBreakerFailures = 5
@@ -44,9 +46,9 @@ type fairness struct {
 	// reserve, so that the share costs a lone busy account little and a
 	// newcomer's job still starts at once.
 	accountCeiling int
-	// endpointLimit is the smallest of the kinds' endpoint limits: a claim
-	// takes at most that many jobs of an endpoint that has none running.
-	endpointLimit int
+	// stall is how long an endpoint may go without an attempt ending
+	// before its limit binds (running.stalled).
+	stall time.Duration
 	failures      int
 	open, maxOpen time.Duration
 
@@ -56,8 +58,22 @@ type fairness struct {
 	breakers  map[string]*breaker
 }
 
-// running counts an endpoint's jobs held, under the limit of their kind.
-type running struct{ n, limit int }
+// running counts an endpoint's jobs held, under the limit of their kind,
+// and when it last made progress: when its first job started, or one
+// ended.
+type running struct {
+	n, limit int
+	progress time.Time
+}
+
+// stalled says whether the endpoint's limit binds: none of its attempts
+// ended within EndpointStall (nor did it start one, from none running).
+// An endpoint that answers is bounded by its account's share alone, so a
+// busy receiver gets as many deliveries at once as before; one that
+// hangs holds at most its limit.
+func (r running) stalled(now time.Time, stall time.Duration) bool {
+	return r.n > 0 && now.Sub(r.progress) > stall
+}
 
 // breaker is the circuit breaker of one endpoint. Closed, it counts
 // consecutive failed attempts; at the threshold it opens until openUntil,
@@ -72,15 +88,12 @@ type breaker struct {
 }
 
 func newFairness(cfg Config, kinds map[string]Kind) *fairness {
-	limit := cfg.EndpointLimit
-	for _, k := range kinds {
-		limit = min(limit, k.EndpointLimit)
-	}
 	share := max(1, int(math.Ceil(cfg.AccountShare*float64(cfg.Workers))))
+	ceiling := max(share, cfg.Workers-max(1, cfg.Workers/8))
 	return &fairness{
 		accountShare:   share,
-		accountCeiling: max(share, cfg.Workers-max(1, cfg.Workers/8)),
-		endpointLimit:  limit,
+		accountCeiling: ceiling,
+		stall:          cfg.EndpointStall,
 		failures:       cfg.BreakerFailures,
 		open:           cfg.BreakerOpen,
 		maxOpen:        cfg.BreakerMaxOpen,
@@ -127,8 +140,15 @@ func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 		}
 	}
 	for e, r := range f.endpoints {
-		if r.n >= r.limit && f.breakers[e].state(now) == closed {
+		switch {
+		case f.breakers[e].state(now) != closed, !r.stalled(now, f.stall):
+		case r.n >= r.limit:
 			c.SkipEndpoints = append(c.SkipEndpoints, e)
+		default:
+			if c.EndpointRoom == nil {
+				c.EndpointRoom = map[string]int{}
+			}
+			c.EndpointRoom[e] = r.limit - r.n
 		}
 	}
 	for e, b := range f.breakers {
@@ -140,8 +160,8 @@ func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 	return c
 }
 
-// bound says whether a claim with filter c left due jobs waiting for room:
-// keys it skipped, or an account at its ceiling.
+// bound says whether a claim with filter c may have left due jobs waiting
+// for room: keys it skipped or bounded, or an account at its ceiling.
 func (f *fairness) bound(c jobs.ClaimFilter) bool {
 	if len(c.SkipEndpoints)+len(c.SkipPaceKeys) > 0 {
 		return true
@@ -151,7 +171,7 @@ func (f *fairness) bound(c jobs.ClaimFilter) bool {
 			return true
 		}
 	}
-	return false
+	return len(c.EndpointRoom) > 0
 }
 
 // room says whether a claimed job of an endpoint may be kept, within the
@@ -164,12 +184,12 @@ func (f *fairness) room(job jobs.Job, limit int, now time.Time) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := f.endpoints[job.EndpointKey].n
+	r := f.endpoints[job.EndpointKey]
 	switch f.breakers[job.EndpointKey].state(now) {
 	case closed:
-		return n < limit
+		return r.n < limit || !r.stalled(now, f.stall)
 	case halfOpen:
-		return n == 0
+		return r.n == 0
 	}
 	return false
 }
@@ -185,6 +205,9 @@ func (f *fairness) claimed(job jobs.Job, limit int, now time.Time) {
 	}
 	if job.EndpointKey != "" {
 		r := f.endpoints[job.EndpointKey]
+		if r.n == 0 {
+			r.progress = now
+		}
 		r.n++
 		r.limit = limit
 		f.endpoints[job.EndpointKey] = r
@@ -222,16 +245,19 @@ func (f *fairness) admit(job jobs.Job, now time.Time) bool {
 func (f *fairness) finished(job jobs.Job, ran bool, err error, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if job.AccountID != "" {
-		if f.accounts[job.AccountID]--; f.accounts[job.AccountID] <= 0 {
-			delete(f.accounts, job.AccountID)
+	if a := job.AccountID; a != "" {
+		if f.accounts[a]--; f.accounts[a] <= 0 {
+			delete(f.accounts, a)
 		}
 	}
 	if job.EndpointKey == "" {
 		return
 	}
-	if r := f.endpoints[job.EndpointKey]; r.n > 1 {
-		r.n--
+	r := f.endpoints[job.EndpointKey]
+	if ran && !jobs.IsEndpointDown(err) {
+		r.progress = now // it answered
+	}
+	if r.n--; r.n > 0 {
 		f.endpoints[job.EndpointKey] = r
 	} else {
 		delete(f.endpoints, job.EndpointKey)

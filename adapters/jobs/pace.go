@@ -26,7 +26,10 @@ type pacer struct {
 	// running counts the key's jobs running, at most limit (0: no
 	// concurrency limit); both under pacers.mu.
 	running, limit int
-	lastUsed       time.Time
+	// contended is set once a job of the key found it full: only such
+	// keys are left out of claims while full (see fullKeys).
+	contended bool
+	lastUsed  time.Time
 }
 
 func newPacers() *pacers { return &pacers{keys: map[string]*pacer{}, full: map[*pacer]struct{}{}} }
@@ -56,8 +59,11 @@ func (p *pacers) get(kind Kind, key string, now time.Time) *pacer {
 	return pc
 }
 
-// fullKeys lists the pace keys at their concurrency limit: claims leave
-// their jobs in the queue until one ends.
+// fullKeys lists the pace keys at their concurrency limit whose jobs have
+// met the limit before: claims leave their jobs in the queue until one
+// ends. Keys that never had two jobs due at once (most of a webhook's
+// threads) are not listed: a claim's list of keys to leave out makes it
+// read past their jobs, which costs every claim while the list is long.
 func (p *pacers) fullKeys() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -66,7 +72,9 @@ func (p *pacers) fullKeys() []string {
 	}
 	keys := make([]string, 0, len(p.full))
 	for pc := range p.full {
-		keys = append(keys, pc.key)
+		if pc.contended {
+			keys = append(keys, pc.key)
+		}
 	}
 	return keys
 }
@@ -81,6 +89,7 @@ func (p *pacers) start(kind Kind, key string) (*pacer, func(), bool) {
 		return pc, func() {}, true
 	}
 	if pc.running >= pc.limit {
+		pc.contended = true
 		return pc, nil, false
 	}
 	pc.running++

@@ -145,6 +145,11 @@ type Config struct {
 	// (jobs.EnqueueParams.EndpointKey) running at once in this process;
 	// DefaultEndpointLimit when zero. Jobs beyond it wait in the queue.
 	EndpointLimit int
+	// EndpointStall is how long an endpoint with attempts running may go
+	// without one answering before EndpointLimit binds it;
+	// DefaultEndpointStall when zero. An endpoint that answers is bounded
+	// by its account's share alone.
+	EndpointStall time.Duration
 	// BreakerFailures consecutive failed attempts (jobs.EndpointDown) to
 	// one endpoint open its circuit breaker for BreakerOpen, doubling
 	// after each failed probe up to BreakerMaxOpen; meanwhile its jobs
@@ -189,6 +194,9 @@ func (c *Config) defaults() {
 	}
 	if c.EndpointLimit <= 0 {
 		c.EndpointLimit = DefaultEndpointLimit
+	}
+	if c.EndpointStall <= 0 {
+		c.EndpointStall = DefaultEndpointStall
 	}
 	if c.BreakerFailures <= 0 {
 		c.BreakerFailures = DefaultBreakerFailures
@@ -421,13 +429,11 @@ func (r *Runner) fetchLoop() {
 		if at := r.fair.nextProbe(r.cfg.Now()); !at.IsZero() {
 			wait = min(wait, max(at.Sub(r.cfg.Now()), time.Millisecond))
 		}
-		busy := r.inflight.Load()
 		if r.sleep(wake, r.slotFreed, wait) {
-			// A job ended, making room for one more of its account or
-			// endpoint: a short wait lets a few end for one claim to
-			// take, rather than a statement per job of an account at
-			// its ceiling.
-			r.gather(busy - int64(max(1, r.cfg.Workers/16)))
+			// A job ended, making room for one more of its account,
+			// endpoint or pace key: as when nearly every worker is busy,
+			// a short wait lets a few more end for one claim to take.
+			r.pause(claimGather)
 		}
 	}
 }
@@ -446,17 +452,6 @@ const claimTimeout = 30 * time.Second
 // claimGather is how long a nearly full runner waits for more free workers
 // before claiming.
 const claimGather = 2 * time.Millisecond
-
-// gather waits until at most target jobs run, for up to
-// claimGatherMax, in steps of claimGather.
-func (r *Runner) gather(target int64) {
-	for start := time.Now(); r.inflight.Load() > target && time.Since(start) < claimGatherMax && r.fetchCtx.Err() == nil; {
-		r.pause(claimGather)
-	}
-}
-
-// claimGatherMax bounds how long gather waits.
-const claimGatherMax = 20 * time.Millisecond
 
 // pause waits d or until the runner stops.
 func (r *Runner) pause(d time.Duration) {

@@ -132,8 +132,9 @@ func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 // probe each (jobs_due_account), each gives its oldest due jobs up to its
 // ceiling's room, and the claim takes those within each account's share
 // first, in turns (each account's oldest, then each one's second, ...),
-// then the borrowed rest the same way. On Postgres this is one
-// statement, and concurrent claimers skip each other's rows (SKIP LOCKED);
+// then the borrowed rest the same way; no more of an endpoint's jobs than
+// its room. On Postgres this is one statement, and concurrent claimers
+// skip each other's rows (SKIP LOCKED);
 // on SQLite, under its single writer, the jobs are picked from the same
 // reads in Go and then taken if still pending.
 func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) ([]jobs.Job, error) {
@@ -151,7 +152,7 @@ func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Leas
 	var err error
 	if r.dialect == Postgres {
 		q, qArgs := c.postgres()
-		err = r.write.NewRaw(q+set+` WHERE id IN (SELECT id FROM picked) RETURNING `+jobColumns,
+		err = r.write.NewRaw(q+set+` WHERE id IN (SELECT id FROM locked) RETURNING `+jobColumns,
 			append(qArgs, args...)...).Scan(ctx, &rows)
 	} else {
 		var ids []int64
@@ -179,14 +180,24 @@ type claim struct {
 	limit, share, ceiling int
 	now                   int64
 	kinds                 []string
-	running               map[string]int
+	running, endpointRoom map[string]int
 	skip                  string // the SQL condition leaving skipped keys out
 	skipArgs              []any
 }
 
+// roomOf is how many jobs of an endpoint the claim may take; negative
+// when unbounded.
+func (c claim) roomOf(endpoint string) int {
+	if r, ok := c.endpointRoom[endpoint]; ok {
+		return r
+	}
+	return -1
+}
+
 func newClaim(leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) claim {
 	c := claim{limit: limit, share: f.AccountShare, ceiling: f.AccountCeiling, now: micros(now),
-		kinds: leaseKinds(leases), running: f.AccountsRunning}
+		kinds: leaseKinds(leases), running: f.AccountsRunning,
+		endpointRoom: f.EndpointRoom}
 	if c.ceiling <= 0 || c.ceiling > limit+maxRunning(c.running) {
 		c.ceiling = limit + maxRunning(c.running)
 	}
@@ -225,55 +236,75 @@ const accountsWithPending = `accounts(a) AS (
 	FROM accounts WHERE accounts.a IS NOT NULL
 )`
 
+// accountRoom is, in the claim on Postgres, how many jobs of account v.a
+// the claim may take: up to its ceiling, at most the claim's limit, and
+// the limit for jobs of no account.
+const accountRoom = `CASE WHEN v.a = '' THEN ? ELSE LEAST(GREATEST(? - v.held, 0), ?) END`
+
+// claimScanBeyond is how many of an account's due jobs past its room a
+// claim reads to find jobs of keys it does not skip. Deeper, a skipped
+// endpoint's backlog would be read past on every claim; the account's
+// jobs behind more than this of its own skipped endpoints' jobs wait for
+// them (those of other accounts never do: each account is read apart).
+const claimScanBeyond = 256
+
+func (c claim) scanBeyond() int {
+	if len(c.skipArgs) == 0 {
+		return 0
+	}
+	return claimScanBeyond
+}
+
 // dueOfAccount is the condition on an account's jobs that a claim may take.
 const dueOfAccount = `state IN (?) AND run_at <= ? AND kind IN (?)`
 
-// postgres is the claim's CTEs, ending in picked(id), to prefix the
-// UPDATE that takes them. Each account's oldest due jobs are locked as
-// they are read (SKIP LOCKED: another claimer's rows are passed over), up
-// to the room under its ceiling; rn numbers them within the account, so
-// that rn plus what the account runs already says which are within its
-// share. The running counts are a VALUES list, joined once per account.
+// postgres is the claim's CTEs, ending in locked(id), to prefix the
+// UPDATE that takes them. Each account's oldest due jobs are read up to
+// the room under its ceiling (past the skipped keys' jobs, up to
+// claimScanBeyond more); rn numbers them within the account, so that rn
+// plus what the account runs already says which are within its share, and
+// ern within their endpoint, for its room. Only the picked jobs are
+// locked, still pending, and those another claimer holds are passed over
+// (SKIP LOCKED). The running counts and rooms are VALUES lists.
 func (c claim) postgres() (string, []any) {
-	running := `SELECT NULL::text AS a, 0 AS n WHERE false`
-	var runningArgs []any
-	if len(c.running) > 0 {
-		var b strings.Builder
-		b.WriteString("VALUES ")
-		for _, a := range sortedKeys(c.running) {
-			if b.Len() > len("VALUES ") {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?::text, ?::int)")
-			runningArgs = append(runningArgs, a, c.running[a])
-		}
-		running = b.String()
-	}
+	running, runningArgs := valuesOf(c.running)
+	room, roomArgs := valuesOf(c.endpointRoom)
 	q := `WITH RECURSIVE ` + accountsWithPending + `,
 	running(a, n) AS (` + running + `),
+	endpoint_room(k, n) AS (` + room + `),
 	visited AS (
 		SELECT accounts.a, COALESCE(running.n, 0) AS held FROM accounts LEFT JOIN running ON running.a = accounts.a
 		WHERE accounts.a IS NOT NULL
 	),
 	candidates AS (
-		SELECT j.id, j.run_at, v.a, v.held, row_number() OVER (PARTITION BY v.a ORDER BY j.run_at, j.id) AS rn
+		SELECT j.id, j.run_at, j.endpoint_key, v.a, v.held,
+			row_number() OVER (PARTITION BY v.a ORDER BY j.run_at, j.id) AS rn,
+			row_number() OVER (PARTITION BY j.endpoint_key ORDER BY j.run_at, j.id) AS ern
 		FROM visited v CROSS JOIN LATERAL (
-			SELECT id, run_at FROM jobs
-			WHERE account_id = v.a AND ` + dueOfAccount + c.skip + `
+			SELECT id, run_at, endpoint_key FROM (
+				SELECT id, run_at, endpoint_key, pace_key FROM jobs
+				WHERE account_id = v.a AND ` + dueOfAccount + `
+				ORDER BY run_at, id
+				LIMIT ` + accountRoom + ` + ?
+			) d WHERE true` + c.skip + `
 			ORDER BY run_at, id
-			LIMIT CASE WHEN v.a = '' THEN ? ELSE LEAST(GREATEST(? - v.held, 0), ?) END
-			FOR UPDATE SKIP LOCKED
+			LIMIT ` + accountRoom + `
 		) j
 	),
 	picked(id) AS (
-		SELECT id FROM candidates ORDER BY a <> '' AND held + rn > ?, rn, run_at, id LIMIT ?
-	)
+		SELECT c.id FROM candidates c
+		LEFT JOIN endpoint_room er ON er.k = c.endpoint_key
+		WHERE er.n IS NULL OR c.ern <= er.n
+		ORDER BY c.a <> '' AND c.held + c.rn > ?, c.rn, c.run_at, c.id LIMIT ?
+	),
+	locked(id) AS (SELECT id FROM jobs WHERE id IN (SELECT id FROM picked) AND state IN (?) FOR UPDATE SKIP LOCKED)
 	`
 	args := []any{bun.List(pending), bun.List(pending)}
 	args = append(args, runningArgs...)
-	args = append(args, bun.List(pending), c.now, bun.List(c.kinds))
+	args = append(args, roomArgs...)
+	args = append(args, bun.List(pending), c.now, bun.List(c.kinds), c.limit, c.ceiling, c.limit, c.scanBeyond())
 	args = append(args, c.skipArgs...)
-	args = append(args, c.limit, c.ceiling, c.limit, c.share, c.limit)
+	args = append(args, c.limit, c.ceiling, c.limit, c.share, c.limit, bun.List(pending))
 	return q, args
 }
 
@@ -300,8 +331,10 @@ func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
 		if q.Len() > 0 {
 			q.WriteString(" UNION ALL ")
 		}
-		q.WriteString(`SELECT * FROM (SELECT id, run_at, account_id FROM jobs WHERE account_id = ? AND ` + dueOfAccount + c.skip + ` ORDER BY run_at, id LIMIT ?)`)
-		args = append(args, a, bun.List(pending), c.now, bun.List(c.kinds))
+		q.WriteString(`SELECT * FROM (SELECT id, run_at, account_id, endpoint_key FROM (
+			SELECT id, run_at, account_id, endpoint_key, pace_key FROM jobs WHERE account_id = ? AND ` + dueOfAccount + `
+			ORDER BY run_at, id LIMIT ?) WHERE true` + c.skip + ` ORDER BY run_at, id LIMIT ?)`)
+		args = append(args, a, bun.List(pending), c.now, bun.List(c.kinds), room+c.scanBeyond())
 		args = append(args, c.skipArgs...)
 		args = append(args, room)
 	}
@@ -309,9 +342,10 @@ func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
 		return nil, nil
 	}
 	var due []struct {
-		ID        int64  `bun:"id"`
-		RunAt     int64  `bun:"run_at"`
-		AccountID string `bun:"account_id"`
+		ID          int64          `bun:"id"`
+		RunAt       int64          `bun:"run_at"`
+		AccountID   string         `bun:"account_id"`
+		EndpointKey sql.NullString `bun:"endpoint_key"`
 	}
 	if err := db.NewRaw(q.String(), args...).Scan(ctx, &due); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("read due jobs: %w", err)
@@ -323,11 +357,18 @@ func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
 		rn        int
 		borrowed  bool
 	}
-	all := make([]ranked, len(due))
-	rn := map[string]int{}
-	for i, j := range due {
+	all := make([]ranked, 0, len(due))
+	rn, ern := map[string]int{}, map[string]int{}
+	for _, j := range due {
 		rn[j.AccountID]++
-		all[i] = ranked{j.ID, j.RunAt, rn[j.AccountID], j.AccountID != "" && c.running[j.AccountID]+rn[j.AccountID] > c.share}
+		if e := j.EndpointKey; e.Valid {
+			// An account's jobs are in due order, and an endpoint is
+			// one account's.
+			if ern[e.String]++; c.roomOf(e.String) >= 0 && ern[e.String] > c.roomOf(e.String) {
+				continue
+			}
+		}
+		all = append(all, ranked{j.ID, j.RunAt, rn[j.AccountID], j.AccountID != "" && c.running[j.AccountID]+rn[j.AccountID] > c.share})
 	}
 	sort.Slice(all, func(i, j int) bool {
 		a, b := all[i], all[j]
@@ -344,6 +385,25 @@ func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
 		ids = append(ids, j.id)
 	}
 	return ids, nil
+}
+
+// valuesOf is a VALUES list of m's keys and counts, for a CTE of two
+// columns, and its arguments; a query of no rows when m is empty.
+func valuesOf(m map[string]int) (string, []any) {
+	if len(m) == 0 {
+		return `SELECT NULL::text, 0 WHERE false`, nil
+	}
+	var b strings.Builder
+	args := make([]any, 0, 2*len(m))
+	b.WriteString("VALUES ")
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?::text, ?::int)")
+		args = append(args, k, m[k])
+	}
+	return b.String(), args
 }
 
 func sortedKeys(m map[string]int) []string {

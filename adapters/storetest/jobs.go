@@ -238,6 +238,24 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		require.Empty(t, claimed, "A runs its ceiling")
 	})
 
+	t.Run("ClaimTakesEachEndpointsRoomAtMost", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		var e1, e2 []int64
+		for i := range 10 {
+			e1 = append(e1, enqueueFor(t, q, "acc_a", "e1", "", at.Add(time.Duration(i)*time.Millisecond)))
+		}
+		for i := range 3 {
+			e2 = append(e2, enqueueFor(t, q, "acc_a", "e2", "", at.Add(time.Second+time.Duration(i)*time.Millisecond)))
+		}
+		other := enqueueFor(t, q, "acc_a", "", "", at.Add(2*time.Second))
+		claimed := claimFair(t, q, 20, jobs.ClaimFilter{EndpointRoom: map[string]int{"e1": 3, "e2": 1}})
+		require.ElementsMatch(t, []int64{e1[0], e1[1], e1[2], e2[0], other}, ids(claimed),
+			"three of e1 and one of e2 (their rooms), and the job of no endpoint")
+		claimed = claimFair(t, q, 20, jobs.ClaimFilter{})
+		require.ElementsMatch(t, append(e1[3:], e2[1:]...), ids(claimed), "unbounded endpoints")
+	})
+
 	// A backlog of one account longer than a claim does not keep another
 	// account's job out of it.
 	t.Run("ClaimReachesPastABacklog", func(t *testing.T) {

@@ -241,6 +241,10 @@ type ClaimFilter struct {
 	// AccountsRunning counts the jobs of each account that the claimer
 	// runs already.
 	AccountsRunning map[string]int
+	// EndpointRoom bounds how many jobs of each endpoint in it the claim
+	// takes (those whose limit binds in the claimer); other endpoints are
+	// unbounded.
+	EndpointRoom map[string]int
 	// SkipEndpoints and SkipPaceKeys are endpoint and pace keys whose jobs
 	// are not claimed (at their limit in the claimer, or an endpoint's
 	// circuit breaker open).

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/jobs"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
 // The seeding SQL writes in bulk the rows the use cases write one at a time, with the
@@ -91,15 +92,10 @@ func seedQueued(ctx context.Context, db *store.DB, first, last, threads int, now
 	// PaceKey's and the endpoint key EndpointKey's (see
 	// TestSeedMatchesTheUseCase); the account is the thread's, so the claims
 	// bound the account's share as they do for sends.
-	// A build from before fair work (compared with -against) has neither
-	// column: its jobs go without them.
 	fairColumns, fairValues := ", account_id, endpoint_key", ", t.account_id, n.service || ':' || n.id"
-	var fair bool
-	if err := db.Bun().NewRaw(`SELECT EXISTS (SELECT 1 FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'jobs' AND column_name = 'account_id')`).Scan(ctx, &fair); err != nil {
-		return fmt.Errorf("read the jobs table: %w", err)
-	}
-	if !fair {
+	if fair, err := harness.JobsNameAccounts(ctx, db); err != nil {
+		return err
+	} else if !fair {
 		fairColumns, fairValues = "", ""
 	}
 	jobsQ := fmt.Sprintf(`

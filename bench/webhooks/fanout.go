@@ -167,10 +167,19 @@ func seed(ctx context.Context, db *store.DB, accountID string, first, last int, 
 			last_status_code, last_error, next_attempt_at, created_at, updated_at)
 		SELECT ` + id("whk") + `, ?0, ` + id("evt") + `, 'message.received', ` + id("thr") + `, 'pending', 0, 0, '', ?2, ?2, ?2
 		FROM generate_series(?3::int, ?4::int) AS i`
+	// The account and endpoint as webhooks.EndpointKey names them, so
+	// that the runner bounds the seeded deliveries as it bounds the
+	// fan-out's.
+	fairColumns, fairValues := ", account_id, endpoint_key", ", ?0, 'webhook:' || ?0"
+	if fair, err := harness.JobsNameAccounts(ctx, db); err != nil {
+		return err
+	} else if !fair {
+		fairColumns, fairValues = "", ""
+	}
 	jobs := `
-		INSERT INTO jobs (kind, state, payload, attempt, max_attempts, unique_key, pace_key, run_at, created_at)
+		INSERT INTO jobs (kind, state, payload, attempt, max_attempts, unique_key, pace_key` + fairColumns + `, run_at, created_at)
 		SELECT 'webhook.deliver', 'available', convert_to(json_build_object('delivery_id', ` + id("whk") + `)::text, 'UTF8'),
-			0, 10000, 'whk:' || ` + id("whk") + `, 'whk:' || ?0 || ':' || ` + id("thr") + `, ?5, ?5
+			0, 10000, 'whk:' || ` + id("whk") + `, 'whk:' || ?0 || ':' || ` + id("thr") + fairValues + `, ?5, ?5
 		FROM generate_series(?3::int, ?4::int) AS i`
 	args := []any{accountID, now.Format(time.RFC3339Nano), now, first, last, now.UnixMicro()}
 	for _, q := range []string{events, deliveries, jobs} {

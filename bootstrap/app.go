@@ -122,7 +122,7 @@ func jobsModule(c Config) fx.Option {
 			func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
 				return runner.Config{
 					Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.Repos(), nil),
-					AccountShare: c.Fair.AccountShare, EndpointLimit: c.Fair.EndpointLimit,
+					AccountShare: c.Fair.AccountShare, EndpointLimit: c.Fair.EndpointLimit, EndpointStall: c.Fair.EndpointStall,
 					BreakerFailures: c.Fair.BreakerFailures, BreakerOpen: c.Fair.BreakerOpen, BreakerMaxOpen: c.Fair.BreakerMaxOpen,
 				}
 			},

@@ -87,6 +87,7 @@ type Config struct {
 type Fairness struct {
 	AccountShare                float64
 	EndpointLimit               int
+	EndpointStall               time.Duration
 	BreakerFailures             int
 	BreakerOpen, BreakerMaxOpen time.Duration
 }
@@ -109,7 +110,7 @@ func Defaults() Config {
 		MigrateOnStart:  true,
 		RunJobs:         true,
 		Fair: Fairness{
-			AccountShare: runner.DefaultAccountShare, EndpointLimit: runner.DefaultEndpointLimit,
+			AccountShare: runner.DefaultAccountShare, EndpointLimit: runner.DefaultEndpointLimit, EndpointStall: runner.DefaultEndpointStall,
 			BreakerFailures: runner.DefaultBreakerFailures,
 			BreakerOpen:     runner.DefaultBreakerOpen, BreakerMaxOpen: runner.DefaultBreakerMaxOpen,
 		},

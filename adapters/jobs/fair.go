@@ -48,7 +48,7 @@ type fairness struct {
 	accountCeiling int
 	// stall is how long an endpoint may go without an attempt ending
 	// before its limit binds (running.stalled).
-	stall time.Duration
+	stall         time.Duration
 	failures      int
 	open, maxOpen time.Duration
 

@@ -98,15 +98,17 @@ func TestHangingAccountLeavesWorkersForOthers(t *testing.T) {
 	})
 }
 
-// At most EndpointLimit attempts to one endpoint run at once; its other
-// jobs wait unclaimed, and another endpoint's job runs meanwhile.
+// An endpoint that answers is bounded by its account's share alone; once
+// none of its attempts has answered for EndpointStall, at most
+// EndpointLimit of them run at once: its other jobs wait unclaimed, and
+// another endpoint's job runs meanwhile.
 func TestEndpointLimitLeavesJobsInTheQueue(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		recovered := make(chan struct{})
 		g := newGauge()
-		b.start(t, runner.Config{Workers: 16, AccountShare: 1, EndpointLimit: 3}, runner.Kind{
+		b.start(t, runner.Config{Workers: 16, AccountShare: 1, EndpointLimit: 3, EndpointStall: time.Second}, runner.Kind{
 			Name: "call",
 			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				g.enter(job.EndpointKey)
@@ -122,19 +124,22 @@ func TestEndpointLimitLeavesJobsInTheQueue(t *testing.T) {
 			}),
 		})
 		var slow []int64
-		for i := range 40 {
-			// Many accounts, one endpoint: the account share does not bind.
-			slow = append(slow, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_" + string(rune('a'+i%20)), EndpointKey: "slow"}))
+		for range 2 {
+			slow = append(slow, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "slow"}))
+		}
+		require.Eventually(t, func() bool { return g.max("slow") == 2 }, 10*time.Second, 5*time.Millisecond)
+		b.clock.Advance(2 * time.Second) // no answer for longer than the stall
+		for range 40 {
+			slow = append(slow, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "slow"}))
 		}
 		require.Eventually(t, func() bool { return g.max("slow") == 3 }, 10*time.Second, 5*time.Millisecond)
-		fast := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_z", EndpointKey: "fast"})
+		fast := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "fast"})
 		b.waitState(t, fast, jobs.StateCompleted)
-		require.Equal(t, 3, b.countRunning(t, "endpoint_key", "slow"), "the endpoint's other jobs are not claimed")
+		require.Equal(t, 3, b.countRunning(t, "endpoint_key", "slow"), "the stalled endpoint's other jobs are not claimed")
 		close(recovered)
 		for _, id := range slow {
 			b.waitState(t, id, jobs.StateCompleted)
 		}
-		require.Equal(t, 3, g.max("slow"))
 	})
 }
 
@@ -161,7 +166,8 @@ func TestCircuitBreaker(t *testing.T) {
 		down.Store(true)
 		var tries atomic.Int64
 		b.start(t, runner.Config{
-			Workers: 4, AccountShare: 1, EndpointLimit: 1,
+			// One worker: the attempts fail one after the other.
+			Workers: 1, AccountShare: 1, EndpointLimit: 1,
 			BreakerFailures: 3, BreakerOpen: time.Hour, BreakerMaxOpen: 10 * time.Hour,
 		}, runner.Kind{
 			Name:    "call",

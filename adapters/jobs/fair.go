@@ -42,12 +42,11 @@ type fairness struct {
 	accountShare int
 	// accountCeiling is what one account may hold while no other
 	// account's job is due (it borrows what they leave idle): all the
-	// workers but a
-	// reserve, so that the share costs a lone busy account little and a
-	// newcomer's job still starts at once.
+	// workers but a reserve, so that the share costs a lone busy account
+	// little and a newcomer's job still starts at once.
 	accountCeiling int
-	// stall is how long an endpoint may go without an attempt ending
-	// before its limit binds (running.stalled).
+	// stall is how long an endpoint may go without an answer before its
+	// limit binds (running.stalled).
 	stall         time.Duration
 	failures      int
 	open, maxOpen time.Duration
@@ -59,15 +58,16 @@ type fairness struct {
 }
 
 // running counts an endpoint's jobs held, under the limit of their kind,
-// and when it last made progress: when its first job started, or one
-// ended.
+// and when it last made progress: when its first job started, or one got
+// an answer (a failure marked jobs.EndpointDown is none).
 type running struct {
 	n, limit int
 	progress time.Time
 }
 
 // stalled says whether the endpoint's limit binds: none of its attempts
-// ended within EndpointStall (nor did it start one, from none running).
+// got an answer within the stall (nor did it start one, from none
+// running).
 // An endpoint that answers is bounded by its account's share alone, so a
 // busy receiver gets as many deliveries at once as before; one that
 // hangs holds at most its limit.
@@ -87,7 +87,7 @@ type breaker struct {
 	probe     int64 // the probing job's id; 0 when none runs
 }
 
-func newFairness(cfg Config, kinds map[string]Kind) *fairness {
+func newFairness(cfg Config) *fairness {
 	share := max(1, int(math.Ceil(cfg.AccountShare*float64(cfg.Workers))))
 	ceiling := max(share, cfg.Workers-max(1, cfg.Workers/8))
 	return &fairness{
@@ -152,8 +152,14 @@ func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 		}
 	}
 	for e, b := range f.breakers {
-		if st := b.state(now); st == open || st == probing || st == halfOpen && f.endpoints[e].n > 0 {
+		switch st := b.state(now); {
+		case st == open || st == probing || st == halfOpen && f.endpoints[e].n > 0:
 			c.SkipEndpoints = append(c.SkipEndpoints, e)
+		case st == halfOpen:
+			if c.EndpointRoom == nil {
+				c.EndpointRoom = map[string]int{}
+			}
+			c.EndpointRoom[e] = 1 // its probe
 		}
 	}
 	sort.Strings(c.SkipEndpoints)

@@ -301,7 +301,7 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		}
 	}
 	r.held.jobs = map[int64]*heldJob{}
-	r.fair = newFairness(r.cfg, r.kinds)
+	r.fair = newFairness(r.cfg)
 	r.claimOutage = outage.NewTracker(r.cfg.Logger, "claim jobs", r.cfg.PollInterval, 0)
 	r.renewOutage = outage.NewTracker(r.cfg.Logger, "renew job leases", r.cfg.HeartbeatInterval, 0)
 	r.rescueOutage = outage.NewTracker(r.cfg.Logger, "rescue jobs", r.cfg.RescueInterval, 0)

@@ -17,6 +17,7 @@ type JobQueue interface {
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
 	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, filter jobs.ClaimFilter) ([]jobs.Job, error)
 	RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error)
+	ReleaseJobs(ctx context.Context, worker string, ids []int64) error
 	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
 	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
 }
@@ -254,6 +255,23 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 			"three of e1 and one of e2 (their rooms), and the job of no endpoint")
 		claimed = claimFair(t, q, 20, jobs.ClaimFilter{})
 		require.ElementsMatch(t, append(e1[3:], e2[1:]...), ids(claimed), "unbounded endpoints")
+	})
+
+	// Released jobs are back in the queue as they were: their place, their
+	// attempts; only the releasing worker's leases are released.
+	t.Run("ReleaseReturnsJobsAsTheyWere", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		first := enqueueFor(t, q, "acc_a", "", "", at)
+		second := enqueueFor(t, q, "acc_a", "", "", at.Add(time.Second))
+		claimed := claimFair(t, q, 10, jobs.ClaimFilter{})
+		require.Len(t, claimed, 2)
+		require.NoError(t, q.ReleaseJobs(context.Background(), "someone else", []int64{first, second}))
+		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "another worker's release changes nothing")
+		require.NoError(t, q.ReleaseJobs(context.Background(), "w", []int64{second, first}))
+		again := claimFair(t, q, 1, jobs.ClaimFilter{})
+		require.Equal(t, []int64{first}, ids(again), "the older job first, as before")
+		require.Equal(t, 1, again[0].Attempt, "the released attempt was not counted")
 	})
 
 	// A backlog of one account longer than a claim does not keep another

@@ -589,7 +589,20 @@ func (s *Scheduler) start(ctx context.Context, c call) {
 			<-t
 			stop()
 		}
-		defer s.accounts.acquire(c.job.AccountID)()
+		release, ok := s.accounts.acquire(c.job.AccountID)
+		if !ok {
+			// The account's calls fill its share and as many wait: its
+			// endpoints do not answer. Waiting too, this call would hold
+			// a place of the claimed calls (pending) that every account
+			// shares; it is recorded as not made instead.
+			if !s.startCall(ctx, c.exec.ID) {
+				s.held.Add(-1)
+				return
+			}
+			s.results <- Outcome{ExecutionID: c.exec.ID, Status: cron.Failed, Error: AccountBusyNote, FinishedAt: s.clock.Now()}
+			return
+		}
+		defer release()
 		s.sem <- struct{}{}
 		defer func() { <-s.sem }()
 		if !s.startCall(ctx, c.exec.ID) {
@@ -806,17 +819,27 @@ func newAccountSlots(share float64, concurrency int) *accountSlots {
 	return a
 }
 
+// AccountBusyNote is the error of a cron run not made because its
+// account's earlier calls filled its share of the scheduler, with as many
+// more waiting.
+const AccountBusyNote = "not called: this account's earlier cron calls fill its share of the scheduler and as many wait for a place (its endpoints are slow to answer)"
+
 // acquire waits for a place of the account's share and returns its
-// release.
-func (a *accountSlots) acquire(accountID string) func() {
+// release; false, at once, when the account has its share of calls
+// waiting already.
+func (a *accountSlots) acquire(accountID string) (func(), bool) {
 	if a.share == 0 {
-		return func() {}
+		return func() {}, true
 	}
 	a.mu.Lock()
 	s := a.slots[accountID]
 	if s == nil {
 		s = &accountSlot{places: make(chan struct{}, a.share)}
 		a.slots[accountID] = s
+	}
+	if s.users >= 2*a.share {
+		a.mu.Unlock()
+		return nil, false
 	}
 	s.users++
 	a.mu.Unlock()
@@ -828,5 +851,5 @@ func (a *accountSlots) acquire(accountID string) func() {
 			delete(a.slots, accountID)
 		}
 		a.mu.Unlock()
-	}
+	}, true
 }

@@ -576,3 +576,30 @@ func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
 			"the other account's call is made while A's hang (their timeout is a minute)")
 	})
 }
+
+// An account whose calls fill its share, with as many waiting, has its
+// further runs recorded as not made, at once: its waiting calls cannot
+// grow until they fill the claimed calls every account shares.
+func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
+		b := setup(t, dialect, options{start: start, concurrency: 4, accountShare: 0.5})
+		t.Cleanup(b.ep.release)
+		every := cron.Spec{Frequency: cron.Custom, CustomSchedule: "* * * * *", Timezone: "UTC"}
+		for range 5 {
+			b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: time.Minute, Spec: every})
+		}
+		b.advance(start.Add(time.Minute))
+		// Two calls hang (the share of 4), two wait, the fifth is not made.
+		notMade := func() int {
+			var n int
+			require.NoError(t, b.db.Bun().NewRaw("SELECT COUNT(*) FROM cron_executions WHERE status = 'failed' AND error = ?",
+				appcron.AccountBusyNote).Scan(context.Background(), &n))
+			return n
+		}
+		require.Eventually(t, func() bool { return notMade() == 1 }, 10*time.Second, 5*time.Millisecond)
+		b.settle()
+		require.Equal(t, 1, notMade(), "only the run beyond the waiting ones")
+	})
+}

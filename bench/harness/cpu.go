@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"syscall"
 	"time"
 )
 
@@ -87,7 +88,8 @@ func readCPU(pids ...int) (map[int]time.Duration, error) {
 	out := make(map[int]time.Duration, len(pids))
 	for _, pid := range pids {
 		d, err := ProcessCPU(pid)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			// Exited before the open, or between it and the read.
 			continue
 		}
 		if err != nil {

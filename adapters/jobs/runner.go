@@ -14,9 +14,10 @@
 // cancelled, since another worker may run it now.
 //
 // Work is shared fairly (fair.go): the jobs of one account hold at most
-// Config.AccountShare of the workers, the attempts to one endpoint at most
-// its kind's EndpointLimit, and an endpoint that keeps failing has its
-// circuit breaker opened. What is over a bound is not claimed: it waits in
+// Config.AccountShare of the workers while other accounts have work (a
+// lone busy account borrows the idle ones), the attempts to an endpoint
+// that stopped answering at most its kind's EndpointLimit, and an endpoint
+// that keeps failing has its circuit breaker opened. What is over a bound is not claimed: it waits in
 // the queue, holding no worker, so one account's hanging endpoint or
 // backlog delays only that account. The bounds are this runner's own.
 package jobs
@@ -80,14 +81,15 @@ type Kind struct {
 	Lease time.Duration
 	// Pace limits jobs sharing a PaceKey, within this process. A job
 	// whose key is at MaxConcurrent goes back to the queue without
-	// holding a worker, and the runner's claims leave such keys out until
-	// one of their jobs ends.
+	// holding a worker, and once that has happened to a key the runner's
+	// claims leave it out while it is at the limit.
 	Pace Pace
 	// PaceFor, when set, chooses the limit per pace key instead (keys of
 	// one kind may belong to channels with different limits).
 	PaceFor func(paceKey string) Pace
-	// EndpointLimit bounds the attempts of this kind to one endpoint
-	// running at once in this process; Config.EndpointLimit when zero.
+	// EndpointLimit bounds the attempts of this kind to one stalled
+	// endpoint (see Config.EndpointStall) running at once in this
+	// process; Config.EndpointLimit when zero.
 	EndpointLimit int
 }
 
@@ -141,7 +143,7 @@ type Config struct {
 	// account at its share has its jobs left in the queue, holding no
 	// worker, until one of its running jobs ends.
 	AccountShare float64
-	// EndpointLimit bounds the attempts to one endpoint
+	// EndpointLimit bounds the attempts to one stalled endpoint
 	// (jobs.EnqueueParams.EndpointKey) running at once in this process;
 	// DefaultEndpointLimit when zero. Jobs beyond it wait in the queue.
 	EndpointLimit int
@@ -477,12 +479,12 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 	}
 	var over []int64
 	for _, job := range claimed {
-		limit := r.kinds[job.Kind].EndpointLimit
-		if !r.fair.room(job, limit, now) {
+		endpointLimit := r.kinds[job.Kind].EndpointLimit
+		if !r.fair.room(job, endpointLimit, now) {
 			over = append(over, job.ID)
 			continue
 		}
-		r.fair.claimed(job, limit, now)
+		r.fair.claimed(job, endpointLimit, now)
 		r.inflight.Add(1)
 		r.workWG.Add(1)
 		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))

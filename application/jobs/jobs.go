@@ -82,10 +82,11 @@ type EnqueueParams struct {
 	// against no account (operator work).
 	AccountID string
 	// EndpointKey names the outside endpoint the job calls (a customer's
-	// webhook, an agent number at its provider, the SMTP relay): a runner
-	// runs at most a few attempts to one endpoint at once and stops
-	// claiming an endpoint's jobs while its circuit breaker is open. Each
-	// kind says what its key means. Empty: no endpoint limit.
+	// webhook, an agent number at its provider, an account's attachment
+	// URLs): a runner runs at most a few attempts at once to an endpoint
+	// that stopped answering, and claims none of its jobs while its
+	// circuit breaker is open. Each kind says what its key means. Empty:
+	// no endpoint limit.
 	EndpointKey string
 	// MaxAttempts bounds runs; 0 means DefaultMaxAttempts.
 	MaxAttempts int
@@ -233,7 +234,7 @@ func (f HandlerFunc) Work(ctx context.Context, job Job) error { return f(ctx, jo
 // those it runs. So one account's backlog never fills a claim while
 // another account's job is due, and no account holds more than the
 // ceiling. Jobs without an account are bounded by neither. The zero
-// filter claims in due order without bounds.
+// filter bounds nothing.
 type ClaimFilter struct {
 	// AccountShare and AccountCeiling bound one account's jobs as above;
 	// 0 is unbounded.

@@ -4,7 +4,6 @@
 package messaging
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -302,40 +301,6 @@ type deliverPayload struct {
 	MessageID string `json:"message_id"`
 }
 
-// The delivery payload of a message id, as json.Marshal writes it: ids are
-// letters, digits and one underscore, which JSON never escapes.
-const deliverPayloadPrefix, deliverPayloadSuffix = `{"message_id":"`, `"}`
-
-// encodeDeliverPayload writes the delivery job's payload; by hand, as every
-// send writes one.
-func encodeDeliverPayload(messageID string) []byte {
-	if !ident.Valid(ident.Message, messageID) {
-		b, _ := json.Marshal(deliverPayload{MessageID: messageID}) // a string: cannot fail
-		return b
-	}
-	b := make([]byte, 0, len(deliverPayloadPrefix)+len(messageID)+len(deliverPayloadSuffix))
-	b = append(b, deliverPayloadPrefix...)
-	b = append(b, messageID...)
-	return append(b, deliverPayloadSuffix...)
-}
-
-// decodeDeliverPayload reads the delivery job's payload. What
-// encodeDeliverPayload wrote is read without encoding/json, whose reflection
-// was a fifteenth of a delivery's server CPU; anything else (a payload
-// written by another version, or by hand) goes through json.Unmarshal.
-func decodeDeliverPayload(b []byte) (deliverPayload, error) {
-	if rest, ok := bytes.CutPrefix(b, []byte(deliverPayloadPrefix)); ok {
-		if raw, ok := bytes.CutSuffix(rest, []byte(deliverPayloadSuffix)); ok {
-			if id := string(raw); ident.Valid(ident.Message, id) {
-				return deliverPayload{MessageID: id}, nil
-			}
-		}
-	}
-	var p deliverPayload
-	err := json.Unmarshal(b, &p)
-	return p, err
-}
-
 // queue stores an outbound message in the caller's transaction and
 // enqueues its delivery there too, paced per agent number.
 func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n account.Number, to string, c messaging.Content) (messaging.Message, error) {
@@ -357,7 +322,10 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 	if err := s.recordMessageEvent(ctx, r, event.MessageSent, m, t.Type); err != nil {
 		return messaging.Message{}, err
 	}
-	payload := encodeDeliverPayload(m.ID)
+	payload, err := json.Marshal(deliverPayload{MessageID: m.ID})
+	if err != nil {
+		return messaging.Message{}, err
+	}
 	// No unique key: the message is new, so nothing can enqueue its
 	// delivery twice, and Work leaves a message that is no longer queued
 	// alone; without one the store may write the job with the batch.
@@ -392,8 +360,8 @@ func (s *Service) checkCapabilities(n account.Number, t messaging.ThreadType, k 
 // Work delivers one queued message: the delivery job's handler. It is
 // idempotent: a message that is no longer queued is left alone.
 func (s *Service) Work(ctx context.Context, job jobs.Job) error {
-	p, err := decodeDeliverPayload(job.Payload)
-	if err != nil {
+	var p deliverPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("delivery payload: %w", err))
 	}
 	d, err := s.deliverables.Do(ctx, p.MessageID)

@@ -384,7 +384,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 			require.NoError(t, verifyStandard(old, r), "the old secret still verifies")
 			require.NoError(t, verifyStandard(v.Secret, r), "the new secret verifies")
 			require.True(t, verifyLegacy(v.Secret, r), "x-signature uses the new secret")
-			require.Equal(t, webhook.LegacySignature(old, r.Header.Get("x-timestamp"), r.Body), r.Header.Get("x-signature-previous"))
+			require.Equal(t, legacySignature(old, r.Header.Get("x-timestamp"), r.Body), r.Header.Get("x-signature-previous"))
 			require.Contains(t, string(r.Body), `"event":"webhook.test"`)
 			got, err := b.svc.Get(context.Background(), b.account)
 			require.NoError(t, err)

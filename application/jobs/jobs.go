@@ -189,15 +189,6 @@ func ExponentialBackoff(base, max time.Duration) Backoff {
 	}
 }
 
-// ScheduleBackoff waits steps[attempt-1] (the last step repeating), with
-// ±10% jitter: for fixed retry schedules such as webhook deliveries.
-func ScheduleBackoff(steps ...time.Duration) Backoff {
-	return func(attempt int) time.Duration {
-		i := min(attempt-1, len(steps)-1)
-		return Jitter(steps[max(i, 0)], 0.1)
-	}
-}
-
 // Jitter spreads d by ±fraction.
 func Jitter(d time.Duration, fraction float64) time.Duration {
 	if d <= 0 {

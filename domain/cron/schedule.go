@@ -30,9 +30,6 @@ type Plan struct {
 	custom Schedule
 }
 
-// Location is the plan's time zone.
-func (p Plan) Location() *time.Location { return p.loc }
-
 var locations sync.Map // name → *time.Location
 
 // LoadZone loads an IANA zone of the form Area/City (or UTC), cached.

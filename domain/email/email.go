@@ -169,7 +169,3 @@ func (e Email) Recipients() []string {
 	out = append(out, e.Cc...)
 	return append(out, e.Bcc...)
 }
-
-// CanMove reports whether an email in status from may move to to: only a
-// queued email moves, and only forward.
-func CanMove(from, to Status) bool { return from == Queued && to.Final() }

@@ -125,14 +125,6 @@ func As(err error) *Error {
 	return &Error{Kind: KindInternal, Code: "internal_error", Message: "internal server error", Err: err}
 }
 
-// KindOf returns the kind of err, KindInternal when it carries none.
-func KindOf(err error) Kind {
-	if err == nil {
-		return KindInternal
-	}
-	return As(err).Kind
-}
-
 // Is reports whether err carries the given kind.
 func Is(err error, kind Kind) bool {
 	if err == nil {

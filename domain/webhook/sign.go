@@ -28,15 +28,6 @@ type Signature struct {
 	LegacyPrevious string
 }
 
-// Sign signs body for delivery id at now with secrets (current first).
-func Sign(secrets []string, id string, now time.Time, body []byte) (Signature, error) {
-	signer, err := NewSigner(secrets)
-	if err != nil {
-		return Signature{}, err
-	}
-	return signer.Sign(id, now, body), nil
-}
-
 // Signer signs with secrets whose HMAC keys are prepared once. All the
 // deliveries of an endpoint use the same secrets, and preparing a key (its
 // padded blocks hashed) costs about as much as signing a small payload.
@@ -123,13 +114,4 @@ func SecretKey(secret string) ([]byte, error) {
 		return nil, errors.New("signing secret is not whsec_ and base64")
 	}
 	return key, nil
-}
-
-// LegacySignature is x-signature: hex HMAC-SHA256 of the timestamp
-// followed by the raw body, keyed with the secret string as shown.
-func LegacySignature(secret, timestamp string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestamp))
-	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
 }

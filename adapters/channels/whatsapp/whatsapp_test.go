@@ -178,10 +178,10 @@ func TestVerifyHandshake(t *testing.T) {
 		"wrong mode": {"unsubscribe", verify}, "prefix": {"subscribe", verify[:5]},
 	} {
 		_, err := in.Verify(ctx, number.ID, c[0], c[1], "1158201444")
-		require.Equal(t, failure.KindForbidden, failure.KindOf(err), name)
+		require.True(t, failure.Is(err, failure.KindForbidden), "%s: %v", name, err)
 	}
 	_, err = in.Verify(ctx, "num_unknown", "subscribe", verify, "1")
-	require.Equal(t, failure.KindNotFound, failure.KindOf(err))
+	require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
 }
 
 func TestSignatures(t *testing.T) {
@@ -220,7 +220,7 @@ func TestSignatures(t *testing.T) {
 	}
 	for _, c := range tampered {
 		err := in.Webhook(ctx, number.ID, c.signature, c.body)
-		require.Equal(t, failure.KindUnauthenticated, failure.KindOf(err), c.name)
+		require.True(t, failure.Is(err, failure.KindUnauthenticated), "%s: %v", c.name, err)
 	}
 	require.Equal(t, 1000, box.count(), "no tampered payload is accepted")
 

@@ -45,8 +45,10 @@ type fairness struct {
 	// workers but a reserve, so that the share costs a lone busy account
 	// little and a newcomer's job still starts at once.
 	accountCeiling int
-	// stall is how long an endpoint may go without an answer before its
-	// limit binds (running.stalled).
+	// endpointLimit bounds the attempts to one stalled endpoint; stall is
+	// how long an endpoint may go without an answer before it binds
+	// (running.stalled).
+	endpointLimit int
 	stall         time.Duration
 	failures      int
 	open, maxOpen time.Duration
@@ -57,11 +59,10 @@ type fairness struct {
 	breakers  map[string]*breaker
 }
 
-// running counts an endpoint's jobs held, under the limit of their kind,
-// and when it last made progress: when its first job started, or one got
+// running counts an endpoint's jobs held, and when it last made progress: when its first job started, or one got
 // an answer (a failure marked jobs.EndpointDown is none).
 type running struct {
-	n, limit int
+	n        int
 	progress time.Time
 }
 
@@ -93,6 +94,7 @@ func newFairness(cfg Config) *fairness {
 	return &fairness{
 		accountShare:   share,
 		accountCeiling: ceiling,
+		endpointLimit:  cfg.EndpointLimit,
 		stall:          cfg.EndpointStall,
 		failures:       cfg.BreakerFailures,
 		open:           cfg.BreakerOpen,
@@ -142,13 +144,13 @@ func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 	for e, r := range f.endpoints {
 		switch {
 		case f.breakers[e].state(now) != closed, !r.stalled(now, f.stall):
-		case r.n >= r.limit:
+		case r.n >= f.endpointLimit:
 			c.SkipEndpoints = append(c.SkipEndpoints, e)
 		default:
 			if c.EndpointRoom == nil {
 				c.EndpointRoom = map[string]int{}
 			}
-			c.EndpointRoom[e] = r.limit - r.n
+			c.EndpointRoom[e] = f.endpointLimit - r.n
 		}
 	}
 	for e, b := range f.breakers {
@@ -181,10 +183,10 @@ func (f *fairness) bound(c jobs.ClaimFilter) bool {
 }
 
 // room says whether a claimed job of an endpoint may be kept, within the
-// endpoint's limit for the job's kind (a claim may take more of an
+// endpoint's limit while it is stalled (a claim may take more of an
 // endpoint's jobs than it has room for) and its breaker's state: a
 // half-open endpoint keeps one job, its probe.
-func (f *fairness) room(job jobs.Job, limit int, now time.Time) bool {
+func (f *fairness) room(job jobs.Job, now time.Time) bool {
 	if job.EndpointKey == "" {
 		return true
 	}
@@ -193,17 +195,16 @@ func (f *fairness) room(job jobs.Job, limit int, now time.Time) bool {
 	r := f.endpoints[job.EndpointKey]
 	switch f.breakers[job.EndpointKey].state(now) {
 	case closed:
-		return r.n < limit || !r.stalled(now, f.stall)
+		return r.n < f.endpointLimit || !r.stalled(now, f.stall)
 	case halfOpen:
 		return r.n == 0
 	}
 	return false
 }
 
-// claimed counts a claimed job against its account and its endpoint,
-// whose limit for the job's kind is limit. A job of a half-open endpoint
-// becomes its probe.
-func (f *fairness) claimed(job jobs.Job, limit int, now time.Time) {
+// claimed counts a claimed job against its account and its endpoint. A
+// job of a half-open endpoint becomes its probe.
+func (f *fairness) claimed(job jobs.Job, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if job.AccountID != "" {
@@ -215,7 +216,6 @@ func (f *fairness) claimed(job jobs.Job, limit int, now time.Time) {
 			r.progress = now
 		}
 		r.n++
-		r.limit = limit
 		f.endpoints[job.EndpointKey] = r
 		if b := f.breakers[job.EndpointKey]; b.state(now) == halfOpen {
 			b.probe = job.ID

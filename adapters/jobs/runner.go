@@ -16,7 +16,7 @@
 // Work is shared fairly (fair.go): the jobs of one account hold at most
 // Config.AccountShare of the workers while other accounts have work (a
 // lone busy account borrows the idle ones), the attempts to an endpoint
-// that stopped answering at most its kind's EndpointLimit, and an endpoint
+// that stopped answering at most Config.EndpointLimit, and an endpoint
 // that keeps failing has its circuit breaker opened. What is over a bound is not claimed: it waits in
 // the queue, holding no worker, so one account's hanging endpoint or
 // backlog delays only that account. The bounds are this runner's own.
@@ -87,10 +87,6 @@ type Kind struct {
 	// PaceFor, when set, chooses the limit per pace key instead (keys of
 	// one kind may belong to channels with different limits).
 	PaceFor func(paceKey string) Pace
-	// EndpointLimit bounds the attempts of this kind to one stalled
-	// endpoint (see Config.EndpointStall) running at once in this
-	// process; Config.EndpointLimit when zero.
-	EndpointLimit int
 }
 
 func (k Kind) paced() bool { return k.Pace.enabled() || k.PaceFor != nil }
@@ -282,9 +278,6 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 		}
 		if k.Lease <= 0 {
 			k.Lease = cfg.Lease
-		}
-		if k.EndpointLimit <= 0 {
-			k.EndpointLimit = cfg.EndpointLimit
 		}
 		r.kinds[k.Name] = k
 		r.names = append(r.names, k.Name)
@@ -479,12 +472,11 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 	}
 	var over []int64
 	for _, job := range claimed {
-		endpointLimit := r.kinds[job.Kind].EndpointLimit
-		if !r.fair.room(job, endpointLimit, now) {
+		if !r.fair.room(job, now) {
 			over = append(over, job.ID)
 			continue
 		}
-		r.fair.claimed(job, endpointLimit, now)
+		r.fair.claimed(job, now)
 		r.inflight.Add(1)
 		r.workWG.Add(1)
 		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))

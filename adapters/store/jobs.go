@@ -198,8 +198,10 @@ func newClaim(leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter)
 	c := claim{limit: limit, share: f.AccountShare, ceiling: f.AccountCeiling, now: micros(now),
 		kinds: leaseKinds(leases), running: f.AccountsRunning,
 		endpointRoom: f.EndpointRoom}
-	if c.ceiling <= 0 || c.ceiling > limit+maxRunning(c.running) {
-		c.ceiling = limit + maxRunning(c.running)
+	// An unbounded ceiling is one no account's room can reach past the
+	// claim's limit.
+	if unbounded := limit + maxRunning(c.running); c.ceiling <= 0 || c.ceiling > unbounded {
+		c.ceiling = unbounded
 	}
 	if c.share <= 0 || c.share > c.ceiling {
 		c.share = c.ceiling

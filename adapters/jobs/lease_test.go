@@ -207,8 +207,11 @@ func TestHeartbeatOutageKeepsJobsUntilTheirLeaseEnds(t *testing.T) {
 	h := newBlocking()
 	defer close(h.release)
 	r, err := runner.New(q, b.db, runner.Config{
+		// A renewal is given one heartbeat: at 10 ms, under -race beside
+		// the other suites, every renewal after the outage timed out too,
+		// and the outage never ended.
 		Now: b.clock.Now, PollInterval: 20 * time.Millisecond, RescueInterval: time.Hour,
-		HeartbeatInterval: 10 * time.Millisecond, Logger: slog.New(logs),
+		HeartbeatInterval: 100 * time.Millisecond, Logger: slog.New(logs),
 	}, runner.Kind{Name: "k", Lease: time.Minute, Handler: h})
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background()))
@@ -226,7 +229,7 @@ func TestHeartbeatOutageKeepsJobsUntilTheirLeaseEnds(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "renewed before the outage")
 	renewedUntil := b.clock.Now().Add(time.Minute)
 
-	// A renewal slower than the 10 ms heartbeat (under -race, on a busy
+	// A renewal slower than the heartbeat (under -race, on a busy
 	// machine) is a short outage of its own, with its two lines: only the
 	// lines from here on are about this outage.
 	failedBefore, worksBefore := logs.count("renew job leases failed"), logs.count("renew job leases works again")

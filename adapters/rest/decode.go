@@ -27,9 +27,6 @@ func decodeJSON(r *http.Request, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return failure.Invalid(failure.FieldError{In: "body", Message: "Field required", Type: "missing"})
 	}
-	if decodeFast(raw, dst) {
-		return nil
-	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

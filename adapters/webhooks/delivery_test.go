@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -207,6 +208,45 @@ func TestOverlongResponseHeaderIsFailure(t *testing.T) {
 			require.Zero(t, d.Log[0].StatusCode)
 			require.Contains(t, d.Log[0].Error, "response header larger than 65536 bytes")
 			require.Equal(t, http.StatusOK, d.Log[1].StatusCode)
+		})
+	}
+}
+
+// A receiver that answers 103 Early Hints and then 500: the delivery is
+// logged with the 500 and its body, and the next delivery, answered 200,
+// with its own 200 (not the answer before).
+func TestEarlyHintsThenErrorIsLoggedAsTheError(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			rc := newRawReceiver(t, func(n int, w *bufio.Writer) error {
+				if n == 1 {
+					_, err := w.WriteString("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" +
+						"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 12\r\n\r\nbroken today")
+					return err
+				}
+				_, err := w.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nreceived")
+				return err
+			})
+			b := setup(t, dialect, options{schedule: []time.Duration{0}})
+			b.put(t, rc.url+"/hook")
+			b.emit(t, "thr_hints", 1)
+			waitFor(t, "the first delivery to fail", func() bool { return len(b.deliveries(t, webhook.Failed)) == 1 })
+			b.emit(t, "thr_hints", 2)
+			waitFor(t, "the second delivery to succeed", func() bool { return len(b.deliveries(t, webhook.Succeeded)) == 1 })
+
+			failed := b.deliveries(t, webhook.Failed)[0]
+			require.Len(t, failed.Log, 1)
+			require.Equal(t, http.StatusInternalServerError, failed.Log[0].StatusCode)
+			require.Equal(t, "broken today", failed.Log[0].Response)
+			require.Contains(t, failed.Log[0].Error, "500")
+			ok := b.deliveries(t, webhook.Succeeded)[0]
+			require.Len(t, ok.Log, 1)
+			require.Equal(t, http.StatusOK, ok.Log[0].StatusCode)
+			require.Equal(t, "received", ok.Log[0].Response)
+			require.Empty(t, ok.Log[0].Error)
+			require.EqualValues(t, 2, rc.count.Load())
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -275,4 +277,58 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 		return a, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// rawReceiver is an endpoint on 127.0.0.1 that writes its answers byte by
+// byte, as a test chooses (answers net/http's server would not send): it
+// reads each request on a kept-alive connection and calls answer with the
+// request's number (from 1) and the connection's writer, flushed after.
+type rawReceiver struct {
+	url   string
+	count atomic.Int64
+}
+
+func newRawReceiver(t *testing.T, answer func(n int, w *bufio.Writer) error) *rawReceiver {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	rc := &rawReceiver{url: "http://" + ln.Addr().String()}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				br, bw := bufio.NewReader(c), bufio.NewWriter(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					if answer(int(rc.count.Add(1)), bw) != nil || bw.Flush() != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	return rc
 }

@@ -1,15 +1,19 @@
 package webhooks_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,4 +150,97 @@ func TestSenderRefusesOtherSchemes(t *testing.T) {
 		_, err := s.Post(context.Background(), app.Request{URL: u, Body: []byte("{}")})
 		require.Error(t, err, u)
 	}
+}
+
+// A receiver that sends 103 Early Hints before its answer: the attempt's
+// answer is the final one, 500 and its body, and the next attempt gets its
+// own answer, not the one before.
+func TestSenderReadsTheFinalAnswerAfterEarlyHints(t *testing.T) {
+	t.Parallel()
+	rc := newRawReceiver(t, func(n int, w *bufio.Writer) error {
+		if n == 1 {
+			_, err := w.WriteString("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" +
+				"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom")
+			return err
+		}
+		_, err := w.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfine")
+		return err
+	})
+	s := sender.NewSender(plainDial, nil)
+	res := post(t, s, rc.url+"/hook", "{}")
+	require.Equal(t, http.StatusInternalServerError, res.StatusCode)
+	require.Equal(t, "boom", string(res.Body))
+	res = post(t, s, rc.url+"/hook", "{}")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "fine", string(res.Body))
+	require.EqualValues(t, 2, rc.count.Load())
+}
+
+// 64 MiB of response header: a failed attempt, after reading no more than
+// the 64 KiB cap, and the receiver's next answer is read on a new
+// connection.
+func TestOverlongResponseHeaderIsAFailedAttempt(t *testing.T) {
+	// Not parallel: what the attempt allocates is read from the whole
+	// process's statistics.
+	const total = 64 << 20
+	line := []byte("X-Filler: " + strings.Repeat("h", 1<<10-12) + "\r\n")
+	var written atomic.Int64
+	done := make(chan struct{})
+	rc := newRawReceiver(t, func(n int, w *bufio.Writer) error {
+		if n > 1 {
+			_, err := w.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			return err
+		}
+		defer close(done)
+		if _, err := w.WriteString("HTTP/1.1 200 OK\r\n"); err != nil {
+			return err
+		}
+		for written.Load() < total {
+			m, err := w.Write(line)
+			written.Add(int64(m))
+			if err != nil {
+				return err
+			}
+		}
+		_, err := w.WriteString("\r\n")
+		return err
+	})
+	s := sender.NewSender(plainDial, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := s.Post(ctx, app.Request{URL: rc.url + "/hook", Body: []byte("{}")})
+	runtime.ReadMemStats(&after)
+	require.EqualError(t, err, "response header larger than 65536 bytes")
+	require.NoError(t, ctx.Err(), "the attempt ended at the cap, not at its timeout")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "allocated while reading 64 MiB of header")
+	<-done
+	require.Less(t, written.Load(), int64(total), "the receiver could not send it all: the connection was closed")
+
+	require.Equal(t, "ok", string(post(t, s, rc.url+"/hook", "{}").Body))
+}
+
+// 101 Switching Protocols, which hands the connection over, is the
+// attempt's answer: the attempt ends at once, not when the receiver lets
+// go of the connection.
+func TestSenderDoesNotWaitOnASwitchedConnection(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	rc := newRawReceiver(t, func(_ int, w *bufio.Writer) error {
+		_, _ = w.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nhello")
+		_ = w.Flush()
+		<-release
+		return io.EOF
+	})
+	t.Cleanup(func() { close(release) }) // before the receiver's, which waits for its handlers
+	s := sender.NewSender(plainDial, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.Post(ctx, app.Request{URL: rc.url + "/hook", Body: []byte("{}")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, res.StatusCode)
+	require.NoError(t, ctx.Err(), "answered at once, not at the timeout")
 }

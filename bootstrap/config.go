@@ -18,7 +18,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
-	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 )
 
 // Config is every setting of the service. Each has a flag and a

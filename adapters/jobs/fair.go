@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/application/outage"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // gauge follows how many handlers of each key run at once, and the most.
@@ -56,7 +56,7 @@ func TestHangingAccountLeavesWorkersForOthers(t *testing.T) {
 		rec, g := newRecorder(), newGauge()
 		b.start(t, runner.Config{Workers: 8, AccountShare: 0.25}, runner.Kind{
 			Name: "deliver",
-			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				g.enter(job.AccountID)
 				defer g.leave(job.AccountID)
 				if job.AccountID == "acc_a" {
@@ -110,7 +110,7 @@ func TestEndpointLimitLeavesJobsInTheQueue(t *testing.T) {
 		g := newGauge()
 		b.start(t, runner.Config{Workers: 16, AccountShare: 1, EndpointLimit: 3, EndpointStall: time.Second}, runner.Kind{
 			Name: "call",
-			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				g.enter(job.EndpointKey)
 				defer g.leave(job.EndpointKey)
 				if job.EndpointKey == "slow" {
@@ -172,7 +172,7 @@ func TestCircuitBreaker(t *testing.T) {
 		}, runner.Kind{
 			Name:    "call",
 			Backoff: func(int) time.Duration { return 0 }, // failures are due again at once
-			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				if job.EndpointKey != "flaky" {
 					return nil
 				}
@@ -226,7 +226,7 @@ func TestPaceLimitHoldsNoWorker(t *testing.T) {
 		recovered := make(chan struct{})
 		b.start(t, runner.Config{Workers: 2, AccountShare: 1, MaxPaceWait: time.Hour}, runner.Kind{
 			Name: "ordered", Pace: runner.Pace{MaxConcurrent: 1},
-			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				if job.PaceKey == "thread-a" {
 					select {
 					case <-recovered:

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // heldJob is a claimed job whose lease this runner renews until the job's

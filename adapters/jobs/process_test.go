@@ -19,7 +19,7 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // TestMain doubles as a queue worker process: the tests below start this
@@ -53,7 +53,7 @@ func workerProcess() int {
 	r, err := runner.New(db.Repos(), db, runner.Config{
 		Workers: 4, ClaimBatch: 20, PollInterval: 50 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, Lease: 1500 * time.Millisecond, MaxPaceWait: 100 * time.Millisecond,
-	}, runner.Kind{Name: "proc", Timeout: time.Second, Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+	}, runner.Kind{Name: "proc", Timeout: time.Second, Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 		if _, err := runs.WriteString(strconv.FormatInt(job.ID, 10) + "\n"); err != nil {
 			return err
 		}

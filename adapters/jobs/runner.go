@@ -36,7 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/application/outage"
 )
 
@@ -66,10 +66,25 @@ type Wakeups interface {
 	JobWakeups() (<-chan struct{}, func())
 }
 
+// Handler does the work of one kind of job. It returns nil when the work is
+// done, Permanent(err) when retrying cannot help, RetryAfter(d, err) to set
+// the next attempt's time, and any other error to retry with the kind's
+// back-off. It must honour ctx (the attempt's timeout and shutdown) and be
+// idempotent (at least once: see domain/jobs).
+type Handler interface {
+	Work(ctx context.Context, job jobs.Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, job jobs.Job) error
+
+// Work calls f.
+func (f HandlerFunc) Work(ctx context.Context, job jobs.Job) error { return f(ctx, job) }
+
 // Kind is a job kind the runner serves.
 type Kind struct {
 	Name    string
-	Handler jobs.Handler
+	Handler Handler
 	// Backoff times retries; jobs.DefaultBackoff when nil.
 	Backoff jobs.Backoff
 	// Timeout bounds one attempt; one minute when zero. It may be longer
@@ -595,7 +610,7 @@ func (r *Runner) work(job jobs.Job, h *heldJob) {
 
 // run calls the handler, turning a panic into an error so that one bad job
 // cannot take the process down.
-func run(ctx context.Context, h jobs.Handler, job jobs.Job) (err error) {
+func run(ctx context.Context, h Handler, job jobs.Job) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("handler panicked: %v", p)

@@ -15,7 +15,7 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // clock is a settable test clock shared by the store and the runner.
@@ -122,8 +122,8 @@ func (b *testBundle) waitState(t *testing.T, id int64, want jobs.State) {
 	}, 20*time.Second, 5*time.Millisecond, "job %d never became %s", id, want)
 }
 
-func recording(rec *recorder) jobs.Handler {
-	return jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+func recording(rec *recorder) runner.Handler {
+	return runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 		rec.add(job)
 		return nil
 	})
@@ -231,7 +231,7 @@ func TestRetriesFollowTheSchedule(t *testing.T) {
 		b := setup(t, dialect)
 		var calls atomic.Int32
 		backoff := func(attempt int) time.Duration { return time.Duration(attempt) * time.Minute }
-		b.start(t, runner.Config{}, runner.Kind{Name: "flaky", Backoff: backoff, Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+		b.start(t, runner.Config{}, runner.Kind{Name: "flaky", Backoff: backoff, Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 			n := calls.Add(1)
 			require.Equal(t, int(n), job.Attempt, "the handler sees its attempt number")
 			switch n {
@@ -278,7 +278,7 @@ func TestPermanentFailuresAndDeadJobs(t *testing.T) {
 		b.start(t, runner.Config{}, runner.Kind{
 			Name:    "fragile",
 			Backoff: func(int) time.Duration { return 0 },
-			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				calls.Add(1)
 				switch {
 				case fixed.Load():
@@ -383,7 +383,7 @@ func TestPacingPerKey(t *testing.T) {
 		)
 		b.start(t, runner.Config{Workers: 8, MaxPaceWait: 10 * time.Second}, runner.Kind{
 			Name: "paced", Pace: runner.Pace{MaxConcurrent: 2},
-			Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				mu.Lock()
 				running[job.PaceKey]++
 				peak[job.PaceKey] = max(peak[job.PaceKey], running[job.PaceKey])
@@ -439,7 +439,7 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 	finish := make(chan struct{})
 	var sawCancel atomic.Bool
 	r, err := runner.New(b.db.Repos(), b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, runner.Kind{
-		Name: "long", Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+		Name: "long", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 			started <- struct{}{}
 			select {
 			case <-finish:
@@ -464,7 +464,7 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 
 	// A second runner whose job does not finish in time.
 	r2, err := runner.New(b.db.Repos(), b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, runner.Kind{
-		Name: "long", Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+		Name: "long", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 			started <- struct{}{}
 			<-ctx.Done()
 			sawCancel.Store(true)
@@ -490,7 +490,7 @@ func TestPruneKeepsDeadJobs(t *testing.T) {
 		ok := b.enqueue(t, jobs.EnqueueParams{Kind: "p"})
 		bad := b.enqueue(t, jobs.EnqueueParams{Kind: "p", Payload: []byte("fail"), MaxAttempts: 1})
 		b.start(t, runner.Config{Retention: time.Hour, PruneInterval: 10 * time.Millisecond}, runner.Kind{
-			Name: "p", Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			Name: "p", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				if string(job.Payload) == "fail" {
 					return errors.New("no")
 				}
@@ -526,7 +526,7 @@ func TestMetricsReportDepthAndAge(t *testing.T) {
 	require.Equal(t, 90.0, metricValue(t, reg, "switchboard_jobs_oldest_ready_seconds", "kind", "m"))
 
 	b.start(t, runner.Config{Metrics: m}, runner.Kind{Name: "m", Backoff: func(int) time.Duration { return time.Hour },
-		Handler: jobs.HandlerFunc(func(ctx context.Context, job jobs.Job) error { return errors.New("down") })})
+		Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error { return errors.New("down") })})
 	// The failed jobs wait an hour for their retry, beside the future one.
 	require.Eventually(t, func() bool {
 		return metricValue(t, reg, "switchboard_jobs_queued", "kind", "m", "state", "scheduled") == 3

@@ -21,8 +21,8 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
-	"github.com/switchboard-dev/switchboard/application/jobs"
-	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 )
 
 // The domains of the email tests: the service's own, a custom domain of

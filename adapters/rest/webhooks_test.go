@@ -25,7 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/event"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"

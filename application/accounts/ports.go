@@ -43,3 +43,14 @@ type Store interface {
 	Repos() Repos
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
+
+// Keyring derives the service's secrets from the server key: keyed hashes
+// of credentials (the same purpose and value always hash the same) and
+// authenticated encryption of provider settings, bound to a context (the
+// number's id) so that a sealed value cannot be moved to another row.
+type Keyring interface {
+	Hash(purpose, value string) []byte
+	Seal(plaintext []byte, context string) []byte
+	// Open fails when the value was sealed with another key or context.
+	Open(sealed []byte, context string) ([]byte, error)
+}

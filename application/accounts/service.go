@@ -4,6 +4,7 @@ package accounts
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/batching"
-	"github.com/switchboard-dev/switchboard/application/keyring"
 	"github.com/switchboard-dev/switchboard/application/outage"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -41,7 +41,7 @@ const (
 // Service runs the account use cases.
 type Service struct {
 	store Store
-	keys  *keyring.Keyring
+	keys  Keyring
 	now   func() time.Time
 	// auth keeps credential rows by key hash for the auth cache TTL, so
 	// an authenticated request costs one HMAC and no database read. A key
@@ -51,7 +51,7 @@ type Service struct {
 	// unknownSecretHash is what the secret of an unknown key is compared
 	// with, so that an unknown key costs the same work as a wrong secret.
 	unknownSecretHash []byte
-	// equal compares secret hashes in constant time (keyring.Equal); a
+	// equal compares secret hashes in constant time (hmac.Equal); a
 	// field so that tests can see the comparison is made.
 	equal func(a, b []byte) bool
 	// overviews caches what accounts own; see Overview.
@@ -74,7 +74,7 @@ type Options struct {
 }
 
 // NewService builds the account use cases over a store and the server keyring.
-func NewService(store Store, keys *keyring.Keyring, opts Options) *Service {
+func NewService(store Store, keys Keyring, opts Options) *Service {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -92,7 +92,7 @@ func NewService(store Store, keys *keyring.Keyring, opts Options) *Service {
 		store: store, keys: keys, now: now,
 		auth:              batching.NewKept(opts.AuthCacheTTL, authCacheMax, now, credential),
 		unknownSecretHash: keys.Hash(purposeSecret, randomToken(secretRandom)),
-		equal:             keyring.Equal,
+		equal:             hmac.Equal,
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
@@ -96,7 +96,7 @@ func (d *drainer) slice(ctx context.Context, dur time.Duration) (harness.Sample,
 	var handled atomic.Int64
 	r, err := runner.New(d.db.Repos(), d.db, d.cfg, runner.Kind{
 		Name: Kind,
-		Handler: jobs.HandlerFunc(func(context.Context, jobs.Job) error {
+		Handler: runner.HandlerFunc(func(context.Context, jobs.Job) error {
 			handled.Add(1)
 			return nil
 		}),

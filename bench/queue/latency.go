@@ -9,7 +9,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
@@ -51,7 +51,7 @@ func (l Latency) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 	starts := &startTimes{m: map[int64]time.Time{}}
 	r, err := runner.New(db.Repos(), db, cfg, runner.Kind{
 		Name: Kind,
-		Handler: jobs.HandlerFunc(func(_ context.Context, job jobs.Job) error {
+		Handler: runner.HandlerFunc(func(_ context.Context, job jobs.Job) error {
 			starts.note(job.ID, time.Now())
 			return nil
 		}),

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/application/jobs"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 

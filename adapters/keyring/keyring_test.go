@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/application/keyring"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 )
 
 func newKeyring(t *testing.T, seed byte) *keyring.Keyring {

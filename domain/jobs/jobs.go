@@ -1,9 +1,11 @@
-// Package jobs is the port of the durable background queue that sends,
-// webhook deliveries, emails and cron runs go through. Use cases enqueue
-// jobs inside their own transaction (an EnqueueJob method on the
-// repositories they declare), so a row and the work about it commit
-// together or not at all; a runner (adapters/jobs) claims due jobs and calls
-// the Handler registered for their kind.
+// Package jobs describes the durable background work that sends, webhook
+// deliveries, emails and cron runs go through: what a use case asks to run
+// (EnqueueParams), what a handler is given (Job), how a handler says that
+// retrying cannot help or when to retry (Permanent, RetryAfter,
+// EndpointDown), and the claim's fairness rules (ClaimFilter). Use cases
+// enqueue jobs with the rows they are about, so both commit together or
+// not at all; the runner (adapters/jobs) claims due jobs and calls the
+// handler registered for their kind.
 //
 // Guarantees: at-least-once. A job whose handler returns nil runs again
 // only if its worker lost the lease first (it crashed, hung past the lease,
@@ -13,7 +15,6 @@
 package jobs
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -201,21 +202,6 @@ func Jitter(d time.Duration, fraction float64) time.Duration {
 // DefaultBackoff is used for kinds registered without one: 1 s doubling up
 // to one hour.
 var DefaultBackoff = ExponentialBackoff(time.Second, time.Hour)
-
-// Handler does the work of one kind of job. It returns nil when the work is
-// done, Permanent(err) when retrying cannot help, RetryAfter(d, err) to set
-// the next attempt's time, and any other error to retry with the kind's
-// back-off. It must honour ctx (the attempt's timeout and shutdown) and be
-// idempotent (see the package comment).
-type Handler interface {
-	Work(ctx context.Context, job Job) error
-}
-
-// HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, job Job) error
-
-// Work calls f.
-func (f HandlerFunc) Work(ctx context.Context, job Job) error { return f(ctx, job) }
 
 // ClaimFilter keeps claims fair across accounts and endpoints. A claim
 // visits every account with due jobs and gives each, oldest job first, up

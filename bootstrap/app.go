@@ -6,16 +6,18 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/cache"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/graph"
 )
@@ -36,14 +38,16 @@ func Options(cfg Config) fx.Option {
 		fx.Supply(cfg, logger),
 		fx.Provide(
 			func(c Config) store.Config {
-				// A sending number is reused as long as a credential is.
-				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart, NumberTTL: c.AuthCacheTTL,
+				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart,
 					ReadTimeout: c.DBReadTimeout, StatementTimeout: c.DBStatementTimeout}
 			},
 			func(c Config) rest.ServerConfig {
 				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}
 			},
 			func(c Config) (*keyring.Keyring, error) { return c.Keyring() },
+			// A credential and a send's lookups are reused for the auth
+			// cache TTL.
+			func(c Config) *cache.Caches { return cache.New(cache.Options{TTL: c.AuthCacheTTL}) },
 			newRegistry,
 			newRESTDeps,
 			newLimiters,
@@ -70,8 +74,8 @@ var accountsModule = fx.Module("accounts",
 		func(db *store.DB) accounts.Store {
 			return store.Bind(db, func(r *store.Repos) accounts.Repos { return r })
 		},
-		func(s accounts.Store, k *keyring.Keyring, c Config) *accounts.Service {
-			return accounts.NewService(s, k, accounts.Options{AuthCacheTTL: c.AuthCacheTTL})
+		func(s accounts.Store, caches *cache.Caches, k *keyring.Keyring) *accounts.Service {
+			return accounts.NewService(caches.Accounts(s), k, accounts.Options{})
 		},
 		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
 	),
@@ -80,8 +84,8 @@ var accountsModule = fx.Module("accounts",
 
 // watchRevocations keeps the auth cache in step with keys revoked on other
 // replicas and with the CLI while the app runs.
-func watchRevocations(lc fx.Lifecycle, s *accounts.Service, log *slog.Logger) {
-	runWhileUp(lc, func(ctx context.Context) { s.WatchRevocations(ctx, accounts.RevocationPoll, log) })
+func watchRevocations(lc fx.Lifecycle, s accounts.Store, caches *cache.Caches, log *slog.Logger) {
+	runWhileUp(lc, func(ctx context.Context) { cache.WatchRevocations(ctx, caches.Accounts(s), cache.RevocationPoll, log) })
 }
 
 // runWhileUp runs loop on its own goroutine from the app's start until

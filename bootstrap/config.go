@@ -17,8 +17,8 @@ import (
 	"time"
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
+	"github.com/switchboard-dev/switchboard/adapters/rest"
 )
 
 // Config is every setting of the service. Each has a flag and a

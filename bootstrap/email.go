@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/cache"
+
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
@@ -62,9 +64,9 @@ var emailModule = fx.Module("email",
 			return store.Bind(db, func(r *store.Repos) appemail.Repos { return r })
 		},
 		newEmailSender,
-		func(c Config, s appemail.Store, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
+		func(c Config, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
 			return appemail.NewService(appemail.Deps{
-				Store: s, Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
+				Store: caches.Email(s), Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
 				ServiceDomain: c.EmailDomain, Logger: log,
 			})
 		},

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/cache"
+
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
@@ -49,9 +51,9 @@ var messagingModule = fx.Module("messaging",
 		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
 			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}
 		},
-		func(s messaging.Store, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
+		func(s messaging.Store, caches *cache.Caches, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
 			return messaging.NewService(messaging.Deps{
-				Store: s, Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
+				Store: caches.Messaging(s), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
 				Recipients: d,
 			})
 		},

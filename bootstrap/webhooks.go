@@ -11,10 +11,10 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/event"

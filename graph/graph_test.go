@@ -43,13 +43,13 @@ var (
 	acme     = account.Account{ID: "acc_1", Name: "Acme", CreatedAt: created, UpdatedAt: created}
 	overview = accounts.Overview{
 		Account: acme,
-		Numbers: []account.Number{
+		Holdings: accounts.Holdings{Numbers: []account.Number{
 			{ID: "num_1", AccountID: "acc_1", Number: "+15550000001", Service: account.WhatsApp, Provider: account.ProviderSandbox, Enabled: true, CreatedAt: created},
 			{ID: "num_2", AccountID: "acc_1", Number: "+15550000002", Service: account.Telegram, Provider: account.ProviderTelegram, Enabled: false, CreatedAt: created},
 		},
-		EmailAddresses: []account.EmailAddress{
-			{ID: "eml_1", AccountID: "acc_1", LocalPart: "support", Domain: "acme.example", CreatedAt: created},
-		},
+			EmailAddresses: []account.EmailAddress{
+				{ID: "eml_1", AccountID: "acc_1", LocalPart: "support", Domain: "acme.example", CreatedAt: created},
+			}},
 	}
 	principal = accounts.Principal{AccountID: "acc_1", CredentialID: "cred_1"}
 )

@@ -15,13 +15,13 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 )
 
 // cronClock is a clock the cron tests move.
@@ -77,7 +77,7 @@ func setupCron(t *testing.T, dialect store.Dialect, o cronOptions) *cronBundle {
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{AuthCacheTTL: time.Minute})
+	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
 	_, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	_, oCred, err := acc.CreateAccount(ctx, "Other")

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -22,7 +23,6 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 )
 
 // The domains of the email tests: the service's own, a custom domain of
@@ -55,7 +55,7 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{AuthCacheTTL: time.Minute})
+	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	o, oCred, err := acc.CreateAccount(ctx, "Other")

@@ -17,11 +17,11 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -552,7 +552,7 @@ func withService(t *testing.T, b *msgBundle, providers messaging.ProviderSet, gu
 	t.Helper()
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(b.db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{AuthCacheTTL: time.Minute})
+	acc := accounts.NewService(store.Bind(b.db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
 	deps := messaging.Deps{
 		Store:     store.Bind(b.db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: providers, Opener: acc, Logger: quiet,

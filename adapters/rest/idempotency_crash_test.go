@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	emailsandbox "github.com/switchboard-dev/switchboard/adapters/email/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
@@ -27,7 +28,6 @@ import (
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	appwebhooks "github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/cron"
@@ -58,7 +58,7 @@ func setupCrash(t *testing.T, dialect store.Dialect) *crashBundle {
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{AuthCacheTTL: time.Minute})
+	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	_, err = acc.AddNumber(ctx, accounts.NumberInput{AccountID: a.ID, Number: agentA, Service: "whatsapp", Enabled: true, Provider: "sandbox"})

@@ -44,15 +44,12 @@ func (r *Repos) jobsEnqueued() {
 
 var _ accounts.Repos = (*Repos)(nil)
 
-// forgetNumbers drops the numbers kept (NumberByAddress) once one has
-// changed: the transaction's at once, this process's after the commit.
+// forgetNumbers drops the numbers the transaction kept (NumberByAddress)
+// once one has changed.
 func (r *Repos) forgetNumbers() {
 	if r.tx != nil {
 		clear(r.tx.numbers)
-		r.tx.numbersChanged = true
-		return
 	}
-	r.db.numbers.Clear()
 }
 
 type accountRow struct {
@@ -333,4 +330,21 @@ func requireOneRow(res rowsAffected, what string) error {
 		return failure.NotFound(what)
 	}
 	return nil
+}
+
+// Holdings reads what an account owns (its version is not needed here:
+// this reads the current state).
+func (r *Repos) Holdings(ctx context.Context, a account.Account) (accounts.Holdings, error) {
+	var h accounts.Holdings
+	var err error
+	if h.Numbers, err = r.Numbers(ctx, a.ID); err != nil {
+		return accounts.Holdings{}, err
+	}
+	if h.EmailAddresses, err = r.EmailAddresses(ctx, a.ID); err != nil {
+		return accounts.Holdings{}, err
+	}
+	if h.Domains, err = r.Domains(ctx, a.ID); err != nil {
+		return accounts.Holdings{}, err
+	}
+	return h, nil
 }

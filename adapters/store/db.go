@@ -27,7 +27,6 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 
-	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -59,7 +58,6 @@ type DB struct {
 	hooks      preparedHooks
 	shared     *committer
 	jobIDs     jobIDs
-	numbers    *batching.Kept[numberAddress, account.Number]
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier, the listener and
@@ -88,9 +86,6 @@ type Options struct {
 	// committer.mayOverlap); 0 picks the defaults.
 	SharedQuorum int
 	SharedStall  time.Duration
-	// NumberTTL is how long a sending number read is reused
-	// (see numberAddress); 0 reads it every time.
-	NumberTTL time.Duration
 	// ReadTimeout bounds every wait for a Postgres reply that has no
 	// earlier deadline of its own (background work); StatementTimeout is
 	// Postgres's statement_timeout, below it so that the server gives up
@@ -131,7 +126,6 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.init(opts, maxConns)
-	db.numbers = batching.NewKept(opts.NumberTTL, maxKeptNumbers, time.Now, db.base.readNumber)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.firstPing(pingCtx); err != nil {
@@ -327,9 +321,6 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 // afterCommit does what a transaction's repositories left for after its
 // commit (err nil) or rollback.
 func (db *DB) afterCommit(state *txState, err error) {
-	if state.numbersChanged {
-		db.numbers.Clear()
-	}
 	if err == nil && state.enqueued {
 		db.wake.signal()
 	}
@@ -357,9 +348,6 @@ type txState struct {
 	// calls (NumberByAddress, WebhookEndpoint).
 	numbers   map[string]lookup[account.Number]
 	endpoints map[string]lookup[webhooks.Record]
-	// numbersChanged: a number was written; the process's kept numbers
-	// are dropped after the commit.
-	numbersChanged bool
 }
 
 // lookup is a read's answer: a value, or not found.

@@ -20,52 +20,18 @@ import (
 
 var _ appmessaging.Repos = (*Repos)(nil)
 
-// NumberByAddress finds an agent number by service and number. A number
-// found is reused for a while (see numberAddress), and inside a
-// transaction any answer is kept for the transaction's later calls; the
-// number writes of this package forget both.
+// NumberByAddress finds an agent number by service and number. Inside a
+// transaction any answer is kept for the transaction's later calls, which
+// the number writes of this package forget.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
 	numbers := func(t *txState) *map[string]lookup[account.Number] { return &t.numbers }
-	addr := numberAddress{service: service, number: number}
 	return lookupOnce(r, numbers, string(service)+" "+number, func() (account.Number, error) {
-		if n, ok := r.db.numbers.Peek(addr); ok {
-			return n, nil
+		var row numberRow
+		if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
+			return account.Number{}, translate(err, "number")
 		}
-		if r.tx == nil {
-			return r.db.numbers.Load(ctx, addr)
-		}
-		// A transaction reads on its own connection: it may hold one of
-		// the pool's already.
-		n, err := r.readNumber(ctx, addr)
-		r.db.numbers.Record(addr, n, err)
-		return n, err
+		return row.domain(), nil
 	})
-}
-
-// numberAddress keys the sending numbers kept for Options.NumberTTL (the
-// API's auth cache TTL in the server). Every send reads its sending number
-// (is it this account's, is it enabled?), and numbers change rarely. A
-// number disabled through this process is read again at once, one disabled
-// through another replica within the TTL, as a revoked key is. Delivery
-// reads the number afresh (MessagesToDeliver), so a message accepted in
-// that window is still refused before it reaches the channel. Numbers not
-// found are never kept: a number just added on another replica sends at
-// once.
-type numberAddress struct {
-	service account.Service
-	number  string
-}
-
-// maxKeptNumbers bounds the kept numbers.
-const maxKeptNumbers = 100_000
-
-// readNumber reads a number by its address.
-func (r *Repos) readNumber(ctx context.Context, addr numberAddress) (account.Number, error) {
-	var row numberRow
-	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(addr.service), addr.number); err != nil {
-		return account.Number{}, translate(err, "number")
-	}
-	return row.domain(), nil
 }
 
 // NumberByID reads one agent number.

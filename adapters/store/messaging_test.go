@@ -92,58 +92,6 @@ func TestMessagesToDeliver(t *testing.T) {
 	}
 }
 
-// A sending number found is reused for NumberTTL: disabled through this
-// process it is read again at once, through another (a second DB on the
-// same database, as another replica) within the TTL.
-func TestSendingNumbersAreReusedForTheirTTL(t *testing.T) {
-	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			url := dbtest.URL(t, dialect)
-			const ttl = 300 * time.Millisecond
-			open := func() *store.DB {
-				db, err := store.Open(ctx, url, store.Options{NumberTTL: ttl})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = db.Close() })
-				return db
-			}
-			here, there := open(), open()
-			now := time.Now().UTC().Truncate(time.Microsecond)
-			require.NoError(t, here.Repos().InsertAccount(ctx, account.Account{ID: "acc_ttl", Name: "ttl", Version: 1, CreatedAt: now, UpdatedAt: now}))
-			n := account.Number{ID: "num_ttl", AccountID: "acc_ttl", Number: "+15550005555", Service: account.WhatsApp, Provider: account.ProviderSandbox, SealedSettings: []byte{}, Enabled: true, CreatedAt: now}
-			enabled := func(db *store.DB) bool {
-				got, err := db.Repos().NumberByAddress(ctx, account.WhatsApp, n.Number)
-				require.NoError(t, err)
-				return got.Enabled
-			}
-			_, err := here.Repos().NumberByAddress(ctx, account.WhatsApp, n.Number)
-			require.Error(t, err, "not there yet")
-			require.NoError(t, there.Repos().InsertNumber(ctx, n))
-			require.True(t, enabled(here), "a number not found is not kept: added elsewhere, it is found at once")
-
-			// Disabled by this process, in a transaction: read again once committed.
-			require.NoError(t, here.Transact(ctx, func(ctx context.Context, r *store.Repos) error {
-				_, err := r.SetNumberEnabled(ctx, "acc_ttl", n.ID, false)
-				return err
-			}))
-			require.False(t, enabled(here))
-
-			// Enabled by another replica: this one reuses what it read, then
-			// reads again once the TTL has passed.
-			require.False(t, enabled(here))
-			changed := time.Now()
-			_, err = there.Repos().SetNumberEnabled(ctx, "acc_ttl", n.ID, true)
-			require.NoError(t, err)
-			if time.Since(changed) < ttl/2 {
-				require.False(t, enabled(here), "kept for the TTL")
-			}
-			require.Eventually(t, func() bool { return enabled(here) }, 5*time.Second, 10*time.Millisecond)
-		})
-	}
-}
-
 // A thread's recent messages are read by a prepared statement that Postgres
 // plans once: with the limit bound as a parameter, it planned the statement
 // again at every execution (its generic plan, blind to the limit, looked

@@ -15,8 +15,6 @@ type Config struct {
 	MaxConns int
 	// MigrateOnStart applies pending migrations before the app starts.
 	MigrateOnStart bool
-	// NumberTTL is how long a sending number read is reused (Options).
-	NumberTTL time.Duration
 	// ReadTimeout and StatementTimeout bound Postgres's answers (Options).
 	ReadTimeout, StatementTimeout time.Duration
 }
@@ -30,7 +28,7 @@ var Module = fx.Module("store",
 func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, NumberTTL: cfg.NumberTTL,
+	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns,
 		ReadTimeout: cfg.ReadTimeout, StatementTimeout: cfg.StatementTimeout})
 	if err != nil {
 		return nil, err

@@ -34,6 +34,19 @@ type Repos interface {
 	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
 
 	EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error)
+
+	// Holdings reads what account a owns as of its version (a.Version),
+	// which every change to the account or what it owns moves on in the
+	// same transaction; a cache may answer for a version it has read.
+	Holdings(ctx context.Context, a account.Account) (Holdings, error)
+}
+
+// Holdings are what an account owns that a client needs to start sending.
+// They are shared between callers and must not be modified.
+type Holdings struct {
+	Numbers        []account.Number
+	EmailAddresses []account.EmailAddress
+	Domains        []account.Domain
 }
 
 // Store gives the use cases their repositories, either directly (each call

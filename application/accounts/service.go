@@ -8,13 +8,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/batching"
-	"github.com/switchboard-dev/switchboard/application/outage"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -43,34 +39,18 @@ type Service struct {
 	store Store
 	keys  Keyring
 	now   func() time.Time
-	// auth keeps credential rows by key hash for the auth cache TTL, so
-	// an authenticated request costs one HMAC and no database read. A key
-	// that is not found is kept too, as a credential without an ID (see
-	// Authenticate).
-	auth *batching.Kept[string, account.Credential]
 	// unknownSecretHash is what the secret of an unknown key is compared
 	// with, so that an unknown key costs the same work as a wrong secret.
 	unknownSecretHash []byte
 	// equal compares secret hashes in constant time (hmac.Equal); a
 	// field so that tests can see the comparison is made.
 	equal func(a, b []byte) bool
-	// overviews caches what accounts own; see Overview.
-	overviews overviewCache
 }
-
-// authCacheMax bounds the kept credentials.
-const authCacheMax = 10000
 
 // Options tune a Service; the zero value is usable.
 type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// AuthCacheTTL is how long a successful credential lookup is reused
-	// without a database read. A revoked key stops at once on the replica
-	// that revoked it and, where WatchRevocations runs, within about
-	// RevocationPoll on the others (else within this TTL). Zero means no
-	// caching.
-	AuthCacheTTL time.Duration
 }
 
 // NewService builds the account use cases over a store and the server keyring.
@@ -79,18 +59,8 @@ func NewService(store Store, keys Keyring, opts Options) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	credential := func(ctx context.Context, keyHash string) (account.Credential, error) {
-		c, err := store.Repos().CredentialByKeyHash(ctx, []byte(keyHash))
-		if failure.Is(err, failure.KindNotFound) {
-			// Kept like a found key: an unknown key presented again is
-			// answered from the cache too, as a known one is.
-			return account.Credential{}, nil
-		}
-		return c, err
-	}
 	return &Service{
 		store: store, keys: keys, now: now,
-		auth:              batching.NewKept(opts.AuthCacheTTL, authCacheMax, now, credential),
 		unknownSecretHash: keys.Hash(purposeSecret, randomToken(secretRandom)),
 		equal:             hmac.Equal,
 	}
@@ -159,72 +129,26 @@ func (s *Service) Rename(ctx context.Context, id, name string) (account.Account,
 // Overview is an account with everything it owns that a client needs to
 // start sending: its numbers, email addresses and domains.
 type Overview struct {
-	Account        account.Account
-	Numbers        []account.Number
-	EmailAddresses []account.EmailAddress
-	Domains        []account.Domain
+	Account account.Account
+	Holdings
 }
 
-// Overview reads an account and what it owns. What the account owns is
-// cached by the account's version, which every change moves on in the same
-// transaction: a request costs one row read, and a cached copy is never
-// served once anything changed, whichever process changed it. The slices
-// are shared between callers and must not be modified.
+// Overview reads an account and what it owns. The slices are shared
+// between callers and must not be modified.
 func (s *Service) Overview(ctx context.Context, id string) (Overview, error) {
 	if !ident.Valid(ident.Account, id) {
 		return Overview{}, failure.NotFound("account")
 	}
 	r := s.store.Repos()
-	var (
-		o   Overview
-		err error
-	)
-	if o.Account, err = r.Account(ctx, id); err != nil {
+	a, err := r.Account(ctx, id)
+	if err != nil {
 		return Overview{}, err
 	}
-	if cached, ok := s.overviews.get(id, o.Account.Version); ok {
-		cached.Account = o.Account
-		return cached, nil
-	}
-	defer func() {
-		if err == nil {
-			s.overviews.put(id, o)
-		}
-	}()
-	if o.Numbers, err = r.Numbers(ctx, id); err != nil {
+	h, err := r.Holdings(ctx, a)
+	if err != nil {
 		return Overview{}, err
 	}
-	if o.EmailAddresses, err = r.EmailAddresses(ctx, id); err != nil {
-		return Overview{}, err
-	}
-	if o.Domains, err = r.Domains(ctx, id); err != nil {
-		return Overview{}, err
-	}
-	return o, nil
-}
-
-// overviewCache keeps the latest Overview per account, keyed by version.
-type overviewCache struct {
-	mu      sync.RWMutex
-	entries map[string]Overview
-}
-
-const overviewCacheMax = 10000
-
-func (c *overviewCache) get(accountID string, version int64) (Overview, bool) {
-	c.mu.RLock()
-	o, ok := c.entries[accountID]
-	c.mu.RUnlock()
-	return o, ok && o.Account.Version == version
-}
-
-func (c *overviewCache) put(accountID string, o Overview) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= overviewCacheMax {
-		c.entries = map[string]Overview{}
-	}
-	c.entries[accountID] = o
+	return Overview{Account: a, Holdings: h}, nil
 }
 
 func (s *Service) newCredential(accountID, label string, now time.Time) IssuedCredential {
@@ -277,56 +201,7 @@ func (s *Service) Credentials(ctx context.Context, accountID string) ([]account.
 // RevokeCredential stops a credential from authenticating. Revoking twice is
 // not an error; the first revocation time is kept.
 func (s *Service) RevokeCredential(ctx context.Context, accountID, credentialID string) (account.Credential, error) {
-	c, err := s.store.Repos().RevokeCredential(ctx, accountID, credentialID, s.now().UTC())
-	if err != nil {
-		return account.Credential{}, err
-	}
-	s.auth.Forget(string(c.KeyHash))
-	return c, nil
-}
-
-// RevocationPoll is how often WatchRevocations looks for keys revoked
-// elsewhere: a revoked key stops working on every replica within about
-// this long.
-const RevocationPoll = 500 * time.Millisecond
-
-// revocationSkew is how far before the newest revocation seen each look
-// reaches again, so that a revocation stamped by a replica whose clock
-// runs behind this one's is still found. Forgetting a key twice costs one
-// more read of it.
-const revocationSkew = 10 * time.Second
-
-// WatchRevocations forgets from the auth cache, every interval until ctx
-// ends, the credentials revoked anywhere since its last look: on another
-// replica or with the CLI, which cannot reach this process's cache. A key
-// revoked elsewhere then stops working here within about interval instead
-// of the auth cache TTL. Failed looks are logged once per outage.
-func (s *Service) WatchRevocations(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	tracker := outage.NewTracker(log, "read revoked credentials", interval, 0)
-	newest := s.now()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		revoked, err := s.store.Repos().RevokedSince(ctx, newest.Add(-revocationSkew))
-		if err != nil {
-			if ctx.Err() == nil {
-				tracker.Failed(err)
-			}
-			continue
-		}
-		tracker.Succeeded()
-		for _, c := range revoked {
-			s.auth.Forget(string(c.KeyHash))
-			if c.RevokedAt != nil && c.RevokedAt.After(newest) {
-				newest = *c.RevokedAt
-			}
-		}
-	}
+	return s.store.Repos().RevokeCredential(ctx, accountID, credentialID, s.now().UTC())
 }
 
 // Principal is who a request acts as.
@@ -340,22 +215,20 @@ type Principal struct {
 // Every failure is the same Unauthenticated error, whichever half was wrong.
 //
 // An unknown key, a revoked key and a wrong secret take the same path: one
-// lookup in the auth cache (which keeps unknown keys as it keeps known
-// ones, so neither reads the database more often than the other), then the
-// keyed hash of the presented secret compared in constant time, with a
-// dummy hash when there is no stored one. What still differs is a cache
-// miss against a hit: the first use of a key within the cache TTL reads
-// the database, whether the key exists or not. So timing can tell whether
-// anyone presented the same key on this replica within the TTL (its owner
-// included: a key in use answers from the cache), but not whether a key
-// exists. Keys carry 160 random bits, so only someone already holding a
-// key can learn that it is in use.
+// lookup by the key's hash, then the keyed hash of the presented secret
+// compared in constant time, with a dummy hash when there is no stored
+// one. (The cache in front of the lookup, adapters/cache, keeps unknown
+// keys as it keeps known ones, so timing can tell at most whether anyone
+// presented the same key on this replica lately, never whether a key
+// exists; keys carry 160 random bits.)
 func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly bool) (Principal, error) {
 	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 || (!keyOnly && len(secret) > 200) {
 		return Principal{}, failure.Unauthenticated()
 	}
-	keyHash := s.keys.Hash(purposeKey, key)
-	c, err := s.auth.Get(ctx, string(keyHash))
+	c, err := s.store.Repos().CredentialByKeyHash(ctx, s.keys.Hash(purposeKey, key))
+	if failure.Is(err, failure.KindNotFound) {
+		c, err = account.Credential{}, nil
+	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("look up credential: %w", err)
 	}

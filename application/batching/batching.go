@@ -2,9 +2,7 @@
 // batch: group commit for writes, a dataloader for reads. Job runners run
 // many handlers at once; each handler asks for its own row or writes its
 // own outcome, and a Batcher turns those into one statement for all the
-// callers waiting at that moment. For the hot lookups of requests, Kept and
-// Settled keep what was read, and Flight makes the lookups that miss
-// together share one read.
+// callers waiting at that moment.
 package batching
 
 import (

@@ -24,7 +24,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -55,8 +54,6 @@ type Service struct {
 	fetch  Fetcher
 	urls   URLChecker
 	domain string
-	// owners keeps sender addresses by local@domain (see senderAddress).
-	owners *batching.Settled[string, account.EmailAddress]
 	now    func() time.Time
 	log    *slog.Logger
 }
@@ -87,8 +84,7 @@ func NewService(d Deps) *Service {
 	clock := d.Now
 	now := func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
 	domain, _ := account.NormalizeDomain(d.ServiceDomain)
-	return &Service{store: d.Store, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger,
-		owners: batching.NewSettled[string, account.EmailAddress](maxOwners)}
+	return &Service{store: d.Store, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger}
 }
 
 // ServiceDomain is the service's own email domain.
@@ -266,23 +262,9 @@ func (s *Service) transactShared(ctx context.Context, fn func(ctx context.Contex
 	return s.store.Transact(ctx, fn)
 }
 
-// maxOwners bounds the address cache.
-const maxOwners = 100_000
-
-// senderAddress finds an address by local part and domain. The owner of an
-// address never changes (addresses are only ever created), so found
-// addresses are kept in memory: a send costs no read for its sender.
+// senderAddress finds an address by local part and domain.
 func (s *Service) senderAddress(ctx context.Context, local, domain string) (account.EmailAddress, error) {
-	key := local + "@" + domain
-	if a, ok := s.owners.Get(key); ok {
-		return a, nil
-	}
-	a, err := s.store.Repos().EmailAddressByAddress(ctx, local, domain)
-	if err != nil {
-		return account.EmailAddress{}, err
-	}
-	s.owners.Keep(key, a)
-	return a, nil
+	return s.store.Repos().EmailAddressByAddress(ctx, local, domain)
 }
 
 func (s *Service) checkAttachmentURI(ctx context.Context, p *failure.Problems, raw string) {

@@ -45,8 +45,6 @@ type Service struct {
 	recipients RecipientResolver
 	// deliverables reads what concurrent deliveries need in one query.
 	deliverables *batching.Batcher[string, Deliverable]
-	// openThreads keeps sendable individual threads (sendableThread).
-	openThreads *batching.Settled[string, messaging.Thread]
 }
 
 // Deps are what the messaging use cases are built from.
@@ -74,8 +72,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients,
-		openThreads: batching.NewSettled[string, messaging.Thread](maxOpenThreads)}
+	s := &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
 	s.deliverables = batching.New(maxDeliveryBatch, s.readDeliverables)
 	return s
 }
@@ -171,20 +168,9 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	return out, err
 }
 
-// maxOpenThreads bounds the kept sendable threads.
-const maxOpenThreads = 100_000
-
 // sendableThread is the individual thread of an agent number and a user
-// who has written to it, or ErrConversationNotStarted. Once a user has
-// written, the thread stays sendable for good: its last inbound time is
-// never cleared and threads go only with their account. So a thread found
-// sendable is kept, and later sends to that user read nothing; a thread not
-// yet sendable is read again each time.
+// who has written to it, or ErrConversationNotStarted.
 func (s *Service) sendableThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error) {
-	key := accountID + " " + string(service) + " " + agentNumber + " " + contact
-	if t, ok := s.openThreads.Get(key); ok {
-		return t, nil
-	}
 	t, err := s.store.Repos().IndividualThread(ctx, accountID, service, agentNumber, contact)
 	if err != nil && !failure.Is(err, failure.KindNotFound) {
 		return messaging.Thread{}, err
@@ -196,7 +182,6 @@ func (s *Service) sendableThread(ctx context.Context, accountID string, service 
 	if err := messaging.CheckIndividualSend(tp); err != nil {
 		return messaging.Thread{}, err
 	}
-	s.openThreads.Keep(key, t)
 	return t, nil
 }
 

@@ -5,22 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun"
 
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -206,39 +203,4 @@ func TestInboundIsStoredOnceAndOpensTheConversation(t *testing.T) {
 	in.ProviderMessageID = "wamid.in.2"
 	_, err = b.svc.Receive(ctx, in)
 	require.Error(t, err, "a number of another account is not found through this account")
-}
-
-// threadReads counts the reads of individual threads by their parties.
-type threadReads struct{ n atomic.Int64 }
-
-func (h *threadReads) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
-func (h *threadReads) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if strings.Contains(e.Query, "FROM threads WHERE account_id") {
-		h.n.Add(1)
-	}
-}
-
-func TestASendableThreadIsReadOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	reads := &threadReads{}
-	b.db.AddQueryHook(reads)
-	ctx := context.Background()
-	send := func() error {
-		_, err := b.svc.SendIndividual(ctx, messaging.SendInput{AccountID: b.account.ID, Service: "whatsapp", From: b.number.Number, To: "+14155550111",
-			Content: domain.Content{Kind: domain.KindText, Text: "hello"}})
-		return err
-	}
-	for range 2 {
-		require.ErrorIs(t, send(), domain.ErrConversationNotStarted, "the user has not written yet")
-	}
-	require.Equal(t, int64(2), reads.n.Load(), "a thread not yet sendable is read each time")
-	_, err := b.svc.Receive(ctx, messaging.InboundInput{AccountID: b.account.ID, Service: "whatsapp", From: "+14155550111", To: b.number.Number,
-		Content: domain.Content{Kind: domain.KindText, Text: "hi"}})
-	require.NoError(t, err)
-	reads.n.Store(0)
-	for range 3 {
-		require.NoError(t, send())
-	}
-	require.Equal(t, int64(1), reads.n.Load(), "a sendable thread is read by the first send only")
 }

@@ -1,0 +1,202 @@
+package cache
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/outage"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+)
+
+// credentialAnswer is a credential lookup's answer: found, unknown
+// (NotFound, kept like a found key so that an unknown key presented again
+// costs what a known one costs), or failed (not kept).
+type credentialAnswer struct {
+	credential account.Credential
+	err        error
+}
+
+// holdingsAnswer is what an account owns at one version.
+type holdingsAnswer struct {
+	holdings accounts.Holdings
+	err      error
+}
+
+// Accounts decorates the account use cases' store with the credential
+// and holdings caches, and forgets kept sending numbers when a number
+// changes through it.
+func (c *Caches) Accounts(next accounts.Store) accounts.Store {
+	return &accountsStore{next: next, c: c}
+}
+
+type accountsStore struct {
+	next accounts.Store
+	c    *Caches
+}
+
+func (s *accountsStore) Repos() accounts.Repos {
+	return accountsRepos{Repos: s.next.Repos(), c: s.c}
+}
+
+// Transact reads the database inside the transaction and forgets what
+// it changed once it has ended (committed or not), so that no read racing
+// the commit keeps the state before it.
+func (s *accountsStore) Transact(ctx context.Context, fn func(ctx context.Context, r accounts.Repos) error) error {
+	changed := &accountChanges{}
+	err := s.next.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
+		return fn(ctx, accountsRepos{Repos: r, c: s.c, inTx: changed})
+	})
+	changed.forget(s.c)
+	return err
+}
+
+// accountChanges is what a transaction changed that the caches keep.
+type accountChanges struct {
+	keyHashes []string
+	numbers   bool
+}
+
+func (ch *accountChanges) forget(c *Caches) {
+	for _, k := range ch.keyHashes {
+		c.credentials.forget(k)
+	}
+	if ch.numbers {
+		c.numbers.forgetAll()
+	}
+}
+
+// accountsRepos answers the cached lookups from the caches outside a
+// transaction (inTx nil) and records what changes forget.
+type accountsRepos struct {
+	accounts.Repos
+	c    *Caches
+	inTx *accountChanges
+}
+
+// CredentialByKeyHash answers from the credential cache: a key revoked
+// through this process stops at once, one revoked elsewhere within the
+// TTL, or within WatchRevocations' interval where it runs.
+func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
+	if r.inTx != nil {
+		return r.Repos.CredentialByKeyHash(ctx, keyHash)
+	}
+	a, err := r.c.credentials.get(ctx, string(keyHash), func(ctx context.Context) credentialAnswer {
+		c, err := r.Repos.CredentialByKeyHash(ctx, keyHash)
+		return credentialAnswer{c, err}
+	}, func(a credentialAnswer) bool { return a.err == nil || failure.Is(a.err, failure.KindNotFound) })
+	if err != nil {
+		return account.Credential{}, err
+	}
+	return a.credential, a.err
+}
+
+// RevokeCredential revokes, then forgets the key.
+func (r accountsRepos) RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error) {
+	c, err := r.Repos.RevokeCredential(ctx, accountID, id, at)
+	if err == nil {
+		r.changed(func(ch *accountChanges) { ch.keyHashes = append(ch.keyHashes, string(c.KeyHash)) })
+	}
+	return c, err
+}
+
+// RevokedSince forgets every key it finds revoked.
+func (r accountsRepos) RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error) {
+	revoked, err := r.Repos.RevokedSince(ctx, since)
+	for _, c := range revoked {
+		r.changed(func(ch *accountChanges) { ch.keyHashes = append(ch.keyHashes, string(c.KeyHash)) })
+	}
+	return revoked, err
+}
+
+// InsertNumber adds a number, then forgets the kept sending numbers.
+func (r accountsRepos) InsertNumber(ctx context.Context, n account.Number) error {
+	err := r.Repos.InsertNumber(ctx, n)
+	r.changed(func(ch *accountChanges) { ch.numbers = true })
+	return err
+}
+
+// SetNumberEnabled changes a number, then forgets the kept sending
+// numbers: a number disabled through this process stops sending at once.
+func (r accountsRepos) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
+	n, err := r.Repos.SetNumberEnabled(ctx, accountID, id, enabled)
+	r.changed(func(ch *accountChanges) { ch.numbers = true })
+	return n, err
+}
+
+// Holdings answers from the cache kept by account and version: a copy is
+// never served once anything the account owns changed, whichever process
+// changed it.
+func (r accountsRepos) Holdings(ctx context.Context, a account.Account) (accounts.Holdings, error) {
+	if r.inTx != nil {
+		return r.Repos.Holdings(ctx, a)
+	}
+	key := a.ID + "@" + strconv.FormatInt(a.Version, 10)
+	h, err := r.c.holdings.get(ctx, key, func(ctx context.Context) holdingsAnswer {
+		h, err := r.Repos.Holdings(ctx, a)
+		return holdingsAnswer{h, err}
+	}, func(h holdingsAnswer) bool { return h.err == nil })
+	if err != nil {
+		return accounts.Holdings{}, err
+	}
+	return h.holdings, h.err
+}
+
+// changed applies a change at once outside a transaction, and after it
+// inside one.
+func (r accountsRepos) changed(record func(*accountChanges)) {
+	if r.inTx != nil {
+		record(r.inTx)
+		return
+	}
+	ch := &accountChanges{}
+	record(ch)
+	ch.forget(r.c)
+}
+
+// RevocationPoll is how often WatchRevocations looks for keys revoked
+// elsewhere: a revoked key stops working on every replica within about
+// this long.
+const RevocationPoll = 500 * time.Millisecond
+
+// revocationSkew is how far before the newest revocation seen each look
+// reaches again, so that a revocation stamped by a replica whose clock
+// runs behind this one's is still found. Forgetting a key twice costs one
+// more read of it.
+const revocationSkew = 10 * time.Second
+
+// WatchRevocations reads, through s (a store from Accounts), the
+// credentials revoked anywhere since its last look, every interval until
+// ctx ends; reading them forgets them from the credential cache. A key
+// revoked on another replica or with the CLI, which cannot reach this
+// process's cache, then stops working here within about interval instead
+// of the TTL. Failed looks are logged once per outage.
+func WatchRevocations(ctx context.Context, s accounts.Store, interval time.Duration, log *slog.Logger) {
+	tracker := outage.NewTracker(log, "read revoked credentials", interval, 0)
+	newest := time.Now()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		revoked, err := s.Repos().RevokedSince(ctx, newest.Add(-revocationSkew))
+		if err != nil {
+			if ctx.Err() == nil {
+				tracker.Failed(err)
+			}
+			continue
+		}
+		tracker.Succeeded()
+		for _, c := range revoked {
+			if c.RevokedAt != nil && c.RevokedAt.After(newest) {
+				newest = *c.RevokedAt
+			}
+		}
+	}
+}

@@ -1,0 +1,134 @@
+// Package cache keeps the answers of the hottest lookups for a short time,
+// as decorators around the ports that make them: a use case reads through
+// its port as if nothing were kept, and each decorator states the rule it
+// shortcuts and how long a change made elsewhere may go unseen.
+//
+//   - Credentials (accounts.Store): found and unknown keys for the TTL; a
+//     revocation seen through the port (this process's, or one found by
+//     WatchRevocations) forgets the key at once.
+//   - Account holdings (accounts.Store): what an account owns, by the
+//     account's version, which every change moves on: never stale.
+//   - Sending numbers (messaging.Store): found numbers for the TTL; a
+//     number changed through this process is read again at once.
+//   - Sendable threads (messaging.Store): an individual thread once its
+//     user has written (from then on it stays sendable) for the TTL.
+//   - Sender addresses (email.Store): found addresses for the TTL.
+//
+// Only reads made outside a transaction are served from the caches: a
+// transaction always reads the database. Every cache is bounded (the least
+// recently used entries go first) and every entry expires (the expirable
+// LRU of hashicorp/golang-lru); concurrent misses of one key share one read
+// (x/sync's singleflight).
+package cache
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
+)
+
+// Caches holds the caches one process shares between its decorators.
+type Caches struct {
+	credentials *table[credentialAnswer]
+	holdings    *table[holdingsAnswer]
+	numbers     *table[numberAnswer]
+	threads     *table[threadAnswer]
+	senders     *table[senderAnswer]
+}
+
+// Options size the caches.
+type Options struct {
+	// TTL bounds how long a kept answer is used; zero or less keeps
+	// nothing (every read goes to the port).
+	TTL time.Duration
+	// MaxEntries bounds each cache; DefaultMaxEntries when zero.
+	MaxEntries int
+}
+
+// DefaultMaxEntries bounds each cache unless Options say otherwise.
+const DefaultMaxEntries = 100_000
+
+// New builds the caches.
+func New(o Options) *Caches {
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	return &Caches{
+		credentials: newTable[credentialAnswer](o),
+		holdings:    newTable[holdingsAnswer](o),
+		numbers:     newTable[numberAnswer](o),
+		threads:     newTable[threadAnswer](o),
+		senders:     newTable[senderAnswer](o),
+	}
+}
+
+// loadTimeout bounds a shared read: it outlives the caller that started
+// it, which may leave before the others waiting for it.
+const loadTimeout = 10 * time.Second
+
+// table is one cache: answers by key, each kept until its TTL.
+type table[V any] struct {
+	entries *expirable.LRU[string, V]
+	loads   singleflight.Group
+	// generation moves on at every forget: a read that began before it
+	// may have seen the forgotten state, and is not kept.
+	generation atomic.Uint64
+}
+
+func newTable[V any](o Options) *table[V] {
+	if o.TTL <= 0 {
+		return nil
+	}
+	return &table[V]{entries: expirable.NewLRU[string, V](o.MaxEntries, nil, o.TTL)}
+}
+
+// get returns key's kept answer, or loads it; keep says whether a loaded
+// answer may be kept. A nil table keeps nothing. A caller whose ctx ends
+// stops waiting; the read it shares goes on for the others.
+func (t *table[V]) get(ctx context.Context, key string, load func(ctx context.Context) V, keep func(V) bool) (V, error) {
+	if t == nil {
+		return load(ctx), nil
+	}
+	if v, ok := t.entries.Get(key); ok {
+		return v, nil
+	}
+	generation := t.generation.Load()
+	shared := t.loads.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		v := load(ctx)
+		if keep(v) && t.generation.Load() == generation {
+			t.entries.Add(key, v)
+		}
+		return v, nil
+	})
+	select {
+	case r := <-shared:
+		return r.Val.(V), nil
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
+}
+
+// forget drops key; a read of it under way is not kept.
+func (t *table[V]) forget(key string) {
+	if t == nil {
+		return
+	}
+	t.generation.Add(1)
+	t.loads.Forget(key)
+	t.entries.Remove(key)
+}
+
+// forgetAll drops every key; reads under way are not kept.
+func (t *table[V]) forgetAll() {
+	if t == nil {
+		return
+	}
+	t.generation.Add(1)
+	t.entries.Purge()
+}

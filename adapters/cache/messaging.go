@@ -1,0 +1,76 @@
+package cache
+
+import (
+	"context"
+
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// numberAnswer is a sending number lookup's answer; only found numbers
+// are kept, so a number just added on another replica sends at once.
+type numberAnswer struct {
+	number account.Number
+	err    error
+}
+
+// threadAnswer is an individual thread lookup's answer; only threads whose
+// user has written are kept (see Messaging).
+type threadAnswer struct {
+	thread domain.Thread
+	err    error
+}
+
+// Messaging decorates the messaging use cases' store: outside a
+// transaction, a send's sending number and individual thread come from
+// the caches.
+//
+// A number is kept for the TTL: one disabled through this process is read
+// again at once (Accounts forgets them), one disabled elsewhere within the
+// TTL; delivery reads the number afresh, so a message accepted in that
+// window is refused before it reaches the channel. A thread is kept once
+// its user has written to the agent number, after which it stays sendable
+// until its account is deleted; a thread the user has not written in is
+// read again at every send, so the first send after the user's first
+// message goes.
+func (c *Caches) Messaging(next messaging.Store) messaging.Store {
+	return messagingStore{Store: next, c: c}
+}
+
+type messagingStore struct {
+	messaging.Store
+	c *Caches
+}
+
+func (s messagingStore) Repos() messaging.Repos {
+	return messagingRepos{Repos: s.Store.Repos(), c: s.c}
+}
+
+type messagingRepos struct {
+	messaging.Repos
+	c *Caches
+}
+
+func (r messagingRepos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
+	a, err := r.c.numbers.get(ctx, string(service)+" "+number, func(ctx context.Context) numberAnswer {
+		n, err := r.Repos.NumberByAddress(ctx, service, number)
+		return numberAnswer{n, err}
+	}, func(a numberAnswer) bool { return a.err == nil })
+	if err != nil {
+		return account.Number{}, err
+	}
+	return a.number, a.err
+}
+
+func (r messagingRepos) IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (domain.Thread, error) {
+	key := accountID + " " + string(service) + " " + agentNumber + " " + contact
+	a, err := r.c.threads.get(ctx, key, func(ctx context.Context) threadAnswer {
+		t, err := r.Repos.IndividualThread(ctx, accountID, service, agentNumber, contact)
+		return threadAnswer{t, err}
+	}, func(a threadAnswer) bool { return a.err == nil && domain.CheckIndividualSend(&a.thread) == nil })
+	if err != nil {
+		return domain.Thread{}, err
+	}
+	return a.thread, a.err
+}

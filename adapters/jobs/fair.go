@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/application/outage"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Fairness defaults.

@@ -36,8 +36,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/application/outage"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Queue is the storage the runner needs. Every method that changes a

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Repos is the storage of email addresses and emails. Lookups scoped by

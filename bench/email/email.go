@@ -23,9 +23,9 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/email/smtptest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 	"github.com/switchboard-dev/switchboard/bootstrap"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // senderLocal is the local part of the bench account's address.

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 func TestSeqIDsAreValidDistinctIDs(t *testing.T) {

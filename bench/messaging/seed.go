@@ -8,9 +8,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/bench/harness"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // The seeding SQL writes in bulk the rows the use cases write one at a time, with the

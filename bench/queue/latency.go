@@ -9,8 +9,8 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Latency measures how long a committed job waits for its handler to start, on a

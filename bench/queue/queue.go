@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/bench/harness"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Kind is the job kind every scenario enqueues and serves.

@@ -64,9 +64,9 @@ var emailModule = fx.Module("email",
 			return store.Bind(db, func(r *store.Repos) appemail.Repos { return r })
 		},
 		newEmailSender,
-		func(c Config, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
+		func(c Config, db *store.DB, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
 			return appemail.NewService(appemail.Deps{
-				Store: caches.Email(s), Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
+				Store: caches.Email(s), Committer: db, Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
 				ServiceDomain: c.EmailDomain, Logger: log,
 			})
 		},

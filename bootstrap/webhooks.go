@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"context"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -15,15 +14,14 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
-	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
-	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // webhooksOptions wires the webhook use cases: their store, the signed
-// sender on the SSRF-safe client, the delivery job kind, the REST routes,
-// and the fan-out of every event messaging records.
+// sender on the SSRF-safe client, the delivery job kind and the REST
+// routes. (Messaging takes the service as its Reactions: see
+// messagingModule.)
 var webhooksOptions = fx.Options(
 	fx.Module("webhooks",
 		fx.Provide(
@@ -42,14 +40,10 @@ var webhooksOptions = fx.Options(
 			}, fx.ResultTags(runner.KindGroup)),
 		),
 	),
-	// The REST routes and the messaging store are built elsewhere; these
-	// decorations add the webhooks to them.
+	// The REST routes are built elsewhere; this adds the webhooks to them.
 	fx.Decorate(func(d rest.Deps, s *webhooks.Service) rest.Deps {
 		d.Webhooks = s
 		return d
-	}),
-	fx.Decorate(func(db *store.DB, s *webhooks.Service) messaging.Store {
-		return store.Bind(db, func(r *store.Repos) messaging.Repos { return publishing{Repos: r, hooks: s} })
 	}),
 )
 
@@ -86,20 +80,4 @@ func plainHTTPAllowed(allow []netip.Prefix) func(host string) bool {
 		}
 		return false
 	}
-}
-
-// publishing is messaging's repositories with the webhook fan-out added to
-// the event insert: the delivery and its job commit in the transaction
-// that records the event, or not at all.
-type publishing struct {
-	*store.Repos
-	hooks *webhooks.Service
-}
-
-// InsertEvent records the event and fans it out.
-func (p publishing) InsertEvent(ctx context.Context, e event.Event) error {
-	if err := p.Repos.InsertEvent(ctx, e); err != nil {
-		return err
-	}
-	return p.hooks.Fanout(ctx, p.Repos, e)
 }

@@ -19,11 +19,7 @@ type senderAnswer struct {
 // created, never moved to another account, so a kept one is right until
 // its account is deleted (seen within the TTL).
 func (c *Caches) Email(next email.Store) email.Store {
-	s := emailStore{Store: next, c: c}
-	if shared, ok := next.(email.SharedTransactor); ok {
-		return emailSharedStore{emailStore: s, shared: shared}
-	}
-	return s
+	return emailStore{Store: next, c: c}
 }
 
 type emailStore struct {
@@ -33,16 +29,6 @@ type emailStore struct {
 
 func (s emailStore) Repos() email.Repos {
 	return emailRepos{Repos: s.Store.Repos(), c: s.c}
-}
-
-// emailSharedStore keeps the store's shared transactions visible.
-type emailSharedStore struct {
-	emailStore
-	shared email.SharedTransactor
-}
-
-func (s emailSharedStore) TransactShared(ctx context.Context, fn func(ctx context.Context, r email.Repos) error) error {
-	return s.shared.TransactShared(ctx, fn)
 }
 
 type emailRepos struct {

@@ -143,7 +143,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	dir := channels.NewDirectory(store.Bind(db, func(r *store.Repos) channels.Repos { return r }))
 	svc := messaging.NewService(messaging.Deps{
-		Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: messaging.ProviderSet{
 			sandbox.Name:  sandbox.Provider{},
 			telegram.Name: &telegram.Provider{Client: telegram.NewClient(), Chats: dir},

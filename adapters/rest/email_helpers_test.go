@@ -72,7 +72,7 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	}
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	svc := appemail.NewService(appemail.Deps{
-		Store:  store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
 		Sender: sender, Fetcher: guard.NewFetcher(5 * time.Second), URLs: guard,
 		ServiceDomain: serviceDomain, Logger: quiet,
 	})

@@ -554,7 +554,7 @@ func withService(t *testing.T, b *msgBundle, providers messaging.ProviderSet, gu
 	require.NoError(t, err)
 	acc := accounts.NewService(store.Bind(b.db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
 	deps := messaging.Deps{
-		Store:     store.Bind(b.db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: b.db, Store: store.Bind(b.db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: providers, Opener: acc, Logger: quiet,
 	}
 	if guard != nil {

@@ -64,14 +64,14 @@ func setupCrash(t *testing.T, dialect store.Dialect) *crashBundle {
 	_, err = acc.AddNumber(ctx, accounts.NumberInput{AccountID: a.ID, Number: agentA, Service: "whatsapp", Enabled: true, Provider: "sandbox"})
 	require.NoError(t, err)
 	msg := messaging.NewService(messaging.Deps{
-		Store:     store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}}, Opener: acc, Logger: quiet,
 	})
 	_, err = msg.Receive(ctx, messaging.InboundInput{AccountID: a.ID, Service: "whatsapp", From: userA, To: agentA,
 		Content: domain.Content{Kind: domain.KindText, Text: "hello"}, Provider: "sandbox"})
 	require.NoError(t, err)
 	mail := appemail.NewService(appemail.Deps{
-		Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Sender: emailsandbox.New(nil),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Sender: emailsandbox.New(nil),
 		ServiceDomain: "mail.example.com", Logger: quiet,
 	})
 	_, err = mail.CreateAddress(ctx, a.ID, "agent", "mail.example.com")

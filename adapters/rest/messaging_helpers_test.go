@@ -91,7 +91,7 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 		guard = httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	}
 	svc := messaging.NewService(messaging.Deps{
-		Store:     store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},
 		Opener:    acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet,
 	})

@@ -28,7 +28,6 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
-	"github.com/switchboard-dev/switchboard/domain/event"
 )
 
 // hookRecorder is a webhook receiver on 127.0.0.1 that keeps every
@@ -63,20 +62,6 @@ func (h *hookRecorder) ofType(t *testing.T, typ string) map[string]any {
 	return nil
 }
 
-// publishingRepos is what bootstrap does: messaging's event insert fans
-// out to the webhooks in the same transaction.
-type publishingRepos struct {
-	*store.Repos
-	hooks *webhooks.Service
-}
-
-func (p publishingRepos) InsertEvent(ctx context.Context, e event.Event) error {
-	if err := p.Repos.InsertEvent(ctx, e); err != nil {
-		return err
-	}
-	return p.hooks.Fanout(ctx, p.Repos, e)
-}
-
 type hookBundle struct {
 	*msgBundle
 	hooks *hookRecorder
@@ -108,7 +93,7 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})
 	svc := messaging.NewService(messaging.Deps{
-		Store:     store.Bind(db, func(r *store.Repos) messaging.Repos { return publishingRepos{Repos: r, hooks: hooks} }),
+		Committer: db, Reactions: hooks, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},
 		Opener:    acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet,
 	})

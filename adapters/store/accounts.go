@@ -44,13 +44,6 @@ func (r *Repos) jobsEnqueued() {
 
 var _ accounts.Repos = (*Repos)(nil)
 
-// forgetNumbers drops the numbers the transaction kept (NumberByAddress)
-// once one has changed.
-func (r *Repos) forgetNumbers() {
-	if r.tx != nil {
-		clear(r.tx.numbers)
-	}
-}
 
 type accountRow struct {
 	bun.BaseModel `bun:"table:accounts"`
@@ -226,7 +219,6 @@ func (r numberRow) domain() account.Number {
 
 // InsertNumber stores a new agent number.
 func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
-	r.forgetNumbers()
 	row := numberRow{
 		ID: n.ID, AccountID: n.AccountID, Number: n.Number, Service: string(n.Service),
 		Provider: string(n.Provider), SealedSettings: n.SealedSettings, Enabled: n.Enabled, CreatedAt: n.CreatedAt,
@@ -254,7 +246,6 @@ func (r *Repos) SetNumberEnabled(ctx context.Context, accountID, id string, enab
 		Set("enabled = ?", enabled).
 		Where("id = ? AND account_id = ?", id, accountID).
 		Exec(ctx)
-	r.forgetNumbers()
 	if err != nil {
 		return account.Number{}, translate(err, "number")
 	}

@@ -27,8 +27,6 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 
-	"github.com/switchboard-dev/switchboard/application/webhooks"
-	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -57,7 +55,6 @@ type DB struct {
 	wake       *wakeHub
 	hooks      preparedHooks
 	shared     *committer
-	jobIDs     jobIDs
 	listenOnce sync.Once
 	listeners  sync.WaitGroup
 	// background lives until Close, for the notifier, the listener and
@@ -309,10 +306,7 @@ func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repo
 	state := &txState{}
 	err := db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		r := &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state}
-		if err := fn(ctx, r); err != nil {
-			return err
-		}
-		return r.flushPending(ctx)
+		return fn(ctx, r)
 	})
 	db.afterCommit(state, err)
 	return err
@@ -328,52 +322,9 @@ func (db *DB) afterCommit(state *txState, err error) {
 
 // txState is what a transaction's repositories note for after the commit.
 type txState struct {
+	// enqueued: jobs or events were written; the runners and the live
+	// readers are woken after the commit.
 	enqueued bool
-	// units is how many callers share the transaction (1 unless it is a
-	// shared batch): the kept rows and jobs are sized for that many.
-	units int
-	// jobs are enqueued jobs to write before the commit (see jobbuffer.go).
-	jobs []bufferedJob
-	// rows are new rows to write before the commit, by table, and tables
-	// the order the tables were first written in (see rowbuffer.go).
-	rows   map[string]deferredTable
-	tables []string
-	// touches are threads' newest outbound activity, by thread id.
-	touches map[string]time.Time
-	// statuses are messages' status changes, by message id, and
-	// deliveries emails' delivery outcomes, by email id (rowbuffer.go).
-	statuses   map[string]statusChange
-	deliveries map[string]emailDelivery
-	// numbers and endpoints are lookups kept for the transaction's later
-	// calls (NumberByAddress, WebhookEndpoint).
-	numbers   map[string]lookup[account.Number]
-	endpoints map[string]lookup[webhooks.Record]
-}
-
-// lookup is a read's answer: a value, or not found.
-type lookup[T any] struct {
-	value T
-	err   error
-}
-
-// lookupOnce answers key from the transaction's lookups, or reads it and,
-// inside a transaction, keeps a found value or a not found for next time.
-func lookupOnce[T any](r *Repos, lookups func(*txState) *map[string]lookup[T], key string, read func() (T, error)) (T, error) {
-	if r.tx == nil {
-		return read()
-	}
-	m := lookups(r.tx)
-	if l, ok := (*m)[key]; ok {
-		return l.value, l.err
-	}
-	value, err := read()
-	if err == nil || failure.Is(err, failure.KindNotFound) {
-		if *m == nil {
-			*m = map[string]lookup[T]{}
-		}
-		(*m)[key] = lookup[T]{value: value, err: err}
-	}
-	return value, err
 }
 
 // Bound adapts a DB to one consumer's store port: view narrows the

@@ -115,17 +115,15 @@ func (row emailRow) domain() (email.Email, error) {
 	return e, nil
 }
 
-// InsertEmail stores an email; inside a transaction the row is written
-// with the commit (see rowbuffer.go).
+// InsertEmail stores an email.
 func (r *Repos) InsertEmail(ctx context.Context, e email.Email) error {
-	return insertDeferred(ctx, r, "emails", "email", emailToRow(e))
+	row := emailToRow(e)
+	_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)
+	return translate(err, "email")
 }
 
 // Email reads an email of an account.
 func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return email.Email{}, err
-	}
 	var row emailRow
 	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return email.Email{}, translate(err, "email")
@@ -135,9 +133,6 @@ func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, e
 
 // EmailByID reads an email of any account.
 func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return email.Email{}, err
-	}
 	var row emailRow
 	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1", id); err != nil {
 		return email.Email{}, translate(err, "email")
@@ -146,14 +141,11 @@ func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
 }
 
 // UpdateEmailDelivery saves the delivery outcome of a still-queued email.
-// Inside a transaction the outcome is kept for the commit (rowbuffer.go):
-// the delivery workers' shared batches write theirs with one UPDATE.
 func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
-	d := emailDelivery{status: string(e.Status), reply: e.Reply, failureCode: e.FailureCode, attempts: e.Attempts, sentAt: e.SentAt, updatedAt: e.UpdatedAt}
-	if r.tx != nil {
-		keepByID(&r.tx.deliveries, r.tx.units, e.ID, d)
-		return nil
+	for _, q := range recordEmailOutcomes(r.write, r.dialect, []email.Email{e}) {
+		if _, err := q.Exec(ctx); err != nil {
+			return translate(err, "email")
+		}
 	}
-	_, err := d.update(r.write, e.ID).Exec(ctx)
-	return translate(err, "email")
+	return nil
 }

@@ -136,9 +136,8 @@ type eventRow struct {
 // InsertEvent appends to the account's event log.
 func (r *Repos) InsertEvent(ctx context.Context, e event.Event) error {
 	row := eventRow{ID: e.ID, AccountID: e.AccountID, Type: string(e.Type), ThreadID: nullable(e.ThreadID), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
-	// Inside a transaction, written with the commit (rowbuffer.go).
-	if err := insertDeferred(ctx, r, "events", "event", row); err != nil {
-		return err
+	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
+		return translate(err, "event")
 	}
 	r.eventAppended()
 	return nil

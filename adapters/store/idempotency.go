@@ -138,12 +138,13 @@ func (db *DB) ReleaseKey(ctx context.Context, accountID, key string) error {
 // idempotency.ErrAnsweredElsewhere.
 func (r *Repos) RecordResponse(ctx context.Context, accountID, key string, res idempotency.Response) error {
 	row := idempotencyResponseRow{AccountID: accountID, Key: key, StatusCode: res.Status, Body: nonNilBytes(res.Body), CreatedAt: r.db.now().UTC()}
-	return insertDeferredExplained(ctx, r, "idempotency_responses", row, func(err error) error {
+	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
 		if isUniqueViolation(err) {
 			return idempotency.ErrAnsweredElsewhere
 		}
 		return fmt.Errorf("record idempotency response: %w", err)
-	})
+	}
+	return nil
 }
 
 func nonNilBytes(b []byte) []byte {

@@ -68,14 +68,6 @@ func (r *Repos) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, er
 	if payload == nil {
 		payload = []byte{}
 	}
-	if id, ok, err := r.bufferJob(ctx, p, payload, maxAttempts, micros(runAt), micros(now)); ok || err != nil {
-		return id, err
-	}
-	// A job with a unique key is written now, after the buffered ones, so
-	// that the transaction sees its jobs in the order it enqueued them.
-	if err := r.flushJobs(ctx); err != nil {
-		return 0, err
-	}
 	var ids []int64
 	err := r.write.NewRaw(
 		`INSERT INTO jobs (kind, state, payload, max_attempts, unique_key, pace_key, account_id, endpoint_key, run_at, created_at)
@@ -110,9 +102,6 @@ var (
 // job finishes its attempt but is not retried. It returns how many jobs it
 // cancelled.
 func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return 0, err
-	}
 	now := micros(r.clock())
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, unique_key = NULL WHERE unique_key = ? AND state IN (?)`,
@@ -138,9 +127,6 @@ func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 // on SQLite, under its single writer, the jobs are picked from the same
 // reads in Go and then taken if still pending.
 func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) ([]jobs.Job, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return nil, err
-	}
 	if len(leases) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -423,9 +409,6 @@ func sortedKeys(m map[string]int) []string {
 // worker's: finished, or rescued after its lease expired (and perhaps
 // running elsewhere).
 func (r *Repos) RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return nil, err
-	}
 	if len(ids) == 0 || len(leases) == 0 {
 		return nil, nil
 	}
@@ -475,9 +458,6 @@ func leaseKinds(leases []jobs.Lease) []string {
 // CompleteJobs marks jobs done, if worker still holds their leases; a job
 // whose lease was lost (and may be running elsewhere) is left alone.
 func (r *Repos) CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error {
-	if err := r.flushJobs(ctx); err != nil {
-		return err
-	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -494,9 +474,6 @@ func (r *Repos) CompleteJobs(ctx context.Context, worker string, ids []int64, no
 
 // RetryJob schedules the next attempt of a job worker holds.
 func (r *Repos) RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error {
-	if err := r.flushJobs(ctx); err != nil {
-		return err
-	}
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
@@ -512,9 +489,6 @@ func (r *Repos) RetryJob(ctx context.Context, worker string, id int64, runAt tim
 // SnoozeJob puts a job worker holds back without counting the attempt: the
 // runner did not start it (its pace key was over its limit).
 func (r *Repos) SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error {
-	if err := r.flushJobs(ctx); err != nil {
-		return err
-	}
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, run_at = ?, attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
@@ -531,9 +505,6 @@ func (r *Repos) SnoozeJob(ctx context.Context, worker string, id int64, runAt ti
 // queue as they were: due when they were (so in their place), their
 // attempt given back.
 func (r *Repos) ReleaseJobs(ctx context.Context, worker string, ids []int64) error {
-	if err := r.flushJobs(ctx); err != nil {
-		return err
-	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -551,9 +522,6 @@ func (r *Repos) ReleaseJobs(ctx context.Context, worker string, ids []int64) err
 
 // KillJob marks a job worker holds dead, keeping its last error.
 func (r *Repos) KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error {
-	if err := r.flushJobs(ctx); err != nil {
-		return err
-	}
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
@@ -571,9 +539,6 @@ func (r *Repos) KillJob(ctx context.Context, worker string, id int64, now time.T
 // marked failed); only when that is lost too is the job marked dead. It
 // returns how many it rescued and killed.
 func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return 0, 0, err
-	}
 	const lost = "lease expired: the worker stopped or hung"
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
@@ -602,9 +567,6 @@ func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed 
 // PruneJobs deletes up to limit completed and cancelled jobs that finished
 // before the cutoff; dead jobs stay until re-run.
 func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return 0, err
-	}
 	res, err := r.write.NewRaw(
 		`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN (?) AND finished_at < ? LIMIT ?)`,
 		bun.List([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), limit,
@@ -619,9 +581,6 @@ func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int
 // NextJobAt is when the earliest pending job of the kinds becomes due
 // (zero when none is pending), so an idle runner can sleep until then.
 func (r *Repos) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return time.Time{}, err
-	}
 	var next sql.NullInt64
 	err := r.read.NewRaw(`SELECT MIN(run_at) FROM jobs WHERE state IN (?) AND kind IN (?)`,
 		bun.List(pending), bun.List(kinds)).Scan(ctx, &next)
@@ -643,9 +602,6 @@ type DeadJob struct {
 
 // DeadJobs lists dead jobs, newest first, optionally of one kind.
 func (r *Repos) DeadJobs(ctx context.Context, kind string, limit int) ([]DeadJob, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return nil, err
-	}
 	q := r.read.NewSelect().TableExpr("jobs").
 		ColumnExpr(jobColumns+", last_error, finished_at").
 		Where("state = ?", jobs.StateDead).OrderExpr("id DESC").Limit(limit)
@@ -669,9 +625,6 @@ func (r *Repos) DeadJobs(ctx context.Context, kind string, limit int) ([]DeadJob
 
 // RerunJob makes a dead job pending again with a fresh set of attempts.
 func (r *Repos) RerunJob(ctx context.Context, id int64) error {
-	if err := r.flushJobs(ctx); err != nil {
-		return err
-	}
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, attempt = 0, run_at = ?, finished_at = NULL WHERE id = ? AND state = ?`,
 		jobs.StateAvailable, micros(r.clock()), id, jobs.StateDead,
@@ -688,9 +641,6 @@ func (r *Repos) RerunJob(ctx context.Context, id int64) error {
 
 // JobStats summarises the queue for metrics.
 func (r *Repos) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error) {
-	if err := r.flushJobs(ctx); err != nil {
-		return nil, err
-	}
 	var rows []struct {
 		Kind      string        `bun:"kind"`
 		Ready     int           `bun:"ready"`

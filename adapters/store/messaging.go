@@ -20,18 +20,13 @@ import (
 
 var _ appmessaging.Repos = (*Repos)(nil)
 
-// NumberByAddress finds an agent number by service and number. Inside a
-// transaction any answer is kept for the transaction's later calls, which
-// the number writes of this package forget.
+// NumberByAddress finds an agent number by service and number.
 func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
-	numbers := func(t *txState) *map[string]lookup[account.Number] { return &t.numbers }
-	return lookupOnce(r, numbers, string(service)+" "+number, func() (account.Number, error) {
-		var row numberRow
-		if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
-			return account.Number{}, translate(err, "number")
-		}
-		return row.domain(), nil
-	})
+	var row numberRow
+	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	return row.domain(), nil
 }
 
 // NumberByID reads one agent number.
@@ -143,21 +138,10 @@ func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.
 	return out, nil
 }
 
-// TouchThread records activity in a thread. An outbound message's touch
-// inside a transaction is written with the commit (rowbuffer.go): the
-// thread was just read in that transaction, and nothing reads its last
-// message time back before the commit. An inbound one is written at once,
-// as the send precondition reads last_inbound_at.
+// TouchThread records activity in a thread (and, for an inbound message,
+// that its user wrote).
 func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
-	if r.tx != nil && !inbound {
-		r.tx.touchThread(threadID, at)
-		return nil
-	}
-	// Kept touches are older: written first, they cannot overwrite this one.
-	if err := r.flushTouches(ctx); err != nil {
-		return err
-	}
-	q := touchUpdate(r.write, threadID, at)
+	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
 	if inbound {
 		q = q.Set("last_inbound_at = ?", at)
 	}
@@ -170,9 +154,6 @@ func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, 
 
 // Threads lists threads with their participants and last message.
 func (r *Repos) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return nil, 0, err
-	}
 	base := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
 	if q.Phone != "" {
 		base = base.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", q.Phone, q.Phone, q.Phone)
@@ -261,14 +242,13 @@ func (r messageRow) domain() messaging.Message {
 // with the commit (rowbuffer.go), and every read of messages in the same
 // transaction writes it first.
 func (r *Repos) InsertMessage(ctx context.Context, m messaging.Message) error {
-	return insertDeferred(ctx, r, "messages", "message", messageToRow(m))
+	row := messageToRow(m)
+	_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)
+	return translate(err, "message")
 }
 
 // Message reads a message of an account.
 func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return messaging.Message{}, err
-	}
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -278,9 +258,6 @@ func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Me
 
 // MessageByID reads a message of any account.
 func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return messaging.Message{}, err
-	}
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -290,9 +267,6 @@ func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, 
 
 // MessageByProviderID finds a message by the channel's id for it.
 func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return messaging.Message{}, err
-	}
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE service = $1 AND provider_message_id = $2 LIMIT 1", string(service), providerID); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -300,24 +274,6 @@ func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service
 	return row.domain(), nil
 }
 
-// UpdateMessage saves status, failure and provider id.
-//
-// Inside a transaction the change is kept for the commit (rowbuffer.go) and
-// a message that does not exist is not reported: the use cases change
-// messages they have just read, which go only with their account.
-func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
-	change := statusChange{status: string(m.Status), failureCode: m.FailureCode, failureText: m.FailureText,
-		providerID: m.ProviderMessageID, updatedAt: m.UpdatedAt}
-	if r.tx != nil {
-		keepByID(&r.tx.statuses, r.tx.units, m.ID, change)
-		return nil
-	}
-	res, err := change.update(r.write, m.ID).Exec(ctx)
-	if err != nil {
-		return translate(err, "message")
-	}
-	return requireOneRow(res, "message")
-}
 
 // RecentMessages returns a thread's newest messages, newest first, if the
 // thread is the account's.
@@ -328,9 +284,6 @@ func (r *Repos) UpdateMessage(ctx context.Context, m messaging.Message) error {
 // statement again at every execution: most of a get-recent's database
 // CPU. The callers use few limits (5 and 1), so few statements.
 func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return nil, err
-	}
 	var rows []messageRow
 	query := "SELECT " + messageColumns + " FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(max(limit, 0))
 	if err := r.selectAll(ctx, &rows, query, threadID, accountID); err != nil {
@@ -376,9 +329,6 @@ type deliverableRow struct {
 func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessaging.Deliverable, error) {
 	if len(ids) == 0 {
 		return nil, nil
-	}
-	if err := r.flushRows(ctx); err != nil {
-		return nil, err
 	}
 	var rows []deliverableRow
 	err := r.read.NewRaw(messagesToDeliverQuery, bun.List(ids)).Scan(ctx, &rows)
@@ -469,9 +419,6 @@ var messagesToDeliverQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ",
 // MessageDetails reads a message of an account, its thread and the
 // thread's participants in one query.
 func (r *Repos) MessageDetails(ctx context.Context, accountID, id string) (appmessaging.MessageDetails, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return appmessaging.MessageDetails{}, err
-	}
 	var row messageDetailsRow
 	if err := r.selectOne(ctx, &row, messageDetailsQueries[r.dialect], id, accountID); err != nil {
 		return appmessaging.MessageDetails{}, translate(err, "message")

@@ -15,6 +15,15 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
+// openWithAccount opens a fresh database with the account acc_rows.
+func openWithAccount(t *testing.T, dialect store.Dialect) *store.DB {
+	t.Helper()
+	db := dbtest.Open(t, dialect)
+	now := time.Now().UTC()
+	require.NoError(t, db.Repos().InsertAccount(context.Background(), account.Account{ID: "acc_rows", Name: "rows", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	return db
+}
+
 func TestMessagesToDeliver(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {

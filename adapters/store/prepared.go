@@ -85,11 +85,6 @@ func (r *Repos) prepared(ctx context.Context, query string, args ...any) (*sql.R
 	switch tx := r.read.(type) {
 	case bun.Tx:
 		rows, err = tx.Tx.QueryContext(ctx, query, args...)
-	case *lazyTx:
-		var sqlTx *sql.Tx
-		if sqlTx, err = tx.sqlTx(); err == nil {
-			rows, err = sqlTx.QueryContext(ctx, query, args...)
-		}
 	default:
 		var stmt *sql.Stmt
 		if stmt, err = r.stmts.get(ctx, query); err == nil {

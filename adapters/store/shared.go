@@ -3,33 +3,28 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // Shared transactions (group commit).
 //
-// A send, an inbound message or an enqueue is a handful of short statements
-// and a commit. Run one transaction each, concurrent callers pay a BEGIN
-// and a COMMIT round trip apiece, and on SQLite a disk sync apiece, and the
-// commits, not the statements, bound the throughput. TransactShared lets
-// concurrent callers share one database transaction instead: a few leader
-// goroutines each take whatever units are waiting, run them one after the
-// other in one transaction, and commit them together.
+// A send, an email or a delivery's outcome is a handful of short writes
+// and a commit. Written one transaction each, concurrent callers pay a
+// commit apiece (on Postgres a round trip and a WAL flush, on SQLite a
+// disk sync), and the commits, not the statements, bound the throughput.
+// DB.Commit lets concurrent callers share one instead: a few leader
+// goroutines each take the batches waiting, merge them (writes.Batch.Add)
+// and write the merged batch with the same statements as one alone
+// (commit.go).
 //
-// The contract that keeps this correct: a caller's outcome is either that
-// of a batch in which every unit succeeded and which committed, or that of
-// its own transaction. When any unit of a batch fails (returns an error,
-// panics, or its statement aborts the transaction) or the commit fails, the
-// batch is rolled back and every one of its units runs again, alone, in its
-// caller's goroutine, exactly as Transact would run it. So a unit can run
-// twice, and must have no effect outside the repositories it is given;
-// units that call providers or other services use Transact.
+// Only values are merged: no caller's code runs in the shared
+// transaction. When it fails for a reason other than the database being
+// away, each caller's batch is written again alone, so that the error
+// (a taken Idempotency-Key) reaches only the caller whose batch caused it.
 
 // maxSharedBatch bounds the units of one shared transaction, so that one
 // batch holds its locks briefly and a failed batch costs little to redo.
@@ -39,14 +34,14 @@ const maxSharedBatch = 64
 // beside it however few they are; a batch takes a few milliseconds.
 const sharedStall = 20 * time.Millisecond
 
-// errRunAlone tells a caller to run its unit in its own transaction.
-var errRunAlone = errors.New("run the unit in its own transaction")
+// errRunAlone tells a caller to write its batch alone.
+var errRunAlone = errors.New("write the batch alone")
 
-// sharedUnit is one caller's work waiting for a batch.
+// sharedUnit is one caller's batch waiting to be written.
 type sharedUnit struct {
-	ctx  context.Context
-	fn   func(ctx context.Context, r *Repos) error
-	done chan error
+	ctx   context.Context
+	batch writes.Batch
+	done  chan error
 }
 
 // committer batches units into shared transactions.
@@ -75,8 +70,9 @@ type committer struct {
 
 // SharedStats counts the work of shared transactions.
 type SharedStats struct {
-	// Waiting is the number of units queued for a batch now.
-	Waiting int
+	// Waiting is the number of units queued for a batch now, Writing the
+	// number of batches being written.
+	Waiting, Writing int
 	// Batches and Units count the batches committed and their units;
 	// Redone counts the units run again alone after their batch failed.
 	Batches, Units, Redone int64
@@ -88,7 +84,7 @@ func (db *DB) SharedStats() SharedStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.stats
-	s.Waiting = len(c.queue)
+	s.Waiting, s.Writing = len(c.queue), c.running
 	return s
 }
 
@@ -105,15 +101,14 @@ func newCommitter(db *DB, maxLeaders, maxBatch, quorum int, stall time.Duration)
 	return &committer{db: db, maxLeaders: max(1, maxLeaders), maxBatch: maxBatch, quorum: quorum, stall: stall}
 }
 
-// TransactShared runs fn in a transaction that it may share with
-// concurrent callers (see above): fn must touch nothing but r, and may run
-// more than once. It returns fn's error, or the transaction's.
-func (db *DB) TransactShared(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
-	if err := ctx.Err(); err != nil {
+// commit writes b with the batches of concurrent callers, or alone when
+// their shared transaction failed.
+func (c *committer) commit(ctx context.Context, b writes.Batch) error {
+	if err := checkBatch(b); err != nil {
 		return err
 	}
-	u := &sharedUnit{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	db.shared.submit(u)
+	u := &sharedUnit{ctx: ctx, batch: b, done: make(chan error, 1)}
+	c.submit(u)
 	// A caller out of time stops waiting: its batch may still commit, as
 	// a transaction whose COMMIT reply is lost may, and the caller's
 	// answer (unavailable) says that the outcome is unknown.
@@ -125,7 +120,7 @@ func (db *DB) TransactShared(ctx context.Context, fn func(ctx context.Context, r
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return db.Transact(ctx, fn)
+	return c.db.commitAlone(ctx, b)
 }
 
 func (c *committer) submit(u *sharedUnit) {
@@ -205,11 +200,8 @@ func (c *committer) lead() {
 	}
 }
 
-// errUnitFailed rolls a batch back when one of its units failed.
-var errUnitFailed = errors.New("a unit of the shared transaction failed")
-
-// run executes one batch. A unit whose caller has gone is answered with
-// its context's error and left out.
+// run writes one merged batch. A unit whose caller has gone is answered
+// with its context's error and left out.
 func (c *committer) run(batch []*sharedUnit) {
 	live := batch[:0]
 	for _, u := range batch {
@@ -222,28 +214,25 @@ func (c *committer) run(batch []*sharedUnit) {
 	if len(live) == 0 {
 		return
 	}
-	state := &txState{units: len(live)}
+	if len(live) == 1 {
+		// Alone already: its outcome is its caller's.
+		live[0].done <- c.db.commitAlone(live[0].ctx, live[0].batch)
+		c.countBatch(1)
+		return
+	}
+	var merged writes.Batch
+	for _, u := range live {
+		merged.Add(u.batch)
+	}
 	// Cancelling one caller must not abort the others' work, so the
 	// transaction has no caller's cancellation, but it ends by the latest
 	// of their deadlines: past it, nobody waits for its outcome.
 	ctx, cancel := batchContext(live)
 	defer cancel()
-	var err error
-	if c.db.dialect == Postgres {
-		err = c.runLazily(ctx, state, live)
-	} else {
-		err = c.db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			r := &Repos{read: tx, write: tx, dialect: c.db.dialect, scanner: c.db.write, db: c.db, tx: state}
-			if err := runUnits(live, r); err != nil {
-				return err
-			}
-			return r.flushPending(ctx)
-		})
-	}
-	c.db.afterCommit(state, err)
+	err := c.db.commitAlone(ctx, merged)
 	if err != nil && failure.Is(err, failure.KindUnavailable) {
 		// The database is away or its answer was lost: the batch may have
-		// committed, and running its units again could do their work
+		// committed, and writing the batches again could do their work
 		// twice. Each caller learns that the outcome is unknown.
 		for _, u := range live {
 			u.done <- err
@@ -281,28 +270,6 @@ func batchContext(live []*sharedUnit) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(ctx, latest)
 }
 
-// runLazily runs a batch in a transaction begun by its first statement
-// that cannot wait for the commit (lazytx.go).
-func (c *committer) runLazily(ctx context.Context, state *txState, live []*sharedUnit) error {
-	tx := newLazyTx(ctx, c.db.write)
-	r := &Repos{read: tx, write: tx, dialect: c.db.dialect, scanner: c.db.write, db: c.db, tx: state}
-	if err := runUnits(live, r); err != nil {
-		tx.rollback()
-		return err
-	}
-	return tx.commit(ctx, r.takePendingWrites())
-}
-
-// runUnits runs a batch's units one after the other on r.
-func runUnits(live []*sharedUnit, r *Repos) error {
-	for _, u := range live {
-		if err := runUnit(u, r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (c *committer) countBatch(units int) {
 	c.mu.Lock()
 	c.stats.Batches++
@@ -314,24 +281,4 @@ func (c *committer) countRedone(units int) {
 	c.mu.Lock()
 	c.stats.Redone += int64(units)
 	c.mu.Unlock()
-}
-
-// runUnit runs one unit on the shared repositories, turning its failure or
-// panic into errUnitFailed.
-func runUnit(u *sharedUnit, r *Repos) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: panic: %v", errUnitFailed, p)
-		}
-	}()
-	if err := u.fn(u.ctx, r); err != nil {
-		return fmt.Errorf("%w: %w", errUnitFailed, err)
-	}
-	return nil
-}
-
-// TransactShared runs fn with the consumer's repositories in a
-// transaction it may share with concurrent callers; see DB.TransactShared.
-func (b Bound[R]) TransactShared(ctx context.Context, fn func(ctx context.Context, r R) error) error {
-	return b.db.TransactShared(ctx, func(ctx context.Context, r *Repos) error { return fn(ctx, b.view(r)) })
 }

@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
 	"sync"
 	"testing"
@@ -15,25 +13,16 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest/faultproxy"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
-// openOneLeader opens a fresh database whose shared transactions run one
-// batch at a time, so that a test can line units up behind a batch.
-func openOneLeader(t *testing.T, dialect store.Dialect) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), dbtest.URL(t, dialect), store.Options{SharedLeaders: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
-func enqueueUnit(kind string) func(ctx context.Context, r *store.Repos) error {
-	return func(ctx context.Context, r *store.Repos) error {
-		_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: kind})
-		return err
-	}
+// enqueueBatch is a batch that enqueues one job of kind.
+func enqueueBatch(kind string) writes.Batch {
+	return writes.Batch{Jobs: []jobs.EnqueueParams{{Kind: kind}}}
 }
 
 func countKind(t *testing.T, db *store.DB, kind string) int {
@@ -43,55 +32,55 @@ func countKind(t *testing.T, db *store.DB, kind string) int {
 	return n
 }
 
-// lineUp runs a first unit that holds the only leader until release is
-// closed, then submits the others while it waits, so that they form one
-// batch; it returns each caller's result once all have returned.
-func lineUp(t *testing.T, db *store.DB, units []func(ctx context.Context, r *store.Repos) error) []error {
+// openOneConnection opens a fresh database with one connection for
+// writes (SQLite has one anyway) and one leader.
+func openOneConnection(t *testing.T, dialect store.Dialect) *store.DB {
 	t.Helper()
-	ctxs := make([]context.Context, len(units))
-	for i := range ctxs {
-		ctxs[i] = context.Background()
-	}
-	return lineUpWith(t, db, units, ctxs, func() {})
+	db, err := store.Open(context.Background(), dbtest.URL(t, dialect), store.Options{SharedLeaders: 1, MaxConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
-// lineUpWith is lineUp with each unit's context, and beforeRelease called
-// once all of them wait.
-func lineUpWith(t *testing.T, db *store.DB, units []func(ctx context.Context, r *store.Repos) error, ctxs []context.Context, beforeRelease func()) []error {
+// lineUp commits a first batch while a transaction holds the only
+// connection, submits the others while it waits, so that they form one
+// batch, and returns each caller's result once all have returned.
+func lineUp(t *testing.T, db *store.DB, batches []writes.Batch, ctxs []context.Context, beforeRelease func()) []error {
 	t.Helper()
 	ctx := context.Background()
 	started, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var first error
-	firstDone := make(chan struct{})
+	holding := make(chan error, 1)
 	go func() {
-		defer close(firstDone)
-		first = db.TransactShared(ctx, func(ctx context.Context, r *store.Repos) error {
-			once.Do(func() { close(started) })
+		holding <- db.Transact(ctx, func(context.Context, *store.Repos) error {
+			close(started)
 			<-release
-			return enqueueUnit("first")(ctx, r)
+			return nil
 		})
 	}()
 	<-started
-	errs := make([]error, len(units))
+	first := make(chan error, 1)
+	go func() { first <- db.Commit(ctx, enqueueBatch("first")) }()
+	require.Eventually(t, func() bool { s := db.SharedStats(); return s.Waiting == 0 && s.Writing == 1 }, 10*time.Second, time.Millisecond, "the first batch is being written")
+	errs := make([]error, len(batches))
 	var wg sync.WaitGroup
-	for i, u := range units {
-		wg.Go(func() {
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("panicked: %v", p)
-				}
-			}()
-			errs[i] = db.TransactShared(ctxs[i], u)
-		})
+	for i, b := range batches {
+		wg.Go(func() { errs[i] = db.Commit(ctxs[i], b) })
 	}
-	require.Eventually(t, func() bool { return db.SharedStats().Waiting == len(units) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return db.SharedStats().Waiting == len(batches) }, 10*time.Second, time.Millisecond)
 	beforeRelease()
 	close(release)
 	wg.Wait()
-	<-firstDone
-	require.NoError(t, first)
+	require.NoError(t, <-holding)
+	require.NoError(t, <-first)
 	return errs
+}
+
+func background(n int) []context.Context {
+	ctxs := make([]context.Context, n)
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return ctxs
 }
 
 func TestSharedTransactions(t *testing.T) {
@@ -100,110 +89,102 @@ func TestSharedTransactions(t *testing.T) {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
 
-			t.Run("ConcurrentUnitsCommitTogether", func(t *testing.T) {
+			t.Run("ConcurrentBatchesCommitTogether", func(t *testing.T) {
 				t.Parallel()
-				db := openOneLeader(t, dialect)
-				units := make([]func(ctx context.Context, r *store.Repos) error, 20)
-				for i := range units {
-					units[i] = enqueueUnit("together")
+				db := openOneConnection(t, dialect)
+				batches := make([]writes.Batch, 20)
+				for i := range batches {
+					batches[i] = enqueueBatch("together")
 				}
-				for _, err := range lineUp(t, db, units) {
+				for _, err := range lineUp(t, db, batches, background(20), func() {}) {
 					require.NoError(t, err)
 				}
 				require.Equal(t, 20, countKind(t, db, "together"))
 				s := db.SharedStats()
-				require.Equal(t, int64(2), s.Batches, "the first unit's batch, then the 20 that waited behind it")
+				require.Equal(t, int64(2), s.Batches, "the first batch, then the 20 that waited behind it")
 				require.Equal(t, int64(21), s.Units)
 				require.Zero(t, s.Redone)
 			})
 
-			t.Run("AFailedUnitLeavesTheOthersCommitted", func(t *testing.T) {
+			t.Run("ARefusedBatchLeavesTheOthersCommitted", func(t *testing.T) {
 				t.Parallel()
-				db := openOneLeader(t, dialect)
-				refused := errors.New("refused by the use case")
-				units := make([]func(ctx context.Context, r *store.Repos) error, 10)
-				for i := range units {
-					units[i] = enqueueUnit("survivor")
+				db := openOneConnection(t, dialect)
+				now := time.Now().UTC()
+				require.NoError(t, db.Repos().InsertAccount(context.Background(), account.Account{ID: "acc_shared", Name: "s", Version: 1, CreatedAt: now, UpdatedAt: now}))
+				answer := writes.Answer{AccountID: "acc_shared", Key: "taken", Response: idempotency.Response{Status: 200, Body: []byte("{}")}}
+				require.NoError(t, db.Commit(context.Background(), writes.Batch{Answers: []writes.Answer{answer}}))
+				batches := make([]writes.Batch, 10)
+				for i := range batches {
+					batches[i] = enqueueBatch("survivor")
 				}
-				// It writes, then fails: its write must not survive, and
-				// the batch it spoiled is redone unit by unit.
-				units[4] = func(ctx context.Context, r *store.Repos) error {
-					if err := enqueueUnit("spoiler")(ctx, r); err != nil {
-						return err
-					}
-					return refused
-				}
-				errs := lineUp(t, db, units)
+				// Its key was answered already: none of its writes may
+				// survive, and the merged batch it spoiled is written
+				// again batch by batch.
+				batches[4] = enqueueBatch("spoiler")
+				batches[4].Answers = []writes.Answer{answer}
+				errs := lineUp(t, db, batches, background(10), func() {})
 				for i, err := range errs {
 					if i == 4 {
-						require.ErrorIs(t, err, refused)
+						require.ErrorIs(t, err, idempotency.ErrAnsweredElsewhere)
 						continue
 					}
-					require.NoError(t, err, "unit %d", i)
+					require.NoError(t, err, "batch %d", i)
 				}
 				require.Equal(t, 9, countKind(t, db, "survivor"))
 				require.Zero(t, countKind(t, db, "spoiler"))
 				require.Equal(t, int64(10), db.SharedStats().Redone)
 			})
 
-			t.Run("APanicReachesItsOwnCaller", func(t *testing.T) {
-				t.Parallel()
-				db := openOneLeader(t, dialect)
-				units := []func(ctx context.Context, r *store.Repos) error{
-					enqueueUnit("calm"),
-					func(ctx context.Context, r *store.Repos) error { panic("boom") },
-					enqueueUnit("calm"),
-				}
-				errs := lineUp(t, db, units)
-				require.NoError(t, errs[0])
-				require.ErrorContains(t, errs[1], "panicked: boom")
-				require.NoError(t, errs[2])
-				require.Equal(t, 2, countKind(t, db, "calm"))
-			})
-
 			t.Run("ACallerGoneWhileWaitingIsLeftOut", func(t *testing.T) {
 				t.Parallel()
-				db := openOneLeader(t, dialect)
+				db := openOneConnection(t, dialect)
 				ctx, cancel := context.WithCancel(context.Background())
-				units := []func(ctx context.Context, r *store.Repos) error{
-					enqueueUnit("stays"),
-					func(ctx context.Context, r *store.Repos) error {
-						// Queued behind the first batch, its caller goes
-						// away before a leader takes it.
-						return enqueueUnit("gone")(ctx, r)
-					},
-				}
-				errs := lineUpWith(t, db, units, []context.Context{context.Background(), ctx}, cancel)
+				errs := lineUp(t, db, []writes.Batch{enqueueBatch("stays"), enqueueBatch("gone")},
+					[]context.Context{context.Background(), ctx}, cancel)
 				require.NoError(t, errs[0])
 				require.ErrorIs(t, errs[1], context.Canceled)
 				require.Zero(t, countKind(t, db, "gone"))
 				require.Equal(t, 1, countKind(t, db, "stays"))
 			})
+
+			t.Run("ABatchMayNotHoldUniqueJobs", func(t *testing.T) {
+				t.Parallel()
+				db := openOneConnection(t, dialect)
+				err := db.Commit(context.Background(), writes.Batch{Jobs: []jobs.EnqueueParams{{Kind: "k", UniqueKey: "u"}}})
+				require.ErrorContains(t, err, "without a unique key")
+			})
 		})
 	}
 }
 
-// holdBatch runs a unit that holds its batch open until the returned
-// release is called, and returns once that batch is running.
+// holdBatch commits a batch that Postgres holds until the returned
+// release is called (its answer waits for another transaction's row with
+// the same key), and returns once that batch is being written.
 func holdBatch(t *testing.T, db *store.DB) (release func()) {
 	t.Helper()
-	started, held, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	_, err := db.Bun().ExecContext(ctx, "INSERT INTO accounts (id, name, version, created_at, updated_at) VALUES ('acc_held', 'held', 1, ?, ?) ON CONFLICT DO NOTHING", now, now)
+	require.NoError(t, err)
+	tx, err := db.Bun().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "INSERT INTO idempotency_responses (account_id, key, status_code, body, created_at) VALUES ('acc_held', 'held', 200, '', ?)", now)
+	require.NoError(t, err)
+	done := make(chan error, 1)
 	go func() {
-		done <- db.TransactShared(context.Background(), func(ctx context.Context, r *store.Repos) error {
-			select {
-			case <-started:
-			default:
-				close(started)
-			}
-			<-held
-			return enqueueUnit("held")(ctx, r)
-		})
+		b := enqueueBatch("held")
+		b.Answers = []writes.Answer{{AccountID: "acc_held", Key: "held", Response: idempotency.Response{Status: 200}}}
+		done <- db.Commit(ctx, b)
 	}()
-	<-started
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := db.Bun().NewRaw("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").Scan(ctx, &waiting)
+		return err == nil && waiting > 0
+	}, 10*time.Second, time.Millisecond, "the held batch waits for the key")
 	var once sync.Once
 	release = func() {
 		once.Do(func() {
-			close(held)
+			require.NoError(t, tx.Rollback())
 			require.NoError(t, <-done)
 		})
 	}
@@ -211,14 +192,14 @@ func holdBatch(t *testing.T, db *store.DB) (release func()) {
 	return release
 }
 
-// submitAll submits n units of kind at once and returns a channel closed
+// submitAll submits n batches of kind at once and returns a channel closed
 // when all have returned without error.
 func submitAll(t *testing.T, db *store.DB, n int, kind string) <-chan struct{} {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for range n {
-		wg.Go(func() { errs <- db.TransactShared(context.Background(), enqueueUnit(kind)) })
+		wg.Go(func() { errs <- db.Commit(context.Background(), enqueueBatch(kind)) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -312,9 +293,6 @@ func TestSharedBatchWithLostReplyIsNotRedone(t *testing.T) {
 		})
 	}
 	warm.Wait()
-	// And job ids reserved: a block is read from the sequence with the
-	// first enqueue.
-	require.NoError(t, db.TransactShared(context.Background(), enqueueUnit("warm-up")))
 	observer, err := store.Open(context.Background(), direct, store.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = observer.Close() })
@@ -323,7 +301,7 @@ func TestSharedBatchWithLostReplyIsNotRedone(t *testing.T) {
 	proxy.SetDelay(3 * time.Second) // replies linger in the proxy
 	errs := make(chan error, units)
 	for range units {
-		go func() { errs <- db.TransactShared(context.Background(), enqueueUnit("lost-reply")) }()
+		go func() { errs <- db.Commit(context.Background(), enqueueBatch("lost-reply")) }()
 	}
 	// The first batch commits while the others wait behind it.
 	require.Eventually(t, func() bool { return countKind(t, observer, "lost-reply") > 0 },

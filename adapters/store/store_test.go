@@ -86,7 +86,7 @@ func TestIdempotencyContract(t *testing.T) {
 			storetest.Idempotency(t, func(t *testing.T) storetest.IdempotencyStores {
 				db := dbtest.Open(t, dialect)
 				b := store.Bind(db, func(r *store.Repos) idempotency.Recorder { return r })
-				return storetest.IdempotencyStores{Keys: db, Transact: b.Transact, TransactShared: b.TransactShared, Prune: db.PruneIdempotencyKeys}
+				return storetest.IdempotencyStores{Keys: db, Transact: b.Transact, Committer: db, Prune: db.PruneIdempotencyKeys}
 			})
 		})
 	}

@@ -73,25 +73,15 @@ func (r webhookEndpointRow) record() webhooks.Record {
 // batch stays write-only, one round trip. The leader holds no connection
 // then, so this read cannot wait for a connection its own batch holds.
 func (r *Repos) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
-	endpoints := func(t *txState) *map[string]lookup[webhooks.Record] { return &t.endpoints }
-	return lookupOnce(r, endpoints, accountID, func() (webhooks.Record, error) {
-		from := r
-		if tx, ok := r.read.(*lazyTx); ok && !tx.begun {
-			from = r.db.base
-		}
-		var row webhookEndpointRow
-		if err := from.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
-			return webhooks.Record{}, translate(err, "webhook")
-		}
-		return row.record(), nil
-	})
+	var row webhookEndpointRow
+	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
+		return webhooks.Record{}, translate(err, "webhook")
+	}
+	return row.record(), nil
 }
 
 // SaveWebhookEndpoint inserts or replaces an account's endpoint.
 func (r *Repos) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) error {
-	if r.tx != nil {
-		delete(r.tx.endpoints, rec.Endpoint.AccountID)
-	}
 	e := rec.Endpoint
 	types := make([]string, len(e.Events))
 	for i, t := range e.Events {
@@ -156,9 +146,6 @@ func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) e
 // WebhookDelivery reads a delivery with its event's payload; an empty
 // accountID reads it whatever its account.
 func (r *Repos) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return webhook.Delivery{}, err
-	}
 	var row webhookDeliveryRow
 	q := "SELECT " + webhookDeliveryColumns + " FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1"
 	args := []any{id}
@@ -219,9 +206,6 @@ func (r *Repos) EarlierUntriedDelivery(ctx context.Context, d webhook.Delivery) 
 
 // WebhookDeliveries lists deliveries newest first with their attempts.
 func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return nil, 0, err
-	}
 	where, args := " WHERE d.account_id = $1", []any{q.AccountID}
 	if q.Status != "" {
 		args = append(args, string(q.Status))
@@ -273,9 +257,6 @@ func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery)
 
 // EventsAfter reads an account's events after afterID, oldest first.
 func (r *Repos) EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return nil, err
-	}
 	var after int64
 	if afterID != "" {
 		var cursor []struct {
@@ -321,9 +302,6 @@ type sendableRow struct {
 // and whether an earlier delivery of its thread is still untried, in one
 // query; ids that do not exist are left out.
 func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.Sendable, error) {
-	if err := r.flushRows(ctx); err != nil {
-		return nil, err
-	}
 	if len(ids) == 0 {
 		return nil, nil
 	}

@@ -11,16 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 )
 
 // IdempotencyStores are what the idempotency contract needs of one
-// database: the key store, and transactions whose repositories record
-// answers, alone (Transact) and shared with concurrent callers
-// (TransactShared, whose fn may run more than once).
+// database: the key store, transactions whose repositories record
+// answers, and a committer whose batches record them (shared with
+// concurrent callers' batches where it batches).
 type IdempotencyStores struct {
-	Keys           idempotency.Store
-	Transact       func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error
-	TransactShared func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error
+	Keys      idempotency.Store
+	Transact  func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error
+	Committer writes.Committer
 	// Prune deletes keys older than the window before now, with their
 	// answers, and counts the keys.
 	Prune func(ctx context.Context, now time.Time) (int64, error)
@@ -122,9 +123,9 @@ func Idempotency(t *testing.T, open func(t *testing.T) IdempotencyStores) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = s.TransactShared(ctx, func(ctx context.Context, r idempotency.Recorder) error {
-					return r.RecordResponse(ctx, "acc_a", fmt.Sprint("k", i), idempotency.Response{Status: 200 + i, Body: []byte(fmt.Sprint(i))})
-				})
+				errs[i] = s.Committer.Commit(ctx, writes.Batch{Answers: []writes.Answer{
+					{AccountID: "acc_a", Key: fmt.Sprint("k", i), Response: idempotency.Response{Status: 200 + i, Body: []byte(fmt.Sprint(i))}},
+				}})
 			}()
 		}
 		wg.Wait()

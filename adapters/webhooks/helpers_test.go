@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	sender "github.com/switchboard-dev/switchboard/adapters/webhooks"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -183,20 +184,16 @@ func (b *bundle) put(t *testing.T, url string) {
 	b.secret = v.Secret
 }
 
-// emit records an event of the thread and fans it out, in one
-// transaction, as the messaging use cases do.
+// emit records an event of the thread with what the webhooks add to it,
+// in one commit, as the messaging use cases do.
 func (b *bundle) emit(t *testing.T, thread string, n int) event.Event {
 	t.Helper()
 	id := ident.New(ident.Event)
 	payload, _ := json.Marshal(map[string]any{"event": event.MessageReceived, "event_id": id, "thread_id": thread, "n": n, "content": fmt.Sprintf("hello %d", n)})
 	e := event.Event{ID: id, AccountID: b.account, Type: event.MessageReceived, ThreadID: thread, Payload: payload, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	err := b.db.Transact(context.Background(), func(ctx context.Context, r *store.Repos) error {
-		if err := r.InsertEvent(ctx, e); err != nil {
-			return err
-		}
-		return b.svc.Fanout(ctx, r, e)
-	})
-	require.NoError(t, err)
+	batch := writes.Batch{Events: []event.Event{e}}
+	require.NoError(t, b.svc.React(context.Background(), &batch))
+	require.NoError(t, b.db.Commit(context.Background(), batch))
 	return e
 }
 

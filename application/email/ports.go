@@ -49,16 +49,6 @@ type Store interface {
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
 
-// SharedTransactor is what a Store may also offer: TransactShared runs fn
-// in one transaction together with concurrent callers' units, committed
-// together (one WAL flush for many sends), and runs it again alone if that
-// shared transaction fails, so fn must touch nothing but r and be safe to
-// run twice. Send uses it when the store has it (store.Bound does where
-// shared commits exist), and Transact otherwise.
-type SharedTransactor interface {
-	TransactShared(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
-}
-
 // Outgoing is one email as a Sender gets it: envelope and content, ready
 // to be written as MIME.
 type Outgoing struct {

@@ -25,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -49,19 +50,23 @@ const MaxAttachmentBytes = 100 << 20
 
 // Service runs the email use cases.
 type Service struct {
-	store  Store
-	sender Sender
-	fetch  Fetcher
-	urls   URLChecker
-	domain string
-	now    func() time.Time
-	log    *slog.Logger
+	store Store
+	// committer writes sends and delivery outcomes.
+	committer writes.Committer
+	sender    Sender
+	fetch     Fetcher
+	urls      URLChecker
+	domain    string
+	now       func() time.Time
+	log       *slog.Logger
 }
 
 // Deps are what the email use cases are built from.
 type Deps struct {
-	Store  Store
-	Sender Sender
+	Store Store
+	// Committer writes what sends and deliveries decide.
+	Committer writes.Committer
+	Sender    Sender
 	// Fetcher downloads attachments; URLs checks them when a send is
 	// accepted.
 	Fetcher Fetcher
@@ -84,7 +89,7 @@ func NewService(d Deps) *Service {
 	clock := d.Now
 	now := func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
 	domain, _ := account.NormalizeDomain(d.ServiceDomain)
-	return &Service{store: d.Store, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger}
+	return &Service{store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger}
 }
 
 // ServiceDomain is the service's own email domain.
@@ -222,19 +227,15 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 	payload, _ := json.Marshal(deliverPayload{EmailID: e.ID})
 	// The job needs no unique key: the email is new, and Work leaves an
 	// email that is no longer queued alone.
-	queue := func(ctx context.Context, r Repos) error {
-		if err := r.InsertEmail(ctx, e); err != nil {
-			return err
-		}
-		if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
+	err = s.committer.Commit(ctx, writes.Batch{
+		Emails: []email.Email{e},
+		Jobs: []jobs.EnqueueParams{{
 			Kind: DeliverKind, Payload: payload, MaxAttempts: DeliveryAttempts,
 			AccountID: e.AccountID, EndpointKey: EndpointKey(e),
-		}); err != nil {
-			return err
-		}
-		return in.Idempotency.Record(ctx, r, e)
-	}
-	if err := s.transactShared(ctx, queue); err != nil {
+		}},
+		Answers: writes.Answering(in.Idempotency, e),
+	})
+	if err != nil {
 		return email.Email{}, err
 	}
 	return e, nil
@@ -251,15 +252,6 @@ func EndpointKey(e email.Email) string {
 		return ""
 	}
 	return "email-attachment:" + e.AccountID
-}
-
-// transactShared runs fn in a transaction shared with concurrent callers
-// when the store offers them (see SharedTransactor), in its own otherwise.
-func (s *Service) transactShared(ctx context.Context, fn func(ctx context.Context, r Repos) error) error {
-	if shared, ok := s.store.(SharedTransactor); ok {
-		return shared.TransactShared(ctx, fn)
-	}
-	return s.store.Transact(ctx, fn)
 }
 
 // senderAddress finds an address by local part and domain.
@@ -318,7 +310,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err == nil {
 		at := s.now()
 		e.Status, e.Reply, e.FailureCode, e.SentAt, e.UpdatedAt = email.Sent, receipt.Reply, "", &at, at
-		return s.transactShared(ctx, func(ctx context.Context, r Repos) error { return r.UpdateEmailDelivery(ctx, e) })
+		return s.committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{e}})
 	}
 
 	var (

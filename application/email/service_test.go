@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -46,7 +47,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	b := &testBundle{sender: &fakeSender{}, account: a.ID, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	b.svc = appemail.NewService(appemail.Deps{
-		Store:  store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
 		Sender: b.sender, ServiceDomain: "Mail.Example.com", Now: func() time.Time { return b.now },
 	})
 	_, err = b.svc.CreateAddress(context.Background(), a.ID, "agent", "mail.example.com")
@@ -143,19 +144,19 @@ func TestCreateAddressOnTheServiceDomainOnly(t *testing.T) {
 	require.True(t, failure.Is(err, failure.KindNotFound))
 }
 
-// sharedStore offers TransactShared (delegating to Transact) and counts
-// its uses.
-type sharedStore struct {
-	appemail.Store
-	shared int
+// countingCommitter counts the batches committed through it.
+type countingCommitter struct {
+	writes.Committer
+	batches int
 }
 
-func (s *sharedStore) TransactShared(ctx context.Context, fn func(ctx context.Context, r appemail.Repos) error) error {
-	s.shared++
-	return s.Transact(ctx, fn)
+func (c *countingCommitter) Commit(ctx context.Context, b writes.Batch) error {
+	c.batches++
+	return c.Committer.Commit(ctx, b)
 }
 
-func TestSendUsesSharedCommitsWhenTheStoreHasThem(t *testing.T) {
+// A send is one commit: the email, its job (and its answer, with a key).
+func TestSendIsOneCommit(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
@@ -164,8 +165,9 @@ func TestSendUsesSharedCommitsWhenTheStoreHasThem(t *testing.T) {
 	ctx := context.Background()
 	a, _, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
-	st := &sharedStore{Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r })}
-	svc := appemail.NewService(appemail.Deps{Store: st, Sender: &fakeSender{}, ServiceDomain: "mail.example.com"})
+	committer := &countingCommitter{Committer: db}
+	svc := appemail.NewService(appemail.Deps{Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Committer: committer,
+		Sender: &fakeSender{}, ServiceDomain: "mail.example.com"})
 	in := appemail.SendInput{AccountID: a.ID, SenderAddress: "later@mail.example.com", RecipientAddress: "user@example.org", Subject: "Hi", Body: "Hello"}
 
 	_, err = svc.Send(ctx, in)
@@ -174,7 +176,7 @@ func TestSendUsesSharedCommitsWhenTheStoreHasThem(t *testing.T) {
 	require.NoError(t, err)
 	e, err := svc.Send(ctx, in)
 	require.NoError(t, err, "an address created after a refused send is found: misses are not cached")
-	require.Equal(t, 1, st.shared)
+	require.Equal(t, 1, committer.batches)
 	_, err = svc.Email(ctx, a.ID, e.ID)
 	require.NoError(t, err)
 }

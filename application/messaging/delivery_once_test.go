@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -28,7 +30,7 @@ func TestDeliveryNeverResendsAMessagePastQueued(t *testing.T) {
 			}
 			m, job := b.queued(t, 2)
 			m.Status = status
-			require.NoError(t, b.db.Repos().UpdateMessage(ctx, m))
+			require.NoError(t, b.db.Commit(ctx, writes.Batch{Statuses: []writes.MessageStatus{{MessageID: m.ID, Status: status, UpdatedAt: time.Now()}}}))
 			require.NoError(t, b.svc.Work(ctx, job))
 			require.Zero(t, calls.Load(), "a %s message is not sent again", status)
 			require.Equal(t, status, b.status(t, m.ID).Status)

@@ -3,19 +3,19 @@ package messaging
 import (
 	"context"
 
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
-// recordMessageEvent appends a message event to the account's log in the
-// caller's transaction, so the change and its event commit together.
-func (s *Service) recordMessageEvent(ctx context.Context, r Repos, typ event.Type, m messaging.Message, tt messaging.ThreadType) error {
+// messageEvent is the event on the account's log about m.
+func (s *Service) messageEvent(typ event.Type, m messaging.Message, tt messaging.ThreadType) event.Event {
 	id := ident.New(ident.Event)
 	now := s.now().UTC()
 	payload := webhook.NewMessagePayload(typ, id, m, tt, now).JSON()
-	return r.InsertEvent(ctx, event.Event{ID: id, AccountID: m.AccountID, Type: typ, ThreadID: m.ThreadID, Payload: payload, CreatedAt: now})
+	return event.Event{ID: id, AccountID: m.AccountID, Type: typ, ThreadID: m.ThreadID, Payload: payload, CreatedAt: now}
 }
 
 // outboundThreadType is the thread type of an outbound message: group
@@ -25,4 +25,29 @@ func outboundThreadType(m messaging.Message) messaging.ThreadType {
 		return messaging.Group
 	}
 	return messaging.Individual
+}
+
+// commit writes b through the committer, with what other features do
+// about its events (Reactions).
+func (s *Service) commit(ctx context.Context, b writes.Batch) error {
+	if err := s.react(ctx, &b); err != nil {
+		return err
+	}
+	return s.committer.Commit(ctx, b)
+}
+
+// write writes b in the transaction of r, with what other features do
+// about its events, for the use cases that decide inside a transaction.
+func (s *Service) write(ctx context.Context, r Repos, b writes.Batch) error {
+	if err := s.react(ctx, &b); err != nil {
+		return err
+	}
+	return r.WriteBatch(ctx, b)
+}
+
+func (s *Service) react(ctx context.Context, b *writes.Batch) error {
+	if s.reactions == nil || len(b.Events) == 0 {
+		return nil
+	}
+	return s.reactions.React(ctx, b)
 }

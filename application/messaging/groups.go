@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -387,7 +388,11 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			return err
 		}
 		if cmd.InitialMessage != "" {
-			if _, err := s.queue(ctx, r, g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage}); err != nil {
+			_, b, err := s.queued(g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage})
+			if err != nil {
+				return err
+			}
+			if err := s.write(ctx, r, b); err != nil {
 				return err
 			}
 		}
@@ -411,6 +416,15 @@ func inviteCode() string {
 // recordGroupEvent stores the change on the group's event log, for the
 // webhooks to deliver.
 func (s *Service) recordGroupEvent(ctx context.Context, r Repos, typ event.Type, g messaging.GroupState, agent string, action messaging.GroupAction, named []string) error {
+	e, err := s.groupEvent(typ, g, agent, action, named)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, r, writes.Batch{Events: []event.Event{e}})
+}
+
+// groupEvent is the event on the group's log about a change.
+func (s *Service) groupEvent(typ event.Type, g messaging.GroupState, agent string, action messaging.GroupAction, named []string) (event.Event, error) {
 	members := make([]map[string]any, len(g.Members))
 	for i, m := range g.Members {
 		members[i] = map[string]any{"number": m.Address, "admin": m.Admin, "is_agent": m.IsAgent}
@@ -427,7 +441,7 @@ func (s *Service) recordGroupEvent(ctx context.Context, r Repos, typ event.Type,
 		"timestamp": now.Format("2006-01-02T15:04:05.999999Z07:00"),
 	})
 	if err != nil {
-		return err
+		return event.Event{}, err
 	}
-	return r.InsertEvent(ctx, event.Event{ID: id, AccountID: g.Thread.AccountID, Type: typ, ThreadID: g.Thread.ID, Payload: payload, CreatedAt: now})
+	return event.Event{ID: id, AccountID: g.Thread.AccountID, Type: typ, ThreadID: g.Thread.ID, Payload: payload, CreatedAt: now}, nil
 }

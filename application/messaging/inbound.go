@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -61,7 +62,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
 		n, err := r.NumberByAddress(ctx, service, in.To)
 		if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
 			return failure.NotFound("agent number " + in.To + " on " + string(service))
@@ -112,16 +113,15 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 			Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID,
 			CreatedAt: now, UpdatedAt: now,
 		}
-		if err := r.InsertMessage(ctx, out); err != nil {
+		if err := s.write(ctx, r, writes.Batch{
+			Messages: []messaging.Message{out},
+			Events:   []event.Event{s.messageEvent(event.MessageReceived, out, thread.Type)},
+			Answers:  writes.Answering(in.Idempotency, out),
+		}); err != nil {
 			return err
 		}
-		if err := r.TouchThread(ctx, thread.ID, now, true); err != nil {
-			return err
-		}
-		if err := s.recordMessageEvent(ctx, r, event.MessageReceived, out, thread.Type); err != nil {
-			return err
-		}
-		return in.Idempotency.Record(ctx, r, out)
+		// The thread's activity and that its user wrote.
+		return r.TouchThread(ctx, thread.ID, now, true)
 	})
 	return out, err
 }

@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
-	"github.com/switchboard-dev/switchboard/domain/event"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -43,7 +42,6 @@ type Repos interface {
 	// optionally those a phone number takes part in.
 	Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, int, error)
 
-	InsertMessage(ctx context.Context, m messaging.Message) error
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// MessageByID reads a message without account scoping, for delivery.
 	MessageByID(ctx context.Context, id string) (messaging.Message, error)
@@ -51,8 +49,6 @@ type Repos interface {
 	// thread's participants.
 	MessageDetails(ctx context.Context, accountID, id string) (MessageDetails, error)
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
-	// UpdateMessage saves a message's status, failure and provider id.
-	UpdateMessage(ctx context.Context, m messaging.Message) error
 	// RecentMessages returns the newest messages of a thread of the
 	// account (none for another account's thread).
 	RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error)
@@ -72,9 +68,11 @@ type Repos interface {
 	// SaveGroup stores a group's state and replaces its members.
 	SaveGroup(ctx context.Context, g messaging.GroupState) error
 
-	InsertEvent(ctx context.Context, e event.Event) error
-
-	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
+	// WriteBatch writes b in the transaction (atomically on its own
+	// outside one): the use cases that decide inside a transaction write
+	// their messages, events and jobs with it, as the others commit theirs
+	// (writes.Committer).
+	WriteBatch(ctx context.Context, b writes.Batch) error
 
 	// Recorder records a send's Idempotency-Key answer with the message.
 	idempotency.Recorder
@@ -102,12 +100,14 @@ type ThreadSummary struct {
 type Store interface {
 	Repos() Repos
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
-	// TransactShared is Transact for short units that touch nothing but
-	// r: the store may run fn in one transaction with concurrent callers'
-	// units, committed together, and run it again alone if that shared
-	// transaction fails, so fn may run more than once. Sends and inbound
-	// messages use it; anything that calls a provider uses Transact.
-	TransactShared(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+}
+
+// Reactions add to a batch, before it is written, what other features do
+// about its events: the webhook feature adds a delivery and its job for
+// each event an account's endpoint subscribes to (webhooks.Service). Every
+// batch with events goes through them (Service.commit, Service.write).
+type Reactions interface {
+	React(ctx context.Context, b *writes.Batch) error
 }
 
 // Outbound is a message handed to a channel provider.

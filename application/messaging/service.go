@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -35,6 +36,8 @@ var DeliveryBackoff = jobs.ExponentialBackoff(time.Second, 5*time.Minute)
 // Service runs the messaging use cases.
 type Service struct {
 	store     Store
+	committer writes.Committer
+	reactions Reactions
 	providers Providers
 	opener    Opener
 	urls      URLChecker
@@ -49,7 +52,11 @@ type Service struct {
 
 // Deps are what the messaging use cases are built from.
 type Deps struct {
-	Store     Store
+	Store Store
+	// Committer writes what sends and deliveries decide.
+	Committer writes.Committer
+	// Reactions, when set, add other features' writes about events.
+	Reactions Reactions
 	Providers Providers
 	Opener    Opener
 	URLs      URLChecker
@@ -72,7 +79,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
+	s := &Service{store: d.Store, committer: d.Committer, reactions: d.Reactions, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
 	s.deliverables = batching.New(maxDeliveryBatch, s.readDeliverables)
 	return s
 }
@@ -140,10 +147,6 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err := p.Err(); err != nil {
 		return messaging.Message{}, err
 	}
-	// The checks read before the transaction: each answer only ever
-	// moves towards allowing the send (see sendableThread), and the
-	// transaction then only writes, which lets the store send a batch of
-	// sends as one statement.
 	number, err := s.sendingNumber(ctx, s.store.Repos(), in.AccountID, service, in.From)
 	if err != nil {
 		return messaging.Message{}, err
@@ -156,16 +159,22 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	var out messaging.Message
-	err = s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
-		m, err := s.queue(ctx, r, thread, number, to, in.Content)
-		if err != nil {
-			return err
-		}
-		out = m
-		return in.Idempotency.Record(ctx, r, m)
-	})
-	return out, err
+	return s.send(ctx, thread, number, to, in.Content, in.Idempotency)
+}
+
+// send commits an outbound message that passed its checks: the message,
+// its thread's activity, its event, its delivery job and, with a key, the
+// answer, in one commit. Individual and group sends end here.
+func (s *Service) send(ctx context.Context, t messaging.Thread, n account.Number, to string, c messaging.Content, idem *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
+	m, b, err := s.queued(t, n, to, c)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	b.Answers = writes.Answering(idem, m)
+	if err := s.commit(ctx, b); err != nil {
+		return messaging.Message{}, err
+	}
+	return m, nil
 }
 
 // sendableThread is the individual thread of an agent number and a user
@@ -207,35 +216,30 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 	if err := p.Err(); err != nil {
 		return messaging.Message{}, err
 	}
-	var out messaging.Message
-	err := s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
-		thread, err := s.thread(ctx, r, in.AccountID, in.ThreadID)
-		if err != nil {
-			return err
-		}
-		if thread.Type != messaging.Group {
-			return failure.Invalid(failure.Field("value_error", "thread_id names an individual thread; send to it with the individual send", "thread_id"))
-		}
-		if service != "" && service != thread.Service {
-			return failure.Invalid(failure.Field("value_error", "service does not match the thread's service "+string(thread.Service), "service"))
-		}
-		number, err := s.sendingNumber(ctx, r, in.AccountID, thread.Service, in.From)
-		if err != nil {
-			return err
-		}
-		group, err := r.Group(ctx, in.AccountID, thread.ID)
-		if err != nil {
-			return err
-		}
-		if err := group.CheckSend(in.From); err != nil {
-			return err
-		}
-		if out, err = s.queue(ctx, r, thread, number, "", in.Content); err != nil {
-			return err
-		}
-		return in.Idempotency.Record(ctx, r, out)
-	})
-	return out, err
+	r := s.store.Repos()
+	thread, err := s.thread(ctx, r, in.AccountID, in.ThreadID)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	if thread.Type != messaging.Group {
+		return messaging.Message{}, failure.Invalid(failure.Field("value_error", "thread_id names an individual thread; send to it with the individual send", "thread_id"))
+	}
+	if service != "" && service != thread.Service {
+		return messaging.Message{}, failure.Invalid(failure.Field("value_error", "service does not match the thread's service "+string(thread.Service), "service"))
+	}
+	number, err := s.sendingNumber(ctx, r, in.AccountID, thread.Service, in.From)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	// A send checks the group as it is when the send is made.
+	group, err := r.Group(ctx, in.AccountID, thread.ID)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	if err := group.CheckSend(in.From); err != nil {
+		return messaging.Message{}, err
+	}
+	return s.send(ctx, thread, number, "", in.Content, in.Idempotency)
 }
 
 // checkContent validates content and, for media, that its URL is public.
@@ -286,11 +290,12 @@ type deliverPayload struct {
 	MessageID string `json:"message_id"`
 }
 
-// queue stores an outbound message in the caller's transaction and
-// enqueues its delivery there too, paced per agent number.
-func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n account.Number, to string, c messaging.Content) (messaging.Message, error) {
+// queued decides an outbound message from n in t: the message, queued,
+// the thread's activity, the message.sent event and the delivery job,
+// paced per agent number.
+func (s *Service) queued(t messaging.Thread, n account.Number, to string, c messaging.Content) (messaging.Message, writes.Batch, error) {
 	if err := s.checkCapabilities(n, t.Type, c.Kind); err != nil {
-		return messaging.Message{}, err
+		return messaging.Message{}, writes.Batch{}, err
 	}
 	now := s.now().UTC()
 	m := messaging.Message{
@@ -298,29 +303,22 @@ func (s *Service) queue(ctx context.Context, r Repos, t messaging.Thread, n acco
 		Direction: messaging.OutboundAPI, From: n.Number, To: to, Content: c, Status: messaging.Queued,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	if err := r.InsertMessage(ctx, m); err != nil {
-		return messaging.Message{}, err
-	}
-	if err := r.TouchThread(ctx, t.ID, now, false); err != nil {
-		return messaging.Message{}, err
-	}
-	if err := s.recordMessageEvent(ctx, r, event.MessageSent, m, t.Type); err != nil {
-		return messaging.Message{}, err
-	}
 	payload, err := json.Marshal(deliverPayload{MessageID: m.ID})
 	if err != nil {
-		return messaging.Message{}, err
+		return messaging.Message{}, writes.Batch{}, err
 	}
 	// No unique key: the message is new, so nothing can enqueue its
 	// delivery twice, and Work leaves a message that is no longer queued
-	// alone; without one the store may write the job with the batch.
-	if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
-		Kind: DeliverKind, Payload: payload, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
-		AccountID: t.AccountID, EndpointKey: EndpointKey(n),
-	}); err != nil {
-		return messaging.Message{}, err
-	}
-	return m, nil
+	// alone.
+	return m, writes.Batch{
+		Messages:       []messaging.Message{m},
+		ThreadActivity: []writes.ThreadActivity{{ThreadID: t.ID, At: now}},
+		Events:         []event.Event{s.messageEvent(event.MessageSent, m, t.Type)},
+		Jobs: []jobs.EnqueueParams{{
+			Kind: DeliverKind, Payload: payload, PaceKey: PaceKey(n), MaxAttempts: DeliveryAttempts,
+			AccountID: t.AccountID, EndpointKey: EndpointKey(n),
+		}},
+	}, nil
 }
 
 // checkCapabilities refuses, at request time, what the number's provider
@@ -472,10 +470,11 @@ func (s *Service) checkMedia(ctx context.Context, m messaging.Message) error {
 	return nil
 }
 
-// setStatus moves a message's status if the rules allow it.
-func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, to messaging.Status, code, text, providerID string) error {
+// statusMove decides a move of m's status: the change and its
+// message.status event, or nothing when the rules do not allow the move.
+func (s *Service) statusMove(m messaging.Message, to messaging.Status, code, text, providerID string) writes.Batch {
 	if !messaging.CanMove(m.Status, to) {
-		return nil
+		return writes.Batch{}
 	}
 	m.Status = to
 	m.FailureCode, m.FailureText = code, text
@@ -483,20 +482,17 @@ func (s *Service) setStatus(ctx context.Context, r Repos, m messaging.Message, t
 		m.ProviderMessageID = providerID
 	}
 	m.UpdatedAt = s.now().UTC()
-	if err := r.UpdateMessage(ctx, m); err != nil {
-		return err
+	return writes.Batch{
+		Statuses: []writes.MessageStatus{{MessageID: m.ID, Status: to, FailureCode: code, FailureText: text,
+			ProviderMessageID: providerID, UpdatedAt: m.UpdatedAt}},
+		Events: []event.Event{s.messageEvent(event.MessageStatus, m, outboundThreadType(m))},
 	}
-	return s.recordMessageEvent(ctx, r, event.MessageStatus, m, outboundThreadType(m))
 }
 
-// moveStatus is setStatus in a transaction for the delivery job (which
-// reads outside one): the status and its event commit together. Many
-// workers deliver at once, so the transaction is shared with theirs (group
-// commit); setStatus touches nothing but the store and may run again.
+// moveStatus commits a move of m's status for the delivery job, which
+// read m outside a transaction: the status and its event commit together.
 func (s *Service) moveStatus(ctx context.Context, m messaging.Message, to messaging.Status, code, text, providerID string) error {
-	return s.store.TransactShared(ctx, func(ctx context.Context, r Repos) error {
-		return s.setStatus(ctx, r, m, to, code, text, providerID)
-	})
+	return s.commit(ctx, s.statusMove(m, to, code, text, providerID))
 }
 
 // ApplyStatus records a status a provider reported for one of its message
@@ -510,6 +506,6 @@ func (s *Service) ApplyStatus(ctx context.Context, service account.Service, prov
 		if err != nil {
 			return err
 		}
-		return s.setStatus(ctx, r, m, to, code, text, "")
+		return s.write(ctx, r, s.statusMove(m, to, code, text, ""))
 	})
 }

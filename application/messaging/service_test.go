@@ -57,7 +57,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	p := &fakeProvider{}
 	svc := messaging.NewService(messaging.Deps{
-		Store:     store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: messaging.ProviderSet{account.ProviderSandbox: p},
 		Opener:    acc,
 	})

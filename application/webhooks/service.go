@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -315,23 +316,34 @@ func (s *Service) Test(ctx context.Context, accountID string, answer *idempotenc
 	return out, err
 }
 
-// Fanout turns a recorded event into a delivery when the account's
-// endpoint is enabled and subscribed to its type. Call it with the
-// repositories of the transaction that inserted the event, so the event
-// and its delivery job commit together.
-func (s *Service) Fanout(ctx context.Context, r FanoutRepos, e event.Event) error {
-	rec, err := r.WebhookEndpoint(ctx, e.AccountID)
-	if failure.Is(err, failure.KindNotFound) {
-		return nil
+// React adds to b, for each of its events that the account's endpoint is
+// enabled and subscribed to, a pending delivery and its job, so that the
+// event and its delivery commit together (messaging.Reactions). The
+// endpoints are read as they are now; an attempt reads its endpoint again
+// and sends nothing to one disabled since.
+func (s *Service) React(ctx context.Context, b *writes.Batch) error {
+	endpoints := map[string]*webhook.Endpoint{}
+	for _, e := range b.Events {
+		ep, read := endpoints[e.AccountID]
+		if !read {
+			rec, err := s.store.Repos().WebhookEndpoint(ctx, e.AccountID)
+			switch {
+			case err == nil:
+				ep = &rec.Endpoint
+			case !failure.Is(err, failure.KindNotFound):
+				return err
+			}
+			endpoints[e.AccountID] = ep
+		}
+		if ep == nil || !ep.Enabled || !ep.Subscribed(e.Type) {
+			continue
+		}
+		d := s.newDelivery(e)
+		b.Deliveries = append(b.Deliveries, d)
+		// No unique key: the delivery is new, so nothing else enqueues it.
+		b.Jobs = append(b.Jobs, s.deliveryJob(d, ""))
 	}
-	if err != nil {
-		return err
-	}
-	if !rec.Endpoint.Enabled || !rec.Endpoint.Subscribed(e.Type) {
-		return nil
-	}
-	_, err = s.enqueue(ctx, r, e)
-	return err
+	return nil
 }
 
 // EndpointKey is what a delivery calls, for the runner's per-endpoint
@@ -345,27 +357,37 @@ type deliverPayload struct {
 	DeliveryID string `json:"delivery_id"`
 }
 
-// enqueue stores a pending delivery of e and its job.
-func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (webhook.Delivery, error) {
+// newDelivery is a pending delivery of e, due now.
+func (s *Service) newDelivery(e event.Event) webhook.Delivery {
 	now := s.now()
-	d := webhook.Delivery{
+	return webhook.Delivery{
 		ID: ident.New(ident.Webhook), AccountID: e.AccountID, EventID: e.ID, EventType: e.Type, ThreadID: e.ThreadID,
 		Status: webhook.Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
 	}
+}
+
+// enqueue stores a pending delivery of e and its job.
+func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (webhook.Delivery, error) {
+	d := s.newDelivery(e)
 	if err := r.InsertWebhookDelivery(ctx, d); err != nil {
 		return webhook.Delivery{}, err
 	}
 	return d, s.enqueueJob(ctx, r, d, "whk:"+d.ID)
 }
 
-// enqueueJob enqueues d's delivery job; uniqueKey, when set, keeps it from
+// deliveryJob is d's delivery job; uniqueKey, when set, keeps it from
 // being enqueued twice while one is pending or running.
-func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery, uniqueKey string) error {
+func (s *Service) deliveryJob(d webhook.Delivery, uniqueKey string) jobs.EnqueueParams {
 	payload, _ := json.Marshal(deliverPayload{DeliveryID: d.ID})
-	_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{
+	return jobs.EnqueueParams{
 		Kind: DeliverKind, Payload: payload, UniqueKey: uniqueKey, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
 		AccountID: d.AccountID, EndpointKey: EndpointKey(d.AccountID),
-	})
+	}
+}
+
+// enqueueJob enqueues d's delivery job (see deliveryJob).
+func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery, uniqueKey string) error {
+	_, err := r.EnqueueJob(ctx, s.deliveryJob(d, uniqueKey))
 	return err
 }
 

@@ -30,7 +30,7 @@ func TestSeedMatchesTheUseCase(t *testing.T) {
 	require.NoError(t, err)
 	mailbox := sandbox.New(nil)
 	svc := appemail.NewService(appemail.Deps{
-		Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Sender: mailbox,
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Sender: mailbox,
 		ServiceDomain: bootstrap.Defaults().EmailDomain,
 	})
 	_, err = svc.CreateAddress(ctx, a.ID, senderLocal, bootstrap.Defaults().EmailDomain)

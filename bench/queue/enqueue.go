@@ -11,8 +11,8 @@ import (
 )
 
 // Enqueue measures committed enqueues: Producers goroutines in a closed loop, each
-// committing one job per call of db.TransactShared around EnqueueJob, as the send
-// and inbound use cases enqueue (concurrent calls share a database transaction),
+// committing one job per call of db.Commit, as the send use cases enqueue
+// (concurrent calls share a database transaction),
 // with no runner; the operations of a slice are its committed calls.
 //
 // The pool is opened at the start of each slice, its connections opened before the

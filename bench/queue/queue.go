@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
@@ -87,13 +88,10 @@ func enqueueOne(ctx context.Context, db *store.DB) (int64, error) {
 	return id, err
 }
 
-// enqueueShared commits one job through a shared transaction, as the send and
-// inbound use cases enqueue: concurrent callers' jobs commit together.
+// enqueueShared commits one job through the batched committer, as the send
+// use cases enqueue: concurrent callers' jobs commit together.
 func enqueueShared(ctx context.Context, db *store.DB) error {
-	return db.TransactShared(ctx, func(ctx context.Context, r *store.Repos) error {
-		_, err := r.EnqueueJob(ctx, job)
-		return err
-	})
+	return db.Commit(ctx, writes.Batch{Jobs: []jobs.EnqueueParams{job}})
 }
 
 // count runs a SELECT count(*) query.

@@ -1,0 +1,401 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"modernc.org/sqlite"
+
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
+)
+
+// The write pipeline's committers (application/writes).
+//
+// A batch is written by a fixed list of named statements, one per kind of
+// write, each for all the batch's rows of that kind: multi-row INSERTs,
+// and on Postgres one UPDATE … FROM unnest(…) per kind of change. On
+// Postgres the statements go as one multi-statement query, which Postgres
+// runs as one implicit transaction: one round trip whatever the batch's
+// size. On SQLite they run in a transaction.
+
+var (
+	_ writes.Committer = InlineCommitter{}
+	_ writes.Committer = (*DB)(nil)
+)
+
+// InlineCommitter writes each batch in a transaction of its own.
+type InlineCommitter struct{ db *DB }
+
+// Inline returns the committer that writes each batch alone.
+func (db *DB) Inline() InlineCommitter { return InlineCommitter{db: db} }
+
+// Commit writes b alone.
+func (c InlineCommitter) Commit(ctx context.Context, b writes.Batch) error {
+	return c.db.commitAlone(ctx, b)
+}
+
+// Commit writes b, in one transaction with the batches of concurrent
+// callers (group commit, shared.go) where it can.
+func (db *DB) Commit(ctx context.Context, b writes.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return db.shared.commit(ctx, b)
+}
+
+// WriteBatch writes b in r's transaction (or, outside one, atomically on
+// its own), for use cases whose decision reads inside a transaction.
+func (r *Repos) WriteBatch(ctx context.Context, b writes.Batch) error {
+	if r.tx == nil {
+		return r.db.commitAlone(ctx, b)
+	}
+	if err := checkBatch(b); err != nil {
+		return err
+	}
+	for _, s := range batchStatements(r.write, r.dialect, b, r.clock()) {
+		if _, err := s.query.Exec(ctx); err != nil {
+			return s.explain(err)
+		}
+	}
+	if wakes(b) {
+		r.tx.enqueued = true
+	}
+	return nil
+}
+
+// commitAlone writes b atomically, alone.
+func (db *DB) commitAlone(ctx context.Context, b writes.Batch) error {
+	if err := checkBatch(b); err != nil {
+		return err
+	}
+	statements := batchStatements(db.write, db.dialect, b, db.now())
+	if len(statements) == 0 {
+		return nil
+	}
+	var err error
+	if db.dialect == Postgres {
+		err = db.execAsOne(ctx, statements)
+	} else {
+		err = db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			for _, s := range batchStatements(tx, db.dialect, b, db.now()) {
+				if _, err := s.query.Exec(ctx); err != nil {
+					return s.explain(err)
+				}
+			}
+			return nil
+		})
+	}
+	if err == nil && wakes(b) {
+		db.wake.signal()
+	}
+	return err
+}
+
+// execAsOne runs statements as one multi-statement query on the pool:
+// Postgres runs it as one implicit transaction. bun formats each statement
+// with its arguments, and the text runs without any left to substitute,
+// so nothing in the rows is read as a placeholder.
+func (db *DB) execAsOne(ctx context.Context, statements []batchStatement) error {
+	var q []byte
+	for i, s := range statements {
+		if i > 0 {
+			q = append(q, ";\n"...)
+		}
+		var err error
+		if q, err = s.query.AppendQuery(db.write.QueryGen(), q); err != nil {
+			return s.explain(err)
+		}
+	}
+	if _, err := db.write.ExecContext(ctx, string(q)); err != nil {
+		return explainBatch(err)
+	}
+	return nil
+}
+
+// wakes tells whether b gives the job runners or the live readers
+// something new.
+func wakes(b writes.Batch) bool { return len(b.Jobs) > 0 || len(b.Events) > 0 }
+
+// checkBatch refuses what a batch may not hold.
+func checkBatch(b writes.Batch) error {
+	for _, j := range b.Jobs {
+		if err := j.Validate(); err != nil {
+			return err
+		}
+		if j.UniqueKey != "" {
+			return fmt.Errorf("job %s: a batch enqueues new work only, without a unique key", j.Kind)
+		}
+	}
+	return nil
+}
+
+// batchStatement is one named statement of a batch.
+type batchStatement struct {
+	name  string
+	query batchQuery
+}
+
+// batchQuery is a statement of bun's builders.
+type batchQuery interface {
+	bun.Query
+	Exec(ctx context.Context, dest ...any) (sql.Result, error)
+}
+
+// explain turns the statement's error into the caller's.
+func (s batchStatement) explain(err error) error {
+	return fmt.Errorf("%s: %w", s.name, explainBatch(err))
+}
+
+// explainBatch turns a batch's error into the callers': an answer for a
+// key that has one already is ErrAnsweredElsewhere; another taken unique
+// value a Conflict.
+func explainBatch(err error) error {
+	if isUniqueViolation(err) && violatesIn(err, "idempotency_responses") {
+		return idempotency.ErrAnsweredElsewhere
+	}
+	return translate(err, "row")
+}
+
+// violatesIn tells whether a constraint violation is in table.
+func violatesIn(err error, table string) bool {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('t') == table
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return strings.Contains(liteErr.Error(), table+".")
+	}
+	return false
+}
+
+// batchStatements returns the statements that write b on db, in an order
+// in which every row exists before a statement refers to it.
+func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time) []batchStatement {
+	var out []batchStatement
+	add := func(name string, q batchQuery) {
+		out = append(out, batchStatement{name: name, query: q})
+	}
+	// Nothing is read back: without Returning("NULL"), bun adds RETURNING
+	// for columns left to their default (a nil time), making an INSERT a
+	// query.
+	if len(b.Messages) > 0 {
+		rows := make([]messageRow, len(b.Messages))
+		for i, m := range b.Messages {
+			rows[i] = messageToRow(m)
+		}
+		add("insert messages", db.NewInsert().Model(&rows).Returning("NULL"))
+	}
+	for _, q := range touchThreads(db, dialect, b.ThreadActivity) {
+		add("record thread activity", q)
+	}
+	for _, q := range moveStatuses(db, dialect, b.Statuses) {
+		add("move message statuses", q)
+	}
+	if len(b.Events) > 0 {
+		rows := make([]eventRow, len(b.Events))
+		for i, e := range b.Events {
+			rows[i] = eventRow{ID: e.ID, AccountID: e.AccountID, Type: string(e.Type), ThreadID: nullable(e.ThreadID), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
+		}
+		add("insert events", db.NewInsert().Model(&rows).Returning("NULL"))
+	}
+	if len(b.Deliveries) > 0 {
+		rows := make([]webhookDeliveryRow, len(b.Deliveries))
+		for i, d := range b.Deliveries {
+			rows[i] = webhookDeliveryRow{
+				ID: d.ID, AccountID: d.AccountID, EventID: d.EventID, EventType: string(d.EventType), ThreadID: d.ThreadID,
+				Status: string(d.Status), Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+			}
+		}
+		add("insert webhook deliveries", db.NewInsert().Model(&rows).ExcludeColumn("seq").Returning("NULL"))
+	}
+	if len(b.Emails) > 0 {
+		rows := make([]emailRow, len(b.Emails))
+		for i, e := range b.Emails {
+			rows[i] = emailToRow(e)
+		}
+		add("insert emails", db.NewInsert().Model(&rows).Returning("NULL"))
+	}
+	for _, q := range recordEmailOutcomes(db, dialect, b.EmailOutcomes) {
+		add("record email deliveries", q)
+	}
+	if len(b.Jobs) > 0 {
+		rows := make([]newJobRow, len(b.Jobs))
+		for i, p := range b.Jobs {
+			rows[i] = newJob(p, now)
+		}
+		add("enqueue jobs", db.NewInsert().Model(&rows).Returning("NULL"))
+	}
+	if len(b.Answers) > 0 {
+		rows := make([]idempotencyResponseRow, len(b.Answers))
+		for i, a := range b.Answers {
+			rows[i] = idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
+		}
+		add("record idempotent answers", db.NewInsert().Model(&rows).Returning("NULL"))
+	}
+	return out
+}
+
+// newJobRow is a job as enqueued (its id is the table's identity).
+type newJobRow struct {
+	bun.BaseModel `bun:"table:jobs"`
+	Kind          string         `bun:"kind"`
+	State         string         `bun:"state"`
+	Payload       []byte         `bun:"payload"`
+	MaxAttempts   int            `bun:"max_attempts"`
+	PaceKey       sql.NullString `bun:"pace_key"`
+	AccountID     string         `bun:"account_id"`
+	EndpointKey   sql.NullString `bun:"endpoint_key"`
+	RunAt         int64          `bun:"run_at"`
+	CreatedAt     int64          `bun:"created_at"`
+}
+
+func newJob(p jobs.EnqueueParams, now time.Time) newJobRow {
+	runAt := p.RunAt
+	if runAt.IsZero() {
+		runAt = now
+	}
+	payload := p.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	return newJobRow{
+		Kind: p.Kind, State: string(jobs.StateAvailable), Payload: payload,
+		MaxAttempts: cmp.Or(p.MaxAttempts, jobs.DefaultMaxAttempts),
+		PaceKey:     nullable(p.PaceKey), AccountID: p.AccountID, EndpointKey: nullable(p.EndpointKey),
+		RunAt: micros(runAt), CreatedAt: micros(now),
+	}
+}
+
+// latestByID keeps the last change of each row, in id order, so that
+// concurrent batches changing the same rows lock them in the same order.
+func latestByID[T any](changes []T, id func(T) string) []T {
+	if len(changes) < 2 {
+		return changes
+	}
+	last := make(map[string]int, len(changes))
+	for i, c := range changes {
+		last[id(c)] = i
+	}
+	out := make([]T, 0, len(last))
+	for i, c := range changes {
+		if last[id(c)] == i {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(id(a), id(b)) })
+	return out
+}
+
+// touchThreads moves threads' last activity forward: on Postgres one
+// UPDATE for all, elsewhere one per thread.
+func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity) []*bun.RawQuery {
+	if len(activity) == 0 {
+		return nil
+	}
+	// The newest activity of each thread wins.
+	newest := map[string]writes.ThreadActivity{}
+	for _, a := range activity {
+		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev.At) {
+			newest[a.ThreadID] = a
+		}
+	}
+	kept := latestByID(activity, func(a writes.ThreadActivity) string { return a.ThreadID })
+	for i := range kept {
+		kept[i] = newest[kept[i].ThreadID]
+	}
+	if dialect != Postgres {
+		out := make([]*bun.RawQuery, len(kept))
+		for i, a := range kept {
+			out[i] = db.NewRaw("UPDATE threads SET last_message_at = ?, updated_at = ? WHERE id = ?", a.At, a.At, a.ThreadID)
+		}
+		return out
+	}
+	ids, ats := make([]string, len(kept)), make([]time.Time, len(kept))
+	for i, a := range kept {
+		ids[i], ats[i] = a.ThreadID, a.At
+	}
+	return []*bun.RawQuery{db.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
+		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
+		pgdialect.Array(ids), pgdialect.Array(ats))}
+}
+
+// moveStatuses writes messages' new statuses.
+func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) []*bun.RawQuery {
+	if len(changes) == 0 {
+		return nil
+	}
+	kept := latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID })
+	if dialect != Postgres {
+		out := make([]*bun.RawQuery, len(kept))
+		for i, c := range kept {
+			out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
+		provider_message_id = COALESCE(?, provider_message_id), updated_at = ? WHERE id = ?`,
+				string(c.Status), c.FailureCode, c.FailureText, nullable(c.ProviderMessageID), c.UpdatedAt, c.MessageID)
+		}
+		return out
+	}
+	var id, status, code, text, provider []string
+	var at []time.Time
+	for _, c := range kept {
+		id, status, code, text = append(id, c.MessageID), append(status, string(c.Status)), append(code, c.FailureCode), append(text, c.FailureText)
+		provider, at = append(provider, c.ProviderMessageID), append(at, c.UpdatedAt)
+	}
+	return []*bun.RawQuery{db.NewRaw(`UPDATE messages AS m SET status = u.status,
+		failure_code = u.failure_code, failure_text = u.failure_text,
+		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
+			AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
+		WHERE m.id = u.id`,
+		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(code),
+		pgdialect.Array(text), pgdialect.Array(provider), pgdialect.Array(at))}
+}
+
+// recordEmailOutcomes writes emails' deliveries, to emails still queued.
+func recordEmailOutcomes(db bun.IDB, dialect Dialect, outcomes []email.Email) []*bun.RawQuery {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	kept := latestByID(outcomes, func(e email.Email) string { return e.ID })
+	if dialect != Postgres {
+		out := make([]*bun.RawQuery, len(kept))
+		for i, e := range kept {
+			out[i] = db.NewRaw(`UPDATE emails SET status = ?, reply = ?, failure_code = ?, attempts = ?, sent_at = ?, updated_at = ?
+		WHERE id = ? AND status = ?`,
+				string(e.Status), e.Reply, e.FailureCode, e.Attempts, e.SentAt, e.UpdatedAt, e.ID, string(email.Queued))
+		}
+		return out
+	}
+	var id, status, reply, code, sentAt []string
+	var attempts []int
+	var updatedAt []time.Time
+	for _, e := range kept {
+		id, status, reply, code = append(id, e.ID), append(status, string(e.Status)), append(reply, e.Reply), append(code, e.FailureCode)
+		attempts, updatedAt = append(attempts, e.Attempts), append(updatedAt, e.UpdatedAt)
+		at := "" // NULL
+		if e.SentAt != nil {
+			at = e.SentAt.UTC().Format(time.RFC3339Nano)
+		}
+		sentAt = append(sentAt, at)
+	}
+	return []*bun.RawQuery{db.NewRaw(`UPDATE emails AS e SET status = u.status, reply = u.reply,
+		failure_code = u.failure_code, attempts = u.attempts,
+		sent_at = NULLIF(u.sent_at, '')::timestamptz, updated_at = u.updated_at
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::timestamptz[])
+			AS u(id, status, reply, failure_code, attempts, sent_at, updated_at)
+		WHERE e.id = u.id AND e.status = ?`,
+		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(reply), pgdialect.Array(code),
+		pgdialect.Array(attempts), pgdialect.Array(sentAt), pgdialect.Array(updatedAt), string(email.Queued))}
+}

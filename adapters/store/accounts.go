@@ -44,7 +44,6 @@ func (r *Repos) jobsEnqueued() {
 
 var _ accounts.Repos = (*Repos)(nil)
 
-
 type accountRow struct {
 	bun.BaseModel `bun:"table:accounts"`
 	ID            string    `bun:"id,pk"`

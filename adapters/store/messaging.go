@@ -274,7 +274,6 @@ func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service
 	return row.domain(), nil
 }
 
-
 // RecentMessages returns a thread's newest messages, newest first, if the
 // thread is the account's.
 //

@@ -56,7 +56,7 @@ var messagingModule = fx.Module("messaging",
 			return messaging.NewService(messaging.Deps{
 				// Every event messaging records is fanned out to the
 				// account's webhook in the same commit.
-				Store: caches.Messaging(s), Committer: db, Reactions: hooks, Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
+				Store: caches.Messaging(s), Committer: db, Reactions: hooks, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
 				Recipients: d,
 			})
 		},

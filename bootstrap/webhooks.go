@@ -51,6 +51,7 @@ var webhooksOptions = fx.Options(
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
 	return webhooks.NewService(webhooks.Deps{
 		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),
+		Batched:          db.Batched(),
 		Keys:             k,
 		URLs:             g,
 		PlainHTTPAllowed: plainHTTPAllowed(c.AllowPrivateURLs),

@@ -53,6 +53,7 @@ type DB struct {
 	base       *Repos
 	now        func() time.Time
 	wake       *wakeHub
+	batched    *Batched
 	hooks      preparedHooks
 	shared     *committer
 	listenOnce sync.Once
@@ -201,6 +202,7 @@ func (db *DB) init(opts Options, maxConns int) {
 	}
 	db.shared = newCommitter(db, sharedLeaders, maxSharedBatch, opts.SharedQuorum, opts.SharedStall)
 	db.wake = newWakeHub(db.dialect == Postgres)
+	db.batched = newBatched(db)
 	db.background, db.stop = context.WithCancel(context.Background())
 	db.base.db = db
 	if db.dialect == Postgres {

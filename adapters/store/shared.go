@@ -252,14 +252,24 @@ func (c *committer) run(batch []*sharedUnit) {
 	}
 }
 
-// batchContext returns the context of a batch's transaction: without the
-// units' cancellation, with the latest of their deadlines when all have
-// one.
+// batchContext returns the context of a batch's transaction (see
+// sharedContext).
 func batchContext(live []*sharedUnit) (context.Context, context.CancelFunc) {
-	ctx := context.WithoutCancel(live[0].ctx)
+	ctxs := make([]context.Context, len(live))
+	for i, u := range live {
+		ctxs[i] = u.ctx
+	}
+	return sharedContext(ctxs)
+}
+
+// sharedContext returns the context of work done for several callers:
+// without their cancellation, with the latest of their deadlines when all
+// have one.
+func sharedContext(ctxs []context.Context) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(ctxs[0])
 	var latest time.Time
-	for _, u := range live {
-		d, ok := u.ctx.Deadline()
+	for _, c := range ctxs {
+		d, ok := c.Deadline()
 		if !ok {
 			return ctx, func() {}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -229,4 +230,28 @@ type GroupChange struct {
 // returns ErrNotSupported.
 type GroupProvider interface {
 	ApplyGroupChange(ctx context.Context, c GroupChange) error
+}
+
+// Batched reads what delivering a message needs, many times a second: the
+// store's implementation (store.Batched) serves the reads waiting at one
+// moment with one statement; without one, each read is its own (inline).
+type Batched interface {
+	// Deliverable reads the message messageID with what its delivery
+	// needs (see Repos.MessagesToDeliver); NotFound when the message or
+	// its thread is gone.
+	Deliverable(ctx context.Context, messageID string) (Deliverable, error)
+}
+
+// inline is Batched over the repositories, one statement per read.
+type inline struct{ store Store }
+
+func (i inline) Deliverable(ctx context.Context, messageID string) (Deliverable, error) {
+	found, err := i.store.Repos().MessagesToDeliver(ctx, []string{messageID})
+	if err != nil {
+		return Deliverable{}, err
+	}
+	if len(found) == 0 {
+		return Deliverable{}, failure.NotFound("message")
+	}
+	return found[0], nil
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -46,8 +45,8 @@ type Service struct {
 	log       *slog.Logger
 	// recipients resolves Telegram recipients; nil keeps them as given.
 	recipients RecipientResolver
-	// deliverables reads what concurrent deliveries need in one query.
-	deliverables *batching.Batcher[string, Deliverable]
+	// batched reads what deliveries need.
+	batched Batched
 }
 
 // Deps are what the messaging use cases are built from.
@@ -57,6 +56,9 @@ type Deps struct {
 	Committer writes.Committer
 	// Reactions, when set, add other features' writes about events.
 	Reactions Reactions
+	// Batched, when set, reads what deliveries need, batched; else each
+	// read is a statement of Store's.
+	Batched   Batched
 	Providers Providers
 	Opener    Opener
 	URLs      URLChecker
@@ -80,19 +82,10 @@ func NewService(d Deps) *Service {
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
 	s := &Service{store: d.Store, committer: d.Committer, reactions: d.Reactions, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
-	s.deliverables = batching.New(maxDeliveryBatch, s.readDeliverables)
-	return s
-}
-
-// maxDeliveryBatch bounds the messages one delivery read serves.
-const maxDeliveryBatch = 500
-
-func (s *Service) readDeliverables(ctx context.Context, ids []string) ([]batching.Result[Deliverable], error) {
-	found, err := s.store.Repos().MessagesToDeliver(ctx, ids)
-	if err != nil {
-		return nil, err
+	if s.batched = d.Batched; s.batched == nil {
+		s.batched = inline{store: d.Store}
 	}
-	return batching.Align(ids, found, func(d Deliverable) string { return d.Message.ID }, error(failure.NotFound("message"))), nil
+	return s
 }
 
 // SendInput is an individual send.
@@ -347,7 +340,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("delivery payload: %w", err))
 	}
-	d, err := s.deliverables.Do(ctx, p.MessageID)
+	d, err := s.batched.Deliverable(ctx, p.MessageID)
 	if failure.Is(err, failure.KindNotFound) {
 		return nil // deleted with its account
 	}

@@ -26,7 +26,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		return jobs.Permanent(fmt.Errorf("webhook delivery payload: %w", err))
 	}
 	r := s.store.Repos()
-	sendable, err := s.sendables.Do(ctx, p.DeliveryID)
+	sendable, err := s.batched.Sendable(ctx, p.DeliveryID)
 	if failure.Is(err, failure.KindNotFound) {
 		return nil // deleted with its account
 	}
@@ -66,7 +66,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		now := s.now()
 		d.Attempts++
 		d.Status, d.LastStatusCode, d.LastError, d.UpdatedAt = webhook.Succeeded, res.StatusCode, "", now
-		return s.recordSuccess(ctx, d, webhook.Attempt{At: started, StatusCode: res.StatusCode, Latency: latency, Response: printable(res.Body)})
+		return s.batched.RecordSuccess(ctx, LoggedSuccess{Delivery: d, Attempt: webhook.Attempt{At: started, StatusCode: res.StatusCode, Latency: latency, Response: printable(res.Body)}})
 	}
 	return s.record(ctx, d, res, sendErr, started, latency)
 }

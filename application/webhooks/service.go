@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/batching"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -48,10 +47,8 @@ type Service struct {
 	timeout      time.Duration
 	orderWait    time.Duration
 	log          *slog.Logger
-	// successes and sendables group concurrent deliveries' writes and
-	// reads (batch.go).
-	successes *batching.Batcher[success, struct{}]
-	sendables *batching.Batcher[string, Sendable]
+	// batched serves the hot reads and writes (hot.go).
+	batched Batched
 	// opened keeps endpoints' opened secrets by account (signer).
 	openedMu sync.Mutex
 	opened   map[string]*openedEndpoint
@@ -60,8 +57,11 @@ type Service struct {
 // Deps are what the webhook use cases are built from.
 type Deps struct {
 	Store Store
-	Keys  Keyring
-	URLs  URLChecker
+	// Batched, when set, serves the fan-out's and the attempts' hot reads
+	// and writes, batched; else each is a statement of Store's.
+	Batched Batched
+	Keys    Keyring
+	URLs    URLChecker
 	// PlainHTTPAllowed says whether a host may be called over plain http
 	// (hosts in the operator's allowed private ranges).
 	PlainHTTPAllowed func(host string) bool
@@ -104,7 +104,10 @@ func NewService(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.successes, s.sendables = s.newSuccessBatch(), s.newSendableLoader()
+	s.batched = d.Batched
+	if s.batched == nil {
+		s.batched = inline{store: d.Store}
+	}
 	return s
 }
 
@@ -326,7 +329,7 @@ func (s *Service) React(ctx context.Context, b *writes.Batch) error {
 	for _, e := range b.Events {
 		ep, read := endpoints[e.AccountID]
 		if !read {
-			rec, err := s.store.Repos().WebhookEndpoint(ctx, e.AccountID)
+			rec, err := s.batched.WebhookEndpoint(ctx, e.AccountID)
 			switch {
 			case err == nil:
 				ep = &rec.Endpoint

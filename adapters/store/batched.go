@@ -99,7 +99,7 @@ func (b *Batched) Deliverable(ctx context.Context, messageID string) (appmessagi
 // webhookEndpoints reads the endpoints of the accounts ids that have one.
 func (r *Repos) webhookEndpoints(ctx context.Context, ids []string) ([]webhooks.Record, error) {
 	var rows []webhookEndpointRow
-	if err := r.read.NewRaw("SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id IN (?)", bun.In(ids)).Scan(ctx, &rows); err != nil {
+	if err := r.read.NewRaw("SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "webhook")
 	}
 	out := make([]webhooks.Record, len(rows))

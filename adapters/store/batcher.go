@@ -63,13 +63,6 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) (Out, error) {
 	}
 }
 
-// waiting reports the calls queued for a batch now.
-func (b *batcher[In, Out]) waiting() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.pending)
-}
-
 // drain runs batches until the queue is empty.
 func (b *batcher[In, Out]) drain() {
 	for {

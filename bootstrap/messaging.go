@@ -19,7 +19,6 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/channels"
 	"github.com/switchboard-dev/switchboard/application/messaging"
-	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
@@ -52,11 +51,9 @@ var messagingModule = fx.Module("messaging",
 		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
 			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}
 		},
-		func(db *store.DB, s messaging.Store, caches *cache.Caches, hooks *webhooks.Service, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
+		func(db *store.DB, s messaging.Store, caches *cache.Caches, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
 			return messaging.NewService(messaging.Deps{
-				// Every event messaging records is fanned out to the
-				// account's webhook in the same commit.
-				Store: caches.Messaging(s), Committer: db, Reactions: hooks, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
+				Store: caches.Messaging(s), Committer: db, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
 				Recipients: d,
 			})
 		},

@@ -19,9 +19,9 @@ import (
 )
 
 // webhooksOptions wires the webhook use cases: their store, the signed
-// sender on the SSRF-safe client, the delivery job kind and the REST
-// routes. (Messaging takes the service as its Reactions: see
-// messagingModule.)
+// sender on the SSRF-safe client, the delivery job kind, the REST routes,
+// and the fan-out: the service is the write pipeline's Reactions, so every
+// event committed gets its deliveries in the same commit.
 var webhooksOptions = fx.Options(
 	fx.Module("webhooks",
 		fx.Provide(
@@ -40,6 +40,7 @@ var webhooksOptions = fx.Options(
 			}, fx.ResultTags(runner.KindGroup)),
 		),
 	),
+	fx.Invoke(func(db *store.DB, s *webhooks.Service) { db.SetReactions(s) }),
 	// The REST routes are built elsewhere; this adds the webhooks to them.
 	fx.Decorate(func(d rest.Deps, s *webhooks.Service) rest.Deps {
 		d.Webhooks = s

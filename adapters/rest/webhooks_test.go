@@ -92,8 +92,9 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
 		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})
+	db.SetReactions(hooks)
 	svc := messaging.NewService(messaging.Deps{
-		Committer: db, Reactions: hooks, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},
 		Opener:    acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet,
 	})

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 
-	"github.com/uptrace/bun"
-
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -24,7 +22,6 @@ var (
 // the calls waiting at one moment share one statement (a lone call runs
 // at once, alone).
 type Batched struct {
-	endpoints    *batcher[string, webhooks.Record]
 	sendables    *batcher[string, webhooks.Sendable]
 	successes    *batcher[webhooks.LoggedSuccess, struct{}]
 	deliverables *batcher[string, appmessaging.Deliverable]
@@ -33,13 +30,6 @@ type Batched struct {
 func newBatched(db *DB) *Batched {
 	r := db.base
 	return &Batched{
-		endpoints: newBatcher(maxBatched, func(ctx context.Context, ids []string) ([]result[webhooks.Record], error) {
-			found, err := r.webhookEndpoints(ctx, ids)
-			if err != nil {
-				return nil, err
-			}
-			return align(ids, found, func(rec webhooks.Record) string { return rec.Endpoint.AccountID }, error(failure.NotFound("webhook"))), nil
-		}),
 		sendables: newBatcher(maxBatched, func(ctx context.Context, ids []string) ([]result[webhooks.Sendable], error) {
 			found, err := r.DeliveriesToSend(ctx, ids)
 			if err != nil {
@@ -72,11 +62,6 @@ func newBatched(db *DB) *Batched {
 // Batched returns the database's batched reads and writes.
 func (db *DB) Batched() *Batched { return db.batched }
 
-// WebhookEndpoint reads an account's endpoint; NotFound when it has none.
-func (b *Batched) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
-	return b.endpoints.do(ctx, accountID)
-}
-
 // Sendable reads what an attempt of a delivery needs; NotFound when the
 // delivery is gone.
 func (b *Batched) Sendable(ctx context.Context, deliveryID string) (webhooks.Sendable, error) {
@@ -94,17 +79,4 @@ func (b *Batched) RecordSuccess(ctx context.Context, s webhooks.LoggedSuccess) e
 // message or its thread is gone.
 func (b *Batched) Deliverable(ctx context.Context, messageID string) (appmessaging.Deliverable, error) {
 	return b.deliverables.do(ctx, messageID)
-}
-
-// webhookEndpoints reads the endpoints of the accounts ids that have one.
-func (r *Repos) webhookEndpoints(ctx context.Context, ids []string) ([]webhooks.Record, error) {
-	var rows []webhookEndpointRow
-	if err := r.read.NewRaw("SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
-		return nil, translate(err, "webhook")
-	}
-	out := make([]webhooks.Record, len(rows))
-	for i, row := range rows {
-		out[i] = row.record()
-	}
-	return out, nil
 }

@@ -55,13 +55,29 @@ func (db *DB) Commit(ctx context.Context, b writes.Batch) error {
 	return db.shared.commit(ctx, b)
 }
 
-// WriteBatch writes b in r's transaction (or, outside one, atomically on
-// its own), for use cases whose decision reads inside a transaction.
+// SetReactions makes every batch with events go through reactions before
+// it is written (writes.Reactions). Set it once, before the first commit.
+func (db *DB) SetReactions(reactions writes.Reactions) { db.reactions = reactions }
+
+// react adds the reactions' writes to b.
+func (db *DB) react(ctx context.Context, b *writes.Batch) error {
+	if db.reactions == nil || len(b.Events) == 0 {
+		return nil
+	}
+	return db.reactions.React(ctx, b)
+}
+
+// WriteBatch writes b, with its reactions, in r's transaction (or, outside
+// one, atomically on its own), for use cases whose decision reads inside a
+// transaction.
 func (r *Repos) WriteBatch(ctx context.Context, b writes.Batch) error {
 	if r.tx == nil {
 		return r.db.commitAlone(ctx, b)
 	}
 	if err := checkBatch(b); err != nil {
+		return err
+	}
+	if err := r.db.react(ctx, &b); err != nil {
 		return err
 	}
 	for _, s := range batchStatements(r.write, r.dialect, b, r.clock()) {
@@ -75,11 +91,19 @@ func (r *Repos) WriteBatch(ctx context.Context, b writes.Batch) error {
 	return nil
 }
 
-// commitAlone writes b atomically, alone.
+// commitAlone writes b with its reactions atomically, alone.
 func (db *DB) commitAlone(ctx context.Context, b writes.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return err
 	}
+	if err := db.react(ctx, &b); err != nil {
+		return err
+	}
+	return db.writeBatch(ctx, b)
+}
+
+// writeBatch writes b atomically (its reactions already in it).
+func (db *DB) writeBatch(ctx context.Context, b writes.Batch) error {
 	statements := batchStatements(db.write, db.dialect, b, db.now())
 	if len(statements) == 0 {
 		return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -54,6 +55,9 @@ type DB struct {
 	now        func() time.Time
 	wake       *wakeHub
 	batched    *Batched
+	// reactions add to every batch what other features do about its
+	// events (SetReactions).
+	reactions  writes.Reactions
 	hooks      preparedHooks
 	shared     *committer
 	listenOnce sync.Once

@@ -226,10 +226,14 @@ func (c *committer) run(batch []*sharedUnit) {
 	}
 	// Cancelling one caller must not abort the others' work, so the
 	// transaction has no caller's cancellation, but it ends by the latest
-	// of their deadlines: past it, nobody waits for its outcome.
+	// of their deadlines: past it, nobody waits for its outcome. The
+	// reactions run once, for the merged batch.
 	ctx, cancel := batchContext(live)
 	defer cancel()
-	err := c.db.commitAlone(ctx, merged)
+	err := c.db.react(ctx, &merged)
+	if err == nil {
+		err = c.db.writeBatch(ctx, merged)
+	}
 	if err != nil && failure.Is(err, failure.KindUnavailable) {
 		// The database is away or its answer was lost: the batch may have
 		// committed, and writing the batches again could do their work

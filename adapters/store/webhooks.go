@@ -425,3 +425,16 @@ func (r *Repos) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery {
 		pgdialect.Array(ids), pgdialect.Array(statuses), pgdialect.Array(attempts), pgdialect.Array(codes),
 		pgdialect.Array(errs), pgdialect.Array(next), pgdialect.Array(updated))
 }
+
+// WebhookEndpoints reads the endpoints of the accounts ids that have one.
+func (r *Repos) WebhookEndpoints(ctx context.Context, ids []string) ([]webhooks.Record, error) {
+	var rows []webhookEndpointRow
+	if err := r.read.NewRaw("SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
+		return nil, translate(err, "webhook")
+	}
+	out := make([]webhooks.Record, len(rows))
+	for i, row := range rows {
+		out[i] = row.record()
+	}
+	return out, nil
+}

@@ -27,27 +27,14 @@ func outboundThreadType(m messaging.Message) messaging.ThreadType {
 	return messaging.Individual
 }
 
-// commit writes b through the committer, with what other features do
-// about its events (Reactions).
+// commit writes b through the committer, which adds what other features
+// do about its events (writes.Reactions: the webhook deliveries).
 func (s *Service) commit(ctx context.Context, b writes.Batch) error {
-	if err := s.react(ctx, &b); err != nil {
-		return err
-	}
 	return s.committer.Commit(ctx, b)
 }
 
-// write writes b in the transaction of r, with what other features do
-// about its events, for the use cases that decide inside a transaction.
+// write writes b in the transaction of r, as commit does, for the use
+// cases that decide inside a transaction.
 func (s *Service) write(ctx context.Context, r Repos, b writes.Batch) error {
-	if err := s.react(ctx, &b); err != nil {
-		return err
-	}
 	return r.WriteBatch(ctx, b)
-}
-
-func (s *Service) react(ctx context.Context, b *writes.Batch) error {
-	if s.reactions == nil || len(b.Events) == 0 {
-		return nil
-	}
-	return s.reactions.React(ctx, b)
 }

@@ -103,14 +103,6 @@ type Store interface {
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
 
-// Reactions add to a batch, before it is written, what other features do
-// about its events: the webhook feature adds a delivery and its job for
-// each event an account's endpoint subscribes to (webhooks.Service). Every
-// batch with events goes through them (Service.commit, Service.write).
-type Reactions interface {
-	React(ctx context.Context, b *writes.Batch) error
-}
-
 // Outbound is a message handed to a channel provider.
 type Outbound struct {
 	MessageID string

@@ -36,7 +36,6 @@ var DeliveryBackoff = jobs.ExponentialBackoff(time.Second, 5*time.Minute)
 type Service struct {
 	store     Store
 	committer writes.Committer
-	reactions Reactions
 	providers Providers
 	opener    Opener
 	urls      URLChecker
@@ -54,8 +53,6 @@ type Deps struct {
 	Store Store
 	// Committer writes what sends and deliveries decide.
 	Committer writes.Committer
-	// Reactions, when set, add other features' writes about events.
-	Reactions Reactions
 	// Batched, when set, reads what deliveries need, batched; else each
 	// read is a statement of Store's.
 	Batched   Batched
@@ -81,7 +78,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, committer: d.Committer, reactions: d.Reactions, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
+	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
 	if s.batched = d.Batched; s.batched == nil {
 		s.batched = inline{store: d.Store}
 	}

@@ -7,14 +7,11 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
-// Batched is what the fan-out of every event and every delivery attempt
-// read and write, many times a second: the store's implementation
-// (store.Batched) serves the calls waiting at one moment with one
-// statement; without one, each call is its own (inline).
+// Batched is what every delivery attempt reads and writes, many times a
+// second: the store's implementation (store.Batched) serves the calls
+// waiting at one moment with one statement; without one, each call is its
+// own (inline).
 type Batched interface {
-	// WebhookEndpoint reads an account's endpoint; NotFound when it has
-	// none.
-	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
 	// Sendable reads what an attempt of a delivery needs (see
 	// Repos.DeliveriesToSend); NotFound when the delivery is gone.
 	Sendable(ctx context.Context, deliveryID string) (Sendable, error)
@@ -31,10 +28,6 @@ type LoggedSuccess struct {
 
 // inline is Batched over the repositories, one statement per call.
 type inline struct{ store Store }
-
-func (i inline) WebhookEndpoint(ctx context.Context, accountID string) (Record, error) {
-	return i.store.Repos().WebhookEndpoint(ctx, accountID)
-}
 
 func (i inline) Sendable(ctx context.Context, deliveryID string) (Sendable, error) {
 	found, err := i.store.Repos().DeliveriesToSend(ctx, []string{deliveryID})

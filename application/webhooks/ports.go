@@ -24,6 +24,9 @@ type Record struct {
 type FanoutRepos interface {
 	// WebhookEndpoint reads an account's endpoint; NotFound when it has none.
 	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
+	// WebhookEndpoints reads the endpoints of those of the accounts that
+	// have one, in one query.
+	WebhookEndpoints(ctx context.Context, accountIDs []string) ([]Record, error)
 	InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
 }

@@ -321,24 +321,33 @@ func (s *Service) Test(ctx context.Context, accountID string, answer *idempotenc
 
 // React adds to b, for each of its events that the account's endpoint is
 // enabled and subscribed to, a pending delivery and its job, so that the
-// event and its delivery commit together (messaging.Reactions). The
-// endpoints are read as they are now; an attempt reads its endpoint again
-// and sends nothing to one disabled since.
+// event and its delivery commit together (writes.Reactions: the committer
+// runs it on every batch). The endpoints are read as they are now, one
+// query for the batch; an attempt reads its endpoint again and sends
+// nothing to one disabled since.
 func (s *Service) React(ctx context.Context, b *writes.Batch) error {
-	endpoints := map[string]*webhook.Endpoint{}
+	if len(b.Events) == 0 {
+		return nil
+	}
+	var accounts []string
+	seen := map[string]bool{}
 	for _, e := range b.Events {
-		ep, read := endpoints[e.AccountID]
-		if !read {
-			rec, err := s.batched.WebhookEndpoint(ctx, e.AccountID)
-			switch {
-			case err == nil:
-				ep = &rec.Endpoint
-			case !failure.Is(err, failure.KindNotFound):
-				return err
-			}
-			endpoints[e.AccountID] = ep
+		if !seen[e.AccountID] {
+			seen[e.AccountID] = true
+			accounts = append(accounts, e.AccountID)
 		}
-		if ep == nil || !ep.Enabled || !ep.Subscribed(e.Type) {
+	}
+	recs, err := s.store.Repos().WebhookEndpoints(ctx, accounts)
+	if err != nil {
+		return err
+	}
+	endpoints := make(map[string]webhook.Endpoint, len(recs))
+	for _, rec := range recs {
+		endpoints[rec.Endpoint.AccountID] = rec.Endpoint
+	}
+	for _, e := range b.Events {
+		ep, ok := endpoints[e.AccountID]
+		if !ok || !ep.Enabled || !ep.Subscribed(e.Type) {
 			continue
 		}
 		d := s.newDelivery(e)

@@ -99,6 +99,16 @@ type Committer interface {
 	Commit(ctx context.Context, b Batch) error
 }
 
+// Reactions add to a batch, before it is written, what other features
+// do about its events: the webhook feature adds a delivery and its job
+// for each event an account's endpoint subscribes to
+// (webhooks.Service.React). A Committer, and a transaction's WriteBatch,
+// run them on every batch with events, so no event can miss them; a
+// batch merged from concurrent callers' runs them once.
+type Reactions interface {
+	React(ctx context.Context, b *Batch) error
+}
+
 // Answering is the answer that c records for result: none when c is nil
 // (a request without an Idempotency-Key).
 func Answering[T any](c *idempotency.Completion[T], result T) []Answer {

@@ -51,16 +51,7 @@ func URL(t testing.TB, dialect store.Dialect) string {
 	t.Helper()
 	switch dialect {
 	case store.SQLite:
-		u := "sqlite:" + filepath.Join(t.TempDir(), "test.db")
-		db, err := store.Open(context.Background(), u, store.Options{})
-		if err != nil {
-			t.Fatalf("open sqlite: %v", err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(context.Background()); err != nil {
-			t.Fatalf("migrate sqlite: %v", err)
-		}
-		return u
+		return freshSQLite(t)
 	case store.Postgres:
 		return freshPostgres(t)
 	}
@@ -84,6 +75,54 @@ func PostgresURL() string {
 		return u
 	}
 	return DefaultPostgresURL
+}
+
+var (
+	sqliteOnce     sync.Once
+	sqliteTemplate []byte
+	sqliteErr      error
+)
+
+// freshSQLite copies a migrated database file, made once per test
+// process, into the test's temp dir: migrating each test's file anew was
+// a good part of the suite's time.
+func freshSQLite(t testing.TB) string {
+	t.Helper()
+	sqliteOnce.Do(func() { sqliteTemplate, sqliteErr = migratedSQLite() })
+	if sqliteErr != nil {
+		t.Fatalf("migrate sqlite: %v", sqliteErr)
+	}
+	path := filepath.Join(t.TempDir(), "test.db")
+	if err := os.WriteFile(path, sqliteTemplate, 0o600); err != nil {
+		t.Fatalf("copy sqlite template: %v", err)
+	}
+	return "sqlite:" + path
+}
+
+// migratedSQLite returns the bytes of a freshly migrated, closed database.
+func migratedSQLite() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "swb-sqlite-template-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "template.db")
+	db, err := store.Open(context.Background(), "sqlite:"+path, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(context.Background()); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	// Closing checkpoints the write-ahead log into the file.
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		return nil, fmt.Errorf("the template's write-ahead log outlived its close")
+	}
+	return os.ReadFile(path)
 }
 
 var (

@@ -15,8 +15,10 @@ build:
 	$(GO) build -o $(BIN) ./cmd/switchboard
 
 ## test: the whole suite with the race detector, SQLite and Postgres
+# Most tests wait on a database or a socket: eight at a time per package
+# keep two CPUs busy where the default (one per CPU) left them idle.
 test:
-	$(WITH_PG) $(GO) test -race -count=1 -timeout 20m ./...
+	$(WITH_PG) $(GO) test -race -count=1 -parallel 8 -timeout 20m ./...
 
 ## bench: ratios against same-run baselines (see bench/README.md); BENCH_FLAGS="-database postgres"
 bench:

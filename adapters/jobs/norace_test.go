@@ -1,0 +1,6 @@
+//go:build !race
+
+package jobs_test
+
+// raceDetector: see race_test.go.
+const raceDetector = false

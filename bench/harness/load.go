@@ -9,9 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +53,8 @@ func Post(url string, header http.Header, body []byte) RequestFunc {
 //
 // Its client is chosen to match the baseline's. Against pgbench, whose C client spends
 // a few microseconds per transaction, a lean client (NewLeanHTTPLoad): each worker
-// owns one HTTP/1.1 connection and writes its request and reads the answer itself,
-// as wrk does (see clientConn), rather than through
+// owns one HTTP/1.1 connection and writes its request and reads the answer on it
+// with net/http's framing (see clientConn), rather than through
 // http.Transport, whose two goroutines per connection cost about 40 µs of CPU per
 // request, CPU the 2-core machine then takes from the server under test. Against the
 // hello-world server, both sides are driven by the same client (NewHTTPLoad,
@@ -104,7 +102,8 @@ func NewRotatingHTTPLoad(workers int, reqs []*http.Request) (*HTTPLoad, error) {
 		if req.URL.Host != l.rotation.addr || req.Method == http.MethodHead {
 			return nil, fmt.Errorf("rotating load: %s %s is not a request to %s with an answer body", req.Method, req.URL, l.rotation.addr)
 		}
-		wire, err := appendRequest(nil, req)
+		var buf bytes.Buffer
+		wire, err := renderRequest(&buf, req)
 		if err != nil {
 			return nil, err
 		}
@@ -137,17 +136,16 @@ type rotation struct {
 // requestTimeout bounds one request and its answer.
 const requestTimeout = 10 * time.Second
 
-// clientConn is one worker's connection. It speaks HTTP/1.1 itself, as wrk does:
-// a request is rendered into wire, reused between requests, and written in one
-// call; an answer is read for its status and framing only (Content-Length,
-// chunked, or until close) and its body discarded. net/http's Request.Write and
-// ReadResponse cost the 2-core machine about 10 µs of CPU per request more, CPU
-// then taken from the server under test.
+// clientConn is one worker's connection. The worker writes its request and
+// reads the answer on it itself, with net/http's own framing
+// (Request.Write, ReadResponse), so no goroutine hand-off per request
+// (http.Transport's) is charged to the machine the server is measured on.
 type clientConn struct {
 	addr string
 	c    net.Conn
 	br   *bufio.Reader
-	wire []byte
+	// wire is reused to render requests into.
+	wire bytes.Buffer
 	// deadline is the connection's deadline; it is moved only when less than
 	// half of requestTimeout is left, not before every request.
 	deadline time.Time
@@ -162,19 +160,26 @@ func (c *clientConn) close() {
 
 // roundTrip sends req and reads the answer to its end; see send.
 func (c *clientConn) roundTrip(req *http.Request) (int, error) {
-	wire, err := appendRequest(c.wire[:0], req)
+	wire, err := renderRequest(&c.wire, req)
 	if err != nil {
 		return 0, err
 	}
-	c.wire = wire
-	return c.send(req.Context(), req.URL.Host, wire, req.Method == http.MethodHead)
+	return c.send(req.Context(), req.URL.Host, wire, req.Method)
 }
 
-// send writes the rendered request wire to addr and reads the answer to its end
-// (head: the request was a HEAD, whose answer has no body), dialing first when the
-// connection is closed or to another address; a connection that failed or that the
-// server closes is dropped.
-func (c *clientConn) send(ctx context.Context, addr string, wire []byte, head bool) (int, error) {
+// renderRequest renders req as net/http writes it, into buf.
+func renderRequest(buf *bytes.Buffer, req *http.Request) ([]byte, error) {
+	buf.Reset()
+	if err := req.Write(buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// send writes the rendered request wire to addr and reads the answer to its end,
+// dialing first when the connection is closed or to another address; a connection
+// that failed or that the server closes is dropped.
+func (c *clientConn) send(ctx context.Context, addr string, wire []byte, method string) (int, error) {
 	if c.c != nil && c.addr != addr {
 		c.close()
 	}
@@ -196,128 +201,30 @@ func (c *clientConn) send(ctx context.Context, addr string, wire []byte, head bo
 		_ = c.c.SetDeadline(deadline)
 		c.deadline = deadline
 	}
-	status, err := c.exchange(wire, head)
+	status, err := c.exchange(wire, method)
 	if err != nil {
 		c.close()
 	}
 	return status, err
 }
 
-func (c *clientConn) exchange(wire []byte, head bool) (int, error) {
+func (c *clientConn) exchange(wire []byte, method string) (int, error) {
 	if _, err := c.c.Write(wire); err != nil {
 		return 0, err
 	}
-	status, closeAfter, err := readAnswer(c.br, head)
+	res, err := http.ReadResponse(c.br, &http.Request{Method: method})
 	if err != nil {
 		return 0, err
 	}
-	if closeAfter {
+	_, err = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return 0, err
+	}
+	if res.Close {
 		c.close()
 	}
-	return status, nil
-}
-
-// appendRequest renders req as an HTTP/1.1 request with its body.
-func appendRequest(b []byte, req *http.Request) ([]byte, error) {
-	host := req.Host
-	if host == "" {
-		host = req.URL.Host
-	}
-	b = append(b, req.Method...)
-	b = append(b, ' ')
-	b = append(b, req.URL.RequestURI()...)
-	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, host...)
-	b = append(b, "\r\n"...)
-	for name, values := range req.Header {
-		for _, v := range values {
-			b = append(b, name...)
-			b = append(b, ": "...)
-			b = append(b, v...)
-			b = append(b, "\r\n"...)
-		}
-	}
-	if req.Body == nil || req.Body == http.NoBody {
-		return append(b, "\r\n"...), nil
-	}
-	body, err := io.ReadAll(req.Body)
-	_ = req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, "Content-Length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	b = append(b, "\r\n\r\n"...)
-	return append(b, body...), nil
-}
-
-// readAnswer reads one answer: its status, and whether the server closes the
-// connection after it. The body is read to its end and dropped.
-func readAnswer(br *bufio.Reader, head bool) (status int, closeAfter bool, err error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		return 0, false, err
-	}
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return 0, false, fmt.Errorf("malformed status line %q", line)
-	}
-	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
-		return 0, false, fmt.Errorf("malformed status line %q", line)
-	}
-	length, chunked := int64(-1), false
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return 0, false, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return 0, false, fmt.Errorf("malformed header line %q", line)
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
-				return 0, false, fmt.Errorf("malformed Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(value, []byte("chunked"))
-		case bytes.EqualFold(name, []byte("Connection")):
-			closeAfter = bytes.EqualFold(value, []byte("close"))
-		}
-	}
-	switch {
-	case head || status == http.StatusNoContent || status == http.StatusNotModified || status/100 == 1:
-	case chunked:
-		_, err = io.Copy(io.Discard, httputil.NewChunkedReader(br))
-		if err == nil {
-			err = skipTrailer(br)
-		}
-	case length >= 0:
-		_, err = br.Discard(int(length))
-	default:
-		// Neither length nor chunks: the body runs to the end of the connection.
-		_, err = io.Copy(io.Discard, br)
-		closeAfter = true
-	}
-	return status, closeAfter, err
-}
-
-// skipTrailer reads a chunked body's trailer up to its empty line.
-func skipTrailer(br *bufio.Reader) error {
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			return nil
-		}
-	}
+	return res.StatusCode, nil
 }
 
 // Run is a Slice: it drives the load for about d. Only 2xx answers count as
@@ -451,7 +358,7 @@ func (l *HTTPLoad) do(ctx context.Context, worker int) (status int, latency time
 	if l.rotation != nil {
 		wire := l.rotation.wires[l.rotation.next.Add(1)%uint64(len(l.rotation.wires))]
 		t0 := time.Now()
-		status, err = l.conn(worker).send(ctx, l.rotation.addr, wire, false)
+		status, err = l.conn(worker).send(ctx, l.rotation.addr, wire, http.MethodPost)
 		return status, time.Since(t0), err
 	}
 	req, err := l.newRequest(ctx)

@@ -71,9 +71,6 @@ func (k *Keyring) Hash(purpose, value string) []byte {
 	return sum
 }
 
-// Equal compares two hashes in constant time.
-func Equal(a, b []byte) bool { return hmac.Equal(a, b) }
-
 // sealVersion prefixes every ciphertext so the format can change later.
 const sealVersion = 1
 

@@ -12,20 +12,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
-// credentialAnswer is a credential lookup's answer: found, unknown
-// (NotFound, kept like a found key so that an unknown key presented again
-// costs what a known one costs), or failed (not kept).
-type credentialAnswer struct {
-	credential account.Credential
-	err        error
-}
-
-// holdingsAnswer is what an account owns at one version.
-type holdingsAnswer struct {
-	holdings accounts.Holdings
-	err      error
-}
-
 // Accounts decorates the account use cases' store with the credential
 // and holdings caches, and forgets kept sending numbers when a number
 // changes through it.
@@ -84,14 +70,13 @@ func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte) 
 	if r.inTx != nil {
 		return r.Repos.CredentialByKeyHash(ctx, keyHash)
 	}
-	a, err := r.c.credentials.get(ctx, string(keyHash), func(ctx context.Context) credentialAnswer {
-		c, err := r.Repos.CredentialByKeyHash(ctx, keyHash)
-		return credentialAnswer{c, err}
-	}, func(a credentialAnswer) bool { return a.err == nil || failure.Is(a.err, failure.KindNotFound) })
-	if err != nil {
-		return account.Credential{}, err
-	}
-	return a.credential, a.err
+	// An unknown key is kept like a found one: presented again, it costs
+	// what a known key costs.
+	return r.c.credentials.get(ctx, string(keyHash), func(ctx context.Context) (account.Credential, error) {
+		return r.Repos.CredentialByKeyHash(ctx, keyHash)
+	}, func(a answer[account.Credential]) bool {
+		return a.err == nil || failure.Is(a.err, failure.KindNotFound)
+	})
 }
 
 // RevokeCredential revokes, then forgets the key.
@@ -135,14 +120,9 @@ func (r accountsRepos) Holdings(ctx context.Context, a account.Account) (account
 		return r.Repos.Holdings(ctx, a)
 	}
 	key := a.ID + "@" + strconv.FormatInt(a.Version, 10)
-	h, err := r.c.holdings.get(ctx, key, func(ctx context.Context) holdingsAnswer {
-		h, err := r.Repos.Holdings(ctx, a)
-		return holdingsAnswer{h, err}
-	}, func(h holdingsAnswer) bool { return h.err == nil })
-	if err != nil {
-		return accounts.Holdings{}, err
-	}
-	return h.holdings, h.err
+	return r.c.holdings.get(ctx, key, func(ctx context.Context) (accounts.Holdings, error) {
+		return r.Repos.Holdings(ctx, a)
+	}, found)
 }
 
 // changed applies a change at once outside a transaction, and after it

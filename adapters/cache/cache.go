@@ -26,17 +26,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 )
 
 // Caches holds the caches one process shares between its decorators.
 type Caches struct {
-	credentials *table[credentialAnswer]
-	holdings    *table[holdingsAnswer]
-	numbers     *table[numberAnswer]
-	threads     *table[threadAnswer]
-	senders     *table[senderAnswer]
+	credentials *table[account.Credential]
+	holdings    *table[accounts.Holdings]
+	numbers     *table[account.Number]
+	threads     *table[messaging.Thread]
+	senders     *table[account.EmailAddress]
 }
 
 // Options size the caches.
@@ -57,11 +61,11 @@ func New(o Options) *Caches {
 		o.MaxEntries = DefaultMaxEntries
 	}
 	return &Caches{
-		credentials: newTable[credentialAnswer](o),
-		holdings:    newTable[holdingsAnswer](o),
-		numbers:     newTable[numberAnswer](o),
-		threads:     newTable[threadAnswer](o),
-		senders:     newTable[senderAnswer](o),
+		credentials: newTable[account.Credential](o),
+		holdings:    newTable[accounts.Holdings](o),
+		numbers:     newTable[account.Number](o),
+		threads:     newTable[messaging.Thread](o),
+		senders:     newTable[account.EmailAddress](o),
 	}
 }
 
@@ -69,9 +73,19 @@ func New(o Options) *Caches {
 // it, which may leave before the others waiting for it.
 const loadTimeout = 10 * time.Second
 
+// answer is a read's answer as kept: its value, or its error (an unknown
+// key's NotFound may be kept too).
+type answer[V any] struct {
+	value V
+	err   error
+}
+
+// found keeps only answers that found a value.
+func found[V any](a answer[V]) bool { return a.err == nil }
+
 // table is one cache: answers by key, each kept until its TTL.
 type table[V any] struct {
-	entries *expirable.LRU[string, V]
+	entries *expirable.LRU[string, answer[V]]
 	loads   singleflight.Group
 	// generation moves on at every forget: a read that began before it
 	// may have seen the forgotten state, and is not kept.
@@ -82,32 +96,34 @@ func newTable[V any](o Options) *table[V] {
 	if o.TTL <= 0 {
 		return nil
 	}
-	return &table[V]{entries: expirable.NewLRU[string, V](o.MaxEntries, nil, o.TTL)}
+	return &table[V]{entries: expirable.NewLRU[string, answer[V]](o.MaxEntries, nil, o.TTL)}
 }
 
-// get returns key's kept answer, or loads it; keep says whether a loaded
-// answer may be kept. A nil table keeps nothing. A caller whose ctx ends
+// get returns key's kept answer, or reads it; keep says whether an answer
+// read may be kept. A nil table keeps nothing. A caller whose ctx ends
 // stops waiting; the read it shares goes on for the others.
-func (t *table[V]) get(ctx context.Context, key string, load func(ctx context.Context) V, keep func(V) bool) (V, error) {
+func (t *table[V]) get(ctx context.Context, key string, read func(ctx context.Context) (V, error), keep func(answer[V]) bool) (V, error) {
 	if t == nil {
-		return load(ctx), nil
+		return read(ctx)
 	}
-	if v, ok := t.entries.Get(key); ok {
-		return v, nil
+	if a, ok := t.entries.Get(key); ok {
+		return a.value, a.err
 	}
 	generation := t.generation.Load()
 	shared := t.loads.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		defer cancel()
-		v := load(ctx)
-		if keep(v) && t.generation.Load() == generation {
-			t.entries.Add(key, v)
+		var a answer[V]
+		a.value, a.err = read(ctx)
+		if keep(a) && t.generation.Load() == generation {
+			t.entries.Add(key, a)
 		}
-		return v, nil
+		return a, nil
 	})
 	select {
 	case r := <-shared:
-		return r.Val.(V), nil
+		a := r.Val.(answer[V])
+		return a.value, a.err
 	case <-ctx.Done():
 		var zero V
 		return zero, ctx.Err()

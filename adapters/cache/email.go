@@ -7,13 +7,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
-// senderAnswer is a sender address lookup's answer; only found addresses
-// are kept, so an address just created on another replica sends at once.
-type senderAnswer struct {
-	address account.EmailAddress
-	err     error
-}
-
 // Email decorates the email use cases' store: outside a transaction, a
 // send's sender address comes from the cache. Addresses are only ever
 // created, never moved to another account, so a kept one is right until
@@ -37,12 +30,9 @@ type emailRepos struct {
 }
 
 func (r emailRepos) EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error) {
-	a, err := r.c.senders.get(ctx, localPart+"@"+domain, func(ctx context.Context) senderAnswer {
-		addr, err := r.Repos.EmailAddressByAddress(ctx, localPart, domain)
-		return senderAnswer{addr, err}
-	}, func(a senderAnswer) bool { return a.err == nil })
-	if err != nil {
-		return account.EmailAddress{}, err
-	}
-	return a.address, a.err
+	// Only found addresses are kept: one just created elsewhere sends at
+	// once.
+	return r.c.senders.get(ctx, localPart+"@"+domain, func(ctx context.Context) (account.EmailAddress, error) {
+		return r.Repos.EmailAddressByAddress(ctx, localPart, domain)
+	}, found)
 }

@@ -8,20 +8,6 @@ import (
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
-// numberAnswer is a sending number lookup's answer; only found numbers
-// are kept, so a number just added on another replica sends at once.
-type numberAnswer struct {
-	number account.Number
-	err    error
-}
-
-// threadAnswer is an individual thread lookup's answer; only threads whose
-// user has written are kept (see Messaging).
-type threadAnswer struct {
-	thread domain.Thread
-	err    error
-}
-
 // Messaging decorates the messaging use cases' store: outside a
 // transaction, a send's sending number and individual thread come from
 // the caches.
@@ -53,24 +39,16 @@ type messagingRepos struct {
 }
 
 func (r messagingRepos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
-	a, err := r.c.numbers.get(ctx, string(service)+" "+number, func(ctx context.Context) numberAnswer {
-		n, err := r.Repos.NumberByAddress(ctx, service, number)
-		return numberAnswer{n, err}
-	}, func(a numberAnswer) bool { return a.err == nil })
-	if err != nil {
-		return account.Number{}, err
-	}
-	return a.number, a.err
+	// Only found numbers are kept: a number just added on another replica
+	// sends at once.
+	return r.c.numbers.get(ctx, string(service)+" "+number, func(ctx context.Context) (account.Number, error) {
+		return r.Repos.NumberByAddress(ctx, service, number)
+	}, found)
 }
 
 func (r messagingRepos) IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (domain.Thread, error) {
 	key := accountID + " " + string(service) + " " + agentNumber + " " + contact
-	a, err := r.c.threads.get(ctx, key, func(ctx context.Context) threadAnswer {
-		t, err := r.Repos.IndividualThread(ctx, accountID, service, agentNumber, contact)
-		return threadAnswer{t, err}
-	}, func(a threadAnswer) bool { return a.err == nil && domain.CheckIndividualSend(&a.thread) == nil })
-	if err != nil {
-		return domain.Thread{}, err
-	}
-	return a.thread, a.err
+	return r.c.threads.get(ctx, key, func(ctx context.Context) (domain.Thread, error) {
+		return r.Repos.IndividualThread(ctx, accountID, service, agentNumber, contact)
+	}, func(a answer[domain.Thread]) bool { return a.err == nil && domain.CheckIndividualSend(&a.value) == nil })
 }

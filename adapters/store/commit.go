@@ -209,67 +209,39 @@ func violatesIn(err error, table string) bool {
 // in which every row exists before a statement refers to it.
 func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time) []batchStatement {
 	var out []batchStatement
-	add := func(name string, q batchQuery) {
-		out = append(out, batchStatement{name: name, query: q})
-	}
-	// Nothing is read back: without Returning("NULL"), bun adds RETURNING
-	// for columns left to their default (a nil time), making an INSERT a
-	// query.
-	if len(b.Messages) > 0 {
-		rows := make([]messageRow, len(b.Messages))
-		for i, m := range b.Messages {
-			rows[i] = messageToRow(m)
+	add := func(name string, queries ...batchQuery) {
+		for _, q := range queries {
+			out = append(out, batchStatement{name: name, query: q})
 		}
-		add("insert messages", db.NewInsert().Model(&rows).Returning("NULL"))
 	}
-	for _, q := range touchThreads(db, dialect, b.ThreadActivity) {
-		add("record thread activity", q)
-	}
-	for _, q := range moveStatuses(db, dialect, b.Statuses) {
-		add("move message statuses", q)
-	}
-	if len(b.Events) > 0 {
-		rows := make([]eventRow, len(b.Events))
-		for i, e := range b.Events {
-			rows[i] = eventRow{ID: e.ID, AccountID: e.AccountID, Type: string(e.Type), ThreadID: nullable(e.ThreadID), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
-		}
-		add("insert events", db.NewInsert().Model(&rows).Returning("NULL"))
-	}
-	if len(b.Deliveries) > 0 {
-		rows := make([]webhookDeliveryRow, len(b.Deliveries))
-		for i, d := range b.Deliveries {
-			rows[i] = webhookDeliveryRow{
-				ID: d.ID, AccountID: d.AccountID, EventID: d.EventID, EventType: string(d.EventType), ThreadID: d.ThreadID,
-				Status: string(d.Status), Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-			}
-		}
-		add("insert webhook deliveries", db.NewInsert().Model(&rows).ExcludeColumn("seq").Returning("NULL"))
-	}
-	if len(b.Emails) > 0 {
-		rows := make([]emailRow, len(b.Emails))
-		for i, e := range b.Emails {
-			rows[i] = emailToRow(e)
-		}
-		add("insert emails", db.NewInsert().Model(&rows).Returning("NULL"))
-	}
-	for _, q := range recordEmailOutcomes(db, dialect, b.EmailOutcomes) {
-		add("record email deliveries", q)
-	}
-	if len(b.Jobs) > 0 {
-		rows := make([]newJobRow, len(b.Jobs))
-		for i, p := range b.Jobs {
-			rows[i] = newJob(p, now)
-		}
-		add("enqueue jobs", db.NewInsert().Model(&rows).Returning("NULL"))
-	}
-	if len(b.Answers) > 0 {
-		rows := make([]idempotencyResponseRow, len(b.Answers))
-		for i, a := range b.Answers {
-			rows[i] = idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
-		}
-		add("record idempotent answers", db.NewInsert().Model(&rows).Returning("NULL"))
-	}
+	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
+	add("record thread activity", touchThreads(db, dialect, b.ThreadActivity)...)
+	add("move message statuses", moveStatuses(db, dialect, b.Statuses)...)
+	add("insert events", insertRows(db, b.Events, eventToRow)...)
+	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
+	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
+	add("record email deliveries", recordEmailOutcomes(db, dialect, b.EmailOutcomes)...)
+	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
+	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow {
+		return idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
+	})...)
 	return out
+}
+
+// insertRows is the multi-row INSERT of items as rows of their table
+// (none for no items). Nothing is read back: without Returning("NULL"),
+// bun adds RETURNING for columns left to their default (a nil time),
+// making an INSERT a query.
+func insertRows[T, R any](db bun.IDB, items []T, row func(T) R) []batchQuery {
+	if len(items) == 0 {
+		return nil
+	}
+	rows := make([]R, len(items))
+	for i, it := range items {
+		rows[i] = row(it)
+	}
+	q := db.NewInsert().Model(&rows).Returning("NULL")
+	return []batchQuery{q}
 }
 
 // newJobRow is a job as enqueued (its id is the table's identity).
@@ -325,7 +297,7 @@ func latestByID[T any](changes []T, id func(T) string) []T {
 
 // touchThreads moves threads' last activity forward: on Postgres one
 // UPDATE for all, elsewhere one per thread.
-func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity) []*bun.RawQuery {
+func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity) []batchQuery {
 	if len(activity) == 0 {
 		return nil
 	}
@@ -341,7 +313,7 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity)
 		kept[i] = newest[kept[i].ThreadID]
 	}
 	if dialect != Postgres {
-		out := make([]*bun.RawQuery, len(kept))
+		out := make([]batchQuery, len(kept))
 		for i, a := range kept {
 			out[i] = db.NewRaw("UPDATE threads SET last_message_at = ?, updated_at = ? WHERE id = ?", a.At, a.At, a.ThreadID)
 		}
@@ -351,19 +323,19 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity)
 	for i, a := range kept {
 		ids[i], ats[i] = a.ThreadID, a.At
 	}
-	return []*bun.RawQuery{db.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
+	return []batchQuery{db.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
 		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
 		pgdialect.Array(ids), pgdialect.Array(ats))}
 }
 
 // moveStatuses writes messages' new statuses.
-func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) []*bun.RawQuery {
+func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) []batchQuery {
 	if len(changes) == 0 {
 		return nil
 	}
 	kept := latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID })
 	if dialect != Postgres {
-		out := make([]*bun.RawQuery, len(kept))
+		out := make([]batchQuery, len(kept))
 		for i, c := range kept {
 			out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
 		provider_message_id = COALESCE(?, provider_message_id), updated_at = ? WHERE id = ?`,
@@ -377,7 +349,7 @@ func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) [
 		id, status, code, text = append(id, c.MessageID), append(status, string(c.Status)), append(code, c.FailureCode), append(text, c.FailureText)
 		provider, at = append(provider, c.ProviderMessageID), append(at, c.UpdatedAt)
 	}
-	return []*bun.RawQuery{db.NewRaw(`UPDATE messages AS m SET status = u.status,
+	return []batchQuery{db.NewRaw(`UPDATE messages AS m SET status = u.status,
 		failure_code = u.failure_code, failure_text = u.failure_text,
 		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
@@ -388,13 +360,13 @@ func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) [
 }
 
 // recordEmailOutcomes writes emails' deliveries, to emails still queued.
-func recordEmailOutcomes(db bun.IDB, dialect Dialect, outcomes []email.Email) []*bun.RawQuery {
+func recordEmailOutcomes(db bun.IDB, dialect Dialect, outcomes []email.Email) []batchQuery {
 	if len(outcomes) == 0 {
 		return nil
 	}
 	kept := latestByID(outcomes, func(e email.Email) string { return e.ID })
 	if dialect != Postgres {
-		out := make([]*bun.RawQuery, len(kept))
+		out := make([]batchQuery, len(kept))
 		for i, e := range kept {
 			out[i] = db.NewRaw(`UPDATE emails SET status = ?, reply = ?, failure_code = ?, attempts = ?, sent_at = ?, updated_at = ?
 		WHERE id = ? AND status = ?`,
@@ -414,7 +386,7 @@ func recordEmailOutcomes(db bun.IDB, dialect Dialect, outcomes []email.Email) []
 		}
 		sentAt = append(sentAt, at)
 	}
-	return []*bun.RawQuery{db.NewRaw(`UPDATE emails AS e SET status = u.status, reply = u.reply,
+	return []batchQuery{db.NewRaw(`UPDATE emails AS e SET status = u.status, reply = u.reply,
 		failure_code = u.failure_code, attempts = u.attempts,
 		sent_at = NULLIF(u.sent_at, '')::timestamptz, updated_at = u.updated_at
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::timestamptz[])

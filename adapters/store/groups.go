@@ -123,6 +123,10 @@ func (r *Repos) saveGroupColumns(ctx context.Context, g messaging.GroupState) er
 	return requireOneRow(res, "group")
 }
 
+func eventToRow(e event.Event) eventRow {
+	return eventRow{ID: e.ID, AccountID: e.AccountID, Type: string(e.Type), ThreadID: nullable(e.ThreadID), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
+}
+
 type eventRow struct {
 	bun.BaseModel `bun:"table:events"`
 	ID            string         `bun:"id"`
@@ -135,7 +139,7 @@ type eventRow struct {
 
 // InsertEvent appends to the account's event log.
 func (r *Repos) InsertEvent(ctx context.Context, e event.Event) error {
-	row := eventRow{ID: e.ID, AccountID: e.AccountID, Type: string(e.Type), ThreadID: nullable(e.ThreadID), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
+	row := eventToRow(e)
 	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
 		return translate(err, "event")
 	}

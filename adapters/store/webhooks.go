@@ -133,13 +133,32 @@ func (r webhookDeliveryRow) domain() webhook.Delivery {
 	}
 }
 
-// InsertWebhookDelivery stores a new delivery.
-func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
-	row := webhookDeliveryRow{
+// newDeliveryRow is a delivery as inserted (its seq is the table's).
+type newDeliveryRow struct {
+	bun.BaseModel `bun:"table:webhook_deliveries"`
+	ID            string    `bun:"id"`
+	AccountID     string    `bun:"account_id"`
+	EventID       string    `bun:"event_id"`
+	EventType     string    `bun:"event_type"`
+	ThreadID      string    `bun:"thread_id"`
+	Status        string    `bun:"status"`
+	Attempts      int       `bun:"attempts"`
+	NextAttemptAt time.Time `bun:"next_attempt_at"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+}
+
+func deliveryToRow(d webhook.Delivery) newDeliveryRow {
+	return newDeliveryRow{
 		ID: d.ID, AccountID: d.AccountID, EventID: d.EventID, EventType: string(d.EventType), ThreadID: d.ThreadID,
 		Status: string(d.Status), Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
-	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq").Exec(ctx)
+}
+
+// InsertWebhookDelivery stores a new delivery.
+func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
+	row := deliveryToRow(d)
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "delivery")
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/adapters/cache"
+	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,6 +25,57 @@ import (
 
 // Options is the production app: every module, bound to the configuration.
 func Options(cfg Config) fx.Option {
+	return fx.Options(
+		core(cfg),
+		fx.Provide(
+			func(c Config) rest.ServerConfig {
+				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}
+			},
+			newRegistry,
+			newRESTDeps,
+			newLimiters,
+		),
+		fx.Invoke(registerSharedMetrics),
+		jobsModule(cfg),
+		accountsModule,
+		fx.Invoke(watchRevocations),
+		messagingModule,
+		graphModule,
+		channelsModule,
+		emailModule,
+		cronModule(cfg),
+		webhooksModule,
+		webhooksServing,
+		graph.Module,
+		rest.Module,
+	)
+}
+
+// OperatorOptions is the app the operator commands (accounts, keys,
+// numbers, webhook, migrate …) run on: the same store, keyring, accounts
+// and webhooks modules as serve, without listeners, runners or watchers.
+// The database is migrated when the app is built, as serve does. A
+// command's output is its own: the app logs warnings and errors only
+// (unless debug is asked for).
+func OperatorOptions(cfg Config) fx.Option {
+	cfg.MigrateOnStart = true
+	cfg.DBMaxConns = 4
+	if cfg.LogLevel >= slog.LevelInfo && cfg.LogLevel < slog.LevelWarn {
+		cfg.LogLevel = slog.LevelWarn
+	}
+	return fx.Options(
+		core(cfg),
+		// The server key is checked before the database is opened, so a
+		// refused command creates nothing.
+		fx.Invoke(func(*keyring.Keyring) {}),
+		accountsModule,
+		webhooksModule,
+	)
+}
+
+// core is what every app of the binary is built on: the configuration,
+// the logger, the store, the keyring, the SSRF guard and the caches.
+func core(cfg Config) fx.Option {
 	logger := cfg.NewLogger()
 	return fx.Options(
 		fx.WithLogger(func() fxevent.Logger {
@@ -41,29 +93,13 @@ func Options(cfg Config) fx.Option {
 				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart,
 					ReadTimeout: c.DBReadTimeout, StatementTimeout: c.DBStatementTimeout}
 			},
-			func(c Config) rest.ServerConfig {
-				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}
-			},
 			func(c Config) (*keyring.Keyring, error) { return c.Keyring() },
+			func(c Config) *httpguard.Guard { return httpguard.New(httpguard.Options{Allow: c.AllowPrivateURLs}) },
 			// A credential and a send's lookups are reused for the auth
 			// cache TTL.
 			func(c Config) *cache.Caches { return cache.New(cache.Options{TTL: c.AuthCacheTTL}) },
-			newRegistry,
-			newRESTDeps,
-			newLimiters,
 		),
-		fx.Invoke(registerSharedMetrics),
 		store.Module,
-		jobsModule(cfg),
-		accountsModule,
-		messagingModule,
-		graphModule,
-		channelsModule,
-		emailModule,
-		cronModule(cfg),
-		webhooksOptions,
-		graph.Module,
-		rest.Module,
 	)
 }
 
@@ -79,7 +115,6 @@ var accountsModule = fx.Module("accounts",
 		},
 		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
 	),
-	fx.Invoke(watchRevocations),
 )
 
 // watchRevocations keeps the auth cache in step with keys revoked on other

@@ -20,6 +20,12 @@ func TestProductionGraphIsValid(t *testing.T) {
 	require.NoError(t, fx.ValidateApp(bootstrap.Options(bootstrap.Defaults())))
 }
 
+// So must the operator commands' graph, built from the same modules.
+func TestOperatorGraphIsValid(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, fx.ValidateApp(bootstrap.OperatorOptions(bootstrap.Defaults())))
+}
+
 func TestParsePrefixes(t *testing.T) {
 	t.Parallel()
 	got, err := bootstrap.ParsePrefixes(" 10.0.0.0/8, fd00::/8,192.168.1.7 ,")

@@ -44,7 +44,6 @@ func deliveryPace(key string) runner.Pace {
 // providers, the SSRF guard for media, and the delivery job kind.
 var messagingModule = fx.Module("messaging",
 	fx.Provide(
-		func(c Config) *httpguard.Guard { return httpguard.New(httpguard.Options{Allow: c.AllowPrivateURLs}) },
 		func(db *store.DB) messaging.Store {
 			return store.Bind(db, func(r *store.Repos) messaging.Repos { return r })
 		},

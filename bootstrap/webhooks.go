@@ -18,37 +18,37 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
-// webhooksOptions wires the webhook use cases: their store, the signed
-// sender on the SSRF-safe client, the delivery job kind, the REST routes,
-// and the fan-out: the service is the write pipeline's Reactions, so every
-// event committed gets its deliveries in the same commit.
-var webhooksOptions = fx.Options(
-	fx.Module("webhooks",
-		fx.Provide(
-			func(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
-				return NewWebhooks(c, db, k, g, log)
-			},
-			fx.Annotate(func(s *webhooks.Service) runner.Kind {
-				return runner.Kind{
-					Name: webhooks.DeliverKind, Handler: s, Timeout: webhook.Timeout + 30*time.Second,
-					// One delivery of a thread at a time per runner keeps
-					// the thread's events in order without waiting: a
-					// second one goes back to the queue keeping its place,
-					// and claims leave the thread out until the first ends.
-					PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} },
-				}
-			}, fx.ResultTags(runner.KindGroup)),
-		),
-	),
+// webhooksModule provides the webhook use cases: their store, the signed
+// sender on the SSRF-safe client.
+var webhooksModule = fx.Module("webhooks",
+	fx.Provide(func(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
+		return NewWebhooks(c, db, k, g, log)
+	}),
+)
+
+// webhooksServing adds what serving needs: the delivery job kind, the
+// REST routes, and the fan-out (the service is the write pipeline's
+// Reactions, so every event committed gets its deliveries in the same
+// commit).
+var webhooksServing = fx.Options(
+	fx.Provide(fx.Annotate(func(s *webhooks.Service) runner.Kind {
+		return runner.Kind{
+			Name: webhooks.DeliverKind, Handler: s, Timeout: webhook.Timeout + 30*time.Second,
+			// One delivery of a thread at a time per runner keeps the
+			// thread's events in order without waiting: a second one goes
+			// back to the queue keeping its place, and claims leave the
+			// thread out until the first ends.
+			PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} },
+		}
+	}, fx.ResultTags(runner.KindGroup))),
 	fx.Invoke(func(db *store.DB, s *webhooks.Service) { db.SetReactions(s) }),
-	// The REST routes are built elsewhere; this adds the webhooks to them.
 	fx.Decorate(func(d rest.Deps, s *webhooks.Service) rest.Deps {
 		d.Webhooks = s
 		return d
 	}),
 )
 
-// NewWebhooks builds the webhook use cases (the CLI uses it too).
+// NewWebhooks builds the webhook use cases.
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
 	return webhooks.NewService(webhooks.Deps{
 		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),

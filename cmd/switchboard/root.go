@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
@@ -96,33 +98,34 @@ func (s *settings) resolve(cmd *cobra.Command) error {
 	return nil
 }
 
-// operator is what the operator commands work with: the account use cases
-// over an open, migrated database.
+// operator is what the operator commands work with, built from the same
+// modules as serve (bootstrap.OperatorOptions) over an open, migrated
+// database.
 type operator struct {
 	accounts *accounts.Service
+	webhooks *webhooks.Service
 	db       *store.DB
 }
 
-// openOperator opens the configured database, migrating it, the same way
-// serve does, so operator commands work on a fresh database too.
+// openOperator starts the operator app: it opens the configured database
+// and migrates it, the same way serve does, so operator commands work on a
+// fresh database too.
 func (s *settings) openOperator(ctx context.Context) (*operator, func(), error) {
-	keys, err := s.cfg.Keyring()
-	if err != nil {
+	op := &operator{}
+	app := fx.New(bootstrap.OperatorOptions(s.cfg), fx.Populate(&op.accounts, &op.webhooks, &op.db))
+	if err := app.Err(); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	db, err := store.Open(ctx, s.cfg.DatabaseURL, store.Options{MaxConns: 4})
-	if err != nil {
+	if err := app.Start(startCtx); err != nil {
 		return nil, nil, err
 	}
-	if _, err := db.Migrate(ctx); err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("migrate: %w", err)
-	}
-	bound := store.Bind(db, func(r *store.Repos) accounts.Repos { return r })
-	op := &operator{accounts: accounts.NewService(bound, keys, accounts.Options{}), db: db}
-	return op, func() { _ = db.Close() }, nil
+	return op, func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
+		defer cancel()
+		_ = app.Stop(stopCtx)
+	}, nil
 }
 
 // withOperator adapts an operator command's body to cobra: it opens the

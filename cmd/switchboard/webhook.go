@@ -3,14 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
-	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
 type webhookJSON struct {
@@ -61,23 +58,12 @@ func newWebhookCommand(s *settings) *cobra.Command {
 		events         []string
 		disabled       bool
 	)
-	service := func(op *operator) (*webhooks.Service, error) {
-		keys, err := s.cfg.Keyring()
-		if err != nil {
-			return nil, err
-		}
-		guard := httpguard.New(httpguard.Options{Allow: s.cfg.AllowPrivateURLs})
-		return bootstrap.NewWebhooks(s.cfg, op.db, keys, guard, slog.Default()), nil
-	}
 	set := &cobra.Command{
 		Use:   "set",
 		Short: "Set an account's webhook URL, event types and enabled flag (the first time prints the signing secret)",
 		Args:  cobra.NoArgs,
 		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
-			svc, err := service(op)
-			if err != nil {
-				return err
-			}
+			svc := op.webhooks
 			enabled := !disabled
 			v, err := svc.Put(cmd.Context(), webhooks.PutInput{AccountID: accountID, URL: url, Enabled: &enabled, Events: events})
 			if err != nil {
@@ -98,10 +84,7 @@ func newWebhookCommand(s *settings) *cobra.Command {
 		Short: "Show an account's webhook",
 		Args:  cobra.NoArgs,
 		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
-			svc, err := service(op)
-			if err != nil {
-				return err
-			}
+			svc := op.webhooks
 			v, err := svc.Get(cmd.Context(), accountID)
 			if err != nil {
 				return err
@@ -114,10 +97,7 @@ func newWebhookCommand(s *settings) *cobra.Command {
 		Short: "Make a new signing secret; the old one keeps signing for 24 hours",
 		Args:  cobra.NoArgs,
 		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
-			svc, err := service(op)
-			if err != nil {
-				return err
-			}
+			svc := op.webhooks
 			v, err := svc.RotateSecret(cmd.Context(), accountID)
 			if err != nil {
 				return err

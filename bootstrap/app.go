@@ -177,8 +177,9 @@ func newRegistry() *prometheus.Registry {
 }
 
 // registerSharedMetrics exports the shared transactions' counters (see
-// store.DB.TransactShared): units per batch is how much group commit saves,
-// and redone units are batches that failed and ran unit by unit.
+// store.DB.Commit): batches per shared transaction is how much group
+// commit saves, and redone ones are merged batches that failed and were
+// written one by one.
 func registerSharedMetrics(db *store.DB, reg *prometheus.Registry) {
 	for _, m := range []struct {
 		name, help string

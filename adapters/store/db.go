@@ -79,7 +79,7 @@ type Options struct {
 	MaxConns int
 	// Now is the clock stamped on queue rows; time.Now when nil.
 	Now func() time.Time
-	// SharedLeaders bounds the shared transactions (see TransactShared)
+	// SharedLeaders bounds the shared transactions (see DB.Commit)
 	// running at once on Postgres; 0 picks a default. SQLite runs one.
 	SharedLeaders int
 	// SharedQuorum is how many units must wait before a shared

@@ -133,9 +133,8 @@ func (db *DB) ReleaseKey(ctx context.Context, accountID, key string) error {
 }
 
 // RecordResponse implements idempotency.Recorder: the answer is a new row
-// of r's transaction, written at its commit (rowbuffer.go) with the work it
-// answers; a key answered already fails the commit with
-// idempotency.ErrAnsweredElsewhere.
+// of r's transaction, committed with the work it answers; a key answered
+// already is idempotency.ErrAnsweredElsewhere.
 func (r *Repos) RecordResponse(ctx context.Context, accountID, key string, res idempotency.Response) error {
 	row := idempotencyResponseRow{AccountID: accountID, Key: key, StatusCode: res.Status, Body: nonNilBytes(res.Body), CreatedAt: r.db.now().UTC()}
 	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {

@@ -238,9 +238,7 @@ func (r messageRow) domain() messaging.Message {
 	}
 }
 
-// InsertMessage stores a message; inside a transaction the row is written
-// with the commit (rowbuffer.go), and every read of messages in the same
-// transaction writes it first.
+// InsertMessage stores a message.
 func (r *Repos) InsertMessage(ctx context.Context, m messaging.Message) error {
 	row := messageToRow(m)
 	_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)

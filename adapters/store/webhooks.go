@@ -61,17 +61,7 @@ func (r webhookEndpointRow) record() webhooks.Record {
 	return webhooks.Record{Endpoint: e, SealedSecret: r.SealedSecret, SealedPrevious: r.SealedPrevious}
 }
 
-// WebhookEndpoint reads an account's endpoint. Inside a transaction the
-// answer, found or not, is kept for the transaction's later calls: every
-// send and inbound message of a shared batch looks up its account's
-// endpoint for the fan-out. SaveWebhookEndpoint forgets it.
-//
-// In a shared batch that has only kept writes so far (its transaction not
-// yet begun, lazytx.go), the endpoint is read on the pool instead: as a
-// statement of the transaction would read it under read committed, the
-// batch has not changed it (a change begins the transaction), and the
-// batch stays write-only, one round trip. The leader holds no connection
-// then, so this read cannot wait for a connection its own batch holds.
+// WebhookEndpoint reads an account's endpoint; NotFound when it has none.
 func (r *Repos) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
 	var row webhookEndpointRow
 	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {

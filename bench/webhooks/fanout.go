@@ -46,7 +46,7 @@ func (f Fanout) Setup(ctx context.Context, env *harness.Env) (harness.Slice, err
 	if err != nil {
 		return nil, err
 	}
-	if err := setWebhook(ctx, d, db, d.AccountID, rc.url, env.Log); err != nil {
+	if err := setWebhook(ctx, d, d.AccountID, rc.url); err != nil {
 		return nil, err
 	}
 	fo := &fanouter{Fanout: f, d: d, db: db, rc: rc, next: 1, log: env.Log}

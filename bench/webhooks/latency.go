@@ -38,15 +38,11 @@ func (l Latency) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 	if _, err := d.AddNumber(ctx, agent, "whatsapp", "sandbox"); err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, env, d)
-	if err != nil {
-		return nil, err
-	}
 	rc, err := startReceiver(env, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := setWebhook(ctx, d, db, d.AccountID, rc.url, env.Log); err != nil {
+	if err := setWebhook(ctx, d, d.AccountID, rc.url); err != nil {
 		return nil, err
 	}
 	sb, err := d.Serve(ctx, allowLoopback...)

@@ -101,7 +101,7 @@ func (n Noisy) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := setWebhook(ctx, d, db, d.AccountID, rc.url, env.Log); err != nil {
+	if err := setWebhook(ctx, d, d.AccountID, rc.url); err != nil {
 		return nil, err
 	}
 	hang := &hanging{stop: make(chan struct{})}
@@ -117,7 +117,7 @@ func (n Noisy) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 			return nil, err
 		}
 	}
-	if err := setWebhook(ctx, d, db, a.AccountID, hookURL, env.Log); err != nil {
+	if err := setWebhook(ctx, d, a.AccountID, hookURL); err != nil {
 		hang.close()
 		return nil, err
 	}

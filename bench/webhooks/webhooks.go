@@ -15,20 +15,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/bench/harness"
-	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
 // allowLoopback is the flag that lets the servers post to the receiver.
@@ -87,17 +82,10 @@ func (rc *receiver) take(id string) (time.Time, bool) {
 	return at, ok
 }
 
-// setWebhook points the webhook of account (one of the deployment's) at url, through
-// the webhook use cases in this process with the deployment's server key: what
-// `switchboard webhook set` does.
-func setWebhook(ctx context.Context, d *harness.Deployment, db *store.DB, account, url string, log *slog.Logger) error {
-	cfg := bootstrap.Config{SecretKey: d.SecretKey, DatabaseURL: d.DatabaseURL, AllowPrivateURLs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	keys, err := cfg.Keyring()
-	if err != nil {
-		return err
-	}
-	guard := httpguard.New(httpguard.Options{Allow: cfg.AllowPrivateURLs})
-	_, err = bootstrap.NewWebhooks(cfg, db, keys, guard, log).Put(ctx, webhooks.PutInput{AccountID: account, URL: url})
+// setWebhook points the webhook of account (one of the deployment's) at url
+// with `switchboard webhook set`, the operator command.
+func setWebhook(ctx context.Context, d *harness.Deployment, account, url string) error {
+	_, err := d.Command(ctx, append([]string{"webhook", "set", "--account", account, "--url", url}, allowLoopback...)...)
 	return err
 }
 

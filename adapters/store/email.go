@@ -115,13 +115,6 @@ func (row emailRow) domain() (email.Email, error) {
 	return e, nil
 }
 
-// InsertEmail stores an email.
-func (r *Repos) InsertEmail(ctx context.Context, e email.Email) error {
-	row := emailToRow(e)
-	_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)
-	return translate(err, "email")
-}
-
 // Email reads an email of an account.
 func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, error) {
 	var row emailRow

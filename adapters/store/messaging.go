@@ -238,13 +238,6 @@ func (r messageRow) domain() messaging.Message {
 	}
 }
 
-// InsertMessage stores a message.
-func (r *Repos) InsertMessage(ctx context.Context, m messaging.Message) error {
-	row := messageToRow(m)
-	_, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx)
-	return translate(err, "message")
-}
-
 // Message reads a message of an account.
 func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
 	var row messageRow

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -49,7 +50,7 @@ func TestMessagesToDeliver(t *testing.T) {
 					From: from, To: "+15550004444", Content: messaging.Content{Kind: messaging.KindText, Text: id}, Status: messaging.Queued, CreatedAt: now, UpdatedAt: now}
 			}
 			for _, m := range []messaging.Message{msg("msg_d1", individual.ID, n.Number), msg("msg_d2", group.ID, n.Number), msg("msg_d3", individual.ID, "+15559999999")} {
-				require.NoError(t, r.InsertMessage(ctx, m))
+				require.NoError(t, db.Commit(ctx, writes.Batch{Messages: []messaging.Message{m}}))
 			}
 
 			got, err := r.MessagesToDeliver(ctx, []string{"msg_d3", "msg_missing", "msg_d1", "msg_d2"})
@@ -119,9 +120,9 @@ func TestRecentMessagesIsPlannedOnce(t *testing.T) {
 	thread := messaging.Thread{ID: "thr_plan", AccountID: "acc_plan", Service: account.Telegram, Type: messaging.Individual, AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, r.InsertThread(ctx, thread, nil))
 	for i := range 8 {
-		require.NoError(t, r.InsertMessage(ctx, messaging.Message{ID: fmt.Sprintf("msg_plan%d", i), AccountID: "acc_plan", ThreadID: thread.ID, Service: account.Telegram,
+		require.NoError(t, db.Commit(ctx, writes.Batch{Messages: []messaging.Message{{ID: fmt.Sprintf("msg_plan%d", i), AccountID: "acc_plan", ThreadID: thread.ID, Service: account.Telegram,
 			Direction: messaging.Inbound, From: thread.Contact, To: thread.AgentNumber, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"},
-			Status: messaging.Received, CreatedAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now}))
+			Status: messaging.Received, CreatedAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now}}}))
 	}
 	// A long history, older than those eight, as the planner sees it.
 	_, err = db.Bun().ExecContext(ctx, `INSERT INTO messages (id, account_id, thread_id, service, direction, from_address, kind, status, created_at, updated_at)

@@ -100,8 +100,9 @@ func TestEmailContract(t *testing.T) {
 			storetest.Email(t, func(t *testing.T) storetest.EmailStores {
 				db := dbtest.Open(t, dialect)
 				return storetest.EmailStores{
-					Email:    store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
-					Accounts: store.Bind(db, func(r *store.Repos) accounts.Repos { return r }),
+					Email:     store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+					Committer: db,
+					Accounts:  store.Bind(db, func(r *store.Repos) accounts.Repos { return r }),
 				}
 			})
 		})

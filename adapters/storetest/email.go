@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -18,11 +19,19 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
-// EmailStores are the two views of one database the email contract needs:
-// the email port under test, and the account port to create owners.
+// EmailStores are the views of one database the email contract needs: the
+// email port under test, the committer that writes sends, and the account
+// port to create owners.
 type EmailStores struct {
-	Email    appemail.Store
-	Accounts accounts.Store
+	Email     appemail.Store
+	Committer writes.Committer
+	Accounts  accounts.Store
+}
+
+// insert commits e as a send does.
+func (s EmailStores) insert(t *testing.T, e email.Email) {
+	t.Helper()
+	require.NoError(t, s.Committer.Commit(context.Background(), writes.Batch{Emails: []email.Email{e}}))
 }
 
 func newEmail(accountID string) email.Email {
@@ -106,7 +115,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		ctx := context.Background()
 		a, b := owner(t, s, "A"), owner(t, s, "B")
 		e := newEmail(a.ID)
-		require.NoError(t, s.Email.Repos().InsertEmail(ctx, e))
+		s.insert(t, e)
 
 		got, err := s.Email.Repos().Email(ctx, a.ID, e.ID)
 		require.NoError(t, err)
@@ -122,7 +131,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 
 		plain := newEmail(a.ID)
 		plain.Cc, plain.Bcc, plain.ReplyTo, plain.Headers, plain.HTML = nil, nil, nil, nil, false
-		require.NoError(t, s.Email.Repos().InsertEmail(ctx, plain))
+		s.insert(t, plain)
 		got, err = s.Email.Repos().Email(ctx, a.ID, plain.ID)
 		require.NoError(t, err)
 		require.Equal(t, plain, got)
@@ -147,7 +156,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 				}))
 			}
 			e := newEmail(a.ID)
-			require.NoError(t, s.Email.Repos().InsertEmail(ctx, e))
+			s.insert(t, e)
 
 			retry := e
 			retry.Reply, retry.Attempts, retry.UpdatedAt = "451 4.7.1 try later", 1, at.Add(time.Second)
@@ -173,30 +182,25 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		}
 	})
 
-	t.Run("SendRollsBackWithItsJob", func(t *testing.T) {
+	t.Run("ASendIsWrittenWholeOrNotAtAll", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
 		ctx := context.Background()
 		a := owner(t, s, "A")
+		answer := writes.Answer{AccountID: a.ID, Key: "k1", Response: idempotency.Response{Status: 200, Body: []byte("{}")}}
+		require.NoError(t, s.Committer.Commit(ctx, writes.Batch{Answers: []writes.Answer{answer}}))
 		e := newEmail(a.ID)
-		boom := errors.New("boom")
-		err := s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
-			require.NoError(t, r.InsertEmail(ctx, e))
-			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`)})
-			require.NoError(t, err)
-			return boom
-		})
-		require.ErrorIs(t, err, boom)
-		_, err = s.Email.Repos().EmailByID(ctx, e.ID)
-		require.True(t, failure.Is(err, failure.KindNotFound), "the email was rolled back: %v", err)
+		send := writes.Batch{
+			Emails:  []email.Email{e},
+			Jobs:    []jobs.EnqueueParams{{Kind: appemail.DeliverKind, Payload: []byte(`{}`)}},
+			Answers: []writes.Answer{answer},
+		}
+		require.ErrorIs(t, s.Committer.Commit(ctx, send), idempotency.ErrAnsweredElsewhere)
+		_, err := s.Email.Repos().EmailByID(ctx, e.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "the refused send wrote no email: %v", err)
 
-		require.NoError(t, s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
-			if err := r.InsertEmail(ctx, e); err != nil {
-				return err
-			}
-			_, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: appemail.DeliverKind, Payload: []byte(`{}`)})
-			return err
-		}))
+		send.Answers = nil
+		require.NoError(t, s.Committer.Commit(ctx, send))
 		_, err = s.Email.Repos().EmailByID(ctx, e.ID)
 		require.NoError(t, err)
 	})

@@ -6,40 +6,38 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
-// Repos is the storage of email addresses and emails. Lookups scoped by
-// account return failure NotFound for rows of other accounts exactly as for
-// missing rows; inserts of a taken unique value return a Conflict.
+// Repos is the storage of email addresses and emails; new emails are
+// written by the committer (writes.Batch.Emails).
+//
+// Errors: a lookup returns a failure of kind NotFound for a missing row and
+// for a row of another account alike; an insert of a taken unique value
+// returns one of kind Conflict; when the database is away, every method
+// returns a failure of kind Unavailable. Other errors are infrastructure
+// failures.
 type Repos interface {
-	// Domains lists the custom domains authorised for an account.
+	// Domains lists the custom domains authorised for an account (none
+	// for an account that does not exist).
 	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
-	// InsertEmailAddress stores a new address; one that exists (on any
-	// account) is a Conflict.
+	// InsertEmailAddress stores a new address. Conflict when it exists,
+	// on any account.
 	InsertEmailAddress(ctx context.Context, a account.EmailAddress) error
 	// EmailAddressByAddress finds an address by local part and domain,
-	// whichever account owns it.
+	// whichever account owns it. NotFound.
 	EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error)
 
-	InsertEmail(ctx context.Context, e email.Email) error
-	// Email reads an email of an account.
+	// Email reads an email of an account. NotFound.
 	Email(ctx context.Context, accountID, id string) (email.Email, error)
 	// EmailByID reads an email without account scoping, for delivery.
+	// NotFound.
 	EmailByID(ctx context.Context, id string) (email.Email, error)
 	// UpdateEmailDelivery saves an email's status, reply, failure code,
 	// attempts and sent time, only while the stored email is still queued:
-	// an email already sent or failed is left as it is. Inside a
-	// transaction the store may write it at the commit.
+	// an email already sent or failed is left as it is (no error).
 	UpdateEmailDelivery(ctx context.Context, e email.Email) error
-
-	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
-
-	// Recorder records a send's Idempotency-Key answer with the email.
-	idempotency.Recorder
 }
 
 // Store gives the use cases their repositories, directly or in one

@@ -22,33 +22,49 @@ type Deliverable struct {
 	NumberFound bool
 }
 
-// Repos is the storage of conversations. Lookups scoped by account return
-// failure NotFound for rows of other accounts exactly as for missing rows.
+// Repos is the storage of conversations.
+//
+// Errors: a lookup returns a failure of kind NotFound for a missing row and
+// for a row of another account alike; an insert of a taken unique value
+// returns one of kind Conflict; when the database is away, every method
+// returns a failure of kind Unavailable. Other errors are infrastructure
+// failures.
 type Repos interface {
 	// NumberByAddress finds an agent number by service and E.164 number,
-	// whichever account owns it.
+	// whichever account owns it. NotFound when none has it.
 	NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error)
+	// NumberByID reads an agent number of any account. NotFound.
 	NumberByID(ctx context.Context, id string) (account.Number, error)
 
+	// IndividualThread finds the thread of an agent number and a user.
+	// NotFound when they have none.
 	IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error)
+	// Thread reads a thread of the account. NotFound.
 	Thread(ctx context.Context, accountID, id string) (messaging.Thread, error)
-	// InsertThread stores a new thread with its participants; an
-	// individual thread that already exists is a Conflict.
+	// InsertThread stores a new thread with its participants. Conflict
+	// when the individual thread exists already.
 	InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error
+	// Participants lists a thread's participants (none for a thread that
+	// does not exist).
 	Participants(ctx context.Context, threadID string) ([]messaging.Participant, error)
 	// TouchThread records a message in the thread (and, for inbound ones,
-	// that the user wrote).
+	// that the user wrote). NotFound when the thread does not exist.
 	TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error
 	// Threads lists an account's threads, most recently active first,
-	// optionally those a phone number takes part in.
+	// optionally those a phone number takes part in, with the number
+	// matching.
 	Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, int, error)
 
+	// Message reads a message of the account. NotFound.
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// MessageByID reads a message without account scoping, for delivery.
+	// NotFound.
 	MessageByID(ctx context.Context, id string) (messaging.Message, error)
 	// MessageDetails reads a message of the account, its thread and the
-	// thread's participants.
+	// thread's participants. NotFound.
 	MessageDetails(ctx context.Context, accountID, id string) (MessageDetails, error)
+	// MessageByProviderID finds the message a provider knows by its id.
+	// NotFound.
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
 	// RecentMessages returns the newest messages of a thread of the
 	// account (none for another account's thread).
@@ -58,24 +74,30 @@ type Repos interface {
 	// thread does not, are left out; the order is the store's.
 	MessagesToDeliver(ctx context.Context, ids []string) ([]Deliverable, error)
 
+	// UpsertContact records a user's latest name and when they last wrote.
 	UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error
 
-	// Group reads a group thread of an account with its members; an
-	// individual thread is NotFound here.
+	// Group reads a group thread of an account with its members. NotFound,
+	// for an individual thread too.
 	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
+	// GroupByInviteCode finds a group of the account by its invite code.
+	// NotFound.
 	GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error)
-	// InsertGroup stores a new group thread with its members.
+	// InsertGroup stores a new group thread with its members. Conflict
+	// when its invite code is taken.
 	InsertGroup(ctx context.Context, g messaging.GroupState) error
-	// SaveGroup stores a group's state and replaces its members.
+	// SaveGroup stores a group's state and replaces its members. NotFound
+	// when the group does not exist.
 	SaveGroup(ctx context.Context, g messaging.GroupState) error
 
-	// WriteBatch writes b in the transaction (atomically on its own
-	// outside one): the use cases that decide inside a transaction write
-	// their messages, events and jobs with it, as the others commit theirs
-	// (writes.Committer).
+	// WriteBatch writes b with its reactions in the transaction
+	// (atomically on its own outside one): the use cases that decide
+	// inside a transaction write their messages, events and jobs with it,
+	// as the others commit theirs. Its errors are writes.Committer's.
 	WriteBatch(ctx context.Context, b writes.Batch) error
 
-	// Recorder records a send's Idempotency-Key answer with the message.
+	// Recorder records a request's Idempotency-Key answer with its work;
+	// idempotency.ErrAnsweredElsewhere when the key has an answer.
 	idempotency.Recorder
 }
 

@@ -202,17 +202,6 @@ func (r *Repos) InsertWebhookAttempt(ctx context.Context, deliveryID string, a w
 	return translate(err, "attempt")
 }
 
-// EarlierUntriedDelivery reports whether an earlier delivery of d's thread
-// still waits for its first attempt.
-func (r *Repos) EarlierUntriedDelivery(ctx context.Context, d webhook.Delivery) (bool, error) {
-	var rows []struct {
-		Seq int64 `bun:"seq"`
-	}
-	err := r.selectAll(ctx, &rows, "SELECT seq FROM webhook_deliveries WHERE account_id = $1 AND thread_id = $2 AND seq < $3 AND status = 'pending' AND attempts = 0 LIMIT 1",
-		d.AccountID, d.ThreadID, d.Seq)
-	return len(rows) > 0, err
-}
-
 // WebhookDeliveries lists deliveries newest first with their attempts.
 func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error) {
 	where, args := " WHERE d.account_id = $1", []any{q.AccountID}
@@ -354,8 +343,8 @@ func (row sendableRow) sendable() webhooks.Sendable {
 	return out
 }
 
-// InsertWebhookAttempts appends many attempts in one statement.
-func (r *Repos) InsertWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt) error {
+// insertWebhookAttempts appends many attempts in one statement.
+func (r *Repos) insertWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt) error {
 	if len(attempts) == 0 {
 		return nil
 	}
@@ -380,10 +369,10 @@ func (r *Repos) RecordWebhookAttempts(ctx context.Context, attempts []webhooks.L
 }
 
 func (r *Repos) recordWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt, ds []webhook.Delivery) error {
-	if err := r.InsertWebhookAttempts(ctx, attempts); err != nil {
+	if err := r.insertWebhookAttempts(ctx, attempts); err != nil {
 		return err
 	}
-	return r.UpdateWebhookDeliveries(ctx, ds)
+	return r.updateWebhookDeliveries(ctx, ds)
 }
 
 func attemptRows(attempts []webhooks.LoggedAttempt) *[]webhookAttemptRow {
@@ -397,9 +386,9 @@ func attemptRows(attempts []webhooks.LoggedAttempt) *[]webhookAttemptRow {
 	return &rows
 }
 
-// UpdateWebhookDeliveries saves many deliveries: one statement on Postgres,
+// updateWebhookDeliveries saves many deliveries: one statement on Postgres,
 // one per delivery on SQLite (in process, where a statement costs little).
-func (r *Repos) UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
+func (r *Repos) updateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -415,7 +404,7 @@ func (r *Repos) UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delive
 	return translate(err, "delivery")
 }
 
-// updateDeliveriesQuery is UpdateWebhookDeliveries's statement on Postgres.
+// updateDeliveriesQuery is updateWebhookDeliveries's statement on Postgres.
 func (r *Repos) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery {
 	n := len(ds)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)

@@ -93,9 +93,10 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "another account's delivery is not found: %v", err)
 
 		earlier := func(d webhook.Delivery) bool {
-			ok, err := r.EarlierUntriedDelivery(ctx, d)
+			send, err := r.DeliveriesToSend(ctx, []string{d.ID})
 			require.NoError(t, err)
-			return ok
+			require.Len(t, send, 1)
+			return send[0].EarlierUntried
 		}
 		require.False(t, earlier(ds[0]))
 		require.True(t, earlier(ds[1]), "the second event of thr_a waits for the first")
@@ -131,12 +132,13 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		ds[1].Status, ds[1].Attempts, ds[1].LastStatusCode, ds[1].UpdatedAt = webhook.Succeeded, 1, 204, at.Add(time.Second)
 		ghost := ds[2]
 		ghost.ID = "whk_ghost"
-		require.NoError(t, r.UpdateWebhookDeliveries(ctx, []webhook.Delivery{ds[1], ghost}), "a batch update skips missing deliveries")
+		require.NoError(t, r.RecordWebhookAttempts(ctx,
+			[]webhooks.LoggedAttempt{{DeliveryID: ds[1].ID, Attempt: webhook.Attempt{At: at, StatusCode: 204, Latency: time.Millisecond}}},
+			[]webhook.Delivery{ds[1], ghost}), "a batch update skips missing deliveries")
 		got, err := r.WebhookDelivery(ctx, acc, ds[1].ID)
 		require.NoError(t, err)
 		ds[1].Payload = got.Payload
 		require.Equal(t, ds[1], got)
-		require.NoError(t, r.InsertWebhookAttempts(ctx, []webhooks.LoggedAttempt{{DeliveryID: ds[1].ID, Attempt: webhook.Attempt{At: at, StatusCode: 204, Latency: time.Millisecond}}}))
 
 		list, total, err := r.WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: acc, Limit: 10})
 		require.NoError(t, err)

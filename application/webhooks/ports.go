@@ -19,62 +19,70 @@ type Record struct {
 	SealedPrevious []byte
 }
 
-// FanoutRepos is what turning an event into a delivery needs, inside the
-// transaction that records the event.
+// FanoutRepos is what turning an event into a delivery needs (a test
+// delivery, a replay).
 type FanoutRepos interface {
-	// WebhookEndpoint reads an account's endpoint; NotFound when it has none.
+	// WebhookEndpoint reads an account's endpoint. NotFound when it has
+	// none.
 	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
 	// WebhookEndpoints reads the endpoints of those of the accounts that
 	// have one, in one query.
 	WebhookEndpoints(ctx context.Context, accountIDs []string) ([]Record, error)
+	// InsertWebhookDelivery stores a new delivery. Conflict when its id
+	// is taken.
 	InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error
+	// EnqueueJob adds a job; with a unique key held by a pending or
+	// running job, it adds nothing and returns that job's id.
 	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
 }
 
-// Repos is the storage of webhooks. Lookups scoped by account return
-// NotFound for rows of other accounts exactly as for missing rows.
+// Repos is the storage of webhooks.
+//
+// Errors: a lookup returns a failure of kind NotFound for a missing row and
+// for a row of another account alike; when the database is away, every
+// method returns a failure of kind Unavailable. Other errors are
+// infrastructure failures.
 type Repos interface {
 	FanoutRepos
 	// Recorder records a test's or a replay's answer under its
-	// Idempotency-Key.
+	// Idempotency-Key; idempotency.ErrAnsweredElsewhere when the key has
+	// an answer.
 	idempotency.Recorder
 	// SaveWebhookEndpoint inserts or replaces an account's endpoint.
 	SaveWebhookEndpoint(ctx context.Context, r Record) error
 	// WebhookDelivery reads a delivery with its event's payload; an empty
 	// accountID reads it whatever the account (for the delivery job).
+	// NotFound.
 	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
 	// DeliveriesToSend reads, in one query, what the attempts of the
 	// deliveries ids need: each delivery with its payload, its account's
-	// endpoint (Found false when there is none) and whether an earlier
-	// delivery of its thread still waits for its first attempt (see
-	// EarlierUntriedDelivery). Ids that do not exist are left out; the
-	// order is the store's.
+	// endpoint (Found false when there is none) and whether a pending
+	// delivery of the same account and thread, recorded before it, has
+	// not had its first attempt finished yet. Ids that do not exist are
+	// left out; the order is the store's.
 	DeliveriesToSend(ctx context.Context, ids []string) ([]Sendable, error)
 	// UpdateWebhookDelivery saves status, attempts, last status code and
-	// error, next attempt and updated time.
+	// error, next attempt and updated time. NotFound when the delivery
+	// does not exist.
 	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error
+	// InsertWebhookAttempt appends an attempt to a delivery's log.
 	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
-	// InsertWebhookAttempts appends many attempts in one statement.
-	InsertWebhookAttempts(ctx context.Context, attempts []LoggedAttempt) error
 	// RecordWebhookAttempts logs attempts and saves their deliveries (as
-	// UpdateWebhookDeliveries) atomically, in a transaction of its own
-	// when called outside one.
+	// UpdateWebhookDelivery does; a delivery that does not exist is
+	// skipped) atomically, in a transaction of its own when called
+	// outside one.
 	RecordWebhookAttempts(ctx context.Context, attempts []LoggedAttempt, ds []webhook.Delivery) error
-	// UpdateWebhookDeliveries saves many deliveries as UpdateWebhookDelivery
-	// does; a delivery that does not exist is skipped.
-	UpdateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error
-	// EarlierUntriedDelivery reports whether a pending delivery of the
-	// same account and thread, recorded before d, has not had its first
-	// attempt finished yet.
-	EarlierUntriedDelivery(ctx context.Context, d webhook.Delivery) (bool, error)
 	// WebhookDeliveries lists an account's deliveries, newest first, with
 	// their attempt logs, and the number matching.
 	WebhookDeliveries(ctx context.Context, q DeliveryQuery) ([]webhook.Delivery, int, error)
 	// EventsAfter reads an account's events recorded after the event
-	// afterID (from the first when empty), oldest first; NotFound when
+	// afterID (from the first when empty), oldest first. NotFound when
 	// afterID is not an event of the account.
 	EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error)
+	// InsertEvent appends to an account's event log.
 	InsertEvent(ctx context.Context, e event.Event) error
+	// Message reads a message of the account (for a replay's check).
+	// NotFound.
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 }
 

@@ -7,32 +7,57 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
-// Repos is the storage the account use cases read and write. Methods return
-// *failure.Error values of kind NotFound (missing row, or a row of another
-// account) and Conflict (a unique value taken, code "already_exists"); any
-// other error is an infrastructure failure.
+// Repos is the storage the account use cases read and write.
+//
+// Errors: a lookup returns a failure of kind NotFound for a missing row and
+// for a row of another account alike; an insert of a taken unique value
+// returns one of kind Conflict (code "already_exists"); when the database
+// is away, every method returns a failure of kind Unavailable. Other
+// errors are infrastructure failures.
 type Repos interface {
+	// InsertAccount stores a new account. Conflict when its id is taken.
 	InsertAccount(ctx context.Context, a account.Account) error
+	// UpdateAccount saves an account's name (and moves its version on).
+	// NotFound.
 	UpdateAccount(ctx context.Context, a account.Account) error
+	// Account reads an account. NotFound.
 	Account(ctx context.Context, id string) (account.Account, error)
+	// Accounts lists every account, oldest first.
 	Accounts(ctx context.Context) ([]account.Account, error)
+	// CountAccounts counts the accounts.
 	CountAccounts(ctx context.Context) (int, error)
 
+	// InsertCredential stores a new credential. Conflict when its key
+	// hash is taken.
 	InsertCredential(ctx context.Context, c account.Credential) error
+	// CredentialByKeyHash finds a credential, revoked or not, by its
+	// key's hash. NotFound.
 	CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error)
+	// Credentials lists an account's credentials, revoked ones included.
 	Credentials(ctx context.Context, accountID string) ([]account.Credential, error)
+	// RevokeCredential revokes a credential of the account at at (a
+	// second revocation keeps the first time) and returns it. NotFound.
 	RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error)
 	// RevokedSince lists the credentials revoked at or after since,
 	// whatever their account, oldest revocation first.
 	RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error)
 
+	// InsertNumber stores a new agent number. Conflict when the number is
+	// taken on its service, on any account.
 	InsertNumber(ctx context.Context, n account.Number) error
+	// Numbers lists an account's numbers, oldest first.
 	Numbers(ctx context.Context, accountID string) ([]account.Number, error)
+	// SetNumberEnabled turns a number of the account on or off and
+	// returns it. NotFound.
 	SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error)
 
+	// InsertDomain stores a custom email domain. Conflict when it is
+	// taken, on any account.
 	InsertDomain(ctx context.Context, d account.Domain) error
+	// Domains lists an account's custom domains.
 	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
 
+	// EmailAddresses lists an account's email addresses.
 	EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error)
 
 	// Holdings reads what account a owns as of its version (a.Version),

@@ -8,32 +8,39 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
-// Repos is the storage of cron jobs and their executions. Lookups scoped
-// by account return failure NotFound for another account's rows exactly as
-// for missing ones.
+// Repos is the storage of cron jobs and their executions.
+//
+// Errors: a lookup returns a failure of kind NotFound for a missing row and
+// for a row of another account alike; when the database is away, every
+// method returns a failure of kind Unavailable. Other errors are
+// infrastructure failures.
 type Repos interface {
 	// LockAccountJobs serialises the job creations of one account until
 	// the transaction ends, so the per-account limit holds under
 	// concurrent creates.
 	LockAccountJobs(ctx context.Context, accountID string) error
+	// CountJobs counts an account's jobs.
 	CountJobs(ctx context.Context, accountID string) (int, error)
+	// InsertJob stores a new job. Conflict when its id is taken.
 	InsertJob(ctx context.Context, j cron.Job) error
 	// Job reads one job of an account; inside a transaction on Postgres
 	// the row stays locked until it ends, so a scheduler claim and an
-	// update never interleave.
+	// update never interleave. NotFound.
 	Job(ctx context.Context, accountID, id string) (cron.Job, error)
+	// Jobs lists an account's jobs with the number matching.
 	Jobs(ctx context.Context, q JobQuery) ([]cron.Job, int, error)
 	// UpdateJob saves every field of a job (NotFound when it is gone).
 	UpdateJob(ctx context.Context, j cron.Job) error
 	// DeleteJob removes a job with its executions, pending retries
-	// included.
+	// included. NotFound when it is gone.
 	DeleteJob(ctx context.Context, accountID, id string) error
 	// LastExecution is the latest finished (success or failed) execution
 	// of a job; ok is false when there is none.
 	LastExecution(ctx context.Context, jobID string) (e cron.Execution, ok bool, err error)
 	// Executions lists a job's finished executions, newest slot first.
 	Executions(ctx context.Context, q ExecutionQuery) ([]cron.Execution, int, error)
-	// Recorder records a creation's answer under its Idempotency-Key.
+	// Recorder records a creation's answer under its Idempotency-Key;
+	// idempotency.ErrAnsweredElsewhere when the key has an answer.
 	idempotency.Recorder
 
 	SchedulerRepos

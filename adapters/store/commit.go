@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -80,10 +81,8 @@ func (r *Repos) WriteBatch(ctx context.Context, b writes.Batch) error {
 	if err := r.db.react(ctx, &b); err != nil {
 		return err
 	}
-	for _, s := range batchStatements(r.write, r.dialect, b, r.clock()) {
-		if _, err := s.query.Exec(ctx); err != nil {
-			return s.explain(err)
-		}
+	if err := execEach(ctx, batchStatements(r.write, r.dialect, b, r.clock())); err != nil {
+		return err
 	}
 	if wakes(b) {
 		r.tx.enqueued = true
@@ -104,21 +103,12 @@ func (db *DB) commitAlone(ctx context.Context, b writes.Batch) error {
 
 // writeBatch writes b atomically (its reactions already in it).
 func (db *DB) writeBatch(ctx context.Context, b writes.Batch) error {
-	statements := batchStatements(db.write, db.dialect, b, db.now())
-	if len(statements) == 0 {
-		return nil
-	}
 	var err error
 	if db.dialect == Postgres {
-		err = db.execAsOne(ctx, statements)
+		err = db.execAsOne(ctx, batchStatements(db.write, db.dialect, b, db.now()))
 	} else {
 		err = db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			for _, s := range batchStatements(tx, db.dialect, b, db.now()) {
-				if _, err := s.query.Exec(ctx); err != nil {
-					return s.explain(err)
-				}
-			}
-			return nil
+			return execEach(ctx, batchStatements(tx, db.dialect, b, db.now()))
 		})
 	}
 	if err == nil && wakes(b) {
@@ -127,11 +117,24 @@ func (db *DB) writeBatch(ctx context.Context, b writes.Batch) error {
 	return err
 }
 
+// execEach runs statements one after the other.
+func execEach(ctx context.Context, statements []batchStatement) error {
+	for _, s := range statements {
+		if _, err := s.query.Exec(ctx); err != nil {
+			return s.explain(err)
+		}
+	}
+	return nil
+}
+
 // execAsOne runs statements as one multi-statement query on the pool:
 // Postgres runs it as one implicit transaction. bun formats each statement
 // with its arguments, and the text runs without any left to substitute,
 // so nothing in the rows is read as a placeholder.
 func (db *DB) execAsOne(ctx context.Context, statements []batchStatement) error {
+	if len(statements) == 0 {
+		return nil
+	}
 	var q []byte
 	for i, s := range statements {
 		if i > 0 {
@@ -301,16 +304,17 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity)
 	if len(activity) == 0 {
 		return nil
 	}
-	// The newest activity of each thread wins.
-	newest := map[string]writes.ThreadActivity{}
+	// The newest activity of each thread wins; threads in id order (see
+	// latestByID).
+	newest := map[string]time.Time{}
 	for _, a := range activity {
-		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev.At) {
-			newest[a.ThreadID] = a
+		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev) {
+			newest[a.ThreadID] = a.At
 		}
 	}
-	kept := latestByID(activity, func(a writes.ThreadActivity) string { return a.ThreadID })
-	for i := range kept {
-		kept[i] = newest[kept[i].ThreadID]
+	kept := make([]writes.ThreadActivity, 0, len(newest))
+	for _, id := range slices.Sorted(maps.Keys(newest)) {
+		kept = append(kept, writes.ThreadActivity{ThreadID: id, At: newest[id]})
 	}
 	if dialect != Postgres {
 		out := make([]batchQuery, len(kept))

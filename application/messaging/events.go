@@ -1,9 +1,6 @@
 package messaging
 
 import (
-	"context"
-
-	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -25,16 +22,4 @@ func outboundThreadType(m messaging.Message) messaging.ThreadType {
 		return messaging.Group
 	}
 	return messaging.Individual
-}
-
-// commit writes b through the committer, which adds what other features
-// do about its events (writes.Reactions: the webhook deliveries).
-func (s *Service) commit(ctx context.Context, b writes.Batch) error {
-	return s.committer.Commit(ctx, b)
-}
-
-// write writes b in the transaction of r, as commit does, for the use
-// cases that decide inside a transaction.
-func (s *Service) write(ctx context.Context, r Repos, b writes.Batch) error {
-	return r.WriteBatch(ctx, b)
 }

@@ -392,7 +392,7 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			if err != nil {
 				return err
 			}
-			if err := s.write(ctx, r, b); err != nil {
+			if err := r.WriteBatch(ctx, b); err != nil {
 				return err
 			}
 		}
@@ -420,7 +420,7 @@ func (s *Service) recordGroupEvent(ctx context.Context, r Repos, typ event.Type,
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, r, writes.Batch{Events: []event.Event{e}})
+	return r.WriteBatch(ctx, writes.Batch{Events: []event.Event{e}})
 }
 
 // groupEvent is the event on the group's log about a change.

@@ -113,7 +113,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 			Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID,
 			CreatedAt: now, UpdatedAt: now,
 		}
-		if err := s.write(ctx, r, writes.Batch{
+		if err := r.WriteBatch(ctx, writes.Batch{
 			Messages: []messaging.Message{out},
 			Events:   []event.Event{s.messageEvent(event.MessageReceived, out, thread.Type)},
 			Answers:  writes.Answering(in.Idempotency, out),

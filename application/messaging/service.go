@@ -161,7 +161,7 @@ func (s *Service) send(ctx context.Context, t messaging.Thread, n account.Number
 		return messaging.Message{}, err
 	}
 	b.Answers = writes.Answering(idem, m)
-	if err := s.commit(ctx, b); err != nil {
+	if err := s.committer.Commit(ctx, b); err != nil {
 		return messaging.Message{}, err
 	}
 	return m, nil
@@ -482,7 +482,7 @@ func (s *Service) statusMove(m messaging.Message, to messaging.Status, code, tex
 // moveStatus commits a move of m's status for the delivery job, which
 // read m outside a transaction: the status and its event commit together.
 func (s *Service) moveStatus(ctx context.Context, m messaging.Message, to messaging.Status, code, text, providerID string) error {
-	return s.commit(ctx, s.statusMove(m, to, code, text, providerID))
+	return s.committer.Commit(ctx, s.statusMove(m, to, code, text, providerID))
 }
 
 // ApplyStatus records a status a provider reported for one of its message
@@ -496,6 +496,6 @@ func (s *Service) ApplyStatus(ctx context.Context, service account.Service, prov
 		if err != nil {
 			return err
 		}
-		return s.write(ctx, r, s.statusMove(m, to, code, text, ""))
+		return r.WriteBatch(ctx, s.statusMove(m, to, code, text, ""))
 	})
 }

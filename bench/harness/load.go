@@ -164,7 +164,7 @@ func (c *clientConn) roundTrip(req *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.send(req.Context(), req.URL.Host, wire, req.Method)
+	return c.send(req.Context(), req.URL.Host, wire, req)
 }
 
 // renderRequest renders req as net/http writes it, into buf.
@@ -176,10 +176,12 @@ func renderRequest(buf *bytes.Buffer, req *http.Request) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// send writes the rendered request wire to addr and reads the answer to its end,
-// dialing first when the connection is closed or to another address; a connection
-// that failed or that the server closes is dropped.
-func (c *clientConn) send(ctx context.Context, addr string, wire []byte, method string) (int, error) {
+// send writes the rendered request wire to addr and reads the answer to its end
+// (req, when not nil, is the request wire renders: ReadResponse needs it only to
+// know a HEAD's answer has no body), dialing first when the connection is closed
+// or to another address; a connection that failed or that the server closes is
+// dropped.
+func (c *clientConn) send(ctx context.Context, addr string, wire []byte, req *http.Request) (int, error) {
 	if c.c != nil && c.addr != addr {
 		c.close()
 	}
@@ -201,18 +203,18 @@ func (c *clientConn) send(ctx context.Context, addr string, wire []byte, method 
 		_ = c.c.SetDeadline(deadline)
 		c.deadline = deadline
 	}
-	status, err := c.exchange(wire, method)
+	status, err := c.exchange(wire, req)
 	if err != nil {
 		c.close()
 	}
 	return status, err
 }
 
-func (c *clientConn) exchange(wire []byte, method string) (int, error) {
+func (c *clientConn) exchange(wire []byte, req *http.Request) (int, error) {
 	if _, err := c.c.Write(wire); err != nil {
 		return 0, err
 	}
-	res, err := http.ReadResponse(c.br, &http.Request{Method: method})
+	res, err := http.ReadResponse(c.br, req)
 	if err != nil {
 		return 0, err
 	}
@@ -358,7 +360,8 @@ func (l *HTTPLoad) do(ctx context.Context, worker int) (status int, latency time
 	if l.rotation != nil {
 		wire := l.rotation.wires[l.rotation.next.Add(1)%uint64(len(l.rotation.wires))]
 		t0 := time.Now()
-		status, err = l.conn(worker).send(ctx, l.rotation.addr, wire, http.MethodPost)
+		// Rotating requests are never HEADs (NewRotatingHTTPLoad).
+		status, err = l.conn(worker).send(ctx, l.rotation.addr, wire, nil)
 		return status, time.Since(t0), err
 	}
 	req, err := l.newRequest(ctx)

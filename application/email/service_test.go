@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/adapters/memory"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -39,15 +38,15 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := dbtest.Open(t, store.SQLite)
+	db := memory.New(memory.Options{})
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, _, err := acc.CreateAccount(context.Background(), "Acme")
 	require.NoError(t, err)
 	b := &testBundle{sender: &fakeSender{}, account: a.ID, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	b.svc = appemail.NewService(appemail.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+		Committer: db, Store: db.EmailStore(),
 		Sender: b.sender, ServiceDomain: "Mail.Example.com", Now: func() time.Time { return b.now },
 	})
 	_, err = b.svc.CreateAddress(context.Background(), a.ID, "agent", "mail.example.com")
@@ -158,15 +157,15 @@ func (c *countingCommitter) Commit(ctx context.Context, b writes.Batch) error {
 // A send is one commit: the email, its job (and its answer, with a key).
 func TestSendIsOneCommit(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Open(t, store.SQLite)
+	db := memory.New(memory.Options{})
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	ctx := context.Background()
 	a, _, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	committer := &countingCommitter{Committer: db}
-	svc := appemail.NewService(appemail.Deps{Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Committer: committer,
+	svc := appemail.NewService(appemail.Deps{Store: db.EmailStore(), Committer: committer,
 		Sender: &fakeSender{}, ServiceDomain: "mail.example.com"})
 	in := appemail.SendInput{AccountID: a.ID, SenderAddress: "later@mail.example.com", RecipientAddress: "user@example.org", Subject: "Hi", Body: "Hello"}
 

@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/adapters/memory"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -41,15 +40,15 @@ type testBundle struct {
 	account  account.Account
 	number   account.Number
 	provider *fakeProvider
-	db       *store.DB
+	db       *memory.DB
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := dbtest.Open(t, store.SQLite)
+	db := memory.New(memory.Options{})
 	keys, err := keyring.New(bytes.Repeat([]byte{3}, 32))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	ctx := context.Background()
 	a, _, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
@@ -57,7 +56,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	p := &fakeProvider{}
 	svc := messaging.NewService(messaging.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{account.ProviderSandbox: p},
 		Opener:    acc,
 	})

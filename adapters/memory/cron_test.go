@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,4 +217,59 @@ func TestQueueBeyondTheContract(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, later, next)
 	})
+}
+
+// The queue serves the runner: every job runs once and is recorded
+// completed, a failed attempt is retried, and an enqueue wakes an idle
+// runner at once.
+func TestQueueServesTheRunner(t *testing.T) {
+	t.Parallel()
+	q := memory.NewQueue(nil)
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	r, err := runner.New(q, q, runner.Config{PollInterval: time.Hour, RescueInterval: time.Hour, Workers: 8},
+		runner.Kind{Name: "k", Backoff: func(int) time.Duration { return 0 }, Handler: runner.HandlerFunc(func(_ context.Context, j jobs.Job) error {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[j.ID]++
+			if string(j.Payload) == "flaky" && j.Attempt == 1 {
+				return errors.New("try again")
+			}
+			return nil
+		})})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Stop(ctx)
+	})
+	const n = 100
+	ids := make([]int64, 0, n)
+	for i := range n {
+		p := jobs.EnqueueParams{Kind: "k", AccountID: fmt.Sprintf("acc_%d", i%3)}
+		if i%10 == 0 {
+			p.Payload = []byte("flaky")
+		}
+		id, err := q.EnqueueJob(context.Background(), p)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if j, err := q.Lookup(id); err != nil || j.State != jobs.StateCompleted {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "the poll interval is an hour: wake-ups and retries drive the runner")
+	mu.Lock()
+	defer mu.Unlock()
+	for i, id := range ids {
+		want := 1
+		if i%10 == 0 {
+			want = 2
+		}
+		require.Equal(t, want, runs[id], "job %d", id)
+	}
 }

@@ -14,7 +14,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -23,7 +22,6 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -86,7 +84,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
-	root, err := findRoot()
+	root, err := harness.FindRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -207,25 +205,4 @@ func validate(slice time.Duration, rounds, workers int, database string) error {
 		return fmt.Errorf("-database %q: want sqlite or postgres", database)
 	}
 	return nil
-}
-
-// findRoot walks up from the working directory to the directory holding go.mod, so the
-// harness works from any directory of the repository.
-func findRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("find repository root: %w", err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

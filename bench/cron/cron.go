@@ -1,13 +1,19 @@
-// Package cron measures the cron scheduler (issue 8): how precisely it
-// makes calls at their slots (S4) and how fast it gets through a minute at
-// which every job is due (S5), with one and with three schedulers.
+// Package cron measures the cron scheduler (issue 8) through the server binary:
+// how precisely it makes calls at their slots (S4) and how fast it gets through
+// a minute at which every job is due (S5), with one and with three replicas.
 //
-// The schedulers run in the bench process, each with its own connection
-// pool, as replicas each have theirs; they call a local HTTP server, also
-// in the process, through the SSRF-guarded client the server uses (with
-// 127.0.0.1 allowed). Jobs are written straight into the table with their
-// next run set, so a slice can spread slots at any spacing; the
-// scheduler then treats them as any job whose next run has come.
+// The replicas are `switchboard serve` processes on one deployment's database,
+// each with its own pool and its own scheduler, as replicas are; they share the
+// due jobs through the database and call a local HTTP server in the bench
+// process, which they may reach with harness.AllowLoopback. Their calls are not
+// bounded per account (--job-account-share 1): every job is the bench
+// account's. Jobs are written straight into the table with SQL (harness.SQL)
+// with their next run set, so a slice can spread slots at any spacing (the API's
+// finest schedule is a minute); the schedulers then treat them as any job whose
+// next run has come. After writing them the bench resumes an active job through
+// the first replica's API, which wakes its scheduler as creating a job does; the
+// others find the jobs when they next look. Writing the jobs with SQL makes the
+// cron scenarios Postgres scenarios.
 package cron
 
 import (
@@ -15,45 +21,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
-	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
-	"github.com/switchboard-dev/switchboard/adapters/httpguard"
-	"github.com/switchboard-dev/switchboard/adapters/store"
-	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/bench/harness"
-	"github.com/switchboard-dev/switchboard/domain/account"
-	"github.com/switchboard-dev/switchboard/domain/ident"
 )
 
-// jobRow is a cron_jobs row, for seeding many at once.
-type jobRow struct {
-	bun.BaseModel `bun:"table:cron_jobs"`
-	ID            string `bun:"id,pk"`
-	AccountID     string `bun:"account_id"`
-	EndpointURL   string `bun:"endpoint_url"`
-	Method        string `bun:"method"`
-	Headers       string `bun:"headers"`
-	Frequency     string `bun:"frequency"`
-	TimeOfDay     string `bun:"time_of_day"`
-	Timezone      string `bun:"timezone"`
-	Status        string `bun:"status"`
-	NextRunAt     int64  `bun:"next_run_at"`
-	CreatedAt     int64  `bun:"created_at"`
-}
-
-// rig is the schedulers, their database and the endpoint they call.
+// rig is the replicas, their database and the endpoint they call.
 type rig struct {
-	db      *store.DB
-	scheds  []*appcron.Scheduler
-	account string
+	db      *harness.SQL
+	servers []*harness.Switchboard
 	url     string
 	arrived *arrivals
+	// waker is the active job whose resume wakes the first replica's scheduler.
+	waker string
+	// next numbers the next job seeded.
+	next int
 }
 
 // arrivals notes when each job's first call reached the endpoint.
@@ -92,23 +76,15 @@ func (a *arrivals) count() int {
 }
 
 func setup(ctx context.Context, env *harness.Env, replicas int) (*rig, error) {
-	url, err := env.ScenarioDatabaseURL(ctx)
+	d, err := env.NewDeployment(ctx)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, url, store.Options{})
+	db, err := d.SQL()
 	if err != nil {
 		return nil, err
 	}
-	env.AfterScenario(func() { _ = db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		return nil, err
-	}
-	acc := account.Account{ID: ident.New(ident.Account), Name: "bench", CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := db.Repos().InsertAccount(ctx, acc); err != nil {
-		return nil, err
-	}
-	r := &rig{db: db, account: acc.ID, arrived: &arrivals{at: map[string]time.Time{}}}
+	r := &rig{db: db, arrived: &arrivals{at: map[string]time.Time{}}}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -125,64 +101,68 @@ func setup(ctx context.Context, env *harness.Env, replicas int) (*rig, error) {
 	env.AfterScenario(func() { _ = srv.Close() })
 	r.url = "http://" + ln.Addr().String() + "/hook"
 
-	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
-	runCtx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	for range replicas {
-		rdb, err := store.Open(ctx, url, store.Options{})
+		sb, err := d.Serve(ctx, append(harness.AllowLoopback, "--job-account-share", "1")...)
 		if err != nil {
-			cancel()
 			return nil, err
 		}
-		s := appcron.NewScheduler(appcron.SchedulerConfig{
-			Store:  store.Bind(rdb, func(r *store.Repos) appcron.Repos { return r }),
-			Parser: cronexpr.New(), Caller: guard.NewCronCaller(), Logger: env.Log,
-		})
-		r.scheds = append(r.scheds, s)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.Run(runCtx)
-		}()
-		env.AfterScenario(func() { _ = rdb.Close() })
+		r.servers = append(r.servers, sb)
 	}
-	env.AfterScenario(func() {
-		cancel()
-		wg.Wait()
-	})
+	var waker struct {
+		ID string `json:"id"`
+	}
+	first := r.servers[0]
+	if err := harness.PostJSON(ctx, first.URL+"/v1/cron-jobs", first.Header(), map[string]any{
+		"endpoint_url": r.url, "frequency": "daily", "time": timeOfDay(), "timezone": "UTC", "method": "GET",
+	}, &waker); err != nil {
+		return nil, fmt.Errorf("create the waking job: %w", err)
+	}
+	r.waker = waker.ID
 	return r, nil
 }
 
-// seed writes jobs with the given next runs, in one transaction: daily
-// jobs whose own time is twelve hours away, so each runs once in the
-// bench. It returns when they were committed: a slot before that cannot be
-// met, so lateness counts from the later of the two.
-func (r *rig) seed(ctx context.Context, slots []time.Time) ([]string, time.Time, error) {
-	ids := make([]string, len(slots))
-	rows := make([]jobRow, len(slots))
-	now := time.Now()
-	timeOfDay := now.UTC().Add(12 * time.Hour).Format("15:04")
-	for i, slot := range slots {
-		ids[i] = ident.New(ident.CronJob)
-		rows[i] = jobRow{ID: ids[i], AccountID: r.account, EndpointURL: r.url, Method: "GET", Headers: "{}",
-			Frequency: "daily", TimeOfDay: timeOfDay, Timezone: "UTC", Status: "active",
-			NextRunAt: slot.UnixMicro(), CreatedAt: now.UnixMicro()}
-	}
-	err := r.db.Bun().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for start := 0; start < len(rows); start += 1000 {
-			chunk := rows[start:min(start+1000, len(rows))]
-			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// timeOfDay is the time of day, in UTC, twelve hours from now: daily jobs at it
+// run once in the bench, at the slot it seeds.
+func timeOfDay() string { return time.Now().UTC().Add(12 * time.Hour).Format("15:04") }
+
+// slot is the i-th of n slots spread evenly over d from base; slotSQL is the same
+// in unix microseconds, of the SQL integer expression i.
+func slot(base time.Time, d time.Duration, i, n int) time.Time {
+	return base.Add(time.Duration(i) * d / time.Duration(n))
+}
+
+func slotSQL(base time.Time, d time.Duration, i string, n int) string {
+	return fmt.Sprintf("(%d + (%s)::bigint * %d / %d) / 1000", base.UnixNano(), i, d.Nanoseconds(), n)
+}
+
+// seed writes n jobs whose next runs are the slots of slot(base, spread, i, n), in
+// one statement: daily jobs whose own time is twelve hours away, so each runs
+// once in the bench. It returns their ids and when they were committed: a slot
+// before that cannot be met, so lateness counts from the later of the two.
+func (r *rig) seed(ctx context.Context, base time.Time, spread time.Duration, n int) ([]string, time.Time, error) {
+	first := r.next
+	r.next += n
+	id := "'crn_' || lpad(k::text, 26, 'a')"
+	err := r.db.Exec(ctx, fmt.Sprintf(`
+		INSERT INTO cron_jobs (id, account_id, endpoint_url, method, headers, frequency, time_of_day, timezone,
+			status, next_run_at, created_at)
+		SELECT %s, %s, %s, 'GET', '{}', 'daily', %s, 'UTC', 'active', %s, %d
+		FROM generate_series(%d, %d) AS k`,
+		id, harness.Quote(r.servers[0].AccountID), harness.Quote(r.url), harness.Quote(timeOfDay()),
+		slotSQL(base, spread, fmt.Sprintf("k - %d", first), n), time.Now().UnixMicro(), first, first+n-1))
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("seed cron jobs: %w", err)
 	}
 	committed := time.Now()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "crn_" + strings.Repeat("a", 26-len(fmt.Sprint(first+i))) + fmt.Sprint(first+i)
+	}
 	// As the API does on create: the replica that took the request wakes.
-	r.scheds[0].Wake()
+	sb := r.servers[0]
+	if err := harness.CallAPI(ctx, http.MethodPost, sb.URL+"/v1/cron-jobs/"+r.waker+"/resume", sb.Header(), nil, nil); err != nil {
+		return nil, time.Time{}, fmt.Errorf("wake the scheduler: %w", err)
+	}
 	return ids, committed, nil
 }
 
@@ -196,19 +176,12 @@ func later(a, b time.Time) time.Time {
 // recorded counts finished executions; the table holds only the current
 // slice's, since each slice removes its jobs (and so their executions).
 func (r *rig) recorded(ctx context.Context) (int, error) {
-	var n int
-	err := r.db.Bun().NewRaw("SELECT COUNT(*) FROM cron_executions WHERE status IN ('success', 'failed')").Scan(ctx, &n)
-	return n, err
+	return r.db.Int(ctx, "SELECT count(*) FROM cron_executions WHERE status IN ('success', 'failed')")
 }
 
-func (r *rig) remove(ctx context.Context, ids []string) error {
-	for start := 0; start < len(ids); start += 1000 {
-		chunk := ids[start:min(start+1000, len(ids))]
-		if _, err := r.db.Bun().NewRaw("DELETE FROM cron_jobs WHERE id IN (?)", bun.List(chunk)).Exec(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+// remove deletes the slice's jobs, and with them their executions.
+func (r *rig) remove(ctx context.Context) error {
+	return r.db.Exec(ctx, "DELETE FROM cron_jobs WHERE id <> "+harness.Quote(r.waker))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -242,11 +215,7 @@ func (p Precision) Setup(ctx context.Context, env *harness.Env) (harness.Slice, 
 	return func(ctx context.Context, d time.Duration) (harness.Sample, error) {
 		n := max(1, int(float64(p.JobsPerMinute)*d.Seconds()/60))
 		base := time.Now().Add(p.Lead)
-		slots := make([]time.Time, n)
-		for i := range slots {
-			slots[i] = base.Add(time.Duration(i) * d / time.Duration(n))
-		}
-		ids, committed, err := r.seed(ctx, slots)
+		ids, committed, err := r.seed(ctx, base, d, n)
 		if err != nil {
 			return harness.Sample{}, err
 		}
@@ -261,7 +230,7 @@ func (p Precision) Setup(ctx context.Context, env *harness.Env) (harness.Slice, 
 		s := harness.Sample{Ops: ok, Failed: n - ok, Elapsed: time.Since(start)}
 		for i, id := range ids {
 			if t, ok := got[id]; ok {
-				s.Latencies = append(s.Latencies, max(t.Sub(later(slots[i], committed)), 0))
+				s.Latencies = append(s.Latencies, max(t.Sub(later(slot(base, d, i, n), committed)), 0))
 			}
 		}
 		if s.Failed > 0 {
@@ -275,7 +244,7 @@ func (p Precision) Setup(ctx context.Context, env *harness.Env) (harness.Slice, 
 				return harness.Sample{}, err
 			}
 		}
-		return s, r.remove(ctx, ids)
+		return s, r.remove(ctx)
 	}, nil
 }
 
@@ -309,19 +278,15 @@ func (b Burst) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 			Detail: "from the slot until the last of the jobs' calls reached the endpoint"}}
 	})
 	return func(ctx context.Context, _ time.Duration) (harness.Sample, error) {
-		slot := time.Now().Add(b.Lead)
-		slots := make([]time.Time, b.Jobs)
-		for i := range slots {
-			slots[i] = slot
-		}
-		ids, committed, err := r.seed(ctx, slots)
+		due := time.Now().Add(b.Lead)
+		ids, committed, err := r.seed(ctx, due, 0, b.Jobs)
 		if err != nil {
 			return harness.Sample{}, err
 		}
 		// On a busy machine the seeding may end after the slot: the jobs
 		// are due from when they exist.
-		slot = later(slot, committed)
-		deadline := slot.Add(b.Timeout)
+		due = later(due, committed)
+		deadline := due.Add(b.Timeout)
 		var allCalled time.Time
 		rec := 0
 		for time.Now().Before(deadline) {
@@ -342,14 +307,14 @@ func (b Burst) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 		}
 		done := time.Now()
 		r.arrived.take(ids)
-		s := harness.Sample{Elapsed: done.Sub(slot)}
+		s := harness.Sample{Elapsed: done.Sub(due)}
 		if rec == b.Jobs && !allCalled.IsZero() {
 			s.Ops = 1
-			s.Latencies = []time.Duration{done.Sub(slot)}
-			called = append(called, float64(allCalled.Sub(slot).Microseconds())/1000)
+			s.Latencies = []time.Duration{done.Sub(due)}
+			called = append(called, float64(allCalled.Sub(due).Microseconds())/1000)
 		} else {
 			s.Failed, s.FirstFailure = 1, fmt.Sprintf("%d of %d executions recorded after %s", rec, b.Jobs, b.Timeout)
 		}
-		return s, r.remove(ctx, ids)
+		return s, r.remove(ctx)
 	}, nil
 }

@@ -1,66 +1,46 @@
 package email
 
 import (
-	"bytes"
-	"context"
+	"net/smtp"
+	"net/url"
+	"strings"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
-
-	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
-	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
-	"github.com/switchboard-dev/switchboard/application/accounts"
-	appemail "github.com/switchboard-dev/switchboard/application/email"
-	"github.com/switchboard-dev/switchboard/bootstrap"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
-// The seeding SQL must write what Send writes, and a seeded email must deliver.
-func TestSeedMatchesTheUseCase(t *testing.T) {
+// The relay a Deliver slice delivers to accepts what a client sends and counts it.
+func TestSMTPServerAcceptsAndCounts(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := dbtest.Open(t, store.Postgres)
-	keys, err := keyring.New(bytes.Repeat([]byte{1}, 32))
-	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
-	a, _, err := acc.CreateAccount(ctx, "bench")
-	require.NoError(t, err)
-	mailbox := sandbox.New(nil)
-	svc := appemail.NewService(appemail.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Sender: mailbox,
-		ServiceDomain: bootstrap.Defaults().EmailDomain,
-	})
-	_, err = svc.CreateAddress(ctx, a.ID, senderLocal, bootstrap.Defaults().EmailDomain)
-	require.NoError(t, err)
-	sent, err := svc.Send(ctx, appemail.SendInput{
-		AccountID: a.ID, SenderAddress: senderAddress(), RecipientAddress: "user5@example.org",
-		Subject: "Bench email", Body: "<p>Hello from the bench</p>", Headers: map[string]any{"cc": "copy@example.org"},
-	})
-	require.NoError(t, err)
+	s, err := startSMTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	u, err := url.Parse(s.URL())
+	if err != nil || u.Scheme != "smtp" || u.Query().Get("tls") != "none" {
+		t.Fatalf("URL %q (%v): want smtp://host:port?tls=none", s.URL(), err)
+	}
+	for range 2 {
+		msg := "Subject: bench\r\n\r\nHello from the bench\r\n"
+		if err := smtp.SendMail(u.Host, nil, senderAddress(), []string{"user0@example.org", "copy@example.org"}, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.accepted.Load(); got != 2 {
+		t.Errorf("accepted %d messages, want 2", got)
+	}
+	if got := s.conns.Load(); got != 2 {
+		t.Errorf("%d connections, want 2", got)
+	}
+}
 
-	require.NoError(t, seedQueued(ctx, db, a.ID, 5, 6, time.Now().UTC().Truncate(time.Microsecond)))
-	var id string
-	var payload []byte
-	var maxAttempts int
-	var uniqueKey *string
-	require.NoError(t, db.Bun().NewRaw("SELECT convert_from(payload, 'UTF8'), max_attempts, unique_key FROM jobs WHERE kind = ? ORDER BY id DESC LIMIT 1 OFFSET 1", appemail.DeliverKind).Scan(ctx, &payload, &maxAttempts, &uniqueKey))
-	require.NoError(t, db.Bun().NewRaw("SELECT id FROM emails WHERE id LIKE 'eml_aaaa%' ORDER BY id LIMIT 1").Scan(ctx, &id))
-	require.Equal(t, `{"email_id":"`+id+`"}`, string(payload))
-	require.Nil(t, uniqueKey)
-	require.Equal(t, appemail.DeliveryAttempts, maxAttempts)
-
-	seeded, err := svc.Email(ctx, a.ID, id)
-	require.NoError(t, err)
-	want := sent
-	want.ID, want.MessageID, want.CreatedAt, want.UpdatedAt = seeded.ID, "<"+seeded.ID+"@"+bootstrap.Defaults().EmailDomain+">", seeded.CreatedAt, seeded.UpdatedAt
-	require.Equal(t, want, seeded)
-
-	require.NoError(t, svc.Work(ctx, jobs.Job{Kind: appemail.DeliverKind, Payload: payload, Attempt: 1, MaxAttempts: maxAttempts}))
-	got, err := svc.Email(ctx, a.ID, id)
-	require.NoError(t, err)
-	require.Equal(t, "sent", string(got.Status))
-	require.Len(t, mailbox.Sent(), 1)
+// The seeding SQL writes the bench's own sends: the sender on the service domain the
+// servers are started with.
+func TestSeedUsesTheServersDomain(t *testing.T) {
+	t.Parallel()
+	if !strings.HasSuffix(senderAddress(), "@"+domain) || Flags()[1] != domain {
+		t.Errorf("sender %s, flags %v: want both on %s", senderAddress(), Flags(), domain)
+	}
+	if got, want := seqIDSQL("i"), "'eml_' || lpad((i)::text, 26, 'a')"; got != want {
+		t.Errorf("seqIDSQL = %s, want %s", got, want)
+	}
 }

@@ -3,8 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-
-	"github.com/switchboard-dev/switchboard/adapters/store"
 )
 
 // JobsNameAccounts reports whether the database's jobs table has the
@@ -12,11 +10,11 @@ import (
 // seed jobs directly fill them when it has, so that the runner bounds the
 // seeded jobs as it bounds the ones the service enqueues; a build from
 // before them (compared with -against) gets jobs without them.
-func JobsNameAccounts(ctx context.Context, db *store.DB) (bool, error) {
-	var has bool
-	if err := db.Bun().NewRaw(`SELECT EXISTS (SELECT 1 FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'jobs' AND column_name = 'account_id')`).Scan(ctx, &has); err != nil {
+func JobsNameAccounts(ctx context.Context, db *SQL) (bool, error) {
+	has, err := db.String(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'jobs' AND column_name = 'account_id')`)
+	if err != nil {
 		return false, fmt.Errorf("read the jobs table: %w", err)
 	}
-	return has, nil
+	return has == "t", nil
 }

@@ -76,6 +76,18 @@ func TestParsePGBenchWithoutTPS(t *testing.T) {
 	}
 }
 
+// A run whose clients were still connecting when its time was up processed nothing
+// and prints no tps line: no operations, not a parse error.
+func TestParsePGBenchWithoutTransactions(t *testing.T) {
+	t.Parallel()
+	out := "pgbench (15.20 (Debian 15.20-0+deb12u1))\nnumber of clients: 64\nduration: 1 s\n" +
+		"number of transactions actually processed: 0\nnumber of failed transactions: 0 (NaN%)\n"
+	r, err := ParsePGBench(out)
+	if err != nil || r != (PGBenchResult{}) {
+		t.Errorf("ParsePGBench = %+v, %v; want no transactions and no error", r, err)
+	}
+}
+
 func TestParsePGBenchLog(t *testing.T) {
 	t.Parallel()
 	log := "0 0 1520 0 1732460000 123456 340\n1 0 980 0 1732460000 124000 12\n2 0 skipped 0 1732460000 125000 50000\n3 0 failed 0 1732460000 126000 0\n\n"

@@ -5,12 +5,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Switchboard is a running Switchboard server and the bench account every request
@@ -140,15 +142,42 @@ func (e *Env) switchboardBinary(ctx context.Context) (string, error) {
 	if e.builtBin == "" && e.buildErr == nil {
 		bin := filepath.Join(e.Dir, "switchboard")
 		e.Log.Info("building switchboard", "pkg", "./cmd/switchboard")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/switchboard")
-		build.Dir = e.Root
-		if out, err := build.CombinedOutput(); err != nil {
-			e.buildErr = fmt.Errorf("build switchboard: %w\n%s", err, out)
-		} else {
+		if e.buildErr = BuildSwitchboard(ctx, e.Root, bin); e.buildErr == nil {
 			e.builtBin = bin
 		}
 	}
 	return e.builtBin, e.buildErr
+}
+
+// BuildSwitchboard builds ./cmd/switchboard of the repository at root into bin.
+func BuildSwitchboard(ctx context.Context, root, bin string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/switchboard")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build switchboard: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// FindRoot walks up from the working directory to the directory holding go.mod,
+// the repository's root.
+func FindRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("find repository root: %w", err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // Command runs one switchboard CLI command on the deployment and returns its
@@ -204,6 +233,58 @@ func (d *Deployment) AddNumberTo(ctx context.Context, accountID, number, service
 	}
 	return n.NumberID, nil
 }
+
+// AddNumbers adds enabled agent numbers to the bench account as AddNumber does, a
+// few commands at a time: a command costs a process start and a connection, about
+// a tenth of a CPU second, so a scenario adds hundreds of numbers in tens of seconds
+// (untimed). The numbers' provider settings are sealed with the server key, bound
+// to each number's id, which is why the bench cannot copy them in SQL.
+func (d *Deployment) AddNumbers(ctx context.Context, numbers []string, service, provider string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan string)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range min(4, len(numbers)) {
+		wg.Go(func() {
+			for n := range next {
+				if _, err := d.AddNumber(ctx, n, service, provider); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					cancel()
+				}
+			}
+		})
+	}
+	for _, n := range numbers {
+		select {
+		case next <- n:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+// SetWebhook points the webhook of accountID (one of the deployment's accounts)
+// at url with `switchboard webhook set`, allowing the loopback addresses the
+// bench's receivers listen on.
+func (d *Deployment) SetWebhook(ctx context.Context, accountID, url string) error {
+	_, err := d.Command(ctx, append([]string{"webhook", "set", "--account", accountID, "--url", url}, AllowLoopback...)...)
+	return err
+}
+
+// AllowLoopback is the flag that lets a server and the webhook command reach the
+// bench's receivers on 127.0.0.1 over plain http.
+var AllowLoopback = []string{"--allow-private-urls", "127.0.0.1/32"}
 
 // Serve starts `switchboard serve` on the deployment with flags added to the
 // harness's (e.g. "--jobs=false") and waits until it is ready. The server is

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
@@ -48,7 +47,8 @@ type Dispatch struct {
 }
 
 // Setup provisions the deployment with its numbers and their threads, one per number,
-// and returns the dispatch slice, whose top-up seeds the queue.
+// checks the seeding SQL against the server, and returns the dispatch slice, whose
+// top-up seeds the queue.
 func (dp Dispatch) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
 	ds, err := newDispatcher(ctx, env, dp)
 	if err != nil {
@@ -58,34 +58,44 @@ func (dp Dispatch) Setup(ctx context.Context, env *harness.Env) (harness.Slice, 
 	return ds.slice, nil
 }
 
-// newDispatcher provisions a deployment with dp's numbers and their
-// threads, one per number, and returns the dispatcher that seeds and
-// delivers its queue (Dispatch's and Recovery's).
+// newDispatcher provisions a deployment with dp's numbers (added with the
+// operator CLI) and their threads, one per number (seeded), checks seedQueued
+// against a send through an API-only server (checkQueued), and returns the
+// dispatcher that seeds and delivers its queue (Dispatch's and Recovery's).
 func newDispatcher(ctx context.Context, env *harness.Env, dp Dispatch) (*dispatcher, error) {
 	d, err := env.NewDeployment(ctx)
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, env, d)
+	db, err := d.SQL()
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	if err := addNumbers(ctx, d, db, dp.Numbers); err != nil {
+	if err := addNumbers(ctx, d, dp.Numbers); err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	if err := seedThreads(ctx, db, d.AccountID, dp.Numbers, "k", now); err != nil {
+	if err := seedThreads(ctx, db, d.AccountID, dp.Numbers, "k", time.Now()); err != nil {
 		return nil, err
 	}
 	env.Log.Info("numbers and threads ready", "numbers", dp.Numbers, "took", time.Since(start).Round(time.Millisecond))
+	api, err := d.Serve(ctx, "--jobs=false", "--db-max-conns", "2")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkQueued(ctx, api, db, dp.Numbers); err != nil {
+		return nil, err
+	}
+	if err := api.Stop(); err != nil {
+		return nil, err
+	}
 	return &dispatcher{Dispatch: dp, d: d, db: db, next: 1, log: env.Log}, nil
 }
 
 type dispatcher struct {
 	Dispatch
 	d   *harness.Deployment
-	db  *store.DB
+	db  *harness.SQL
 	log *slog.Logger
 	// next is the number of the next message to seed.
 	next int
@@ -110,16 +120,16 @@ func (ds *dispatcher) slice(ctx context.Context, dur time.Duration) (harness.Sam
 // interval (the server's, Postgres's, the machine's) and by the timed VACUUM after.
 func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.Sample, harness.CPUUse, error) {
 	t0 := time.Now()
-	if err := exec(ctx, ds.db, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
+	if err := ds.db.Exec(ctx, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	if err := ds.topUp(ctx, topUpTarget(ds.MinQueued, ds.fastest, dur)); err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
-	if err := exec(ctx, ds.db, "VACUUM (ANALYZE) jobs, messages"); err != nil {
+	if err := ds.db.Exec(ctx, "VACUUM (ANALYZE) jobs, messages"); err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
-	trouble, err := count(ctx, ds.db, countTrouble)
+	trouble, err := ds.db.Int(ctx, countTrouble)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
@@ -136,7 +146,7 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 	// Each count sees the rows committed when its statement starts: the interval
 	// runs from the first statement's start to the second's.
 	start := time.Now()
-	before, err := count(ctx, ds.db, countDelivered)
+	before, err := ds.db.Int(ctx, countDelivered)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
@@ -156,7 +166,7 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 	}
 	counted := time.Since(start)
 	use = use.Scaled(counted.Seconds() / time.Since(metered).Seconds())
-	after, err := count(ctx, ds.db, countDelivered)
+	after, err := ds.db.Int(ctx, countDelivered)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
@@ -167,7 +177,7 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	vacuumed := time.Now()
-	if err := exec(ctx, ds.db, "VACUUM jobs, messages"); err != nil {
+	if err := ds.db.Exec(ctx, "VACUUM jobs, messages"); err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
 	vacuum := time.Since(vacuumed)
@@ -179,7 +189,7 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 	ds.log.Info("dispatch slice", "counted", counted.Round(time.Millisecond), "vacuum", vacuum.Round(time.Millisecond))
 
 	s := harness.Sample{Ops: after - before, Elapsed: counted + vacuum}
-	left, err := count(ctx, ds.db, countQueued)
+	left, err := ds.db.Int(ctx, countQueued)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
@@ -187,7 +197,7 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 		return harness.Sample{}, harness.CPUUse{}, fmt.Errorf("the queue ran dry: its rate says only that it was at least %.0f messages/s", s.Rate())
 	}
 	ds.fastest = max(ds.fastest, s.Rate())
-	troubleAfter, err := count(ctx, ds.db, countTrouble)
+	troubleAfter, err := ds.db.Int(ctx, countTrouble)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
@@ -200,7 +210,7 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 
 // topUp seeds queued messages with their delivery jobs until want are queued.
 func (ds *dispatcher) topUp(ctx context.Context, want int) error {
-	queued, err := count(ctx, ds.db, countQueued)
+	queued, err := ds.db.Int(ctx, countQueued)
 	if err != nil {
 		return err
 	}
@@ -208,7 +218,7 @@ func (ds *dispatcher) topUp(ctx context.Context, want int) error {
 	if need <= 0 {
 		return nil
 	}
-	if err := seedQueued(ctx, ds.db, ds.next, ds.next+need-1, ds.Numbers, time.Now().UTC().Truncate(time.Microsecond)); err != nil {
+	if err := seedQueued(ctx, ds.db, ds.next, ds.next+need-1, ds.Numbers, time.Now()); err != nil {
 		return err
 	}
 	ds.next += need

@@ -4,20 +4,45 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
-	"github.com/switchboard-dev/switchboard/domain/account"
-	"github.com/switchboard-dev/switchboard/domain/ident"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
+
+// validID is the rule the server checks ids against before it looks one up (a
+// prefix, an underscore, then lower-case letters and digits), and a generated id's
+// length: 26 characters after the prefix.
+func validID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix+"_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// e164 is the form the server requires of numbers: a plus, no leading zero, 7 to
+// 15 digits.
+func e164(number string) bool {
+	if len(number) < 8 || len(number) > 16 || number[0] != '+' || number[1] == '0' {
+		return false
+	}
+	for _, c := range number[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 func TestSeqIDsAreValidDistinctIDs(t *testing.T) {
 	t.Parallel()
 	seen := map[string]int{}
 	for _, i := range []int{0, 1, 9, 10, 11, 99, 100, 999_999, 1_000_000} {
-		for _, prefix := range []string{ident.Message, ident.Thread} {
+		for _, prefix := range []string{"msg", "thr"} {
 			id := seqID(prefix, i)
-			if !ident.Valid(prefix, id) || len(id) != len(ident.New(prefix)) {
+			if !validID(prefix, id) {
 				t.Errorf("seqID(%q, %d) = %q: not a valid id as long as a generated one", prefix, i, id)
 			}
 			if j, dup := seen[id]; dup {
@@ -42,7 +67,7 @@ func TestNumbersAreE164AndApart(t *testing.T) {
 	numbers := map[string]bool{}
 	for k := range 3000 {
 		for _, n := range []string{agentNumber(k), userNumber(k)} {
-			if !account.ValidE164(n) {
+			if !e164(n) {
 				t.Fatalf("%s is not E.164", n)
 			}
 			if numbers[n] {
@@ -56,21 +81,6 @@ func TestNumbersAreE164AndApart(t *testing.T) {
 	}
 	if got, want := userNumberSQL("k"), "'+1556' || lpad((k)::text, 7, '0')"; got != want {
 		t.Errorf("userNumberSQL = %s, want %s", got, want)
-	}
-}
-
-// TestSeedMatchesTheUseCase guards the seeding SQL's copies of what queue() writes.
-func TestSeedMatchesTheUseCase(t *testing.T) {
-	t.Parallel()
-	n := account.Number{ID: "num_x", Service: account.WhatsApp}
-	if got := appmessaging.PaceKey(n); got != service+":"+n.ID {
-		t.Errorf("PaceKey = %q, but seedQueued writes service || ':' || id", got)
-	}
-	if got := appmessaging.EndpointKey(n); got != service+":"+n.ID {
-		t.Errorf("EndpointKey = %q, but seedQueued writes service || ':' || id", got)
-	}
-	if appmessaging.DeliverKind != "message.deliver" || jobs.StateAvailable != "available" {
-		t.Errorf("delivery job kind %q and state %q changed: check seedQueued", appmessaging.DeliverKind, jobs.StateAvailable)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // concurrent HTTP clients in a closed loop alternate GET get-details of a random
 // message and GET get-recent of a random thread. The deployment holds Messages
 // messages in Threads threads of one agent number, half received and half delivered,
-// seeded once per run by bulk SQL (untimed), then vacuumed and analysed as autovacuum
+// seeded once per run by bulk SQL through psql (untimed), then vacuumed and analysed as autovacuum
 // would. The server serves the API only (--jobs=false): there is nothing to deliver.
 // After the rounds, one slice more measures the CPU per request of the server and of
 // Postgres (harness.CPUFigure).
@@ -38,12 +38,12 @@ func (rd Read) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 	if _, err := d.AddNumber(ctx, agentNumber(0), service, "sandbox"); err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, env, d)
+	db, err := d.SQL()
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	now := start.UTC().Truncate(time.Microsecond)
+	now := start
 	if err := seedThreads(ctx, db, d.AccountID, rd.Threads, "0", now); err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (rd Read) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 		}
 		env.Log.Info("seeding messages", "done", last, "of", rd.Messages)
 	}
-	if err := exec(ctx, db, "VACUUM (ANALYZE) threads, thread_participants, contacts, messages"); err != nil {
+	if err := db.Exec(ctx, "VACUUM (ANALYZE) threads, thread_participants, contacts, messages"); err != nil {
 		return nil, err
 	}
 	env.Log.Info("history seeded", "messages", rd.Messages, "threads", rd.Threads, "took", time.Since(start).Round(time.Millisecond))

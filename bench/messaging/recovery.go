@@ -8,9 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/uptrace/bun"
-
-	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
@@ -54,7 +51,7 @@ type recoverer struct {
 
 func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample, error) {
 	db := r.ds.db
-	if err := exec(ctx, db, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
+	if err := db.Exec(ctx, "DELETE FROM jobs WHERE state = 'completed'"); err != nil {
 		return harness.Sample{}, err
 	}
 	if err := r.ds.topUp(ctx, r.Queued); err != nil {
@@ -65,7 +62,7 @@ func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample,
 	// then leaves nothing to recover, and the server is started and killed
 	// again.
 	var (
-		running []int64
+		running []string
 		killed  time.Time
 	)
 	for try := 1; len(running) == 0; try++ {
@@ -91,7 +88,7 @@ func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample,
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return harness.Sample{}, err
 		}
-		err = db.Bun().NewRaw("SELECT id FROM jobs WHERE state = 'running' AND kind = ?", appmessaging.DeliverKind).Scan(ctx, &running)
+		running, err = db.Column(ctx, "SELECT id FROM jobs WHERE state = 'running' AND kind = 'message.deliver'")
 		if err != nil {
 			return harness.Sample{}, fmt.Errorf("running deliveries: %w", err)
 		}
@@ -104,7 +101,7 @@ func (r *recoverer) slice(ctx context.Context, _ time.Duration) (harness.Sample,
 	started := time.Since(killed)
 	deadline := killed.Add(r.Timeout)
 	for {
-		left, err := count(ctx, db, "SELECT count(*) FROM jobs WHERE id IN (?) AND state <> 'completed'", bun.List(running))
+		left, err := db.Int(ctx, "SELECT count(*) FROM jobs WHERE id IN "+harness.QuoteList(running)+" AND state <> 'completed'")
 		if err != nil {
 			return harness.Sample{}, err
 		}

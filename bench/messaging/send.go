@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
@@ -62,11 +61,11 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, env, d)
+	db, err := d.SQL()
 	if err != nil {
 		return nil, err
 	}
-	if err := addNumbers(ctx, d, db, s.Numbers); err != nil {
+	if err := addNumbers(ctx, d, s.Numbers); err != nil {
 		return nil, err
 	}
 	api, err := d.Serve(ctx, s.flags(false)...)
@@ -80,8 +79,8 @@ func (s Send) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 	if err := writeFirst(ctx, api, convs); err != nil {
 		return nil, err
 	}
-	var database string
-	if err := db.Bun().NewRaw("SELECT current_database()").Scan(ctx, &database); err != nil {
+	database, err := db.String(ctx, "SELECT current_database()")
+	if err != nil {
 		return nil, err
 	}
 	snd := &sender{Send: s, d: d, db: db, database: database, api: api}
@@ -119,7 +118,7 @@ func (s Send) flags(jobs bool) []string {
 type sender struct {
 	Send
 	d  *harness.Deployment
-	db *store.DB
+	db *harness.SQL
 	// database is the name of the deployment's database.
 	database string
 	// api is the API-only server of the rounds, load their closed loop.
@@ -235,20 +234,32 @@ type pgStats struct {
 	Xacts map[string]int64
 }
 
-func readPGStats(ctx context.Context, db *store.DB) (pgStats, error) {
+func readPGStats(ctx context.Context, db *harness.SQL) (pgStats, error) {
 	st := pgStats{Xacts: map[string]int64{}}
-	if err := db.Bun().NewRaw("SELECT wal_sync, wal_write, wal_bytes, wal_fpi FROM pg_stat_wal").Scan(ctx, &st.WALSyncs, &st.WALWrites, &st.WALBytes, &st.WALImages); err != nil {
+	wal, err := db.Rows(ctx, "SELECT wal_sync, wal_write, wal_bytes, wal_fpi FROM pg_stat_wal")
+	if err == nil && (len(wal) != 1 || len(wal[0]) != 4) {
+		err = fmt.Errorf("%d rows", len(wal))
+	}
+	if err == nil {
+		for i, p := range []*int64{&st.WALSyncs, &st.WALWrites, &st.WALBytes, &st.WALImages} {
+			if *p, err = strconv.ParseInt(wal[0][i], 10, 64); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		return pgStats{}, fmt.Errorf("read pg_stat_wal: %w", err)
 	}
-	var rows []struct {
-		Name  string `bun:"datname"`
-		Xacts int64  `bun:"xacts"`
-	}
-	if err := db.Bun().NewRaw(`SELECT datname, xact_commit + xact_rollback AS xacts FROM pg_stat_database WHERE datname IS NOT NULL`).Scan(ctx, &rows); err != nil {
+	rows, err := db.Rows(ctx, `SELECT datname, xact_commit + xact_rollback FROM pg_stat_database WHERE datname IS NOT NULL`)
+	if err != nil {
 		return pgStats{}, fmt.Errorf("read pg_stat_database: %w", err)
 	}
 	for _, r := range rows {
-		st.Xacts[r.Name] = r.Xacts
+		n, err := strconv.ParseInt(r[len(r)-1], 10, 64)
+		if len(r) != 2 || err != nil {
+			return pgStats{}, fmt.Errorf("read pg_stat_database: row %q", r)
+		}
+		st.Xacts[r[0]] = n
 	}
 	return st, nil
 }
@@ -397,7 +408,7 @@ func (s *sender) withJobs(ctx context.Context, r harness.Rounds) []harness.Figur
 	if err := s.api.Stop(); err != nil {
 		return fail(err)
 	}
-	if err := exec(ctx, s.db, "DELETE FROM jobs WHERE state IN ('available', 'retryable')", "VACUUM (ANALYZE) jobs"); err != nil {
+	if err := s.db.Exec(ctx, "DELETE FROM jobs WHERE state IN ('available', 'retryable'); VACUUM (ANALYZE) jobs"); err != nil {
 		return fail(err)
 	}
 	sb, err := s.d.Serve(ctx, s.flags(true)...)
@@ -412,7 +423,7 @@ func (s *sender) withJobs(ctx context.Context, r harness.Rounds) []harness.Figur
 		return fail(err)
 	}
 	const delivered = "SELECT count(*) FROM messages WHERE status = 'delivered'"
-	before, err := count(ctx, s.db, delivered)
+	before, err := s.db.Int(ctx, delivered)
 	if err != nil {
 		return fail(err)
 	}
@@ -420,7 +431,7 @@ func (s *sender) withJobs(ctx context.Context, r harness.Rounds) []harness.Figur
 	if err != nil {
 		return fail(err)
 	}
-	after, err := count(ctx, s.db, delivered)
+	after, err := s.db.Int(ctx, delivered)
 	if err != nil {
 		return fail(err)
 	}

@@ -3,86 +3,123 @@ package queue
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strconv"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/bench/email"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
-// Enqueue measures committed enqueues: Producers goroutines in a closed loop, each
-// committing one job per call of db.Commit, as the send use cases enqueue
-// (concurrent calls share a database transaction),
-// with no runner; the operations of a slice are its committed calls.
+// Enqueue measures committed enqueues through the server's API: Producers lean
+// clients in a closed loop, each posting an email send to an API-only server
+// (--jobs=false, so no runner takes the jobs). An email send is the API's smallest
+// write that enqueues: one call of the shared transaction (as every send use case
+// enqueues, concurrent calls sharing a database transaction) that commits the email
+// and its one delivery job. The operations of a slice are the jobs it committed,
+// counted in the table before and after it; a send answered without its job, or a
+// job without an answer, is a failure.
 //
-// The pool is opened at the start of each slice, its connections opened before the
-// clock starts, and closed at the end, so it holds no connections while the baseline
-// runs: a pool of 64 and 64 pgbench clients would not fit in Postgres's default 100
-// connections at once. Jobs accumulate; the table is truncated between slices,
-// untimed, once it holds more than TruncateAbove rows.
+// The server (a pool of MaxConns) is started for each slice and stopped after it,
+// so it holds no connections while the baseline runs: a pool of 64 and 64 pgbench
+// clients would not fit in Postgres's default 100 connections at once. Before the
+// clock starts the load runs for Warm, untimed, so that the pool's connections are
+// open and the server warm, as pgbench leaves its connection set-up out of its rate.
+// Jobs and emails accumulate; the tables are emptied between slices, untimed, once
+// the jobs hold more than TruncateAbove rows.
 type Enqueue struct {
 	// Producers is the number of concurrent producers.
 	Producers int
-	// MaxConns bounds the pool; at least Producers.
+	// MaxConns is the server's pool (--db-max-conns).
 	MaxConns int
+	// Warm is how long the load runs, untimed, before each slice.
+	Warm time.Duration
 	// TruncateAbove is the table size past which it is emptied between slices.
 	TruncateAbove int
 }
 
-// Setup creates and migrates the scenario's database and returns the enqueue slice.
+// Setup provisions the scenario's deployment with the bench's sender address and
+// returns the enqueue slice.
 func (e Enqueue) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
-	if e.Producers < 1 || e.MaxConns < e.Producers {
-		return nil, fmt.Errorf("want Producers ≥ 1 and MaxConns ≥ Producers, have %d and %d", e.Producers, e.MaxConns)
+	if e.Producers < 1 || e.MaxConns < 1 {
+		return nil, fmt.Errorf("want Producers and MaxConns ≥ 1, have %d and %d", e.Producers, e.MaxConns)
 	}
-	url, err := newDatabase(ctx, env)
+	d, err := env.NewDeployment(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, d time.Duration) (harness.Sample, error) {
-		return e.slice(ctx, url, d)
-	}, nil
+	db, err := d.SQL()
+	if err != nil {
+		return nil, err
+	}
+	if err := warnAsyncCommit(ctx, env, db); err != nil {
+		return nil, err
+	}
+	eq := &enqueuer{Enqueue: e, d: d, db: db}
+	api, err := eq.serve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := email.CreateAddress(ctx, api); err != nil {
+		return nil, err
+	}
+	if err := api.Stop(); err != nil {
+		return nil, err
+	}
+	return eq.slice, nil
 }
 
-func (e Enqueue) slice(ctx context.Context, url string, d time.Duration) (harness.Sample, error) {
-	db, err := store.Open(ctx, url, store.Options{MaxConns: e.MaxConns})
+type enqueuer struct {
+	Enqueue
+	d  *harness.Deployment
+	db *harness.SQL
+}
+
+// serve starts the API-only server of a slice.
+func (e *enqueuer) serve(ctx context.Context) (*harness.Switchboard, error) {
+	return e.d.Serve(ctx, append(email.Flags(), "--jobs=false", "--db-max-conns", strconv.Itoa(e.MaxConns))...)
+}
+
+const countJobs = "SELECT count(*) FROM jobs"
+
+func (e *enqueuer) slice(ctx context.Context, d time.Duration) (harness.Sample, error) {
+	api, err := e.serve(ctx)
 	if err != nil {
 		return harness.Sample{}, err
 	}
-	defer db.Close()
-	if err := holdConnections(ctx, db, e.Producers); err != nil {
-		return harness.Sample{}, err
-	}
-	tallies := make([]tally, e.Producers)
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for i := range tallies {
-		wg.Go(func() {
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				err := enqueueShared(ctx, db)
-				if ctx.Err() == nil {
-					tallies[i].add(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := ctx.Err(); err != nil {
-		return harness.Sample{}, err
-	}
-	rows, err := count(ctx, db, countAll)
+	defer api.Stop()
+	load, err := email.NewSendLoad(api, e.Producers)
 	if err != nil {
 		return harness.Sample{}, err
 	}
-	if rows > e.TruncateAbove {
-		empty := "TRUNCATE jobs"
-		if db.Dialect() == store.SQLite {
-			empty = "DELETE FROM jobs"
+	if _, err := load.Run(ctx, e.Warm); err != nil {
+		return harness.Sample{}, err
+	}
+	before, err := e.db.Int(ctx, countJobs)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	s, err := load.Run(ctx, d)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	after, err := e.db.Int(ctx, countJobs)
+	if err != nil {
+		return harness.Sample{}, err
+	}
+	if err := api.Stop(); err != nil {
+		return harness.Sample{}, err
+	}
+	if jobs := after - before; jobs != s.Ops {
+		s.Failed += max(jobs-s.Ops, s.Ops-jobs)
+		if s.FirstFailure == "" {
+			s.FirstFailure = fmt.Sprintf("%d sends answered, %d jobs committed", s.Ops, jobs)
 		}
-		if _, err := db.Bun().ExecContext(ctx, empty); err != nil {
+		s.Ops = min(jobs, s.Ops)
+	}
+	if after > e.TruncateAbove {
+		if err := e.db.Exec(ctx, "TRUNCATE jobs, emails"); err != nil {
 			return harness.Sample{}, fmt.Errorf("empty the jobs table: %w", err)
 		}
 	}
-	return sample(tallies, elapsed), nil
+	return s, nil
 }

@@ -4,84 +4,81 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/bench/harness"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Latency measures how long a committed job waits for its handler to start, on a
-// queue with a light steady load: one producer commits one job per transaction every
-// Interval while a runner, up for the whole scenario, serves them.
+// queue with a light steady load, through a server with the default runner (as
+// `switchboard serve` runs it), up for the whole scenario: one producer commits one
+// job every Interval, and the handler's start is seen from outside.
 //
-// The commit time of a job is taken right after Transact returns, which is after the
-// commit, and kept in a map keyed by the job's id (the payload is written before the
-// commit, so it cannot carry it); the handler notes time.Now() when it starts. The
-// latency is start minus commit time. The runner may hear of a job before Transact
-// has returned to the producer; such a job's latency is counted as 0.
+// The job is a webhook delivery: the producer posts a sandbox inbound message,
+// whose answer (2xx) comes after the commit of the message with its event, its
+// delivery and the delivery's job; the handler's first act visible outside the
+// server is its POST to the bench's receiver (harness.Receiver), after it has read
+// the delivery and signed the payload. The latency is the receiver's arrival time
+// minus the inbound's answer time: the wait for the handler and its first steps,
+// which the server's other handlers share. Each message comes from a new user, so
+// it has a thread of its own, and no earlier delivery of the thread holds it back.
+// The runner may take a job before the answer has reached the producer; such a job's
+// latency is counted as 0. The producer waits for each answer before the next tick,
+// as a producer committing in its own transaction does.
 //
 // After its last enqueue a slice waits up to StartTimeout for its jobs to start; a
 // job that has not started by then counts as a failure, not as a latency.
 type Latency struct {
 	// Interval is the time between enqueues.
 	Interval time.Duration
-	// Runner tunes the runner; its Logger defaults to the run's.
-	Runner runner.Config
 	// StartTimeout bounds the wait for a slice's last jobs to start.
 	StartTimeout time.Duration
 }
 
-// Setup opens the scenario's database, starts the runner, stopped when the scenario
-// ends, and returns the latency slice.
+// agent is the bench account's one agent number, a sandbox WhatsApp number.
+const agent = "+15550000001"
+
+// Setup provisions the scenario's deployment with one sandbox number, starts the
+// receiver, points the webhook at it, starts the server and returns the latency
+// slice.
 func (l Latency) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
 	if l.Interval <= 0 || l.StartTimeout <= 0 {
 		return nil, fmt.Errorf("want Interval and StartTimeout above 0, have %s and %s", l.Interval, l.StartTimeout)
 	}
-	db, err := openDB(ctx, env, 0)
+	d, err := env.NewDeployment(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cfg := l.Runner
-	if cfg.Logger == nil {
-		cfg.Logger = env.Log
+	if _, err := d.AddNumber(ctx, agent, "whatsapp", "sandbox"); err != nil {
+		return nil, err
 	}
-	starts := &startTimes{m: map[int64]time.Time{}}
-	r, err := runner.New(db.Repos(), db, cfg, runner.Kind{
-		Name: Kind,
-		Handler: runner.HandlerFunc(func(_ context.Context, job jobs.Job) error {
-			starts.note(job.ID, time.Now())
-			return nil
-		}),
-	})
+	rc, err := env.StartReceiver(true)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Start(ctx); err != nil {
+	if err := d.SetWebhook(ctx, d.AccountID, rc.URL); err != nil {
 		return nil, err
 	}
-	env.AfterScenario(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := r.Stop(ctx); err != nil {
-			env.Log.Warn("stop job runner", "err", err)
-		}
-	})
-	p := &prober{Latency: l, db: db, starts: starts}
+	sb, err := d.Serve(ctx, harness.AllowLoopback...)
+	if err != nil {
+		return nil, err
+	}
+	p := &prober{Latency: l, sb: sb, rc: rc}
 	return p.slice, nil
 }
 
 type prober struct {
 	Latency
-	db     *store.DB
-	starts *startTimes
+	sb *harness.Switchboard
+	rc *harness.Receiver
+	// n numbers the producer's users.
+	n int
 }
 
 func (p *prober) slice(ctx context.Context, d time.Duration) (harness.Sample, error) {
-	commits := map[int64]time.Time{}
-	var t tally
+	commits := map[string]time.Time{}
+	var failed int
+	var first string
 	tick := time.NewTicker(p.Interval)
 	defer tick.Stop()
 	start := time.Now()
@@ -95,83 +92,77 @@ func (p *prober) slice(ctx context.Context, d time.Duration) (harness.Sample, er
 		if !time.Now().Before(deadline) {
 			break
 		}
-		id, err := enqueueOne(ctx, p.db)
+		id, err := p.enqueue(ctx)
 		committed := time.Now()
 		if ctx.Err() != nil {
 			return harness.Sample{}, ctx.Err()
 		}
 		if err != nil {
-			t.add(err)
+			failed++
+			if first == "" {
+				first = err.Error()
+			}
 			continue
 		}
 		commits[id] = committed
 	}
 	elapsed := time.Since(start)
 
-	started, err := p.starts.await(ctx, commits, p.StartTimeout)
+	starts, err := p.await(ctx, commits)
 	if err != nil {
 		return harness.Sample{}, err
 	}
-	lat, missing := latencies(commits, started)
-	s := harness.Sample{Ops: len(lat), Elapsed: elapsed, Latencies: lat, Failed: t.failed + len(missing), FirstFailure: t.first}
+	lat, missing := latencies(commits, starts)
+	s := harness.Sample{Ops: len(lat), Elapsed: elapsed, Latencies: lat, Failed: failed + len(missing), FirstFailure: first}
 	if s.FirstFailure == "" && len(missing) > 0 {
-		s.FirstFailure = fmt.Sprintf("%d jobs (first id %d) had not started %s after the slice's last enqueue", len(missing), missing[0], p.StartTimeout)
+		s.FirstFailure = fmt.Sprintf("%d jobs (first message %s) had not started %s after the slice's last enqueue", len(missing), missing[0], p.StartTimeout)
 	}
 	return s, nil
 }
 
-// startTimes holds when the handler started each job, until a slice takes them.
-type startTimes struct {
-	mu sync.Mutex
-	m  map[int64]time.Time
-}
-
-func (s *startTimes) note(id int64, t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, seen := s.m[id]; !seen { // a re-run of a job does not move its first start
-		s.m[id] = t
+// enqueue posts one inbound message from a new user and returns its id.
+func (p *prober) enqueue(ctx context.Context) (string, error) {
+	p.n++
+	var out struct {
+		MessageID string `json:"message_id"`
 	}
+	err := harness.PostJSON(ctx, p.sb.URL+"/v1/sandbox/"+p.sb.AccountID+"/inbound", p.sb.Header(),
+		map[string]string{"service": "whatsapp", "from": fmt.Sprintf("+1557%07d", p.n), "to": agent, "content": "bench message"}, &out)
+	if err == nil && out.MessageID == "" {
+		err = fmt.Errorf("inbound: no message_id in the answer")
+	}
+	return out.MessageID, err
 }
 
-// await waits until every job of commits has started or timeout has passed, then
-// removes and returns the start times of those that did.
-func (s *startTimes) await(ctx context.Context, commits map[int64]time.Time, timeout time.Duration) (map[int64]time.Time, error) {
-	deadline := time.Now().Add(timeout)
-	for !s.all(commits) && time.Now().Before(deadline) {
+// await waits until the receiver has the delivery of every message of commits or
+// StartTimeout has passed, and returns the arrivals it took.
+func (p *prober) await(ctx context.Context, commits map[string]time.Time) (map[string]time.Time, error) {
+	starts := make(map[string]time.Time, len(commits))
+	deadline := time.Now().Add(p.StartTimeout)
+	for {
+		for id := range commits {
+			if _, done := starts[id]; done {
+				continue
+			}
+			if at, ok := p.rc.Take(id); ok {
+				starts[id] = at
+			}
+		}
+		if len(starts) == len(commits) || !time.Now().Before(deadline) {
+			return starts, nil
+		}
 		if err := sleep(ctx, 2*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[int64]time.Time, len(commits))
-	for id := range commits {
-		if t, ok := s.m[id]; ok {
-			out[id] = t
-			delete(s.m, id)
-		}
-	}
-	return out, nil
-}
-
-func (s *startTimes) all(commits map[int64]time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range commits {
-		if _, ok := s.m[id]; !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // latencies pairs each committed job with its start: start minus commit, or 0 when
-// the handler started before the producer saw its commit return. It returns the
-// latencies and, in ascending order, the ids of jobs with no start.
-func latencies(commits, starts map[int64]time.Time) ([]time.Duration, []int64) {
+// the handler started before the producer saw the commit's answer. It returns the
+// latencies and, in ascending order, the messages whose job did not start.
+func latencies(commits, starts map[string]time.Time) ([]time.Duration, []string) {
 	var lat []time.Duration
-	var missing []int64
+	var missing []string
 	for id, committed := range commits {
 		started, ok := starts[id]
 		if !ok {

@@ -38,14 +38,14 @@ func (l Latency) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 	if _, err := d.AddNumber(ctx, agent, "whatsapp", "sandbox"); err != nil {
 		return nil, err
 	}
-	rc, err := startReceiver(env, true)
+	rc, err := env.StartReceiver(true)
 	if err != nil {
 		return nil, err
 	}
-	if err := setWebhook(ctx, d, d.AccountID, rc.url); err != nil {
+	if err := d.SetWebhook(ctx, d.AccountID, rc.URL); err != nil {
 		return nil, err
 	}
-	sb, err := d.Serve(ctx, allowLoopback...)
+	sb, err := d.Serve(ctx, harness.AllowLoopback...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ const agent = "+15550000001"
 
 type prober struct {
 	Latency
-	rc     *receiver
+	rc     *harness.Receiver
 	sb     *harness.Switchboard
 	client *http.Client
 	n      int
@@ -112,7 +112,7 @@ func (p *prober) slice(ctx context.Context, d time.Duration) (harness.Sample, er
 	wait := time.Now().Add(p.Timeout)
 	for _, s := range sends {
 		for {
-			at, ok := p.rc.take(s.id)
+			at, ok := p.rc.Take(s.id)
 			if ok {
 				lat = append(lat, max(at.Sub(s.at), 0))
 				break

@@ -1,11 +1,9 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -15,9 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/uptrace/bun"
-
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/bench/harness"
 )
 
@@ -47,6 +42,10 @@ import (
 //
 // Each slice measures for Window whatever d it is given (as recovery's ignores
 // it), except the first, the harness's warm-up, which measures for d only.
+//
+// The scenario runs on Postgres only: making the cron jobs due every second, and
+// reading whether B's sends have left queued, are SQL (harness.SQL), which the bench
+// runs through psql, never on a SQLite file.
 type Noisy struct {
 	// Queued is how many of A's webhook deliveries not yet attempted each round
 	// starts with.
@@ -93,15 +92,21 @@ func (n Noisy) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 	if _, err := d.AddNumberTo(ctx, a.AccountID, noisyAgent, "whatsapp", "sandbox"); err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, env, d)
+	db, err := d.SQL()
 	if err != nil {
 		return nil, err
 	}
-	rc, err := startReceiver(env, true)
+	// The cron jobs are made due from a session of their own, so that their
+	// updates never wait behind the polls of B's sends.
+	cronDB, err := d.SQL()
 	if err != nil {
 		return nil, err
 	}
-	if err := setWebhook(ctx, d, d.AccountID, rc.url); err != nil {
+	rc, err := env.StartReceiver(true)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.SetWebhook(ctx, d.AccountID, rc.URL); err != nil {
 		return nil, err
 	}
 	hang := &hanging{stop: make(chan struct{})}
@@ -117,11 +122,11 @@ func (n Noisy) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 			return nil, err
 		}
 	}
-	if err := setWebhook(ctx, d, a.AccountID, hookURL); err != nil {
+	if err := d.SetWebhook(ctx, a.AccountID, hookURL); err != nil {
 		hang.close()
 		return nil, err
 	}
-	sb, err := d.Serve(ctx, allowLoopback...)
+	sb, err := d.Serve(ctx, harness.AllowLoopback...)
 	if err != nil {
 		hang.close()
 		return nil, err
@@ -130,9 +135,7 @@ func (n Noisy) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 	// runs last first): the server's calls in flight end instead of holding its
 	// shutdown.
 	env.AfterScenario(hang.close)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	env.AfterScenario(client.CloseIdleConnections)
-	nb := &neighbours{Noisy: n, sb: sb, a: a, db: db, rc: rc, hang: hang, client: client, log: env.Log,
+	nb := &neighbours{Noisy: n, sb: sb, a: a, db: db, cronDB: cronDB, rc: rc, hang: hang, log: env.Log,
 		lateHooks: map[string]time.Time{}, lateSends: map[string]time.Time{}}
 	// A send needs a conversation the user started: each of B's users writes
 	// first.
@@ -205,10 +208,10 @@ type neighbours struct {
 	Noisy
 	sb     *harness.Switchboard
 	a      harness.Account
-	db     *store.DB
-	rc     *receiver
+	db     *harness.SQL
+	cronDB *harness.SQL
+	rc     *harness.Receiver
 	hang   *hanging
-	client *http.Client
 	log    *slog.Logger
 
 	warmed bool
@@ -245,8 +248,8 @@ func (nb *neighbours) pullCron(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		_, err := nb.db.Bun().NewRaw("UPDATE cron_jobs SET next_run_at = ? WHERE account_id = ? AND status = 'active'",
-			time.Now().UnixMicro(), nb.a.AccountID).Exec(ctx)
+		err := nb.cronDB.Exec(ctx, fmt.Sprintf("UPDATE cron_jobs SET next_run_at = %d WHERE account_id = %s AND status = 'active'",
+			time.Now().UnixMicro(), harness.Quote(nb.a.AccountID)))
 		if err != nil && ctx.Err() == nil && !warned {
 			nb.log.Warn("noisy-neighbour: make cron jobs due", "err", err)
 			warned = true
@@ -256,23 +259,13 @@ func (nb *neighbours) pullCron(ctx context.Context) {
 
 // post sends a JSON body and returns the string field want of the 2xx answer.
 func (nb *neighbours) post(ctx context.Context, path string, header http.Header, body []byte, want string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, nb.sb.URL+path, bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header = header.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := nb.client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
+	if err := harness.CallAPI(ctx, http.MethodPost, nb.sb.URL+path, header, body, &out); err != nil {
+		return "", err
+	}
 	id, _ := out[want].(string)
-	if resp.StatusCode/100 != 2 || id == "" {
-		return "", fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, bytes.TrimSpace(raw))
+	if id == "" {
+		return "", fmt.Errorf("POST %s: no %s in the answer", path, want)
 	}
 	return id, nil
 }
@@ -297,7 +290,7 @@ func (nb *neighbours) healthy() harness.Account {
 // topUp posts inbound messages to A, each from a new user, until Queued of its
 // webhook deliveries have not been attempted.
 func (nb *neighbours) topUp(ctx context.Context) error {
-	waiting, err := count(ctx, nb.db, "SELECT count(*) FROM webhook_deliveries WHERE account_id = ? AND status = 'pending' AND attempts = 0", nb.a.AccountID)
+	waiting, err := nb.db.Int(ctx, "SELECT count(*) FROM webhook_deliveries WHERE account_id = "+harness.Quote(nb.a.AccountID)+" AND status = 'pending' AND attempts = 0")
 	if err != nil {
 		return err
 	}
@@ -413,7 +406,7 @@ func (nb *neighbours) slice(ctx context.Context, d time.Duration) (harness.Sampl
 			}
 		case now := <-poll.C:
 			for id, at := range hooks {
-				if got, ok := nb.rc.take(id); ok {
+				if got, ok := nb.rc.Take(id); ok {
 					hookLat = append(hookLat, max(got.Sub(at), 0))
 					delete(hooks, id)
 				} else if now.Sub(at) >= nb.Timeout {
@@ -469,19 +462,18 @@ func (nb *neighbours) leftQueued(ctx context.Context, sends map[string]time.Time
 	for id := range sends {
 		ids = append(ids, id)
 	}
-	var rows []struct {
-		ID     string `bun:"id"`
-		Status string `bun:"status"`
-	}
-	err = nb.db.Bun().NewRaw("SELECT id, status FROM messages WHERE id IN (?) AND status <> 'queued'", bun.List(ids)).Scan(ctx, &rows)
+	rows, err := nb.db.Rows(ctx, "SELECT id, status FROM messages WHERE id IN "+harness.QuoteList(ids)+" AND status <> 'queued'")
 	if err != nil {
 		return nil, nil, fmt.Errorf("send statuses: %w", err)
 	}
 	for _, r := range rows {
-		if r.Status == "failed" {
-			failed = append(failed, r.ID)
+		if len(r) != 2 {
+			return nil, nil, fmt.Errorf("send statuses: row %q", r)
+		}
+		if r[1] == "failed" {
+			failed = append(failed, r[0])
 		} else {
-			done = append(done, r.ID)
+			done = append(done, r[0])
 		}
 	}
 	return done, failed, nil
@@ -518,7 +510,7 @@ func (nb *neighbours) lateFigures(ctx context.Context) []harness.Figure {
 		out = append(out, harness.Figure{Name: name + " late, done by the end", Value: float64(done), Unit: "ops",
 			Detail: fmt.Sprintf("of %d late; the oldest of the %d still waiting had waited %s", len(late), len(late)-done, oldest.Round(time.Second))})
 	}
-	done, oldest := waited(nb.lateHooks, func(id string) bool { _, ok := nb.rc.take(id); return ok })
+	done, oldest := waited(nb.lateHooks, func(id string) bool { _, ok := nb.rc.Take(id); return ok })
 	figure("B webhook", nb.lateHooks, done, oldest)
 	if len(nb.lateSends) > 0 {
 		sent, failed, err := nb.leftQueued(ctx, nb.lateSends)

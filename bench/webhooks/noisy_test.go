@@ -73,8 +73,9 @@ func TestNoisyFiguresWithoutOperations(t *testing.T) {
 func TestNoisyLateFiguresFollowLateDeliveries(t *testing.T) {
 	t.Parallel()
 	start := time.Now().Add(-time.Minute)
-	nb := &neighbours{rc: &receiver{arrivals: map[string]time.Time{"msg_1": time.Now()}},
-		lateHooks: map[string]time.Time{"msg_1": start, "msg_2": start}}
+	rc := harness.NewReceiver(true)
+	rc.Note("msg_1", time.Now())
+	nb := &neighbours{rc: rc, lateHooks: map[string]time.Time{"msg_1": start, "msg_2": start}}
 	figs := nb.lateFigures(t.Context())
 	if len(figs) != 1 {
 		t.Fatalf("figures %+v, want one of B's webhooks", figs)

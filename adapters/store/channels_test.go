@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/channels"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -25,15 +24,15 @@ func TestChannelsContract(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := dbtest.Open(t, dialect)
-			r := db.Repos()
+			r := db.ChannelStore()
 			at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 			acc := account.Account{ID: ident.New(ident.Account), Name: "A", CreatedAt: at, UpdatedAt: at}
-			require.NoError(t, r.InsertAccount(ctx, acc))
+			require.NoError(t, db.AccountStore().InsertAccount(ctx, acc))
 			tg := account.Number{ID: ident.New(ident.Number), AccountID: acc.ID, Number: "+14155550103", Service: account.Telegram, Provider: account.ProviderTelegram, SealedSettings: []byte{1}, Enabled: true, CreatedAt: at}
 			sb := account.Number{ID: ident.New(ident.Number), AccountID: acc.ID, Number: "+14155550100", Service: account.WhatsApp, Provider: account.ProviderSandbox, SealedSettings: []byte{1}, Enabled: true, CreatedAt: at}
-			require.NoError(t, r.InsertNumber(ctx, tg))
-			require.NoError(t, r.InsertNumber(ctx, sb))
-			var _ channels.Store = store.Bind(db, func(r *store.Repos) channels.Repos { return r })
+			require.NoError(t, db.AccountStore().InsertNumber(ctx, tg))
+			require.NoError(t, db.AccountStore().InsertNumber(ctx, sb))
+			var _ channels.Store = db.ChannelStore()
 
 			list, err := r.NumbersByProvider(ctx, account.ProviderTelegram)
 			require.NoError(t, err)

@@ -56,7 +56,7 @@ func newCommitFixture(t *testing.T, open func(t *testing.T) (*store.DB, writes.C
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	th := messaging.Thread{ID: "thr_commit", AccountID: "acc_rows", Service: account.WhatsApp, Type: messaging.Individual,
 		AgentNumber: "+15550001000", Contact: "+15550002000", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, db.Repos().InsertThread(context.Background(), th, nil))
+	require.NoError(t, db.MessagingStore().InsertThread(context.Background(), th, nil))
 	return commitFixture{db: db, c: c, thread: th, now: now}
 }
 
@@ -97,18 +97,18 @@ func committerContract(t *testing.T, open func(t *testing.T) (*store.DB, writes.
 		_, err := f.db.ReserveKey(ctx, "acc_rows", "key-msg_all", "fp", f.now, time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, f.c.Commit(ctx, b))
-		r := f.db.Repos()
+		r := f.db.MessagingStore()
 		m, err := r.Message(ctx, "acc_rows", "msg_all")
 		require.NoError(t, err)
 		require.Equal(t, b.Messages[0], m, "the text reads back as written, placeholders and quotes included")
 		th, err := r.Thread(ctx, "acc_rows", f.thread.ID)
 		require.NoError(t, err)
 		require.True(t, th.UpdatedAt.Equal(b.ThreadActivity[0].At), "the thread's activity moved")
-		events, err := r.EventsAfter(ctx, "acc_rows", "", 10)
+		events, err := f.db.WebhookStore().EventsAfter(ctx, "acc_rows", "", 10)
 		require.NoError(t, err)
 		require.Len(t, events, 1)
 		require.Equal(t, b.Events[0].ID, events[0].ID)
-		d, err := r.WebhookDelivery(ctx, "acc_rows", "whk_msg_all")
+		d, err := f.db.WebhookStore().WebhookDelivery(ctx, "acc_rows", "whk_msg_all")
 		require.NoError(t, err)
 		require.Equal(t, webhook.Pending, d.Status)
 		require.Equal(t, 1, f.jobs(t))
@@ -126,7 +126,7 @@ func committerContract(t *testing.T, open func(t *testing.T) (*store.DB, writes.
 		again := f.send("msg_again")
 		again.Answers = first.Answers
 		require.ErrorIs(t, f.c.Commit(ctx, again), idempotency.ErrAnsweredElsewhere)
-		_, err := f.db.Repos().Message(ctx, "acc_rows", "msg_again")
+		_, err := f.db.MessagingStore().Message(ctx, "acc_rows", "msg_again")
 		require.True(t, failure.Is(err, failure.KindNotFound), "the refused batch's message is not there: %v", err)
 		require.Equal(t, 1, f.jobs(t), "nor its job")
 	})
@@ -152,7 +152,7 @@ func committerContract(t *testing.T, open func(t *testing.T) (*store.DB, writes.
 		require.NoError(t, f.c.Commit(ctx, writes.Batch{Statuses: []writes.MessageStatus{
 			{MessageID: "msg_status", Status: messaging.Failed, FailureCode: "x", FailureText: "why", UpdatedAt: at.Add(time.Second)},
 		}}))
-		m, err := f.db.Repos().Message(ctx, "acc_rows", "msg_status")
+		m, err := f.db.MessagingStore().Message(ctx, "acc_rows", "msg_status")
 		require.NoError(t, err)
 		require.Equal(t, messaging.Failed, m.Status)
 		require.Equal(t, "wamid.1", m.ProviderMessageID)
@@ -172,7 +172,7 @@ func committerContract(t *testing.T, open func(t *testing.T) (*store.DB, writes.
 		failed := e
 		failed.Status, failed.FailureCode, failed.UpdatedAt = email.Failed, "late", at.Add(time.Second)
 		require.NoError(t, f.c.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{failed}}))
-		got, err := f.db.Repos().Email(ctx, "acc_rows", "eml_commit")
+		got, err := f.db.EmailStore().Email(ctx, "acc_rows", "eml_commit")
 		require.NoError(t, err)
 		require.Equal(t, email.Sent, got.Status, "an email no longer queued is left as it is")
 		require.Equal(t, "250 ok", got.Reply)
@@ -193,7 +193,7 @@ func committerContract(t *testing.T, open func(t *testing.T) (*store.DB, writes.
 			require.NoError(t, err, "batch %d", i)
 		}
 		require.Equal(t, n, f.jobs(t))
-		events, err := f.db.Repos().EventsAfter(ctx, "acc_rows", "", 100)
+		events, err := f.db.WebhookStore().EventsAfter(ctx, "acc_rows", "", 100)
 		require.NoError(t, err)
 		require.Len(t, events, n)
 	})

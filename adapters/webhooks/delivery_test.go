@@ -445,7 +445,7 @@ func TestUnreadableSecretFailsTheDelivery(t *testing.T) {
 			rc := newReceiver(t, nil)
 			b := setup(t, dialect, options{})
 			b.put(t, rc.srv.URL+"/hook")
-			r := b.db.Repos()
+			r := b.db.WebhookStore()
 			rec, err := r.WebhookEndpoint(context.Background(), b.account)
 			require.NoError(t, err)
 			rec.SealedSecret = []byte("sealed under another key")

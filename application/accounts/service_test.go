@@ -50,7 +50,7 @@ func setup(t *testing.T) *testBundle {
 // newReplica is another service instance over the same database, as a
 // second server process would be.
 func (b *testBundle) newReplica() *accounts.Service {
-	bound := store.Bind(b.db, func(r *store.Repos) accounts.Repos { return r })
+	bound := b.db.AccountStore()
 	return accounts.NewService(bound, b.keys, accounts.Options{Now: b.clock.Now})
 }
 

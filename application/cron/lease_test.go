@@ -29,12 +29,12 @@ func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, star
 	e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: *j.NextRunAt, StartedAt: now,
 		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: now.Add(appcron.DefaultLease)}
 	next := j.NextRunAt.Add(time.Hour)
-	require.NoError(t, b.db.Repos().SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}))
-	ids, err := b.db.Repos().InsertExecutions(ctx, []cron.Execution{e})
+	require.NoError(t, b.db.CronStore().SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}))
+	ids, err := b.db.CronStore().InsertExecutions(ctx, []cron.Execution{e})
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	if started {
-		ids, err = b.db.Repos().StartCalls(ctx, owner, now, []string{e.ID})
+		ids, err = b.db.CronStore().StartCalls(ctx, owner, now, []string{e.ID})
 		require.NoError(t, err)
 		require.Len(t, ids, 1)
 	}
@@ -217,7 +217,7 @@ func TestDatabaseOutage(t *testing.T) {
 	var attempts atomic.Int64
 	down.Store(true)
 	logs := &syncBuffer{}
-	s := flakyStore{Store: store.Bind(b.db, func(r *store.Repos) appcron.Repos { return r }), down: &down, attempts: &attempts}
+	s := flakyStore{Store: b.db.CronStore(), down: &down, attempts: &attempts}
 	sched := appcron.NewScheduler(appcron.SchedulerConfig{
 		Store: s, Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), PollInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
@@ -239,7 +239,7 @@ func TestDatabaseOutage(t *testing.T) {
 	j := cron.Job{ID: ident.New(ident.CronJob), AccountID: b.account, EndpointURL: b.ep.srv.URL + "/hook", Method: "GET",
 		Spec:   cron.Spec{Frequency: cron.Daily, Time: "00:00", Timezone: "UTC"},
 		Status: cron.Active, CreatedAt: now, NextRunAt: &due}
-	require.NoError(t, b.db.Repos().InsertJob(context.Background(), j))
+	require.NoError(t, b.db.CronStore().InsertJob(context.Background(), j))
 	time.Sleep(2 * time.Second)
 	failed := attempts.Load()
 	down.Store(false)

@@ -182,7 +182,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 		db, err := store.Open(ctx, url, store.Options{Now: clock.Now})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = db.Close() })
-		s := store.Bind(db, func(r *store.Repos) appcron.Repos { return r })
+		s := db.CronStore()
 		sched := appcron.NewScheduler(appcron.SchedulerConfig{
 			Store: s, Parser: parser, Caller: guard.NewCronCaller(), Clock: clock, Batch: o.batch,
 			Concurrency: o.concurrency, AccountShare: o.accountShare, PollInterval: time.Hour, RetryBackoff: func(int) time.Duration { return 10 * time.Second },
@@ -203,7 +203,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 		wg.Wait()
 	})
 	acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: o.start, UpdatedAt: o.start}
-	require.NoError(t, b.db.Repos().InsertAccount(ctx, acc))
+	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, acc))
 	b.account = acc.ID
 	return b
 }
@@ -296,7 +296,7 @@ func TestTimeTravel(t *testing.T) {
 		end := time.Date(2026, 4, 12, 0, 0, 0, 0, time.UTC)
 		done := 0
 		for {
-			at, ok, err := b.db.Repos().NextWake(context.Background())
+			at, ok, err := b.db.CronStore().NextWake(context.Background())
 			require.NoError(t, err)
 			require.True(t, ok)
 			if at.After(end) {
@@ -304,7 +304,7 @@ func TestTimeTravel(t *testing.T) {
 			}
 			due := 0
 			for _, j := range jobs {
-				got, err := b.db.Repos().Job(context.Background(), b.account, j.ID)
+				got, err := b.db.CronStore().Job(context.Background(), b.account, j.ID)
 				require.NoError(t, err)
 				if !got.NextRunAt.After(at) {
 					due++
@@ -568,7 +568,7 @@ func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // A's calls start and hang
 
 		other := account.Account{ID: ident.New(ident.Account), Name: "Other", CreatedAt: start, UpdatedAt: start}
-		require.NoError(t, b.db.Repos().InsertAccount(ctx, other))
+		require.NoError(t, b.db.AccountStore().InsertAccount(ctx, other))
 		_, err := b.svc.Create(ctx, other.ID, cron.Job{EndpointURL: b.ep.srv.URL + "/hook", Method: "POST", Spec: every}, nil)
 		require.NoError(t, err)
 		b.advance(start.Add(2 * time.Minute))

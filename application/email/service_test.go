@@ -42,12 +42,12 @@ func setup(t *testing.T) *testBundle {
 	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, _, err := acc.CreateAccount(context.Background(), "Acme")
 	require.NoError(t, err)
 	b := &testBundle{sender: &fakeSender{}, account: a.ID, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	b.svc = appemail.NewService(appemail.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+		Committer: db, Store: db.EmailStore(),
 		Sender: b.sender, ServiceDomain: "Mail.Example.com", Now: func() time.Time { return b.now },
 	})
 	_, err = b.svc.CreateAddress(context.Background(), a.ID, "agent", "mail.example.com")
@@ -161,12 +161,12 @@ func TestSendIsOneCommit(t *testing.T) {
 	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	ctx := context.Background()
 	a, _, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	committer := &countingCommitter{Committer: db}
-	svc := appemail.NewService(appemail.Deps{Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Committer: committer,
+	svc := appemail.NewService(appemail.Deps{Store: db.EmailStore(), Committer: committer,
 		Sender: &fakeSender{}, ServiceDomain: "mail.example.com"})
 	in := appemail.SendInput{AccountID: a.ID, SenderAddress: "later@mail.example.com", RecipientAddress: "user@example.org", Subject: "Hi", Body: "Hello"}
 

@@ -49,7 +49,7 @@ func setup(t *testing.T) *testBundle {
 	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{3}, 32))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	ctx := context.Background()
 	a, _, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	p := &fakeProvider{}
 	svc := messaging.NewService(messaging.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{account.ProviderSandbox: p},
 		Opener:    acc,
 	})

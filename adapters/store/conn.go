@@ -36,3 +36,13 @@ func (r *Conn) jobsEnqueued() {
 	}
 	r.db.wake.signal()
 }
+
+// lockForUpdate is appended to a read inside a Postgres transaction that
+// decides a change of the row (a group, a webhook endpoint): changes then
+// run one after another instead of overwriting each other. (SQLite transactions hold the write lock already.)
+func (r *Conn) lockForUpdate() string {
+	if r.tx != nil && r.dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}

@@ -32,15 +32,6 @@ func (r MessagingStore) groupFrom(ctx context.Context, row groupColumnsRow) (mes
 	return g, err
 }
 
-// lockForUpdate is appended to a group read inside a Postgres
-// transaction: changes to one group then run one after another instead of
-// overwriting each other. (SQLite transactions hold the write lock already.)
-func (r MessagingStore) lockForUpdate() string {
-	if r.tx != nil && r.dialect == Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}
 
 // Group reads a group thread with its members; inside a transaction the
 // group stays locked until it ends.

@@ -81,7 +81,7 @@ func (r webhookEndpointRow) record() webhooks.Record {
 // WebhookEndpoint reads an account's endpoint; NotFound when it has none.
 func (r WebhookStore) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
 	var row webhookEndpointRow
-	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1"+r.lockForUpdate(), accountID); err != nil {
 		return webhooks.Record{}, translate(err, "webhook")
 	}
 	return row.record(), nil

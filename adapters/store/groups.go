@@ -32,7 +32,6 @@ func (r MessagingStore) groupFrom(ctx context.Context, row groupColumnsRow) (mes
 	return g, err
 }
 
-
 // Group reads a group thread with its members; inside a transaction the
 // group stays locked until it ends.
 func (r MessagingStore) Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error) {

@@ -142,6 +142,16 @@ func TestKilledReplicaRunsAreCalled(t *testing.T) {
 	})
 }
 
+// forEachDialect runs fn on each database, in parallel.
+func forEachDialect(t *testing.T, fn func(t *testing.T, dialect store.Dialect)) {
+	for _, d := range dbtest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
 func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	const jobs, speed = 30, 10
 	const realLease = 2 * time.Second

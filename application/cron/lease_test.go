@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -29,12 +28,12 @@ func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, star
 	e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: *j.NextRunAt, StartedAt: now,
 		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: now.Add(appcron.DefaultLease)}
 	next := j.NextRunAt.Add(time.Hour)
-	require.NoError(t, b.db.CronStore().SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}))
-	ids, err := b.db.CronStore().InsertExecutions(ctx, []cron.Execution{e})
+	require.NoError(t, b.store.Repos().SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}))
+	ids, err := b.store.Repos().InsertExecutions(ctx, []cron.Execution{e})
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	if started {
-		ids, err = b.db.CronStore().StartCalls(ctx, owner, now, []string{e.ID})
+		ids, err = b.store.Repos().StartCalls(ctx, owner, now, []string{e.ID})
 		require.NoError(t, err)
 		require.Len(t, ids, 1)
 	}
@@ -56,44 +55,42 @@ func (b *bundle) execution(t *testing.T, jobID string) cron.Execution {
 // interrupted attempt).
 func TestTakeOverOfADeadReplicasRuns(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
-		b := setup(t, dialect, options{start: start})
-		daily := cron.Spec{Frequency: cron.Daily, Time: "08:01", Timezone: "UTC"}
-		before := b.create(t, cron.Job{Spec: daily})
-		mid := b.create(t, cron.Job{Spec: daily})
-		// Claimed at 08:00:58, before this scheduler's lookahead; the lease
-		// lasts until 08:01:01.
-		b.clock.Set(start.Add(58 * time.Second))
-		b.claimAsDeadReplica(t, before, "sch_dead", false)
-		b.claimAsDeadReplica(t, mid, "sch_dead", true)
+	start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
+	b := setup(t, options{start: start})
+	daily := cron.Spec{Frequency: cron.Daily, Time: "08:01", Timezone: "UTC"}
+	before := b.create(t, cron.Job{Spec: daily})
+	mid := b.create(t, cron.Job{Spec: daily})
+	// Claimed at 08:00:58, before this scheduler's lookahead; the lease
+	// lasts until 08:01:01.
+	b.clock.Set(start.Add(58 * time.Second))
+	b.claimAsDeadReplica(t, before, "sch_dead", false)
+	b.claimAsDeadReplica(t, mid, "sch_dead", true)
 
-		b.advance(start.Add(time.Minute + 500*time.Millisecond))
-		b.settle()
-		require.Zero(t, b.ep.count(), "the dead replica's lease still holds")
+	b.advance(start.Add(time.Minute + 500*time.Millisecond))
+	b.settle()
+	require.Zero(t, b.ep.count(), "the dead replica's lease still holds")
 
-		b.advance(start.Add(time.Minute + 2*time.Second))
-		b.waitFinished(t, 2)
-		calls := b.ep.snapshot()
-		require.Len(t, calls, 2)
-		keys := map[string]bool{calls[0].key: true, calls[1].key: true}
-		slot := start.Add(time.Minute)
-		require.True(t, keys[cron.IdempotencyKey(before.ID, slot)])
-		require.True(t, keys[cron.IdempotencyKey(mid.ID, slot)], "the retry carries the slot's key")
+	b.advance(start.Add(time.Minute + 2*time.Second))
+	b.waitFinished(t, 2)
+	calls := b.ep.snapshot()
+	require.Len(t, calls, 2)
+	keys := map[string]bool{calls[0].key: true, calls[1].key: true}
+	slot := start.Add(time.Minute)
+	require.True(t, keys[cron.IdempotencyKey(before.ID, slot)])
+	require.True(t, keys[cron.IdempotencyKey(mid.ID, slot)], "the retry carries the slot's key")
 
-		e := b.execution(t, before.ID)
-		require.Equal(t, cron.Success, e.Status)
-		require.Equal(t, 1, e.Attempt)
-		require.Zero(t, e.InterruptedAttempts)
-		e = b.execution(t, mid.ID)
-		require.Equal(t, cron.Success, e.Status)
-		require.Equal(t, 2, e.Attempt)
-		require.Equal(t, 1, e.InterruptedAttempts)
+	e := b.execution(t, before.ID)
+	require.Equal(t, cron.Success, e.Status)
+	require.Equal(t, 1, e.Attempt)
+	require.Zero(t, e.InterruptedAttempts)
+	e = b.execution(t, mid.ID)
+	require.Equal(t, cron.Success, e.Status)
+	require.Equal(t, 2, e.Attempt)
+	require.Equal(t, 1, e.InterruptedAttempts)
 
-		b.advance(start.Add(time.Minute + 30*time.Second))
-		b.settle()
-		require.Equal(t, 2, b.ep.count(), "taken-over runs are called once")
-	})
+	b.advance(start.Add(time.Minute + 30*time.Second))
+	b.settle()
+	require.Equal(t, 2, b.ep.count(), "taken-over runs are called once")
 }
 
 // TestLeasesRenewedWhileCalling: a call that outlasts the lease many times
@@ -101,15 +98,18 @@ func TestTakeOverOfADeadReplicasRuns(t *testing.T) {
 func TestLeasesRenewedWhileCalling(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
-	b := setup(t, store.Postgres, options{start: start, replicas: 2})
+	b := setup(t, options{start: start, replicas: 2})
 	j := b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: 3 * time.Second,
 		Spec: cron.Spec{Frequency: cron.Daily, Time: "08:01", Timezone: "UTC"}})
 	b.advance(start.Add(time.Minute))
-	ctx := context.Background()
 	var started bool
 	for deadline := time.Now().Add(5 * time.Second); !started && time.Now().Before(deadline); {
-		var n int
-		require.NoError(t, b.db.Bun().NewRaw("SELECT COUNT(*) FROM cron_executions WHERE call_started_at IS NOT NULL").Scan(ctx, &n))
+		n := 0
+		for _, e := range b.store.AllExecutions() {
+			if e.CallStartedAt != nil {
+				n++
+			}
+		}
 		started = n == 1
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -119,43 +119,42 @@ func TestLeasesRenewedWhileCalling(t *testing.T) {
 		b.advance(start.Add(time.Minute + time.Duration(i)*time.Second))
 		time.Sleep(60 * time.Millisecond)
 	}
-	var attempt, interrupted int
-	require.NoError(t, b.db.Bun().NewRaw("SELECT attempt, interrupted_attempts FROM cron_executions WHERE job_id = ?", j.ID).Scan(ctx, &attempt, &interrupted))
-	require.Equal(t, 1, attempt, "the run was not taken over")
-	require.Zero(t, interrupted)
+	execs := b.store.AllExecutions()
+	require.Len(t, execs, 1)
+	require.Equal(t, j.ID, execs[0].JobID)
+	require.Equal(t, 1, execs[0].Attempt, "the run was not taken over")
+	require.Zero(t, execs[0].InterruptedAttempts)
 }
 
 // TestClockJumps: a clock that jumps back does not run a slot again, and
 // one that jumps forward is downtime: the latest missed slot runs once.
 func TestClockJumps(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		start := time.Date(2026, 6, 1, 8, 0, 30, 0, time.UTC)
-		b := setup(t, dialect, options{start: start})
-		j := b.create(t, cron.Job{Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}})
-		b.advance(time.Date(2026, 6, 1, 8, 1, 0, 0, time.UTC))
-		b.waitFinished(t, 1)
-		b.advance(time.Date(2026, 6, 1, 7, 50, 0, 0, time.UTC)) // back 11 minutes
-		b.settle()
-		require.Equal(t, 1, b.ep.count(), "nothing runs again after a jump back")
-		b.advance(time.Date(2026, 6, 1, 8, 1, 30, 0, time.UTC))
-		b.settle()
-		require.Equal(t, 1, b.ep.count(), "08:01 is not run twice")
-		b.advance(time.Date(2026, 6, 1, 8, 2, 0, 0, time.UTC))
-		b.waitFinished(t, 2)
-		b.advance(time.Date(2026, 6, 1, 10, 2, 20, 0, time.UTC)) // forward two hours
-		b.waitFinished(t, 3)
-		b.settle()
-		require.Equal(t, []string{"2026-06-01T08:01:00Z", "2026-06-01T08:02:00Z", "2026-06-01T10:02:00Z"}, b.slots(t, j.ID))
-		keys := map[string]bool{}
-		for _, c := range b.ep.snapshot() {
-			require.False(t, keys[c.key], "key %s called twice", c.key)
-			keys[c.key] = true
-		}
-		got, err := b.svc.Get(context.Background(), b.account, j.ID)
-		require.NoError(t, err)
-		require.Equal(t, time.Date(2026, 6, 1, 10, 3, 0, 0, time.UTC), got.Job.NextRunAt.UTC())
-	})
+	start := time.Date(2026, 6, 1, 8, 0, 30, 0, time.UTC)
+	b := setup(t, options{start: start})
+	j := b.create(t, cron.Job{Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}})
+	b.advance(time.Date(2026, 6, 1, 8, 1, 0, 0, time.UTC))
+	b.waitFinished(t, 1)
+	b.advance(time.Date(2026, 6, 1, 7, 50, 0, 0, time.UTC)) // back 11 minutes
+	b.settle()
+	require.Equal(t, 1, b.ep.count(), "nothing runs again after a jump back")
+	b.advance(time.Date(2026, 6, 1, 8, 1, 30, 0, time.UTC))
+	b.settle()
+	require.Equal(t, 1, b.ep.count(), "08:01 is not run twice")
+	b.advance(time.Date(2026, 6, 1, 8, 2, 0, 0, time.UTC))
+	b.waitFinished(t, 2)
+	b.advance(time.Date(2026, 6, 1, 10, 2, 20, 0, time.UTC)) // forward two hours
+	b.waitFinished(t, 3)
+	b.settle()
+	require.Equal(t, []string{"2026-06-01T08:01:00Z", "2026-06-01T08:02:00Z", "2026-06-01T10:02:00Z"}, b.slots(t, j.ID))
+	keys := map[string]bool{}
+	for _, c := range b.ep.snapshot() {
+		require.False(t, keys[c.key], "key %s called twice", c.key)
+		keys[c.key] = true
+	}
+	got, err := b.svc.Get(context.Background(), b.account, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 6, 1, 10, 3, 0, 0, time.UTC), got.Job.NextRunAt.UTC())
 }
 
 // flakyStore fails every transaction and read while down is set.
@@ -207,17 +206,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestDatabaseOutage: while the database is away the scheduler backs off
-// (fewer attempts than polls) and logs the outage once, and its end once;
-// then it resumes by itself and makes the run that fell due meanwhile.
+// TestDatabaseOutage: while the database is away (a store failing every
+// transaction and read stands for it) the scheduler backs off (fewer
+// attempts than polls) and logs the outage once, and its end once; then it
+// resumes by itself and makes the run that fell due meanwhile.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, store.SQLite, options{})
+	b := setup(t, options{})
 	var down atomic.Bool
 	var attempts atomic.Int64
 	down.Store(true)
 	logs := &syncBuffer{}
-	s := flakyStore{Store: b.db.CronStore(), down: &down, attempts: &attempts}
+	s := flakyStore{Store: b.store, down: &down, attempts: &attempts}
 	sched := appcron.NewScheduler(appcron.SchedulerConfig{
 		Store: s, Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), PollInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
@@ -239,7 +239,7 @@ func TestDatabaseOutage(t *testing.T) {
 	j := cron.Job{ID: ident.New(ident.CronJob), AccountID: b.account, EndpointURL: b.ep.srv.URL + "/hook", Method: "GET",
 		Spec:   cron.Spec{Frequency: cron.Daily, Time: "00:00", Timezone: "UTC"},
 		Status: cron.Active, CreatedAt: now, NextRunAt: &due}
-	require.NoError(t, b.db.CronStore().InsertJob(context.Background(), j))
+	require.NoError(t, b.store.Repos().InsertJob(context.Background(), j))
 	time.Sleep(2 * time.Second)
 	failed := attempts.Load()
 	down.Store(false)

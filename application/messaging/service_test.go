@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/store"
-	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/adapters/memory"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -41,12 +40,12 @@ type testBundle struct {
 	account  account.Account
 	number   account.Number
 	provider *fakeProvider
-	db       *store.DB
+	db       *memory.DB
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := dbtest.Open(t, store.SQLite)
+	db := memory.New(memory.Options{})
 	keys, err := keyring.New(bytes.Repeat([]byte{3}, 32))
 	require.NoError(t, err)
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})

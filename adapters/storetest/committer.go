@@ -1,0 +1,260 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
+)
+
+// JobClaimer claims due jobs, as the job runner does; the committer
+// contract reads the jobs that batches enqueued through it.
+type JobClaimer interface {
+	ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, filter jobs.ClaimFilter) ([]jobs.Job, error)
+}
+
+// CommitterFixture is a committer on an empty database, the account and
+// messaging ports that create the rows its batches refer to, and the ports
+// that read back what it wrote.
+type CommitterFixture struct {
+	Committer writes.Committer
+	Accounts  accounts.Store
+	Messaging appmessaging.Store
+	Webhooks  webhooks.Store
+	Email     appemail.Store
+	Keys      idempotency.Store
+	Jobs      JobClaimer
+}
+
+// commitKind is the kind of the jobs the committer contract enqueues.
+const commitKind = "commit.test"
+
+// commitBundle is a committer fixture with an account and an individual
+// thread of it to write into.
+type commitBundle struct {
+	CommitterFixture
+	account string
+	thread  messaging.Thread
+	now     time.Time
+}
+
+func newCommitBundle(t *testing.T, open func(t *testing.T) CommitterFixture) commitBundle {
+	t.Helper()
+	ctx := context.Background()
+	f := open(t)
+	// The real clock: the store stamps answers and jobs with its own.
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	acc := account.Account{ID: "acc_rows", Name: "rows", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, f.Accounts.Repos().InsertAccount(ctx, acc))
+	th := messaging.Thread{ID: "thr_commit", AccountID: acc.ID, Service: account.WhatsApp, Type: messaging.Individual,
+		AgentNumber: "+15550001000", Contact: "+15550002000", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, f.Messaging.Repos().InsertThread(ctx, th, nil))
+	return commitBundle{CommitterFixture: f, account: acc.ID, thread: th, now: now}
+}
+
+// send is what a send decides: the message, the thread's activity, the
+// event, a delivery of it, the job, and an answer.
+func (b commitBundle) send(id string) writes.Batch {
+	at := b.now.Add(time.Second)
+	m := messaging.Message{ID: id, AccountID: b.account, ThreadID: b.thread.ID, Service: account.WhatsApp, Direction: messaging.OutboundAPI,
+		From: b.thread.AgentNumber, To: b.thread.Contact, Content: messaging.Content{Kind: messaging.KindText, Text: "it's \"quoted\" ? $1"},
+		Status: messaging.Queued, CreatedAt: at, UpdatedAt: at}
+	e := event.Event{ID: "evt_" + id, AccountID: b.account, Type: event.MessageSent, ThreadID: b.thread.ID, Payload: []byte(`{"id":"` + id + `"}`), CreatedAt: at}
+	d := webhook.Delivery{ID: "whk_" + id, AccountID: b.account, EventID: e.ID, EventType: e.Type, ThreadID: b.thread.ID,
+		Status: webhook.Pending, NextAttemptAt: at, CreatedAt: at, UpdatedAt: at}
+	return writes.Batch{
+		Messages:       []messaging.Message{m},
+		ThreadActivity: []writes.ThreadActivity{{ThreadID: b.thread.ID, At: at}},
+		Events:         []event.Event{e},
+		Deliveries:     []webhook.Delivery{d},
+		Jobs:           []jobs.EnqueueParams{{Kind: commitKind, Payload: []byte(id), AccountID: b.account, PaceKey: "p", EndpointKey: "e"}},
+		Answers:        []writes.Answer{{AccountID: b.account, Key: "key-" + id, Response: idempotency.Response{Status: 200, Body: []byte(id)}}},
+	}
+}
+
+// jobs claims every job the batches enqueued; call it once per test.
+func (b commitBundle) jobs(t *testing.T) []jobs.Job {
+	t.Helper()
+	later := b.now.Add(time.Hour)
+	claimed, err := b.Jobs.ClaimJobs(context.Background(), "commit-contract", []jobs.Lease{{Kind: commitKind, Until: later.Add(time.Minute)}}, 1000, later, jobs.ClaimFilter{})
+	require.NoError(t, err)
+	return claimed
+}
+
+// Committer runs the contract of writes.Committer against the fixture
+// that open returns; open must give each call its own empty, migrated
+// database. Every batch is written all or nothing, and what it wrote reads
+// back through the ports of the rows.
+func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
+	ctx := context.Background()
+
+	t.Run("WritesEverythingItHolds", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		b := f.send("msg_all")
+		_, err := f.Keys.ReserveKey(ctx, f.account, "key-msg_all", "fp", f.now, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, f.Committer.Commit(ctx, b))
+		r := f.Messaging.Repos()
+		m, err := r.Message(ctx, f.account, "msg_all")
+		require.NoError(t, err)
+		require.Equal(t, b.Messages[0], m, "the text reads back as written, placeholders and quotes included")
+		th, err := r.Thread(ctx, f.account, f.thread.ID)
+		require.NoError(t, err)
+		require.True(t, th.UpdatedAt.Equal(b.ThreadActivity[0].At), "the thread's activity moved")
+		events, err := f.Webhooks.Repos().EventsAfter(ctx, f.account, "", 10)
+		require.NoError(t, err)
+		require.Len(t, events, 1)
+		require.Equal(t, b.Events[0].ID, events[0].ID)
+		require.Equal(t, b.Events[0].Payload, events[0].Payload)
+		d, err := f.Webhooks.Repos().WebhookDelivery(ctx, f.account, "whk_msg_all")
+		require.NoError(t, err)
+		require.Equal(t, webhook.Pending, d.Status)
+		require.Equal(t, b.Events[0].ID, d.EventID)
+		claimed := f.jobs(t)
+		require.Len(t, claimed, 1)
+		j := claimed[0]
+		require.Equal(t, []any{commitKind, []byte("msg_all"), f.account, "p", "e"}, []any{j.Kind, j.Payload, j.AccountID, j.PaceKey, j.EndpointKey},
+			"the job reads back as enqueued")
+		res, err := f.Keys.ReserveKey(ctx, f.account, "key-msg_all", "fp", f.now.Add(time.Second), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Replay, res.Outcome)
+		require.Equal(t, []byte("msg_all"), res.Response.Body)
+	})
+
+	t.Run("ATakenAnswerWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		first := f.send("msg_first")
+		require.NoError(t, f.Committer.Commit(ctx, first))
+		again := f.send("msg_again")
+		again.Answers = first.Answers
+		require.ErrorIs(t, f.Committer.Commit(ctx, again), idempotency.ErrAnsweredElsewhere)
+		_, err := f.Messaging.Repos().Message(ctx, f.account, "msg_again")
+		require.True(t, failure.Is(err, failure.KindNotFound), "the refused batch's message is not there: %v", err)
+		_, err = f.Webhooks.Repos().WebhookDelivery(ctx, f.account, "whk_msg_again")
+		require.True(t, failure.Is(err, failure.KindNotFound), "nor its delivery: %v", err)
+		claimed := f.jobs(t)
+		require.Len(t, claimed, 1, "nor its job")
+		require.Equal(t, []byte("msg_first"), claimed[0].Payload)
+	})
+
+	t.Run("ATakenIDIsAConflict", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_dup")))
+		b := f.send("msg_dup")
+		b.Answers = nil
+		err := f.Committer.Commit(ctx, b)
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+	})
+
+	t.Run("StatusMovesKeepTheProviderIDWhenNoneIsGiven", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_status")))
+		at := f.now.Add(2 * time.Second)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Statuses: []writes.MessageStatus{
+			{MessageID: "msg_status", Status: messaging.Sent, ProviderMessageID: "wamid.1", UpdatedAt: at},
+		}}))
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Statuses: []writes.MessageStatus{
+			{MessageID: "msg_status", Status: messaging.Failed, FailureCode: "x", FailureText: "why", UpdatedAt: at.Add(time.Second)},
+		}}))
+		m, err := f.Messaging.Repos().Message(ctx, f.account, "msg_status")
+		require.NoError(t, err)
+		require.Equal(t, messaging.Failed, m.Status)
+		require.Equal(t, "wamid.1", m.ProviderMessageID)
+		require.Equal(t, "x", m.FailureCode)
+		require.Equal(t, "why", m.FailureText)
+		require.True(t, m.UpdatedAt.Equal(at.Add(time.Second)), "got %v", m.UpdatedAt)
+	})
+
+	t.Run("EmailOutcomesReachQueuedEmailsOnly", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		e := email.Email{ID: "eml_commit", AccountID: f.account, From: "a@b.example", To: "c@d.example", Subject: "s", Body: "b",
+			MessageID: "<eml_commit@b.example>", Status: email.Queued, CreatedAt: f.now, UpdatedAt: f.now}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Emails: []email.Email{e}}))
+		sent := e
+		at := f.now.Add(time.Second)
+		sent.Status, sent.Reply, sent.SentAt, sent.Attempts, sent.UpdatedAt = email.Sent, "250 ok", &at, 1, at
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{sent}}))
+		failed := e
+		failed.Status, failed.FailureCode, failed.UpdatedAt = email.Failed, "late", at.Add(time.Second)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{failed}}))
+		got, err := f.Email.Repos().Email(ctx, f.account, "eml_commit")
+		require.NoError(t, err)
+		require.Equal(t, email.Sent, got.Status, "an email no longer queued is left as it is")
+		require.Equal(t, "250 ok", got.Reply)
+		require.NotNil(t, got.SentAt)
+		require.True(t, got.SentAt.Equal(at))
+		require.Equal(t, sent, got)
+	})
+
+	t.Run("ConcurrentCommitsAllLand", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		const n = 40
+		for i := range n {
+			_, err := f.Keys.ReserveKey(ctx, f.account, fmt.Sprint("key-msg_c", i), "fp", f.now, time.Minute)
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { errs[i] = f.Committer.Commit(ctx, f.send(fmt.Sprint("msg_c", i))) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "batch %d", i)
+		}
+		require.Len(t, f.jobs(t), n)
+		events, err := f.Webhooks.Repos().EventsAfter(ctx, f.account, "", 100)
+		require.NoError(t, err)
+		require.Len(t, events, n)
+		for i := range n {
+			res, err := f.Keys.ReserveKey(ctx, f.account, fmt.Sprint("key-msg_c", i), "fp", f.now.Add(time.Second), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, idempotency.Reservation{Outcome: idempotency.Replay, Response: idempotency.Response{Status: 200, Body: []byte(fmt.Sprint("msg_c", i))}},
+				res, "each batch's own answer")
+		}
+	})
+
+	t.Run("AnEndedCallerWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		require.Error(t, f.Committer.Commit(ended, f.send("msg_ended")))
+		require.Empty(t, f.jobs(t))
+		_, err := f.Messaging.Repos().Message(ctx, f.account, "msg_ended")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+	})
+
+	t.Run("TheEmptyBatchWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{}))
+		events, err := f.Webhooks.Repos().EventsAfter(ctx, f.account, "", 10)
+		require.NoError(t, err)
+		require.Empty(t, events)
+		require.Empty(t, f.jobs(t))
+	})
+}

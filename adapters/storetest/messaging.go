@@ -1,0 +1,800 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// MessagingFixture is a messaging store on an empty database, with the
+// ports that put there the rows it reads: accounts and their agent
+// numbers, and the committer that writes messages as sends do.
+type MessagingFixture struct {
+	Store     appmessaging.Store
+	Accounts  accounts.Store
+	Committer writes.Committer
+}
+
+// owner creates an account and returns its id.
+func (f MessagingFixture) owner(t *testing.T) string {
+	t.Helper()
+	a := newAccount("messaging")
+	require.NoError(t, f.Accounts.Repos().InsertAccount(context.Background(), a))
+	return a.ID
+}
+
+// agent creates an agent number of the account.
+func (f MessagingFixture) agent(t *testing.T, accountID string, service account.Service, number string, provider account.Provider) account.Number {
+	t.Helper()
+	n := account.Number{ID: ident.New(ident.Number), AccountID: accountID, Number: number, Service: service, Provider: provider,
+		SealedSettings: []byte{1, 2, 0, 255}, Enabled: true, CreatedAt: at}
+	require.NoError(t, f.Accounts.Repos().InsertNumber(context.Background(), n))
+	return n
+}
+
+// thread stores th with its participants.
+func (f MessagingFixture) thread(t *testing.T, th messaging.Thread, participants ...messaging.Participant) messaging.Thread {
+	t.Helper()
+	require.NoError(t, f.Store.Repos().InsertThread(context.Background(), th, participants))
+	return th
+}
+
+// commit writes messages as a send or an inbound message does.
+func (f MessagingFixture) commit(t *testing.T, ms ...messaging.Message) {
+	t.Helper()
+	require.NoError(t, f.Committer.Commit(context.Background(), writes.Batch{Messages: ms}))
+}
+
+func individualThread(accountID string, service account.Service, agent, contact string, created time.Time) messaging.Thread {
+	return messaging.Thread{ID: ident.New(ident.Thread), AccountID: accountID, Service: service, Type: messaging.Individual,
+		AgentNumber: agent, Contact: contact, Name: "Ann", CreatedAt: created, UpdatedAt: created}
+}
+
+func groupThread(accountID string, service account.Service, agent string, created time.Time) messaging.Thread {
+	return messaging.Thread{ID: ident.New(ident.Thread), AccountID: accountID, Service: service, Type: messaging.Group,
+		AgentNumber: agent, Name: "Team", CreatedAt: created, UpdatedAt: created}
+}
+
+// chatMessage is a text message in th: from the user when inbound, from
+// the agent number otherwise.
+func chatMessage(th messaging.Thread, dir messaging.Direction, text string, created time.Time) messaging.Message {
+	m := messaging.Message{ID: ident.New(ident.Message), AccountID: th.AccountID, ThreadID: th.ID, Service: th.Service, Direction: dir,
+		From: th.AgentNumber, To: th.Contact, Content: messaging.Content{Kind: messaging.KindText, Text: text},
+		Status: messaging.Queued, CreatedAt: created, UpdatedAt: created}
+	if dir == messaging.Inbound {
+		m.From, m.To, m.Status = th.Contact, th.AgentNumber, messaging.Received
+	}
+	return m
+}
+
+func messageIDs(ms []messaging.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func summaryIDs(ss []appmessaging.ThreadSummary) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Thread.ID
+	}
+	return out
+}
+
+func notFound(t *testing.T, err error, what string) {
+	t.Helper()
+	require.True(t, failure.Is(err, failure.KindNotFound), "%s: want NotFound, got %v", what, err)
+}
+
+// Messaging runs the contract of messaging.Store against the fixture that
+// open returns; open must give each call its own empty, migrated database.
+func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
+	ctx := context.Background()
+
+	t.Run("NumbersByAddressAndID", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		wa := f.agent(t, a, account.WhatsApp, "+14155550100", account.ProviderSandbox)
+		tg := f.agent(t, b, account.Telegram, "+14155550100", account.ProviderTelegram)
+		r := f.Store.Repos()
+
+		got, err := r.NumberByAddress(ctx, account.WhatsApp, "+14155550100")
+		require.NoError(t, err)
+		require.Equal(t, wa, got)
+		got, err = r.NumberByAddress(ctx, account.Telegram, "+14155550100")
+		require.NoError(t, err)
+		require.Equal(t, tg, got, "one address on two services is two numbers, whichever account owns each")
+		_, err = r.NumberByAddress(ctx, account.WhatsApp, "+14155550199")
+		notFound(t, err, "an address no number has")
+
+		got, err = r.NumberByID(ctx, tg.ID)
+		require.NoError(t, err)
+		require.Equal(t, tg, got)
+		_, err = r.NumberByID(ctx, "num_missing")
+		notFound(t, err, "a missing number")
+
+		disabled, err := f.Accounts.Repos().SetNumberEnabled(ctx, a, wa.ID, false)
+		require.NoError(t, err)
+		got, err = r.NumberByAddress(ctx, account.WhatsApp, "+14155550100")
+		require.NoError(t, err)
+		require.Equal(t, disabled, got, "a disabled number is still found, as it is")
+		require.False(t, got.Enabled)
+	})
+
+	t.Run("IndividualThreadIsOnePerAgentNumberAndUser", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		agent, user := "+14155550100", "+4917012345678"
+		th := f.thread(t, individualThread(a, account.WhatsApp, agent, user, at),
+			messaging.Participant{Address: agent, IsAgent: true}, messaging.Participant{Address: user, Name: "Ann"})
+		r := f.Store.Repos()
+
+		got, err := r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
+		require.NoError(t, err)
+		require.Equal(t, th, got)
+		got, err = r.Thread(ctx, a, th.ID)
+		require.NoError(t, err)
+		require.Equal(t, th, got)
+		for name, q := range map[string][4]string{
+			"another account":   {b, string(account.WhatsApp), agent, user},
+			"another service":   {a, string(account.Telegram), agent, user},
+			"another agent":     {a, string(account.WhatsApp), "+14155550101", user},
+			"another user":      {a, string(account.WhatsApp), agent, "+4917000000000"},
+			"the roles swapped": {a, string(account.WhatsApp), user, agent},
+		} {
+			_, err := r.IndividualThread(ctx, q[0], account.Service(q[1]), q[2], q[3])
+			notFound(t, err, name)
+		}
+
+		dup := individualThread(a, account.WhatsApp, agent, user, at.Add(time.Minute))
+		err = r.InsertThread(ctx, dup, []messaging.Participant{{Address: "+4917099999999"}})
+		require.True(t, failure.Is(err, failure.KindConflict), "a second individual thread of the pair: %v", err)
+		_, err = r.Thread(ctx, a, dup.ID)
+		notFound(t, err, "the refused thread")
+		parts, err := r.Participants(ctx, th.ID)
+		require.NoError(t, err)
+		require.Equal(t, []messaging.Participant{{Address: agent, IsAgent: true}, {Address: user, Name: "Ann"}}, parts)
+		none, err := r.Participants(ctx, dup.ID)
+		require.NoError(t, err)
+		require.Empty(t, none, "the refused thread's participants were not stored")
+
+		// The same pair on another account, and group threads of the
+		// agent number, are other threads.
+		f.thread(t, individualThread(b, account.WhatsApp, agent, user, at))
+		f.thread(t, groupThread(a, account.WhatsApp, agent, at))
+		f.thread(t, groupThread(a, account.WhatsApp, agent, at))
+
+		// Two first messages of a user race: the loser's conflict leaves
+		// its transaction usable, to read the winner's thread and go on.
+		later := at.Add(2 * time.Minute)
+		err = f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+			err := r.InsertThread(ctx, individualThread(a, account.WhatsApp, agent, user, later), nil)
+			require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+			got, err := r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
+			require.NoError(t, err)
+			require.Equal(t, th, got)
+			return r.TouchThread(ctx, got.ID, later, true)
+		})
+		require.NoError(t, err)
+		got, err = r.Thread(ctx, a, th.ID)
+		require.NoError(t, err)
+		require.NotNil(t, got.LastInboundAt)
+		require.True(t, got.LastInboundAt.Equal(later), "the transaction committed: %v", got.LastInboundAt)
+	})
+
+	t.Run("AnotherAccountsRowsAreNotFound", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		agent := "+14155550100"
+		th := f.thread(t, groupThread(a, account.Telegram, agent, at),
+			messaging.Participant{Address: agent, IsAgent: true, Admin: true}, messaging.Participant{Address: "+4917012345678", Name: `Zoë "Z" O'Neil`})
+		sent := at.Add(time.Second)
+		// Every column of a message, in one each of the kinds that use them.
+		located := chatMessage(th, messaging.OutboundAPI, "", sent)
+		located.Content = messaging.Content{Kind: messaging.KindLocation, Latitude: 52.520008, Longitude: -13.404954, PlaceName: "Tor", Address: "Pariser Platz 1"}
+		located.Status, located.FailureCode, located.FailureText, located.ProviderMessageID = messaging.Failed, "recipient_unreachable", "gone", "tg-1"
+		located.UpdatedAt = sent.Add(time.Second)
+		pictured := chatMessage(th, messaging.Inbound, "", sent)
+		pictured.From, pictured.SenderName = "+4917012345678", "Zoë"
+		pictured.Content = messaging.Content{Kind: messaging.KindImage, MediaURL: "https://files.example.com/a.png?x=1&y=2", Caption: "it's ? $1"}
+		f.commit(t, located, pictured)
+		r := f.Store.Repos()
+
+		for _, m := range []messaging.Message{located, pictured} {
+			got, err := r.Message(ctx, a, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, m, got)
+			got, err = r.MessageByID(ctx, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, m, got, "read without the account, for delivery")
+			d, err := r.MessageDetails(ctx, a, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, appmessaging.MessageDetails{Message: m, Thread: th, Participants: []messaging.Participant{
+				{Address: agent, IsAgent: true, Admin: true}, {Address: "+4917012345678", Name: `Zoë "Z" O'Neil`},
+			}}, d)
+		}
+
+		_, err := r.Thread(ctx, b, th.ID)
+		notFound(t, err, "another account's thread")
+		_, err = r.Thread(ctx, a, "thr_missing")
+		notFound(t, err, "a missing thread")
+		_, err = r.Message(ctx, b, located.ID)
+		notFound(t, err, "another account's message")
+		_, err = r.Message(ctx, a, "msg_missing")
+		notFound(t, err, "a missing message")
+		_, err = r.MessageByID(ctx, "msg_missing")
+		notFound(t, err, "a missing message by id")
+		_, err = r.MessageDetails(ctx, b, located.ID)
+		notFound(t, err, "another account's message details")
+		_, err = r.MessageDetails(ctx, a, "msg_missing")
+		notFound(t, err, "missing message details")
+	})
+
+	t.Run("ParticipantsAgentFirstThenByAddress", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		agent := "+15550003333"
+		th := f.thread(t, groupThread(a, account.WhatsApp, agent, at),
+			messaging.Participant{Address: "+15550009999", Name: `Zoë "Z" O'Neil`, Admin: true},
+			messaging.Participant{Address: agent, IsAgent: true},
+			messaging.Participant{Address: "+15550001234", Name: "Al"})
+		bare := f.thread(t, individualThread(a, account.WhatsApp, agent, "+15550004444", at))
+		m := chatMessage(th, messaging.OutboundAPI, "hi all", at)
+		f.commit(t, m)
+		r := f.Store.Repos()
+
+		want := []messaging.Participant{
+			{Address: agent, IsAgent: true},
+			{Address: "+15550001234", Name: "Al"},
+			{Address: "+15550009999", Name: `Zoë "Z" O'Neil`, Admin: true},
+		}
+		parts, err := r.Participants(ctx, th.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, parts)
+		d, err := r.MessageDetails(ctx, a, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, d.Participants, "the same participants, in the same order, as Participants reads")
+		parts, err = r.Participants(ctx, bare.ID)
+		require.NoError(t, err)
+		require.Empty(t, parts, "a thread without participants")
+		parts, err = r.Participants(ctx, "thr_missing")
+		require.NoError(t, err)
+		require.Empty(t, parts, "a thread that does not exist has none")
+	})
+
+	t.Run("TouchThreadRecordsActivity", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		r := f.Store.Repos()
+		read := func() messaging.Thread {
+			t.Helper()
+			got, err := r.Thread(ctx, a, th.ID)
+			require.NoError(t, err)
+			return got
+		}
+
+		want := th
+		want.UpdatedAt = at.Add(time.Minute)
+		require.NoError(t, r.TouchThread(ctx, th.ID, at.Add(time.Minute), false))
+		require.Equal(t, want, read(), "an outbound message moves the activity only")
+
+		inbound := at.Add(2 * time.Minute)
+		want.UpdatedAt, want.LastInboundAt = inbound, &inbound
+		require.NoError(t, r.TouchThread(ctx, th.ID, inbound, true))
+		require.Equal(t, want, read(), "an inbound one records that the user wrote")
+
+		want.UpdatedAt = at.Add(3 * time.Minute)
+		require.NoError(t, r.TouchThread(ctx, th.ID, at.Add(3*time.Minute), false))
+		require.Equal(t, want, read(), "the user's last message stays recorded")
+
+		notFound(t, r.TouchThread(ctx, "thr_missing", at, true), "touching a missing thread")
+	})
+
+	t.Run("ThreadsListMostRecentlyActiveFirst", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b, idle := f.owner(t), f.owner(t), f.owner(t)
+		agent, ann, bob, cy := "+14155550100", "+4917000000001", "+4917000000002", "+4917000000009"
+		t1 := f.thread(t, individualThread(a, account.WhatsApp, agent, ann, at.Add(1*time.Second)),
+			messaging.Participant{Address: agent, IsAgent: true}, messaging.Participant{Address: ann, Name: "Ann"})
+		t2 := f.thread(t, individualThread(a, account.WhatsApp, agent, bob, at.Add(2*time.Second)))
+		t3 := f.thread(t, groupThread(a, account.WhatsApp, agent, at.Add(3*time.Second)),
+			messaging.Participant{Address: agent, IsAgent: true, Admin: true}, messaging.Participant{Address: ann}, messaging.Participant{Address: cy})
+		t4 := f.thread(t, individualThread(a, account.Telegram, "+14155550111", "+4917000000003", at.Add(4*time.Second)))
+		tb := f.thread(t, individualThread(b, account.WhatsApp, agent, ann, at.Add(5*time.Second)))
+
+		// t1's newest message is committed after an older one; t2 has an
+		// inbound touch; t3 and t4 only their creation.
+		newest := chatMessage(t1, messaging.Inbound, "newest", at.Add(10*time.Second))
+		older := chatMessage(t1, messaging.OutboundAPI, "older", at.Add(9*time.Second))
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Messages: []messaging.Message{newest},
+			ThreadActivity: []writes.ThreadActivity{{ThreadID: t1.ID, At: newest.CreatedAt}}}))
+		f.commit(t, older)
+		require.NoError(t, f.Store.Repos().TouchThread(ctx, t2.ID, at.Add(8*time.Second), true))
+		r := f.Store.Repos()
+
+		list, total, err := r.Threads(ctx, appmessaging.ThreadQuery{AccountID: a, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 4, total)
+		require.Equal(t, []string{t1.ID, t2.ID, t4.ID, t3.ID}, summaryIDs(list), "most recently active first; a thread without messages by its creation")
+		t1.UpdatedAt = newest.CreatedAt
+		require.Equal(t, appmessaging.ThreadSummary{Thread: t1,
+			Participants: []messaging.Participant{{Address: agent, IsAgent: true}, {Address: ann, Name: "Ann"}}, LastMessage: &newest}, list[0])
+		touched := at.Add(8 * time.Second)
+		t2.UpdatedAt, t2.LastInboundAt = touched, &touched
+		require.Equal(t, appmessaging.ThreadSummary{Thread: t2, Participants: []messaging.Participant{}}, normalize(list[1]))
+		require.Nil(t, list[2].LastMessage, "a thread without messages")
+		require.Equal(t, t3, list[3].Thread)
+		require.Equal(t, []messaging.Participant{{Address: agent, IsAgent: true, Admin: true}, {Address: ann}, {Address: cy}}, list[3].Participants)
+
+		page, total, err := r.Threads(ctx, appmessaging.ThreadQuery{AccountID: a, Limit: 2, Offset: 1})
+		require.NoError(t, err)
+		require.Equal(t, 4, total, "the total counts every page")
+		require.Equal(t, []string{t2.ID, t4.ID}, summaryIDs(page))
+
+		for _, c := range []struct {
+			phone string
+			want  []string
+			why   string
+		}{
+			{ann, []string{t1.ID, t3.ID}, "the user of one thread and a member of a group"},
+			{agent, []string{t1.ID, t2.ID, t3.ID}, "the agent number of three"},
+			{cy, []string{t3.ID}, "a member of a group only"},
+			{"+4917000000003", []string{t4.ID}, "the user of a thread on another service"},
+			{"+4917000000099", []string{}, "nobody's"},
+		} {
+			list, total, err := r.Threads(ctx, appmessaging.ThreadQuery{AccountID: a, Phone: c.phone, Limit: 10})
+			require.NoError(t, err)
+			require.Equal(t, c.want, summaryIDs(list), c.why)
+			require.Equal(t, len(c.want), total, c.why)
+		}
+
+		list, total, err = r.Threads(ctx, appmessaging.ThreadQuery{AccountID: b, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 1, total)
+		require.Equal(t, []string{tb.ID}, summaryIDs(list), "each account sees its own threads")
+		list, total, err = r.Threads(ctx, appmessaging.ThreadQuery{AccountID: idle, Limit: 10})
+		require.NoError(t, err)
+		require.Zero(t, total)
+		require.Empty(t, list)
+	})
+
+	t.Run("MessageByProviderID", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		other := f.thread(t, individualThread(b, account.WhatsApp, "+14155550199", "+4917012345678", at))
+		in := chatMessage(th, messaging.Inbound, "hello", at)
+		in.ProviderMessageID = "wamid.in1"
+		out := chatMessage(th, messaging.OutboundAPI, "hi", at.Add(time.Second))
+		theirs := chatMessage(other, messaging.Inbound, "hey", at)
+		theirs.ProviderMessageID = "wamid.b1"
+		f.commit(t, in, out, theirs)
+		r := f.Store.Repos()
+
+		got, err := r.MessageByProviderID(ctx, account.WhatsApp, "wamid.in1")
+		require.NoError(t, err)
+		require.Equal(t, in, got)
+		got, err = r.MessageByProviderID(ctx, account.WhatsApp, "wamid.b1")
+		require.NoError(t, err)
+		require.Equal(t, theirs, got, "whichever account's message it is")
+		_, err = r.MessageByProviderID(ctx, account.Telegram, "wamid.in1")
+		notFound(t, err, "the id on another service")
+		_, err = r.MessageByProviderID(ctx, account.WhatsApp, "wamid.out1")
+		notFound(t, err, "an id no message has yet")
+
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Statuses: []writes.MessageStatus{
+			{MessageID: out.ID, Status: messaging.Sent, ProviderMessageID: "wamid.out1", UpdatedAt: at.Add(2 * time.Second)},
+		}}))
+		got, err = r.MessageByProviderID(ctx, account.WhatsApp, "wamid.out1")
+		require.NoError(t, err)
+		out.Status, out.ProviderMessageID, out.UpdatedAt = messaging.Sent, "wamid.out1", at.Add(2*time.Second)
+		require.Equal(t, out, got, "found by the id the provider gave when it accepted the message")
+
+		// A provider's report of an inbound message is stored once: the
+		// channel use cases take this conflict for a repeated report.
+		again := chatMessage(th, messaging.Inbound, "hello", at.Add(time.Minute))
+		again.ProviderMessageID = "wamid.in1"
+		err = r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{again}})
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+		require.Equal(t, "already_exists", failure.As(err).Code)
+		_, err = r.Message(ctx, a, again.ID)
+		notFound(t, err, "the repeated report")
+	})
+
+	t.Run("RecentMessagesNewestFirstForTheAccount", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		next := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345679", at))
+		ms := make([]messaging.Message, 5)
+		for i := range ms {
+			dir := messaging.OutboundAPI
+			if i%2 == 1 {
+				dir = messaging.Inbound
+			}
+			ms[i] = chatMessage(th, dir, "m", at.Add(time.Duration(i)*time.Second))
+		}
+		for _, i := range []int{2, 0, 4, 1, 3} {
+			f.commit(t, ms[i])
+		}
+		elsewhere := chatMessage(next, messaging.Inbound, "elsewhere", at.Add(time.Hour))
+		f.commit(t, elsewhere)
+		r := f.Store.Repos()
+
+		recent, err := r.RecentMessages(ctx, a, th.ID, 3)
+		require.NoError(t, err)
+		require.Equal(t, []messaging.Message{ms[4], ms[3], ms[2]}, recent, "the newest, newest first")
+		recent, err = r.RecentMessages(ctx, a, th.ID, 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{ms[4].ID, ms[3].ID, ms[2].ID, ms[1].ID, ms[0].ID}, messageIDs(recent))
+		recent, err = r.RecentMessages(ctx, a, next.ID, 10)
+		require.NoError(t, err)
+		require.Equal(t, []messaging.Message{elsewhere}, recent, "one thread's messages only")
+		recent, err = r.RecentMessages(ctx, b, th.ID, 10)
+		require.NoError(t, err)
+		require.Empty(t, recent, "another account's thread has no messages for it")
+		recent, err = r.RecentMessages(ctx, a, "thr_missing", 10)
+		require.NoError(t, err)
+		require.Empty(t, recent)
+	})
+
+	t.Run("MessagesToDeliver", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		n := f.agent(t, a, account.Telegram, "+15550003333", account.ProviderSandbox)
+		f.agent(t, a, account.WhatsApp, "+15550004444", account.ProviderSandbox)
+		individual := f.thread(t, individualThread(a, account.Telegram, n.Number, "+15550004444", at))
+		group := f.thread(t, groupThread(a, account.Telegram, n.Number, at),
+			messaging.Participant{Address: n.Number, IsAgent: true}, messaging.Participant{Address: "+15550001234"})
+		m1 := chatMessage(individual, messaging.OutboundAPI, "to one", at)
+		m2 := chatMessage(group, messaging.OutboundAPI, "to all", at)
+		// From an address that is an agent number on another service
+		// only, and from one no number has.
+		m3 := chatMessage(individual, messaging.OutboundAPI, "other service", at)
+		m3.From = "+15550004444"
+		m4 := chatMessage(individual, messaging.OutboundAPI, "nobody's", at)
+		m4.From = "+15559999999"
+		f.commit(t, m1, m2, m3, m4)
+		r := f.Store.Repos()
+
+		got, err := r.MessagesToDeliver(ctx, []string{m3.ID, "msg_missing", m1.ID, m2.ID, m4.ID})
+		require.NoError(t, err)
+		byID := map[string]appmessaging.Deliverable{}
+		for _, d := range got {
+			byID[d.Message.ID] = d
+		}
+		require.Len(t, got, 4, "the missing id is left out")
+		require.Len(t, byID, 4, "each message once")
+		require.Equal(t, appmessaging.Deliverable{Message: m1, ThreadType: messaging.Individual, Number: n, NumberFound: true}, byID[m1.ID],
+			"the sending number, settings included")
+		require.Equal(t, appmessaging.Deliverable{Message: m2, ThreadType: messaging.Group, Number: n, NumberFound: true}, byID[m2.ID])
+		require.Equal(t, appmessaging.Deliverable{Message: m3, ThreadType: messaging.Individual}, byID[m3.ID], "no number has that address on the message's service")
+		require.Equal(t, appmessaging.Deliverable{Message: m4, ThreadType: messaging.Individual}, byID[m4.ID], "no number has that address")
+
+		none, err := r.MessagesToDeliver(ctx, []string{"msg_missing"})
+		require.NoError(t, err)
+		require.Empty(t, none)
+		none, err = r.MessagesToDeliver(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+
+		// The number as it is at delivery, not when the message was written.
+		disabled, err := f.Accounts.Repos().SetNumberEnabled(ctx, a, n.ID, false)
+		require.NoError(t, err)
+		got, err = r.MessagesToDeliver(ctx, []string{m1.ID})
+		require.NoError(t, err)
+		require.Equal(t, []appmessaging.Deliverable{{Message: m1, ThreadType: messaging.Individual, Number: disabled, NumberFound: true}}, got)
+		require.False(t, got[0].Number.Enabled)
+	})
+
+	t.Run("UpsertContactIsRepeatable", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		r := f.Store.Repos()
+		user := "+4917012345678"
+		// Nothing reads contacts back through this port: what the
+		// contract holds is that recording a user again, with or without
+		// a name, on another service or account, or in a transaction,
+		// always succeeds.
+		require.NoError(t, r.UpsertContact(ctx, a, account.WhatsApp, user, "Ann", at))
+		require.NoError(t, r.UpsertContact(ctx, a, account.WhatsApp, user, "", at.Add(time.Minute)))
+		require.NoError(t, r.UpsertContact(ctx, a, account.WhatsApp, user, "Ann B", at.Add(2*time.Minute)))
+		require.NoError(t, r.UpsertContact(ctx, a, account.Telegram, user, "Ann", at))
+		require.NoError(t, r.UpsertContact(ctx, b, account.WhatsApp, user, "Ann", at))
+		require.NoError(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+			if err := r.UpsertContact(ctx, a, account.WhatsApp, user, "Ann C", at.Add(3*time.Minute)); err != nil {
+				return err
+			}
+			return r.UpsertContact(ctx, a, account.WhatsApp, user, "", at.Add(4*time.Minute))
+		}))
+	})
+
+	t.Run("Groups", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		agent := "+14155550100"
+		g := messaging.GroupState{
+			Thread: groupThread(a, account.WhatsApp, agent, at), Description: "The team's room", PictureURL: "https://files.example.com/team.png",
+			InviteCode: "inv-1", Announcement: true,
+			Members: []messaging.Participant{
+				{Address: agent, IsAgent: true, Admin: true},
+				{Address: "+4917000000001", Name: "Ann", Admin: true},
+				{Address: "+4917000000002", Name: "Bob"},
+			},
+		}
+		r := f.Store.Repos()
+		require.NoError(t, r.InsertGroup(ctx, g))
+
+		got, err := r.Group(ctx, a, g.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, g, got)
+		got, err = r.GroupByInviteCode(ctx, a, "inv-1")
+		require.NoError(t, err)
+		require.Equal(t, g, got)
+		th, err := r.Thread(ctx, a, g.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, g.Thread, th, "a group is a thread")
+		parts, err := r.Participants(ctx, g.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, g.Members, parts, "its members are its participants")
+
+		_, err = r.Group(ctx, b, g.Thread.ID)
+		notFound(t, err, "another account's group")
+		_, err = r.GroupByInviteCode(ctx, b, "inv-1")
+		notFound(t, err, "another account's invite code")
+		_, err = r.GroupByInviteCode(ctx, a, "inv-x")
+		notFound(t, err, "an unknown invite code")
+		_, err = r.Group(ctx, a, "thr_missing")
+		notFound(t, err, "a missing group")
+		ind := f.thread(t, individualThread(a, account.WhatsApp, agent, "+4917000000001", at))
+		_, err = r.Group(ctx, a, ind.ID)
+		notFound(t, err, "an individual thread")
+		notFound(t, r.SaveGroup(ctx, messaging.GroupState{Thread: ind, Members: []messaging.Participant{{Address: agent, IsAgent: true}}}), "saving an individual thread as a group")
+		notFound(t, r.SaveGroup(ctx, messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at)}), "saving a missing group")
+		th, err = r.IndividualThread(ctx, a, account.WhatsApp, agent, "+4917000000001")
+		require.NoError(t, err)
+		require.Equal(t, ind, th, "the individual thread is left as it was")
+
+		// The use cases insert groups in a transaction, which the
+		// conflict rolls back.
+		taken := messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at), InviteCode: "inv-1",
+			Members: []messaging.Participant{{Address: agent, IsAgent: true, Admin: true}}}
+		err = f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error { return r.InsertGroup(ctx, taken) })
+		require.True(t, failure.Is(err, failure.KindConflict), "a taken invite code: %v", err)
+		_, err = r.Thread(ctx, a, taken.Thread.ID)
+		notFound(t, err, "the refused group")
+		for range 2 {
+			require.NoError(t, r.InsertGroup(ctx, messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at)}), "groups without invite codes")
+		}
+
+		// Saving replaces the state and the members: one leaves, one
+		// joins, one is demoted.
+		g.Thread.Name, g.Thread.UpdatedAt = "Team 2", at.Add(time.Hour)
+		g.Description, g.PictureURL, g.InviteCode, g.Announcement, g.Locked = "", "https://files.example.com/t2.png", "inv-2", false, true
+		g.Members = []messaging.Participant{
+			{Address: agent, IsAgent: true, Admin: true},
+			{Address: "+4917000000001", Name: "Ann"},
+			{Address: "+4917000000003", Name: "Cy", Admin: true},
+		}
+		require.NoError(t, r.SaveGroup(ctx, g))
+		got, err = r.Group(ctx, a, g.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, g, got)
+		_, err = r.GroupByInviteCode(ctx, a, "inv-1")
+		notFound(t, err, "the replaced invite code")
+		got, err = r.GroupByInviteCode(ctx, a, "inv-2")
+		require.NoError(t, err)
+		require.Equal(t, g, got)
+		parts, err = r.Participants(ctx, g.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, g.Members, parts)
+
+		// Read and saved in one transaction, as the group use cases do.
+		require.NoError(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+			cur, err := r.Group(ctx, a, g.Thread.ID)
+			if err != nil {
+				return err
+			}
+			cur.InviteCode, cur.Members = "", cur.Members[:1]
+			return r.SaveGroup(ctx, cur)
+		}))
+		got, err = r.Group(ctx, a, g.Thread.ID)
+		require.NoError(t, err)
+		g.InviteCode, g.Members = "", g.Members[:1]
+		require.Equal(t, g, got, "the invite code revoked, the agent alone")
+		_, err = r.GroupByInviteCode(ctx, a, "inv-2")
+		notFound(t, err, "a revoked invite code")
+	})
+
+	t.Run("WriteBatchGoesWithItsTransaction", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		m := chatMessage(th, messaging.OutboundAPI, "maybe", at.Add(time.Minute))
+		batch := writes.Batch{Messages: []messaging.Message{m}, ThreadActivity: []writes.ThreadActivity{{ThreadID: th.ID, At: m.CreatedAt}}}
+		boom := errors.New("boom")
+		err := f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+			require.NoError(t, r.WriteBatch(ctx, batch))
+			got, err := r.Message(ctx, a, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, m, got, "the transaction reads what it wrote")
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		r := f.Store.Repos()
+		_, err = r.Message(ctx, a, m.ID)
+		notFound(t, err, "a message rolled back with its transaction")
+		got, err := r.Thread(ctx, a, th.ID)
+		require.NoError(t, err)
+		require.Equal(t, th, got, "and the thread's activity")
+
+		// Committed with it: a thread made in the transaction, and the
+		// batch's message in it.
+		th2 := individualThread(a, account.WhatsApp, "+14155550100", "+4917012345679", at)
+		m2 := chatMessage(th2, messaging.Inbound, "yes", at.Add(time.Minute))
+		require.NoError(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+			if err := r.InsertThread(ctx, th2, nil); err != nil {
+				return err
+			}
+			return r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m2}, ThreadActivity: []writes.ThreadActivity{{ThreadID: th2.ID, At: m2.CreatedAt}}})
+		}))
+		gotM, err := r.Message(ctx, a, m2.ID)
+		require.NoError(t, err)
+		require.Equal(t, m2, gotM)
+		got, err = r.Thread(ctx, a, th2.ID)
+		require.NoError(t, err)
+		require.True(t, got.UpdatedAt.Equal(m2.CreatedAt), "got %v", got.UpdatedAt)
+
+		// Outside a transaction, a batch is written alone, all or nothing.
+		m3 := chatMessage(th, messaging.OutboundAPI, "third", at.Add(2*time.Minute))
+		err = r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m3, m2}})
+		require.True(t, failure.Is(err, failure.KindConflict), "a taken message id: %v", err)
+		_, err = r.Message(ctx, a, m3.ID)
+		notFound(t, err, "the refused batch's other message")
+		require.NoError(t, r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m3}}))
+		gotM, err = r.Message(ctx, a, m3.ID)
+		require.NoError(t, err)
+		require.Equal(t, m3, gotM)
+	})
+
+	t.Run("RecordResponseAnswersAKeyOnce", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		answer := idempotency.Response{Status: 202, Body: []byte(`{"id":"msg_1"}`)}
+		record := func(accountID, key string, work ...messaging.Message) error {
+			return f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+				if len(work) > 0 {
+					if err := r.WriteBatch(ctx, writes.Batch{Messages: work}); err != nil {
+						return err
+					}
+				}
+				return r.RecordResponse(ctx, accountID, key, answer)
+			})
+		}
+		first := chatMessage(th, messaging.OutboundAPI, "first", at)
+		require.NoError(t, record(a, "k1", first))
+		_, err := f.Store.Repos().Message(ctx, a, first.ID)
+		require.NoError(t, err, "the work committed with its answer")
+
+		second := chatMessage(th, messaging.OutboundAPI, "second", at)
+		require.ErrorIs(t, record(a, "k1", second), idempotency.ErrAnsweredElsewhere)
+		_, err = f.Store.Repos().Message(ctx, a, second.ID)
+		notFound(t, err, "the work of a second answer rolled back")
+		require.NoError(t, record(b, "k1"), "keys are per account")
+
+		// The answers a batch holds are the same answers, in a
+		// transaction, outside one, and through the committer.
+		third := chatMessage(th, messaging.OutboundAPI, "third", at)
+		keyed := writes.Batch{Messages: []messaging.Message{third}, Answers: []writes.Answer{{AccountID: a, Key: "k1", Response: answer}}}
+		require.ErrorIs(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error { return r.WriteBatch(ctx, keyed) }),
+			idempotency.ErrAnsweredElsewhere)
+		require.ErrorIs(t, f.Store.Repos().WriteBatch(ctx, keyed), idempotency.ErrAnsweredElsewhere)
+		require.ErrorIs(t, f.Committer.Commit(ctx, keyed), idempotency.ErrAnsweredElsewhere)
+		_, err = f.Store.Repos().Message(ctx, a, third.ID)
+		notFound(t, err, "no refused batch wrote its message")
+
+		// An answer rolled back with its work is not kept.
+		boom := errors.New("boom")
+		require.ErrorIs(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+			if err := r.RecordResponse(ctx, a, "k2", answer); err != nil {
+				return err
+			}
+			return boom
+		}), boom)
+		require.NoError(t, record(a, "k2"), "k2 has no answer yet")
+		require.ErrorIs(t, f.Committer.Commit(ctx, writes.Batch{Answers: []writes.Answer{{AccountID: a, Key: "k2", Response: answer}}}),
+			idempotency.ErrAnsweredElsewhere, "the committer sees the recorder's answers")
+	})
+
+	t.Run("ConcurrentFirstMessagesShareOneThread", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		agent, user := "+14155550100", "+4917012345678"
+		const n = 6
+		threads := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				// What receiving a user's first message does.
+				errs[i] = f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
+					th, err := r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
+					if failure.Is(err, failure.KindNotFound) {
+						th = individualThread(a, account.WhatsApp, agent, user, at)
+						err = r.InsertThread(ctx, th, []messaging.Participant{{Address: agent, IsAgent: true}, {Address: user}})
+						if failure.Is(err, failure.KindConflict) {
+							th, err = r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
+						}
+					}
+					if err != nil {
+						return err
+					}
+					threads[i] = th.ID
+					m := chatMessage(th, messaging.Inbound, "hi", at.Add(time.Duration(i)*time.Second))
+					if err := r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m}}); err != nil {
+						return err
+					}
+					return r.TouchThread(ctx, th.ID, m.CreatedAt, true)
+				})
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "message %d", i)
+		}
+		for i := range threads {
+			require.Equal(t, threads[0], threads[i], "message %d went to the one thread", i)
+		}
+		r := f.Store.Repos()
+		list, total, err := r.Threads(ctx, appmessaging.ThreadQuery{AccountID: a, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 1, total)
+		require.Equal(t, []string{threads[0]}, summaryIDs(list))
+		recent, err := r.RecentMessages(ctx, a, threads[0], 2*n)
+		require.NoError(t, err)
+		require.Len(t, recent, n)
+		parts, err := r.Participants(ctx, threads[0])
+		require.NoError(t, err)
+		require.Len(t, parts, 2)
+	})
+}
+
+// normalize makes a summary's empty participants an empty slice, so that
+// a store returning nil and one returning an empty slice compare alike.
+func normalize(s appmessaging.ThreadSummary) appmessaging.ThreadSummary {
+	if s.Participants == nil {
+		s.Participants = []messaging.Participant{}
+	}
+	return s
+}

@@ -413,9 +413,11 @@ func execsOf(rows []cronExecRow) []cron.Execution {
 	return out
 }
 
-// TakeOverExpired fails the runs interrupted twice, then leases the other
-// expired runs to lease; a run whose call had started counts an attempt
-// and an interruption (SET expressions read the row as it was).
+// TakeOverExpired fails up to limit runs interrupted twice, then leases
+// other expired runs to lease; a run whose call had started counts an
+// attempt and an interruption (SET expressions read the row as it was).
+// Runs interrupted twice beyond the limit are never leased: the next
+// take-over fails them.
 func (r CronStore) TakeOverExpired(ctx context.Context, now time.Time, lease appcron.Lease, abandoned string, limit int) ([]cron.Execution, int, error) {
 	expired := `SELECT id FROM cron_executions WHERE status = 'running' AND lease_until < ? AND lease_owner <> ?`
 	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
@@ -434,7 +436,8 @@ func (r CronStore) TakeOverExpired(ctx context.Context, now time.Time, lease app
 			interrupted_attempts = interrupted_attempts + CASE WHEN call_started_at IS NULL THEN 0 ELSE 1 END,
 			started_at = CASE WHEN call_started_at IS NULL THEN started_at ELSE ? END,
 			call_started_at = NULL
-		WHERE id IN (`+expired+` ORDER BY lease_until LIMIT ?`+r.skipLocked()+`) RETURNING `+cronExecColumns,
+		WHERE id IN (`+expired+` AND NOT (call_started_at IS NOT NULL AND interrupted_attempts > 0)
+			ORDER BY lease_until LIMIT ?`+r.skipLocked()+`) RETURNING `+cronExecColumns,
 		lease.Owner, micros(lease.Until), micros(now), micros(now), lease.Owner, limit).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, fmt.Errorf("take over expired cron runs: %w", err)

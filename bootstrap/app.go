@@ -108,7 +108,7 @@ func core(cfg Config) fx.Option {
 var accountsModule = fx.Module("accounts",
 	fx.Provide(
 		func(db *store.DB) accounts.Store {
-			return store.Bind(db, func(r *store.Repos) accounts.Repos { return r })
+			return db.AccountStore()
 		},
 		func(s accounts.Store, caches *cache.Caches, k *keyring.Keyring) *accounts.Service {
 			return accounts.NewService(caches.Accounts(s), k, accounts.Options{})
@@ -156,11 +156,11 @@ func jobsModule(c Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Provide(
-			func(db *store.DB) runner.Queue { return db.Repos() },
+			func(db *store.DB) runner.Queue { return db.JobQueue() },
 			func(db *store.DB) runner.Wakeups { return db },
 			func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
 				return runner.Config{
-					Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.Repos(), nil),
+					Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.JobQueue(), nil),
 					AccountShare: c.Fair.AccountShare, EndpointLimit: c.Fair.EndpointLimit, EndpointStall: c.Fair.EndpointStall,
 					BreakerFailures: c.Fair.BreakerFailures, BreakerOpen: c.Fair.BreakerOpen, BreakerMaxOpen: c.Fair.BreakerMaxOpen,
 				}

@@ -24,7 +24,7 @@ import (
 var channelsModule = fx.Module("channels",
 	fx.Provide(
 		func(db *store.DB) channels.Store {
-			return store.Bind(db, func(r *store.Repos) channels.Repos { return r })
+			return db.ChannelStore()
 		},
 		channels.NewDirectory,
 		func() *telegram.Client { return telegram.NewClient() },
@@ -59,7 +59,7 @@ var channelsModule = fx.Module("channels",
 func pruneUpdates(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 	runWhileUp(lc, func(ctx context.Context) {
 		for {
-			if _, err := db.Repos().PruneUpdates(ctx, time.Now().Add(-72*time.Hour)); err != nil && ctx.Err() == nil {
+			if _, err := db.ChannelStore().PruneUpdates(ctx, time.Now().Add(-72*time.Hour)); err != nil && ctx.Err() == nil {
 				log.Warn("prune provider updates", "error", err.Error())
 			}
 			select {

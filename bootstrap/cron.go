@@ -20,7 +20,7 @@ func cronModule(c Config) fx.Option {
 	return fx.Module("cron",
 		fx.Provide(
 			func(db *store.DB) appcron.Store {
-				return store.Bind(db, func(r *store.Repos) appcron.Repos { return r })
+				return db.CronStore()
 			},
 			func() cron.Parser { return cronexpr.New() },
 			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, log *slog.Logger) *appcron.Scheduler {

@@ -61,7 +61,7 @@ func newEmailSender(lc fx.Lifecycle, c Config, log *slog.Logger) (appemail.Sende
 var emailModule = fx.Module("email",
 	fx.Provide(
 		func(db *store.DB) appemail.Store {
-			return store.Bind(db, func(r *store.Repos) appemail.Repos { return r })
+			return db.EmailStore()
 		},
 		newEmailSender,
 		func(c Config, db *store.DB, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {

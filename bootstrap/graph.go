@@ -21,7 +21,7 @@ import (
 // WebSocket connections.
 var graphModule = fx.Module("graphql-deps",
 	fx.Provide(
-		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.Repos()) },
+		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
 		newLive,
 		func(in graphInputs) graph.Deps {
 			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live}
@@ -57,7 +57,7 @@ type graphInputs struct {
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {
-	live := messaging.NewLive(db, db.Repos(), messaging.LiveOptions{Logger: log})
+	live := messaging.NewLive(db, db.MessagingStore(), messaging.LiveOptions{Logger: log})
 	runWhileUp(lc, live.Run)
 	return live
 }

@@ -45,7 +45,7 @@ func deliveryPace(key string) runner.Pace {
 var messagingModule = fx.Module("messaging",
 	fx.Provide(
 		func(db *store.DB) messaging.Store {
-			return store.Bind(db, func(r *store.Repos) messaging.Repos { return r })
+			return db.MessagingStore()
 		},
 		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
 			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}

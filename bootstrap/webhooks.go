@@ -51,7 +51,7 @@ var webhooksServing = fx.Options(
 // NewWebhooks builds the webhook use cases.
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
 	return webhooks.NewService(webhooks.Deps{
-		Store:            store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),
+		Store:            db.WebhookStore(),
 		Batched:          db.Batched(),
 		Keys:             k,
 		URLs:             g,

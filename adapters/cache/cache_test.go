@@ -50,16 +50,16 @@ type replica struct {
 
 func (b *testBundle) replica(ttl time.Duration) replica {
 	c := cache.New(cache.Options{TTL: ttl})
-	s := c.Accounts(store.Bind(b.db, func(r *store.Repos) accounts.Repos { return r }))
+	s := c.Accounts(b.db.AccountStore())
 	return replica{caches: c, accounts: s, svc: accounts.NewService(s, b.keys, accounts.Options{})}
 }
 
 func (r replica) messaging(b *testBundle) messaging.Repos {
-	return r.caches.Messaging(store.Bind(b.db, func(r *store.Repos) messaging.Repos { return r })).Repos()
+	return r.caches.Messaging(b.db.MessagingStore()).Repos()
 }
 
 func (r replica) email(b *testBundle) email.Repos {
-	return r.caches.Email(store.Bind(b.db, func(r *store.Repos) email.Repos { return r })).Repos()
+	return r.caches.Email(b.db.EmailStore()).Repos()
 }
 
 func unauthenticated(t *testing.T, err error) {
@@ -240,11 +240,11 @@ func TestThreadsAreKeptOnceSendable(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	r := b.replica(ttl)
-	raw := store.Bind(b.db, func(r *store.Repos) messaging.Repos { return r }).Repos()
+	raw := b.db.MessagingStore().Repos()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	th := domain.Thread{ID: "thr_cache", AccountID: "acc_cache", Service: account.WhatsApp, Type: domain.Individual,
 		AgentNumber: "+15550001111", Contact: "+15550002222", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, b.db.Repos().InsertAccount(ctx, account.Account{ID: th.AccountID, Name: "c", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, account.Account{ID: th.AccountID, Name: "c", Version: 1, CreatedAt: now, UpdatedAt: now}))
 	require.NoError(t, raw.InsertThread(ctx, th, nil))
 	sendable := func() bool {
 		got, err := r.messaging(b).IndividualThread(ctx, th.AccountID, th.Service, th.AgentNumber, th.Contact)
@@ -275,9 +275,9 @@ func TestSenderAddressesAreKeptOnceFound(t *testing.T) {
 	_, err := r.email(b).EmailAddressByAddress(ctx, "sales", "mail.example.com")
 	require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(t, b.db.Repos().InsertAccount(ctx, account.Account{ID: "acc_mail", Name: "m", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, account.Account{ID: "acc_mail", Name: "m", Version: 1, CreatedAt: now, UpdatedAt: now}))
 	addr := account.EmailAddress{ID: "eml_cache", AccountID: "acc_mail", LocalPart: "sales", Domain: "mail.example.com", CreatedAt: now}
-	require.NoError(t, b.db.Repos().InsertEmailAddress(ctx, addr))
+	require.NoError(t, b.db.EmailStore().InsertEmailAddress(ctx, addr))
 	got, err := r.email(b).EmailAddressByAddress(ctx, "sales", "mail.example.com")
 	require.NoError(t, err)
 	require.Equal(t, addr.AccountID, got.AccountID)

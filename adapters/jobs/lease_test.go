@@ -156,7 +156,7 @@ func TestLostLeaseCancelsTheJob(t *testing.T) {
 
 // flakyRenewals is the store with RenewLeases failing while down is set.
 type flakyRenewals struct {
-	*store.Repos
+	store.JobQueue
 	down  atomic.Bool
 	calls atomic.Int32
 }
@@ -166,7 +166,7 @@ func (f *flakyRenewals) RenewLeases(ctx context.Context, worker string, ids []in
 	if f.down.Load() {
 		return nil, errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 	}
-	return f.Repos.RenewLeases(ctx, worker, ids, leases)
+	return f.JobQueue.RenewLeases(ctx, worker, ids, leases)
 }
 
 // countingHandler counts log records by message.
@@ -202,7 +202,7 @@ func (c *countingHandler) count(prefix string) int {
 func TestHeartbeatOutageKeepsJobsUntilTheirLeaseEnds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, store.SQLite)
-	q := &flakyRenewals{Repos: b.db.Repos()}
+	q := &flakyRenewals{JobQueue: b.db.JobQueue()}
 	logs := &countingHandler{}
 	h := newBlocking()
 	defer close(h.release)
@@ -263,7 +263,7 @@ func TestHeartbeatOutageKeepsJobsUntilTheirLeaseEnds(t *testing.T) {
 // cancel it); database/sql then reports the context's end instead of the
 // rows.
 type slowClaims struct {
-	*store.Repos
+	store.JobQueue
 	started, stopping chan struct{}
 	once              sync.Once
 }
@@ -272,12 +272,12 @@ func (s *slowClaims) ClaimJobs(ctx context.Context, worker string, leases []jobs
 	first := false
 	s.once.Do(func() { first = true })
 	if !first {
-		return s.Repos.ClaimJobs(ctx, worker, leases, limit, now, filter)
+		return s.JobQueue.ClaimJobs(ctx, worker, leases, limit, now, filter)
 	}
 	close(s.started)
 	<-s.stopping
 	time.Sleep(50 * time.Millisecond) // the stop cancels what it cancels
-	claimed, err := s.Repos.ClaimJobs(context.WithoutCancel(ctx), worker, leases, limit, now, filter)
+	claimed, err := s.JobQueue.ClaimJobs(context.WithoutCancel(ctx), worker, leases, limit, now, filter)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, ctxErr
 	}
@@ -291,7 +291,7 @@ func (s *slowClaims) ClaimJobs(ctx context.Context, worker string, leases []jobs
 func TestStopFinishesTheClaimOnItsWay(t *testing.T) {
 	t.Parallel()
 	b := setup(t, store.SQLite)
-	q := &slowClaims{Repos: b.db.Repos(), started: make(chan struct{}), stopping: make(chan struct{})}
+	q := &slowClaims{JobQueue: b.db.JobQueue(), started: make(chan struct{}), stopping: make(chan struct{})}
 	ids := []int64{b.enqueue(t, jobs.EnqueueParams{Kind: "k"}), b.enqueue(t, jobs.EnqueueParams{Kind: "k"})}
 	rec := newRecorder()
 	r, err := runner.New(q, b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond},

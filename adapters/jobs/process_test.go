@@ -50,7 +50,7 @@ func workerProcess() int {
 	}
 	defer runs.Close()
 	pause, _ := time.ParseDuration(os.Getenv("SWB_QUEUE_SLEEP"))
-	r, err := runner.New(db.Repos(), db, runner.Config{
+	r, err := runner.New(db.JobQueue(), db, runner.Config{
 		Workers: 4, ClaimBatch: 20, PollInterval: 50 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, Lease: 1500 * time.Millisecond, MaxPaceWait: 100 * time.Millisecond,
 	}, runner.Kind{Name: "proc", Timeout: time.Second, Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
@@ -134,7 +134,8 @@ func enqueueMany(t *testing.T, db *store.DB, n int) []int64 {
 	t.Helper()
 	ids := make([]int64, 0, n)
 	for len(ids) < n {
-		require.NoError(t, db.Transact(context.Background(), func(ctx context.Context, r *store.Repos) error {
+		require.NoError(t, db.Transact(context.Background(), func(ctx context.Context, c *store.Conn) error {
+			r := store.JobQueue{Conn: c}
 			for i := 0; i < 500 && len(ids) < n; i++ {
 				id, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "proc"})
 				if err != nil {

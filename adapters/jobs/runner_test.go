@@ -88,7 +88,7 @@ func (b *testBundle) start(t *testing.T, cfg runner.Config, kinds ...runner.Kind
 	if cfg.RescueInterval == 0 {
 		cfg.RescueInterval = 20 * time.Millisecond
 	}
-	r, err := runner.New(b.db.Repos(), b.db, cfg, kinds...)
+	r, err := runner.New(b.db.JobQueue(), b.db, cfg, kinds...)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background()))
 	t.Cleanup(func() {
@@ -101,7 +101,7 @@ func (b *testBundle) start(t *testing.T, cfg runner.Config, kinds ...runner.Kind
 
 func (b *testBundle) enqueue(t *testing.T, p jobs.EnqueueParams) int64 {
 	t.Helper()
-	id, err := b.db.Repos().EnqueueJob(context.Background(), p)
+	id, err := b.db.WebhookStore().EnqueueJob(context.Background(), p)
 	require.NoError(t, err)
 	return id
 }
@@ -149,7 +149,8 @@ func TestEachJobRunsExactlyOnce(t *testing.T) {
 		ctx := context.Background()
 		ids := make([]int64, 0, total)
 		for batch := 0; batch < total/500; batch++ {
-			require.NoError(t, b.db.Transact(ctx, func(ctx context.Context, r *store.Repos) error {
+			require.NoError(t, b.db.Transact(ctx, func(ctx context.Context, c *store.Conn) error {
+				r := store.JobQueue{Conn: c}
 				for i := 0; i < 500; i++ {
 					id, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "noop", Payload: []byte(fmt.Sprint(i))})
 					if err != nil {
@@ -206,10 +207,10 @@ func TestUniqueKeysAndCancel(t *testing.T) {
 		require.Equal(t, first, again, "a pending job with the key absorbs the enqueue")
 
 		cancelled := b.enqueue(t, jobs.EnqueueParams{Kind: "u", UniqueKey: "msg_2", RunAt: b.clock.Now().Add(time.Minute)})
-		n, err := b.db.Repos().CancelJobs(ctx, "msg_2")
+		n, err := b.db.JobQueue().CancelJobs(ctx, "msg_2")
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		n, err = b.db.Repos().CancelJobs(ctx, "msg_2")
+		n, err = b.db.JobQueue().CancelJobs(ctx, "msg_2")
 		require.NoError(t, err)
 		require.Zero(t, n)
 
@@ -305,7 +306,7 @@ func TestPermanentFailuresAndDeadJobs(t *testing.T) {
 		_, attempt, _ = b.state(t, exhausted)
 		require.Equal(t, 3, attempt)
 
-		dead, err := b.db.Repos().DeadJobs(ctx, "fragile", 10)
+		dead, err := b.db.JobQueue().DeadJobs(ctx, "fragile", 10)
 		require.NoError(t, err)
 		require.Len(t, dead, 3)
 		byID := map[int64]store.DeadJob{}
@@ -317,9 +318,9 @@ func TestPermanentFailuresAndDeadJobs(t *testing.T) {
 		require.Contains(t, byID[panics].LastError, "handler panicked")
 
 		fixed.Store(true)
-		require.NoError(t, b.db.Repos().RerunJob(ctx, exhausted))
+		require.NoError(t, b.db.JobQueue().RerunJob(ctx, exhausted))
 		b.waitState(t, exhausted, jobs.StateCompleted)
-		err = b.db.Repos().RerunJob(ctx, exhausted)
+		err = b.db.JobQueue().RerunJob(ctx, exhausted)
 		require.Error(t, err, "only dead jobs can be re-run")
 	})
 }
@@ -332,7 +333,8 @@ func TestRolledBackEnqueueNeverRuns(t *testing.T) {
 		rec := newRecorder()
 		b.start(t, runner.Config{}, runner.Kind{Name: "tx", Handler: recording(rec)})
 		boom := errors.New("message insert failed")
-		err := b.db.Transact(ctx, func(ctx context.Context, r *store.Repos) error {
+		err := b.db.Transact(ctx, func(ctx context.Context, c *store.Conn) error {
+			r := store.JobQueue{Conn: c}
 			if _, err := r.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "tx", UniqueKey: "rolled-back"}); err != nil {
 				return err
 			}
@@ -356,10 +358,10 @@ func TestExpiredLeasesAreRescued(t *testing.T) {
 		id := b.enqueue(t, jobs.EnqueueParams{Kind: "lost", MaxAttempts: 3})
 		// A worker that claims the job and then dies.
 		now := b.clock.Now()
-		claimed, err := b.db.Repos().ClaimJobs(ctx, "crashed-worker", []jobs.Lease{{Kind: "lost", Until: now.Add(time.Minute)}}, 10, now, jobs.ClaimFilter{})
+		claimed, err := b.db.JobQueue().ClaimJobs(ctx, "crashed-worker", []jobs.Lease{{Kind: "lost", Until: now.Add(time.Minute)}}, 10, now, jobs.ClaimFilter{})
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
-		require.NoError(t, b.db.Repos().CompleteJobs(ctx, "someone-else", []int64{id}, now))
+		require.NoError(t, b.db.JobQueue().CompleteJobs(ctx, "someone-else", []int64{id}, now))
 		s, _, _ := b.state(t, id)
 		require.Equal(t, string(jobs.StateRunning), s, "only the lease holder can complete a job")
 
@@ -441,7 +443,7 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 	started := make(chan struct{}, 2)
 	finish := make(chan struct{})
 	var sawCancel atomic.Bool
-	r, err := runner.New(b.db.Repos(), b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, runner.Kind{
+	r, err := runner.New(b.db.JobQueue(), b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, runner.Kind{
 		Name: "long", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 			started <- struct{}{}
 			select {
@@ -466,7 +468,7 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 	require.Equal(t, string(jobs.StateCompleted), s, "a job that finishes during shutdown is recorded")
 
 	// A second runner whose job does not finish in time.
-	r2, err := runner.New(b.db.Repos(), b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, runner.Kind{
+	r2, err := runner.New(b.db.JobQueue(), b.db, runner.Config{Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, runner.Kind{
 		Name: "long", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 			started <- struct{}{}
 			<-ctx.Done()
@@ -520,7 +522,7 @@ func TestMetricsReportDepthAndAge(t *testing.T) {
 	t.Parallel()
 	b := setup(t, store.SQLite)
 	reg := prometheus.NewRegistry()
-	m := runner.NewMetrics(reg, b.db.Repos(), b.clock.Now)
+	m := runner.NewMetrics(reg, b.db.JobQueue(), b.clock.Now)
 	b.enqueue(t, jobs.EnqueueParams{Kind: "m", RunAt: b.clock.Now().Add(-90 * time.Second)})
 	b.enqueue(t, jobs.EnqueueParams{Kind: "m"})
 	b.enqueue(t, jobs.EnqueueParams{Kind: "m", RunAt: b.clock.Now().Add(time.Hour)})

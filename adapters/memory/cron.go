@@ -592,7 +592,9 @@ func (r *cronRepos) TakeOverExpired(ctx context.Context, now time.Time, lease ap
 		}
 		var expired []cron.Execution
 		for _, e := range r.c.execs {
-			if cronExpired(e, now, lease.Owner) {
+			// A run cut off twice left over by the limit waits for the
+			// next take-over to fail it: it is never called again.
+			if cronExpired(e, now, lease.Owner) && (e.CallStartedAt == nil || e.InterruptedAttempts == 0) {
 				expired = append(expired, e)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,7 +91,7 @@ func TestChannelsContract(t *testing.T) {
 func TestCommitterContract(t *testing.T) {
 	t.Parallel()
 	storetest.Committer(t, func(*testing.T) storetest.CommitterFixture {
-		db := memory.New(memory.Options{})
+		db, q := queueFed()
 		return storetest.CommitterFixture{
 			Committer: db,
 			Accounts:  db.AccountStore(),
@@ -100,35 +99,26 @@ func TestCommitterContract(t *testing.T) {
 			Webhooks:  db.WebhookStore(),
 			Email:     db.EmailStore(),
 			Keys:      db,
-			Jobs:      &enqueued{db: db},
+			Jobs:      q,
 		}
 	})
 }
 
-// enqueued claims the jobs that db's commits enqueued, each once, for the
-// committer contract: the job queue itself is not this package's.
-type enqueued struct {
-	db      *memory.DB
-	mu      sync.Mutex
-	claimed map[int64]bool
-}
-
-func (e *enqueued) ClaimJobs(_ context.Context, _ string, leases []jobs.Lease, limit int, now time.Time, _ jobs.ClaimFilter) ([]jobs.Job, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.claimed == nil {
-		e.claimed = map[int64]bool{}
-	}
-	var out []jobs.Job
-	for _, j := range e.db.Jobs() {
-		leased := slices.ContainsFunc(leases, func(l jobs.Lease) bool { return l.Kind == j.Kind })
-		if leased && !e.claimed[j.ID] && !j.RunAt.After(now) && len(out) < limit {
-			e.claimed[j.ID] = true
-			j.Attempt++
-			out = append(out, j)
+// queueFed is a memory Queue that db's commits feed, as the runner's
+// queue is fed by the store's: the committer contract claims its jobs.
+func queueFed() (*memory.DB, *memory.Queue) {
+	q := memory.NewQueue(nil)
+	db := memory.New(memory.Options{OnEnqueue: func(js []jobs.Job) {
+		ps := make([]jobs.EnqueueParams, len(js))
+		for i, j := range js {
+			ps[i] = jobs.EnqueueParams{Kind: j.Kind, Payload: j.Payload, RunAt: j.RunAt, UniqueKey: j.UniqueKey, PaceKey: j.PaceKey,
+				AccountID: j.AccountID, EndpointKey: j.EndpointKey, MaxAttempts: j.MaxAttempts}
 		}
-	}
-	return out, nil
+		if err := q.Enqueue(context.Background(), ps); err != nil {
+			panic(err) // a batch's jobs were valid when it committed
+		}
+	}})
+	return db, q
 }
 
 // newAccount stores a new account and returns its id.

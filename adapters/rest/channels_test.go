@@ -108,7 +108,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 
@@ -141,9 +141,9 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 	b.tgSecret = telegram.WebhookSecret(b.tgNumber.ID, b.tg.Settings())
 
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
-	dir := channels.NewDirectory(store.Bind(db, func(r *store.Repos) channels.Repos { return r }))
+	dir := channels.NewDirectory(db.ChannelStore())
 	svc := messaging.NewService(messaging.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{
 			sandbox.Name:  sandbox.Provider{},
 			telegram.Name: &telegram.Provider{Client: telegram.NewClient(), Chats: dir},
@@ -152,12 +152,12 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 		Opener: acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet, Recipients: dir,
 	})
 	inbox := channels.NewService(channels.Deps{
-		Store: store.Bind(db, func(r *store.Repos) channels.Repos { return r }), Receiver: svc, Opener: acc, Logger: quiet,
+		Store: db.ChannelStore(), Receiver: svc, Opener: acc, Logger: quiet,
 	})
 	tgIn := &telegram.Inbound{Inbox: inbox}
 	waIn := &whatsapp.Inbound{Inbox: inbox, Siblings: numbers{dir, acc}}
 
-	jobs, err := runner.New(db.Repos(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
+	jobs, err := runner.New(db.JobQueue(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
 		runner.Kind{Name: messaging.DeliverKind, Handler: svc, Backoff: messaging.DeliveryBackoff, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, jobs.Start(ctx))

@@ -77,7 +77,7 @@ func setupCron(t *testing.T, dialect store.Dialect, o cronOptions) *cronBundle {
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	_, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	_, oCred, err := acc.CreateAccount(ctx, "Other")
@@ -87,7 +87,7 @@ func setupCron(t *testing.T, dialect store.Dialect, o cronOptions) *cronBundle {
 	if o.privateGuard {
 		guard = httpguard.New(httpguard.Options{})
 	}
-	cronStore := store.Bind(db, func(r *store.Repos) appcron.Repos { return r })
+	cronStore := db.CronStore()
 	sched := appcron.NewScheduler(appcron.SchedulerConfig{Store: cronStore, Parser: cronexpr.New(), Caller: guard.NewCronCaller(), Clock: clock, Logger: quiet})
 	svc := appcron.NewService(appcron.Deps{Store: cronStore, Parser: cronexpr.New(), URLs: guard, Now: clock.Now, MaxJobsPerAccount: o.maxJobs, Wake: sched.Wake})
 	runCtx, cancel := context.WithCancel(ctx)

@@ -55,7 +55,7 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	o, oCred, err := acc.CreateAccount(ctx, "Other")
@@ -72,12 +72,12 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	}
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	svc := appemail.NewService(appemail.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+		Committer: db, Store: db.EmailStore(),
 		Sender: sender, Fetcher: guard.NewFetcher(5 * time.Second), URLs: guard,
 		ServiceDomain: serviceDomain, Logger: quiet,
 	})
 	// Retries come after milliseconds, so a 451 then 250 settles at once.
-	jr, err := runner.New(db.Repos(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
+	jr, err := runner.New(db.JobQueue(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
 		runner.Kind{Name: appemail.DeliverKind, Handler: svc, Backoff: jobs.ExponentialBackoff(10*time.Millisecond, 50*time.Millisecond), Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, jr.Start(ctx))

@@ -552,9 +552,9 @@ func withService(t *testing.T, b *msgBundle, providers messaging.ProviderSet, gu
 	t.Helper()
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(b.db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(b.db.AccountStore(), keys, accounts.Options{})
 	deps := messaging.Deps{
-		Committer: b.db, Store: store.Bind(b.db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: b.db, Store: b.db.MessagingStore(),
 		Providers: providers, Opener: acc, Logger: quiet,
 	}
 	if guard != nil {
@@ -587,7 +587,7 @@ func (b *msgBundle) insertGroup(t *testing.T, service account.Service, agent str
 	for _, u := range users {
 		g.Members = append(g.Members, domain.Participant{Address: u})
 	}
-	require.NoError(t, b.db.Transact(context.Background(), func(ctx context.Context, r *store.Repos) error { return r.InsertGroup(ctx, g) }))
+	require.NoError(t, b.db.MessagingStore().Transact(context.Background(), func(ctx context.Context, r messaging.Repos) error { return r.InsertGroup(ctx, g) }))
 	return g.Thread.ID
 }
 

@@ -58,30 +58,30 @@ func setupCrash(t *testing.T, dialect store.Dialect) *crashBundle {
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	_, err = acc.AddNumber(ctx, accounts.NumberInput{AccountID: a.ID, Number: agentA, Service: "whatsapp", Enabled: true, Provider: "sandbox"})
 	require.NoError(t, err)
 	msg := messaging.NewService(messaging.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}}, Opener: acc, Logger: quiet,
 	})
 	_, err = msg.Receive(ctx, messaging.InboundInput{AccountID: a.ID, Service: "whatsapp", From: userA, To: agentA,
 		Content: domain.Content{Kind: domain.KindText, Text: "hello"}, Provider: "sandbox"})
 	require.NoError(t, err)
 	mail := appemail.NewService(appemail.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) appemail.Repos { return r }), Sender: emailsandbox.New(nil),
+		Committer: db, Store: db.EmailStore(), Sender: emailsandbox.New(nil),
 		ServiceDomain: "mail.example.com", Logger: quiet,
 	})
 	_, err = mail.CreateAddress(ctx, a.ID, "agent", "mail.example.com")
 	require.NoError(t, err)
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	cronSvc := appcron.NewService(appcron.Deps{
-		Store: store.Bind(db, func(r *store.Repos) appcron.Repos { return r }), Parser: cronexpr.New(), URLs: guard,
+		Store: db.CronStore(), Parser: cronexpr.New(), URLs: guard,
 	})
 	hooks := appwebhooks.NewService(appwebhooks.Deps{
-		Store: store.Bind(db, func(r *store.Repos) appwebhooks.Repos { return r }), Keys: keys, URLs: guard,
+		Store: db.WebhookStore(), Keys: keys, URLs: guard,
 		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
 		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})

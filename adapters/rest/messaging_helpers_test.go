@@ -68,7 +68,7 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
@@ -91,11 +91,11 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 		guard = httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	}
 	svc := messaging.NewService(messaging.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},
 		Opener:    acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet,
 	})
-	jobs, err := runner.New(db.Repos(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
+	jobs, err := runner.New(db.JobQueue(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
 		runner.Kind{Name: messaging.DeliverKind, Handler: svc, Backoff: messaging.DeliveryBackoff, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, jobs.Start(ctx))

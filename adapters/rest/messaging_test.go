@@ -447,7 +447,7 @@ func TestThreadListLimitIsClamped(t *testing.T) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		// 101 groups, stored in one transaction to keep the test quick.
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		require.NoError(t, b.db.Transact(context.Background(), func(ctx context.Context, r *store.Repos) error {
+		require.NoError(t, b.db.MessagingStore().Transact(context.Background(), func(ctx context.Context, r messaging.Repos) error {
 			for i := 0; i < messaging.MaxListLimit+1; i++ {
 				at := now.Add(time.Duration(i) * time.Millisecond)
 				err := r.InsertThread(ctx, domain.Thread{

@@ -44,7 +44,7 @@ func setup(t *testing.T, dialect store.Dialect, limits rest.Limits) *testBundle 
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	svc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	svc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	ctx := context.Background()
 	a, cred, err := svc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)

@@ -73,7 +73,7 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
-	acc := accounts.NewService(store.Bind(db, func(r *store.Repos) accounts.Repos { return r }), keys, accounts.Options{})
+	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
 	o, oCred, err := acc.CreateAccount(ctx, "Other")
@@ -88,17 +88,17 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 	}
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	hooks := webhooks.NewService(webhooks.Deps{
-		Store: store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }), Keys: keys, URLs: guard,
+		Store: db.WebhookStore(), Keys: keys, URLs: guard,
 		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
 		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})
 	db.SetReactions(hooks)
 	svc := messaging.NewService(messaging.Deps{
-		Committer: db, Store: store.Bind(db, func(r *store.Repos) messaging.Repos { return r }),
+		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},
 		Opener:    acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet,
 	})
-	jobs, err := runner.New(db.Repos(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
+	jobs, err := runner.New(db.JobQueue(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
 		runner.Kind{Name: messaging.DeliverKind, Handler: svc, Backoff: messaging.DeliveryBackoff, Timeout: 10 * time.Second},
 		runner.Kind{Name: webhooks.DeliverKind, Handler: hooks, Timeout: 30 * time.Second,
 			PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} }})

@@ -14,35 +14,22 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
-// Repos implements the repository ports of every use case package. Reads go
-// to the read pool and writes to the writer; inside a transaction both are
-// the transaction.
-type Repos struct {
-	read    bun.IDB
-	write   bun.IDB
-	dialect Dialect
-	// stmts prepares the hot reads on the read pool; scanner maps their
-	// rows to models.
-	stmts   *stmtCache
-	scanner *bun.DB
-	db      *DB
-	// tx is set on a transaction's repositories.
-	tx *txState
+// AccountStore is the storage of the account use cases (accounts.Store): accounts, credentials, numbers, domains.
+type AccountStore struct{ *Conn }
+
+var _ accounts.Store = AccountStore{}
+
+// AccountStore is db's AccountStore, outside any transaction.
+func (db *DB) AccountStore() AccountStore { return AccountStore{db.base} }
+
+// Repos is s itself: its methods run each as its own statement outside a
+// transaction, and inside the one Transact runs.
+func (s AccountStore) Repos() accounts.Repos { return s }
+
+// Transact runs fn with s on one transaction (DB.Transact).
+func (s AccountStore) Transact(ctx context.Context, fn func(ctx context.Context, r accounts.Repos) error) error {
+	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, AccountStore{c}) })
 }
-
-func (r *Repos) clock() time.Time { return r.db.now() }
-
-// jobsEnqueued wakes the runners: at once outside a transaction, after the
-// commit inside one.
-func (r *Repos) jobsEnqueued() {
-	if r.tx != nil {
-		r.tx.enqueued = true
-		return
-	}
-	r.db.wake.signal()
-}
-
-var _ accounts.Repos = (*Repos)(nil)
 
 type accountRow struct {
 	bun.BaseModel `bun:"table:accounts"`
@@ -58,14 +45,14 @@ func (r accountRow) domain() account.Account {
 }
 
 // InsertAccount stores a new account.
-func (r *Repos) InsertAccount(ctx context.Context, a account.Account) error {
+func (r AccountStore) InsertAccount(ctx context.Context, a account.Account) error {
 	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "account")
 }
 
 // UpdateAccount saves an account's mutable fields and moves its version on.
-func (r *Repos) UpdateAccount(ctx context.Context, a account.Account) error {
+func (r AccountStore) UpdateAccount(ctx context.Context, a account.Account) error {
 	res, err := r.write.NewUpdate().Model((*accountRow)(nil)).
 		Set("name = ?", a.Name).Set("updated_at = ?", a.UpdatedAt).Set("version = version + 1").
 		Where("id = ?", a.ID).Exec(ctx)
@@ -76,7 +63,7 @@ func (r *Repos) UpdateAccount(ctx context.Context, a account.Account) error {
 }
 
 // Account reads one account.
-func (r *Repos) Account(ctx context.Context, id string) (account.Account, error) {
+func (r AccountStore) Account(ctx context.Context, id string) (account.Account, error) {
 	var row accountRow
 	if err := r.selectOne(ctx, &row, "SELECT id, name, version, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
 		return account.Account{}, translate(err, "account")
@@ -85,7 +72,7 @@ func (r *Repos) Account(ctx context.Context, id string) (account.Account, error)
 }
 
 // Accounts lists every account, oldest first.
-func (r *Repos) Accounts(ctx context.Context) ([]account.Account, error) {
+func (r AccountStore) Accounts(ctx context.Context) ([]account.Account, error) {
 	var rows []accountRow
 	if err := r.read.NewSelect().Model(&rows).Order("created_at", "id").Scan(ctx); err != nil {
 		return nil, translate(err, "account")
@@ -98,7 +85,7 @@ func (r *Repos) Accounts(ctx context.Context) ([]account.Account, error) {
 }
 
 // CountAccounts counts accounts.
-func (r *Repos) CountAccounts(ctx context.Context) (int, error) {
+func (r AccountStore) CountAccounts(ctx context.Context) (int, error) {
 	n, err := r.read.NewSelect().Model((*accountRow)(nil)).Count(ctx)
 	return n, translate(err, "account")
 }
@@ -130,7 +117,7 @@ func (r credentialRow) domain() account.Credential {
 }
 
 // InsertCredential stores a new credential.
-func (r *Repos) InsertCredential(ctx context.Context, c account.Credential) error {
+func (r AccountStore) InsertCredential(ctx context.Context, c account.Credential) error {
 	row := credentialRow{
 		ID: c.ID, AccountID: c.AccountID, Label: c.Label, KeyPrefix: c.KeyPrefix,
 		KeyHash: c.KeyHash, SecretHash: c.SecretHash, CreatedAt: c.CreatedAt, RevokedAt: c.RevokedAt,
@@ -140,7 +127,7 @@ func (r *Repos) InsertCredential(ctx context.Context, c account.Credential) erro
 }
 
 // CredentialByKeyHash finds the credential whose key hashes to keyHash.
-func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
+func (r AccountStore) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
 	var row credentialRow
 	if err := r.selectOne(ctx, &row, "SELECT "+credentialColumns+" FROM credentials WHERE key_hash = $1", keyHash); err != nil {
 		return account.Credential{}, translate(err, "credential")
@@ -149,7 +136,7 @@ func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (accoun
 }
 
 // Credentials lists an account's credentials, oldest first.
-func (r *Repos) Credentials(ctx context.Context, accountID string) ([]account.Credential, error) {
+func (r AccountStore) Credentials(ctx context.Context, accountID string) ([]account.Credential, error) {
 	var rows []credentialRow
 	if err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("created_at", "id").Scan(ctx); err != nil {
 		return nil, translate(err, "credential")
@@ -163,7 +150,7 @@ func (r *Repos) Credentials(ctx context.Context, accountID string) ([]account.Cr
 
 // RevokeCredential marks a credential revoked (keeping an earlier revocation
 // time) and returns it.
-func (r *Repos) RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error) {
+func (r AccountStore) RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error) {
 	_, err := r.write.NewUpdate().Model((*credentialRow)(nil)).
 		Set("revoked_at = ?", at).
 		Where("id = ? AND account_id = ? AND revoked_at IS NULL", id, accountID).
@@ -180,7 +167,7 @@ func (r *Repos) RevokeCredential(ctx context.Context, accountID, id string, at t
 
 // RevokedSince lists the credentials revoked at or after since, oldest
 // revocation first.
-func (r *Repos) RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error) {
+func (r AccountStore) RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error) {
 	var rows []credentialRow
 	err := r.read.NewSelect().Model(&rows).Where("revoked_at IS NOT NULL AND revoked_at >= ?", since).
 		Order("revoked_at").Scan(ctx)
@@ -217,7 +204,7 @@ func (r numberRow) domain() account.Number {
 }
 
 // InsertNumber stores a new agent number.
-func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
+func (r AccountStore) InsertNumber(ctx context.Context, n account.Number) error {
 	row := numberRow{
 		ID: n.ID, AccountID: n.AccountID, Number: n.Number, Service: string(n.Service),
 		Provider: string(n.Provider), SealedSettings: n.SealedSettings, Enabled: n.Enabled, CreatedAt: n.CreatedAt,
@@ -227,7 +214,7 @@ func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
 }
 
 // Numbers lists an account's numbers, oldest first.
-func (r *Repos) Numbers(ctx context.Context, accountID string) ([]account.Number, error) {
+func (r AccountStore) Numbers(ctx context.Context, accountID string) ([]account.Number, error) {
 	var rows []numberRow
 	if err := r.selectAll(ctx, &rows, "SELECT "+numberColumns+" FROM numbers WHERE account_id = $1 ORDER BY created_at, id", accountID); err != nil {
 		return nil, translate(err, "number")
@@ -240,7 +227,7 @@ func (r *Repos) Numbers(ctx context.Context, accountID string) ([]account.Number
 }
 
 // SetNumberEnabled flips a number's enabled flag and returns the number.
-func (r *Repos) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
+func (r AccountStore) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
 	res, err := r.write.NewUpdate().Model((*numberRow)(nil)).
 		Set("enabled = ?", enabled).
 		Where("id = ? AND account_id = ?", id, accountID).
@@ -267,14 +254,14 @@ type domainRow struct {
 }
 
 // InsertDomain stores a custom email domain.
-func (r *Repos) InsertDomain(ctx context.Context, d account.Domain) error {
+func (r AccountStore) InsertDomain(ctx context.Context, d account.Domain) error {
 	row := domainRow{ID: d.ID, AccountID: d.AccountID, Name: d.Name, CreatedAt: d.CreatedAt}
 	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "domain")
 }
 
 // Domains lists an account's custom domains by name.
-func (r *Repos) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
+func (r AccountStore) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
 	var rows []domainRow
 	if err := r.selectAll(ctx, &rows, "SELECT id, account_id, name, created_at FROM domains WHERE account_id = $1 ORDER BY name", accountID); err != nil {
 		return nil, translate(err, "domain")
@@ -296,7 +283,7 @@ type emailAddressRow struct {
 }
 
 // EmailAddresses lists an account's email addresses, oldest first.
-func (r *Repos) EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error) {
+func (r AccountStore) EmailAddresses(ctx context.Context, accountID string) ([]account.EmailAddress, error) {
 	var rows []emailAddressRow
 	if err := r.selectAll(ctx, &rows, "SELECT id, account_id, local_part, domain, created_at FROM email_addresses WHERE account_id = $1 ORDER BY created_at, id", accountID); err != nil {
 		return nil, translate(err, "email address")
@@ -324,7 +311,7 @@ func requireOneRow(res rowsAffected, what string) error {
 
 // Holdings reads what an account owns (its version is not needed here:
 // this reads the current state).
-func (r *Repos) Holdings(ctx context.Context, a account.Account) (accounts.Holdings, error) {
+func (r AccountStore) Holdings(ctx context.Context, a account.Account) (accounts.Holdings, error) {
 	var h accounts.Holdings
 	var err error
 	if h.Numbers, err = r.Numbers(ctx, a.ID); err != nil {

@@ -28,10 +28,10 @@ type Batched struct {
 }
 
 func newBatched(db *DB) *Batched {
-	r := db.base
+	hooks, msgs := db.WebhookStore(), db.MessagingStore()
 	return &Batched{
 		sendables: newBatcher(maxBatched, func(ctx context.Context, ids []string) ([]result[webhooks.Sendable], error) {
-			found, err := r.DeliveriesToSend(ctx, ids)
+			found, err := hooks.DeliveriesToSend(ctx, ids)
 			if err != nil {
 				return nil, err
 			}
@@ -44,13 +44,13 @@ func newBatched(db *DB) *Batched {
 				logged[i] = webhooks.LoggedAttempt{DeliveryID: s.Delivery.ID, Attempt: s.Attempt}
 				ds[i] = s.Delivery
 			}
-			if err := r.RecordWebhookAttempts(ctx, logged, ds); err != nil {
+			if err := hooks.RecordWebhookAttempts(ctx, logged, ds); err != nil {
 				return nil, err
 			}
 			return make([]result[struct{}], len(in)), nil
 		}),
 		deliverables: newBatcher(maxBatched, func(ctx context.Context, ids []string) ([]result[appmessaging.Deliverable], error) {
-			found, err := r.MessagesToDeliver(ctx, ids)
+			found, err := msgs.MessagesToDeliver(ctx, ids)
 			if err != nil {
 				return nil, err
 			}

@@ -10,11 +10,26 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
-var _ channels.Repos = (*Repos)(nil)
+// ChannelStore is the storage of the channel use cases (channels.Store): provider contacts, group chats and handled updates, beside the messaging reads they share.
+type ChannelStore struct{ MessagingStore }
+
+var _ channels.Store = ChannelStore{}
+
+// ChannelStore is db's ChannelStore, outside any transaction.
+func (db *DB) ChannelStore() ChannelStore { return ChannelStore{MessagingStore{db.base}} }
+
+// Repos is s itself: its methods run each as its own statement outside a
+// transaction, and inside the one Transact runs.
+func (s ChannelStore) Repos() channels.Repos { return s }
+
+// Transact runs fn with s on one transaction (DB.Transact).
+func (s ChannelStore) Transact(ctx context.Context, fn func(ctx context.Context, r channels.Repos) error) error {
+	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, ChannelStore{MessagingStore{c}}) })
+}
 
 // NumbersByProvider lists the agent numbers on a provider, every account's,
 // oldest first.
-func (r *Repos) NumbersByProvider(ctx context.Context, provider account.Provider) ([]account.Number, error) {
+func (r ChannelStore) NumbersByProvider(ctx context.Context, provider account.Provider) ([]account.Number, error) {
 	var rows []numberRow
 	if err := r.selectAll(ctx, &rows, "SELECT "+numberColumns+" FROM numbers WHERE provider = $1 ORDER BY created_at, id", string(provider)); err != nil {
 		return nil, translate(err, "number")
@@ -44,7 +59,7 @@ const channelContactColumns = "number_id, chat_id, username, phone, name, update
 
 // UpsertChannelContact stores what a provider showed about a user; empty
 // values keep what was known.
-func (r *Repos) UpsertChannelContact(ctx context.Context, c channels.Contact) error {
+func (r ChannelStore) UpsertChannelContact(ctx context.Context, c channels.Contact) error {
 	_, err := r.write.NewRaw(
 		`INSERT INTO channel_contacts (number_id, chat_id, username, phone, name, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (number_id, chat_id) DO UPDATE SET
@@ -57,7 +72,7 @@ func (r *Repos) UpsertChannelContact(ctx context.Context, c channels.Contact) er
 	return translate(err, "contact")
 }
 
-func (r *Repos) channelContact(ctx context.Context, where string, args ...any) (channels.Contact, error) {
+func (r ChannelStore) channelContact(ctx context.Context, where string, args ...any) (channels.Contact, error) {
 	var row channelContactRow
 	// The most recently seen chat wins when two chats showed one value.
 	if err := r.selectOne(ctx, &row, "SELECT "+channelContactColumns+" FROM channel_contacts WHERE "+where+" ORDER BY updated_at DESC LIMIT 1", args...); err != nil {
@@ -67,17 +82,17 @@ func (r *Repos) channelContact(ctx context.Context, where string, args ...any) (
 }
 
 // ChannelContactByChat reads the contact of a chat.
-func (r *Repos) ChannelContactByChat(ctx context.Context, numberID, chatID string) (channels.Contact, error) {
+func (r ChannelStore) ChannelContactByChat(ctx context.Context, numberID, chatID string) (channels.Contact, error) {
 	return r.channelContact(ctx, "number_id = $1 AND chat_id = $2", numberID, chatID)
 }
 
 // ChannelContactByUsername finds a contact by lower-case username.
-func (r *Repos) ChannelContactByUsername(ctx context.Context, numberID, username string) (channels.Contact, error) {
+func (r ChannelStore) ChannelContactByUsername(ctx context.Context, numberID, username string) (channels.Contact, error) {
 	return r.channelContact(ctx, "number_id = $1 AND username = $2", numberID, username)
 }
 
 // ChannelContactByPhone finds a contact by phone number.
-func (r *Repos) ChannelContactByPhone(ctx context.Context, numberID, phone string) (channels.Contact, error) {
+func (r ChannelStore) ChannelContactByPhone(ctx context.Context, numberID, phone string) (channels.Contact, error) {
 	return r.channelContact(ctx, "number_id = $1 AND phone = $2", numberID, phone)
 }
 
@@ -90,7 +105,7 @@ type channelChatRow struct {
 }
 
 // GroupChatThread finds the group thread of a provider group chat.
-func (r *Repos) GroupChatThread(ctx context.Context, numberID, chatID string) (string, error) {
+func (r ChannelStore) GroupChatThread(ctx context.Context, numberID, chatID string) (string, error) {
 	var row channelChatRow
 	if err := r.selectOne(ctx, &row, "SELECT number_id, chat_id, thread_id, created_at FROM channel_chats WHERE number_id = $1 AND chat_id = $2", numberID, chatID); err != nil {
 		return "", translate(err, "group chat")
@@ -99,7 +114,7 @@ func (r *Repos) GroupChatThread(ctx context.Context, numberID, chatID string) (s
 }
 
 // ThreadGroupChat finds the provider group chat of a group thread.
-func (r *Repos) ThreadGroupChat(ctx context.Context, numberID, threadID string) (string, error) {
+func (r ChannelStore) ThreadGroupChat(ctx context.Context, numberID, threadID string) (string, error) {
 	var row channelChatRow
 	if err := r.selectOne(ctx, &row, "SELECT number_id, chat_id, thread_id, created_at FROM channel_chats WHERE number_id = $1 AND thread_id = $2", numberID, threadID); err != nil {
 		return "", translate(err, "group chat")
@@ -108,20 +123,20 @@ func (r *Repos) ThreadGroupChat(ctx context.Context, numberID, threadID string) 
 }
 
 // MoveGroupChat gives a group chat its new chat id.
-func (r *Repos) MoveGroupChat(ctx context.Context, numberID, from, to string) error {
+func (r ChannelStore) MoveGroupChat(ctx context.Context, numberID, from, to string) error {
 	_, err := r.write.NewRaw("UPDATE channel_chats SET chat_id = ? WHERE number_id = ? AND chat_id = ?", to, numberID, from).Exec(ctx)
 	return translate(err, "group chat")
 }
 
 // InsertGroupChat links a provider group chat to its group thread.
-func (r *Repos) InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error {
+func (r ChannelStore) InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error {
 	_, err := r.write.NewInsert().Model(&channelChatRow{NumberID: numberID, ChatID: chatID, ThreadID: threadID, CreatedAt: at}).Exec(ctx)
 	return translate(err, "group chat")
 }
 
 // MarkUpdate records a provider update as handled; false when it was
 // recorded before.
-func (r *Repos) MarkUpdate(ctx context.Context, numberID, key string, at time.Time) (bool, error) {
+func (r ChannelStore) MarkUpdate(ctx context.Context, numberID, key string, at time.Time) (bool, error) {
 	res, err := r.write.NewRaw("INSERT INTO channel_updates (number_id, update_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", numberID, key, at).Exec(ctx)
 	if err != nil {
 		return false, translate(err, "update")
@@ -131,7 +146,7 @@ func (r *Repos) MarkUpdate(ctx context.Context, numberID, key string, at time.Ti
 }
 
 // UpdateSeen reports whether a provider update was handled.
-func (r *Repos) UpdateSeen(ctx context.Context, numberID, key string) (bool, error) {
+func (r ChannelStore) UpdateSeen(ctx context.Context, numberID, key string) (bool, error) {
 	var rows []struct {
 		One int `bun:"one"`
 	}
@@ -143,7 +158,7 @@ func (r *Repos) UpdateSeen(ctx context.Context, numberID, key string) (bool, err
 
 // PruneUpdates forgets handled updates older than before: providers
 // stop redelivering long before (Telegram after 24 hours).
-func (r *Repos) PruneUpdates(ctx context.Context, before time.Time) (int64, error) {
+func (r ChannelStore) PruneUpdates(ctx context.Context, before time.Time) (int64, error) {
 	res, err := r.write.NewRaw("DELETE FROM channel_updates WHERE created_at < ?", before).Exec(ctx)
 	if err != nil {
 		return 0, err

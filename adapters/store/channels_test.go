@@ -16,7 +16,7 @@ func TestChannelsContract(t *testing.T) {
 			t.Parallel()
 			storetest.Channels(t, func(t *testing.T) storetest.ChannelsFixture {
 				db := dbtest.Open(t, dialect)
-				return storetest.ChannelsFixture{Store: channelsStore(db), Accounts: accountsStore(db), PruneUpdates: updatePruner(db)}
+				return storetest.ChannelsFixture{Store: db.ChannelStore(), Accounts: db.AccountStore(), PruneUpdates: db.ChannelStore().PruneUpdates}
 			})
 		})
 	}

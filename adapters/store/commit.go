@@ -71,7 +71,7 @@ func (db *DB) react(ctx context.Context, b *writes.Batch) error {
 // WriteBatch writes b, with its reactions, in r's transaction (or, outside
 // one, atomically on its own), for use cases whose decision reads inside a
 // transaction.
-func (r *Repos) WriteBatch(ctx context.Context, b writes.Batch) error {
+func (r *Conn) WriteBatch(ctx context.Context, b writes.Batch) error {
 	if r.tx == nil {
 		return r.db.commitAlone(ctx, b)
 	}

@@ -24,12 +24,12 @@ func TestCommitterContract(t *testing.T) {
 					db := dbtest.Open(t, dialect)
 					return storetest.CommitterFixture{
 						Committer: committer(db),
-						Accounts:  accountsStore(db),
-						Messaging: messagingStore(db),
-						Webhooks:  webhooksStore(db),
-						Email:     emailStore(db),
-						Keys:      idempotencyKeys(db),
-						Jobs:      jobClaimer(db),
+						Accounts:  db.AccountStore(),
+						Messaging: db.MessagingStore(),
+						Webhooks:  db.WebhookStore(),
+						Email:     db.EmailStore(),
+						Keys:      db,
+						Jobs:      db.JobQueue(),
 					}
 				})
 			})

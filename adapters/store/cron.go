@@ -15,7 +15,22 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
-var _ appcron.Repos = (*Repos)(nil)
+// CronStore is the storage of cron jobs and their executions (cron.Store).
+type CronStore struct{ *Conn }
+
+var _ appcron.Store = CronStore{}
+
+// CronStore is db's CronStore, outside any transaction.
+func (db *DB) CronStore() CronStore { return CronStore{db.base} }
+
+// Repos is s itself: its methods run each as its own statement outside a
+// transaction, and inside the one Transact runs.
+func (s CronStore) Repos() appcron.Repos { return s }
+
+// Transact runs fn with s on one transaction (DB.Transact).
+func (s CronStore) Transact(ctx context.Context, fn func(ctx context.Context, r appcron.Repos) error) error {
+	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, CronStore{c}) })
+}
 
 const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at"
 
@@ -116,7 +131,7 @@ func (r cronJobRow) domain() cron.Job {
 
 // LockAccountJobs takes a transaction-scoped advisory lock per account on
 // Postgres; SQLite transactions already hold the one write lock.
-func (r *Repos) LockAccountJobs(ctx context.Context, accountID string) error {
+func (r CronStore) LockAccountJobs(ctx context.Context, accountID string) error {
 	if r.dialect != Postgres {
 		return nil
 	}
@@ -128,7 +143,7 @@ func (r *Repos) LockAccountJobs(ctx context.Context, accountID string) error {
 }
 
 // CountJobs counts an account's jobs.
-func (r *Repos) CountJobs(ctx context.Context, accountID string) (int, error) {
+func (r CronStore) CountJobs(ctx context.Context, accountID string) (int, error) {
 	n, err := r.read.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", accountID).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count cron jobs: %w", err)
@@ -137,7 +152,7 @@ func (r *Repos) CountJobs(ctx context.Context, accountID string) (int, error) {
 }
 
 // InsertJob stores a new job.
-func (r *Repos) InsertJob(ctx context.Context, j cron.Job) error {
+func (r CronStore) InsertJob(ctx context.Context, j cron.Job) error {
 	row, err := cronJobToRow(j)
 	if err != nil {
 		return err
@@ -148,7 +163,7 @@ func (r *Repos) InsertJob(ctx context.Context, j cron.Job) error {
 
 // Job reads one job of an account, locking it inside a transaction on
 // Postgres.
-func (r *Repos) Job(ctx context.Context, accountID, id string) (cron.Job, error) {
+func (r CronStore) Job(ctx context.Context, accountID, id string) (cron.Job, error) {
 	var row cronJobRow
 	q := "SELECT " + cronJobColumns + " FROM cron_jobs WHERE id = ? AND account_id = ?"
 	if r.tx != nil && r.dialect == Postgres {
@@ -162,7 +177,7 @@ func (r *Repos) Job(ctx context.Context, accountID, id string) (cron.Job, error)
 }
 
 // Jobs lists an account's jobs, oldest first.
-func (r *Repos) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, int, error) {
+func (r CronStore) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, int, error) {
 	base := r.read.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", q.AccountID)
 	if q.Status != "" {
 		base = base.Where("status = ?", string(q.Status))
@@ -183,7 +198,7 @@ func (r *Repos) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, int, 
 }
 
 // UpdateJob saves every field of a job.
-func (r *Repos) UpdateJob(ctx context.Context, j cron.Job) error {
+func (r CronStore) UpdateJob(ctx context.Context, j cron.Job) error {
 	row, err := cronJobToRow(j)
 	if err != nil {
 		return err
@@ -196,7 +211,7 @@ func (r *Repos) UpdateJob(ctx context.Context, j cron.Job) error {
 }
 
 // DeleteJob removes a job and, by cascade, its executions.
-func (r *Repos) DeleteJob(ctx context.Context, accountID, id string) error {
+func (r CronStore) DeleteJob(ctx context.Context, accountID, id string) error {
 	res, err := r.write.NewDelete().Model((*cronJobRow)(nil)).Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
 	if err != nil {
 		return translate(err, "cron job")
@@ -246,7 +261,7 @@ func (r cronExecRow) domain() cron.Execution {
 var finished = []string{string(cron.Success), string(cron.Failed)}
 
 // LastExecution reads a job's latest finished execution.
-func (r *Repos) LastExecution(ctx context.Context, jobID string) (cron.Execution, bool, error) {
+func (r CronStore) LastExecution(ctx context.Context, jobID string) (cron.Execution, bool, error) {
 	var row cronExecRow
 	err := r.read.NewRaw("SELECT "+cronExecColumns+" FROM cron_executions WHERE job_id = ? AND status IN (?) ORDER BY slot DESC, id DESC LIMIT 1",
 		jobID, bun.List(finished)).Scan(ctx, &row)
@@ -260,7 +275,7 @@ func (r *Repos) LastExecution(ctx context.Context, jobID string) (cron.Execution
 }
 
 // Executions lists a job's finished executions, newest slot first.
-func (r *Repos) Executions(ctx context.Context, q appcron.ExecutionQuery) ([]cron.Execution, int, error) {
+func (r CronStore) Executions(ctx context.Context, q appcron.ExecutionQuery) ([]cron.Execution, int, error) {
 	statuses := finished
 	if q.Status != "" {
 		statuses = []string{string(q.Status)}
@@ -283,7 +298,7 @@ func (r *Repos) Executions(ctx context.Context, q appcron.ExecutionQuery) ([]cro
 
 // ClaimDueJobs locks up to limit due active jobs, earliest first, skipping
 // rows other transactions hold.
-func (r *Repos) ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error) {
+func (r CronStore) ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error) {
 	lock := ""
 	if r.dialect == Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
@@ -302,7 +317,7 @@ func (r *Repos) ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]c
 }
 
 // SetNextRuns moves the jobs' next runs in one statement.
-func (r *Repos) SetNextRuns(ctx context.Context, next []appcron.NextRun) error {
+func (r CronStore) SetNextRuns(ctx context.Context, next []appcron.NextRun) error {
 	if len(next) == 0 {
 		return nil
 	}
@@ -342,7 +357,7 @@ func (r *Repos) SetNextRuns(ctx context.Context, next []appcron.NextRun) error {
 
 // InsertExecutions stores executions, skipping slots that already have
 // one, and returns the ids stored.
-func (r *Repos) InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error) {
+func (r CronStore) InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error) {
 	if len(execs) == 0 {
 		return nil, nil
 	}
@@ -365,7 +380,7 @@ func (r *Repos) InsertExecutions(ctx context.Context, execs []cron.Execution) ([
 }
 
 // ClaimRetries starts the retries that are due, leased to lease.
-func (r *Repos) ClaimRetries(ctx context.Context, now time.Time, lease appcron.Lease, limit int) ([]cron.Execution, error) {
+func (r CronStore) ClaimRetries(ctx context.Context, now time.Time, lease appcron.Lease, limit int) ([]cron.Execution, error) {
 	var rows []cronExecRow
 	err := r.write.NewRaw(
 		`UPDATE cron_executions SET status = 'running', attempt = attempt + 1, started_at = ?,
@@ -383,7 +398,7 @@ func (r *Repos) ClaimRetries(ctx context.Context, now time.Time, lease appcron.L
 
 // skipLocked is the row lock of a claim: FOR UPDATE SKIP LOCKED on
 // Postgres; SQLite transactions already hold the one write lock.
-func (r *Repos) skipLocked() string {
+func (r CronStore) skipLocked() string {
 	if r.dialect == Postgres {
 		return " FOR UPDATE SKIP LOCKED"
 	}
@@ -398,10 +413,12 @@ func execsOf(rows []cronExecRow) []cron.Execution {
 	return out
 }
 
-// TakeOverExpired fails the runs interrupted twice, then leases the other
-// expired runs to lease; a run whose call had started counts an attempt
-// and an interruption (SET expressions read the row as it was).
-func (r *Repos) TakeOverExpired(ctx context.Context, now time.Time, lease appcron.Lease, abandoned string, limit int) ([]cron.Execution, int, error) {
+// TakeOverExpired fails up to limit runs interrupted twice, then leases
+// other expired runs to lease; a run whose call had started counts an
+// attempt and an interruption (SET expressions read the row as it was).
+// Runs interrupted twice beyond the limit are never leased: the next
+// take-over fails them.
+func (r CronStore) TakeOverExpired(ctx context.Context, now time.Time, lease appcron.Lease, abandoned string, limit int) ([]cron.Execution, int, error) {
 	expired := `SELECT id FROM cron_executions WHERE status = 'running' AND lease_until < ? AND lease_owner <> ?`
 	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
 		WHERE id IN (`+expired+` AND call_started_at IS NOT NULL AND interrupted_attempts > 0 LIMIT ?`+r.skipLocked()+`)`,
@@ -419,7 +436,8 @@ func (r *Repos) TakeOverExpired(ctx context.Context, now time.Time, lease appcro
 			interrupted_attempts = interrupted_attempts + CASE WHEN call_started_at IS NULL THEN 0 ELSE 1 END,
 			started_at = CASE WHEN call_started_at IS NULL THEN started_at ELSE ? END,
 			call_started_at = NULL
-		WHERE id IN (`+expired+` ORDER BY lease_until LIMIT ?`+r.skipLocked()+`) RETURNING `+cronExecColumns,
+		WHERE id IN (`+expired+` AND NOT (call_started_at IS NOT NULL AND interrupted_attempts > 0)
+			ORDER BY lease_until LIMIT ?`+r.skipLocked()+`) RETURNING `+cronExecColumns,
 		lease.Owner, micros(lease.Until), micros(now), micros(now), lease.Owner, limit).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, fmt.Errorf("take over expired cron runs: %w", err)
@@ -432,7 +450,7 @@ func (r *Repos) TakeOverExpired(ctx context.Context, now time.Time, lease appcro
 // finishing them, which locks its batch in another order (they deadlocked
 // under 10,000 runs due at once), or a call start, whose row the next
 // renewal, a third of a lease later, extends.
-func (r *Repos) RenewExecutionLeases(ctx context.Context, lease appcron.Lease) (int, error) {
+func (r CronStore) RenewExecutionLeases(ctx context.Context, lease appcron.Lease) (int, error) {
 	q := `UPDATE cron_executions SET lease_until = ? WHERE status = 'running' AND lease_owner = ?`
 	if r.dialect == Postgres {
 		q = `UPDATE cron_executions SET lease_until = ? WHERE id IN (
@@ -447,7 +465,7 @@ func (r *Repos) RenewExecutionLeases(ctx context.Context, lease appcron.Lease) (
 }
 
 // StartCalls marks the owner's unstarted calls started, in one statement.
-func (r *Repos) StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error) {
+func (r CronStore) StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -462,7 +480,7 @@ func (r *Repos) StartCalls(ctx context.Context, owner string, at time.Time, ids 
 }
 
 // JobsByID reads jobs of any account.
-func (r *Repos) JobsByID(ctx context.Context, ids []string) ([]cron.Job, error) {
+func (r CronStore) JobsByID(ctx context.Context, ids []string) ([]cron.Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -481,7 +499,7 @@ func (r *Repos) JobsByID(ctx context.Context, ids []string) ([]cron.Job, error) 
 // per outcome (cheap inside the transaction) on SQLite. Executions no
 // longer running or no longer leased to owner (taken over, or deleted
 // with their job) are left alone.
-func (r *Repos) FinishExecutions(ctx context.Context, owner string, results []appcron.Outcome) error {
+func (r CronStore) FinishExecutions(ctx context.Context, owner string, results []appcron.Outcome) error {
 	if len(results) == 0 {
 		return nil
 	}
@@ -520,7 +538,7 @@ func (r *Repos) FinishExecutions(ctx context.Context, owner string, results []ap
 }
 
 // NextWake is the earliest next run or retry.
-func (r *Repos) NextWake(ctx context.Context) (time.Time, bool, error) {
+func (r CronStore) NextWake(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
 	err := r.read.NewRaw(`SELECT MIN(t) FROM (
 		SELECT MIN(next_run_at) AS t FROM cron_jobs WHERE status = 'active' AND next_run_at IS NOT NULL

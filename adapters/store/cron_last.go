@@ -10,13 +10,13 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
-var _ appcron.LastExecutionsReader = (*Repos)(nil)
+var _ appcron.LastExecutionsReader = CronStore{}
 
 // LastExecutions reads the latest finished execution of each of the
 // account's jobs among jobIDs in one statement: a finished execution with
 // no later finished one of its job (cron_executions_slot serves both
 // lookups).
-func (r *Repos) LastExecutions(ctx context.Context, accountID string, jobIDs []string) (map[string]cron.Execution, error) {
+func (r CronStore) LastExecutions(ctx context.Context, accountID string, jobIDs []string) (map[string]cron.Execution, error) {
 	var rows []cronExecRow
 	err := r.read.NewRaw("SELECT "+cronExecColumns+" FROM cron_executions AS e"+
 		" WHERE e.account_id = ? AND e.job_id IN (?) AND e.status IN (?)"+

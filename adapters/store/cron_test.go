@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
@@ -18,7 +17,7 @@ func TestCronContract(t *testing.T) {
 			t.Parallel()
 			storetest.Cron(t, func(t *testing.T) (appcron.Store, func(context.Context, account.Account) error) {
 				db := dbtest.Open(t, dialect)
-				return store.Bind(db, func(r *store.Repos) appcron.Repos { return r }), db.Repos().InsertAccount
+				return db.CronStore(), db.AccountStore().InsertAccount
 			})
 		})
 	}

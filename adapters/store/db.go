@@ -51,7 +51,7 @@ type DB struct {
 	read    *bun.DB
 	// sqlitePath is the database file, for the migration lock.
 	sqlitePath string
-	base       *Repos
+	base       *Conn
 	now        func() time.Time
 	wake       *wakeHub
 	batched    *Batched
@@ -181,7 +181,7 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	bdb := bun.NewDB(sqldb, pgdialect.New())
 	db := &DB{dialect: Postgres, write: bdb, read: bdb, connector: connector}
-	db.base = &Repos{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
+	db.base = &Conn{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
 	return db, nil
 }
 
@@ -237,7 +237,7 @@ func openSQLite(path string, readers int) (*DB, error) {
 	readDB.SetMaxIdleConns(readers)
 	w, r := bun.NewDB(writeDB, sqlitedialect.New()), bun.NewDB(readDB, sqlitedialect.New())
 	db := &DB{dialect: SQLite, write: w, read: r, sqlitePath: path}
-	db.base = &Repos{read: r, write: w, dialect: SQLite, stmts: newStmtCache(readDB), scanner: r}
+	db.base = &Conn{read: r, write: w, dialect: SQLite, stmts: newStmtCache(readDB), scanner: r}
 	return db, nil
 }
 
@@ -301,17 +301,14 @@ func (db *DB) Close() error {
 	return err
 }
 
-// Repos returns repositories that run each call as its own statement.
-func (db *DB) Repos() *Repos { return db.base }
-
 // Transact runs fn in one transaction, committed when fn returns nil and
 // rolled back otherwise (a panic rolls back too, then propagates). On SQLite
 // the transaction begins IMMEDIATE, taking the write lock up front, so two
 // transactions never deadlock upgrading from read to write.
-func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Repos) error) error {
+func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Conn) error) error {
 	state := &txState{}
 	err := db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		r := &Repos{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state}
+		r := &Conn{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state}
 		return fn(ctx, r)
 	})
 	db.afterCommit(state, err)
@@ -331,25 +328,6 @@ type txState struct {
 	// enqueued: jobs or events were written; the runners and the live
 	// readers are woken after the commit.
 	enqueued bool
-}
-
-// Bound adapts a DB to one consumer's store port: view narrows the
-// repositories to the interface that consumer declares, checked at compile
-// time where the binding is written.
-type Bound[R any] struct {
-	db   *DB
-	view func(*Repos) R
-}
-
-// Bind makes a Bound; see bootstrap for its uses.
-func Bind[R any](db *DB, view func(*Repos) R) Bound[R] { return Bound[R]{db: db, view: view} }
-
-// Repos returns the consumer's repositories outside a transaction.
-func (b Bound[R]) Repos() R { return b.view(b.db.Repos()) }
-
-// Transact runs fn with the consumer's repositories inside one transaction.
-func (b Bound[R]) Transact(ctx context.Context, fn func(ctx context.Context, r R) error) error {
-	return b.db.Transact(ctx, func(ctx context.Context, r *Repos) error { return fn(ctx, b.view(r)) })
 }
 
 // redact hides the password of a database URL in messages.

@@ -12,17 +12,32 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
-var _ appemail.Repos = (*Repos)(nil)
+// EmailStore is the storage of email addresses and emails (email.Store).
+type EmailStore struct{ *Conn }
+
+var _ appemail.Store = EmailStore{}
+
+// EmailStore is db's EmailStore, outside any transaction.
+func (db *DB) EmailStore() EmailStore { return EmailStore{db.base} }
+
+// Repos is s itself: its methods run each as its own statement outside a
+// transaction, and inside the one Transact runs.
+func (s EmailStore) Repos() appemail.Repos { return s }
+
+// Transact runs fn with s on one transaction (DB.Transact).
+func (s EmailStore) Transact(ctx context.Context, fn func(ctx context.Context, r appemail.Repos) error) error {
+	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, EmailStore{c}) })
+}
 
 // InsertEmailAddress stores an address; a taken local@domain is a Conflict.
-func (r *Repos) InsertEmailAddress(ctx context.Context, a account.EmailAddress) error {
+func (r EmailStore) InsertEmailAddress(ctx context.Context, a account.EmailAddress) error {
 	row := emailAddressRow{ID: a.ID, AccountID: a.AccountID, LocalPart: a.LocalPart, Domain: a.Domain, CreatedAt: a.CreatedAt}
 	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "email address")
 }
 
 // EmailAddressByAddress finds an address of any account.
-func (r *Repos) EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error) {
+func (r EmailStore) EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error) {
 	var row emailAddressRow
 	if err := r.selectOne(ctx, &row, "SELECT id, account_id, local_part, domain, created_at FROM email_addresses WHERE local_part = $1 AND domain = $2", localPart, domain); err != nil {
 		return account.EmailAddress{}, translate(err, "email address")
@@ -116,7 +131,7 @@ func (row emailRow) domain() (email.Email, error) {
 }
 
 // Email reads an email of an account.
-func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, error) {
+func (r EmailStore) Email(ctx context.Context, accountID, id string) (email.Email, error) {
 	var row emailRow
 	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return email.Email{}, translate(err, "email")
@@ -125,7 +140,7 @@ func (r *Repos) Email(ctx context.Context, accountID, id string) (email.Email, e
 }
 
 // EmailByID reads an email of any account.
-func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
+func (r EmailStore) EmailByID(ctx context.Context, id string) (email.Email, error) {
 	var row emailRow
 	if err := r.selectOne(ctx, &row, "SELECT "+emailColumns+" FROM emails WHERE id = $1", id); err != nil {
 		return email.Email{}, translate(err, "email")
@@ -134,11 +149,16 @@ func (r *Repos) EmailByID(ctx context.Context, id string) (email.Email, error) {
 }
 
 // UpdateEmailDelivery saves the delivery outcome of a still-queued email.
-func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
+func (r EmailStore) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
 	for _, q := range recordEmailOutcomes(r.write, r.dialect, []email.Email{e}) {
 		if _, err := q.Exec(ctx); err != nil {
 			return translate(err, "email")
 		}
 	}
 	return nil
+}
+
+// Domains lists the custom domains of an account (AccountStore.Domains).
+func (r EmailStore) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
+	return AccountStore{r.Conn}.Domains(ctx, accountID)
 }

@@ -13,7 +13,7 @@ import (
 
 var (
 	_ appmessaging.EventLog     = (*DB)(nil)
-	_ appmessaging.LiveMessages = (*Repos)(nil)
+	_ appmessaging.LiveMessages = MessagingStore{}
 )
 
 // loggedEventRow is an events row with its position.
@@ -68,4 +68,4 @@ func (db *DB) EventWakeups() (<-chan struct{}, func()) { return db.JobWakeups() 
 
 // eventAppended makes the commit of the current transaction (or, outside
 // one, the event itself) wake the event log's readers.
-func (r *Repos) eventAppended() { r.jobsEnqueued() }
+func (r *Conn) eventAppended() { r.jobsEnqueued() }

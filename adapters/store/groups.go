@@ -22,7 +22,7 @@ type groupColumnsRow struct {
 
 const groupColumns = threadColumns + ", description, picture_url, invite_code, announcement, locked"
 
-func (r *Repos) groupFrom(ctx context.Context, row groupColumnsRow) (messaging.GroupState, error) {
+func (r MessagingStore) groupFrom(ctx context.Context, row groupColumnsRow) (messaging.GroupState, error) {
 	g := messaging.GroupState{
 		Thread: row.threadRow.domain(), Description: row.Description, PictureURL: row.PictureURL,
 		InviteCode: row.InviteCode.String, Announcement: row.Announcement, Locked: row.Locked,
@@ -32,19 +32,9 @@ func (r *Repos) groupFrom(ctx context.Context, row groupColumnsRow) (messaging.G
 	return g, err
 }
 
-// lockForUpdate is appended to a group read inside a Postgres
-// transaction: changes to one group then run one after another instead of
-// overwriting each other. (SQLite transactions hold the write lock already.)
-func (r *Repos) lockForUpdate() string {
-	if r.tx != nil && r.dialect == Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}
-
 // Group reads a group thread with its members; inside a transaction the
 // group stays locked until it ends.
-func (r *Repos) Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error) {
+func (r MessagingStore) Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error) {
 	var row groupColumnsRow
 	if err := r.selectOne(ctx, &row, "SELECT "+groupColumns+" FROM threads WHERE id = $1 AND account_id = $2 AND type = 'group'"+r.lockForUpdate(), threadID, accountID); err != nil {
 		return messaging.GroupState{}, translate(err, "group")
@@ -53,7 +43,7 @@ func (r *Repos) Group(ctx context.Context, accountID, threadID string) (messagin
 }
 
 // GroupByInviteCode finds a group of an account by its invite code.
-func (r *Repos) GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error) {
+func (r MessagingStore) GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error) {
 	var row groupColumnsRow
 	if err := r.selectOne(ctx, &row, "SELECT "+groupColumns+" FROM threads WHERE invite_code = $1 AND account_id = $2 AND type = 'group'"+r.lockForUpdate(), code, accountID); err != nil {
 		return messaging.GroupState{}, translate(err, "group")
@@ -62,7 +52,7 @@ func (r *Repos) GroupByInviteCode(ctx context.Context, accountID, code string) (
 }
 
 // InsertGroup stores a new group thread and its members.
-func (r *Repos) InsertGroup(ctx context.Context, g messaging.GroupState) error {
+func (r MessagingStore) InsertGroup(ctx context.Context, g messaging.GroupState) error {
 	if err := r.InsertThread(ctx, g.Thread, g.Members); err != nil {
 		return err
 	}
@@ -71,7 +61,7 @@ func (r *Repos) InsertGroup(ctx context.Context, g messaging.GroupState) error {
 
 // SaveGroup stores a group's state and its members, writing only what
 // changed: members who stay keep their join time.
-func (r *Repos) SaveGroup(ctx context.Context, g messaging.GroupState) error {
+func (r MessagingStore) SaveGroup(ctx context.Context, g messaging.GroupState) error {
 	if err := r.saveGroupColumns(ctx, g); err != nil {
 		return err
 	}
@@ -111,7 +101,7 @@ func (r *Repos) SaveGroup(ctx context.Context, g messaging.GroupState) error {
 	return translate(err, "participant")
 }
 
-func (r *Repos) saveGroupColumns(ctx context.Context, g messaging.GroupState) error {
+func (r MessagingStore) saveGroupColumns(ctx context.Context, g messaging.GroupState) error {
 	res, err := r.write.NewUpdate().Model((*threadRow)(nil)).
 		Set("name = ?", g.Thread.Name).Set("description = ?", g.Description).Set("picture_url = ?", g.PictureURL).
 		Set("invite_code = ?", nullable(g.InviteCode)).Set("announcement = ?", g.Announcement).Set("locked = ?", g.Locked).
@@ -135,14 +125,4 @@ type eventRow struct {
 	ThreadID      sql.NullString `bun:"thread_id"`
 	Payload       string         `bun:"payload"`
 	CreatedAt     time.Time      `bun:"created_at"`
-}
-
-// InsertEvent appends to the account's event log.
-func (r *Repos) InsertEvent(ctx context.Context, e event.Event) error {
-	row := eventToRow(e)
-	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
-		return translate(err, "event")
-	}
-	r.eventAppended()
-	return nil
 }

@@ -152,7 +152,7 @@ func TestExhaustedPoolWaitEndsAtTheDeadline(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = db.Repos().Account(ctx, "acc_nobody")
+	_, err = db.AccountStore().Account(ctx, "acc_nobody")
 	require.Error(t, err)
 	fe := failure.As(err)
 	require.Equal(t, failure.KindUnavailable, fe.Kind, "got %v", err)

@@ -28,7 +28,7 @@ func (db *DB) AddQueryHook(h bun.QueryHook) {
 
 // observePrepared tells the hooks about a prepared read; the returned
 // function reports its end.
-func (r *Repos) observePrepared(ctx context.Context, query string, args []any) func(error) {
+func (r *Conn) observePrepared(ctx context.Context, query string, args []any) func(error) {
 	if r.db == nil {
 		return func(error) {}
 	}

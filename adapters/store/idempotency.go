@@ -13,7 +13,7 @@ import (
 
 var (
 	_ idempotency.Store    = (*DB)(nil)
-	_ idempotency.Recorder = (*Repos)(nil)
+	_ idempotency.Recorder = (*Conn)(nil)
 )
 
 // Idempotency keys live in two tables: idempotency_keys holds each key's
@@ -38,7 +38,7 @@ type idempotencyResponseRow struct {
 // claim with its answer, if any, and decides from them.
 func (db *DB) ReserveKey(ctx context.Context, accountID, key, fingerprint string, now time.Time, lockFor time.Duration) (idempotency.Reservation, error) {
 	var out idempotency.Reservation
-	err := db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+	err := db.Transact(ctx, func(ctx context.Context, r *Conn) error {
 		res, err := r.write.NewRaw(`INSERT INTO idempotency_keys (account_id, key, fingerprint, locked_until, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_id, key) DO NOTHING`,
 			accountID, key, fingerprint, now.Add(lockFor), now).Exec(ctx)
@@ -135,7 +135,7 @@ func (db *DB) ReleaseKey(ctx context.Context, accountID, key string) error {
 // RecordResponse implements idempotency.Recorder: the answer is a new row
 // of r's transaction, committed with the work it answers; a key answered
 // already is idempotency.ErrAnsweredElsewhere.
-func (r *Repos) RecordResponse(ctx context.Context, accountID, key string, res idempotency.Response) error {
+func (r *Conn) RecordResponse(ctx context.Context, accountID, key string, res idempotency.Response) error {
 	row := idempotencyResponseRow{AccountID: accountID, Key: key, StatusCode: res.Status, Body: nonNilBytes(res.Body), CreatedAt: r.db.now().UTC()}
 	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
 		if isUniqueViolation(err) {
@@ -158,7 +158,7 @@ func nonNilBytes(b []byte) []byte {
 func (db *DB) PruneIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	cutoff := now.Add(-idempotency.Window)
 	var n int64
-	err := db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+	err := db.Transact(ctx, func(ctx context.Context, r *Conn) error {
 		if _, err := r.write.NewRaw(`DELETE FROM idempotency_responses WHERE EXISTS (SELECT 1 FROM idempotency_keys AS k
 			WHERE k.account_id = idempotency_responses.account_id AND k.key = idempotency_responses.key AND k.created_at < ?)`, cutoff).Exec(ctx); err != nil {
 			return err

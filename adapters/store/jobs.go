@@ -14,6 +14,13 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
+// JobQueue is the durable job queue: enqueueing, leased claims, retries,
+// and the operator's view of dead jobs. It implements the runner's Queue.
+type JobQueue struct{ *Conn }
+
+// JobQueue is db's job queue, outside any transaction.
+func (db *DB) JobQueue() JobQueue { return JobQueue{db.base} }
+
 // micros is the queue's time format: unix microseconds.
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
@@ -51,7 +58,7 @@ func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid:
 // the transaction (and wakes the runners after the commit); called outside
 // one it is its own statement. With a UniqueKey that a pending or running
 // job already has, nothing is added and that job's id is returned.
-func (r *Repos) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
+func (r JobQueue) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
@@ -101,7 +108,7 @@ var (
 // CancelJobs cancels the pending job with the unique key, if any; a running
 // job finishes its attempt but is not retried. It returns how many jobs it
 // cancelled.
-func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
+func (r JobQueue) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 	now := micros(r.clock())
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, unique_key = NULL WHERE unique_key = ? AND state IN (?)`,
@@ -126,7 +133,7 @@ func (r *Repos) CancelJobs(ctx context.Context, uniqueKey string) (int, error) {
 // skip each other's rows (SKIP LOCKED);
 // on SQLite, under its single writer, the jobs are picked from the same
 // reads in Go and then taken if still pending.
-func (r *Repos) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) ([]jobs.Job, error) {
+func (r JobQueue) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) ([]jobs.Job, error) {
 	if len(leases) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -408,7 +415,7 @@ func sortedKeys(m map[string]int) []string {
 // and returns the ids it renewed. An id it does not return is no longer
 // worker's: finished, or rescued after its lease expired (and perhaps
 // running elsewhere).
-func (r *Repos) RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error) {
+func (r JobQueue) RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) ([]int64, error) {
 	if len(ids) == 0 || len(leases) == 0 {
 		return nil, nil
 	}
@@ -457,7 +464,7 @@ func leaseKinds(leases []jobs.Lease) []string {
 
 // CompleteJobs marks jobs done, if worker still holds their leases; a job
 // whose lease was lost (and may be running elsewhere) is left alone.
-func (r *Repos) CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error {
+func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -473,7 +480,7 @@ func (r *Repos) CompleteJobs(ctx context.Context, worker string, ids []int64, no
 }
 
 // RetryJob schedules the next attempt of a job worker holds.
-func (r *Repos) RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error {
+func (r JobQueue) RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error {
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
@@ -488,7 +495,7 @@ func (r *Repos) RetryJob(ctx context.Context, worker string, id int64, runAt tim
 
 // SnoozeJob puts a job worker holds back without counting the attempt: the
 // runner did not start it (its pace key was over its limit).
-func (r *Repos) SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error {
+func (r JobQueue) SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error {
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, run_at = ?, attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
@@ -504,7 +511,7 @@ func (r *Repos) SnoozeJob(ctx context.Context, worker string, id int64, runAt ti
 // ReleaseJobs puts jobs that worker claimed and did not start back in the
 // queue as they were: due when they were (so in their place), their
 // attempt given back.
-func (r *Repos) ReleaseJobs(ctx context.Context, worker string, ids []int64) error {
+func (r JobQueue) ReleaseJobs(ctx context.Context, worker string, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -521,7 +528,7 @@ func (r *Repos) ReleaseJobs(ctx context.Context, worker string, ids []int64) err
 }
 
 // KillJob marks a job worker holds dead, keeping its last error.
-func (r *Repos) KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error {
+func (r JobQueue) KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error {
 	_, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
@@ -538,7 +545,7 @@ func (r *Repos) KillJob(ctx context.Context, worker string, id int64, now time.T
 // that its handler can record the failure on the business row (a message
 // marked failed); only when that is lost too is the job marked dead. It
 // returns how many it rescued and killed.
-func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error) {
+func (r JobQueue) RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error) {
 	const lost = "lease expired: the worker stopped or hung"
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
@@ -566,7 +573,7 @@ func (r *Repos) RescueJobs(ctx context.Context, now time.Time) (rescued, killed 
 
 // PruneJobs deletes up to limit completed and cancelled jobs that finished
 // before the cutoff; dead jobs stay until re-run.
-func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+func (r JobQueue) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	res, err := r.write.NewRaw(
 		`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN (?) AND finished_at < ? LIMIT ?)`,
 		bun.List([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), limit,
@@ -580,7 +587,7 @@ func (r *Repos) PruneJobs(ctx context.Context, before time.Time, limit int) (int
 
 // NextJobAt is when the earliest pending job of the kinds becomes due
 // (zero when none is pending), so an idle runner can sleep until then.
-func (r *Repos) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
+func (r JobQueue) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
 	var next sql.NullInt64
 	err := r.read.NewRaw(`SELECT MIN(run_at) FROM jobs WHERE state IN (?) AND kind IN (?)`,
 		bun.List(pending), bun.List(kinds)).Scan(ctx, &next)
@@ -601,7 +608,7 @@ type DeadJob struct {
 }
 
 // DeadJobs lists dead jobs, newest first, optionally of one kind.
-func (r *Repos) DeadJobs(ctx context.Context, kind string, limit int) ([]DeadJob, error) {
+func (r JobQueue) DeadJobs(ctx context.Context, kind string, limit int) ([]DeadJob, error) {
 	q := r.read.NewSelect().TableExpr("jobs").
 		ColumnExpr(jobColumns+", last_error, finished_at").
 		Where("state = ?", jobs.StateDead).OrderExpr("id DESC").Limit(limit)
@@ -624,7 +631,7 @@ func (r *Repos) DeadJobs(ctx context.Context, kind string, limit int) ([]DeadJob
 }
 
 // RerunJob makes a dead job pending again with a fresh set of attempts.
-func (r *Repos) RerunJob(ctx context.Context, id int64) error {
+func (r JobQueue) RerunJob(ctx context.Context, id int64) error {
 	res, err := r.write.NewRaw(
 		`UPDATE jobs SET state = ?, attempt = 0, run_at = ?, finished_at = NULL WHERE id = ? AND state = ?`,
 		jobs.StateAvailable, micros(r.clock()), id, jobs.StateDead,
@@ -640,7 +647,7 @@ func (r *Repos) RerunJob(ctx context.Context, id int64) error {
 }
 
 // JobStats summarises the queue for metrics.
-func (r *Repos) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error) {
+func (r JobQueue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error) {
 	var rows []struct {
 		Kind      string        `bun:"kind"`
 		Ready     int           `bun:"ready"`

@@ -14,10 +14,10 @@ func TestJobLeasesContract(t *testing.T) {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
 			storetest.Jobs(t, func(t *testing.T) storetest.JobQueue {
-				return dbtest.Open(t, dialect).Repos()
+				return dbtest.Open(t, dialect).JobQueue()
 			})
 		})
 	}
 }
 
-var _ storetest.JobQueue = (*store.Repos)(nil)
+var _ storetest.JobQueue = store.JobQueue{}

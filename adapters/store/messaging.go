@@ -18,10 +18,25 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
-var _ appmessaging.Repos = (*Repos)(nil)
+// MessagingStore is the storage of conversations (messaging.Store): threads, messages, groups and contacts.
+type MessagingStore struct{ *Conn }
+
+var _ appmessaging.Store = MessagingStore{}
+
+// MessagingStore is db's MessagingStore, outside any transaction.
+func (db *DB) MessagingStore() MessagingStore { return MessagingStore{db.base} }
+
+// Repos is s itself: its methods run each as its own statement outside a
+// transaction, and inside the one Transact runs.
+func (s MessagingStore) Repos() appmessaging.Repos { return s }
+
+// Transact runs fn with s on one transaction (DB.Transact).
+func (s MessagingStore) Transact(ctx context.Context, fn func(ctx context.Context, r appmessaging.Repos) error) error {
+	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, MessagingStore{c}) })
+}
 
 // NumberByAddress finds an agent number by service and number.
-func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
+func (r MessagingStore) NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error) {
 	var row numberRow
 	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE service = $1 AND number = $2", string(service), number); err != nil {
 		return account.Number{}, translate(err, "number")
@@ -30,7 +45,7 @@ func (r *Repos) NumberByAddress(ctx context.Context, service account.Service, nu
 }
 
 // NumberByID reads one agent number.
-func (r *Repos) NumberByID(ctx context.Context, id string) (account.Number, error) {
+func (r MessagingStore) NumberByID(ctx context.Context, id string) (account.Number, error) {
 	var row numberRow
 	if err := r.selectOne(ctx, &row, "SELECT "+numberColumns+" FROM numbers WHERE id = $1", id); err != nil {
 		return account.Number{}, translate(err, "number")
@@ -69,7 +84,7 @@ func (r threadRow) domain() messaging.Thread {
 }
 
 // IndividualThread finds the thread of an agent number and a user.
-func (r *Repos) IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error) {
+func (r MessagingStore) IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error) {
 	var row threadRow
 	err := r.selectOne(ctx, &row, "SELECT "+threadColumns+" FROM threads WHERE account_id = $1 AND service = $2 AND agent_number = $3 AND contact = $4 AND type = 'individual'",
 		accountID, string(service), agentNumber, contact)
@@ -80,7 +95,7 @@ func (r *Repos) IndividualThread(ctx context.Context, accountID string, service 
 }
 
 // Thread reads one thread of an account.
-func (r *Repos) Thread(ctx context.Context, accountID, id string) (messaging.Thread, error) {
+func (r MessagingStore) Thread(ctx context.Context, accountID, id string) (messaging.Thread, error) {
 	var row threadRow
 	if err := r.selectOne(ctx, &row, "SELECT "+threadColumns+" FROM threads WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return messaging.Thread{}, translate(err, "thread")
@@ -102,7 +117,7 @@ type participantRow struct {
 // already exists (the individual thread another request created at the
 // same moment) is a Conflict that leaves the transaction usable, so the
 // caller can read that thread instead.
-func (r *Repos) InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error {
+func (r MessagingStore) InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error {
 	row := threadRow{
 		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
 		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
@@ -126,7 +141,7 @@ func (r *Repos) InsertThread(ctx context.Context, t messaging.Thread, participan
 }
 
 // Participants lists a thread's members, agent first, then by address.
-func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.Participant, error) {
+func (r MessagingStore) Participants(ctx context.Context, threadID string) ([]messaging.Participant, error) {
 	var rows []participantRow
 	if err := r.selectAll(ctx, &rows, "SELECT thread_id, address, name, admin, is_agent, joined_at FROM thread_participants WHERE thread_id = $1 ORDER BY is_agent DESC, address", threadID); err != nil {
 		return nil, translate(err, "participant")
@@ -140,7 +155,7 @@ func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.
 
 // TouchThread records activity in a thread (and, for an inbound message,
 // that its user wrote).
-func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
+func (r MessagingStore) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
 	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
 	if inbound {
 		q = q.Set("last_inbound_at = ?", at)
@@ -153,7 +168,7 @@ func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, 
 }
 
 // Threads lists threads with their participants and last message.
-func (r *Repos) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
+func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
 	base := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
 	if q.Phone != "" {
 		base = base.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", q.Phone, q.Phone, q.Phone)
@@ -239,7 +254,7 @@ func (r messageRow) domain() messaging.Message {
 }
 
 // Message reads a message of an account.
-func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
+func (r MessagingStore) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -248,7 +263,7 @@ func (r *Repos) Message(ctx context.Context, accountID, id string) (messaging.Me
 }
 
 // MessageByID reads a message of any account.
-func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, error) {
+func (r MessagingStore) MessageByID(ctx context.Context, id string) (messaging.Message, error) {
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -257,7 +272,7 @@ func (r *Repos) MessageByID(ctx context.Context, id string) (messaging.Message, 
 }
 
 // MessageByProviderID finds a message by the channel's id for it.
-func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error) {
+func (r MessagingStore) MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error) {
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE service = $1 AND provider_message_id = $2 LIMIT 1", string(service), providerID); err != nil {
 		return messaging.Message{}, translate(err, "message")
@@ -273,7 +288,7 @@ func (r *Repos) MessageByProviderID(ctx context.Context, service account.Service
 // know the limit) costlier than a plan for the values, and planned the
 // statement again at every execution: most of a get-recent's database
 // CPU. The callers use few limits (5 and 1), so few statements.
-func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
+func (r MessagingStore) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
 	var rows []messageRow
 	query := "SELECT " + messageColumns + " FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(max(limit, 0))
 	if err := r.selectAll(ctx, &rows, query, threadID, accountID); err != nil {
@@ -287,7 +302,7 @@ func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, 
 }
 
 // UpsertContact records a user, keeping the newest non-empty name.
-func (r *Repos) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
+func (r MessagingStore) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
 	_, err := r.write.NewRaw(
 		`INSERT INTO contacts (account_id, service, address, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account_id, service, address) DO UPDATE SET
@@ -316,7 +331,7 @@ type deliverableRow struct {
 // MessagesToDeliver reads messages with their thread's type and sending
 // number in one query, for the deliveries that concurrent workers are
 // about to make.
-func (r *Repos) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessaging.Deliverable, error) {
+func (r MessagingStore) MessagesToDeliver(ctx context.Context, ids []string) ([]appmessaging.Deliverable, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -408,7 +423,7 @@ var messagesToDeliverQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ",
 
 // MessageDetails reads a message of an account, its thread and the
 // thread's participants in one query.
-func (r *Repos) MessageDetails(ctx context.Context, accountID, id string) (appmessaging.MessageDetails, error) {
+func (r MessagingStore) MessageDetails(ctx context.Context, accountID, id string) (appmessaging.MessageDetails, error) {
 	var row messageDetailsRow
 	if err := r.selectOne(ctx, &row, messageDetailsQueries[r.dialect], id, accountID); err != nil {
 		return appmessaging.MessageDetails{}, translate(err, "message")

@@ -21,7 +21,7 @@ func openWithAccount(t *testing.T, dialect store.Dialect) *store.DB {
 	t.Helper()
 	db := dbtest.Open(t, dialect)
 	now := time.Now().UTC()
-	require.NoError(t, db.Repos().InsertAccount(context.Background(), account.Account{ID: "acc_rows", Name: "rows", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	require.NoError(t, db.AccountStore().InsertAccount(context.Background(), account.Account{ID: "acc_rows", Name: "rows", Version: 1, CreatedAt: now, UpdatedAt: now}))
 	return db
 }
 
@@ -32,10 +32,10 @@ func TestMessagesToDeliver(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := openWithAccount(t, dialect)
-			r := db.Repos()
+			r := db.MessagingStore()
 			now := time.Now().UTC().Truncate(time.Microsecond)
 			n := account.Number{ID: "num_dlv", AccountID: "acc_rows", Number: "+15550003333", Service: account.Telegram, Provider: account.ProviderSandbox, SealedSettings: []byte{9}, Enabled: true, CreatedAt: now}
-			require.NoError(t, r.InsertNumber(ctx, n))
+			require.NoError(t, db.AccountStore().InsertNumber(ctx, n))
 			individual := messaging.Thread{ID: "thr_dlv1", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual, AgentNumber: n.Number, Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
 			group := messaging.Thread{ID: "thr_dlv2", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Group, AgentNumber: n.Number, Name: "team", CreatedAt: now, UpdatedAt: now}
 			require.NoError(t, r.InsertThread(ctx, individual, nil))
@@ -114,9 +114,9 @@ func TestRecentMessagesIsPlannedOnce(t *testing.T) {
 	db, err := store.Open(ctx, dbtest.URL(t, store.Postgres), store.Options{MaxConns: 1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	r := db.Repos()
+	r := db.MessagingStore()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(t, r.InsertAccount(ctx, account.Account{ID: "acc_plan", Name: "plan", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	require.NoError(t, db.AccountStore().InsertAccount(ctx, account.Account{ID: "acc_plan", Name: "plan", Version: 1, CreatedAt: now, UpdatedAt: now}))
 	thread := messaging.Thread{ID: "thr_plan", AccountID: "acc_plan", Service: account.Telegram, Type: messaging.Individual, AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, r.InsertThread(ctx, thread, nil))
 	for i := range 8 {

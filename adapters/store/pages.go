@@ -12,7 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
-var _ appmessaging.PageRepos = (*Repos)(nil)
+var _ appmessaging.PageRepos = MessagingStore{}
 
 // threadActivity is the sort key of thread listings: the last message, or
 // the creation of a thread that has none yet.
@@ -20,7 +20,7 @@ const threadActivity = "COALESCE(last_message_at, created_at)"
 
 // ThreadPage reads one page of an account's threads, most recently active
 // first, in one statement.
-func (r *Repos) ThreadPage(ctx context.Context, q appmessaging.ThreadPageQuery) ([]appmessaging.PagedThread, error) {
+func (r MessagingStore) ThreadPage(ctx context.Context, q appmessaging.ThreadPageQuery) ([]appmessaging.PagedThread, error) {
 	sel := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
 	if q.Filter.Service != "" {
 		sel = sel.Where("service = ?", string(q.Filter.Service))
@@ -51,7 +51,7 @@ func (r *Repos) ThreadPage(ctx context.Context, q appmessaging.ThreadPageQuery) 
 }
 
 // ThreadsByID reads the account's threads among ids.
-func (r *Repos) ThreadsByID(ctx context.Context, accountID string, ids []string) ([]messaging.Thread, error) {
+func (r MessagingStore) ThreadsByID(ctx context.Context, accountID string, ids []string) ([]messaging.Thread, error) {
 	var rows []threadRow
 	err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Where("id IN (?)", bun.List(ids)).Scan(ctx)
 	if err != nil {
@@ -66,7 +66,7 @@ func (r *Repos) ThreadsByID(ctx context.Context, accountID string, ids []string)
 
 // ParticipantsOf reads the members of the account's threads among
 // threadIDs.
-func (r *Repos) ParticipantsOf(ctx context.Context, accountID string, threadIDs []string) (map[string][]messaging.Participant, error) {
+func (r MessagingStore) ParticipantsOf(ctx context.Context, accountID string, threadIDs []string) (map[string][]messaging.Participant, error) {
 	var rows []participantRow
 	err := r.read.NewRaw(`SELECT p.thread_id, p.address, p.name, p.admin, p.is_agent, p.joined_at
 		FROM thread_participants AS p JOIN threads AS t ON t.id = p.thread_id
@@ -87,7 +87,7 @@ func (r *Repos) ParticipantsOf(ctx context.Context, accountID string, threadIDs 
 // messages_thread_recent index once per thread: a LATERAL join on
 // Postgres, a UNION ALL of per-thread LIMIT queries on SQLite (which has no
 // LATERAL).
-func (r *Repos) MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string][]messaging.Message, error) {
+func (r MessagingStore) MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string][]messaging.Message, error) {
 	cond, condArgs := "", []any(nil)
 	if before != nil {
 		cond = " AND (created_at < ? OR (created_at = ? AND id < ?))"
@@ -135,7 +135,7 @@ func (r *Repos) MessagePages(ctx context.Context, accountID string, threadIDs []
 }
 
 // MessagesByID reads the account's messages among ids.
-func (r *Repos) MessagesByID(ctx context.Context, accountID string, ids []string) ([]messaging.Message, error) {
+func (r MessagingStore) MessagesByID(ctx context.Context, accountID string, ids []string) ([]messaging.Message, error) {
 	var rows []messageRow
 	err := r.read.NewSelect().Model(&rows).Where("account_id = ?", accountID).Where("id IN (?)", bun.List(ids)).Scan(ctx)
 	if err != nil {

@@ -45,7 +45,7 @@ func (c *stmtCache) close() {
 
 // selectAll runs a read with $N placeholders and scans every row into dest,
 // a pointer to a slice of models.
-func (r *Repos) selectAll(ctx context.Context, dest any, query string, args ...any) error {
+func (r *Conn) selectAll(ctx context.Context, dest any, query string, args ...any) error {
 	rows, err := r.prepared(ctx, query, args...)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func (r *Repos) selectAll(ctx context.Context, dest any, query string, args ...a
 
 // selectOne runs a read with $N placeholders and scans its first row into
 // dest, a model pointer; no row is sql.ErrNoRows.
-func (r *Repos) selectOne(ctx context.Context, dest any, query string, args ...any) error {
+func (r *Conn) selectOne(ctx context.Context, dest any, query string, args ...any) error {
 	rows, err := r.prepared(ctx, query, args...)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (r *Repos) selectOne(ctx context.Context, dest any, query string, args ...a
 
 // prepared runs query outside a transaction as a prepared statement on the
 // read pool, and inside one on the transaction.
-func (r *Repos) prepared(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (r *Conn) prepared(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	var (
 		rows *sql.Rows
 		err  error

@@ -51,7 +51,7 @@ func lineUp(t *testing.T, db *store.DB, batches []writes.Batch, ctxs []context.C
 	started, release := make(chan struct{}), make(chan struct{})
 	holding := make(chan error, 1)
 	go func() {
-		holding <- db.Transact(ctx, func(context.Context, *store.Repos) error {
+		holding <- db.Transact(ctx, func(context.Context, *store.Conn) error {
 			close(started)
 			<-release
 			return nil
@@ -110,7 +110,7 @@ func TestSharedTransactions(t *testing.T) {
 				t.Parallel()
 				db := openOneConnection(t, dialect)
 				now := time.Now().UTC()
-				require.NoError(t, db.Repos().InsertAccount(context.Background(), account.Account{ID: "acc_shared", Name: "s", Version: 1, CreatedAt: now, UpdatedAt: now}))
+				require.NoError(t, db.AccountStore().InsertAccount(context.Background(), account.Account{ID: "acc_shared", Name: "s", Version: 1, CreatedAt: now, UpdatedAt: now}))
 				answer := writes.Answer{AccountID: "acc_shared", Key: "taken", Response: idempotency.Response{Status: 200, Body: []byte("{}")}}
 				require.NoError(t, db.Commit(context.Background(), writes.Batch{Answers: []writes.Answer{answer}}))
 				batches := make([]writes.Batch, 10)

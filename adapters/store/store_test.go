@@ -12,7 +12,6 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 )
 
@@ -23,7 +22,7 @@ func TestAccountsContract(t *testing.T) {
 			t.Parallel()
 			storetest.Accounts(t, func(t *testing.T) accounts.Store {
 				db := dbtest.Open(t, dialect)
-				return store.Bind(db, func(r *store.Repos) accounts.Repos { return r })
+				return db.AccountStore()
 			})
 		})
 	}
@@ -85,8 +84,10 @@ func TestIdempotencyContract(t *testing.T) {
 			t.Parallel()
 			storetest.Idempotency(t, func(t *testing.T) storetest.IdempotencyStores {
 				db := dbtest.Open(t, dialect)
-				b := store.Bind(db, func(r *store.Repos) idempotency.Recorder { return r })
-				return storetest.IdempotencyStores{Keys: db, Transact: b.Transact, Committer: db, Prune: db.PruneIdempotencyKeys}
+				transact := func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error {
+					return db.Transact(ctx, func(ctx context.Context, c *store.Conn) error { return fn(ctx, c) })
+				}
+				return storetest.IdempotencyStores{Keys: db, Transact: transact, Committer: db, Prune: db.PruneIdempotencyKeys}
 			})
 		})
 	}
@@ -100,9 +101,9 @@ func TestEmailContract(t *testing.T) {
 			storetest.Email(t, func(t *testing.T) storetest.EmailStores {
 				db := dbtest.Open(t, dialect)
 				return storetest.EmailStores{
-					Email:     store.Bind(db, func(r *store.Repos) appemail.Repos { return r }),
+					Email:     db.EmailStore(),
 					Committer: db,
-					Accounts:  store.Bind(db, func(r *store.Repos) accounts.Repos { return r }),
+					Accounts:  db.AccountStore(),
 				}
 			})
 		})

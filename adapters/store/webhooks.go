@@ -14,10 +14,27 @@ import (
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
-var _ webhooks.Repos = (*Repos)(nil)
+// WebhookStore is the storage of webhook endpoints, the event log and deliveries (webhooks.Store).
+type WebhookStore struct{ *Conn }
+
+var _ webhooks.Store = WebhookStore{}
+
+// WebhookStore is db's WebhookStore, outside any transaction.
+func (db *DB) WebhookStore() WebhookStore { return WebhookStore{db.base} }
+
+// Repos is s itself: its methods run each as its own statement outside a
+// transaction, and inside the one Transact runs.
+func (s WebhookStore) Repos() webhooks.Repos { return s }
+
+// Transact runs fn with s on one transaction (DB.Transact).
+func (s WebhookStore) Transact(ctx context.Context, fn func(ctx context.Context, r webhooks.Repos) error) error {
+	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, WebhookStore{c}) })
+}
 
 type webhookEndpointRow struct {
 	bun.BaseModel  `bun:"table:webhook_endpoints"`
@@ -62,16 +79,16 @@ func (r webhookEndpointRow) record() webhooks.Record {
 }
 
 // WebhookEndpoint reads an account's endpoint; NotFound when it has none.
-func (r *Repos) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
+func (r WebhookStore) WebhookEndpoint(ctx context.Context, accountID string) (webhooks.Record, error) {
 	var row webhookEndpointRow
-	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1", accountID); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id = $1"+r.lockForUpdate(), accountID); err != nil {
 		return webhooks.Record{}, translate(err, "webhook")
 	}
 	return row.record(), nil
 }
 
 // SaveWebhookEndpoint inserts or replaces an account's endpoint.
-func (r *Repos) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) error {
+func (r WebhookStore) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) error {
 	e := rec.Endpoint
 	types := make([]string, len(e.Events))
 	for i, t := range e.Events {
@@ -146,7 +163,7 @@ func deliveryToRow(d webhook.Delivery) newDeliveryRow {
 }
 
 // InsertWebhookDelivery stores a new delivery.
-func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
+func (r WebhookStore) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
 	row := deliveryToRow(d)
 	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "delivery")
@@ -154,7 +171,7 @@ func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) e
 
 // WebhookDelivery reads a delivery with its event's payload; an empty
 // accountID reads it whatever its account.
-func (r *Repos) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
+func (r WebhookStore) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
 	var row webhookDeliveryRow
 	q := "SELECT " + webhookDeliveryColumns + " FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1"
 	args := []any{id}
@@ -169,7 +186,7 @@ func (r *Repos) WebhookDelivery(ctx context.Context, accountID, id string) (webh
 }
 
 // UpdateWebhookDelivery saves a delivery's progress.
-func (r *Repos) UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
+func (r WebhookStore) UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
 	res, err := r.write.NewUpdate().Model((*webhookDeliveryRow)(nil)).
 		Set("status = ?", string(d.Status)).Set("attempts = ?", d.Attempts).
 		Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
@@ -193,7 +210,7 @@ type webhookAttemptRow struct {
 }
 
 // InsertWebhookAttempt appends to a delivery's log.
-func (r *Repos) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
+func (r WebhookStore) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
 	row := webhookAttemptRow{
 		DeliveryID: deliveryID, AttemptedAt: a.At, StatusCode: a.StatusCode, LatencyUS: a.Latency.Microseconds(),
 		Error: a.Error, Response: a.Response,
@@ -203,7 +220,7 @@ func (r *Repos) InsertWebhookAttempt(ctx context.Context, deliveryID string, a w
 }
 
 // WebhookDeliveries lists deliveries newest first with their attempts.
-func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error) {
+func (r WebhookStore) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery) ([]webhook.Delivery, int, error) {
 	where, args := " WHERE d.account_id = $1", []any{q.AccountID}
 	if q.Status != "" {
 		args = append(args, string(q.Status))
@@ -254,7 +271,7 @@ func (r *Repos) WebhookDeliveries(ctx context.Context, q webhooks.DeliveryQuery)
 }
 
 // EventsAfter reads an account's events after afterID, oldest first.
-func (r *Repos) EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error) {
+func (r WebhookStore) EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error) {
 	var after int64
 	if afterID != "" {
 		var cursor []struct {
@@ -299,7 +316,7 @@ type sendableRow struct {
 // DeliveriesToSend reads deliveries, each with its payload, its endpoint
 // and whether an earlier delivery of its thread is still untried, in one
 // query; ids that do not exist are left out.
-func (r *Repos) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.Sendable, error) {
+func (r WebhookStore) DeliveriesToSend(ctx context.Context, ids []string) ([]webhooks.Sendable, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -344,7 +361,7 @@ func (row sendableRow) sendable() webhooks.Sendable {
 }
 
 // insertWebhookAttempts appends many attempts in one statement.
-func (r *Repos) insertWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt) error {
+func (r WebhookStore) insertWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt) error {
 	if len(attempts) == 0 {
 		return nil
 	}
@@ -356,19 +373,21 @@ func (r *Repos) insertWebhookAttempts(ctx context.Context, attempts []webhooks.L
 // On Postgres outside a transaction the two statements go as one query,
 // which Postgres runs as one transaction: one round trip instead of four
 // (BEGIN, INSERT, UPDATE, COMMIT).
-func (r *Repos) RecordWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt, ds []webhook.Delivery) error {
+func (r WebhookStore) RecordWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt, ds []webhook.Delivery) error {
 	if r.dialect != Postgres || r.tx != nil || len(attempts) == 0 || len(ds) == 0 {
 		if r.tx != nil {
 			return r.recordWebhookAttempts(ctx, attempts, ds)
 		}
-		return r.db.Transact(ctx, func(ctx context.Context, r *Repos) error { return r.recordWebhookAttempts(ctx, attempts, ds) })
+		return r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+			return WebhookStore{c}.recordWebhookAttempts(ctx, attempts, ds)
+		})
 	}
 	q := r.write.NewInsert().Model(attemptRows(attempts)).ExcludeColumn("seq").String() + ";\n" + r.updateDeliveriesQuery(ds).String()
 	_, err := r.write.ExecContext(ctx, q)
 	return translate(err, "delivery")
 }
 
-func (r *Repos) recordWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt, ds []webhook.Delivery) error {
+func (r WebhookStore) recordWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt, ds []webhook.Delivery) error {
 	if err := r.insertWebhookAttempts(ctx, attempts); err != nil {
 		return err
 	}
@@ -388,7 +407,7 @@ func attemptRows(attempts []webhooks.LoggedAttempt) *[]webhookAttemptRow {
 
 // updateWebhookDeliveries saves many deliveries: one statement on Postgres,
 // one per delivery on SQLite (in process, where a statement costs little).
-func (r *Repos) updateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
+func (r WebhookStore) updateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -405,7 +424,7 @@ func (r *Repos) updateWebhookDeliveries(ctx context.Context, ds []webhook.Delive
 }
 
 // updateDeliveriesQuery is updateWebhookDeliveries's statement on Postgres.
-func (r *Repos) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery {
+func (r WebhookStore) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery {
 	n := len(ds)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
 	attempts, codes := make([]int64, n), make([]int64, n)
@@ -425,7 +444,7 @@ func (r *Repos) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery {
 }
 
 // WebhookEndpoints reads the endpoints of the accounts ids that have one.
-func (r *Repos) WebhookEndpoints(ctx context.Context, ids []string) ([]webhooks.Record, error) {
+func (r WebhookStore) WebhookEndpoints(ctx context.Context, ids []string) ([]webhooks.Record, error) {
 	var rows []webhookEndpointRow
 	if err := r.read.NewRaw("SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "webhook")
@@ -435,4 +454,26 @@ func (r *Repos) WebhookEndpoints(ctx context.Context, ids []string) ([]webhooks.
 		out[i] = row.record()
 	}
 	return out, nil
+}
+
+// InsertEvent appends to the account's event log.
+func (r WebhookStore) InsertEvent(ctx context.Context, e event.Event) error {
+	row := eventToRow(e)
+	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
+		return translate(err, "event")
+	}
+	r.eventAppended()
+	return nil
+}
+
+// EnqueueJob enqueues on the job queue, in s's transaction when it has one
+// (JobQueue.EnqueueJob).
+func (r WebhookStore) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
+	return JobQueue{r.Conn}.EnqueueJob(ctx, p)
+}
+
+// Message reads a message of the account, for a replay's check
+// (MessagingStore.Message).
+func (r WebhookStore) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
+	return MessagingStore{r.Conn}.Message(ctx, accountID, id)
 }

@@ -7,10 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
-	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 )
@@ -23,11 +21,11 @@ func TestWebhooksContract(t *testing.T) {
 			storetest.Webhooks(t, func(t *testing.T) storetest.WebhookFixture {
 				db := dbtest.Open(t, dialect)
 				return storetest.WebhookFixture{
-					Store: store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }),
+					Store: db.WebhookStore(),
 					NewAccount: func(t *testing.T) string {
 						now := time.Now().UTC().Truncate(time.Microsecond)
 						a := account.Account{ID: ident.New(ident.Account), Name: "hooks", CreatedAt: now, UpdatedAt: now}
-						require.NoError(t, db.Repos().InsertAccount(context.Background(), a))
+						require.NoError(t, db.AccountStore().InsertAccount(context.Background(), a))
 						return a.ID
 					},
 				}

@@ -407,6 +407,39 @@ func Cron(t *testing.T, open CronOpen) {
 		require.Equal(t, now, byID[b.ID].StartedAt)
 	})
 
+	// More runs cut off twice than one take-over may fail: those left
+	// over wait for the next take-over, and none is called a third time.
+	t.Run("RunsCutOffTwiceAreNeverCalledAgain", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		var ids []string
+		var execs []cron.Execution
+		for i := range 3 {
+			e := cronExec(j.ID, acc, at.Add(time.Duration(i)*time.Minute))
+			e.Attempt, e.InterruptedAttempts, e.LeaseUntil = 2, 1, at.Add(3*time.Second)
+			execs = append(execs, e)
+			ids = append(ids, e.ID)
+		}
+		_, err := s.Repos().InsertExecutions(ctx, execs)
+		require.NoError(t, err)
+		started, err := s.Repos().StartCalls(ctx, owner, at, ids)
+		require.NoError(t, err)
+		require.Len(t, started, 3)
+		now := at.Add(2 * time.Minute)
+		for i := range 3 {
+			taken, failedN, err := s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(3 * time.Second)}, "gone", 1)
+			require.NoError(t, err)
+			require.Equal(t, 1, failedN, "take-over %d fails one run", i)
+			require.Empty(t, taken, "take-over %d: a run cut off twice is not called again", i)
+		}
+		_, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 3, total)
+	})
+
 	t.Run("ConcurrentTakeOversAreDisjoint", func(t *testing.T) {
 		t.Parallel()
 		s, acc, _ := setup(t)

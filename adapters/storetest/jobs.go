@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,55 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		}
 		return out
 	}
+
+	// Workers claiming at once never share a job, and together they
+	// claim every job.
+	t.Run("ConcurrentClaimsAreDisjoint", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		const total, workers = 120, 4
+		for range total {
+			enqueue(t, q, "k")
+		}
+		lease := []jobs.Lease{{Kind: "k", Until: at.Add(time.Minute)}}
+		var (
+			mu    sync.Mutex
+			owner = map[int64]string{}
+			wg    sync.WaitGroup
+			errs  []error
+		)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				worker := fmt.Sprint("w", w)
+				for {
+					claimed, err := q.ClaimJobs(ctx, worker, lease, 7, at, jobs.ClaimFilter{})
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						return
+					}
+					if len(claimed) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range claimed {
+						if other, taken := owner[j.ID]; taken {
+							errs = append(errs, fmt.Errorf("job %d claimed by %s and %s", j.ID, other, worker))
+						}
+						owner[j.ID] = worker
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		require.Empty(t, errs)
+		require.Len(t, owner, total, "every job claimed once")
+	})
 
 	t.Run("ClaimLeasesEachKindForItsOwnLease", func(t *testing.T) {
 		t.Parallel()

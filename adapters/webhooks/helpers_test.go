@@ -138,7 +138,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 	}
 	snd := sender.NewSender(o.guard.DialContext, nil)
 	deps := webhooks.Deps{
-		Store: store.Bind(db, func(r *store.Repos) webhooks.Repos { return r }), Keys: keys, URLs: o.guard,
+		Store: db.WebhookStore(), Keys: keys, URLs: o.guard,
 		PlainHTTPAllowed: plainLoopback, Sender: snd, Now: o.now, Schedule: o.schedule, Timeout: o.timeout,
 		DisableAfter: o.disableAfter, OrderWait: 2 * time.Millisecond,
 	}
@@ -149,7 +149,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 	db.SetReactions(b.svc)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	a := account.Account{ID: ident.New(ident.Account), Name: "hooks", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, db.Repos().InsertAccount(context.Background(), a))
+	require.NoError(t, db.AccountStore().InsertAccount(context.Background(), a))
 	b.account = a.ID
 	if !o.noRunner {
 		b.startRunner(t)
@@ -158,7 +158,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 }
 
 func (b *bundle) startRunner(t *testing.T) {
-	r, err := runner.New(b.db.Repos(), b.db, runner.Config{Workers: 16, PollInterval: 20 * time.Millisecond},
+	r, err := runner.New(b.db.JobQueue(), b.db, runner.Config{Workers: 16, PollInterval: 20 * time.Millisecond},
 		runner.Kind{Name: webhooks.DeliverKind, Handler: b.svc, Timeout: time.Minute,
 			PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} }})
 	require.NoError(t, err)

@@ -164,9 +164,9 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	require.NoError(t, err)
 	defer db.Close()
 	acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: simStart, UpdatedAt: simStart}
-	require.NoError(t, db.Repos().InsertAccount(ctx, acc))
+	require.NoError(t, db.AccountStore().InsertAccount(ctx, acc))
 	svc := appcron.NewService(appcron.Deps{
-		Store: store.Bind(db, func(r *store.Repos) appcron.Repos { return r }), Parser: cronexpr.New(), URLs: loopback(),
+		Store: db.CronStore(), Parser: cronexpr.New(), URLs: loopback(),
 		Now: func() time.Time { return simStart },
 	})
 	var jobIDs []string

@@ -75,7 +75,8 @@ type SchedulerRepos interface {
 	// lease and returned with its call not started; in the second case it
 	// counts one more attempt and one interrupted attempt, and StartedAt
 	// becomes now. One whose call was interrupted a second time is recorded
-	// failed with the error abandoned and counted in failed.
+	// failed with the error abandoned and counted in failed (at most limit
+	// of them; the rest are left for the next call, never leased).
 	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
 	// RenewExecutionLeases extends the lease of every running execution of
 	// lease.Owner to lease.Until and returns how many it extended.

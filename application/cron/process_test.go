@@ -95,7 +95,7 @@ func schedulerProcess() int {
 		}
 	}
 	sched := appcron.NewScheduler(appcron.SchedulerConfig{
-		Store:  store.Bind(db, func(r *store.Repos) appcron.Repos { return r }),
+		Store:  db.CronStore(),
 		Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), Clock: clock, Batch: 25,
 		Lease: lease, Lookahead: lookahead, Owner: os.Getenv("SWB_CRON_OWNER"),
 	})
@@ -128,9 +128,9 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: simStart, UpdatedAt: simStart}
-	require.NoError(t, db.Repos().InsertAccount(ctx, acc))
+	require.NoError(t, db.AccountStore().InsertAccount(ctx, acc))
 	svc := appcron.NewService(appcron.Deps{
-		Store: store.Bind(db, func(r *store.Repos) appcron.Repos { return r }), Parser: cronexpr.New(), URLs: loopback(),
+		Store: db.CronStore(), Parser: cronexpr.New(), URLs: loopback(),
 		Now: func() time.Time { return simStart },
 	})
 	for range jobs {

@@ -86,8 +86,9 @@ type Repos interface {
 	// InsertGroup stores a new group thread with its members. Conflict
 	// when its invite code is taken.
 	InsertGroup(ctx context.Context, g messaging.GroupState) error
-	// SaveGroup stores a group's state and replaces its members. NotFound
-	// when the group does not exist.
+	// SaveGroup stores a group's state and replaces its members; a
+	// member who stays keeps the name stored with it (a change of roles
+	// carries no names). NotFound when the group does not exist.
 	SaveGroup(ctx context.Context, g messaging.GroupState) error
 
 	// WriteBatch writes b with its reactions in the transaction

@@ -22,8 +22,9 @@ type Record struct {
 // FanoutRepos is what turning an event into a delivery needs (a test
 // delivery, a replay).
 type FanoutRepos interface {
-	// WebhookEndpoint reads an account's endpoint. NotFound when it has
-	// none.
+	// WebhookEndpoint reads an account's endpoint; inside a transaction
+	// the endpoint stays locked until it ends, so two attempts that fail
+	// at once cannot both disable it. NotFound when it has none.
 	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
 	// WebhookEndpoints reads the endpoints of those of the accounts that
 	// have one, in one query.

@@ -20,7 +20,7 @@ func newJobsCommand(s *settings) *cobra.Command {
 		Short: "List jobs that ran out of attempts, newest first, with their last error",
 		Args:  cobra.NoArgs,
 		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
-			list, err := op.db.Repos().DeadJobs(cmd.Context(), kind, limit)
+			list, err := op.db.JobQueue().DeadJobs(cmd.Context(), kind, limit)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func newJobsCommand(s *settings) *cobra.Command {
 				return err
 			}
 			defer done()
-			if err := op.db.Repos().RerunJob(cmd.Context(), id); err != nil {
+			if err := op.db.JobQueue().RerunJob(cmd.Context(), id); err != nil {
 				return err
 			}
 			return s.print(cmd, map[string]any{"job_id": id, "state": "available"}, func(w io.Writer) {

@@ -74,7 +74,7 @@ func TestCronJobs(t *testing.T) {
 		slot := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
 		insert := func(job cronJobData, account string, at time.Time, status cron.ExecutionStatus) string {
 			id := ident.New(ident.Execution)
-			_, err := b.db.Repos().InsertExecutions(ctx, []cron.Execution{{
+			_, err := b.db.CronStore().InsertExecutions(ctx, []cron.Execution{{
 				ID: id, JobID: job.ID, AccountID: account, Slot: at, StartedAt: at, Status: status, Attempt: 1,
 			}})
 			require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestCronListingIssuesABoundedNumberOfStatements(t *testing.T) {
 				CreateCronJob struct{ ID string } `json:"createCronJob"`
 			}
 			b.data(t, b.acme, fmt.Sprintf(`mutation { createCronJob(input: {endpointUrl: "http://127.0.0.1:9/%d", method: "GET", frequency: DAILY, time: "09:00", timezone: "UTC"}) { id } }`, i), nil, &d)
-			_, err := b.db.Repos().InsertExecutions(ctx, []cron.Execution{{
+			_, err := b.db.CronStore().InsertExecutions(ctx, []cron.Execution{{
 				ID: ident.New(ident.Execution), JobID: d.CreateCronJob.ID, AccountID: b.acme.accountID,
 				Slot: time.Now().Add(-time.Hour), StartedAt: time.Now().Add(-time.Hour), Status: cron.Success, Attempt: 1,
 			}})

@@ -160,5 +160,5 @@ func (r EmailStore) UpdateEmailDelivery(ctx context.Context, e email.Email) erro
 
 // Domains lists the custom domains of an account (AccountStore.Domains).
 func (r EmailStore) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
-	return AccountStore{r.Conn}.Domains(ctx, accountID)
+	return AccountStore(r).Domains(ctx, accountID)
 }

@@ -469,11 +469,11 @@ func (r WebhookStore) InsertEvent(ctx context.Context, e event.Event) error {
 // EnqueueJob enqueues on the job queue, in s's transaction when it has one
 // (JobQueue.EnqueueJob).
 func (r WebhookStore) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
-	return JobQueue{r.Conn}.EnqueueJob(ctx, p)
+	return JobQueue(r).EnqueueJob(ctx, p)
 }
 
 // Message reads a message of the account, for a replay's check
 // (MessagingStore.Message).
 func (r WebhookStore) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
-	return MessagingStore{r.Conn}.Message(ctx, accountID, id)
+	return MessagingStore(r).Message(ctx, accountID, id)
 }

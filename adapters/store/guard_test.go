@@ -44,13 +44,16 @@ func TestTimedOutConnectionIsNeverReused(t *testing.T) {
 	before := backendPID(t, pool)
 	ctx := context.Background()
 
-	slow, err := pool.PrepareContext(ctx, "SELECT pg_sleep(0.3)::text AS slept, $1::int AS n")
+	// The sleep is long and the deadline generous, so that on a busy
+	// machine the deadline still falls while the reply is on its way, not
+	// before the query is sent.
+	slow, err := pool.PrepareContext(ctx, "SELECT pg_sleep(2)::text AS slept, $1::int AS n")
 	require.NoError(t, err)
 	echo, err := pool.PrepareContext(ctx, "SELECT $1::int AS n")
 	require.NoError(t, err)
 
 	for i := range 3 {
-		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		short, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
 		rows, err := slow.QueryContext(short, 1000+i)
 		if err == nil {
 			for rows.Next() {

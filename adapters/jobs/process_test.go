@@ -156,7 +156,7 @@ func completed(t *testing.T, db *store.DB) int {
 	return n
 }
 
-// Three worker processes on one Postgres database: each of 10,000 jobs runs
+// Three worker processes on one Postgres database: each of 3,000 jobs runs
 // exactly once when nothing crashes.
 func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 	t.Parallel()
@@ -164,7 +164,7 @@ func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 	db, err := store.Open(context.Background(), url, store.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	const total = 10000
+	const total = 3000
 	ids := enqueueMany(t, db, total)
 	dir := t.TempDir()
 	var workers []*workerProc

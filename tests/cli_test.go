@@ -1,7 +1,11 @@
 package tests
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
+	"path"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -199,5 +203,77 @@ func TestCLIRejectsBadConfiguration(t *testing.T) {
 		stdout, stderr, code = runCLI(t, []string{key}, "accounts", "list", "--json", "--database-url", dbURL)
 		require.Equal(t, 0, code, stderr)
 		require.JSONEq(t, `[]`, stdout)
+	})
+}
+
+// TestCLIVersion checks that the version stamped at build time is printed
+// by the flag and by the command, with no configuration needed.
+func TestCLIVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		// A bad setting in the environment does not hide the version.
+		stdout, stderr, code := runCLI(t, []string{"SWITCHBOARD_LOG_LEVEL=loud"}, args...)
+		require.Equal(t, 0, code, stderr)
+		require.Empty(t, stderr)
+		require.Regexp(t, `^switchboard `+regexp.QuoteMeta(stampedVersion)+` \(.*go1\.\d+.* \w+/\w+\)\n$`, stdout, args)
+	}
+}
+
+// TestCLIUnknownCommand checks that a mistyped command fails with exit
+// code 2 and the usage of the command it was given to, at every level.
+func TestCLIUnknownCommand(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args      []string
+		firstLine string
+		// listed are commands the usage must show.
+		listed []string
+	}{
+		{[]string{"bogus"}, `switchboard: unknown command "bogus" for "switchboard"`, []string{"serve", "migrate", "version"}},
+		{[]string{"acounts", "list"}, `switchboard: unknown command "acounts" for "switchboard" (did you mean accounts?)`, []string{"accounts"}},
+		{[]string{"accounts", "bogus"}, `switchboard: unknown command "bogus" for "switchboard accounts"`, []string{"create", "list"}},
+	}
+	for _, c := range cases {
+		stdout, stderr, code := runCLI(t, nil, c.args...)
+		require.Equal(t, 2, code, "exit code of switchboard %s (stderr %q)", strings.Join(c.args, " "), stderr)
+		require.Empty(t, stdout)
+		first, usage, _ := strings.Cut(stderr, "\n")
+		require.Equal(t, c.firstLine, first)
+		require.Contains(t, usage, "Usage:")
+		for _, name := range c.listed {
+			require.Regexp(t, `(?m)^\s+`+name+`\s`, usage, "the usage lists %s", name)
+		}
+	}
+}
+
+// TestCLIMigrate checks that migrate reports the migrations it applied,
+// and that there is nothing to apply the second time.
+func TestCLIMigrate(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		files, err := fs.Glob(store.MigrationFiles(), "migrations/"+string(dialect)+"/*.up.sql")
+		require.NoError(t, err)
+		require.NotEmpty(t, files)
+		var want []string
+		for _, f := range files {
+			want = append(want, strings.TrimSuffix(strings.TrimSuffix(path.Base(f), ".up.sql"), ".tx"))
+		}
+
+		b := setupEmpty(t, dialect)
+		// No server key needed: migrating touches no secret.
+		stdout, stderr, code := runCLI(t, nil, "migrate", "--database-url", b.dbURL)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, fmt.Sprintf("applied %d migrations:\n  %s\n", len(want), strings.Join(want, "\n  ")), stdout)
+
+		stdout, stderr, code = b.cli(t, "migrate")
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "nothing to apply: the database is up to date\n", stdout)
+		var out struct {
+			Status  string   `json:"status"`
+			Applied []string `json:"applied"`
+		}
+		b.cliJSON(t, &out, "migrate")
+		require.Equal(t, "ok", out.Status)
+		require.Equal(t, []string{}, out.Applied)
 	})
 }

@@ -27,7 +27,13 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
-	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(context.Background()); err != nil {
+	err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(context.Background())
+	var usage *usageError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintf(os.Stderr, "switchboard: %s\n\n%s", usage.msg, usage.usage)
+		os.Exit(2)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "switchboard: "+describe(err))
 		os.Exit(1)
 	}

@@ -12,24 +12,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
-func newMigrateCommand(s *settings) *cobra.Command {
-	return &cobra.Command{
-		Use:   "migrate",
-		Short: "Apply pending database migrations (safe to run from several replicas at once)",
-		Args:  cobra.NoArgs,
-		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
-			// openOperator migrated; report the state.
-			pending, err := op.db.PendingMigrations(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return s.print(cmd, map[string]any{"status": "ok", "pending": len(pending)}, func(w io.Writer) {
-				fmt.Fprintln(w, "database is up to date")
-			})
-		}),
-	}
-}
-
 type credentialJSON struct {
 	KeyID     string `json:"key_id"`
 	AccountID string `json:"account_id"`

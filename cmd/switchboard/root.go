@@ -33,6 +33,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "switchboard",
 		Short:         "Messaging, email and scheduling gateway for AI agents",
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,6 +42,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&s.cfg.DatabaseURL, "database-url", s.cfg.DatabaseURL, "database: sqlite:PATH or postgres://user@host:port/db")
 	pf.StringVar(&s.cfg.SecretKey, "secret-key", "", "server key every stored secret derives from (64 hex characters); default: generated into var/secret.key beside a SQLite database")
@@ -58,7 +60,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDomainsCommand(s),
 		newJobsCommand(s),
 		newWebhookCommand(s),
+		newVersionCommand(),
 	)
+	catchUnknownCommands(root)
 	return root
 }
 

@@ -94,7 +94,9 @@ func core(cfg Config) fx.Option {
 					ReadTimeout: c.DBReadTimeout, StatementTimeout: c.DBStatementTimeout}
 			},
 			func(c Config) (*keyring.Keyring, error) { return c.Keyring() },
-			func(c Config) *httpguard.Guard { return httpguard.New(httpguard.Options{Allow: c.AllowPrivateURLs}) },
+			func(c Config) *httpguard.Guard {
+				return httpguard.New(httpguard.Options{Allow: c.AllowPrivateURLs, Hint: PrivateURLsHint})
+			},
 			// A credential and a send's lookups are reused for the auth
 			// cache TTL.
 			func(c Config) *cache.Caches { return cache.New(cache.Options{TTL: c.AuthCacheTTL}) },

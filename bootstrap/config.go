@@ -92,6 +92,17 @@ type Fairness struct {
 	BreakerOpen, BreakerMaxOpen time.Duration
 }
 
+// PrivateURLsHint ends the message of every customer URL refused for its
+// address: how the operator allows it.
+const PrivateURLsHint = "private, loopback and link-local addresses are refused unless the server's SWITCHBOARD_ALLOW_PRIVATE_URLS (--allow-private-urls) lists their range"
+
+// DemoPrivateURLs is what `serve --demo` allows customer URLs to point
+// into when SWITCHBOARD_ALLOW_PRIVATE_URLS is not given: loopback and the
+// private ranges, so that a webhook or cron receiver on the developer's
+// machine or network works at once. Link-local addresses (cloud metadata)
+// stay refused.
+const DemoPrivateURLs = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
 // DefaultDatabaseURL is the embedded default: a SQLite file in ./var.
 const DefaultDatabaseURL = "sqlite:./var/switchboard.db"
 

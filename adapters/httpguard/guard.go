@@ -41,6 +41,7 @@ type Dialer interface {
 type Guard struct {
 	guardian *ssrf.Guardian
 	allow    []netip.Prefix
+	hint     string
 	resolver Resolver
 	dialer   Dialer
 }
@@ -50,7 +51,11 @@ type Guard struct {
 type Options struct {
 	// Allow lists ranges that are allowed although special-purpose
 	// (SWITCHBOARD_ALLOW_PRIVATE_URLS).
-	Allow    []netip.Prefix
+	Allow []netip.Prefix
+	// Hint ends the message of every refusal that Allow could lift: how
+	// an operator allows a range (the composition root names its
+	// setting), in parentheses.
+	Hint     string
 	Resolver Resolver
 	Dialer   Dialer
 }
@@ -68,6 +73,7 @@ func New(opts Options) *Guard {
 	g := &Guard{
 		guardian: ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(v4...), ssrf.WithAllowedV6Prefixes(v6...)),
 		allow:    opts.Allow,
+		hint:     opts.Hint,
 		resolver: opts.Resolver,
 		dialer:   opts.Dialer,
 	}
@@ -83,9 +89,17 @@ func New(opts Options) *Guard {
 // CheckAddr reports whether one address may be connected to.
 func (g *Guard) CheckAddr(ip netip.Addr) error {
 	if err := g.guardian.SafeAddr(ip); err != nil {
-		return fmt.Errorf("%w: %s", ErrForbiddenAddress, ip)
+		return g.refuse(ip.String())
 	}
 	return nil
+}
+
+// refuse is the error for a destination that Options.Allow could allow.
+func (g *Guard) refuse(dest string) error {
+	if g.hint != "" {
+		return fmt.Errorf("%w: %s (%s)", ErrForbiddenAddress, dest, g.hint)
+	}
+	return fmt.Errorf("%w: %s", ErrForbiddenAddress, dest)
 }
 
 // CheckURL validates a URL when it is saved: http or https, a host, no
@@ -116,7 +130,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		if !g.allowsLoopback() {
-			return fmt.Errorf("%w: %s", ErrForbiddenAddress, host)
+			return g.refuse(host)
 		}
 	}
 	lookupCtx, cancel := context.WithTimeout(ctx, 3*time.Second)

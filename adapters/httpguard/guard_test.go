@@ -213,3 +213,29 @@ func TestClientsRefuseOverlongResponseHeaders(t *testing.T) {
 	require.ErrorContains(t, long.Err, "server response headers exceeded 65536 bytes")
 	require.Zero(t, long.StatusCode)
 }
+
+func TestRefusalsNameTheOperatorsSetting(t *testing.T) {
+	t.Parallel()
+	const hint = "SET_THIS allows a range"
+	d := &recordingDialer{}
+	g := httpguard.New(httpguard.Options{Resolver: resolver, Dialer: d, Hint: hint})
+	ctx := context.Background()
+	for _, raw := range []string{"http://127.0.0.1:9000/hook", "http://localhost/", "http://rebind.example/", "http://[fd00::1]/"} {
+		err := g.CheckURL(ctx, raw)
+		require.ErrorIs(t, err, httpguard.ErrForbiddenAddress, raw)
+		require.ErrorContains(t, err, "("+hint+")", raw)
+	}
+	_, err := g.DialContext(ctx, "tcp", "127.0.0.1:9000")
+	require.ErrorIs(t, err, httpguard.ErrForbiddenAddress)
+	require.ErrorContains(t, err, hint, "the connect-time refusal says it too (a cron run's error)")
+
+	// An IP in a spelling that no setting allows gets no hint.
+	err = g.CheckURL(ctx, "http://0x7f.1/")
+	require.ErrorIs(t, err, httpguard.ErrForbiddenAddress)
+	require.NotContains(t, err.Error(), hint)
+	require.Empty(t, d.dials)
+
+	// Without a hint, the message is the address alone.
+	err = httpguard.New(httpguard.Options{Resolver: resolver, Dialer: d}).CheckURL(ctx, "http://127.0.0.1/")
+	require.EqualError(t, err, "destination address is not allowed: 127.0.0.1")
+}

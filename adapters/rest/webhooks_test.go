@@ -156,6 +156,9 @@ func TestWebhookSettings(t *testing.T) {
 			{map[string]any{"url": "https://169.254.169.254/latest"}, "url_forbidden"},
 			{map[string]any{"url": "https://[::ffff:10.0.0.1]/hook"}, "url_forbidden"},
 			{map[string]any{"url": "http://example.com/hook"}, "url_scheme"},
+			// Plain http to a refused address: the address is the reason.
+			{map[string]any{"url": "http://10.0.0.1:9000/hook"}, "url_forbidden"},
+			{map[string]any{"url": "http://[::1]:9000/hook", "events": []string{"message.exploded"}}, `"type":"url_forbidden"},{"loc":["body","events",0]`},
 			{map[string]any{"url": "ftp://example.com/hook"}, "url_parsing"},
 			{map[string]any{"url": "https://example.com/hook", "events": []string{"message.exploded"}}, "enum"},
 			{map[string]any{"enabled": true}, "missing"},

@@ -13,6 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -156,11 +159,11 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 	settings := webhook.Settings{URL: strings.TrimSpace(in.URL), Enabled: enabled, Events: in.Events}
 	types, err := settings.Check(s.plainAllowed)
 	if err != nil {
-		return View{}, err
+		return View{}, s.forbiddenOverScheme(ctx, settings.URL, err)
 	}
 	if s.urls != nil {
 		if err := s.urls.CheckURL(ctx, settings.URL); err != nil {
-			return View{}, failure.Invalid(failure.Field("url_forbidden", "the webhook URL is not allowed: "+err.Error(), "url"))
+			return View{}, failure.Invalid(urlForbidden(err))
 		}
 	}
 	var out View
@@ -191,6 +194,39 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 		return nil
 	})
 	return out, err
+}
+
+func urlForbidden(err error) failure.FieldError {
+	return failure.Field("url_forbidden", "the webhook URL is not allowed: "+err.Error(), "url")
+}
+
+// forbiddenOverScheme names the real reason when plain http was refused
+// for an address that is refused anyway (http://127.0.0.1:9000/ on a
+// server that allows no private range): the address, whose message tells
+// how an operator allows it. Plain http is only ever allowed to an IP
+// literal or localhost, so only those are checked (no name is looked up
+// for a URL refused already). Other problems stay as they are.
+func (s *Service) forbiddenOverScheme(ctx context.Context, rawURL string, err error) error {
+	fe := failure.As(err)
+	i := slices.IndexFunc(fe.Fields, func(f failure.FieldError) bool { return f.Type == "url_scheme" })
+	if fe.Kind != failure.KindInvalid || i < 0 || s.urls == nil {
+		return err
+	}
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		return err
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if _, aerr := netip.ParseAddr(host); aerr != nil && host != "localhost" {
+		return err
+	}
+	uerr := s.urls.CheckURL(ctx, rawURL)
+	if uerr == nil {
+		return err
+	}
+	fields := slices.Clone(fe.Fields)
+	fields[i] = urlForbidden(uerr)
+	return failure.Invalid(fields...)
 }
 
 // RotateSecret makes a new signing secret, returned once; the previous

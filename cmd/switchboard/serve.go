@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -84,6 +85,15 @@ func newServeCommand(s *settings) *cobra.Command {
 }
 
 func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
+	demoDefault := demo && s.allowPrivateURLs == ""
+	if demoDefault {
+		// A newcomer's webhook or cron receiver runs on their machine.
+		prefixes, err := bootstrap.ParsePrefixes(bootstrap.DemoPrivateURLs)
+		if err != nil {
+			return err
+		}
+		s.cfg.AllowPrivateURLs = prefixes
+	}
 	// Refuse a bad configuration before anything is migrated or started.
 	if err := s.cfg.Check(); err != nil {
 		return err
@@ -108,7 +118,7 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 		return err
 	}
 	if demo {
-		if err := printDemo(ctx, svc, s.cfg.Scheme()+"://"+listener.Addr.String(), out); err != nil {
+		if err := printDemo(ctx, svc, s.cfg.Scheme()+"://"+listener.Addr.String(), s.cfg.AllowPrivateURLs, demoDefault, out); err != nil {
 			stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
 			defer cancel()
 			_ = app.Stop(stopCtx)
@@ -124,10 +134,27 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 	return app.Stop(stopCtx)
 }
 
-func printDemo(ctx context.Context, svc *accounts.Service, base string, out io.Writer) error {
+// printDemo ensures the demo account and prints how to call it: the
+// credentials the first time, the accounts afterwards, the dashboard's
+// address, and which private ranges customer URLs may point into
+// (demoDefault: DemoPrivateURLs, as the operator set none).
+func printDemo(ctx context.Context, svc *accounts.Service, base string, private []netip.Prefix, demoDefault bool, out io.Writer) error {
 	d, err := svc.EnsureDemo(ctx)
 	if err != nil {
 		return fmt.Errorf("create demo account: %w", err)
+	}
+	ranges := make([]string, len(private))
+	for i, p := range private {
+		ranges[i] = p.String()
+	}
+	// The lines every start prints, under the credentials.
+	footer := fmt.Sprintf("Dashboard:     %s/dashboard/\n", base)
+	switch {
+	case demoDefault:
+		footer += fmt.Sprintf("Private URLs:  webhooks, cron jobs and media may call %s\n"+
+			"               (demo only: without --demo, SWITCHBOARD_ALLOW_PRIVATE_URLS must list them)\n", strings.Join(ranges, ", "))
+	case len(ranges) > 0:
+		footer += fmt.Sprintf("Private URLs:  webhooks, cron jobs and media may call %s (SWITCHBOARD_ALLOW_PRIVATE_URLS)\n", strings.Join(ranges, ", "))
 	}
 	if d == nil {
 		list, err := svc.Accounts(ctx)
@@ -139,7 +166,7 @@ func printDemo(ctx context.Context, svc *accounts.Service, base string, out io.W
 			ids = append(ids, a.ID)
 		}
 		fmt.Fprintf(out, "\nSwitchboard is running at %s (accounts: %s).\n", base, strings.Join(ids, ", "))
-		fmt.Fprintf(out, "Secrets are shown only once; for a new key run:\n  ./bin/switchboard keys create --account %s\n\n", ids[0])
+		fmt.Fprintf(out, "Secrets are shown only once; for a new key run:\n  ./bin/switchboard keys create --account %s\n\n%s\n", ids[0], footer)
 		return nil
 	}
 	fmt.Fprintf(out, `
@@ -155,6 +182,7 @@ Try it:
     -H 'X-API-Key: %[3]s' \
     -H 'X-API-Secret: %[4]s'
 
-`, base, d.Account.ID, d.Credential.Key, d.Credential.Secret, d.Number.Number)
+%[6]s
+`, base, d.Account.ID, d.Credential.Key, d.Credential.Secret, d.Number.Number, footer)
 	return nil
 }

@@ -4,15 +4,31 @@ BIN     := bin/switchboard
 # Tests get Postgres from $DATABASE_URL, else 127.0.0.1:5432, else a
 # throwaway cluster started from the installed PostgreSQL binaries.
 WITH_PG := scripts/with-postgres
+# The version stamped into the binary (switchboard --version): the nearest
+# tag, commits since, the commit, and -dirty for uncommitted changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+STAMP   := -X main.version=$(VERSION)
+# What make release builds.
+PLATFORMS := linux/amd64 linux/arm64
 
-.PHONY: run build test bench lint generate check-generated clean
+.PHONY: run build release test bench lint generate check-generated clean
 
 ## run: build and start the service on the embedded SQLite default, with a demo account
 run: build
 	./$(BIN) serve --demo
 
 build:
-	$(GO) build -o $(BIN) ./cmd/switchboard
+	$(GO) build -ldflags '$(STAMP)' -o $(BIN) ./cmd/switchboard
+
+## release: static binaries (no cgo) for $(PLATFORMS) in dist/, stamped with $(VERSION), with SHA256SUMS
+release:
+	@mkdir -p dist
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; out=dist/switchboard-$$os-$$arch; \
+		echo "$$out $(VERSION)"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(STAMP)' -o $$out ./cmd/switchboard; \
+	done
+	cd dist && sha256sum switchboard-* > SHA256SUMS
 
 ## test: the whole suite with the race detector, SQLite and Postgres
 # Most tests wait on a database or a socket: eight at a time per package
@@ -40,4 +56,4 @@ check-generated: generate
 	@git diff --exit-code -- graph gqlgen.yml || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 clean:
-	rm -rf bin var
+	rm -rf bin var dist

@@ -37,6 +37,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Annotations[groupAnnotation] != "" {
+				return nil
+			}
 			return s.resolve(cmd)
 		},
 	}

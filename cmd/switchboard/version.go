@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
@@ -58,41 +57,5 @@ func newVersionCommand() *cobra.Command {
 			_, err := io.WriteString(cmd.OutOrStdout(), buildVersion()+"\n")
 			return err
 		},
-	}
-}
-
-// unknownCommand answers a command name that does not exist: the error,
-// and the usage of the command it was given to.
-func unknownCommand(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return cmd.Help()
-	}
-	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += " (did you mean " + strings.Join(s, " or ") + "?)"
-	}
-	return &usageError{msg: msg, usage: cmd.UsageString()}
-}
-
-// usageError is a command line that names no command: main prints the
-// message and the usage, and exits 2.
-type usageError struct {
-	msg   string
-	usage string
-}
-
-func (e *usageError) Error() string { return e.msg }
-
-// catchUnknownCommands makes every command that only groups others (root,
-// accounts, keys, …) answer an unknown subcommand with a usage error:
-// cobra alone exits 0 with the help for `switchboard accounts bogus`.
-func catchUnknownCommands(cmd *cobra.Command) {
-	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
-		cmd.Args = cobra.ArbitraryArgs
-		cmd.RunE = unknownCommand
-		cmd.SuggestionsMinimumDistance = 2
-	}
-	for _, c := range cmd.Commands() {
-		catchUnknownCommands(c)
 	}
 }

@@ -38,7 +38,7 @@ func TestVersionFlagAndCommand(t *testing.T) {
 	}
 }
 
-func TestVersionIgnoresConfiguration(t *testing.T) {
+func TestVersionAndMistypedCommandsIgnoreSettings(t *testing.T) {
 	// Not parallel: it fakes the environment.
 	lookupEnv = func(name string) (string, bool) {
 		if name == "SWITCHBOARD_LOG_LEVEL" {
@@ -52,6 +52,16 @@ func TestVersionIgnoresConfiguration(t *testing.T) {
 	cmd.SetArgs([]string{"version"})
 	require.NoError(t, cmd.ExecuteContext(context.Background()))
 	require.Equal(t, buildVersion()+"\n", out.String())
+
+	// A mistyped command is named before the bad setting...
+	cmd = newRootCommand(&out, &out)
+	cmd.SetArgs([]string{"accounts", "bogus"})
+	var usage *usageError
+	require.ErrorAs(t, cmd.ExecuteContext(context.Background()), &usage)
+	// ...and a real one still reads the settings.
+	cmd = newRootCommand(&out, &out)
+	cmd.SetArgs([]string{"accounts", "list"})
+	require.ErrorContains(t, cmd.ExecuteContext(context.Background()), "log level")
 }
 
 func TestUnknownCommandIsAUsageError(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 )
 
 // Config is every setting of the service. Each has a flag and a
@@ -50,8 +51,12 @@ type Config struct {
 	// IdempotencyLock is how long a request holds its Idempotency-Key
 	// before a retry may take it over (rest.Deps.IdempotencyLock).
 	IdempotencyLock time.Duration
-	MigrateOnStart  bool
-	DBMaxConns      int
+	// SessionIdleTimeout ends a dashboard session unused for this long;
+	// SessionMaxAge ends it this long after sign-in in any case.
+	SessionIdleTimeout time.Duration
+	SessionMaxAge      time.Duration
+	MigrateOnStart     bool
+	DBMaxConns         int
 	// DBReadTimeout and DBStatementTimeout bound Postgres's answers (see
 	// store.Options); 0 picks the defaults.
 	DBReadTimeout      time.Duration
@@ -98,17 +103,19 @@ const DefaultDatabaseURL = "sqlite:./var/switchboard.db"
 // Defaults returns the configuration when nothing is set.
 func Defaults() Config {
 	return Config{
-		Addr:            "127.0.0.1:8080",
-		DatabaseURL:     DefaultDatabaseURL,
-		EmailDomain:     "mail.switchboard.local",
-		LogLevel:        slog.LevelInfo,
-		LogFormat:       "text",
-		Limits:          rest.DefaultLimits,
-		AuthCacheTTL:    5 * time.Second,
-		ShutdownTimeout: 15 * time.Second,
-		IdempotencyLock: rest.DefaultIdempotencyLock,
-		MigrateOnStart:  true,
-		RunJobs:         true,
+		Addr:               "127.0.0.1:8080",
+		DatabaseURL:        DefaultDatabaseURL,
+		EmailDomain:        "mail.switchboard.local",
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          "text",
+		Limits:             rest.DefaultLimits,
+		AuthCacheTTL:       5 * time.Second,
+		ShutdownTimeout:    15 * time.Second,
+		IdempotencyLock:    rest.DefaultIdempotencyLock,
+		SessionIdleTimeout: sessions.DefaultIdleTimeout,
+		SessionMaxAge:      sessions.DefaultMaxAge,
+		MigrateOnStart:     true,
+		RunJobs:            true,
 		Fair: Fairness{
 			AccountShare: runner.DefaultAccountShare, EndpointLimit: runner.DefaultEndpointLimit, EndpointStall: runner.DefaultEndpointStall,
 			BreakerFailures: runner.DefaultBreakerFailures,
@@ -235,6 +242,9 @@ func (c Config) Check() error {
 	}
 	if p := c.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {
 		return fmt.Errorf("auth-failures-ipv6-prefix must be 1 to 128 (bits of an IPv6 address), got %d", p)
+	}
+	if c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 {
+		return fmt.Errorf("session-idle-timeout and session-max-age must be positive, got %s and %s", c.SessionIdleTimeout, c.SessionMaxAge)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("TLS needs both a certificate file and a key file (SWITCHBOARD_TLS_CERT_FILE and SWITCHBOARD_TLS_KEY_FILE)")

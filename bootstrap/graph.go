@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/graph"
 )
@@ -17,8 +18,8 @@ import (
 // graphModule binds the use cases to the GraphQL adapter's ports: the
 // batched reads over the store, the same send use cases REST uses, the
 // live feed of message events (one reader of the event log per process,
-// run for the app's lifetime) and the REST credential check for
-// WebSocket connections.
+// run for the app's lifetime), and the REST credential check and the
+// dashboard's sessions for WebSocket connections.
 var graphModule = fx.Module("graphql-deps",
 	fx.Provide(
 		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
@@ -34,10 +35,11 @@ var graphModule = fx.Module("graphql-deps",
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
-		func(c Config, l rest.Limiters) graph.PublicOptions {
+		func(c Config, l rest.Limiters, s *sessions.Service) graph.PublicOptions {
 			return graph.PublicOptions{
 				Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout,
-				Limits: graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
+				Limits:   graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
+				Sessions: s,
 			}
 		},
 	),

@@ -106,7 +106,7 @@ func TestDashboardSignInAndSessions(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acct := b.createAccount(t, "Console <Co>")
-		srv := b.serve(t)
+		srv := b.serve(t, "--max-body-bytes", "4096")
 		br := newBrowser(t, srv.URL, nil)
 
 		p := br.do(http.MethodGet, "/dashboard/", nil, "")
@@ -117,6 +117,12 @@ func TestDashboardSignInAndSessions(t *testing.T) {
 		require.Contains(t, p.body, `name="api_key"`)
 		require.Contains(t, p.body, `name="api_secret"`)
 		require.Equal(t, "no-store", p.header.Get("Cache-Control"))
+
+		// A form past the API's body limit is the dashboard's to judge,
+		// with its page and headers (do checks them): a key too long is
+		// a wrong key.
+		p = br.do(http.MethodPost, "/dashboard/sign-in", strings.NewReader("api_key="+strings.Repeat("k", 8<<10)+"&api_secret=x"), "application/x-www-form-urlencoded")
+		require.Equal(t, http.StatusUnauthorized, p.status)
 
 		p = br.signIn(acct.APIKey, acct.APISecret+"x")
 		require.Equal(t, http.StatusUnauthorized, p.status)

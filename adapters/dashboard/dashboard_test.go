@@ -300,6 +300,24 @@ func TestWrongSecretCountsTowardTheLimit(t *testing.T) {
 	})
 }
 
+// Signing in again ends the browser's session before; a form too large
+// for a sign-in is refused with a page.
+func TestSignInAgainAndLargeForms(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite, options{})
+	first := b.signIn(t)
+	r := b.do(t, http.MethodPost, "/dashboard/sign-in", url.Values{"api_key": {b.key}, "api_secret": {b.secret}}, withCookie(first)...)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode)
+	second := sessionCookie(t, r.Response)
+	require.NotEqual(t, first.Value, second.Value, "a new session, never the old token")
+	require.Equal(t, http.StatusSeeOther, b.do(t, http.MethodGet, "/dashboard/", nil, withCookie(first)...).StatusCode, "the session before ended")
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/dashboard/", nil, withCookie(second)...).StatusCode)
+
+	r = b.do(t, http.MethodPost, "/dashboard/sign-in", url.Values{"api_key": {strings.Repeat("k", 64<<10)}, "api_secret": {b.secret}})
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.StatusCode)
+	require.Contains(t, r.Header.Get("Content-Type"), "text/html")
+}
+
 // Successful sign-ins spend nothing of the budget.
 func TestRightSecretsSpendNoBudget(t *testing.T) {
 	t.Parallel()

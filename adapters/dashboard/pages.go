@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"math"
@@ -240,8 +241,7 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "Sign in from the dashboard's own sign-in page.")
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "The sign-in form could not be read.")
+	if !h.parseForm(w, r) {
 		return
 	}
 	key, secret := strings.TrimSpace(r.PostForm.Get("api_key")), strings.TrimSpace(r.PostForm.Get("api_secret"))
@@ -277,12 +277,39 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.failed(w, r, err)
 		return
 	}
+	if previous := sessionToken(r); previous != "" {
+		// A browser signing in again leaves no session of the one
+		// before behind (a session's token is never reused).
+		if err := h.deps.Sessions.SignOut(r.Context(), previous); err != nil {
+			h.deps.Logger.WarnContext(r.Context(), "end the previous dashboard session", "error", err.Error())
+		}
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessions.CookieName, Value: issued.Token, Path: "/",
 		MaxAge:   int(issued.Ends.Sub(issued.Session.CreatedAt).Seconds()),
 		HttpOnly: true, Secure: h.overTLS(r), SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// maxFormBytes bounds a posted form: the dashboard's are a few hundred
+// bytes.
+const maxFormBytes = 16 << 10
+
+// parseForm reads a posted form of at most maxFormBytes, or answers 413
+// or 400 and returns false.
+func (h *handler) parseForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.errorPage(w, r, http.StatusRequestEntityTooLarge, "The form is too large.")
+			return false
+		}
+		h.errorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return false
+	}
+	return true
 }
 
 // signOut ends the browser's session and forgets its cookie. The form
@@ -296,9 +323,10 @@ func (h *handler) signOut(w http.ResponseWriter, r *http.Request) {
 	if token := sessionToken(r); token != "" {
 		presented := r.Header.Get(sessions.CSRFHeader)
 		if presented == "" {
-			if err := r.ParseForm(); err == nil {
-				presented = r.PostForm.Get(sessions.CSRFField)
+			if !h.parseForm(w, r) {
+				return
 			}
+			presented = r.PostForm.Get(sessions.CSRFField)
 		}
 		if !h.deps.Sessions.CheckCSRF(token, presented) {
 			h.errorPage(w, r, http.StatusForbidden, "The sign-out form is out of date; reload the page and try again.")

@@ -51,12 +51,8 @@ type Config struct {
 	// IdempotencyLock is how long a request holds its Idempotency-Key
 	// before a retry may take it over (rest.Deps.IdempotencyLock).
 	IdempotencyLock time.Duration
-	// SessionIdleTimeout ends a dashboard session unused for this long;
-	// SessionMaxAge ends it this long after sign-in in any case.
-	SessionIdleTimeout time.Duration
-	SessionMaxAge      time.Duration
-	MigrateOnStart     bool
-	DBMaxConns         int
+	MigrateOnStart  bool
+	DBMaxConns      int
 	// DBReadTimeout and DBStatementTimeout bound Postgres's answers (see
 	// store.Options); 0 picks the defaults.
 	DBReadTimeout      time.Duration
@@ -86,6 +82,11 @@ type Config struct {
 	CronGrace             time.Duration
 	CronMaxJobsPerAccount int
 	CronConcurrency       int
+
+	// SessionIdleTimeout ends a dashboard session unused for this long;
+	// SessionMaxAge ends it this long after sign-in in any case.
+	SessionIdleTimeout time.Duration
+	SessionMaxAge      time.Duration
 }
 
 // Fairness are the knobs of fair background work.
@@ -103,19 +104,17 @@ const DefaultDatabaseURL = "sqlite:./var/switchboard.db"
 // Defaults returns the configuration when nothing is set.
 func Defaults() Config {
 	return Config{
-		Addr:               "127.0.0.1:8080",
-		DatabaseURL:        DefaultDatabaseURL,
-		EmailDomain:        "mail.switchboard.local",
-		LogLevel:           slog.LevelInfo,
-		LogFormat:          "text",
-		Limits:             rest.DefaultLimits,
-		AuthCacheTTL:       5 * time.Second,
-		ShutdownTimeout:    15 * time.Second,
-		IdempotencyLock:    rest.DefaultIdempotencyLock,
-		SessionIdleTimeout: sessions.DefaultIdleTimeout,
-		SessionMaxAge:      sessions.DefaultMaxAge,
-		MigrateOnStart:     true,
-		RunJobs:            true,
+		Addr:            "127.0.0.1:8080",
+		DatabaseURL:     DefaultDatabaseURL,
+		EmailDomain:     "mail.switchboard.local",
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "text",
+		Limits:          rest.DefaultLimits,
+		AuthCacheTTL:    5 * time.Second,
+		ShutdownTimeout: 15 * time.Second,
+		IdempotencyLock: rest.DefaultIdempotencyLock,
+		MigrateOnStart:  true,
+		RunJobs:         true,
 		Fair: Fairness{
 			AccountShare: runner.DefaultAccountShare, EndpointLimit: runner.DefaultEndpointLimit, EndpointStall: runner.DefaultEndpointStall,
 			BreakerFailures: runner.DefaultBreakerFailures,
@@ -126,6 +125,9 @@ func Defaults() Config {
 		CronGrace:             5 * time.Minute,
 		CronMaxJobsPerAccount: 1000,
 		CronConcurrency:       2000,
+
+		SessionIdleTimeout: sessions.DefaultIdleTimeout,
+		SessionMaxAge:      sessions.DefaultMaxAge,
 	}
 }
 

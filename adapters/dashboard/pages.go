@@ -168,8 +168,8 @@ func (h *handler) shell(w http.ResponseWriter, r *http.Request) {
 		Title: current.label, Page: cmp.Or(current.path, "overview"),
 		AccountID: a.ID, AccountName: a.Name, CSRF: h.deps.Sessions.CSRFToken(token),
 	}
-	for _, p := range pages {
-		data.Nav = append(data.Nav, navItem{Href: Base + p.path, Label: p.label, Current: p == current})
+	for _, pg := range pages {
+		data.Nav = append(data.Nav, navItem{Href: Base + pg.path, Label: pg.label, Current: pg == current})
 	}
 	h.render(w, r, h.pages.shell, http.StatusOK, data)
 }

@@ -231,7 +231,7 @@ func TestSignInShowsTheAccount(t *testing.T) {
 		}
 		csrf := b.sessions.CSRFToken(c.Value)
 		require.Contains(t, r.body, `<meta name="csrf-token" content="`+csrf+`">`)
-		require.Regexp(t, `<script src="/dashboard/assets/app\.js\?v=[0-9a-f]+" defer></script>`, r.body)
+		require.Regexp(t, `<script type="module" src="/dashboard/assets/app\.js\?v=[0-9a-f]+"></script>`, r.body)
 		require.Regexp(t, `<link rel="stylesheet" href="/dashboard/assets/app\.css\?v=[0-9a-f]+">`, r.body)
 		require.Contains(t, r.body, `<form class="sign-out" method="post" action="/dashboard/sign-out">`)
 		require.Contains(t, r.body, `name="csrf_token" value="`+csrf+`"`)

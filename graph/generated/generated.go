@@ -176,13 +176,16 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateCronJob func(childComplexity int, input model.CronJobInput) int
-		DeleteCronJob func(childComplexity int, id string) int
-		PauseCronJob  func(childComplexity int, id string) int
-		ResumeCronJob func(childComplexity int, id string) int
-		SendMessage   func(childComplexity int, input model.SendMessageInput) int
-		UpdateCronJob func(childComplexity int, id string, input model.CronJobPatch) int
-		UpdateWebhook func(childComplexity int, input model.WebhookInput) int
+		CreateCronJob         func(childComplexity int, input model.CronJobInput) int
+		DeleteCronJob         func(childComplexity int, id string) int
+		PauseCronJob          func(childComplexity int, id string) int
+		ReplayWebhookDelivery func(childComplexity int, id string) int
+		ResumeCronJob         func(childComplexity int, id string) int
+		RotateWebhookSecret   func(childComplexity int) int
+		SendMessage           func(childComplexity int, input model.SendMessageInput) int
+		TestWebhook           func(childComplexity int) int
+		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
+		UpdateWebhook         func(childComplexity int, input model.WebhookInput) int
 	}
 
 	PageInfo struct {
@@ -208,6 +211,7 @@ type ComplexityRoot struct {
 		Threads           func(childComplexity int, filter *model.ThreadFilter, first *int, after *string) int
 		Webhook           func(childComplexity int) int
 		WebhookDeliveries func(childComplexity int, status *webhook.Status, first *int, after *string) int
+		WebhookEventTypes func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -241,14 +245,15 @@ type ComplexityRoot struct {
 	}
 
 	Webhook struct {
-		CreatedAt      func(childComplexity int) int
-		DisabledAt     func(childComplexity int) int
-		DisabledReason func(childComplexity int) int
-		Enabled        func(childComplexity int) int
-		Events         func(childComplexity int) int
-		FailingSince   func(childComplexity int) int
-		URL            func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		CreatedAt               func(childComplexity int) int
+		DisabledAt              func(childComplexity int) int
+		DisabledReason          func(childComplexity int) int
+		Enabled                 func(childComplexity int) int
+		Events                  func(childComplexity int) int
+		FailingSince            func(childComplexity int) int
+		PreviousSecretExpiresAt func(childComplexity int) int
+		URL                     func(childComplexity int) int
+		UpdatedAt               func(childComplexity int) int
 	}
 
 	WebhookAttempt struct {
@@ -322,6 +327,9 @@ type MutationResolver interface {
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
 	UpdateWebhook(ctx context.Context, input model.WebhookInput) (*model.WebhookUpdate, error)
+	RotateWebhookSecret(ctx context.Context) (*model.WebhookUpdate, error)
+	TestWebhook(ctx context.Context) (*webhook.Delivery, error)
+	ReplayWebhookDelivery(ctx context.Context, id string) (*webhook.Delivery, error)
 }
 type QueryResolver interface {
 	Account(ctx context.Context) (*model.Account, error)
@@ -332,6 +340,7 @@ type QueryResolver interface {
 	Message(ctx context.Context, id string) (*messaging.Message, error)
 	Webhook(ctx context.Context) (*webhook.Endpoint, error)
 	WebhookDeliveries(ctx context.Context, status *webhook.Status, first *int, after *string) (*model.WebhookDeliveryConnection, error)
+	WebhookEventTypes(ctx context.Context) ([]string, error)
 }
 type SubscriptionResolver interface {
 	MessageReceived(ctx context.Context, threadID *string) (<-chan *messaging.Message, error)
@@ -345,6 +354,8 @@ type ThreadResolver interface {
 }
 type WebhookResolver interface {
 	Events(ctx context.Context, obj *webhook.Endpoint) ([]string, error)
+
+	PreviousSecretExpiresAt(ctx context.Context, obj *webhook.Endpoint) (*time.Time, error)
 }
 type WebhookAttemptResolver interface {
 	LatencyMs(ctx context.Context, obj *webhook.Attempt) (int, error)
@@ -930,6 +941,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.replayWebhookDelivery":
+		if e.ComplexityRoot.Mutation.ReplayWebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_replayWebhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReplayWebhookDelivery(childComplexity, args["id"].(string)), true
 	case "Mutation.resumeCronJob":
 		if e.ComplexityRoot.Mutation.ResumeCronJob == nil {
 			break
@@ -941,6 +963,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResumeCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.rotateWebhookSecret":
+		if e.ComplexityRoot.Mutation.RotateWebhookSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity), true
 	case "Mutation.sendMessage":
 		if e.ComplexityRoot.Mutation.SendMessage == nil {
 			break
@@ -952,6 +980,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
+	case "Mutation.testWebhook":
+		if e.ComplexityRoot.Mutation.TestWebhook == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.TestWebhook(childComplexity), true
 	case "Mutation.updateCronJob":
 		if e.ComplexityRoot.Mutation.UpdateCronJob == nil {
 			break
@@ -1104,6 +1138,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.WebhookDeliveries(childComplexity, args["status"].(*webhook.Status), args["first"].(*int), args["after"].(*string)), true
+	case "Query.webhookEventTypes":
+		if e.ComplexityRoot.Query.WebhookEventTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.WebhookEventTypes(childComplexity), true
 
 	case "Subscription.messageReceived":
 		if e.ComplexityRoot.Subscription.MessageReceived == nil {
@@ -1268,6 +1308,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Webhook.FailingSince(childComplexity), true
+	case "Webhook.previousSecretExpiresAt":
+		if e.ComplexityRoot.Webhook.PreviousSecretExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.PreviousSecretExpiresAt(childComplexity), true
 	case "Webhook.url":
 		if e.ComplexityRoot.Webhook.URL == nil {
 			break
@@ -1979,6 +2025,8 @@ extend type Query {
   webhook: Webhook
   "Deliveries to the account's endpoint, newest first; status filters. first: 1 to 100, default 20."
   webhookDeliveries(status: WebhookDeliveryStatus, first: Int = 20, after: String): WebhookDeliveryConnection!
+  "The event types an endpoint may subscribe to (updateWebhook's events), in a stable order."
+  webhookEventTypes: [String!]!
 }
 
 extend type Mutation {
@@ -1988,6 +2036,15 @@ extend type Mutation {
   event type. The first save makes the signing secret, returned once.
   """
   updateWebhook(input: WebhookInput!): WebhookUpdate!
+  """
+  Make a new signing secret, returned once; the previous one keeps signing
+  beside it for 24 hours (previousSecretExpiresAt).
+  """
+  rotateWebhookSecret: WebhookUpdate!
+  "Record a webhook.test event and deliver it to the endpoint (which must be enabled); the delivery is pending until its attempt."
+  testWebhook: WebhookDelivery!
+  "Deliver a delivery again, with the same webhook-id and a fresh schedule; its earlier attempts stay in the log. The endpoint must be enabled."
+  replayWebhookDelivery(id: ID!): WebhookDelivery!
 }
 
 "Where a webhook delivery is."
@@ -2008,6 +2065,8 @@ type Webhook {
   disabledAt: Time
   "The first failed attempt since the last success."
   failingSince: Time
+  "Until when the secret before the last rotation still signs too; null when none does."
+  previousSecretExpiresAt: Time
   createdAt: Time!
   updatedAt: Time!
 }
@@ -2420,6 +2479,8 @@ func (ec *executionContext) childFields_Webhook(ctx context.Context, field graph
 		return ec.fieldContext_Webhook_disabledAt(ctx, field)
 	case "failingSince":
 		return ec.fieldContext_Webhook_failingSince(ctx, field)
+	case "previousSecretExpiresAt":
+		return ec.fieldContext_Webhook_previousSecretExpiresAt(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Webhook_createdAt(ctx, field)
 	case "updatedAt":
@@ -2685,6 +2746,20 @@ func (ec *executionContext) field_Mutation_deleteCronJob_args(ctx context.Contex
 }
 
 func (ec *executionContext) field_Mutation_pauseCronJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_replayWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -5455,6 +5530,114 @@ func (ec *executionContext) fieldContext_Mutation_updateWebhook(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotateWebhookSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().RotateWebhookSecret(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookUpdate) graphql.Marshaler {
+			return ec.marshalNWebhookUpdate2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐWebhookUpdate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotateWebhookSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookUpdate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_testWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_testWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().TestWebhook(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhook.Delivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋwebhookᚐDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_testWebhook(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_replayWebhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_replayWebhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReplayWebhookDelivery(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhook.Delivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋwebhookᚐDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_replayWebhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_replayWebhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5965,6 +6148,29 @@ func (ec *executionContext) fieldContext_Query_webhookDeliveries(ctx context.Con
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookEventTypes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookEventTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().WebhookEventTypes(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookEventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, "String")
 }
 
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -6701,6 +6907,29 @@ func (ec *executionContext) _Webhook_failingSince(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Webhook_failingSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Webhook", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Webhook_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_previousSecretExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Webhook().PreviousSecretExpiresAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_previousSecretExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Webhook", field, true, true, "Time")
 }
 
 func (ec *executionContext) _Webhook_createdAt(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
@@ -9903,6 +10132,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "rotateWebhookSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotateWebhookSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "testWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_testWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayWebhookDelivery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_replayWebhookDelivery(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10082,6 +10332,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_webhookDeliveries(ctx, field)
+				})
+		case "webhookEventTypes":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookEventTypes(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -10345,6 +10601,12 @@ func (ec *executionContext) _Webhook(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "previousSecretExpiresAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Webhook_previousSecretExpiresAt(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._Webhook_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -14,7 +14,7 @@
 // before the page renders again.
 //
 // The sign-in and error pages load this script too: it does nothing
-// there but focus the first field with an error.
+// there but focus the field to correct after a refused sign-in.
 
 import { accountId } from './api.js';
 import { errorBox, loading, mount } from './dom.js';
@@ -43,7 +43,11 @@ export async function start() {
   const root = document.getElementById('app');
   const page = document.body.dataset.page;
   if (!root || !modules[page]) {
-    const invalid = document.querySelector('[aria-invalid="true"]');
+    // The sign-in form after a refusal: the key is kept, so the secret
+    // is what to type again.
+    const key = document.getElementById('api_key');
+    const invalid = key && key.value && key.getAttribute('aria-invalid') === 'true'
+      ? document.getElementById('api_secret') : document.querySelector('[aria-invalid="true"]');
     if (invalid) invalid.focus();
     return;
   }

@@ -1,0 +1,44 @@
+package browser
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Sign-in as a newcomer does it: a wrong secret shows the error and no
+// console; the right one shows the account's id and name, and every
+// page of the navigation; sign-out ends the session, so the console
+// sends the browser back to sign in.
+func TestSignInAndOut(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{accountName: "Acme <b>Ops</b>"})
+	tb := newTab(t, s.URL)
+
+	tb.open("/dashboard/")
+	tb.waitVisible("#api_key")
+	require.Equal(t, "/dashboard/sign-in", tb.path(), "the console sends a stranger to sign in")
+
+	tb.signIn(s.Account.Key, s.Account.Secret+"x")
+	tb.waitVisible("#sign-in-error")
+	require.Contains(t, tb.text("#sign-in-error"), "The API key or secret is wrong")
+	require.Equal(t, "true", eval[string](tb, `document.getElementById('api_secret').getAttribute('aria-invalid')`))
+	tb.waitFor("the secret to have the focus", `() => document.activeElement && document.activeElement.id === 'api_secret'`)
+
+	tb.signIn(s.Account.Key, s.Account.Secret)
+	tb.waitReady()
+	require.Equal(t, "/dashboard/", tb.path())
+	require.Equal(t, s.Account.ID, tb.text(".account-id"))
+	require.Equal(t, "Acme <b>Ops</b>", tb.text(".account-name"), "the name as text")
+	for _, word := range []string{"Overview", "Threads", "Webhook", "Cron", "Email"} {
+		require.Equal(t, 1, eval[int](tb, `[...document.querySelectorAll('nav.main-nav a')].filter((a) => a.textContent === `+jsString(word)+`).length`), word)
+	}
+
+	tb.clickText("Sign out")
+	tb.waitVisible("#api_key")
+	require.Equal(t, "/dashboard/sign-in", tb.path())
+	tb.open("/dashboard/threads")
+	tb.waitVisible("#api_key")
+	require.Equal(t, "/dashboard/sign-in", tb.path(), "signed out: the console is closed")
+	tb.requireHealthy()
+}

@@ -32,6 +32,7 @@ type ThreadReader interface {
 	Participants(ctx context.Context, accountID string, threadIDs []string) (map[string][]messaging.Participant, error)
 	MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string]appmessaging.MessagePage, error)
 	Messages(ctx context.Context, accountID string, ids []string) (map[string]messaging.Message, error)
+	Timelines(ctx context.Context, accountID string, msgs []messaging.Message) (map[string][]appmessaging.StatusChange, error)
 }
 
 var _ ThreadReader = (*appmessaging.Reader)(nil)

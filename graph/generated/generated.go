@@ -14,6 +14,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	messaging1 "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -149,6 +150,7 @@ type ComplexityRoot struct {
 		Status      func(childComplexity int) int
 		Thread      func(childComplexity int) int
 		ThreadID    func(childComplexity int) int
+		Timeline    func(childComplexity int) int
 		To          func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 	}
@@ -173,6 +175,13 @@ type ComplexityRoot struct {
 	MessageEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	MessageStatusChange struct {
+		At          func(childComplexity int) int
+		FailureCode func(childComplexity int) int
+		FailureText func(childComplexity int) int
+		Status      func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -318,6 +327,8 @@ type CronJobResolver interface {
 }
 type MessageResolver interface {
 	Thread(ctx context.Context, obj *messaging.Message) (*messaging.Thread, error)
+
+	Timeline(ctx context.Context, obj *messaging.Message) ([]messaging1.StatusChange, error)
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error)
@@ -814,6 +825,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.ThreadID(childComplexity), true
+	case "Message.timeline":
+		if e.ComplexityRoot.Message.Timeline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Timeline(childComplexity), true
 	case "Message.to":
 		if e.ComplexityRoot.Message.To == nil {
 			break
@@ -907,6 +924,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageEdge.Node(childComplexity), true
+
+	case "MessageStatusChange.at":
+		if e.ComplexityRoot.MessageStatusChange.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.At(childComplexity), true
+	case "MessageStatusChange.failureCode":
+		if e.ComplexityRoot.MessageStatusChange.FailureCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.FailureCode(childComplexity), true
+	case "MessageStatusChange.failureText":
+		if e.ComplexityRoot.MessageStatusChange.FailureText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.FailureText(childComplexity), true
+	case "MessageStatusChange.status":
+		if e.ComplexityRoot.MessageStatusChange.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.Status(childComplexity), true
 
 	case "Mutation.createCronJob":
 		if e.ComplexityRoot.Mutation.CreateCronJob == nil {
@@ -1944,6 +1986,25 @@ type Message {
   failureText: String!
   createdAt: Time!
   updatedAt: Time!
+  """
+  The message's life so far, oldest step first: QUEUED when the send was
+  accepted, then SENT, DELIVERED, READ or FAILED (with why), each with
+  when it happened; an inbound message has one step, RECEIVED. Read from
+  the account's event log (the message.sent and message.status events
+  webhooks deliver), in one statement per thread however many messages
+  ask.
+  """
+  timeline: [MessageStatusChange!]!
+}
+
+"One step of a message's life (see Message.timeline)."
+type MessageStatusChange {
+  status: MessageStatus!
+  "When the message reached this status."
+  at: Time!
+  "Why the message failed (status FAILED); empty otherwise."
+  failureCode: String!
+  failureText: String!
 }
 
 "What a message carries: text, a media file with a caption, or a place."
@@ -2339,6 +2400,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_createdAt(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Message_updatedAt(ctx, field)
+	case "timeline":
+		return ec.fieldContext_Message_timeline(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -2385,6 +2448,20 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 		return ec.fieldContext_MessageEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_MessageStatusChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "status":
+		return ec.fieldContext_MessageStatusChange_status(ctx, field)
+	case "at":
+		return ec.fieldContext_MessageStatusChange_at(ctx, field)
+	case "failureCode":
+		return ec.fieldContext_MessageStatusChange_failureCode(ctx, field)
+	case "failureText":
+		return ec.fieldContext_MessageStatusChange_failureText(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessageStatusChange", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4887,6 +4964,38 @@ func (ec *executionContext) fieldContext_Message_updatedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Message_timeline(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_timeline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Timeline(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging1.StatusChange) graphql.Marshaler {
+			return ec.marshalNMessageStatusChange2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_timeline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageStatusChange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5220,6 +5329,98 @@ func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, fie
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _MessageStatusChange_status(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v messaging.Status) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "MessageStatus")
+}
+
+func (ec *executionContext) _MessageStatusChange_at(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MessageStatusChange_failureCode(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_failureCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_failureCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageStatusChange_failureText(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_failureText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_failureText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _Mutation_sendMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -9898,6 +10099,12 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "timeline":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_timeline(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10044,6 +10251,54 @@ func (ec *executionContext) _MessageEdge(ctx context.Context, sel ast.SelectionS
 			}
 		case "node":
 			out.Values[i] = ec._MessageEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var messageStatusChangeImplementors = []string{"MessageStatusChange"}
+
+func (ec *executionContext) _MessageStatusChange(ctx context.Context, sel ast.SelectionSet, obj *messaging1.StatusChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messageStatusChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessageStatusChange")
+		case "status":
+			out.Values[i] = ec._MessageStatusChange_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._MessageStatusChange_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failureCode":
+			out.Values[i] = ec._MessageStatusChange_failureCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failureText":
+			out.Values[i] = ec._MessageStatusChange_failureText(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -11770,6 +12025,26 @@ var (
 		messaging.Received:  "RECEIVED",
 	}
 )
+
+func (ec *executionContext) marshalNMessageStatusChange2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChange(ctx context.Context, sel ast.SelectionSet, v messaging1.StatusChange) graphql.Marshaler {
+	return ec._MessageStatusChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessageStatusChange2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging1.StatusChange) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMessageStatusChange2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {

@@ -1,12 +1,14 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -125,6 +127,60 @@ func TestCronPage(t *testing.T) {
 	status, _ := s.api(http.MethodGet, "/v1/cron-jobs/"+id, nil)
 	require.Equal(t, http.StatusNotFound, status, "deleted through the API")
 	tb.requireHealthy()
+}
+
+// A job's executions, as its runs happen: the page opened on the job
+// (/dashboard/cron/<id>) shows its details and, without a reload, the
+// run made at its next slot, with the endpoint's status code, the error
+// and the body it answered, whose markup stays text.
+func TestCronExecutions(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{args: []string{"--allow-private-urls", "127.0.0.0/8"}})
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `<script>window.__xss = 1</script><img src="x" onerror="window.__xss = 2">down`)
+	}))
+	t.Cleanup(endpoint.Close)
+	// Every minute: the next run is at most a minute away.
+	job := s.mustAPI(http.MethodPost, "/v1/cron-jobs", map[string]any{
+		"endpoint_url": endpoint.URL + "/run", "method": "GET", "frequency": "custom", "custom_schedule": "* * * * *", "timezone": "UTC",
+	})
+	id := job["id"].(string)
+
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/cron/" + id)
+	tb.waitReady()
+	tb.waitText(".cron-executions h2", "Executions of "+id)
+	tb.waitText(".cron-executions .job-facts", "* * * * *")
+	tb.waitText(".cron-executions", "No executions yet")
+
+	waitLong(tb, 90*time.Second, "the run's execution to show", `() => !!document.querySelector('.cron-executions tr.execution')`)
+	require.Equal(t, "500", tb.text(".cron-executions tr.execution .status-code"))
+	require.Equal(t, "failed", tb.text(".cron-executions tr.execution .badge"))
+	require.Contains(t, tb.text(".cron-executions tr.execution .execution-error"), "500")
+	require.Contains(t, tb.text(".cron-executions tr.execution .response-body"), `<script>window.__xss = 1</script>`)
+	require.Equal(t, 0, tb.count("#app script, #app img"), "no element made from the response")
+	require.Equal(t, "undefined", eval[string](tb, `typeof window.__xss`))
+	require.Contains(t, tb.text(".cron-executions .pager-status"), "of ")
+
+	tb.viewport(390, 900)
+	tb.requireNoHorizontalScroll("the Cron page with executions")
+	tb.requireHealthy()
+}
+
+// waitLong is the harness's waitFor with a longer patience, for a
+// condition that follows the clock (a cron job's next minute).
+func waitLong(tb *tab, patience time.Duration, what, fn string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, patience+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.PollFunction[chromedp.Void](fn,
+		chromedp.WithPollingTimeout(patience), chromedp.WithPollingInterval(100*time.Millisecond)))
+	if err != nil {
+		tb.t.Fatalf("waiting for %s: %v", what, err)
+	}
 }
 
 // setSelect chooses value in the select matching selector, as picking it

@@ -42,6 +42,8 @@ export async function render(root, ctx) {
     highlight: null,
   };
   let stopped = false;
+  // The reload of the open job's executions once its next run is due.
+  let refreshTimer = null;
 
   state.list = await rest('GET', jobsPath(state));
 
@@ -352,6 +354,8 @@ export async function render(root, ctx) {
   }
 
   function closeExecutions() {
+    clearTimeout(refreshTimer);
+    refreshTimer = null;
     state.selected = null;
     state.details = null;
     state.execs = null;
@@ -366,7 +370,38 @@ export async function render(root, ctx) {
     } catch (err) {
       if (state.selected === id) state.execError = err;
     }
-    if (!stopped && state.selected === id) paintExecutions();
+    if (!stopped && state.selected === id) {
+      paintExecutions();
+      scheduleRefresh();
+    }
+  }
+
+  // scheduleRefresh reloads the open job's executions when its next run
+  // is due (within a quarter of an hour), every 2 s until the run's
+  // execution shows (20 s at most), then the job and the list: a run
+  // shows up without a reload.
+  function scheduleRefresh() {
+    clearTimeout(refreshTimer);
+    refreshTimer = null;
+    const d = state.details;
+    if (stopped || !d || d.id !== state.selected || d.status !== 'active' || !d.next_execution) return;
+    const wait = Date.parse(d.next_execution) - Date.now();
+    if (!(wait < 15 * 60_000)) return;
+    const before = state.execs ? state.execs.meta.total : 0;
+    let tries = 0;
+    const tick = async () => {
+      refreshTimer = null;
+      if (stopped || state.selected !== d.id) return;
+      await loadExecutions();
+      tries += 1;
+      if ((state.execs && state.execs.meta.total > before) || tries >= 10) {
+        await loadDetails();
+        if (!state.form) loadList();
+        return;
+      }
+      refreshTimer = setTimeout(tick, 2000);
+    };
+    refreshTimer = setTimeout(tick, Math.max(wait, 0) + 1500);
   }
 
   async function loadExecutions() {
@@ -476,6 +511,7 @@ export async function render(root, ctx) {
   if (ctx.rest && /^crn_/.test(ctx.rest)) openExecutions(ctx.rest);
   return () => {
     stopped = true;
+    clearTimeout(refreshTimer);
   };
 }
 

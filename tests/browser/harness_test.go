@@ -374,6 +374,11 @@ func newTab(t *testing.T, base string) *tab {
 	t.Cleanup(func() {
 		if t.Failed() {
 			tb.screenshot("failure")
+			tb.mu.Lock()
+			if len(tb.problems) > 0 {
+				t.Logf("the page's exceptions and CSP violations:\n%s", strings.Join(tb.problems, "\n"))
+			}
+			tb.mu.Unlock()
 		}
 		cancel()
 	})
@@ -444,14 +449,21 @@ func (tb *tab) open(path string) {
 // failure message.
 func (tb *tab) waitFor(what, fn string, args ...any) {
 	tb.t.Helper()
+	pollValue[chromedp.Void](tb, what, fn, args...)
+}
+
+// pollValue waits until the JavaScript function fn (called with args)
+// returns a truthy value, and returns it.
+func pollValue[T any](tb *tab, what, fn string, args ...any) T {
+	tb.t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		ctx, cancel := context.WithDeadline(tb.ctx, deadline.Add(5*time.Second))
-		_, err := chromedp.Run(ctx, chromedp.PollFunction[chromedp.Void](fn,
+		v, err := chromedp.Run(ctx, chromedp.PollFunction[T](fn,
 			chromedp.WithPollingArgs(args...), chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(50*time.Millisecond)))
 		cancel()
 		if err == nil {
-			return
+			return v
 		}
 		// A navigation (a form posted, a redirect) ends the page the
 		// poll ran in: poll the next one.
@@ -460,6 +472,43 @@ func (tb *tab) waitFor(what, fn string, args ...any) {
 		}
 		tb.t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// within reports whether the JavaScript function fn (called with args)
+// returns a truthy value within d; unlike waitFor it does not fail the
+// test, for waits that a test repeats after doing something again (a
+// subscription starts when the server has processed it, which the
+// protocol does not acknowledge).
+func (tb *tab) within(d time.Duration, fn string, args ...any) bool {
+	tb.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(tb.ctx, deadline.Add(5*time.Second))
+		_, err := chromedp.Run(ctx, chromedp.PollFunction[chromedp.Void](fn,
+			chromedp.WithPollingArgs(args...), chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(50*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return true
+		}
+		if !navigated(err) {
+			break
+		}
+	}
+	return false
+}
+
+// untilShown does something (send a message) until an element matching
+// selector contains text, at most a dozen times, each given a few
+// seconds: for what the page learns live.
+func (tb *tab) untilShown(selector, text string, do func(i int)) {
+	tb.t.Helper()
+	for i := 0; i < 12; i++ {
+		do(i)
+		if tb.within(3*time.Second, `(sel, text) => [...document.querySelectorAll(sel)].some((el) => el.textContent.includes(text))`, selector, text) {
+			return
+		}
+	}
+	tb.t.Fatalf("%s never showed %q", selector, text)
 }
 
 // navigated reports whether err says the page went away under an action.
@@ -493,13 +542,20 @@ func (tb *tab) waitText(selector, text string) {
 // data-ready="true"), and fails if it rendered an error.
 func (tb *tab) waitReady() {
 	tb.t.Helper()
-	tb.waitFor("the page to render", `() => {
+	state := pollValue[string](tb, "the page to render", `() => {
 		const app = document.getElementById('app');
-		return app && (app.dataset.ready === 'true' || app.dataset.ready === 'error');
+		return app && (app.dataset.ready === 'true' || app.dataset.ready === 'error') ? app.dataset.ready : null;
 	}`)
-	if state := eval[string](tb, `document.getElementById('app').dataset.ready`); state != "true" {
+	if state != "true" {
 		tb.t.Fatalf("the page rendered an error: %s", eval[string](tb, `document.getElementById('app').innerText`))
 	}
+}
+
+// waitPath waits until the tab shows the page at path (after a link or
+// a form took it there).
+func (tb *tab) waitPath(path string) {
+	tb.t.Helper()
+	tb.waitFor("the page "+path, `(p) => location.pathname === p && document.readyState !== 'loading'`, path)
 }
 
 // count is how many elements match a CSS selector.
@@ -606,6 +662,12 @@ func (tb *tab) requireHealthy() {
 	defer tb.mu.Unlock()
 	require.Empty(tb.t, tb.problems, "uncaught exceptions or Content-Security-Policy violations in the page")
 	require.Empty(tb.t, tb.dialogs, "dialogs the page opened")
+}
+
+// evalVoid is an action that evaluates a JavaScript expression for its
+// effect.
+func evalVoid(expression string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](expression)
 }
 
 // jsString quotes s as a JavaScript string literal.

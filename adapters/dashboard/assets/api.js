@@ -209,6 +209,19 @@ async function call(url, method, body, { retry, parse }) {
   }
 }
 
+// gqlFields turns GraphQL's extensions.fields ([{path, message, type}])
+// into {field: [messages]}, the field being the path's last name.
+function gqlFields(list) {
+  if (!Array.isArray(list) || list.length === 0) return null;
+  const out = {};
+  for (const f of list) {
+    const names = (f.path || []).filter((p) => typeof p === 'string');
+    const name = names.length ? names[names.length - 1] : '';
+    (out[name] = out[name] || []).push(f.message);
+  }
+  return out;
+}
+
 /**
  * graphql runs an operation on /graphql and returns its data. The first
  * error (with extensions.code and .fields) becomes an ApiError. Queries
@@ -230,7 +243,7 @@ export function graphql(query, variables = {}) {
         if (ext.code === 'unauthorized' || ext.code === 'unauthenticated') {
           toSignIn();
         }
-        return { error: new ApiError(first.message, { status: res.status, code: ext.code || '', fields: ext.fields || null, body: json }) };
+        return { error: new ApiError(first.message, { status: res.status, code: ext.code || '', fields: gqlFields(ext.fields), body: json }) };
       }
       return { data: json ? json.data : null };
     },

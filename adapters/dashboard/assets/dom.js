@@ -59,7 +59,7 @@ function setProp(el, name, value) {
 }
 
 /** append adds children (text, nodes, nested arrays) to el; returns el. */
-export function append(el, children) {
+export function append(el, ...children) {
   for (const child of [children].flat(Infinity)) {
     if (child == null || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));

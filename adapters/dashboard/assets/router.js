@@ -60,6 +60,7 @@ export async function start() {
     cleanup = null;
   }
   root.setAttribute('aria-busy', 'true');
+  delete root.dataset.ready;
   mount(root, loading());
   try {
     let mod;

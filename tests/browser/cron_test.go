@@ -170,6 +170,33 @@ func TestCronExecutions(t *testing.T) {
 	tb.requireHealthy()
 }
 
+// Long lists are paged: 21 jobs are 20 and 1.
+func TestCronPaging(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{args: []string{"--allow-private-urls", "127.0.0.0/8"}})
+	// Never called (daily at 06:00); the address is checked when saved,
+	// so it is a local one: the test needs no DNS.
+	for i := range 21 {
+		s.mustAPI(http.MethodPost, "/v1/cron-jobs", map[string]any{
+			"endpoint_url": fmt.Sprintf("http://127.0.0.1:9/job/%02d", i), "method": "GET", "frequency": "daily", "time": "06:00", "timezone": "UTC",
+		})
+	}
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/cron")
+	tb.waitReady()
+	require.Equal(t, 20, tb.count(".cron-list tr.cron-job"))
+	require.Equal(t, "1–20 of 21", tb.text(".cron-list .pager-status"))
+	require.Contains(t, tb.text(".cron-list tr.cron-job"), "http://127.0.0.1:9/job/00", "oldest first")
+	tb.clickText("Next page")
+	tb.waitText(".cron-list .pager-status", "21–21 of 21")
+	require.Equal(t, 1, tb.count(".cron-list tr.cron-job"))
+	require.Contains(t, tb.text(".cron-list tr.cron-job"), "http://127.0.0.1:9/job/20")
+	tb.clickText("Previous page")
+	tb.waitText(".cron-list .pager-status", "1–20 of 21")
+	tb.requireHealthy()
+}
+
 // waitLong is the harness's waitFor with a longer patience, for a
 // condition that follows the clock (a cron job's next minute).
 func waitLong(tb *tab, patience time.Duration, what, fn string) {

@@ -193,3 +193,31 @@ func TestWebhookPage(t *testing.T) {
 	}
 	tb.requireHealthy()
 }
+
+// The delivery log is paged, newest first: 21 test deliveries are 20
+// and 1.
+func TestWebhookLogPaging(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{args: []string{"--allow-private-urls", "127.0.0.0/8"}})
+	rc := newReceiver(t)
+	s.mustAPI(http.MethodPut, "/v1/accounts/{account}/webhook", map[string]any{"url": rc.URL + "/hooks"})
+	var first string
+	for i := range 21 {
+		out := s.mustAPI(http.MethodPost, "/v1/accounts/{account}/webhook/test", nil)
+		if i == 0 {
+			first = out["data"].(map[string]any)["id"].(string)
+		}
+	}
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/webhook")
+	tb.waitReady()
+	require.Equal(t, 20, tb.count(".webhook-log tr.delivery"))
+	require.Equal(t, "1–20 of 21", tb.text(".webhook-log .pager-status"))
+	tb.clickText("Older")
+	tb.waitText(".webhook-log .pager-status", "21–21 of 21")
+	require.Equal(t, first, eval[string](tb, `document.querySelector('.webhook-log tr.delivery').dataset.id`), "the oldest last")
+	tb.clickText("Newer")
+	tb.waitText(".webhook-log .pager-status", "1–20 of 21")
+	tb.requireHealthy()
+}

@@ -9,7 +9,9 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/queue"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/graph"
@@ -32,6 +34,10 @@ var graphModule = fx.Module("graphql-deps",
 			if in.Webhooks != nil {
 				d.Webhooks = in.Webhooks
 			}
+			if in.Email != nil {
+				d.Email = in.Email
+			}
+			d.Queue = queue.NewService(in.DB.JobQueue(), nil)
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
@@ -45,8 +51,8 @@ var graphModule = fx.Module("graphql-deps",
 	),
 )
 
-// graphInputs are the use cases the GraphQL adapter reaches; cron jobs
-// and webhooks are optional so that the adapter works in apps built
+// graphInputs are the use cases the GraphQL adapter reaches; cron jobs,
+// webhooks and email are optional so that the adapter works in apps built
 // without them (their fields then answer not_implemented).
 type graphInputs struct {
 	fx.In
@@ -56,6 +62,8 @@ type graphInputs struct {
 	Live     *messaging.Live
 	Cron     *appcron.Service  `optional:"true"`
 	Webhooks *webhooks.Service `optional:"true"`
+	Email    *appemail.Service `optional:"true"`
+	DB       *store.DB
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

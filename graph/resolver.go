@@ -57,6 +57,10 @@ type Deps struct {
 	// answer not_implemented.
 	Cron     CronUseCases
 	Webhooks WebhookUseCases
+	// Email and Queue serve the emails, the sandbox mailbox and the
+	// queue's health; without them those fields answer not_implemented.
+	Email EmailReader
+	Queue QueueHealthReader
 }
 
 // Resolver is the root resolver; it holds the use cases the schema reaches.
@@ -67,9 +71,11 @@ type Resolver struct {
 	live     LiveFeed
 	cron     CronUseCases
 	webhooks WebhookUseCases
+	email    EmailReader
+	queue    QueueHealthReader
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
-	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks}
+	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue}
 }

@@ -148,6 +148,9 @@ type serverOptions struct {
 	env   []string
 	// args are more flags for serve.
 	args []string
+	// seed, when set, fills the database before the server starts (the
+	// account and its number exist by then).
+	seed func(t *testing.T, dbURL string, s *server)
 }
 
 // startServer starts the server on a fresh database with an account and
@@ -166,6 +169,9 @@ func startServer(t *testing.T, o serverOptions) *server {
 		Number string `json:"number"`
 	}
 	s.cliJSON(&n, "numbers", "add", "--account", s.Account.ID, "--number", s.Number, "--service", "whatsapp", "--provider", "sandbox")
+	if o.seed != nil {
+		o.seed(t, s.db, s)
+	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--database-url", s.db}, o.args...)
 	s.cmd = exec.Command(binary, args...)
 	s.cmd.Dir = t.TempDir()

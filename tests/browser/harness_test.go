@@ -332,10 +332,8 @@ type tab struct {
 
 	mu sync.Mutex
 	// dialogs are the messages of every alert, confirm or prompt the
-	// page opened (each dismissed at once, or accepted when accept says
-	// so).
+	// page opened (each dismissed at once).
 	dialogs []string
-	accept  bool
 	// problems are uncaught exceptions and Content-Security-Policy
 	// violations.
 	problems []string
@@ -358,9 +356,8 @@ func newTab(t *testing.T, base string) *tab {
 			}
 			tb.mu.Lock()
 			tb.dialogs = append(tb.dialogs, ev.Message)
-			accept := tb.accept
 			tb.mu.Unlock()
-			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
 		}
 	}()
 	console := chromedp.Console(ctx)
@@ -650,14 +647,6 @@ func (tb *tab) dialogsSeen() []string {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	return append([]string(nil), tb.dialogs...)
-}
-
-// acceptDialogs makes the tab accept (true) or dismiss (false) the
-// dialogs the page opens from now on (confirm() before a delete).
-func (tb *tab) acceptDialogs(accept bool) {
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	tb.accept = accept
 }
 
 // requireHealthy fails on any uncaught exception or CSP violation seen so

@@ -133,6 +133,7 @@ type server struct {
 
 type account struct {
 	ID     string `json:"account_id"`
+	KeyID  string `json:"key_id"`
 	Name   string `json:"name"`
 	Key    string `json:"api_key"`
 	Secret string `json:"api_secret"`

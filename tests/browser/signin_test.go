@@ -3,6 +3,7 @@ package browser
 import (
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,5 +41,36 @@ func TestSignInAndOut(t *testing.T) {
 	tb.open("/dashboard/threads")
 	tb.waitVisible("#api_key")
 	require.Equal(t, "/dashboard/sign-in", tb.path(), "signed out: the console is closed")
+	tb.requireHealthy()
+}
+
+// A session that ends under an open page (its key revoked with the CLI)
+// sends the browser to sign in on its next request, and back to the page
+// after signing in with a key that works.
+func TestEndedSessionSignsInAgain(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{})
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/threads")
+	tb.waitReady()
+
+	var revoked struct {
+		KeyID string `json:"key_id"`
+	}
+	s.cliJSON(&revoked, "keys", "revoke", "--account", s.Account.ID, "--key", s.Account.KeyID)
+	require.Equal(t, s.Account.KeyID, revoked.KeyID)
+	var fresh account
+	s.cliJSON(&fresh, "keys", "create", "--account", s.Account.ID)
+
+	tb.fill(`input[name="phone"]`, "+14155550123")
+	tb.clickText("Filter")
+	tb.waitPath("/dashboard/sign-in")
+	tb.waitVisible("#api_key")
+	tb.fill("#api_key", fresh.Key)
+	tb.fill("#api_secret", fresh.Secret)
+	tb.do(chromedp.Click(chromedp.CSS(`main.sign-in button[type="submit"]`)))
+	tb.waitPath("/dashboard/threads")
+	tb.waitReady()
 	tb.requireHealthy()
 }

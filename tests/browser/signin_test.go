@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -63,9 +64,15 @@ func TestEndedSessionSignsInAgain(t *testing.T) {
 	var fresh account
 	s.cliJSON(&fresh, "keys", "create", "--account", s.Account.ID)
 
-	tb.fill(`input[name="phone"]`, "+14155550123")
-	tb.clickText("Filter")
+	// The page learns it either from its next API request (401) or from
+	// its WebSocket, which the server closes (4403) once the key is
+	// revoked: whichever comes first navigates, so the request is made
+	// without waiting on the page that may be leaving.
+	ctx, cancel := context.WithTimeout(tb.ctx, waitTimeout)
+	_ = chromedp.Do(ctx, evalVoid(`document.querySelector('form[role="search"] button[type="submit"]').click()`))
+	cancel()
 	tb.waitPath("/dashboard/sign-in")
+	require.Equal(t, "/dashboard/threads", eval[string](tb, `document.querySelector('input[name="next"]').value`))
 	tb.waitVisible("#api_key")
 	tb.fill("#api_key", fresh.Key)
 	tb.fill("#api_secret", fresh.Secret)

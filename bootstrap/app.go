@@ -14,12 +14,14 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/switchboard-dev/switchboard/adapters/dashboard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/ratelimit"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/graph"
 )
 
@@ -47,6 +49,8 @@ func Options(cfg Config) fx.Option {
 		webhooksModule,
 		webhooksServing,
 		graph.Module,
+		sessionsModule,
+		dashboard.Module,
 		rest.Module,
 	)
 }
@@ -214,13 +218,14 @@ type restInputs struct {
 	Cron      rest.CronUseCases
 	DB        *store.DB
 	Limiters  rest.Limiters
+	Sessions  *sessions.Service `optional:"true"`
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
 }
 
 func newRESTDeps(in restInputs) rest.Deps {
 	c, db := in.Config, in.DB
-	return rest.Deps{
+	d := rest.Deps{
 		Accounts:        in.Accounts,
 		Messaging:       in.Messaging,
 		Providers:       in.Providers,
@@ -235,6 +240,10 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Limiters:        in.Limiters,
 		EmailDomain:     c.EmailDomain,
 	}
+	if in.Sessions != nil {
+		d.Sessions = in.Sessions
+	}
+	return d
 }
 
 // newLimiters builds the request and failure budgets once, for REST and

@@ -19,6 +19,7 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 )
 
 // Config is every setting of the service. Each has a flag and a
@@ -81,6 +82,11 @@ type Config struct {
 	CronGrace             time.Duration
 	CronMaxJobsPerAccount int
 	CronConcurrency       int
+
+	// SessionIdleTimeout ends a dashboard session unused for this long;
+	// SessionMaxAge ends it this long after sign-in in any case.
+	SessionIdleTimeout time.Duration
+	SessionMaxAge      time.Duration
 }
 
 // Fairness are the knobs of fair background work.
@@ -130,6 +136,9 @@ func Defaults() Config {
 		CronGrace:             5 * time.Minute,
 		CronMaxJobsPerAccount: 1000,
 		CronConcurrency:       2000,
+
+		SessionIdleTimeout: sessions.DefaultIdleTimeout,
+		SessionMaxAge:      sessions.DefaultMaxAge,
 	}
 }
 
@@ -246,6 +255,9 @@ func (c Config) Check() error {
 	}
 	if p := c.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {
 		return fmt.Errorf("auth-failures-ipv6-prefix must be 1 to 128 (bits of an IPv6 address), got %d", p)
+	}
+	if c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 {
+		return fmt.Errorf("session-idle-timeout and session-max-age must be positive, got %s and %s", c.SessionIdleTimeout, c.SessionMaxAge)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("TLS needs both a certificate file and a key file (SWITCHBOARD_TLS_CERT_FILE and SWITCHBOARD_TLS_KEY_FILE)")

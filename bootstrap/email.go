@@ -65,9 +65,11 @@ var emailModule = fx.Module("email",
 		},
 		newEmailSender,
 		func(c Config, db *store.DB, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
+			// The sandbox mailbox is also what the console lists.
+			mailbox, _ := sender.(appemail.Mailbox)
 			return appemail.NewService(appemail.Deps{
 				Store: caches.Email(s), Committer: db, Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
-				ServiceDomain: c.EmailDomain, Logger: log,
+				ServiceDomain: c.EmailDomain, Mailbox: mailbox, Logger: log,
 			})
 		},
 		fx.Annotate(func(s *appemail.Service) *appemail.Service { return s }, fx.As(new(rest.EmailUseCases))),

@@ -9,7 +9,10 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/queue"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/graph"
 )
@@ -17,8 +20,8 @@ import (
 // graphModule binds the use cases to the GraphQL adapter's ports: the
 // batched reads over the store, the same send use cases REST uses, the
 // live feed of message events (one reader of the event log per process,
-// run for the app's lifetime) and the REST credential check for
-// WebSocket connections.
+// run for the app's lifetime), and the REST credential check and the
+// dashboard's sessions for WebSocket connections.
 var graphModule = fx.Module("graphql-deps",
 	fx.Provide(
 		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
@@ -31,20 +34,25 @@ var graphModule = fx.Module("graphql-deps",
 			if in.Webhooks != nil {
 				d.Webhooks = in.Webhooks
 			}
+			if in.Email != nil {
+				d.Email = in.Email
+			}
+			d.Queue = queue.NewService(in.DB.JobQueue(), nil)
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
-		func(c Config, l rest.Limiters) graph.PublicOptions {
+		func(c Config, l rest.Limiters, s *sessions.Service) graph.PublicOptions {
 			return graph.PublicOptions{
 				Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout,
-				Limits: graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
+				Limits:   graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
+				Sessions: s,
 			}
 		},
 	),
 )
 
-// graphInputs are the use cases the GraphQL adapter reaches; cron jobs
-// and webhooks are optional so that the adapter works in apps built
+// graphInputs are the use cases the GraphQL adapter reaches; cron jobs,
+// webhooks and email are optional so that the adapter works in apps built
 // without them (their fields then answer not_implemented).
 type graphInputs struct {
 	fx.In
@@ -54,6 +62,8 @@ type graphInputs struct {
 	Live     *messaging.Live
 	Cron     *appcron.Service  `optional:"true"`
 	Webhooks *webhooks.Service `optional:"true"`
+	Email    *appemail.Service `optional:"true"`
+	DB       *store.DB
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

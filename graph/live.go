@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/ratelimit"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -41,6 +42,19 @@ type Authenticator interface {
 }
 
 var _ Authenticator = (*accounts.Service)(nil)
+
+// Sessions resume the dashboard's browser sessions, for sockets opened
+// with the session cookie; *sessions.Service implements them.
+type Sessions interface {
+	// Resume returns who the session of token acts as and moves its idle
+	// timeout on (opening a socket is a use of the session).
+	Resume(ctx context.Context, token string) (accounts.Principal, error)
+	// Check is Resume without moving the idle timeout on: an open
+	// socket checking that its session still holds.
+	Check(ctx context.Context, token string) (accounts.Principal, error)
+}
+
+var _ Sessions = (*sessions.Service)(nil)
 
 // follow streams the account's messages of events of type typ, of one
 // thread when threadID is set, until the subscription ends.
@@ -108,6 +122,11 @@ type PublicOptions struct {
 	// Limits are the HTTP interface's budgets, applied to sockets too;
 	// nil fields limit nothing.
 	Limits SocketLimits
+	// Sessions, when set, authenticate a socket whose connection_init
+	// carries no credentials with the session cookie of its upgrade (a
+	// browser signed in to the dashboard). The REST adapter in front has
+	// checked that such an upgrade comes from the server's own origin.
+	Sessions Sessions
 }
 
 // SocketLimits hold a WebSocket to the rules of an HTTP request: each
@@ -177,7 +196,8 @@ func recheckCredentials(ctx context.Context, cancel context.CancelFunc, interval
 // NewPublicHandler serves what cannot sit behind the REST authentication
 // middleware: WebSocket connections to /graphql (graphql-transport-ws; a
 // browser cannot set headers on the upgrade, so the credentials come in
-// the connection_init payload, or else from the upgrade's headers) and,
+// the connection_init payload, or else from the upgrade's headers, or
+// else from its dashboard session cookie) and,
 // when enabled, the playground page at /graphql/playground.
 func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.Handler {
 	srv := newServer(r)
@@ -216,8 +236,21 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			key, secret, keyOnly := initCredentials(payload, upgradeHeaders(ctx))
-			p, err := auth.Authenticate(ctx, key, secret, keyOnly)
-			attemptDone(ctx)(failure.Is(err, failure.KindUnauthenticated))
+			check := func(ctx context.Context) (accounts.Principal, error) {
+				return auth.Authenticate(ctx, key, secret, keyOnly)
+			}
+			var p accounts.Principal
+			var err error
+			if token := sessionToken(upgradeHeaders(ctx)); key == "" && token != "" && opts.Sessions != nil {
+				// As on REST, a refused session token is no failed
+				// authentication: there is nothing to guess.
+				attemptDone(ctx)(false)
+				p, err = opts.Sessions.Resume(ctx, token)
+				check = func(ctx context.Context) (accounts.Principal, error) { return opts.Sessions.Check(ctx, token) }
+			} else {
+				p, err = check(ctx)
+				attemptDone(ctx)(failure.Is(err, failure.KindUnauthenticated))
+			}
 			if err != nil {
 				// The close code tells graphql-transport-ws clients whether
 				// to reconnect: 4403 (forbidden) stops them, where the
@@ -238,7 +271,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 			// by the server stopping).
 			ctx = transport.AppendCloseReason(ctx, "the connection's credentials are no longer valid, or the server stopped")
 			go recheckCredentials(ctx, cancel, opts.credentialRecheck(), func(ctx context.Context) error {
-				_, err := auth.Authenticate(ctx, key, secret, keyOnly)
+				_, err := check(ctx)
 				return err
 			})
 			return ctx, nil, nil
@@ -298,6 +331,19 @@ func attemptDone(ctx context.Context) func(failed bool) {
 func upgradeHeaders(ctx context.Context) http.Header {
 	h, _ := ctx.Value(upgradeHeadersKey{}).(http.Header)
 	return h
+}
+
+// sessionToken is the dashboard session token in the upgrade's cookie, or
+// "".
+func sessionToken(h http.Header) string {
+	if h == nil {
+		return ""
+	}
+	c, err := (&http.Request{Header: h}).Cookie(sessions.CookieName)
+	if err != nil {
+		return ""
+	}
+	return c.Value
 }
 
 // initCredentials reads the REST credentials from a connection_init

@@ -40,9 +40,12 @@ type loaders struct {
 	// lastExecutions reads the latest execution of cron jobs; jobs listed
 	// together are read together.
 	lastExecutions *dataloader.Loader[string, *cron.Execution]
-	cron           CronUseCases
-	jobSiblings    map[string][]string
-	readLast       map[string]*future[*cron.Execution]
+	// timelines read the status history of messages; the messages of a
+	// response are read together, one statement per thread.
+	timelines   *dataloader.Loader[timelineKey, []appmessaging.StatusChange]
+	cron        CronUseCases
+	jobSiblings map[string][]string
+	readLast    map[string]*future[*cron.Execution]
 
 	mu sync.Mutex
 	// siblings maps a thread listed in a page to the ids of that page:
@@ -104,6 +107,7 @@ func newLoaders(accountID string, reader ThreadReader, cronUC CronUseCases) *loa
 	l.participants = dataloader.NewBatchedLoader(l.loadParticipants, dataloader.WithWait[string, []messaging.Participant](loaderWait))
 	l.messages = dataloader.NewBatchedLoader(l.loadMessages, dataloader.WithWait[pageKey, appmessaging.MessagePage](loaderWait))
 	l.lastExecutions = dataloader.NewBatchedLoader(l.loadLastExecutions, dataloader.WithWait[string, *cron.Execution](loaderWait))
+	l.timelines = dataloader.NewBatchedLoader(l.loadTimelines, dataloader.WithWait[timelineKey, []appmessaging.StatusChange](loaderWait))
 	return l
 }
 
@@ -303,6 +307,34 @@ func (l *loaders) loadLastExecutions(ctx context.Context, ids []string) []*datal
 	for i, id := range ids {
 		v, err := reads[id].wait(ctx)
 		out[i] = &dataloader.Result[*cron.Execution]{Data: v, Error: err}
+	}
+	return out
+}
+
+// timelineKey is what a message's timeline is read by.
+type timelineKey struct {
+	id, threadID string
+	direction    messaging.Direction
+	createdAt    time.Time
+}
+
+func timelineKeyOf(m messaging.Message) timelineKey {
+	return timelineKey{id: m.ID, threadID: m.ThreadID, direction: m.Direction, createdAt: m.CreatedAt}
+}
+
+func (l *loaders) loadTimelines(ctx context.Context, keys []timelineKey) []*dataloader.Result[[]appmessaging.StatusChange] {
+	msgs := make([]messaging.Message, len(keys))
+	for i, k := range keys {
+		msgs[i] = messaging.Message{ID: k.id, AccountID: l.accountID, ThreadID: k.threadID, Direction: k.direction, CreatedAt: k.createdAt}
+	}
+	found, err := l.reader.Timelines(ctx, l.accountID, msgs)
+	out := make([]*dataloader.Result[[]appmessaging.StatusChange], len(keys))
+	for i, k := range keys {
+		steps := found[k.id]
+		if steps == nil {
+			steps = []appmessaging.StatusChange{}
+		}
+		out[i] = &dataloader.Result[[]appmessaging.StatusChange]{Data: steps, Error: err}
 	}
 	return out
 }

@@ -32,6 +32,15 @@ func (r *messageResolver) Thread(ctx context.Context, obj *messaging.Message) (*
 	return t, nil
 }
 
+// Timeline is the resolver for the timeline field.
+func (r *messageResolver) Timeline(ctx context.Context, obj *messaging.Message) ([]appmessaging.StatusChange, error) {
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.timelines.Load(ctx, timelineKeyOf(*obj))()
+}
+
 // SendMessage is the resolver for the sendMessage field.
 func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error) {
 	p, err := principal(ctx)

@@ -32,6 +32,7 @@ type ThreadReader interface {
 	Participants(ctx context.Context, accountID string, threadIDs []string) (map[string][]messaging.Participant, error)
 	MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string]appmessaging.MessagePage, error)
 	Messages(ctx context.Context, accountID string, ids []string) (map[string]messaging.Message, error)
+	Timelines(ctx context.Context, accountID string, msgs []messaging.Message) (map[string][]appmessaging.StatusChange, error)
 }
 
 var _ ThreadReader = (*appmessaging.Reader)(nil)
@@ -56,6 +57,10 @@ type Deps struct {
 	// answer not_implemented.
 	Cron     CronUseCases
 	Webhooks WebhookUseCases
+	// Email and Queue serve the emails, the sandbox mailbox and the
+	// queue's health; without them those fields answer not_implemented.
+	Email EmailReader
+	Queue QueueHealthReader
 }
 
 // Resolver is the root resolver; it holds the use cases the schema reaches.
@@ -66,9 +71,11 @@ type Resolver struct {
 	live     LiveFeed
 	cron     CronUseCases
 	webhooks WebhookUseCases
+	email    EmailReader
+	queue    QueueHealthReader
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
-	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks}
+	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue}
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 
+	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appwebhooks "github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
@@ -14,7 +15,12 @@ import (
 type WebhookUseCases interface {
 	Get(ctx context.Context, accountID string) (appwebhooks.View, error)
 	Put(ctx context.Context, in appwebhooks.PutInput) (appwebhooks.View, error)
+	RotateSecret(ctx context.Context, accountID string) (appwebhooks.View, error)
+	// Test's and Replay's answer records an Idempotency-Key's answer
+	// (REST's); GraphQL has no keys and passes nil.
+	Test(ctx context.Context, accountID string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error)
 	Deliveries(ctx context.Context, q appwebhooks.DeliveryQuery) ([]webhook.Delivery, int, error)
+	Replay(ctx context.Context, accountID, id string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error)
 }
 
 var _ WebhookUseCases = (*appwebhooks.Service)(nil)

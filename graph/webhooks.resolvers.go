@@ -32,6 +32,54 @@ func (r *mutationResolver) UpdateWebhook(ctx context.Context, input model.Webhoo
 	return &model.WebhookUpdate{Webhook: &v.Endpoint, Secret: nonEmpty(v.Secret)}, nil
 }
 
+// RotateWebhookSecret is the resolver for the rotateWebhookSecret field.
+func (r *mutationResolver) RotateWebhookSecret(ctx context.Context) (*model.WebhookUpdate, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.webhooks == nil {
+		return nil, errNoWebhooks
+	}
+	v, err := r.webhooks.RotateSecret(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.WebhookUpdate{Webhook: &v.Endpoint, Secret: nonEmpty(v.Secret)}, nil
+}
+
+// TestWebhook is the resolver for the testWebhook field.
+func (r *mutationResolver) TestWebhook(ctx context.Context) (*webhook.Delivery, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.webhooks == nil {
+		return nil, errNoWebhooks
+	}
+	d, err := r.webhooks.Test(ctx, p.AccountID, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// ReplayWebhookDelivery is the resolver for the replayWebhookDelivery field.
+func (r *mutationResolver) ReplayWebhookDelivery(ctx context.Context, id string) (*webhook.Delivery, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.webhooks == nil {
+		return nil, errNoWebhooks
+	}
+	d, err := r.webhooks.Replay(ctx, p.AccountID, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 // Webhook is the resolver for the webhook field.
 func (r *queryResolver) Webhook(ctx context.Context) (*webhook.Endpoint, error) {
 	p, err := principal(ctx)
@@ -75,6 +123,19 @@ func (r *queryResolver) WebhookDeliveries(ctx context.Context, status *webhook.S
 	return webhookDeliveryConnection(ds, offset, total), nil
 }
 
+// WebhookEventTypes is the resolver for the webhookEventTypes field.
+func (r *queryResolver) WebhookEventTypes(ctx context.Context) ([]string, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
+	types := webhook.Subscribable()
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = string(t)
+	}
+	return out, nil
+}
+
 // Events is the resolver for the events field.
 func (r *webhookResolver) Events(ctx context.Context, obj *webhook.Endpoint) ([]string, error) {
 	out := make([]string, len(obj.Events))
@@ -82,6 +143,17 @@ func (r *webhookResolver) Events(ctx context.Context, obj *webhook.Endpoint) ([]
 		out[i] = string(e)
 	}
 	return out, nil
+}
+
+// PreviousSecretExpiresAt is the resolver for the previousSecretExpiresAt field.
+func (r *webhookResolver) PreviousSecretExpiresAt(ctx context.Context, obj *webhook.Endpoint) (*time.Time, error) {
+	// As REST shows it: only while the previous secret signs beside
+	// the current one (a later setting change leaves it as it was).
+	if obj.PreviousUntil.IsZero() || !obj.PreviousUntil.After(obj.UpdatedAt) {
+		return nil, nil
+	}
+	t := obj.PreviousUntil
+	return &t, nil
 }
 
 // LatencyMs is the resolver for the latencyMs field.

@@ -42,13 +42,15 @@ func (s *accountsStore) Transact(ctx context.Context, fn func(ctx context.Contex
 
 // accountChanges is what a transaction changed that the caches keep.
 type accountChanges struct {
-	keyHashes []string
-	numbers   bool
+	// credentials changed (revoked): forgotten by key hash and by id.
+	credentials []account.Credential
+	numbers     bool
 }
 
 func (ch *accountChanges) forget(c *Caches) {
-	for _, k := range ch.keyHashes {
-		c.credentials.forget(k)
+	for _, cred := range ch.credentials {
+		c.credentials.forget(string(cred.KeyHash))
+		c.credentialsByID.forget(cred.ID)
 	}
 	if ch.numbers {
 		c.numbers.forgetAll()
@@ -79,11 +81,30 @@ func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte) 
 	})
 }
 
+// Credential answers from the cache of credentials by id (what a
+// dashboard session checks its credential with), kept and forgotten as
+// CredentialByKeyHash's answers are: a revocation seen through the port
+// forgets both.
+func (r accountsRepos) Credential(ctx context.Context, accountID, id string) (account.Credential, error) {
+	if r.inTx != nil {
+		return r.Repos.Credential(ctx, accountID, id)
+	}
+	c, err := r.c.credentialsByID.get(ctx, id, func(ctx context.Context) (account.Credential, error) {
+		// Read whatever account it belongs to, so that the kept answer
+		// serves any caller; the account is checked below.
+		return r.Repos.Credential(ctx, accountID, id)
+	}, found)
+	if err == nil && c.AccountID != accountID {
+		return account.Credential{}, failure.NotFound("credential")
+	}
+	return c, err
+}
+
 // RevokeCredential revokes, then forgets the key.
 func (r accountsRepos) RevokeCredential(ctx context.Context, accountID, id string, at time.Time) (account.Credential, error) {
 	c, err := r.Repos.RevokeCredential(ctx, accountID, id, at)
 	if err == nil {
-		r.changed(func(ch *accountChanges) { ch.keyHashes = append(ch.keyHashes, string(c.KeyHash)) })
+		r.changed(func(ch *accountChanges) { ch.credentials = append(ch.credentials, c) })
 	}
 	return c, err
 }
@@ -91,8 +112,8 @@ func (r accountsRepos) RevokeCredential(ctx context.Context, accountID, id strin
 // RevokedSince forgets every key it finds revoked.
 func (r accountsRepos) RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error) {
 	revoked, err := r.Repos.RevokedSince(ctx, since)
-	for _, c := range revoked {
-		r.changed(func(ch *accountChanges) { ch.keyHashes = append(ch.keyHashes, string(c.KeyHash)) })
+	if len(revoked) > 0 {
+		r.changed(func(ch *accountChanges) { ch.credentials = append(ch.credentials, revoked...) })
 	}
 	return revoked, err
 }

@@ -6,6 +6,9 @@
 //   - Credentials (accounts.Store): found and unknown keys for the TTL; a
 //     revocation seen through the port (this process's, or one found by
 //     WatchRevocations) forgets the key at once.
+//   - Credentials by id (accounts.Store), what dashboard sessions check
+//     their credential with: found ones for the TTL, forgotten with the
+//     key's entry on a revocation.
 //   - Account holdings (accounts.Store): what an account owns, by the
 //     account's version, which every change moves on: never stale.
 //   - Sending numbers (messaging.Store): found numbers for the TTL; a
@@ -37,10 +40,12 @@ import (
 // Caches holds the caches one process shares between its decorators.
 type Caches struct {
 	credentials *table[account.Credential]
-	holdings    *table[accounts.Holdings]
-	numbers     *table[account.Number]
-	threads     *table[messaging.Thread]
-	senders     *table[account.EmailAddress]
+	// credentialsByID are found credentials by id.
+	credentialsByID *table[account.Credential]
+	holdings        *table[accounts.Holdings]
+	numbers         *table[account.Number]
+	threads         *table[messaging.Thread]
+	senders         *table[account.EmailAddress]
 }
 
 // Options size the caches.
@@ -61,11 +66,12 @@ func New(o Options) *Caches {
 		o.MaxEntries = DefaultMaxEntries
 	}
 	return &Caches{
-		credentials: newTable[account.Credential](o),
-		holdings:    newTable[accounts.Holdings](o),
-		numbers:     newTable[account.Number](o),
-		threads:     newTable[messaging.Thread](o),
-		senders:     newTable[account.EmailAddress](o),
+		credentials:     newTable[account.Credential](o),
+		credentialsByID: newTable[account.Credential](o),
+		holdings:        newTable[accounts.Holdings](o),
+		numbers:         newTable[account.Number](o),
+		threads:         newTable[messaging.Thread](o),
+		senders:         newTable[account.EmailAddress](o),
 	}
 }
 

@@ -133,6 +133,41 @@ func TestRevocationsReachOtherReplicas(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond, "the revocation reached the other replica's cache")
 }
 
+// A credential checked by id (a dashboard session's Verify) is kept like
+// one checked by key: its revocation through this replica ends it at once,
+// and one made elsewhere within a look of the watcher, well inside the TTL.
+func TestVerifiedCredentialsFollowRevocations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	here, there := b.replica(time.Hour), b.replica(time.Hour)
+	a, cred, err := here.svc.CreateAccount(ctx, "Acme")
+	require.NoError(t, err)
+	_, other, err := here.svc.CreateAccount(ctx, "Other")
+	require.NoError(t, err)
+	p := accounts.Principal{AccountID: a.ID, CredentialID: cred.Credential.ID}
+	require.NoError(t, here.svc.Verify(ctx, p))
+	require.NoError(t, there.svc.Verify(ctx, p))
+	unauthenticated(t, there.svc.Verify(ctx, accounts.Principal{AccountID: a.ID, CredentialID: other.Credential.ID}))
+	unauthenticated(t, there.svc.Verify(ctx, accounts.Principal{AccountID: other.Credential.AccountID, CredentialID: cred.Credential.ID}))
+
+	_, err = here.svc.RevokeCredential(ctx, a.ID, cred.Credential.ID)
+	require.NoError(t, err)
+	unauthenticated(t, here.svc.Verify(ctx, p))
+	require.NoError(t, there.svc.Verify(ctx, p), "the other replica answers from its cache until its watcher looks")
+
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cache.WatchRevocations(watchCtx, there.accounts, 20*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	require.Eventually(t, func() bool {
+		return failure.Is(there.svc.Verify(ctx, p), failure.KindUnauthenticated)
+	}, 5*time.Second, 5*time.Millisecond, "the revocation reached the other replica's cache of credentials by id")
+}
+
 // Unknown, revoked and known keys are all kept: within the TTL they are
 // answered without the database, the same way.
 func TestUnknownKeysAreKeptLikeKnownOnes(t *testing.T) {

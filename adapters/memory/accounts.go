@@ -150,6 +150,20 @@ func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (accoun
 	return out, err
 }
 
+// Credential reads a credential of the account by its id.
+func (r *Repos) Credential(ctx context.Context, accountID, id string) (account.Credential, error) {
+	var out account.Credential
+	err := r.read(ctx, func(t *tables) error {
+		c, ok := t.credentials[id]
+		if !ok || c.AccountID != accountID {
+			return failure.NotFound("credential")
+		}
+		out = cloneCredential(c)
+		return nil
+	})
+	return out, err
+}
+
 // Credentials lists an account's credentials, oldest first.
 func (r *Repos) Credentials(ctx context.Context, accountID string) ([]account.Credential, error) {
 	var out []account.Credential

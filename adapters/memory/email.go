@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"strings"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -95,4 +96,31 @@ func (t *tables) recordEmailOutcome(e email.Email) {
 // EmailStore is the email use cases' store (email.Store), as store.DB.EmailStore is.
 func (db *DB) EmailStore() appemail.Store {
 	return bound[appemail.Repos]{db: db, view: func(r *Repos) appemail.Repos { return r }}
+}
+
+// Emails reads up to limit of the account's emails, newest first, after
+// the position after when it is set.
+func (r *Repos) Emails(ctx context.Context, accountID string, after *appemail.EmailCursor, limit int) ([]email.Email, error) {
+	var out []email.Email
+	err := r.read(ctx, func(t *tables) error {
+		newest := func(a, b email.Email) int {
+			if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(b.ID, a.ID)
+		}
+		rows := sorted(t.emails, func(e email.Email) bool {
+			if e.AccountID != accountID {
+				return false
+			}
+			return after == nil || e.CreatedAt.Before(after.CreatedAt) || (e.CreatedAt.Equal(after.CreatedAt) && e.ID < after.ID)
+		}, newest)
+		rows = window(rows, 0, unbounded(limit))
+		out = make([]email.Email, len(rows))
+		for i, e := range rows {
+			out[i] = cloneEmail(e)
+		}
+		return nil
+	})
+	return out, err
 }

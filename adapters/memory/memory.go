@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -270,6 +271,9 @@ type tables struct {
 
 	jobs map[int64]jobs.Job
 
+	// sessions are keyed by token hash.
+	sessions map[string]sessions.Session
+
 	// The last value of each sequence (event seq, delivery seq, ...);
 	// as SQLite's rowids, a rolled-back transaction does not use them up.
 	lastEvent, lastDelivery, lastAttempt, lastJob int64
@@ -285,6 +289,7 @@ func newTables() *tables {
 		deliveries: map[string]webhook.Delivery{}, attempts: map[int64]attemptRow{},
 		channelContacts: map[pair]channels.Contact{}, chats: map[pair]chatRow{}, updates: map[pair]time.Time{},
 		keys: map[pair]keyRow{}, answers: map[pair]answerRow{}, jobs: map[int64]jobs.Job{},
+		sessions: map[string]sessions.Session{},
 	}
 }
 
@@ -298,6 +303,7 @@ func (t *tables) clone() *tables {
 	c.deliveries, c.attempts = maps.Clone(t.deliveries), maps.Clone(t.attempts)
 	c.channelContacts, c.chats, c.updates = maps.Clone(t.channelContacts), maps.Clone(t.chats), maps.Clone(t.updates)
 	c.keys, c.answers, c.jobs = maps.Clone(t.keys), maps.Clone(t.answers), maps.Clone(t.jobs)
+	c.sessions = maps.Clone(t.sessions)
 	return &c
 }
 

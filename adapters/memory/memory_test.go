@@ -297,3 +297,11 @@ func TestLiveFeedAndPagedReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none, "another account's thread")
 }
+
+func TestSessionsContract(t *testing.T) {
+	t.Parallel()
+	storetest.Sessions(t, func(*testing.T) storetest.SessionsFixture {
+		db := memory.New(memory.Options{})
+		return storetest.SessionsFixture{Store: db.SessionStore(), Accounts: db.AccountStore()}
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
@@ -552,4 +553,29 @@ func (r *Repos) MessagesByID(ctx context.Context, accountID string, ids []string
 // MessagingStore is the messaging use cases' store (messaging.Store), as store.DB.MessagingStore is.
 func (db *DB) MessagingStore() appmessaging.Store {
 	return bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }}
+}
+
+// MessageEvents reads, oldest first, up to limit message.sent and
+// message.status events of the account's thread about the messages ids,
+// recorded at or after since.
+func (r *Repos) MessageEvents(ctx context.Context, accountID, threadID string, ids []string, since time.Time, limit int) ([]event.Event, error) {
+	var out []event.Event
+	err := r.read(ctx, func(t *tables) error {
+		out = make([]event.Event, 0)
+		for _, e := range t.eventLog() {
+			if e.AccountID != accountID || e.ThreadID != threadID || e.CreatedAt.Before(since) ||
+				(e.Type != event.MessageSent && e.Type != event.MessageStatus) {
+				continue
+			}
+			if !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(string(e.Payload), `"message_id":"`+id+`"`) }) {
+				continue
+			}
+			out = append(out, cloneEvent(e.Event))
+			if len(out) == limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
 }

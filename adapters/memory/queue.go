@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/application/queue"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
@@ -593,6 +594,56 @@ func (q *Queue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error
 		switch {
 		case j.state == jobs.StateRunning:
 			s.Running++
+		case j.runAt <= n:
+			s.Ready++
+			if o, ok := oldest[j.kind]; !ok || j.runAt < o {
+				oldest[j.kind] = j.runAt
+			}
+		default:
+			s.Scheduled++
+		}
+	}
+	out := make([]jobs.Stat, 0, len(byKind))
+	for kind, s := range byKind {
+		if o, ok := oldest[kind]; ok {
+			s.OldestReady = queueTime(o)
+		}
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b jobs.Stat) int { return cmp.Compare(a.Kind, b.Kind) })
+	return out, nil
+}
+
+var _ queue.Store = (*Queue)(nil)
+
+// AccountJobStats summarises one account's pending, running and dead
+// jobs of each kind, ordered by kind.
+func (q *Queue) AccountJobStats(ctx context.Context, accountID string, now time.Time) ([]jobs.Stat, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("job stats: %w", err)
+	}
+	n := queueMicros(now)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	byKind := map[string]*jobs.Stat{}
+	oldest := map[string]int64{}
+	for _, j := range q.jobs {
+		if j.accountID != accountID || (!queuePending(j.state) && j.state != jobs.StateRunning && j.state != jobs.StateDead) {
+			continue
+		}
+		s := byKind[j.kind]
+		if s == nil {
+			s = &jobs.Stat{Kind: j.kind}
+			byKind[j.kind] = s
+		}
+		if j.state == jobs.StateRetryable {
+			s.Retrying++
+		}
+		switch {
+		case j.state == jobs.StateRunning:
+			s.Running++
+		case j.state == jobs.StateDead:
+			s.Dead++
 		case j.runAt <= n:
 			s.Ready++
 			if o, ok := oldest[j.kind]; !ok || j.runAt < o {

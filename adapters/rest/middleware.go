@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -165,12 +166,18 @@ func (s *server) withDeadline(next http.Handler) http.Handler {
 	})
 }
 
-// guardBody enforces the body rules of every route: JSON only, and at most
-// MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
+// guardBody enforces the body rules of every API route: JSON only (but
+// for the providers' callbacks), and at most MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
 // length is declared, and while reading when it is not).
 func (s *server) guardBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
+			// The dashboard's HTML forms: it bounds them itself, and
+			// answers in HTML with its security headers.
+			next.ServeHTTP(w, r)
+			return
+		}
 		if hasBody && !isJSON(r.Header.Get("Content-Type")) && !strings.HasPrefix(r.URL.Path, "/v1/providers/") {
 			writeError(w, r, &failure.Error{Kind: failure.KindUnsupportedMediaType, Code: "unsupported_media_type",
 				Message: "request body must be JSON (Content-Type: application/json)"})
@@ -202,6 +209,8 @@ func credentials(r *http.Request) (key, secret string, keyOnly bool) {
 // authenticate admits a request with valid credentials for the account in
 // its path, within the account's rate limit. Clients that keep failing to
 // authenticate are slowed down before their credentials are even checked.
+// The credentials are the API key headers or, without them, the
+// dashboard's session cookie (see principal).
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
@@ -213,9 +222,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", attempt.RetryAfter))
 			return
 		}
-		key, secret, keyOnly := credentials(r)
-		principal, err := s.accounts.Authenticate(r.Context(), key, secret, keyOnly)
-		done(failure.Is(err, failure.KindUnauthenticated))
+		principal, err := s.principal(r, done)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -236,6 +243,45 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(accounts.WithPrincipal(r.Context(), principal)))
 	})
+}
+
+// principal authenticates r and reports to done whether that failed: with
+// the API key headers, or, when r has none, with the session cookie of a
+// browser signed in to the dashboard (sessionPrincipal).
+func (s *server) principal(r *http.Request, done func(failed bool)) (accounts.Principal, error) {
+	key, secret, keyOnly := credentials(r)
+	if key == "" && s.sessions != nil {
+		if c, err := r.Cookie(sessions.CookieName); err == nil {
+			// A refused session token does not count as a failed
+			// authentication: it has 256 random bits, nothing to guess,
+			// and a tab whose session ended sends a burst of them.
+			done(false)
+			return s.sessionPrincipal(r, c.Value)
+		}
+	}
+	principal, err := s.accounts.Authenticate(r.Context(), key, secret, keyOnly)
+	done(failure.Is(err, failure.KindUnauthenticated))
+	return principal, err
+}
+
+// sessionPrincipal authenticates r with a session token: the browser must
+// say r comes from the server's own origin, and a request that may change
+// state (any method but GET and HEAD; GraphQL mutations ride on POST)
+// must repeat the session's CSRF token in X-CSRF-Token. Forbidden when
+// either fails (cross_site_request, csrf_token_invalid); Unauthenticated
+// when the session is unknown, ended or its key revoked.
+func (s *server) sessionPrincipal(r *http.Request, token string) (accounts.Principal, error) {
+	if !sessions.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
+		return accounts.Principal{}, failure.Forbidden("cross_site_request", "a request with the dashboard's session cookie must come from the dashboard's own origin")
+	}
+	p, err := s.sessions.Resume(r.Context(), token)
+	if err != nil {
+		return accounts.Principal{}, err
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sessions.CheckCSRF(token, r.Header.Get(sessions.CSRFHeader)) {
+		return accounts.Principal{}, failure.Forbidden("csrf_token_invalid", "a request with the dashboard's session cookie that changes state must carry the session's CSRF token in "+sessions.CSRFHeader)
+	}
+	return p, nil
 }
 
 func truncate(s string, n int) string {

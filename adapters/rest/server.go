@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -41,6 +42,20 @@ type AccountUseCases interface {
 	Overview(ctx context.Context, accountID string) (accounts.Overview, error)
 	Rename(ctx context.Context, accountID, name string) (account.Account, error)
 }
+
+// Sessions resume the dashboard's browser sessions, so that the API
+// accepts a session cookie in place of the API key headers;
+// *sessions.Service implements it.
+type Sessions interface {
+	// Resume returns who the session of token acts as and moves its idle
+	// timeout on. Unauthenticated when it is unknown, ended or its key
+	// revoked.
+	Resume(ctx context.Context, token string) (accounts.Principal, error)
+	// CheckCSRF reports whether presented is the session's CSRF token.
+	CheckCSRF(token, presented string) bool
+}
+
+var _ Sessions = (*sessions.Service)(nil)
 
 // Limits bound what one client may ask of the server.
 type Limits struct {
@@ -163,6 +178,13 @@ type Deps struct {
 	// /graphql/playground without the REST authentication in front: it
 	// authenticates WebSocket connections itself (connection_init).
 	GraphQLPublic http.Handler
+	// Sessions, when set, lets a browser signed in to the dashboard call
+	// /v1 and /graphql with its session cookie (see authenticate).
+	Sessions Sessions
+	// Dashboard, when set, is served at /dashboard/ (every method, every
+	// path below it) with the request's client address in its context
+	// (ratelimit.WithClient); it authenticates its requests itself.
+	Dashboard http.Handler
 	// Registry receives the HTTP metrics and is served at /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -177,6 +199,7 @@ type Deps struct {
 
 type server struct {
 	accounts    AccountUseCases
+	sessions    Sessions
 	messaging   MessagingUseCases
 	providers   ProviderWebhooks
 	email       EmailUseCases
@@ -221,7 +244,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
+		accounts: d.Accounts, sessions: d.Sessions, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
 		webhooks: d.Webhooks, idempotency: d.Idempotency, idempotencyLock: d.IdempotencyLock, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
@@ -258,6 +281,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	s.mountProviders(top)
 
 	s.mountGraphQLPublic(root, d.GraphQLPublic)
+	s.mountDashboard(root, d.Dashboard)
 	if d.GraphQL != nil {
 		root.Handle("/graphql", s.authenticate(d.GraphQL)).Methods(http.MethodGet, http.MethodPost)
 	}

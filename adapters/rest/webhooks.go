@@ -45,11 +45,10 @@ func (s *server) mountWebhooks(api *routes) {
 // subscribable are the types a PUT may name; an endpoint without a list
 // gets all of them.
 func subscribable() []string {
-	var out []string
-	for _, t := range event.Types {
-		if t != event.WebhookTest && t != event.EndpointDisabled {
-			out = append(out, string(t))
-		}
+	types := webhook.Subscribable()
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = string(t)
 	}
 	return out
 }

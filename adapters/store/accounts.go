@@ -135,6 +135,15 @@ func (r AccountStore) CredentialByKeyHash(ctx context.Context, keyHash []byte) (
 	return row.domain(), nil
 }
 
+// Credential reads a credential of the account by its id.
+func (r AccountStore) Credential(ctx context.Context, accountID, id string) (account.Credential, error) {
+	var row credentialRow
+	if err := r.selectOne(ctx, &row, "SELECT "+credentialColumns+" FROM credentials WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
+		return account.Credential{}, translate(err, "credential")
+	}
+	return row.domain(), nil
+}
+
 // Credentials lists an account's credentials, oldest first.
 func (r AccountStore) Credentials(ctx context.Context, accountID string) ([]account.Credential, error) {
 	var rows []credentialRow

@@ -162,3 +162,29 @@ func (r EmailStore) UpdateEmailDelivery(ctx context.Context, e email.Email) erro
 func (r EmailStore) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
 	return AccountStore(r).Domains(ctx, accountID)
 }
+
+// Emails reads up to limit of the account's emails, newest first, after
+// the position after when it is set, on the emails_account_idx index.
+func (r EmailStore) Emails(ctx context.Context, accountID string, after *appemail.EmailCursor, limit int) ([]email.Email, error) {
+	q := "SELECT " + emailColumns + " FROM emails WHERE account_id = ?"
+	args := []any{accountID}
+	if after != nil {
+		q += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+		args = append(args, after.CreatedAt, after.CreatedAt, after.ID)
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	args = append(args, limit)
+	var rows []emailRow
+	if err := r.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
+		return nil, translate(err, "email")
+	}
+	out := make([]email.Email, 0, len(rows))
+	for _, row := range rows {
+		e, err := row.domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard-dev/switchboard/application/queue"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
@@ -671,6 +673,47 @@ func (r JobQueue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, err
 	out := make([]jobs.Stat, len(rows))
 	for i, row := range rows {
 		out[i] = jobs.Stat{Kind: row.Kind, Ready: row.Ready, Scheduled: row.Scheduled, Running: row.Running}
+		if row.Oldest.Valid {
+			out[i].OldestReady = fromMicros(row.Oldest.Int64)
+		}
+	}
+	return out, nil
+}
+
+var _ queue.Store = JobQueue{}
+
+// AccountJobStats summarises one account's jobs for its console: per
+// kind, the pending (due or scheduled, and how many of them retry), the
+// running and the dead; one statement on the account's jobs.
+func (r JobQueue) AccountJobStats(ctx context.Context, accountID string, now time.Time) ([]jobs.Stat, error) {
+	var rows []struct {
+		Kind      string        `bun:"kind"`
+		Ready     int           `bun:"ready"`
+		Scheduled int           `bun:"scheduled"`
+		Running   int           `bun:"running"`
+		Retrying  int           `bun:"retrying"`
+		Dead      int           `bun:"dead"`
+		Oldest    sql.NullInt64 `bun:"oldest"`
+	}
+	n := micros(now)
+	err := r.read.NewRaw(
+		`SELECT kind,
+			SUM(CASE WHEN state IN (?) AND run_at <= ? THEN 1 ELSE 0 END) AS ready,
+			SUM(CASE WHEN state IN (?) AND run_at > ? THEN 1 ELSE 0 END) AS scheduled,
+			SUM(CASE WHEN state = ? THEN 1 ELSE 0 END) AS running,
+			SUM(CASE WHEN state = ? THEN 1 ELSE 0 END) AS retrying,
+			SUM(CASE WHEN state = ? THEN 1 ELSE 0 END) AS dead,
+			MIN(CASE WHEN state IN (?) AND run_at <= ? THEN run_at END) AS oldest
+		FROM jobs WHERE account_id = ? AND state IN (?) GROUP BY kind ORDER BY kind`,
+		bun.List(pending), n, bun.List(pending), n, jobs.StateRunning, jobs.StateRetryable, jobs.StateDead, bun.List(pending), n,
+		accountID, bun.List(append(slices.Clone(pendingOrRunning), jobs.StateDead)),
+	).Scan(ctx, &rows)
+	if err != nil {
+		return nil, translate(err, "job")
+	}
+	out := make([]jobs.Stat, len(rows))
+	for i, row := range rows {
+		out[i] = jobs.Stat{Kind: row.Kind, Ready: row.Ready, Scheduled: row.Scheduled, Running: row.Running, Retrying: row.Retrying, Dead: row.Dead}
 		if row.Oldest.Valid {
 			out[i].OldestReady = fromMicros(row.Oldest.Int64)
 		}

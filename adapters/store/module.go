@@ -49,8 +49,9 @@ func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 	return db, nil
 }
 
-// maintain deletes expired rows that no request path removes, every ten
-// minutes, until the database is closed.
+// maintain deletes expired rows that no request path removes (idempotency
+// keys past their window, ended sessions), every ten minutes, until the
+// database is closed.
 func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
@@ -60,6 +61,9 @@ func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
 			return
 		case <-t.C:
 			if _, err := db.PruneIdempotencyKeys(ctx, db.now()); err != nil && ctx.Err() == nil {
+				log.Warn("database maintenance", "error", err)
+			}
+			if _, err := db.SessionStore().PruneSessions(ctx, db.now()); err != nil && ctx.Err() == nil {
 				log.Warn("database maintenance", "error", err)
 			}
 		}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -144,6 +146,39 @@ func (r MessagingStore) MessagesByID(ctx context.Context, accountID string, ids 
 	out := make([]messaging.Message, len(rows))
 	for i, row := range rows {
 		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+// MessageEvents reads, oldest first, up to limit message.sent and
+// message.status events of the account's thread about the messages ids,
+// recorded at or after since: one statement on the events_thread index,
+// the payloads matched by their message_id (the use case checks each
+// payload it gets).
+func (r MessagingStore) MessageEvents(ctx context.Context, accountID, threadID string, ids []string, since time.Time, limit int) ([]event.Event, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := r.read.NewSelect().Model((*loggedEventRow)(nil)).
+		Where("thread_id = ?", threadID).Where("account_id = ?", accountID).
+		Where("type IN (?)", bun.List([]string{string(event.MessageSent), string(event.MessageStatus)})).
+		Where("created_at >= ?", since).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			for _, id := range ids {
+				q = q.WhereOr("payload LIKE ?", `%"message_id":"`+id+`"%`)
+			}
+			return q
+		})
+	var rows []loggedEventRow
+	if err := q.Order("seq").Limit(limit).Scan(ctx, &rows); err != nil {
+		return nil, translate(err, "event")
+	}
+	out := make([]event.Event, len(rows))
+	for i, row := range rows {
+		out[i] = event.Event{
+			ID: row.ID, AccountID: row.AccountID, Type: event.Type(row.Type), ThreadID: row.ThreadID.String,
+			Payload: []byte(row.Payload), CreatedAt: row.CreatedAt.UTC(),
+		}
 	}
 	return out, nil
 }

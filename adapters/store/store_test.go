@@ -28,6 +28,19 @@ func TestAccountsContract(t *testing.T) {
 	}
 }
 
+func TestSessionsContract(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			storetest.Sessions(t, func(t *testing.T) storetest.SessionsFixture {
+				db := dbtest.Open(t, dialect)
+				return storetest.SessionsFixture{Store: db.SessionStore(), Accounts: db.AccountStore()}
+			})
+		})
+	}
+}
+
 // Three replicas starting at once on one database must apply each migration
 // once and all come up.
 func TestMigrateConcurrently(t *testing.T) {

@@ -105,6 +105,13 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		got, err := s.Repos().CredentialByKeyHash(ctx, c1.KeyHash)
 		require.NoError(t, err)
 		require.Equal(t, c1, got)
+		got, err = s.Repos().Credential(ctx, a.ID, c2.ID)
+		require.NoError(t, err)
+		require.Equal(t, c2, got)
+		_, err = s.Repos().Credential(ctx, other.ID, c2.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's credential must look missing, got %v", err)
+		_, err = s.Repos().Credential(ctx, a.ID, "key_missing")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 
 		list, err := s.Repos().Credentials(ctx, a.ID)
 		require.NoError(t, err)
@@ -119,6 +126,9 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		again, err := s.Repos().RevokeCredential(ctx, a.ID, c1.ID, at.Add(time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, at.Add(time.Minute), *again.RevokedAt, "the first revocation time is kept")
+		byID, err := s.Repos().Credential(ctx, a.ID, c1.ID)
+		require.NoError(t, err)
+		require.True(t, byID.Revoked(), "a revoked credential is still read by id")
 
 		since, err := s.Repos().RevokedSince(ctx, at.Add(time.Minute))
 		require.NoError(t, err)

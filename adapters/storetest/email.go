@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,6 +137,41 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		got, err = s.Email.Repos().Email(ctx, a.ID, plain.ID)
 		require.NoError(t, err)
 		require.Equal(t, plain, got)
+	})
+
+	t.Run("EmailsListNewestFirstScopedByAccount", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, b := owner(t, s, "A"), owner(t, s, "B")
+		var sent []email.Email
+		for i := range 5 {
+			e := newEmail(a.ID)
+			e.CreatedAt = at.Add(time.Duration(i/2) * time.Second) // two at each instant: the id orders them
+			e.UpdatedAt = e.CreatedAt
+			s.insert(t, e)
+			sent = append(sent, e)
+		}
+		s.insert(t, newEmail(b.ID))
+		want := slices.Clone(sent)
+		slices.SortFunc(want, func(x, y email.Email) int {
+			if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(y.ID, x.ID)
+		})
+
+		page, err := s.Email.Repos().Emails(ctx, a.ID, nil, 3)
+		require.NoError(t, err)
+		require.Equal(t, want[:3], page)
+		last := page[2]
+		page, err = s.Email.Repos().Emails(ctx, a.ID, &appemail.EmailCursor{CreatedAt: last.CreatedAt, ID: last.ID}, 3)
+		require.NoError(t, err)
+		require.Equal(t, want[3:], page)
+
+		none, err := s.Email.Repos().Emails(ctx, owner(t, s, "C").ID, nil, 3)
+		require.NoError(t, err)
+		require.Empty(t, none)
 	})
 
 	t.Run("DeliveryUpdatesOnlyQueuedEmails", func(t *testing.T) {

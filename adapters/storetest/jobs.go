@@ -21,6 +21,11 @@ type JobQueue interface {
 	ReleaseJobs(ctx context.Context, worker string, ids []int64) error
 	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
 	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
+	RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error
+	KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error
+	// AccountJobStats is the account's summary the console shows
+	// (application/queue).
+	AccountJobStats(ctx context.Context, accountID string, now time.Time) ([]jobs.Stat, error)
 }
 
 // Jobs runs the lease contract of the job queue against the queue that open
@@ -42,6 +47,71 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 
 	// Workers claiming at once never share a job, and together they
 	// claim every job.
+	// An account's summary counts its own jobs only, each in its one
+	// state: due, scheduled, running, retrying (and due or scheduled),
+	// dead; completed jobs are gone from it.
+	t.Run("AccountJobStats", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		add := func(account, kind string, runAt time.Time) int64 {
+			t.Helper()
+			id, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: kind, RunAt: runAt, AccountID: account})
+			require.NoError(t, err)
+			return id
+		}
+		for range 3 {
+			add("acc_a", "send", at)
+		}
+		add("acc_a", "send", at.Add(time.Hour))
+		add("acc_a", "mail", at.Add(-time.Minute))
+		add("acc_b", "send", at)
+		lease := []jobs.Lease{{Kind: "mail", Until: at.Add(time.Minute)}}
+		claimed, err := q.ClaimJobs(ctx, "w", lease, 1, at, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		stats, err := q.AccountJobStats(ctx, "acc_a", at)
+		require.NoError(t, err)
+		require.Equal(t, []jobs.Stat{
+			{Kind: "mail", Running: 1},
+			{Kind: "send", Ready: 3, Scheduled: 1, OldestReady: at},
+		}, stats)
+
+		// The running mail job fails once (retrying, due in a minute),
+		// then claims of send: one is killed, one completed.
+		require.NoError(t, q.RetryJob(ctx, "w", claimed[0].ID, at.Add(time.Minute), "boom"))
+		sendLease := []jobs.Lease{{Kind: "send", Until: at.Add(time.Minute)}}
+		sends, err := q.ClaimJobs(ctx, "w", sendLease, 2, at, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		var mine []jobs.Job
+		for _, j := range sends {
+			if j.AccountID == "acc_a" {
+				mine = append(mine, j)
+			}
+		}
+		require.NotEmpty(t, mine)
+		require.NoError(t, q.KillJob(ctx, "w", mine[0].ID, at, "gone"))
+		stats, err = q.AccountJobStats(ctx, "acc_a", at)
+		require.NoError(t, err)
+		var mail, send jobs.Stat
+		for _, s := range stats {
+			switch s.Kind {
+			case "mail":
+				mail = s
+			case "send":
+				send = s
+			}
+		}
+		require.Equal(t, jobs.Stat{Kind: "mail", Scheduled: 1, Retrying: 1}, mail)
+		require.Equal(t, 1, send.Dead)
+		require.Equal(t, 1, send.Scheduled)
+		require.Equal(t, 3, send.Ready+send.Running+send.Dead, "the three due sends, one dead")
+
+		none, err := q.AccountJobStats(ctx, "acc_c", at)
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
+
 	t.Run("ConcurrentClaimsAreDisjoint", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)

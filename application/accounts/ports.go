@@ -33,6 +33,9 @@ type Repos interface {
 	// CredentialByKeyHash finds a credential, revoked or not, by its
 	// key's hash. NotFound.
 	CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error)
+	// Credential reads a credential of the account, revoked or not, by
+	// its id. NotFound, for another account's credential too.
+	Credential(ctx context.Context, accountID, id string) (account.Credential, error)
 	// Credentials lists an account's credentials, revoked ones included.
 	Credentials(ctx context.Context, accountID string) ([]account.Credential, error)
 	// RevokeCredential revokes a credential of the account at at (a

@@ -244,6 +244,26 @@ func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly 
 	return Principal{AccountID: c.AccountID, CredentialID: c.ID}, nil
 }
 
+// Verify checks that the credential p authenticated with may still be
+// used: it exists, belongs to p's account and is not revoked; otherwise
+// Unauthenticated. Sessions signed in with a key call it on every use, so
+// revoking the key ends them. The lookup is the credential cache's
+// (adapters/cache), which forgets a key revoked anywhere within about a
+// second.
+func (s *Service) Verify(ctx context.Context, p Principal) error {
+	c, err := s.store.Repos().Credential(ctx, p.AccountID, p.CredentialID)
+	if failure.Is(err, failure.KindNotFound) {
+		return failure.Unauthenticated()
+	}
+	if err != nil {
+		return fmt.Errorf("look up credential: %w", err)
+	}
+	if c.Revoked() {
+		return failure.Unauthenticated()
+	}
+	return nil
+}
+
 // NumberInput is what an operator gives to add an agent number.
 type NumberInput struct {
 	AccountID string

@@ -34,6 +34,9 @@ type Repos interface {
 	// EmailByID reads an email without account scoping, for delivery.
 	// NotFound.
 	EmailByID(ctx context.Context, id string) (email.Email, error)
+	// Emails lists an account's emails, newest first (by creation, then
+	// id), after the position after when it is set; at most limit.
+	Emails(ctx context.Context, accountID string, after *EmailCursor, limit int) ([]email.Email, error)
 	// UpdateEmailDelivery saves an email's status, reply, failure code,
 	// attempts and sent time, only while the stored email is still queued:
 	// an email already sent or failed is left as it is (no error).
@@ -47,9 +50,19 @@ type Store interface {
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
 
+// EmailCursor is a position in the newest-first order of an account's
+// emails.
+type EmailCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
 // Outgoing is one email as a Sender gets it: envelope and content, ready
 // to be written as MIME.
 type Outgoing struct {
+	// AccountID is whose email it is (for the sandbox mailbox's
+	// listing; a relay does not see it).
+	AccountID string
 	// MessageID is the Message-ID header value, angle brackets included.
 	MessageID string
 	From      string
@@ -94,6 +107,14 @@ type Receipt struct {
 // any other error (connection refused, timeout) is transient.
 type Sender interface {
 	Send(ctx context.Context, m Outgoing) (Receipt, error)
+}
+
+// Mailbox is the sandbox mailbox: the Sender used when no relay is
+// configured, which keeps what it was handed instead of sending it.
+type Mailbox interface {
+	// Kept returns the emails of the account the mailbox holds, newest
+	// first.
+	Kept(ctx context.Context, accountID string) ([]Outgoing, error)
 }
 
 // ErrUnsendable is wrapped by a Sender's error when the email cannot be

@@ -57,8 +57,10 @@ type Service struct {
 	fetch     Fetcher
 	urls      URLChecker
 	domain    string
-	now       func() time.Time
-	log       *slog.Logger
+	// mailbox is the sandbox mailbox, when emails go there.
+	mailbox Mailbox
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // Deps are what the email use cases are built from.
@@ -74,8 +76,11 @@ type Deps struct {
 	// ServiceDomain is the service's own email domain (EMAIL_DOMAIN),
 	// on which every account may create addresses.
 	ServiceDomain string
-	Now           func() time.Time
-	Logger        *slog.Logger
+	// Mailbox, when the Sender is the sandbox mailbox, lists what it
+	// kept; nil when emails go to a relay.
+	Mailbox Mailbox
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // NewService builds the email use cases.
@@ -89,7 +94,7 @@ func NewService(d Deps) *Service {
 	clock := d.Now
 	now := func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
 	domain, _ := account.NormalizeDomain(d.ServiceDomain)
-	return &Service{store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, now: now, log: d.Logger}
+	return &Service{store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, mailbox: d.Mailbox, now: now, log: d.Logger}
 }
 
 // ServiceDomain is the service's own email domain.
@@ -360,7 +365,7 @@ func (s *Service) fail(ctx context.Context, r Repos, e email.Email, code, reply 
 // outgoing builds what the Sender gets, fetching the attachment.
 func (s *Service) outgoing(ctx context.Context, e email.Email) (Outgoing, error) {
 	out := Outgoing{
-		MessageID: e.MessageID, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
+		AccountID: e.AccountID, MessageID: e.MessageID, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
 		Subject: e.Subject, Text: e.Body, Headers: e.Headers, Date: e.CreatedAt,
 	}
 	if e.HTML {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
@@ -71,6 +72,10 @@ type PageRepos interface {
 	// older than before when it is set.
 	MessagePages(ctx context.Context, accountID string, threadIDs []string, before *MessageCursor, limit int) (map[string][]messaging.Message, error)
 	MessagesByID(ctx context.Context, accountID string, ids []string) ([]messaging.Message, error)
+	// MessageEvents returns, oldest first, up to limit message.sent and
+	// message.status events of the account's thread threadID about the
+	// messages ids, recorded at or after since.
+	MessageEvents(ctx context.Context, accountID, threadID string, ids []string, since time.Time, limit int) ([]event.Event, error)
 }
 
 // Reader runs the paged and batched reads of threads and messages that the

@@ -149,6 +149,20 @@ func TestDeliveryOutcomes(t *testing.T) {
 		require.NoError(t, b.svc.ApplyStatus(ctx, account.WhatsApp, "wamid.1", domain.Delivered, "", ""))
 		require.Equal(t, domain.Read, b.status(t, m.ID).Status)
 		require.NoError(t, b.svc.ApplyStatus(ctx, account.WhatsApp, "wamid.unknown", domain.Read, "", ""), "unknown ids are ignored")
+
+		// The timeline is the message's steps as the event log has them,
+		// the refused backward move left out.
+		got = b.status(t, m.ID)
+		steps, err := messaging.NewReader(b.db.Repos()).Timelines(ctx, b.account.ID, []domain.Message{got})
+		require.NoError(t, err)
+		var statuses []domain.Status
+		for _, s := range steps[m.ID] {
+			statuses = append(statuses, s.Status)
+		}
+		require.Equal(t, []domain.Status{domain.Queued, domain.Sent, domain.Read}, statuses)
+		none, err := messaging.NewReader(b.db.Repos()).Timelines(ctx, "acc_other", []domain.Message{got})
+		require.NoError(t, err)
+		require.Empty(t, none, "another account's message has no timeline")
 	})
 
 	t.Run("a number disabled before delivery fails the message", func(t *testing.T) {

@@ -62,6 +62,8 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.DurationVar(&s.cfg.Limits.RequestTimeout, "request-timeout", s.cfg.Limits.RequestTimeout, "every request's deadline, waiting for a database connection included; past it the answer is 503 (0: none)")
 	f.DurationVar(&s.cfg.DBReadTimeout, "db-read-timeout", store.DefaultReadTimeout, "longest wait for a Postgres reply when no request deadline is earlier")
 	f.DurationVar(&s.cfg.DBStatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "Postgres statement_timeout; below --db-read-timeout, so that Postgres gives up first")
+	f.DurationVar(&s.cfg.SessionIdleTimeout, "session-idle-timeout", s.cfg.SessionIdleTimeout, "how long a dashboard session may go unused before it ends")
+	f.DurationVar(&s.cfg.SessionMaxAge, "session-max-age", s.cfg.SessionMaxAge, "how long after sign-in a dashboard session ends, however busy")
 	f.DurationVar(&s.cfg.IdempotencyLock, "idempotency-lock", s.cfg.IdempotencyLock, "how long a request holds its Idempotency-Key before a retry may take it over (keep it above the request deadline)")
 	f.BoolVar(&s.cfg.MigrateOnStart, "migrate", s.cfg.MigrateOnStart, "apply pending migrations at start-up")
 	f.IntVar(&s.cfg.DBMaxConns, "db-max-conns", 0, "database pool size (0: from the CPU count)")

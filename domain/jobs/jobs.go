@@ -234,6 +234,10 @@ type Stat struct {
 	Kind string
 	// Ready counts pending jobs that are due; Scheduled those that are not.
 	Ready, Scheduled, Running int
+	// Retrying counts the pending jobs that failed before and wait for
+	// their next attempt (state retryable); Dead the jobs that failed for
+	// good. Only an account's summary counts them.
+	Retrying, Dead int
 	// OldestReady is when the longest-waiting due job became due.
 	OldestReady time.Time
 }

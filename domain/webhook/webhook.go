@@ -78,6 +78,19 @@ func (e Endpoint) Subscribed(t event.Type) bool {
 	return len(e.Events) == 0 || slices.Contains(e.Events, t)
 }
 
+// Subscribable lists the event types an endpoint may subscribe to, in
+// event.Types' order: every type but the test event (which always goes
+// out) and the disabled record (which never does).
+func Subscribable() []event.Type {
+	out := make([]event.Type, 0, len(event.Types))
+	for _, t := range event.Types {
+		if t != event.WebhookTest && t != event.EndpointDisabled {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // SigningSecrets are the secrets that sign at now: the current one first,
 // and the previous one during the rotation overlap.
 func (e Endpoint) SigningSecrets(now time.Time) []string {
@@ -153,7 +166,7 @@ func (s Settings) Check(plainAllowed func(host string) bool) ([]event.Type, erro
 	seen := map[event.Type]bool{}
 	for i, name := range s.Events {
 		t := event.Type(name)
-		if !slices.Contains(event.Types, t) || t == event.EndpointDisabled || t == event.WebhookTest {
+		if !slices.Contains(Subscribable(), t) {
 			p.Add("enum", "unknown event type "+name, "events", i)
 			continue
 		}

@@ -206,6 +206,21 @@ func TestSubscribed(t *testing.T) {
 	}
 }
 
+func TestSubscribable(t *testing.T) {
+	types := webhook.Subscribable()
+	if len(types) != len(event.Types)-2 || types[0] != event.MessageReceived {
+		t.Fatalf("every type but the test event and the disabled record, in order: %v", types)
+	}
+	for _, ty := range types {
+		if ty == event.WebhookTest || ty == event.EndpointDisabled {
+			t.Fatalf("%s is not subscribable", ty)
+		}
+		if _, err := (webhook.Settings{URL: "https://x.test/h", Events: []string{string(ty)}}).Check(nil); err != nil {
+			t.Fatalf("%s: %v", ty, err)
+		}
+	}
+}
+
 func TestMessagePayload(t *testing.T) {
 	in := messaging.Message{ID: "msg_1", AccountID: "acc_1", ThreadID: "thr_1", Service: "whatsapp", Direction: messaging.Inbound,
 		From: "+14155550123", To: "+15550000001", SenderName: "Ann", Status: messaging.Received,

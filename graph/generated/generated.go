@@ -14,8 +14,13 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	email1 "github.com/switchboard-dev/switchboard/application/email"
+	messaging1 "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/queue"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 	"github.com/switchboard-dev/switchboard/graph/model"
@@ -35,9 +40,13 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	CronExecution() CronExecutionResolver
 	CronJob() CronJobResolver
+	Email() EmailResolver
 	Message() MessageResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	QueueHealth() QueueHealthResolver
+	QueueKind() QueueKindResolver
+	SandboxEmail() SandboxEmailResolver
 	Subscription() SubscriptionResolver
 	Thread() ThreadResolver
 	Webhook() WebhookResolver
@@ -125,10 +134,47 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Email struct {
+		AttachmentURI func(childComplexity int) int
+		Attempts      func(childComplexity int) int
+		Bcc           func(childComplexity int) int
+		Body          func(childComplexity int) int
+		Cc            func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		FailureCode   func(childComplexity int) int
+		From          func(childComplexity int) int
+		HTML          func(childComplexity int) int
+		ID            func(childComplexity int) int
+		MessageID     func(childComplexity int) int
+		Reply         func(childComplexity int) int
+		ReplyTo       func(childComplexity int) int
+		SentAt        func(childComplexity int) int
+		Status        func(childComplexity int) int
+		Subject       func(childComplexity int) int
+		To            func(childComplexity int) int
+		UpdatedAt     func(childComplexity int) int
+	}
+
 	EmailAddress struct {
 		Address   func(childComplexity int) int
 		CreatedAt func(childComplexity int) int
 		ID        func(childComplexity int) int
+	}
+
+	EmailConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	EmailEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	EmailHeader struct {
+		Name  func(childComplexity int) int
+		Value func(childComplexity int) int
 	}
 
 	HttpHeader struct {
@@ -149,6 +195,7 @@ type ComplexityRoot struct {
 		Status      func(childComplexity int) int
 		Thread      func(childComplexity int) int
 		ThreadID    func(childComplexity int) int
+		Timeline    func(childComplexity int) int
 		To          func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 	}
@@ -175,14 +222,24 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	MessageStatusChange struct {
+		At          func(childComplexity int) int
+		FailureCode func(childComplexity int) int
+		FailureText func(childComplexity int) int
+		Status      func(childComplexity int) int
+	}
+
 	Mutation struct {
-		CreateCronJob func(childComplexity int, input model.CronJobInput) int
-		DeleteCronJob func(childComplexity int, id string) int
-		PauseCronJob  func(childComplexity int, id string) int
-		ResumeCronJob func(childComplexity int, id string) int
-		SendMessage   func(childComplexity int, input model.SendMessageInput) int
-		UpdateCronJob func(childComplexity int, id string, input model.CronJobPatch) int
-		UpdateWebhook func(childComplexity int, input model.WebhookInput) int
+		CreateCronJob         func(childComplexity int, input model.CronJobInput) int
+		DeleteCronJob         func(childComplexity int, id string) int
+		PauseCronJob          func(childComplexity int, id string) int
+		ReplayWebhookDelivery func(childComplexity int, id string) int
+		ResumeCronJob         func(childComplexity int, id string) int
+		RotateWebhookSecret   func(childComplexity int) int
+		SendMessage           func(childComplexity int, input model.SendMessageInput) int
+		TestWebhook           func(childComplexity int) int
+		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
+		UpdateWebhook         func(childComplexity int, input model.WebhookInput) int
 	}
 
 	PageInfo struct {
@@ -203,11 +260,57 @@ type ComplexityRoot struct {
 		Account           func(childComplexity int) int
 		CronJob           func(childComplexity int, id string) int
 		CronJobs          func(childComplexity int, status *cron.Status, first *int, after *string) int
+		Emails            func(childComplexity int, first *int, after *string) int
 		Message           func(childComplexity int, id string) int
+		QueueHealth       func(childComplexity int) int
+		SandboxMailbox    func(childComplexity int, first *int, offset *int) int
 		Thread            func(childComplexity int, id string) int
 		Threads           func(childComplexity int, filter *model.ThreadFilter, first *int, after *string) int
 		Webhook           func(childComplexity int) int
 		WebhookDeliveries func(childComplexity int, status *webhook.Status, first *int, after *string) int
+		WebhookEventTypes func(childComplexity int) int
+	}
+
+	QueueHealth struct {
+		At         func(childComplexity int) int
+		Dead       func(childComplexity int) int
+		Kinds      func(childComplexity int) int
+		LagSeconds func(childComplexity int) int
+		Ready      func(childComplexity int) int
+		Retrying   func(childComplexity int) int
+		Running    func(childComplexity int) int
+		Scheduled  func(childComplexity int) int
+	}
+
+	QueueKind struct {
+		Dead          func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		OldestReadyAt func(childComplexity int) int
+		Ready         func(childComplexity int) int
+		Retrying      func(childComplexity int) int
+		Running       func(childComplexity int) int
+		Scheduled     func(childComplexity int) int
+	}
+
+	SandboxEmail struct {
+		AttachmentName func(childComplexity int) int
+		Bcc            func(childComplexity int) int
+		Cc             func(childComplexity int) int
+		Date           func(childComplexity int) int
+		From           func(childComplexity int) int
+		HTML           func(childComplexity int) int
+		Headers        func(childComplexity int) int
+		MessageID      func(childComplexity int) int
+		ReplyTo        func(childComplexity int) int
+		Subject        func(childComplexity int) int
+		Text           func(childComplexity int) int
+		To             func(childComplexity int) int
+	}
+
+	SandboxMailbox struct {
+		Emails  func(childComplexity int) int
+		Enabled func(childComplexity int) int
+		Total   func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -241,14 +344,15 @@ type ComplexityRoot struct {
 	}
 
 	Webhook struct {
-		CreatedAt      func(childComplexity int) int
-		DisabledAt     func(childComplexity int) int
-		DisabledReason func(childComplexity int) int
-		Enabled        func(childComplexity int) int
-		Events         func(childComplexity int) int
-		FailingSince   func(childComplexity int) int
-		URL            func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		CreatedAt               func(childComplexity int) int
+		DisabledAt              func(childComplexity int) int
+		DisabledReason          func(childComplexity int) int
+		Enabled                 func(childComplexity int) int
+		Events                  func(childComplexity int) int
+		FailingSince            func(childComplexity int) int
+		PreviousSecretExpiresAt func(childComplexity int) int
+		URL                     func(childComplexity int) int
+		UpdatedAt               func(childComplexity int) int
 	}
 
 	WebhookAttempt struct {
@@ -311,8 +415,15 @@ type CronJobResolver interface {
 	LastExecution(ctx context.Context, obj *cron.Job) (*cron.Execution, error)
 	Executions(ctx context.Context, obj *cron.Job, status *cron.ExecutionStatus, first *int, after *string) (*model.CronExecutionConnection, error)
 }
+type EmailResolver interface {
+	Cc(ctx context.Context, obj *email.Email) ([]string, error)
+	Bcc(ctx context.Context, obj *email.Email) ([]string, error)
+	ReplyTo(ctx context.Context, obj *email.Email) ([]string, error)
+}
 type MessageResolver interface {
 	Thread(ctx context.Context, obj *messaging.Message) (*messaging.Thread, error)
+
+	Timeline(ctx context.Context, obj *messaging.Message) ([]messaging1.StatusChange, error)
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error)
@@ -322,16 +433,37 @@ type MutationResolver interface {
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
 	UpdateWebhook(ctx context.Context, input model.WebhookInput) (*model.WebhookUpdate, error)
+	RotateWebhookSecret(ctx context.Context) (*model.WebhookUpdate, error)
+	TestWebhook(ctx context.Context) (*webhook.Delivery, error)
+	ReplayWebhookDelivery(ctx context.Context, id string) (*webhook.Delivery, error)
 }
 type QueryResolver interface {
 	Account(ctx context.Context) (*model.Account, error)
 	CronJobs(ctx context.Context, status *cron.Status, first *int, after *string) (*model.CronJobConnection, error)
 	CronJob(ctx context.Context, id string) (*cron.Job, error)
+	Emails(ctx context.Context, first *int, after *string) (*model.EmailConnection, error)
+	SandboxMailbox(ctx context.Context, first *int, offset *int) (*email1.SandboxMailbox, error)
 	Threads(ctx context.Context, filter *model.ThreadFilter, first *int, after *string) (*model.ThreadConnection, error)
 	Thread(ctx context.Context, id string) (*messaging.Thread, error)
 	Message(ctx context.Context, id string) (*messaging.Message, error)
+	QueueHealth(ctx context.Context) (*queue.Health, error)
 	Webhook(ctx context.Context) (*webhook.Endpoint, error)
 	WebhookDeliveries(ctx context.Context, status *webhook.Status, first *int, after *string) (*model.WebhookDeliveryConnection, error)
+	WebhookEventTypes(ctx context.Context) ([]string, error)
+}
+type QueueHealthResolver interface {
+	LagSeconds(ctx context.Context, obj *queue.Health) (float64, error)
+}
+type QueueKindResolver interface {
+	OldestReadyAt(ctx context.Context, obj *jobs.Stat) (*time.Time, error)
+}
+type SandboxEmailResolver interface {
+	Cc(ctx context.Context, obj *email1.Outgoing) ([]string, error)
+	Bcc(ctx context.Context, obj *email1.Outgoing) ([]string, error)
+	ReplyTo(ctx context.Context, obj *email1.Outgoing) ([]string, error)
+
+	Headers(ctx context.Context, obj *email1.Outgoing) ([]email.Header, error)
+	AttachmentName(ctx context.Context, obj *email1.Outgoing) (*string, error)
 }
 type SubscriptionResolver interface {
 	MessageReceived(ctx context.Context, threadID *string) (<-chan *messaging.Message, error)
@@ -345,6 +477,8 @@ type ThreadResolver interface {
 }
 type WebhookResolver interface {
 	Events(ctx context.Context, obj *webhook.Endpoint) ([]string, error)
+
+	PreviousSecretExpiresAt(ctx context.Context, obj *webhook.Endpoint) (*time.Time, error)
 }
 type WebhookAttemptResolver interface {
 	LatencyMs(ctx context.Context, obj *webhook.Attempt) (int, error)
@@ -699,6 +833,115 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CronJobEdge.Node(childComplexity), true
 
+	case "Email.attachmentUri":
+		if e.ComplexityRoot.Email.AttachmentURI == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.AttachmentURI(childComplexity), true
+	case "Email.attempts":
+		if e.ComplexityRoot.Email.Attempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Attempts(childComplexity), true
+	case "Email.bcc":
+		if e.ComplexityRoot.Email.Bcc == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Bcc(childComplexity), true
+	case "Email.body":
+		if e.ComplexityRoot.Email.Body == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Body(childComplexity), true
+	case "Email.cc":
+		if e.ComplexityRoot.Email.Cc == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Cc(childComplexity), true
+	case "Email.createdAt":
+		if e.ComplexityRoot.Email.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.CreatedAt(childComplexity), true
+	case "Email.failureCode":
+		if e.ComplexityRoot.Email.FailureCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.FailureCode(childComplexity), true
+	case "Email.from":
+		if e.ComplexityRoot.Email.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.From(childComplexity), true
+	case "Email.html":
+		if e.ComplexityRoot.Email.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.HTML(childComplexity), true
+	case "Email.id":
+		if e.ComplexityRoot.Email.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.ID(childComplexity), true
+	case "Email.messageId":
+		if e.ComplexityRoot.Email.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.MessageID(childComplexity), true
+	case "Email.smtpReply":
+		if e.ComplexityRoot.Email.Reply == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Reply(childComplexity), true
+	case "Email.replyTo":
+		if e.ComplexityRoot.Email.ReplyTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.ReplyTo(childComplexity), true
+	case "Email.sentAt":
+		if e.ComplexityRoot.Email.SentAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.SentAt(childComplexity), true
+	case "Email.status":
+		if e.ComplexityRoot.Email.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Status(childComplexity), true
+	case "Email.subject":
+		if e.ComplexityRoot.Email.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Subject(childComplexity), true
+	case "Email.to":
+		if e.ComplexityRoot.Email.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.To(childComplexity), true
+	case "Email.updatedAt":
+		if e.ComplexityRoot.Email.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.UpdatedAt(childComplexity), true
+
 	case "EmailAddress.address":
 		if e.ComplexityRoot.EmailAddress.Address == nil {
 			break
@@ -717,6 +960,51 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EmailAddress.ID(childComplexity), true
+
+	case "EmailConnection.edges":
+		if e.ComplexityRoot.EmailConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailConnection.Edges(childComplexity), true
+	case "EmailConnection.nodes":
+		if e.ComplexityRoot.EmailConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailConnection.Nodes(childComplexity), true
+	case "EmailConnection.pageInfo":
+		if e.ComplexityRoot.EmailConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailConnection.PageInfo(childComplexity), true
+
+	case "EmailEdge.cursor":
+		if e.ComplexityRoot.EmailEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailEdge.Cursor(childComplexity), true
+	case "EmailEdge.node":
+		if e.ComplexityRoot.EmailEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailEdge.Node(childComplexity), true
+
+	case "EmailHeader.name":
+		if e.ComplexityRoot.EmailHeader.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailHeader.Name(childComplexity), true
+	case "EmailHeader.value":
+		if e.ComplexityRoot.EmailHeader.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailHeader.Value(childComplexity), true
 
 	case "HttpHeader.name":
 		if e.ComplexityRoot.HttpHeader.Name == nil {
@@ -803,6 +1091,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.ThreadID(childComplexity), true
+	case "Message.timeline":
+		if e.ComplexityRoot.Message.Timeline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Timeline(childComplexity), true
 	case "Message.to":
 		if e.ComplexityRoot.Message.To == nil {
 			break
@@ -897,6 +1191,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageEdge.Node(childComplexity), true
 
+	case "MessageStatusChange.at":
+		if e.ComplexityRoot.MessageStatusChange.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.At(childComplexity), true
+	case "MessageStatusChange.failureCode":
+		if e.ComplexityRoot.MessageStatusChange.FailureCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.FailureCode(childComplexity), true
+	case "MessageStatusChange.failureText":
+		if e.ComplexityRoot.MessageStatusChange.FailureText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.FailureText(childComplexity), true
+	case "MessageStatusChange.status":
+		if e.ComplexityRoot.MessageStatusChange.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStatusChange.Status(childComplexity), true
+
 	case "Mutation.createCronJob":
 		if e.ComplexityRoot.Mutation.CreateCronJob == nil {
 			break
@@ -930,6 +1249,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.replayWebhookDelivery":
+		if e.ComplexityRoot.Mutation.ReplayWebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_replayWebhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReplayWebhookDelivery(childComplexity, args["id"].(string)), true
 	case "Mutation.resumeCronJob":
 		if e.ComplexityRoot.Mutation.ResumeCronJob == nil {
 			break
@@ -941,6 +1271,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResumeCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.rotateWebhookSecret":
+		if e.ComplexityRoot.Mutation.RotateWebhookSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity), true
 	case "Mutation.sendMessage":
 		if e.ComplexityRoot.Mutation.SendMessage == nil {
 			break
@@ -952,6 +1288,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
+	case "Mutation.testWebhook":
+		if e.ComplexityRoot.Mutation.TestWebhook == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.TestWebhook(childComplexity), true
 	case "Mutation.updateCronJob":
 		if e.ComplexityRoot.Mutation.UpdateCronJob == nil {
 			break
@@ -1053,6 +1395,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.CronJobs(childComplexity, args["status"].(*cron.Status), args["first"].(*int), args["after"].(*string)), true
+	case "Query.emails":
+		if e.ComplexityRoot.Query.Emails == nil {
+			break
+		}
+
+		args, err := ec.field_Query_emails_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Emails(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
 	case "Query.message":
 		if e.ComplexityRoot.Query.Message == nil {
@@ -1065,6 +1418,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Message(childComplexity, args["id"].(string)), true
+	case "Query.queueHealth":
+		if e.ComplexityRoot.Query.QueueHealth == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.QueueHealth(childComplexity), true
+	case "Query.sandboxMailbox":
+		if e.ComplexityRoot.Query.SandboxMailbox == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandboxMailbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SandboxMailbox(childComplexity, args["first"].(*int), args["offset"].(*int)), true
 	case "Query.thread":
 		if e.ComplexityRoot.Query.Thread == nil {
 			break
@@ -1104,6 +1474,196 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.WebhookDeliveries(childComplexity, args["status"].(*webhook.Status), args["first"].(*int), args["after"].(*string)), true
+	case "Query.webhookEventTypes":
+		if e.ComplexityRoot.Query.WebhookEventTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.WebhookEventTypes(childComplexity), true
+
+	case "QueueHealth.at":
+		if e.ComplexityRoot.QueueHealth.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.At(childComplexity), true
+	case "QueueHealth.dead":
+		if e.ComplexityRoot.QueueHealth.Dead == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.Dead(childComplexity), true
+	case "QueueHealth.kinds":
+		if e.ComplexityRoot.QueueHealth.Kinds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.Kinds(childComplexity), true
+	case "QueueHealth.lagSeconds":
+		if e.ComplexityRoot.QueueHealth.LagSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.LagSeconds(childComplexity), true
+	case "QueueHealth.ready":
+		if e.ComplexityRoot.QueueHealth.Ready == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.Ready(childComplexity), true
+	case "QueueHealth.retrying":
+		if e.ComplexityRoot.QueueHealth.Retrying == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.Retrying(childComplexity), true
+	case "QueueHealth.running":
+		if e.ComplexityRoot.QueueHealth.Running == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.Running(childComplexity), true
+	case "QueueHealth.scheduled":
+		if e.ComplexityRoot.QueueHealth.Scheduled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueHealth.Scheduled(childComplexity), true
+
+	case "QueueKind.dead":
+		if e.ComplexityRoot.QueueKind.Dead == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.Dead(childComplexity), true
+	case "QueueKind.kind":
+		if e.ComplexityRoot.QueueKind.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.Kind(childComplexity), true
+	case "QueueKind.oldestReadyAt":
+		if e.ComplexityRoot.QueueKind.OldestReadyAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.OldestReadyAt(childComplexity), true
+	case "QueueKind.ready":
+		if e.ComplexityRoot.QueueKind.Ready == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.Ready(childComplexity), true
+	case "QueueKind.retrying":
+		if e.ComplexityRoot.QueueKind.Retrying == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.Retrying(childComplexity), true
+	case "QueueKind.running":
+		if e.ComplexityRoot.QueueKind.Running == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.Running(childComplexity), true
+	case "QueueKind.scheduled":
+		if e.ComplexityRoot.QueueKind.Scheduled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueueKind.Scheduled(childComplexity), true
+
+	case "SandboxEmail.attachmentName":
+		if e.ComplexityRoot.SandboxEmail.AttachmentName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.AttachmentName(childComplexity), true
+	case "SandboxEmail.bcc":
+		if e.ComplexityRoot.SandboxEmail.Bcc == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Bcc(childComplexity), true
+	case "SandboxEmail.cc":
+		if e.ComplexityRoot.SandboxEmail.Cc == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Cc(childComplexity), true
+	case "SandboxEmail.date":
+		if e.ComplexityRoot.SandboxEmail.Date == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Date(childComplexity), true
+	case "SandboxEmail.from":
+		if e.ComplexityRoot.SandboxEmail.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.From(childComplexity), true
+	case "SandboxEmail.html":
+		if e.ComplexityRoot.SandboxEmail.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.HTML(childComplexity), true
+	case "SandboxEmail.headers":
+		if e.ComplexityRoot.SandboxEmail.Headers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Headers(childComplexity), true
+	case "SandboxEmail.messageId":
+		if e.ComplexityRoot.SandboxEmail.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.MessageID(childComplexity), true
+	case "SandboxEmail.replyTo":
+		if e.ComplexityRoot.SandboxEmail.ReplyTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.ReplyTo(childComplexity), true
+	case "SandboxEmail.subject":
+		if e.ComplexityRoot.SandboxEmail.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Subject(childComplexity), true
+	case "SandboxEmail.text":
+		if e.ComplexityRoot.SandboxEmail.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Text(childComplexity), true
+	case "SandboxEmail.to":
+		if e.ComplexityRoot.SandboxEmail.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.To(childComplexity), true
+
+	case "SandboxMailbox.nodes":
+		if e.ComplexityRoot.SandboxMailbox.Emails == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxMailbox.Emails(childComplexity), true
+	case "SandboxMailbox.enabled":
+		if e.ComplexityRoot.SandboxMailbox.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxMailbox.Enabled(childComplexity), true
+	case "SandboxMailbox.totalCount":
+		if e.ComplexityRoot.SandboxMailbox.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxMailbox.Total(childComplexity), true
 
 	case "Subscription.messageReceived":
 		if e.ComplexityRoot.Subscription.MessageReceived == nil {
@@ -1268,6 +1828,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Webhook.FailingSince(childComplexity), true
+	case "Webhook.previousSecretExpiresAt":
+		if e.ComplexityRoot.Webhook.PreviousSecretExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.PreviousSecretExpiresAt(childComplexity), true
 	case "Webhook.url":
 		if e.ComplexityRoot.Webhook.URL == nil {
 			break
@@ -1767,6 +2333,107 @@ type CronExecutionEdge {
   node: CronExecution!
 }
 `, BuiltIn: false},
+	{Name: "../schema/email.graphqls", Input: `# Email: what the account sent, and the sandbox mailbox.
+
+extend type Query {
+  """
+  The account's emails, newest first, with where each is in its life.
+  first: 1 to 100, default 20.
+  """
+  emails(first: Int = 20, after: String): EmailConnection!
+  """
+  What the sandbox mailbox kept of the account's emails, newest first, as
+  a relay would have received them. The mailbox is where emails go when no
+  SMTP relay is configured (make run, tests); it is the serving process's
+  memory, so it holds what this process delivered since it started.
+  enabled is false when emails go to a relay. first: 1 to 100, default 20.
+  """
+  sandboxMailbox(first: Int = 20, offset: Int = 0): SandboxMailbox!
+}
+
+"Where an email is in its life: queued → sent, or failed."
+enum EmailStatus {
+  QUEUED
+  SENT
+  FAILED
+}
+
+"An email the account sent (or is sending)."
+type Email {
+  id: ID!
+  "The account's address it is sent from."
+  from: String!
+  to: String!
+  cc: [String!]!
+  bcc: [String!]!
+  replyTo: [String!]!
+  subject: String!
+  "The body as sent: plain text, or HTML when html is true."
+  body: String!
+  html: Boolean!
+  attachmentUri: String!
+  "The RFC 5322 Message-ID, fixed when the email was accepted."
+  messageId: String!
+  status: EmailStatus!
+  "The relay's last reply (or why the last attempt failed)."
+  smtpReply: String!
+  "Why the email failed (status FAILED); empty otherwise."
+  failureCode: String!
+  attempts: Int!
+  createdAt: Time!
+  updatedAt: Time!
+  "When the relay accepted it; null until then."
+  sentAt: Time
+}
+
+"A page of emails, newest first, Relay-style."
+type EmailConnection {
+  edges: [EmailEdge!]!
+  nodes: [Email!]!
+  pageInfo: PageInfo!
+}
+
+"An email and its position, to page on from (after: cursor)."
+type EmailEdge {
+  cursor: String!
+  node: Email!
+}
+
+"A page of what the sandbox mailbox kept of the account's emails."
+type SandboxMailbox {
+  "Whether emails go to the sandbox mailbox (false: to an SMTP relay)."
+  enabled: Boolean!
+  "How many of the account's emails the mailbox holds."
+  totalCount: Int!
+  nodes: [SandboxEmail!]!
+}
+
+"An email as the sandbox mailbox received it: envelope and content."
+type SandboxEmail {
+  messageId: String!
+  from: String!
+  to: String!
+  cc: [String!]!
+  "Bcc recipients, in the envelope only (never in a header)."
+  bcc: [String!]!
+  replyTo: [String!]!
+  subject: String!
+  "The plain-text part (generated from the HTML for an HTML email)."
+  text: String!
+  "The HTML part; empty for a plain-text email."
+  html: String!
+  headers: [EmailHeader!]!
+  "The attached file's name; null without an attachment."
+  attachmentName: String
+  date: Time!
+}
+
+"An extra header of an email."
+type EmailHeader {
+  name: String!
+  value: String!
+}
+`, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `# Live events over WebSocket (graphql-transport-ws at /graphql): the same
 # message events webhooks deliver, read from the account's event log.
 
@@ -1898,6 +2565,25 @@ type Message {
   failureText: String!
   createdAt: Time!
   updatedAt: Time!
+  """
+  The message's life so far, oldest step first: QUEUED when the send was
+  accepted, then SENT, DELIVERED, READ or FAILED (with why), each with
+  when it happened; an inbound message has one step, RECEIVED. Read from
+  the account's event log (the message.sent and message.status events
+  webhooks deliver), in one statement per thread however many messages
+  ask.
+  """
+  timeline: [MessageStatusChange!]!
+}
+
+"One step of a message's life (see Message.timeline)."
+type MessageStatusChange {
+  status: MessageStatus!
+  "When the message reached this status."
+  at: Time!
+  "Why the message failed (status FAILED); empty otherwise."
+  failureCode: String!
+  failureText: String!
 }
 
 "What a message carries: text, a media file with a caption, or a place."
@@ -1972,6 +2658,47 @@ type MessageEdge {
   node: Message!
 }
 `, BuiltIn: false},
+	{Name: "../schema/queue.graphqls", Input: `# The health of the account's background work.
+
+extend type Query {
+  """
+  The account's jobs in the queue that delivers its messages, emails,
+  webhooks and cron runs: waiting (due now or later), retrying, running,
+  and failed for good, per kind and in total.
+  """
+  queueHealth: QueueHealth!
+}
+
+"The account's queue at one moment."
+type QueueHealth {
+  "Jobs due now, not yet running."
+  ready: Int!
+  "Jobs waiting for a later time (retries among them)."
+  scheduled: Int!
+  running: Int!
+  "Pending jobs that failed before and wait for another attempt."
+  retrying: Int!
+  "Jobs that failed for good (out of attempts, or a permanent error)."
+  dead: Int!
+  "How long the longest-waiting due job has waited, in seconds; 0 when nothing is due."
+  lagSeconds: Float!
+  "When the figures were read."
+  at: Time!
+  kinds: [QueueKind!]!
+}
+
+"The account's jobs of one kind (message.deliver, email.deliver, webhook.deliver, cron.run…)."
+type QueueKind {
+  kind: String!
+  ready: Int!
+  scheduled: Int!
+  running: Int!
+  retrying: Int!
+  dead: Int!
+  "When the longest-waiting due job of the kind became due; null when none is due."
+  oldestReadyAt: Time
+}
+`, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `# Customer webhooks: the endpoint setting and the delivery log.
 
 extend type Query {
@@ -1979,6 +2706,8 @@ extend type Query {
   webhook: Webhook
   "Deliveries to the account's endpoint, newest first; status filters. first: 1 to 100, default 20."
   webhookDeliveries(status: WebhookDeliveryStatus, first: Int = 20, after: String): WebhookDeliveryConnection!
+  "The event types an endpoint may subscribe to (updateWebhook's events), in a stable order."
+  webhookEventTypes: [String!]!
 }
 
 extend type Mutation {
@@ -1988,6 +2717,15 @@ extend type Mutation {
   event type. The first save makes the signing secret, returned once.
   """
   updateWebhook(input: WebhookInput!): WebhookUpdate!
+  """
+  Make a new signing secret, returned once; the previous one keeps signing
+  beside it for 24 hours (previousSecretExpiresAt).
+  """
+  rotateWebhookSecret: WebhookUpdate!
+  "Record a webhook.test event and deliver it to the endpoint (which must be enabled); the delivery is pending until its attempt."
+  testWebhook: WebhookDelivery!
+  "Deliver a delivery again, with the same webhook-id and a fresh schedule; its earlier attempts stay in the log. The endpoint must be enabled."
+  replayWebhookDelivery(id: ID!): WebhookDelivery!
 }
 
 "Where a webhook delivery is."
@@ -2008,6 +2746,8 @@ type Webhook {
   disabledAt: Time
   "The first failed attempt since the last success."
   failingSince: Time
+  "Until when the secret before the last rotation still signs too; null when none does."
+  previousSecretExpiresAt: Time
   createdAt: Time!
   updatedAt: Time!
 }
@@ -2228,6 +2968,48 @@ func (ec *executionContext) childFields_CronJobEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type CronJobEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Email(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Email_id(ctx, field)
+	case "from":
+		return ec.fieldContext_Email_from(ctx, field)
+	case "to":
+		return ec.fieldContext_Email_to(ctx, field)
+	case "cc":
+		return ec.fieldContext_Email_cc(ctx, field)
+	case "bcc":
+		return ec.fieldContext_Email_bcc(ctx, field)
+	case "replyTo":
+		return ec.fieldContext_Email_replyTo(ctx, field)
+	case "subject":
+		return ec.fieldContext_Email_subject(ctx, field)
+	case "body":
+		return ec.fieldContext_Email_body(ctx, field)
+	case "html":
+		return ec.fieldContext_Email_html(ctx, field)
+	case "attachmentUri":
+		return ec.fieldContext_Email_attachmentUri(ctx, field)
+	case "messageId":
+		return ec.fieldContext_Email_messageId(ctx, field)
+	case "status":
+		return ec.fieldContext_Email_status(ctx, field)
+	case "smtpReply":
+		return ec.fieldContext_Email_smtpReply(ctx, field)
+	case "failureCode":
+		return ec.fieldContext_Email_failureCode(ctx, field)
+	case "attempts":
+		return ec.fieldContext_Email_attempts(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Email_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Email_updatedAt(ctx, field)
+	case "sentAt":
+		return ec.fieldContext_Email_sentAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Email", field.Name)
+}
+
 func (ec *executionContext) childFields_EmailAddress(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2238,6 +3020,38 @@ func (ec *executionContext) childFields_EmailAddress(ctx context.Context, field 
 		return ec.fieldContext_EmailAddress_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EmailAddress", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_EmailConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_EmailConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_EmailConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_EmailEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_EmailEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_EmailHeader_name(ctx, field)
+	case "value":
+		return ec.fieldContext_EmailHeader_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailHeader", field.Name)
 }
 
 func (ec *executionContext) childFields_HttpHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2280,6 +3094,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_createdAt(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Message_updatedAt(ctx, field)
+	case "timeline":
+		return ec.fieldContext_Message_timeline(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -2328,6 +3144,20 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_MessageStatusChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "status":
+		return ec.fieldContext_MessageStatusChange_status(ctx, field)
+	case "at":
+		return ec.fieldContext_MessageStatusChange_at(ctx, field)
+	case "failureCode":
+		return ec.fieldContext_MessageStatusChange_failureCode(ctx, field)
+	case "failureText":
+		return ec.fieldContext_MessageStatusChange_failureText(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessageStatusChange", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -2354,6 +3184,90 @@ func (ec *executionContext) childFields_Participant(ctx context.Context, field g
 		return ec.fieldContext_Participant_isAgent(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Participant", field.Name)
+}
+
+func (ec *executionContext) childFields_QueueHealth(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ready":
+		return ec.fieldContext_QueueHealth_ready(ctx, field)
+	case "scheduled":
+		return ec.fieldContext_QueueHealth_scheduled(ctx, field)
+	case "running":
+		return ec.fieldContext_QueueHealth_running(ctx, field)
+	case "retrying":
+		return ec.fieldContext_QueueHealth_retrying(ctx, field)
+	case "dead":
+		return ec.fieldContext_QueueHealth_dead(ctx, field)
+	case "lagSeconds":
+		return ec.fieldContext_QueueHealth_lagSeconds(ctx, field)
+	case "at":
+		return ec.fieldContext_QueueHealth_at(ctx, field)
+	case "kinds":
+		return ec.fieldContext_QueueHealth_kinds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QueueHealth", field.Name)
+}
+
+func (ec *executionContext) childFields_QueueKind(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_QueueKind_kind(ctx, field)
+	case "ready":
+		return ec.fieldContext_QueueKind_ready(ctx, field)
+	case "scheduled":
+		return ec.fieldContext_QueueKind_scheduled(ctx, field)
+	case "running":
+		return ec.fieldContext_QueueKind_running(ctx, field)
+	case "retrying":
+		return ec.fieldContext_QueueKind_retrying(ctx, field)
+	case "dead":
+		return ec.fieldContext_QueueKind_dead(ctx, field)
+	case "oldestReadyAt":
+		return ec.fieldContext_QueueKind_oldestReadyAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QueueKind", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxEmail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_SandboxEmail_messageId(ctx, field)
+	case "from":
+		return ec.fieldContext_SandboxEmail_from(ctx, field)
+	case "to":
+		return ec.fieldContext_SandboxEmail_to(ctx, field)
+	case "cc":
+		return ec.fieldContext_SandboxEmail_cc(ctx, field)
+	case "bcc":
+		return ec.fieldContext_SandboxEmail_bcc(ctx, field)
+	case "replyTo":
+		return ec.fieldContext_SandboxEmail_replyTo(ctx, field)
+	case "subject":
+		return ec.fieldContext_SandboxEmail_subject(ctx, field)
+	case "text":
+		return ec.fieldContext_SandboxEmail_text(ctx, field)
+	case "html":
+		return ec.fieldContext_SandboxEmail_html(ctx, field)
+	case "headers":
+		return ec.fieldContext_SandboxEmail_headers(ctx, field)
+	case "attachmentName":
+		return ec.fieldContext_SandboxEmail_attachmentName(ctx, field)
+	case "date":
+		return ec.fieldContext_SandboxEmail_date(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxEmail", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxMailbox(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "enabled":
+		return ec.fieldContext_SandboxMailbox_enabled(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_SandboxMailbox_totalCount(ctx, field)
+	case "nodes":
+		return ec.fieldContext_SandboxMailbox_nodes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxMailbox", field.Name)
 }
 
 func (ec *executionContext) childFields_Thread(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2420,6 +3334,8 @@ func (ec *executionContext) childFields_Webhook(ctx context.Context, field graph
 		return ec.fieldContext_Webhook_disabledAt(ctx, field)
 	case "failingSince":
 		return ec.fieldContext_Webhook_failingSince(ctx, field)
+	case "previousSecretExpiresAt":
+		return ec.fieldContext_Webhook_previousSecretExpiresAt(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Webhook_createdAt(ctx, field)
 	case "updatedAt":
@@ -2698,6 +3614,20 @@ func (ec *executionContext) field_Mutation_pauseCronJob_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_replayWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_resumeCronJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2820,6 +3750,28 @@ func (ec *executionContext) field_Query_cronJobs_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_emails_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_message_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2831,6 +3783,28 @@ func (ec *executionContext) field_Query_message_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandboxMailbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg1
 	return args, nil
 }
 
@@ -4357,6 +5331,420 @@ func (ec *executionContext) fieldContext_CronJobEdge_node(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Email_id(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Email_from(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_to(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_cc(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_cc(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().Cc(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_cc(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, true, true, "String")
+}
+
+func (ec *executionContext) _Email_bcc(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_bcc(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().Bcc(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_bcc(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, true, true, "String")
+}
+
+func (ec *executionContext) _Email_replyTo(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_replyTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().ReplyTo(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_replyTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, true, true, "String")
+}
+
+func (ec *executionContext) _Email_subject(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_body(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_body(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Body, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_html(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTML, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Email_attachmentUri(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_attachmentUri(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AttachmentURI, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_attachmentUri(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_messageId(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_status(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v email.Status) graphql.Marshaler {
+			return ec.marshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "EmailStatus")
+}
+
+func (ec *executionContext) _Email_smtpReply(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_smtpReply(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reply, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_smtpReply(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_failureCode(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_failureCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_failureCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_attempts(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_attempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Email_createdAt(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Email_updatedAt(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Email_sentAt(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_sentAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SentAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Email_sentAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "Time")
+}
+
 func (ec *executionContext) _EmailAddress_id(ctx context.Context, field graphql.CollectedField, obj *account.EmailAddress) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4424,6 +5812,203 @@ func (ec *executionContext) _EmailAddress_createdAt(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_EmailAddress_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("EmailAddress", field, false, false, "Time")
+}
+
+func (ec *executionContext) _EmailConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.EmailConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.EmailEdge) graphql.Marshaler {
+			return ec.marshalNEmailEdge2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EmailConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EmailConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.EmailConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []email.Email) graphql.Marshaler {
+			return ec.marshalNEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmailᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EmailConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Email(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EmailConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.EmailConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EmailConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EmailEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EmailEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.EmailEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *email.Email) graphql.Marshaler {
+			return ec.marshalNEmail2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EmailEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Email(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EmailHeader_name(ctx context.Context, field graphql.CollectedField, obj *email.Header) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailHeader_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailHeader_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailHeader", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailHeader_value(ctx context.Context, field graphql.CollectedField, obj *email.Header) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailHeader_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailHeader_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailHeader", field, false, false, "String")
 }
 
 func (ec *executionContext) _HttpHeader_name(ctx context.Context, field graphql.CollectedField, obj *model.HTTPHeader) (ret graphql.Marshaler) {
@@ -4812,6 +6397,38 @@ func (ec *executionContext) fieldContext_Message_updatedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Message_timeline(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_timeline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Timeline(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging1.StatusChange) graphql.Marshaler {
+			return ec.marshalNMessageStatusChange2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_timeline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageStatusChange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5147,6 +6764,98 @@ func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _MessageStatusChange_status(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v messaging.Status) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "MessageStatus")
+}
+
+func (ec *executionContext) _MessageStatusChange_at(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MessageStatusChange_failureCode(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_failureCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_failureCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageStatusChange_failureText(ctx context.Context, field graphql.CollectedField, obj *messaging1.StatusChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStatusChange_failureText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStatusChange_failureText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "String")
+}
+
 func (ec *executionContext) _Mutation_sendMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5449,6 +7158,114 @@ func (ec *executionContext) fieldContext_Mutation_updateWebhook(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_updateWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotateWebhookSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().RotateWebhookSecret(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookUpdate) graphql.Marshaler {
+			return ec.marshalNWebhookUpdate2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐWebhookUpdate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotateWebhookSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookUpdate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_testWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_testWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().TestWebhook(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhook.Delivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋwebhookᚐDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_testWebhook(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_replayWebhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_replayWebhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReplayWebhookDelivery(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhook.Delivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋwebhookᚐDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_replayWebhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_replayWebhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5759,6 +7576,94 @@ func (ec *executionContext) fieldContext_Query_cronJob(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_emails(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_emails(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Emails(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EmailConnection) graphql.Marshaler {
+			return ec.marshalNEmailConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_emails(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_emails_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_sandboxMailbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandboxMailbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SandboxMailbox(ctx, fc.Args["first"].(*int), fc.Args["offset"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *email1.SandboxMailbox) graphql.Marshaler {
+			return ec.marshalNSandboxMailbox2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐSandboxMailbox(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandboxMailbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxMailbox(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandboxMailbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_threads(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5891,6 +7796,38 @@ func (ec *executionContext) fieldContext_Query_message(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_queueHealth(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_queueHealth(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().QueueHealth(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *queue.Health) graphql.Marshaler {
+			return ec.marshalNQueueHealth2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋqueueᚐHealth(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_queueHealth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QueueHealth(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_webhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5967,6 +7904,29 @@ func (ec *executionContext) fieldContext_Query_webhookDeliveries(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_webhookEventTypes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookEventTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().WebhookEventTypes(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookEventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, "String")
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6038,6 +7998,723 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _QueueHealth_ready(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_ready(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ready, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_ready(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueHealth_scheduled(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_scheduled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scheduled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_scheduled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueHealth_running(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_running(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Running, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_running(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueHealth_retrying(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_retrying(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Retrying, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_retrying(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueHealth_dead(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_dead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Dead, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_dead(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueHealth_lagSeconds(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_lagSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.QueueHealth().LagSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_lagSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, true, true, "Float")
+}
+
+func (ec *executionContext) _QueueHealth_at(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueHealth", field, false, false, "Time")
+}
+
+func (ec *executionContext) _QueueHealth_kinds(ctx context.Context, field graphql.CollectedField, obj *queue.Health) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueHealth_kinds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kinds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []jobs.Stat) graphql.Marshaler {
+			return ec.marshalNQueueKind2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋjobsᚐStatᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueHealth_kinds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "QueueHealth",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QueueKind(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _QueueKind_kind(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, false, false, "String")
+}
+
+func (ec *executionContext) _QueueKind_ready(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_ready(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ready, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_ready(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueKind_scheduled(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_scheduled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scheduled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_scheduled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueKind_running(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_running(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Running, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_running(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueKind_retrying(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_retrying(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Retrying, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_retrying(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueKind_dead(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_dead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Dead, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_dead(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QueueKind_oldestReadyAt(ctx context.Context, field graphql.CollectedField, obj *jobs.Stat) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueueKind_oldestReadyAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.QueueKind().OldestReadyAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueueKind_oldestReadyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueueKind", field, true, true, "Time")
+}
+
+func (ec *executionContext) _SandboxEmail_messageId(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_from(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_to(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_cc(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_cc(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxEmail().Cc(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_cc(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_bcc(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_bcc(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxEmail().Bcc(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_bcc(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_replyTo(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_replyTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxEmail().ReplyTo(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_replyTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_subject(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_text(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_html(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTML, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_headers(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_headers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxEmail().Headers(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []email.Header) graphql.Marshaler {
+			return ec.marshalNEmailHeader2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐHeaderᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_headers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEmail",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailHeader(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxEmail_attachmentName(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_attachmentName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxEmail().AttachmentName(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_attachmentName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_date(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_date(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Date, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "Time")
+}
+
+func (ec *executionContext) _SandboxMailbox_enabled(ctx context.Context, field graphql.CollectedField, obj *email1.SandboxMailbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxMailbox_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxMailbox_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxMailbox", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SandboxMailbox_totalCount(ctx context.Context, field graphql.CollectedField, obj *email1.SandboxMailbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxMailbox_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxMailbox_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxMailbox", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxMailbox_nodes(ctx context.Context, field graphql.CollectedField, obj *email1.SandboxMailbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxMailbox_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Emails, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []email1.Outgoing) graphql.Marshaler {
+			return ec.marshalNSandboxEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxMailbox_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxMailbox",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEmail(ctx, field)
 		},
 	}
 	return fc, nil
@@ -6701,6 +9378,29 @@ func (ec *executionContext) _Webhook_failingSince(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Webhook_failingSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Webhook", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Webhook_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_previousSecretExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Webhook().PreviousSecretExpiresAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_previousSecretExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Webhook", field, true, true, "Time")
 }
 
 func (ec *executionContext) _Webhook_createdAt(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
@@ -9506,6 +12206,127 @@ func (ec *executionContext) _CronJobEdge(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var emailImplementors = []string{"Email"}
+
+func (ec *executionContext) _Email(ctx context.Context, sel ast.SelectionSet, obj *email.Email) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Email")
+		case "id":
+			out.Values[i] = ec._Email_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "from":
+			out.Values[i] = ec._Email_from(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "to":
+			out.Values[i] = ec._Email_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cc":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_cc(ctx, field, obj)
+				})
+		case "bcc":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_bcc(ctx, field, obj)
+				})
+		case "replyTo":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_replyTo(ctx, field, obj)
+				})
+		case "subject":
+			out.Values[i] = ec._Email_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "body":
+			out.Values[i] = ec._Email_body(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "html":
+			out.Values[i] = ec._Email_html(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "attachmentUri":
+			out.Values[i] = ec._Email_attachmentUri(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "messageId":
+			out.Values[i] = ec._Email_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._Email_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "smtpReply":
+			out.Values[i] = ec._Email_smtpReply(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "failureCode":
+			out.Values[i] = ec._Email_failureCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "attempts":
+			out.Values[i] = ec._Email_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Email_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Email_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sentAt":
+			out.Values[i] = ec._Email_sentAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var emailAddressImplementors = []string{"EmailAddress"}
 
 func (ec *executionContext) _EmailAddress(ctx context.Context, sel ast.SelectionSet, obj *account.EmailAddress) graphql.Marshaler {
@@ -9529,6 +12350,125 @@ func (ec *executionContext) _EmailAddress(ctx context.Context, sel ast.Selection
 			}
 		case "createdAt":
 			out.Values[i] = ec._EmailAddress_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailConnectionImplementors = []string{"EmailConnection"}
+
+func (ec *executionContext) _EmailConnection(ctx context.Context, sel ast.SelectionSet, obj *model.EmailConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailConnection")
+		case "edges":
+			out.Values[i] = ec._EmailConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._EmailConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._EmailConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailEdgeImplementors = []string{"EmailEdge"}
+
+func (ec *executionContext) _EmailEdge(ctx context.Context, sel ast.SelectionSet, obj *model.EmailEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailEdge")
+		case "cursor":
+			out.Values[i] = ec._EmailEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._EmailEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailHeaderImplementors = []string{"EmailHeader"}
+
+func (ec *executionContext) _EmailHeader(ctx context.Context, sel ast.SelectionSet, obj *email.Header) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailHeaderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailHeader")
+		case "name":
+			out.Values[i] = ec._EmailHeader_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._EmailHeader_value(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -9669,6 +12609,12 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "timeline":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_timeline(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9835,6 +12781,54 @@ func (ec *executionContext) _MessageEdge(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var messageStatusChangeImplementors = []string{"MessageStatusChange"}
+
+func (ec *executionContext) _MessageStatusChange(ctx context.Context, sel ast.SelectionSet, obj *messaging1.StatusChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messageStatusChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessageStatusChange")
+		case "status":
+			out.Values[i] = ec._MessageStatusChange_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._MessageStatusChange_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failureCode":
+			out.Values[i] = ec._MessageStatusChange_failureCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failureText":
+			out.Values[i] = ec._MessageStatusChange_failureText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -9899,6 +12893,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "updateWebhook":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rotateWebhookSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotateWebhookSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "testWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_testWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayWebhookDelivery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_replayWebhookDelivery(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -10053,6 +13068,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_cronJob(ctx, field)
 				})
+		case "emails":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_emails(ctx, field)
+				})
+		case "sandboxMailbox":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandboxMailbox(ctx, field)
+				})
 		case "threads":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -10071,6 +13098,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_message(ctx, field)
 				})
+		case "queueHealth":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_queueHealth(ctx, field)
+				})
 		case "webhook":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, false,
@@ -10082,6 +13115,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_webhookDeliveries(ctx, field)
+				})
+		case "webhookEventTypes":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookEventTypes(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -10096,6 +13135,275 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var queueHealthImplementors = []string{"QueueHealth"}
+
+func (ec *executionContext) _QueueHealth(ctx context.Context, sel ast.SelectionSet, obj *queue.Health) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, queueHealthImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QueueHealth")
+		case "ready":
+			out.Values[i] = ec._QueueHealth_ready(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduled":
+			out.Values[i] = ec._QueueHealth_scheduled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "running":
+			out.Values[i] = ec._QueueHealth_running(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "retrying":
+			out.Values[i] = ec._QueueHealth_retrying(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "dead":
+			out.Values[i] = ec._QueueHealth_dead(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lagSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._QueueHealth_lagSeconds(ctx, field, obj)
+				})
+		case "at":
+			out.Values[i] = ec._QueueHealth_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kinds":
+			out.Values[i] = ec._QueueHealth_kinds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var queueKindImplementors = []string{"QueueKind"}
+
+func (ec *executionContext) _QueueKind(ctx context.Context, sel ast.SelectionSet, obj *jobs.Stat) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, queueKindImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QueueKind")
+		case "kind":
+			out.Values[i] = ec._QueueKind_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ready":
+			out.Values[i] = ec._QueueKind_ready(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduled":
+			out.Values[i] = ec._QueueKind_scheduled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "running":
+			out.Values[i] = ec._QueueKind_running(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "retrying":
+			out.Values[i] = ec._QueueKind_retrying(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "dead":
+			out.Values[i] = ec._QueueKind_dead(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "oldestReadyAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._QueueKind_oldestReadyAt(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxEmailImplementors = []string{"SandboxEmail"}
+
+func (ec *executionContext) _SandboxEmail(ctx context.Context, sel ast.SelectionSet, obj *email1.Outgoing) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxEmailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxEmail")
+		case "messageId":
+			out.Values[i] = ec._SandboxEmail_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "from":
+			out.Values[i] = ec._SandboxEmail_from(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "to":
+			out.Values[i] = ec._SandboxEmail_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cc":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxEmail_cc(ctx, field, obj)
+				})
+		case "bcc":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxEmail_bcc(ctx, field, obj)
+				})
+		case "replyTo":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxEmail_replyTo(ctx, field, obj)
+				})
+		case "subject":
+			out.Values[i] = ec._SandboxEmail_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "text":
+			out.Values[i] = ec._SandboxEmail_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "html":
+			out.Values[i] = ec._SandboxEmail_html(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "headers":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxEmail_headers(ctx, field, obj)
+				})
+		case "attachmentName":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxEmail_attachmentName(ctx, field, obj)
+				})
+		case "date":
+			out.Values[i] = ec._SandboxEmail_date(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxMailboxImplementors = []string{"SandboxMailbox"}
+
+func (ec *executionContext) _SandboxMailbox(ctx context.Context, sel ast.SelectionSet, obj *email1.SandboxMailbox) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxMailboxImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxMailbox")
+		case "enabled":
+			out.Values[i] = ec._SandboxMailbox_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._SandboxMailbox_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._SandboxMailbox_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -10345,6 +13653,12 @@ func (ec *executionContext) _Webhook(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "previousSecretExpiresAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Webhook_previousSecretExpiresAt(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._Webhook_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11280,6 +14594,34 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx context.Context, sel ast.SelectionSet, v email.Email) graphql.Marshaler {
+	return ec._Email(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmailᚄ(ctx context.Context, sel ast.SelectionSet, v []email.Email) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEmail2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx context.Context, sel ast.SelectionSet, v *email.Email) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Email!")
+		return graphql.Null
+	}
+	return ec._Email(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNEmailAddress2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐEmailAddress(ctx context.Context, sel ast.SelectionSet, v account.EmailAddress) graphql.Marshaler {
 	return ec._EmailAddress(ctx, sel, &v)
 }
@@ -11299,6 +14641,82 @@ func (ec *executionContext) marshalNEmailAddress2ᚕgithubᚗcomᚋswitchboard�
 
 	return ret
 }
+
+func (ec *executionContext) marshalNEmailConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailConnection(ctx context.Context, sel ast.SelectionSet, v *model.EmailConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "EmailConnection!")
+		return graphql.Null
+	}
+	return ec._EmailConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEmailEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailEdge(ctx context.Context, sel ast.SelectionSet, v model.EmailEdge) graphql.Marshaler {
+	return ec._EmailEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmailEdge2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.EmailEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEmailEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEmailHeader2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐHeader(ctx context.Context, sel ast.SelectionSet, v email.Header) graphql.Marshaler {
+	return ec._EmailHeader(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmailHeader2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐHeaderᚄ(ctx context.Context, sel ast.SelectionSet, v []email.Header) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEmailHeader2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐHeader(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus(ctx context.Context, v any) (email.Status, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus(ctx context.Context, sel ast.SelectionSet, v email.Status) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "EmailStatus!")
+	}
+	return res
+}
+
+var (
+	unmarshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus = map[string]email.Status{
+		"QUEUED": email.Queued,
+		"SENT":   email.Sent,
+		"FAILED": email.Failed,
+	}
+	marshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus = map[email.Status]string{
+		email.Queued: "QUEUED",
+		email.Sent:   "SENT",
+		email.Failed: "FAILED",
+	}
+)
 
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
@@ -11509,6 +14927,26 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNMessageStatusChange2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChange(ctx context.Context, sel ast.SelectionSet, v messaging1.StatusChange) graphql.Marshaler {
+	return ec._MessageStatusChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessageStatusChange2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging1.StatusChange) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMessageStatusChange2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "PageInfo!")
@@ -11535,6 +14973,62 @@ func (ec *executionContext) marshalNParticipant2ᚕgithubᚗcomᚋswitchboardᚑ
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNQueueHealth2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋqueueᚐHealth(ctx context.Context, sel ast.SelectionSet, v *queue.Health) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "QueueHealth!")
+		return graphql.Null
+	}
+	return ec._QueueHealth(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNQueueKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋjobsᚐStat(ctx context.Context, sel ast.SelectionSet, v jobs.Stat) graphql.Marshaler {
+	return ec._QueueKind(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNQueueKind2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋjobsᚐStatᚄ(ctx context.Context, sel ast.SelectionSet, v []jobs.Stat) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNQueueKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋjobsᚐStat(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoing(ctx context.Context, sel ast.SelectionSet, v email1.Outgoing) graphql.Marshaler {
+	return ec._SandboxEmail(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoingᚄ(ctx context.Context, sel ast.SelectionSet, v []email1.Outgoing) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoing(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxMailbox2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐSandboxMailbox(ctx context.Context, sel ast.SelectionSet, v *email1.SandboxMailbox) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SandboxMailbox!")
+		return graphql.Null
+	}
+	return ec._SandboxMailbox(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐSendMessageInput(ctx context.Context, v any) (model.SendMessageInput, error) {

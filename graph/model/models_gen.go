@@ -5,6 +5,7 @@ package model
 import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
@@ -69,6 +70,19 @@ type CronJobPatch struct {
 	CustomSchedule *string           `json:"customSchedule,omitempty"`
 	TimeoutSeconds *int              `json:"timeoutSeconds,omitempty"`
 	Retries        *int              `json:"retries,omitempty"`
+}
+
+// A page of emails, newest first, Relay-style.
+type EmailConnection struct {
+	Edges    []EmailEdge   `json:"edges"`
+	Nodes    []email.Email `json:"nodes"`
+	PageInfo *PageInfo     `json:"pageInfo"`
+}
+
+// An email and its position, to page on from (after: cursor).
+type EmailEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   *email.Email `json:"node"`
 }
 
 // An HTTP header a cron job sends.

@@ -53,3 +53,21 @@ func (m *Mailbox) Sent() []appemail.Outgoing {
 	defer m.mu.Unlock()
 	return append([]appemail.Outgoing(nil), m.sent...)
 }
+
+var _ appemail.Mailbox = (*Mailbox)(nil)
+
+// Kept returns the account's emails the mailbox holds, newest first.
+func (m *Mailbox) Kept(ctx context.Context, accountID string) ([]appemail.Outgoing, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]appemail.Outgoing, 0)
+	for i := len(m.sent) - 1; i >= 0; i-- {
+		if m.sent[i].AccountID == accountID {
+			out = append(out, m.sent[i])
+		}
+	}
+	return out, nil
+}

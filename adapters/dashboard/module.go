@@ -1,0 +1,16 @@
+package dashboard
+
+import (
+	"net/http"
+
+	"go.uber.org/fx"
+)
+
+// Module provides, named "dashboard", the http.Handler of /dashboard/,
+// which the REST adapter mounts on its listener. It needs Deps from the
+// composition root.
+var Module = fx.Module("dashboard",
+	fx.Provide(
+		fx.Annotate(func(d Deps) (http.Handler, error) { return NewHandler(d) }, fx.ResultTags(`name:"dashboard"`)),
+	),
+)

@@ -1,0 +1,59 @@
+package graph
+
+import (
+	"context"
+
+	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/queue"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/graph/model"
+)
+
+// EmailReader reads the account's emails and the sandbox mailbox, as the
+// console shows them; *email.Service implements it.
+type EmailReader interface {
+	Emails(ctx context.Context, accountID string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
+	Mailbox(ctx context.Context, accountID string, offset, limit int) (appemail.SandboxMailbox, error)
+}
+
+var _ EmailReader = (*appemail.Service)(nil)
+
+// QueueHealthReader reads the health of an account's queue;
+// *queue.Service implements it.
+type QueueHealthReader interface {
+	Health(ctx context.Context, accountID string) (queue.Health, error)
+}
+
+var _ QueueHealthReader = (*queue.Service)(nil)
+
+// errNoEmail and errNoQueue answer the fields of an app built without
+// them.
+var (
+	errNoEmail = &failure.Error{Kind: failure.KindNotImplemented, Code: "email_unavailable", Message: "email is not configured"}
+	errNoQueue = &failure.Error{Kind: failure.KindNotImplemented, Code: "queue_unavailable", Message: "the job queue is not configured"}
+)
+
+// emailConnection builds a page of emails, newest first.
+func emailConnection(page []email.Email, more bool) *model.EmailConnection {
+	c := &model.EmailConnection{
+		Edges: make([]model.EmailEdge, len(page)), Nodes: page,
+		PageInfo: &model.PageInfo{HasNextPage: more},
+	}
+	for i := range page {
+		e := page[i]
+		c.Edges[i] = model.EmailEdge{Cursor: encodeCursor("e", e.CreatedAt, e.ID), Node: &e}
+	}
+	if n := len(c.Edges); n > 0 {
+		c.PageInfo.StartCursor, c.PageInfo.EndCursor = &c.Edges[0].Cursor, &c.Edges[n-1].Cursor
+	}
+	return c
+}
+
+// orEmpty is s, or an empty list for a JSON array never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

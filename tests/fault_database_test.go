@@ -152,7 +152,10 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 
 	t.Logf("answers: %v; slowest %s", tally.byStatus, tally.slowest)
 	require.Empty(t, tally.problems, "answers that break the contract")
-	require.LessOrEqual(t, tally.slowest, requestDeadline+time.Second, "an answer took longer than its deadline and a second")
+	// The slack is for a busy machine (the browser tests run beside this
+	// one); what it catches is an answer held past its deadline by a
+	// stalled connection, which would wait for the 60 s client timeout.
+	require.LessOrEqual(t, tally.slowest, requestDeadline+3*time.Second, "an answer took longer than its deadline and three seconds")
 	for _, family := range []string{"account", "message", "send", "cron", "graphql"} {
 		require.Positive(t, tally.byStatus[family+" 200"], "no %s request succeeded", family)
 	}

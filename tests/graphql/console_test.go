@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,8 +110,14 @@ func TestEmailsAndSandboxMailbox(t *testing.T) {
 		box := got.SandboxMailbox
 		require.True(t, box.Enabled)
 		require.Len(t, box.Nodes, 3)
-		kept := box.Nodes[0]
-		require.Equal(t, "Report 2", kept.Subject)
+		// The mailbox keeps emails in the order they were delivered, which
+		// concurrent delivery jobs do not fix: find the one checked.
+		subjects := make([]string, len(box.Nodes))
+		for i, n := range box.Nodes {
+			subjects[i] = n.Subject
+		}
+		require.ElementsMatch(t, []string{"Report 0", "Report 1", "Report 2"}, subjects)
+		kept := box.Nodes[slices.Index(subjects, "Report 2")]
 		require.Equal(t, []string{"audit@example.org"}, kept.Bcc, "bcc in the envelope")
 		require.Equal(t, "<p>Hello <b>Ann</b></p>", kept.HTML)
 		require.Contains(t, kept.Text, "Hello Ann")

@@ -50,7 +50,8 @@ type Queue interface {
 	// queue as they were: due when they were, their attempt not used.
 	ReleaseJobs(ctx context.Context, worker string, ids []int64) error
 	// RenewLeases extends the leases worker still holds among ids and
-	// returns the ids it renewed.
+	// returns the ids it renewed; a lease is never shortened (a renewal
+	// that commits late leaves a later one's end).
 	RenewLeases(ctx context.Context, worker string, ids []int64, leases []jobs.Lease) (renewed []int64, err error)
 	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
 	RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error

@@ -395,7 +395,7 @@ func (q *Queue) RenewLeases(ctx context.Context, worker string, ids []int64, lea
 	var renewed []int64
 	q.held(worker, ids, func(j *queueJob) {
 		if until, ok := ls.until(j.kind); ok {
-			j.leaseUntil = until
+			j.leaseUntil = max(j.leaseUntil, until) // a renewal only extends
 			renewed = append(renewed, j.id)
 		}
 	})

@@ -422,10 +422,17 @@ func (r JobQueue) RenewLeases(ctx context.Context, worker string, ids []int64, l
 		return nil, nil
 	}
 	until, untilArgs := leaseUntil(leases)
+	// A renewal only extends: one whose statement commits late (its
+	// caller gave up waiting on a busy machine) must not shorten the
+	// lease a later renewal set.
+	extend := "GREATEST"
+	if r.dialect == SQLite {
+		extend = "MAX"
+	}
 	args := append(untilArgs, bun.List(ids), worker, jobs.StateRunning, bun.List(leaseKinds(leases)))
 	var renewed []int64
 	err := r.write.NewRaw(
-		`UPDATE jobs SET lease_expires_at = `+until+`
+		`UPDATE jobs SET lease_expires_at = `+extend+`(lease_expires_at, `+until+`)
 		WHERE id IN (?) AND lease_owner = ? AND state = ? AND kind IN (?) RETURNING id`,
 		args...,
 	).Scan(ctx, &renewed)

@@ -603,15 +603,7 @@ func (q *Queue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error
 			s.Scheduled++
 		}
 	}
-	out := make([]jobs.Stat, 0, len(byKind))
-	for kind, s := range byKind {
-		if o, ok := oldest[kind]; ok {
-			s.OldestReady = queueTime(o)
-		}
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b jobs.Stat) int { return cmp.Compare(a.Kind, b.Kind) })
-	return out, nil
+	return queueStatList(byKind, oldest), nil
 }
 
 var _ queue.Store = (*Queue)(nil)
@@ -653,15 +645,7 @@ func (q *Queue) AccountJobStats(ctx context.Context, accountID string, now time.
 			s.Scheduled++
 		}
 	}
-	out := make([]jobs.Stat, 0, len(byKind))
-	for kind, s := range byKind {
-		if o, ok := oldest[kind]; ok {
-			s.OldestReady = queueTime(o)
-		}
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b jobs.Stat) int { return cmp.Compare(a.Kind, b.Kind) })
-	return out, nil
+	return queueStatList(byKind, oldest), nil
 }
 
 // QueuedJob is a job with where it is in its life, for tests and the
@@ -706,4 +690,18 @@ func queueTruncate(s string) string {
 		return s[:max] + "…"
 	}
 	return s
+}
+
+// queueStatList is the stats of each kind, by kind, with the oldest ready
+// job's time of those that have one.
+func queueStatList(byKind map[string]*jobs.Stat, oldest map[string]int64) []jobs.Stat {
+	out := make([]jobs.Stat, 0, len(byKind))
+	for kind, s := range byKind {
+		if o, ok := oldest[kind]; ok {
+			s.OldestReady = queueTime(o)
+		}
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b jobs.Stat) int { return cmp.Compare(a.Kind, b.Kind) })
+	return out
 }

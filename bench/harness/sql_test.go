@@ -34,7 +34,7 @@ func sqlSession(t *testing.T) *SQL {
 	t.Helper()
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
-		t.Skip("DATABASE_URL is not set: run with scripts/with-postgres")
+		t.Fatal("DATABASE_URL is not set: run with scripts/with-postgres (make test does)")
 	}
 	s, err := OpenSQL(url)
 	if err != nil {

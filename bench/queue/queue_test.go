@@ -104,7 +104,7 @@ func testEnv(t *testing.T, database string) *harness.Env {
 	if database == "postgres" {
 		env.PostgresAdminURL = os.Getenv("DATABASE_URL")
 		if env.PostgresAdminURL == "" {
-			t.Skip("DATABASE_URL is not set: run with scripts/with-postgres")
+			t.Fatal("DATABASE_URL is not set: run with scripts/with-postgres (make test does)")
 		}
 	}
 	return env

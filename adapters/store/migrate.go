@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/uptrace/bun/migrate"
 )
@@ -17,6 +18,10 @@ var migrationFiles embed.FS
 // migrationLockID is the Postgres advisory lock key that serialises
 // migrations across replicas (an arbitrary constant: "swbmigr" in ASCII).
 const migrationLockID = 0x737762_6d696772
+
+// migrationLockPoll is how often a replica asks again for the migration
+// lock another one holds.
+const migrationLockPoll = 200 * time.Millisecond
 
 // Migrate applies every pending migration. It holds a lock for the whole
 // run (a Postgres advisory lock, or an flock beside the SQLite file), so
@@ -94,14 +99,29 @@ func (db *DB) lockMigrations(ctx context.Context) (func() error, error) {
 		}, nil
 	}
 	// The advisory lock belongs to a session, so it is taken and released on
-	// one pinned connection.
+	// one pinned connection. It is polled rather than awaited: another
+	// replica's migrations may run longer than the read timeout, and a
+	// blocking pg_advisory_lock would read nothing for that long and be cut
+	// as a dead connection.
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", migrationLockID); err != nil {
-		_ = conn.Close()
-		return nil, err
+	for {
+		var locked bool
+		if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(?)", migrationLockID).Scan(&locked); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		if locked {
+			break
+		}
+		select {
+		case <-time.After(migrationLockPoll):
+		case <-ctx.Done():
+			_ = conn.Close()
+			return nil, ctx.Err()
+		}
 	}
 	return func() error {
 		_, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", migrationLockID)

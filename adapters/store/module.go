@@ -19,6 +19,10 @@ type Config struct {
 	ReadTimeout, StatementTimeout time.Duration
 }
 
+// migrateOnStartTimeout bounds the migrations run at start, the wait for
+// another replica's included.
+const migrateOnStartTimeout = 5 * time.Minute
+
 // Module provides the open *DB, migrated when configured, and closes it
 // when the app stops.
 var Module = fx.Module("store",
@@ -34,7 +38,11 @@ func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 		return nil, err
 	}
 	if cfg.MigrateOnStart {
-		applied, err := db.Migrate(ctx)
+		// Migrating gets its own, longer budget: a replica may wait here
+		// while another one applies a slow migration.
+		migrateCtx, cancel := context.WithTimeout(context.Background(), migrateOnStartTimeout)
+		defer cancel()
+		applied, err := db.Migrate(migrateCtx)
 		if err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("migrate: %w", err)

@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
@@ -88,6 +91,42 @@ func TestMigrateConcurrently(t *testing.T) {
 			require.Equal(t, len(files), total, "each migration applied exactly once across replicas")
 		})
 	}
+}
+
+// A replica that finds another one migrating waits for it however long it
+// takes, even past the read and statement timeouts that bound each query.
+func TestMigrateWaitsOutALongMigration(t *testing.T) {
+	t.Parallel()
+	url := dbtest.EmptyURL(t, store.Postgres)
+	ctx := context.Background()
+	holder := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(url)))
+	defer holder.Close()
+	conn, err := holder.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	// The key Migrate uses, held as another replica would hold it.
+	_, err = conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", 0x737762_6d696772)
+	require.NoError(t, err)
+
+	db, err := store.Open(ctx, url, store.Options{ReadTimeout: 400 * time.Millisecond, StatementTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer db.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Migrate(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Migrate returned while the lock was held: %v", err)
+	case <-time.After(time.Second): // longer than both timeouts
+	}
+	_, err = conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", 0x737762_6d696772)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	pending, err := db.PendingMigrations(ctx)
+	require.NoError(t, err)
+	require.Empty(t, pending)
 }
 
 func TestIdempotencyContract(t *testing.T) {

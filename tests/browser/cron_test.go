@@ -147,6 +147,9 @@ func TestCronExecutions(t *testing.T) {
 		"endpoint_url": endpoint.URL + "/run", "method": "GET", "frequency": "custom", "custom_schedule": "* * * * *", "timezone": "UTC",
 	})
 	id := job["id"].(string)
+	// Paused until the page has shown it has no executions: a page slow to
+	// load under a busy machine would otherwise open after the first run.
+	s.mustAPI(http.MethodPost, "/v1/cron-jobs/"+id+"/pause", nil)
 
 	tb := newTab(t, s.URL)
 	tb.signedIn(s)
@@ -155,8 +158,12 @@ func TestCronExecutions(t *testing.T) {
 	tb.waitText(".cron-executions h2", "Executions of "+id)
 	tb.waitText(".cron-executions .job-facts", "* * * * *")
 	tb.waitText(".cron-executions", "No executions yet")
+	tb.click(".cron-list tr.cron-job button.resume")
+	tb.waitText(".cron-executions .job-facts", "next run")
 
-	waitLong(tb, 90*time.Second, "the run's execution to show", `() => !!document.querySelector('.cron-executions tr.execution')`)
+	// The next slot is at most a minute away; the page looks for its run
+	// for 20 s after it and then again at the slot after.
+	waitLong(tb, 150*time.Second, "the run's execution to show", `() => !!document.querySelector('.cron-executions tr.execution')`)
 	require.Equal(t, "500", tb.text(".cron-executions tr.execution .status-code"))
 	require.Equal(t, "failed", tb.text(".cron-executions tr.execution .badge"))
 	require.Contains(t, tb.text(".cron-executions tr.execution .execution-error"), "500")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -183,10 +184,12 @@ func TestWebhookOperations(t *testing.T) {
 			b.data(t, b.acme, `{ webhookDeliveries { nodes { id eventType status attempts log { statusCode response } } } }`, nil, &list)
 			return list.WebhookDeliveries.Nodes
 		}
-		eventually(t, func() bool {
+		// The retry is due 5 s after the failure: more patience than a
+		// plain wait, for a machine the whole suite keeps busy.
+		require.Eventually(t, func() bool {
 			ds := logOf()
 			return len(ds) == 1 && ds[0].Status == "SUCCEEDED"
-		}, "the test delivery fails once, then succeeds")
+		}, time.Minute, 100*time.Millisecond, "the test delivery fails once, then succeeds")
 		first := logOf()[0]
 		require.Equal(t, tested.TestWebhook.ID, first.ID)
 		require.Len(t, first.Log, 2)

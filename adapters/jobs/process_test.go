@@ -164,7 +164,7 @@ func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 	db, err := store.Open(context.Background(), url, store.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	const total = 3000
+	const total = 1500
 	ids := enqueueMany(t, db, total)
 	dir := t.TempDir()
 	var workers []*workerProc
@@ -194,12 +194,12 @@ func TestKilledWorkerLosesNoJob(t *testing.T) {
 		db, err := store.Open(context.Background(), url, store.Options{})
 		require.NoError(t, err)
 		defer db.Close()
-		const total = 2000
+		const total = 800
 		ids := enqueueMany(t, db, total)
 		dir := t.TempDir()
 
 		victim := startWorker(t, url, filepath.Join(dir, "victim"), 2*time.Millisecond)
-		require.Eventually(t, func() bool { return lines(victim.runs) >= 300 }, 60*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return lines(victim.runs) >= 200 }, 60*time.Second, 5*time.Millisecond)
 		require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
 		_ = victim.cmd.Wait()
 		require.Less(t, completed(t, db), total, "the kill happened mid-queue")

@@ -142,10 +142,9 @@ func TestEachJobRunsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
-		total := 10000
-		if raceDetector && dialect == store.SQLite {
-			total = 2000
-		}
+		// Four workers claiming fifty at a time overlap on every claim
+		// long before a thousand jobs are done; more jobs only cost time.
+		const total = 1000
 		ctx := context.Background()
 		ids := make([]int64, 0, total)
 		for batch := 0; batch < total/500; batch++ {

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/ratelimit"
@@ -215,7 +216,6 @@ type server struct {
 	metrics         *httpMetrics
 	limiters        Limiters
 	emailDomain     string
-	openapiJSON     []byte
 }
 
 // NewHandler builds the whole HTTP interface.
@@ -239,16 +239,12 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.Limits.MaxBodyBytes <= 0 {
 		d.Limits.MaxBodyBytes = DefaultLimits.MaxBodyBytes
 	}
-	openapiJSON, err := openAPIJSON()
-	if err != nil {
-		return nil, err
-	}
 	s := &server{
 		accounts: d.Accounts, sessions: d.Sessions, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
 		webhooks: d.Webhooks, idempotency: d.Idempotency, idempotencyLock: d.IdempotencyLock, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
-		emailDomain: d.EmailDomain, openapiJSON: openapiJSON,
+		emailDomain: d.EmailDomain,
 	}
 	s.limiters = d.Limiters
 	if s.limiters.Accounts == nil || s.limiters.AuthFailures == nil || s.limiters.ProviderFailures == nil {
@@ -342,19 +338,27 @@ func writeJSONError(w http.ResponseWriter, r *http.Request, status int, code, me
 	writeJSON(w, status, flatError{Detail: message, Status: "error", Message: message, Code: code})
 }
 
-func openAPIJSON() ([]byte, error) {
+// openAPIJSON is the embedded document as JSON, made on the first request
+// for it: loading it costs a process more than the rest of its start.
+// (Tests check the document itself.)
+var openAPIJSON = sync.OnceValues(func() ([]byte, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(OpenAPIYAML)
 	if err != nil {
 		return nil, fmt.Errorf("load openapi document: %w", err)
 	}
 	return json.Marshal(doc)
-}
+})
 
 func (s *server) openapi(w http.ResponseWriter, r *http.Request) {
 	infoFrom(r.Context()).route = "/v1/openapi.json"
+	doc, err := openAPIJSON()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(s.openapiJSON)
+	_, _ = w.Write(doc)
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -113,12 +113,12 @@ func schedulerProcess() int {
 }
 
 // TestExactlyOnceAcrossProcesses: three scheduler processes on one
-// Postgres database, 200 jobs every minute for 10 simulated minutes (time
+// Postgres database, 200 jobs every minute for 5 simulated minutes (time
 // runs 20 times faster, from one origin every process computes): every
 // slot is called exactly once, calls = execution rows = slots.
 func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	const jobs, minutes, speed = 200, 10, 20
+	const jobs, minutes, speed = 200, 5, 20
 	ctx := context.Background()
 	url := dbtest.URL(t, store.Postgres)
 	ep := newEndpoint(t)
@@ -168,8 +168,8 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	}
 	defer stop()
 
-	// Stop halfway between the tenth and the eleventh slot, once the
-	// tenth minute's calls are all recorded.
+	// Stop halfway between the last slot and the next, once the last
+	// minute's calls are all recorded.
 	clock := fastClock{realStart: realStart, simStart: simStart, speed: speed}
 	end := simStart.Add(minutes * time.Minute)
 	for clock.Now().Before(end) {

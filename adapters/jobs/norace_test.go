@@ -1,6 +1,0 @@
-//go:build !race
-
-package jobs_test
-
-// raceDetector: see race_test.go.
-const raceDetector = false

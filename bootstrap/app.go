@@ -49,6 +49,7 @@ func Options(cfg Config) fx.Option {
 		webhooksModule,
 		webhooksServing,
 		graph.Module,
+		mcpModule,
 		sessionsModule,
 		dashboard.Module,
 		rest.Module,

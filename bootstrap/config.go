@@ -70,6 +70,9 @@ type Config struct {
 	// Production turns off what only helps development: the GraphQL
 	// playground at /graphql/playground.
 	Production bool
+	// Version is the release the binary reports, to MCP clients too; the
+	// command sets it.
+	Version string
 	// PublicURL is the server's address as the messaging providers reach
 	// it (https://switchboard.example.com); Telegram bots get their
 	// webhook set under it. TelegramPolling runs getUpdates pollers for

@@ -149,14 +149,17 @@ func (s *server) observe(next http.Handler) http.Handler {
 
 // withDeadline gives each request its deadline (Limits.RequestTimeout).
 // A WebSocket upgrade is exempt: the socket lives as long as its
-// subscriptions, and each operation on it gets its own deadline.
+// subscriptions, and each operation on it gets its own deadline. So is
+// /mcp: its event stream lives as long as its session and a long poll
+// (wait_for_message) outlasts the deadline; the MCP adapter gives each
+// call its own.
 func (s *server) withDeadline(next http.Handler) http.Handler {
 	timeout := s.limits.RequestTimeout
 	if timeout <= 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || r.URL.Path == mcpPath {
 			next.ServeHTTP(w, r)
 			return
 		}

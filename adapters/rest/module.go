@@ -32,17 +32,17 @@ const MaxHeaderBytes = 64 << 10
 // in-flight requests on stop.
 var Module = fx.Module("rest",
 	fx.Provide(
-		fx.Annotate(newModuleHandler, fx.ParamTags(``, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`, `name:"dashboard" optional:"true"`)),
+		fx.Annotate(newModuleHandler, fx.ParamTags(``, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`, `name:"dashboard" optional:"true"`, `name:"mcp" optional:"true"`)),
 		runServer,
 	),
 	fx.Invoke(func(*Listener) {}),
 )
 
 // newModuleHandler builds the handler from the Deps the composition root
-// supplies, adding the GraphQL and dashboard handlers when the app has
-// them.
-func newModuleHandler(deps Deps, graphql, graphqlPublic, dashboard http.Handler) (http.Handler, error) {
-	deps.GraphQL, deps.GraphQLPublic, deps.Dashboard = graphql, graphqlPublic, dashboard
+// supplies, adding the GraphQL, dashboard and MCP handlers when the app
+// has them.
+func newModuleHandler(deps Deps, graphql, graphqlPublic, dashboard, mcp http.Handler) (http.Handler, error) {
+	deps.GraphQL, deps.GraphQLPublic, deps.Dashboard, deps.MCP = graphql, graphqlPublic, dashboard, mcp
 	return NewHandler(deps)
 }
 

@@ -179,6 +179,11 @@ type Deps struct {
 	// /graphql/playground without the REST authentication in front: it
 	// authenticates WebSocket connections itself (connection_init).
 	GraphQLPublic http.Handler
+	// MCP, when set, is served at /mcp (GET, POST and DELETE: the Model
+	// Context Protocol's Streamable HTTP transport) behind the same
+	// authentication, limits and request log, with the API key headers
+	// only (see mountMCP).
+	MCP http.Handler
 	// Sessions, when set, lets a browser signed in to the dashboard call
 	// /v1 and /graphql with its session cookie (see authenticate).
 	Sessions Sessions
@@ -281,6 +286,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.GraphQL != nil {
 		root.Handle("/graphql", s.authenticate(d.GraphQL)).Methods(http.MethodGet, http.MethodPost)
 	}
+	s.mountMCP(root, d.MCP)
 	root.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(allowedMethods(root, r), ", "))
 		writeJSONError(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed on "+r.URL.Path)

@@ -110,6 +110,7 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 		svc      *accounts.Service
 		listener *rest.Listener
 	)
+	s.cfg.Version = version
 	app := fx.New(bootstrap.Options(s.cfg), fx.Populate(&svc, &listener))
 	if err := app.Err(); err != nil {
 		return err

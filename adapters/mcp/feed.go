@@ -1,0 +1,273 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// feed hands the messages accounts receive to the calls waiting for one
+// (wait_for_message) and to the threads' resource subscriptions. It holds
+// one live subscription per account that has a wait or a subscription,
+// however many it has, and ends it when the last one goes: memory grows
+// with the accounts listening, not with the calls. Waits are bounded in
+// number (maxWaits, maxPerAccount), so that a flood of them is refused
+// rather than held.
+type feed struct {
+	live           LiveFeed
+	maxWaits       int
+	maxPerAccount  int
+	threadReceived func(threadID string)
+	log            *slog.Logger
+
+	// ctx ends with the feed; resubscriptions run in it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	accounts map[string]*accountFeed
+	waits    int
+	closed   bool
+}
+
+// accountFeed is one account's live subscription and who listens to it.
+type accountFeed struct {
+	accountID string
+	waiters   map[*waiter]struct{}
+	// watches counts the resource subscriptions of each thread.
+	watches map[string]int
+	stop    func()
+}
+
+// waiter is a call waiting for the next message of its account, or of
+// one thread when threadID is set.
+type waiter struct {
+	threadID string
+	got      chan messaging.Message
+}
+
+func newFeed(live LiveFeed, maxWaits, maxPerAccount int, threadReceived func(threadID string), log *slog.Logger) *feed {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &feed{live: live, maxWaits: maxWaits, maxPerAccount: maxPerAccount, threadReceived: threadReceived, log: log,
+		ctx: ctx, cancel: cancel, accounts: map[string]*accountFeed{}}
+}
+
+// errTooManyWaits refuses a wait beyond the bounds.
+func errTooManyWaits(limit int, scope string) error {
+	return &failure.Error{Kind: failure.KindRateLimited, Code: "too_many_waits", RetryAfter: time.Second,
+		Message: strconv.Itoa(limit) + " wait_for_message calls are waiting " + scope + "; retry when one ends"}
+}
+
+// wait returns the next message accountID receives (in threadID when
+// set) within timeout; false when none came. It ends early with ctx's
+// error, or when the feed closes.
+func (f *feed) wait(ctx context.Context, accountID, threadID string, timeout time.Duration) (messaging.Message, bool, error) {
+	w := &waiter{threadID: threadID, got: make(chan messaging.Message, 1)}
+	if err := f.listen(ctx, accountID, func(a *accountFeed) error {
+		if f.waits >= f.maxWaits {
+			return errTooManyWaits(f.maxWaits, "on this server")
+		}
+		if len(a.waiters) >= f.maxPerAccount {
+			return errTooManyWaits(f.maxPerAccount, "for this account")
+		}
+		a.waiters[w] = struct{}{}
+		f.waits++
+		return nil
+	}); err != nil {
+		return messaging.Message{}, false, err
+	}
+	defer f.leave(accountID, func(a *accountFeed) {
+		if _, ok := a.waiters[w]; ok {
+			delete(a.waiters, w)
+			f.waits--
+		}
+	})
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case m := <-w.got:
+		return m, true, nil
+	case <-timer.C:
+		return messaging.Message{}, false, nil
+	case <-ctx.Done():
+		return messaging.Message{}, false, ctx.Err()
+	case <-f.ctx.Done():
+		return messaging.Message{}, false, failure.Unavailable(errClosed.Error(), errClosed)
+	}
+}
+
+// watch tells threadReceived of every message threadID receives until
+// the returned function is called.
+func (f *feed) watch(ctx context.Context, accountID, threadID string) (func(), error) {
+	if err := f.listen(ctx, accountID, func(a *accountFeed) error {
+		a.watches[threadID]++
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.leave(accountID, func(a *accountFeed) {
+				if a.watches[threadID]--; a.watches[threadID] <= 0 {
+					delete(a.watches, threadID)
+				}
+			})
+		})
+	}, nil
+}
+
+// listen joins accountID's listeners with join (under the lock),
+// subscribing to the account's live feed first if nobody listens yet.
+func (f *feed) listen(ctx context.Context, accountID string, join func(*accountFeed) error) error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return failure.Unavailable(errClosed.Error(), errClosed)
+	}
+	if a := f.accounts[accountID]; a != nil {
+		defer f.mu.Unlock()
+		return join(a)
+	}
+	f.mu.Unlock()
+
+	// The subscription may read the database (when nobody in the process
+	// listened before): not under the lock.
+	updates, stop, err := f.live.Subscribe(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		stop()
+		return failure.Unavailable(errClosed.Error(), errClosed)
+	}
+	if a := f.accounts[accountID]; a != nil {
+		stop() // another call subscribed meanwhile
+		return join(a)
+	}
+	a := &accountFeed{accountID: accountID, waiters: map[*waiter]struct{}{}, watches: map[string]int{}, stop: stop}
+	if err := join(a); err != nil {
+		stop()
+		return err
+	}
+	f.accounts[accountID] = a
+	f.wg.Add(1)
+	go f.run(a, updates)
+	return nil
+}
+
+// leave removes a listener with drop (under the lock), and ends the
+// account's subscription when nobody listens any more.
+func (f *feed) leave(accountID string, drop func(*accountFeed)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.accounts[accountID]
+	if a == nil {
+		return
+	}
+	drop(a)
+	if len(a.waiters) == 0 && len(a.watches) == 0 {
+		delete(f.accounts, accountID)
+		a.stop()
+	}
+}
+
+// current reports whether a is still the account's subscription.
+func (f *feed) current(a *accountFeed) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.accounts[a.accountID] == a
+}
+
+// run hands out an account's received messages until its subscription
+// ends. A subscription the live feed ended (this reader fell behind) is
+// taken again; the waits meanwhile keep waiting.
+func (f *feed) run(a *accountFeed, updates <-chan appmessaging.LiveUpdate) {
+	defer f.wg.Done()
+	for {
+		u, ok := <-updates
+		if !ok {
+			if updates = f.resubscribe(a); updates == nil {
+				return
+			}
+			continue
+		}
+		if u.Type != event.MessageReceived {
+			continue
+		}
+		m := u.Message
+		f.mu.Lock()
+		for w := range a.waiters {
+			if w.threadID != "" && w.threadID != m.ThreadID {
+				continue
+			}
+			w.got <- m // room for one, and a waiter gets one
+			delete(a.waiters, w)
+			f.waits--
+		}
+		watched := a.watches[m.ThreadID] > 0
+		f.mu.Unlock()
+		if watched {
+			f.threadReceived(m.ThreadID)
+		}
+	}
+}
+
+// resubscribe takes an account's subscription again after the live feed
+// ended it; nil when the account's listeners are gone or the feed closed.
+func (f *feed) resubscribe(a *accountFeed) <-chan appmessaging.LiveUpdate {
+	for attempt := 0; ; attempt++ {
+		if !f.current(a) || f.ctx.Err() != nil {
+			return nil
+		}
+		updates, stop, err := f.live.Subscribe(f.ctx, a.accountID)
+		if err == nil {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.accounts[a.accountID] != a {
+				stop()
+				return nil
+			}
+			a.stop = stop
+			return updates
+		}
+		if attempt == 0 {
+			f.log.Warn("mcp: resubscribe to the live feed", "account_id", a.accountID, "error", err.Error())
+		}
+		select {
+		case <-f.ctx.Done():
+			return nil
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// close ends every subscription and wait.
+func (f *feed) close() {
+	f.mu.Lock()
+	f.closed = true
+	for id, a := range f.accounts {
+		delete(f.accounts, id)
+		a.stop()
+	}
+	f.mu.Unlock()
+	f.cancel()
+	f.wg.Wait()
+}
+
+// listening is how many accounts and waits the feed holds, for tests.
+func (f *feed) listening() (accounts, waits int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.accounts), f.waits
+}

@@ -1,0 +1,469 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// The tool names, as clients call them.
+const (
+	sendMessageToolName = "send_message"
+	listThreadsToolName = "list_threads"
+	getMessagesToolName = "get_messages"
+	manageGroupToolName = "manage_group"
+	waitToolName        = "wait_for_message"
+)
+
+var services = []account.Service{account.WhatsApp, account.Telegram}
+
+// The annotations say truthfully what a tool does to the world.
+var (
+	readOnly = &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	// sends reach people outside the system and are new each time.
+	sends = &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}
+)
+
+func (h *Handler) addMessagingTools() error {
+	if err := addTool[sendMessageArgs, sentMessage](h, &sdk.Tool{
+		Name:  sendMessageToolName,
+		Title: "Send a message",
+		Description: "Send a WhatsApp or Telegram message from one of the account's agent numbers: to a user (to, with service) or into a group (thread_id). " +
+			"Give text, or media (an image, video, audio or document at a public URL, with an optional caption). " +
+			"A user must have written to the agent number first, else the error code is conversation_not_started; in a group the agent number must be a member (not_group_member). " +
+			"The answer is the stored message, status queued: delivery follows. " +
+			"Give an idempotency_key to make a retry safe: the same key and arguments within 24 hours answer the first result and send nothing.",
+		Annotations: sends,
+	}, h.sendMessage, oneOf(services, "service"), oneOf(messaging.MediaKinds, "media", "type")); err != nil {
+		return err
+	}
+	if err := addTool[listThreadsArgs, threadList](h, &sdk.Tool{
+		Name:  listThreadsToolName,
+		Title: "List conversations",
+		Description: "List the account's threads (one-to-one chats and groups), most recently active first, with their participants and last message. " +
+			"phone_number keeps the threads of that number (agent, user or group member). Page with limit and offset.",
+		Annotations: readOnly,
+	}, h.listThreads, between(1, appmessaging.MaxListLimit, "limit"), byDefault(appmessaging.DefaultListLimit, "limit"),
+		atLeastZero("offset"), byDefault(0, "offset")); err != nil {
+		return err
+	}
+	if err := addTool[getMessagesArgs, messagePage](h, &sdk.Tool{
+		Name:  getMessagesToolName,
+		Title: "Read a conversation",
+		Description: "Read a thread's messages, newest first, limit at a time (default 20, at most 100). " +
+			"For older messages call again with before set to the next_cursor of the previous answer; no next_cursor means the start of the thread was reached.",
+		Annotations: readOnly,
+	}, h.getMessages, between(1, appmessaging.MaxPageSize, "limit"), byDefault(appmessaging.DefaultPageSize, "limit")); err != nil {
+		return err
+	}
+	return addTool[manageGroupArgs, groupAnswer](h, &sdk.Tool{
+		Name:  manageGroupToolName,
+		Title: "Manage a group",
+		Description: "Create a group or change one the agent number is in. action create takes title, participants and an optional initial_message; " +
+			"update_name takes name; update_description description; update_picture image_url; add_participants, remove_participants, promote_admin and demote_admin take participants; " +
+			"join and join_group take invite_code (or thread_id); leave takes thread_id only; update_settings takes setting (announcement: only admins send; not_announcement; locked: only admins edit; unlocked). " +
+			"Every action but create names the group in thread_id. Only admins add, remove, promote and demote (not_group_admin).",
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, h.manageGroup, oneOf(messaging.GroupActions, "action"), oneOf(groupSettings, "setting"))
+}
+
+var groupSettings = []messaging.Setting{messaging.SettingAnnouncement, messaging.SettingNotAnnouncement, messaging.SettingLocked, messaging.SettingUnlocked}
+
+// sendMessageArgs are send_message's arguments.
+type sendMessageArgs struct {
+	Service        string     `json:"service,omitempty" jsonschema:"the channel, whatsapp or telegram; required with to, and for a group optional (it must be the group's)"`
+	From           string     `json:"from" jsonschema:"the agent number to send from, in E.164 form (+14155550100): one of the account's enabled numbers on the service"`
+	To             string     `json:"to,omitempty" jsonschema:"the user to write to, in E.164 form (on Telegram also a chat id or @username); give to or thread_id, not both"`
+	ThreadID       string     `json:"thread_id,omitempty" jsonschema:"the group thread (thr_…) to write into, instead of to"`
+	Text           string     `json:"text,omitempty" jsonschema:"the message text, at most 4096 characters; give text or media"`
+	Media          *mediaArgs `json:"media,omitempty" jsonschema:"a file to send instead of text"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty" jsonschema:"a unique string (at most 255 characters) that makes a retry safe: the same key and arguments within 24 hours answer the first result and send nothing"`
+}
+
+type mediaArgs struct {
+	Type    string `json:"type" jsonschema:"image, video, audio or document"`
+	URL     string `json:"url" jsonschema:"a public http(s) URL of the file (images up to 5 MB, video and audio 16 MB, documents 100 MB)"`
+	Caption string `json:"caption,omitempty" jsonschema:"text shown with the file, at most 1024 characters"`
+}
+
+// sentMessage is send_message's answer.
+type sentMessage struct {
+	MessageID   string `json:"message_id"`
+	ThreadID    string `json:"thread_id"`
+	Status      string `json:"status" jsonschema:"queued: stored, delivery follows"`
+	Service     string `json:"service"`
+	From        string `json:"from"`
+	To          string `json:"to,omitempty"`
+	Body        string `json:"body" jsonschema:"the text or caption sent"`
+	DateCreated string `json:"date_created"`
+}
+
+func sentMessageOf(m messaging.Message) sentMessage {
+	return sentMessage{MessageID: m.ID, ThreadID: m.ThreadID, Status: string(m.Status), Service: string(m.Service),
+		From: m.From, To: m.To, Body: m.Content.Summary(), DateCreated: timestamp(m.CreatedAt)}
+}
+
+func (h *Handler) sendMessage(ctx context.Context, accountID string, in sendMessageArgs) (any, error) {
+	var content messaging.Content
+	var fields messaging.Fields
+	switch {
+	case in.Text != "" && in.Media != nil:
+		return nil, invalid("value_error", "give either text or media, not both", "media")
+	case in.Media != nil:
+		content = messaging.Content{Kind: messaging.Kind(in.Media.Type), MediaURL: in.Media.URL, Caption: in.Media.Caption}
+		fields = messaging.Fields{Base: []any{"media"}, MediaURL: "url"}
+	case in.Text != "":
+		content, fields = messaging.Content{Kind: messaging.KindText, Text: in.Text}, messaging.Fields{Text: "text"}
+	default:
+		return nil, invalid("missing", "give text or media", "text")
+	}
+	key := in.IdempotencyKey
+	in.IdempotencyKey = ""
+	switch {
+	case in.To != "" && in.ThreadID != "":
+		return nil, invalid("value_error", "give either to (a user) or thread_id (a group), not both", "thread_id")
+	case in.ThreadID != "":
+		return keyed(ctx, h, accountID, sendMessageToolName, key, in, func(answer *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
+			return h.deps.Messaging.SendGroup(ctx, appmessaging.GroupSendInput{
+				AccountID: accountID, Service: in.Service, From: in.From, ThreadID: in.ThreadID, Content: content, Fields: fields, Idempotency: answer,
+			})
+		}, sentMessageOf)
+	case in.To != "":
+		if in.Service == "" {
+			return nil, invalid("missing", "Field required: the service a message to a user goes out on", "service")
+		}
+		return keyed(ctx, h, accountID, sendMessageToolName, key, in, func(answer *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
+			return h.deps.Messaging.SendIndividual(ctx, appmessaging.SendInput{
+				AccountID: accountID, Service: in.Service, From: in.From, To: in.To, Content: content, Fields: fields, Idempotency: answer,
+			})
+		}, sentMessageOf)
+	}
+	return nil, invalid("missing", "give to (a user) or thread_id (a group)", "to")
+}
+
+// listThreadsArgs are list_threads' arguments.
+type listThreadsArgs struct {
+	PhoneNumber string `json:"phone_number,omitempty" jsonschema:"keep the threads of this number (E.164): an agent number, a user or a group member"`
+	Limit       int    `json:"limit,omitempty" jsonschema:"threads per page, 1 to 100"`
+	Offset      int    `json:"offset,omitempty" jsonschema:"threads to skip"`
+}
+
+// threadList is list_threads' answer.
+type threadList struct {
+	Threads    []threadItem `json:"threads"`
+	TotalCount int          `json:"total_count"`
+	HasMore    bool         `json:"has_more"`
+	// NextOffset is the offset of the next page, when there is one.
+	NextOffset int `json:"next_offset,omitempty" jsonschema:"the offset of the next page, when has_more"`
+}
+
+type threadItem struct {
+	ThreadID     string       `json:"thread_id"`
+	Type         string       `json:"type" jsonschema:"individual or group"`
+	Service      string       `json:"service"`
+	Name         string       `json:"name,omitempty"`
+	AgentNumber  string       `json:"agent_number"`
+	Contact      string       `json:"contact,omitempty" jsonschema:"the user of an individual thread"`
+	Participants []string     `json:"participants"`
+	CreatedAt    string       `json:"created_at"`
+	LastMessage  *lastMessage `json:"last_message,omitempty"`
+	// Resource is the thread's transcript resource.
+	Resource string `json:"resource" jsonschema:"the thread's transcript, as a resource URI"`
+}
+
+type lastMessage struct {
+	Content    string `json:"content"`
+	From       string `json:"from"`
+	SenderName string `json:"sender_name"`
+	Timestamp  string `json:"timestamp"`
+}
+
+func (h *Handler) listThreads(ctx context.Context, accountID string, in listThreadsArgs) (any, error) {
+	limit := in.Limit
+	if limit <= 0 {
+		limit = appmessaging.DefaultListLimit
+	}
+	list, total, err := h.deps.Messaging.Threads(ctx, appmessaging.ThreadQuery{
+		AccountID: accountID, Phone: strings.TrimSpace(in.PhoneNumber), Limit: limit, Offset: in.Offset,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := threadList{Threads: make([]threadItem, len(list)), TotalCount: total, HasMore: in.Offset+len(list) < total}
+	if out.HasMore {
+		out.NextOffset = in.Offset + len(list)
+	}
+	for i, ts := range list {
+		t := ts.Thread
+		item := threadItem{
+			ThreadID: t.ID, Type: string(t.Type), Service: string(t.Service), Name: t.Name, AgentNumber: t.AgentNumber,
+			Participants: addresses(ts.Participants), CreatedAt: timestamp(t.CreatedAt), Resource: threadURI(t.ID),
+		}
+		if t.Type == messaging.Individual {
+			item.Contact = t.Contact
+		}
+		if lm := ts.LastMessage; lm != nil {
+			item.LastMessage = &lastMessage{Content: lm.Content.Summary(), From: lm.From, SenderName: senderName(*lm), Timestamp: timestamp(lm.CreatedAt)}
+		}
+		out.Threads[i] = item
+	}
+	return out, nil
+}
+
+// getMessagesArgs are get_messages' arguments.
+type getMessagesArgs struct {
+	ThreadID string `json:"thread_id" jsonschema:"the thread (thr_…), from list_threads or a message"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"messages per page, 1 to 100"`
+	Before   string `json:"before,omitempty" jsonschema:"the next_cursor of the previous page, for older messages"`
+}
+
+// messagePage is get_messages' answer.
+type messagePage struct {
+	ThreadID string        `json:"thread_id"`
+	Messages []messageItem `json:"messages" jsonschema:"newest first"`
+	// NextCursor continues with older messages; absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty" jsonschema:"pass as before for the older messages; absent when there are none"`
+}
+
+// messageItem is a message as the tools show it.
+type messageItem struct {
+	MessageID  string    `json:"message_id"`
+	ThreadID   string    `json:"thread_id"`
+	Service    string    `json:"service"`
+	Direction  string    `json:"direction" jsonschema:"inbound (a user wrote) or outbound-api (the account sent it)"`
+	From       string    `json:"from"`
+	To         string    `json:"to,omitempty"`
+	SenderName string    `json:"sender_name,omitempty"`
+	Type       string    `json:"type" jsonschema:"text, image, video, audio, document or location"`
+	Text       string    `json:"text,omitempty"`
+	MediaURL   string    `json:"media_url,omitempty"`
+	Caption    string    `json:"caption,omitempty"`
+	Location   *location `json:"location,omitempty"`
+	Status     string    `json:"status" jsonschema:"received (inbound), or queued, sent, delivered, read, failed"`
+	ErrorCode  string    `json:"error_code,omitempty" jsonschema:"why a failed message failed"`
+	CreatedAt  string    `json:"created_at"`
+}
+
+type location struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Name      string  `json:"name,omitempty"`
+	Address   string  `json:"address,omitempty"`
+}
+
+func messageItemOf(m messaging.Message) messageItem {
+	item := messageItem{
+		MessageID: m.ID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction), From: m.From, To: m.To,
+		SenderName: m.SenderName, Type: string(m.Content.Kind), Status: string(m.Status), ErrorCode: m.FailureCode, CreatedAt: timestamp(m.CreatedAt),
+	}
+	switch c := m.Content; {
+	case c.Kind == messaging.KindText:
+		item.Text = c.Text
+	case c.Kind == messaging.KindLocation:
+		item.Location = &location{Latitude: c.Latitude, Longitude: c.Longitude, Name: c.PlaceName, Address: c.Address}
+	default:
+		item.MediaURL, item.Caption = c.MediaURL, c.Caption
+	}
+	return item
+}
+
+func (h *Handler) getMessages(ctx context.Context, accountID string, in getMessagesArgs) (any, error) {
+	var before *appmessaging.MessageCursor
+	if in.Before != "" {
+		at, id, ok := decodeCursor(in.Before)
+		if !ok {
+			return nil, invalid("value_error", "before is not a next_cursor get_messages returned", "before")
+		}
+		before = &appmessaging.MessageCursor{CreatedAt: at, ID: id}
+	}
+	if err := h.ownThread(ctx, accountID, in.ThreadID); err != nil {
+		return nil, err
+	}
+	pages, err := h.deps.Threads.MessagePages(ctx, accountID, []string{in.ThreadID}, before, appmessaging.ClampPage(in.Limit))
+	if err != nil {
+		return nil, err
+	}
+	page := pages[in.ThreadID]
+	out := messagePage{ThreadID: in.ThreadID, Messages: make([]messageItem, len(page.Messages))}
+	for i, m := range page.Messages {
+		out.Messages[i] = messageItemOf(m)
+	}
+	if n := len(page.Messages); page.HasMore && n > 0 {
+		last := page.Messages[n-1]
+		out.NextCursor = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return out, nil
+}
+
+// ownThread is nil when threadID is a thread of the account, and not
+// found otherwise, another account's thread included.
+func (h *Handler) ownThread(ctx context.Context, accountID, threadID string) error {
+	found, err := h.deps.Threads.Threads(ctx, accountID, []string{threadID})
+	if err != nil {
+		return err
+	}
+	if _, ok := found[threadID]; !ok {
+		return failure.NotFound("thread")
+	}
+	return nil
+}
+
+// manageGroupArgs are manage_group's arguments: every field any action
+// takes; an action refuses the others.
+type manageGroupArgs struct {
+	Action         string   `json:"action" jsonschema:"what to do"`
+	AgentNumber    string   `json:"agent_number" jsonschema:"the account's agent number acting (E.164, starting with +)"`
+	ThreadID       string   `json:"thread_id,omitempty" jsonschema:"the group (thr_…); every action but create"`
+	Title          string   `json:"title,omitempty" jsonschema:"create: the group's name"`
+	Participants   []string `json:"participants,omitempty" jsonschema:"create, add_participants, remove_participants, promote_admin, demote_admin: numbers in E.164 form"`
+	InitialMessage string   `json:"initial_message,omitempty" jsonschema:"create: a first message to the group"`
+	Name           string   `json:"name,omitempty" jsonschema:"update_name: the new name"`
+	Description    string   `json:"description,omitempty" jsonschema:"update_description: the new description"`
+	ImageURL       string   `json:"image_url,omitempty" jsonschema:"update_picture: a public URL of the new picture"`
+	InviteCode     string   `json:"invite_code,omitempty" jsonschema:"join, join_group: the group's invite code"`
+	Setting        string   `json:"setting,omitempty" jsonschema:"update_settings: the new setting"`
+}
+
+// groupFields lists the arguments each action reads besides action and
+// agent_number, as the REST route does: any other is refused rather than
+// silently ignored.
+var groupFields = func() map[messaging.GroupAction][]string {
+	members := []string{"thread_id", "participants"}
+	join := []string{"thread_id", "invite_code"}
+	return map[messaging.GroupAction][]string{
+		messaging.ActionCreate:             {"title", "participants", "initial_message"},
+		messaging.ActionUpdateName:         {"thread_id", "name"},
+		messaging.ActionUpdateDescription:  {"thread_id", "description"},
+		messaging.ActionUpdatePicture:      {"thread_id", "image_url"},
+		messaging.ActionAddParticipants:    members,
+		messaging.ActionRemoveParticipants: members,
+		messaging.ActionPromoteAdmin:       members,
+		messaging.ActionDemoteAdmin:        members,
+		messaging.ActionJoin:               join,
+		messaging.ActionJoinGroup:          join,
+		messaging.ActionLeave:              {"thread_id"},
+		messaging.ActionUpdateSettings:     {"thread_id", "setting"},
+	}
+}()
+
+// given names the optional arguments present.
+func (a manageGroupArgs) given() map[string]bool {
+	return map[string]bool{
+		"thread_id": a.ThreadID != "", "title": a.Title != "", "participants": a.Participants != nil,
+		"initial_message": a.InitialMessage != "", "name": a.Name != "", "description": a.Description != "",
+		"image_url": a.ImageURL != "", "invite_code": a.InviteCode != "", "setting": a.Setting != "",
+	}
+}
+
+// groupAnswer is manage_group's answer: the group after the action.
+type groupAnswer struct {
+	Message      string   `json:"message" jsonschema:"what happened"`
+	ThreadID     string   `json:"thread_id"`
+	Title        string   `json:"title"`
+	Service      string   `json:"service"`
+	Participants []string `json:"participants"`
+	Admins       []string `json:"admins"`
+	Description  string   `json:"description"`
+	PictureURL   string   `json:"picture_url"`
+	InviteCode   string   `json:"invite_code"`
+	Announcement bool     `json:"announcement" jsonschema:"only admins may send"`
+	Locked       bool     `json:"locked" jsonschema:"only admins may change the name, description, picture and settings"`
+}
+
+func (h *Handler) manageGroup(ctx context.Context, accountID string, in manageGroupArgs) (any, error) {
+	var p failure.Problems
+	action := messaging.GroupAction(in.Action)
+	given := in.given()
+	allowed := map[string]bool{}
+	for _, name := range groupFields[action] {
+		allowed[name] = true
+	}
+	for _, name := range []string{"thread_id", "title", "participants", "initial_message", "name", "description", "image_url", "invite_code", "setting"} {
+		if given[name] && !allowed[name] {
+			p.Add("extra_forbidden", name+" is not an argument of action "+in.Action, name)
+		}
+	}
+	required := map[messaging.GroupAction]string{
+		messaging.ActionCreate: "title", messaging.ActionUpdateName: "name", messaging.ActionUpdateDescription: "description",
+		messaging.ActionUpdatePicture: "image_url", messaging.ActionUpdateSettings: "setting",
+	}
+	if name, ok := required[action]; ok && !given[name] {
+		p.Add("missing", "Field required", name)
+	}
+	if action == messaging.ActionCreate && !given["participants"] {
+		p.Add("missing", "Field required", "participants")
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	res, err := h.deps.Messaging.ManageGroup(ctx, appmessaging.GroupCommand{
+		AccountID: accountID, Action: in.Action, AgentNumber: in.AgentNumber, ThreadID: in.ThreadID, Title: in.Title,
+		Participants: in.Participants, ParticipantsGiven: in.Participants != nil, InitialMessage: in.InitialMessage,
+		Name: in.Name, Description: in.Description, ImageURL: in.ImageURL, InviteCode: in.InviteCode, Setting: in.Setting,
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := res.Group
+	admins := []string{}
+	for _, m := range g.Members {
+		if m.Admin {
+			admins = append(admins, m.Address)
+		}
+	}
+	return groupAnswer{
+		Message: res.Message, ThreadID: g.Thread.ID, Title: g.Thread.Name, Service: string(g.Thread.Service),
+		Participants: addresses(g.Members), Admins: admins, Description: g.Description, PictureURL: g.PictureURL,
+		InviteCode: g.InviteCode, Announcement: g.Announcement, Locked: g.Locked,
+	}, nil
+}
+
+func addresses(parts []messaging.Participant) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.Address
+	}
+	return out
+}
+
+func senderName(m messaging.Message) string {
+	if m.SenderName != "" {
+		return m.SenderName
+	}
+	return m.From
+}
+
+// timestamp is how times are shown: RFC 3339 in UTC, as REST shows them.
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Cursors are opaque to clients: base64url of "m|<RFC 3339 time>|<id>", a
+// position in the newest-first order of a thread's messages, so that pages
+// stay stable while new messages arrive.
+func encodeCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("m|" + at.UTC().Format(time.RFC3339Nano) + "|" + id))
+}
+
+func decodeCursor(cursor string) (time.Time, string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	parts := strings.SplitN(string(raw), "|", 3)
+	if len(parts) != 3 || parts[0] != "m" || parts[2] == "" {
+		return time.Time{}, "", false
+	}
+	at, err := time.Parse(time.RFC3339Nano, parts[1])
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	return at, parts[2], true
+}

@@ -1,0 +1,164 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// maxTranscriptMessages bounds a transcript: a thread's most recent
+// messages, the older ones left to get_messages.
+const maxTranscriptMessages = 1000
+
+func (h *Handler) addResources() {
+	h.server.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name:        "thread",
+		Title:       "Conversation transcript",
+		URITemplate: threadURIPrefix + "{id}",
+		MIMEType:    "text/plain",
+		Description: "A thread's transcript, oldest message first, one line per message: [time] sender (number): text, with media and locations in words. " +
+			"The id is a thread id (thr_…) from list_threads. Subscribe to hear when a message arrives in the thread. " +
+			"At most the last " + strconv.Itoa(maxTranscriptMessages) + " messages; get_messages pages through all of them.",
+	}, h.readThread)
+}
+
+// threadOf reads the thread id of a resource URI.
+func threadOf(uri string) (string, bool) {
+	id, ok := strings.CutPrefix(uri, threadURIPrefix)
+	return id, ok && id != "" && !strings.ContainsAny(id, "/?#")
+}
+
+func (h *Handler) readThread(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	p, ok := accounts.PrincipalFrom(ctx)
+	threadID, isThread := threadOf(req.Params.URI)
+	if !ok || !isThread {
+		return nil, sdk.ResourceNotFoundError(req.Params.URI)
+	}
+	if err := h.ownThread(ctx, p.AccountID, threadID); err != nil {
+		return nil, h.resourceError(ctx, req.Params.URI, err)
+	}
+	var (
+		msgs   []messaging.Message
+		before *appmessaging.MessageCursor
+	)
+	truncated := false
+	for {
+		pages, err := h.deps.Threads.MessagePages(ctx, p.AccountID, []string{threadID}, before, appmessaging.MaxPageSize)
+		if err != nil {
+			return nil, h.resourceError(ctx, req.Params.URI, err)
+		}
+		page := pages[threadID]
+		msgs = append(msgs, page.Messages...)
+		if !page.HasMore || len(page.Messages) == 0 {
+			break
+		}
+		if len(msgs) >= maxTranscriptMessages {
+			truncated = true
+			break
+		}
+		last := page.Messages[len(page.Messages)-1]
+		before = &appmessaging.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	slices.Reverse(msgs) // pages are newest first; a transcript is oldest first
+	text := appmessaging.Transcript(msgs)
+	if truncated {
+		text = "(earlier messages left out: get_messages with thread_id " + threadID + " pages through them)\n" + text
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+}
+
+// resourceError answers a failed resource request as a protocol error:
+// resources have no result to carry a business failure in.
+func (h *Handler) resourceError(ctx context.Context, uri string, err error) error {
+	if failure.Is(err, failure.KindNotFound) {
+		return sdk.ResourceNotFoundError(uri)
+	}
+	e := h.toolErrorOf(ctx, err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: e.Code + ": " + e.Message}
+}
+
+// subscribe starts telling a session when a message arrives in a thread
+// of its account; another account's thread is not found.
+func (h *Handler) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	p, ok := accounts.PrincipalFrom(ctx)
+	threadID, isThread := threadOf(req.Params.URI)
+	if !ok || !isThread {
+		return sdk.ResourceNotFoundError(req.Params.URI)
+	}
+	if err := h.ownThread(ctx, p.AccountID, threadID); err != nil {
+		return h.resourceError(ctx, req.Params.URI, err)
+	}
+	release, err := h.feed.watch(ctx, p.AccountID, threadID)
+	if err != nil {
+		return h.resourceError(ctx, req.Params.URI, err)
+	}
+	if !h.sessions.watch(req.Session.ID(), req.Params.URI, release) {
+		release() // subscribed already
+	}
+	return nil
+}
+
+func (h *Handler) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
+	h.sessions.unwatch(req.Session.ID(), req.Params.URI)
+	return nil
+}
+
+// threadUpdated tells the thread's subscribers it changed.
+func (h *Handler) threadUpdated(threadID string) { h.notifier.updated(threadURI(threadID)) }
+
+// notifier sends resources' update notifications from a goroutine of its
+// own, so that a slow client never holds up the live feed; updates of one
+// resource that pile up meanwhile go out as one notification.
+type notifier struct {
+	server *sdk.Server
+	mu     sync.Mutex
+	// pending are the URIs updated since the last round.
+	pending map[string]struct{}
+	wake    chan struct{}
+	log     *slog.Logger
+}
+
+func newNotifier(server *sdk.Server, log *slog.Logger) *notifier {
+	return &notifier{server: server, pending: map[string]struct{}{}, wake: make(chan struct{}, 1), log: log}
+}
+
+func (n *notifier) updated(uri string) {
+	n.mu.Lock()
+	n.pending[uri] = struct{}{}
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run sends the pending notifications until ctx ends.
+func (n *notifier) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.wake:
+		}
+		n.mu.Lock()
+		uris := n.pending
+		n.pending = map[string]struct{}{}
+		n.mu.Unlock()
+		for uri := range uris {
+			if err := n.server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+				n.log.WarnContext(ctx, "mcp: notify a resource update", "uri", uri, "error", err.Error())
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,10 +46,13 @@ type credentials struct {
 
 // testBundle is a running app and two accounts.
 type testBundle struct {
-	base  string
-	db    *store.DB
-	acc   *accounts.Service
-	mcp   *mcp.Handler
+	cfg  bootstrap.Config
+	base string
+	db   *store.DB
+	acc  *accounts.Service
+	mcp  *mcp.Handler
+	// stop stops the app (once; the test's cleanup stops it otherwise).
+	stop  func()
 	acme  credentials
 	other credentials
 }
@@ -87,12 +91,7 @@ func setupWith(t *testing.T, dialect store.Dialect, opts appOptions) *testBundle
 	if opts.configure != nil {
 		opts.configure(&cfg)
 	}
-	b := &testBundle{}
-	var ln *rest.Listener
-	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp)}, opts.extra...)...)
-	app.RequireStart()
-	t.Cleanup(app.RequireStop)
-	b.base = "http://" + ln.Addr.String()
+	b := startApp(t, cfg, opts.extra...)
 
 	ctx := context.Background()
 	newAccount := func(name string, numbers ...accounts.NumberInput) credentials {
@@ -108,6 +107,28 @@ func setupWith(t *testing.T, dialect store.Dialect, opts appOptions) *testBundle
 	b.acme = newAccount("Acme", accounts.NumberInput{Number: agentA, Service: "whatsapp"})
 	b.other = newAccount("Other", accounts.NumberInput{Number: agentOther, Service: "whatsapp"})
 	return b
+}
+
+// startApp runs the app configured by cfg.
+func startApp(t *testing.T, cfg bootstrap.Config, extra ...fx.Option) *testBundle {
+	t.Helper()
+	b := &testBundle{cfg: cfg}
+	var ln *rest.Listener
+	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp)}, extra...)...)
+	app.RequireStart()
+	b.stop = sync.OnceFunc(app.RequireStop)
+	t.Cleanup(b.stop)
+	b.base = "http://" + ln.Addr.String()
+	return b
+}
+
+// replica starts another app on b's database, as a second replica of the
+// same deployment, sharing its accounts.
+func (b *testBundle) replica(t *testing.T) *testBundle {
+	t.Helper()
+	r := startApp(t, b.cfg)
+	r.acme, r.other = b.acme, b.other
+	return r
 }
 
 // withHeaders adds the credentials to every request of an MCP client.

@@ -221,10 +221,12 @@ Errors come back as tool results with isError and {"status":"error","code":…,"
 func (h *Handler) Close() {
 	h.closeOnce.Do(func() {
 		h.sessions.close()
+		// The waits first: closing a session waits for its calls in
+		// flight, and a wait would otherwise last until its timeout.
+		h.feed.close()
 		for ss := range h.server.Sessions() {
 			_ = ss.Close()
 		}
-		h.feed.close()
 		h.stopNotifier()
 		<-h.notifierDone
 	})

@@ -1,0 +1,208 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/event"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// fakeLive is a live feed a test publishes to by hand.
+type fakeLive struct {
+	mu   sync.Mutex
+	subs map[string][]chan appmessaging.LiveUpdate
+	// subscribed counts the subscriptions ever taken.
+	subscribed int
+}
+
+func newFakeLive() *fakeLive { return &fakeLive{subs: map[string][]chan appmessaging.LiveUpdate{}} }
+
+func (l *fakeLive) Subscribe(_ context.Context, accountID string) (<-chan appmessaging.LiveUpdate, func(), error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan appmessaging.LiveUpdate, 8)
+	l.subs[accountID] = append(l.subs[accountID], ch)
+	l.subscribed++
+	return ch, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i, c := range l.subs[accountID] {
+			if c == ch {
+				l.subs[accountID] = append(l.subs[accountID][:i], l.subs[accountID][i+1:]...)
+				close(ch)
+				return
+			}
+		}
+	}, nil
+}
+
+func (l *fakeLive) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, list := range l.subs {
+		n += len(list)
+	}
+	return n
+}
+
+func (l *fakeLive) receive(accountID, threadID, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.subs[accountID] {
+		ch <- appmessaging.LiveUpdate{Type: event.MessageReceived, Message: messaging.Message{
+			ID: "msg_" + text, AccountID: accountID, ThreadID: threadID, Content: messaging.Content{Kind: messaging.KindText, Text: text},
+		}}
+	}
+}
+
+// fallBehind ends an account's subscriptions as the live feed does with a
+// subscriber that fell behind.
+func (l *fakeLive) fallBehind(accountID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.subs[accountID] {
+		close(ch)
+	}
+	delete(l.subs, accountID)
+}
+
+// A thousand waits at once, over a hundred accounts, hold one live
+// subscription per account; the thousand-and-first is refused, as is an
+// account's wait beyond its share; every wait ends, and nothing of them
+// remains.
+func TestFeedBoundsWaits(t *testing.T) {
+	t.Parallel()
+	live := newFakeLive()
+	f := newFeed(live, 1000, 10, func(string) {}, slog.Default())
+	defer f.close()
+	goroutines := runtime.NumGoroutine()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for i := range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := f.wait(ctx, fmt.Sprintf("acc_%03d", i%100), "", time.Minute)
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 1000 }, 10*time.Second, time.Millisecond)
+	accounts, _ := f.listening()
+	require.Equal(t, 100, accounts)
+	require.Equal(t, 100, live.open(), "one subscription per account, however many wait")
+
+	_, _, err := f.wait(t.Context(), "acc_new", "", time.Minute)
+	require.Equal(t, "too_many_waits", failure.As(err).Code, "the thousand-and-first wait is refused")
+	require.Equal(t, failure.KindRateLimited, failure.As(err).Kind)
+
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	accounts, waits := f.listening()
+	require.Zero(t, accounts)
+	require.Zero(t, waits)
+	require.Zero(t, live.open(), "the subscriptions ended with their waits")
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= goroutines }, 5*time.Second, 10*time.Millisecond,
+		"the accounts' readers ended")
+}
+
+func TestFeedBoundsOneAccountsWaits(t *testing.T) {
+	t.Parallel()
+	f := newFeed(newFakeLive(), 1000, 2, func(string) {}, slog.Default())
+	defer f.close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for range 2 {
+		go func() { _, _, _ = f.wait(ctx, "acc_a", "", time.Minute) }()
+	}
+	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 2 }, 5*time.Second, time.Millisecond)
+	_, _, err := f.wait(t.Context(), "acc_a", "", time.Minute)
+	require.Equal(t, "too_many_waits", failure.As(err).Code)
+	_, ok, err := f.wait(t.Context(), "acc_b", "", 10*time.Millisecond)
+	require.NoError(t, err, "another account still waits")
+	require.False(t, ok)
+}
+
+// A message goes to every wait of its account (and thread), once; a
+// subscription the live feed ended is taken again; watches hear of their
+// thread's messages.
+func TestFeedHandsOutMessages(t *testing.T) {
+	t.Parallel()
+	live := newFakeLive()
+	watched := make(chan string, 10)
+	f := newFeed(live, 1000, 10, func(threadID string) { watched <- threadID }, slog.Default())
+	defer f.close()
+
+	release, err := f.watch(t.Context(), "acc_a", "thr_1")
+	require.NoError(t, err)
+	type got struct {
+		m   messaging.Message
+		ok  bool
+		err error
+	}
+	waitFor := func(threadID string) <-chan got {
+		out := make(chan got, 1)
+		go func() {
+			m, ok, err := f.wait(t.Context(), "acc_a", threadID, 10*time.Second)
+			out <- got{m, ok, err}
+		}()
+		return out
+	}
+	anyThread, thread2 := waitFor(""), waitFor("thr_2")
+	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 2 }, 5*time.Second, time.Millisecond)
+
+	live.receive("acc_a", "thr_1", "one")
+	r := <-anyThread
+	require.True(t, r.ok)
+	require.Equal(t, "one", r.m.Content.Text)
+	require.Equal(t, "thr_1", <-watched)
+	select {
+	case <-thread2:
+		t.Fatal("a wait for thr_2 took thr_1's message")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	live.fallBehind("acc_a")
+	require.Eventually(t, func() bool { return live.open() == 1 }, 5*time.Second, time.Millisecond, "taken again")
+	live.receive("acc_a", "thr_2", "two")
+	r = <-thread2
+	require.True(t, r.ok)
+	require.Equal(t, "two", r.m.Content.Text)
+
+	release()
+	accounts, _ := f.listening()
+	require.Zero(t, accounts)
+	require.Zero(t, live.open())
+}
+
+// Closing the feed ends its waits.
+func TestFeedCloseEndsWaits(t *testing.T) {
+	t.Parallel()
+	f := newFeed(newFakeLive(), 1000, 10, func(string) {}, slog.Default())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.wait(t.Context(), "acc_a", "", time.Minute)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 1 }, 5*time.Second, time.Millisecond)
+	f.close()
+	require.Equal(t, failure.KindUnavailable, failure.As(<-done).Kind)
+	_, _, err := f.wait(t.Context(), "acc_a", "", time.Minute)
+	require.Equal(t, failure.KindUnavailable, failure.As(err).Kind)
+}

@@ -1,0 +1,114 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+)
+
+// Each thread is a resource whose content is its transcript, oldest
+// first; another account's thread is not found.
+func TestThreadTranscriptResource(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		cs := b.connect(t, b.acme)
+		templates, err := cs.ListResourceTemplates(t.Context(), nil)
+		require.NoError(t, err)
+		require.Len(t, templates.ResourceTemplates, 1)
+		require.Equal(t, "switchboard://threads/{id}", templates.ResourceTemplates[0].URITemplate)
+		require.Equal(t, "text/plain", templates.ResourceTemplates[0].MIMEType)
+
+		_, thread := b.inbound(t, b.acme, userA, agentA, "Hi!")
+		var sent struct{}
+		ok(t, cs, "send_message", map[string]any{"service": "whatsapp", "from": agentA, "to": userA, "text": "Hello Ann"}, &sent)
+		ok(t, cs, "send_message", map[string]any{"service": "whatsapp", "from": agentA, "to": userA,
+			"media": map[string]any{"type": "document", "url": "https://example.com/terms.pdf"}}, &sent)
+
+		uri := "switchboard://threads/" + thread
+		res, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: uri})
+		require.NoError(t, err)
+		require.Len(t, res.Contents, 1)
+		require.Equal(t, "text/plain", res.Contents[0].MIMEType)
+		lines := strings.Split(strings.TrimSuffix(res.Contents[0].Text, "\n"), "\n")
+		require.Len(t, lines, 3, res.Contents[0].Text)
+		require.Regexp(t, `^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] Ann \(\+14155550111\): Hi!$`, lines[0])
+		require.Regexp(t, `\] Agent \(\+14155550100\): Hello Ann$`, lines[1])
+		require.Regexp(t, `\] Agent \(\+14155550100\): \[a document https://example.com/terms.pdf\]$`, lines[2])
+
+		_, otherThread := b.inbound(t, b.other, userA, agentOther, "secret")
+		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "switchboard://threads/" + otherThread})
+		require.ErrorContains(t, err, "Resource not found")
+		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "switchboard://threads/thr_missing"})
+		require.ErrorContains(t, err, "Resource not found")
+	})
+}
+
+// A subscribed thread's resource is reported updated when a message
+// arrives in it, until the subscription ends.
+func TestThreadSubscription(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		updated := make(chan string, 10)
+		cs := b.connectWith(t, b.acme, clientOptions{ClientOptions: sdk.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+				updated <- req.Params.URI
+			},
+		}})
+		_, thread := b.inbound(t, b.acme, userA, agentA, "first")
+		_, otherThread := b.inbound(t, b.acme, userB, agentA, "elsewhere")
+		uri := "switchboard://threads/" + thread
+		require.NoError(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: uri}))
+
+		b.inbound(t, b.acme, userB, agentA, "not in the subscribed thread")
+		b.inbound(t, b.acme, userA, agentA, "second")
+		select {
+		case got := <-updated:
+			require.Equal(t, uri, got)
+		case <-time.After(15 * time.Second):
+			t.Fatal("no notification of the new message")
+		}
+		res, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: uri})
+		require.NoError(t, err)
+		require.Contains(t, res.Contents[0].Text, ": second\n")
+		require.NotContains(t, res.Contents[0].Text, "elsewhere")
+
+		require.NoError(t, cs.Unsubscribe(t.Context(), &sdk.UnsubscribeParams{URI: uri}))
+		require.Eventually(t, func() bool { accounts, _ := b.mcp.Waiting(); return accounts == 0 }, 5*time.Second, 10*time.Millisecond,
+			"the live subscription ended with the last watch")
+		b.inbound(t, b.acme, userA, agentA, "third")
+		select {
+		case got := <-updated:
+			if got == uri {
+				t.Fatal("notified after unsubscribing")
+			}
+		case <-time.After(2 * time.Second):
+		}
+
+		other := b.connect(t, b.other)
+		err = other.Subscribe(t.Context(), &sdk.SubscribeParams{URI: uri})
+		require.ErrorContains(t, err, "Resource not found", "another account's thread")
+		require.Error(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: "switchboard://threads/" + otherThread + "/x"}))
+	})
+}
+
+// A session's subscriptions end with it.
+func TestSubscriptionsEndWithTheirSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	cs := b.connect(t, b.acme)
+	_, thread := b.inbound(t, b.acme, userA, agentA, "first")
+	require.NoError(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: fmt.Sprintf("switchboard://threads/%s", thread)}))
+	accounts, _ := b.mcp.Waiting()
+	require.Equal(t, 1, accounts)
+	require.NoError(t, cs.Close())
+	require.Eventually(t, func() bool { accounts, _ := b.mcp.Waiting(); return accounts == 0 }, 5*time.Second, 10*time.Millisecond)
+}

@@ -63,6 +63,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDomainsCommand(s),
 		newJobsCommand(s),
 		newWebhookCommand(s),
+		newMCPCommand(s),
 		newVersionCommand(),
 	)
 	catchUnknownCommands(root)

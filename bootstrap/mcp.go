@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/mcp"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/messaging"
@@ -38,6 +39,7 @@ type mcpInputs struct {
 	DB        *store.DB
 	Messaging *messaging.Service
 	Threads   *messaging.Reader
+	Accounts  *accounts.Service
 	Email     *appemail.Service `optional:"true"`
 	Cron      *appcron.Service  `optional:"true"`
 	Logger    *slog.Logger
@@ -47,7 +49,7 @@ func newMCPDeps(in mcpInputs) mcp.Deps {
 	live := messaging.NewLive(in.DB, in.DB.MessagingStore(), messaging.LiveOptions{Logger: in.Logger, Buffer: mcpLiveBuffer})
 	runWhileUp(in.Lifecycle, live.Run)
 	d := mcp.Deps{
-		Messaging: in.Messaging, Threads: in.Threads, Live: live,
+		Messaging: in.Messaging, Threads: in.Threads, Live: live, Authenticator: in.Accounts,
 		Idempotency: in.DB, IdempotencyLock: in.Config.IdempotencyLock, CallTimeout: in.Config.Limits.RequestTimeout,
 		Version: in.Config.Version, Logger: in.Logger,
 	}

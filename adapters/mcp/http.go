@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // callHeader names, on a request handed to the SDK, the entry of calls
@@ -63,9 +64,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		// The event stream lives as long as its session, which ends when
-		// idle (SessionIdleTimeout) or closed.
+		// idle (SessionIdleTimeout) or closed, or as long as its
+		// credentials hold.
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
+		if h.deps.Authenticator != nil {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			go h.recheck(ctx, cancel, r.Header.Get(sessionHeader), r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret"))
+			r = r.WithContext(ctx)
+		}
 	case http.MethodPost:
 		until := time.Now().Add(MaxWaitSeconds*time.Second + h.deps.CallTimeout + callSlack)
 		_ = rc.SetReadDeadline(until)
@@ -75,6 +83,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.calls.remove(token)
 	r.Header.Set(callHeader, token)
 	h.http.ServeHTTP(w, r)
+}
+
+// recheck checks an event stream's credentials every CredentialRecheck
+// until ctx ends; once they are refused (the key was revoked) it ends the
+// stream and its session. A check that fails otherwise (the database
+// away) changes nothing: an outage is no reason to drop every session.
+// The auth cache answers the checks, and forgets revoked keys.
+func (h *Handler) recheck(ctx context.Context, end context.CancelFunc, sessionID, key, secret string) {
+	t := time.NewTicker(h.deps.CredentialRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := h.deps.Authenticator.Authenticate(ctx, key, secret, false); failure.Is(err, failure.KindUnauthenticated) {
+			end()
+			for ss := range h.server.Sessions() {
+				if ss.ID() == sessionID {
+					_ = ss.Close()
+				}
+			}
+			return
+		}
+	}
 }
 
 // writeError answers in the REST adapter's flat error shape.

@@ -25,6 +25,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
@@ -87,6 +88,15 @@ type CronJobs interface {
 
 var _ CronJobs = (*cron.Service)(nil)
 
+// Authenticator checks API credentials again, as the REST middleware
+// did; *accounts.Service implements it. A refusal is a *failure.Error of
+// kind Unauthenticated.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key, secret string, keyOnly bool) (accounts.Principal, error)
+}
+
+var _ Authenticator = (*accounts.Service)(nil)
+
 // Deps are the use cases and limits the MCP interface is built from.
 type Deps struct {
 	Messaging Messaging
@@ -96,6 +106,11 @@ type Deps struct {
 	// are not offered.
 	Email EmailSender
 	Cron  CronJobs
+	// Authenticator, when set, checks the credentials of a session's
+	// event stream again every CredentialRecheck while it is open, so that
+	// a revoked key ends its sessions (as it ends GraphQL's sockets).
+	Authenticator     Authenticator
+	CredentialRecheck time.Duration
 	// Idempotency keeps the answers of calls with an idempotency_key (the
 	// store REST's Idempotency-Key uses); without it the key is ignored.
 	Idempotency idempotency.Store
@@ -130,6 +145,10 @@ const (
 	DefaultMaxWaitsPerAccount    = 100
 	DefaultMaxSessionsPerAccount = 100
 	DefaultSessionIdleTimeout    = 30 * time.Minute
+	// DefaultCredentialRecheck, with the accounts' revocation watcher
+	// (which looks twice a second), ends a revoked key's sessions within
+	// a second.
+	DefaultCredentialRecheck = 500 * time.Millisecond
 )
 
 // MaxWaitSeconds is the longest wait_for_message may wait.
@@ -167,6 +186,7 @@ func NewHandler(d Deps) (*Handler, error) {
 	d.MaxWaitsPerAccount = positiveOr(d.MaxWaitsPerAccount, DefaultMaxWaitsPerAccount)
 	d.MaxSessionsPerAccount = positiveOr(d.MaxSessionsPerAccount, DefaultMaxSessionsPerAccount)
 	d.SessionIdleTimeout = positiveOr(d.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	d.CredentialRecheck = positiveOr(d.CredentialRecheck, DefaultCredentialRecheck)
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}

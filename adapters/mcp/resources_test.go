@@ -112,3 +112,30 @@ func TestSubscriptionsEndWithTheirSession(t *testing.T) {
 	require.NoError(t, cs.Close())
 	require.Eventually(t, func() bool { accounts, _ := b.mcp.Waiting(); return accounts == 0 }, 5*time.Second, 10*time.Millisecond)
 }
+
+// A key revoked while its session's event stream is open ends the
+// session, its subscriptions with it, within about a second, as it ends
+// GraphQL's sockets.
+func TestRevokedKeyEndsItsSessions(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		issued, err := b.acc.IssueCredential(t.Context(), b.acme.accountID, "agent")
+		require.NoError(t, err)
+		key := credentials{accountID: b.acme.accountID, key: issued.Key, secret: issued.Secret}
+		cs := b.connect(t, key)
+		_, thread := b.inbound(t, b.acme, userA, agentA, "first")
+		require.NoError(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: "switchboard://threads/" + thread}))
+		accounts, _ := b.mcp.Waiting()
+		require.Equal(t, 1, accounts)
+
+		_, err = b.replica(t).acc.RevokeCredential(t.Context(), b.acme.accountID, issued.Credential.ID)
+		require.NoError(t, err)
+		revoked := time.Now()
+		require.Eventually(t, func() bool { accounts, _ := b.mcp.Waiting(); return accounts == 0 }, 10*time.Second, 10*time.Millisecond,
+			"the subscription of a revoked key stayed")
+		t.Logf("session ended %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+		_, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "list_threads", Arguments: map[string]any{}})
+		require.Error(t, err)
+	})
+}

@@ -17,7 +17,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -286,4 +285,5 @@ func threadURI(threadID string) string { return threadURIPrefix + threadID }
 
 const threadURIPrefix = "switchboard://threads/"
 
-var errClosed = fmt.Errorf("the MCP server is shutting down")
+// errClosed is why calls end while the server stops.
+var errClosed = errors.New("the MCP server is shutting down")

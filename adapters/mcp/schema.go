@@ -13,11 +13,15 @@ import (
 )
 
 // addTool offers a tool whose arguments decode into In and whose answer is
-// an Out. The input schema is In's, as adjust changes it (enums, ranges,
-// defaults, which Go types do not say); the SDK checks arguments against it
-// before run is called. The output schema is Out's or a toolError: a
-// failed call's structured content must match it too, since clients check
-// any structured content they get against the schema.
+// an Out: run returns one, or the JSON of one an idempotency key kept. The
+// input schema is In's, as adjust changes it (enums, ranges, defaults,
+// which Go types do not say); the SDK checks arguments against it before
+// run is called. The output schema is Out's or a toolError: a failed
+// call's structured content must match it too, since clients check any
+// structured content they get against the schema.
+//
+// The SDK is given the answer as an any: with a typed answer it would
+// replace a failed call's structured content with the type's zero value.
 func addTool[In, Out any](h *Handler, t *sdk.Tool, run func(ctx context.Context, accountID string, in In) (any, error), adjust ...func(*jsonschema.Schema)) error {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -55,7 +59,7 @@ var errorSchema = func() *jsonschema.Schema {
 	return s
 }()
 
-// property is the schema of a property, dotted for nested ones (media.type).
+// property is the schema of a property, by its path (media, type).
 func property(s *jsonschema.Schema, path ...string) *jsonschema.Schema {
 	for _, name := range path {
 		next, ok := s.Properties[name]

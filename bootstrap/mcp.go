@@ -24,7 +24,7 @@ const mcpLiveBuffer = 32
 // mcpModule serves the Model Context Protocol at /mcp over the same use
 // cases as REST and GraphQL, with the REST idempotency keys and the
 // request deadline, and a live feed of its own.
-var mcpModule = fx.Options(
+var mcpModule = fx.Module("mcp-deps",
 	fx.Provide(newMCPDeps),
 	mcp.Module,
 	fx.Invoke(closeMCPFirst),

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,8 +60,8 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 		"SWITCHBOARD_URL=" + p.URL, "SWITCHBOARD_API_KEY=" + acct.APIKey, "SWITCHBOARD_API_SECRET=" + acct.APISecret,
 		"AGENT_NUMBER=" + agent, "USER_NUMBER=" + user, "STRANGER_NUMBER=" + stranger, "THREAD_ID=" + thread,
 	})
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os/exec"
@@ -30,8 +29,8 @@ func TestMCPOverStandardIO(t *testing.T) {
 	cmd := exec.Command(binary, "mcp", "--url", p.URL)
 	cmd.Dir = t.TempDir()
 	cmd.Env = processEnv([]string{"SWITCHBOARD_API_KEY=" + acct.APIKey, "SWITCHBOARD_API_SECRET=" + acct.APISecret})
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "desktop"}, nil).Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 	defer func() {

@@ -136,10 +136,13 @@ func TestHistory(t *testing.T) {
 		other, _, err := b.accounts.CreateAccount(ctx, "Other")
 		require.NoError(t, err)
 		for name, q := range map[string]messaging.HistoryQuery{
-			"another account's":              {AccountID: other.ID, ThreadID: thread},
-			"missing":                        {AccountID: b.account.ID, ThreadID: ident.New(ident.Thread)},
-			"malformed":                      {AccountID: b.account.ID, ThreadID: "not-a-thread"},
-			"another account's, at a cursor": {AccountID: other.ID, ThreadID: thread, Before: messaging.MessageCursorOf(msgs[1]).Token(thread)},
+			"another account's":                  {AccountID: other.ID, ThreadID: thread},
+			"missing":                            {AccountID: b.account.ID, ThreadID: ident.New(ident.Thread)},
+			"malformed":                          {AccountID: b.account.ID, ThreadID: "not-a-thread"},
+			"another account's, at a cursor":     {AccountID: other.ID, ThreadID: thread, Before: messaging.MessageCursorOf(msgs[1]).Token(thread)},
+			"another account's, at a bad cursor": {AccountID: other.ID, ThreadID: thread, Before: "nonsense"},
+			"missing, at another's cursor": {AccountID: b.account.ID, ThreadID: ident.New(ident.Thread),
+				Before: messaging.MessageCursorOf(msgs[1]).Token(thread)},
 		} {
 			_, err := b.svc.History(ctx, q)
 			require.True(t, failure.Is(err, failure.KindNotFound), "%s: %v", name, err)

@@ -89,23 +89,28 @@ type HistoryQuery struct {
 // of messages, so messages that arrive meanwhile, newer than any position,
 // shift no page.
 //
-// Errors: NotFound for a missing thread and another account's alike;
-// Invalid (on the query parameter "before") for a Before that is not a
-// cursor of this thread.
+// Errors: NotFound for a missing thread and another account's alike,
+// whatever Before is; Invalid (on the query parameter "before") for a
+// Before that is not a cursor of this thread.
 func (s *Service) History(ctx context.Context, q HistoryQuery) (MessagePage, error) {
 	if !ident.Valid(ident.Thread, q.ThreadID) {
 		return MessagePage{}, failure.NotFound("thread")
 	}
+	r := s.store.Repos()
 	var before *MessageCursor
 	if q.Before != "" {
 		c, err := ParseMessageCursor(q.ThreadID, q.Before, "before")
 		if err != nil {
+			// A thread the caller cannot see is not found whatever the
+			// cursor, as without one.
+			if _, threadErr := r.Thread(ctx, q.AccountID, q.ThreadID); threadErr != nil {
+				return MessagePage{}, threadErr
+			}
 			return MessagePage{}, err
 		}
 		before = &c
 	}
 	limit := ClampPage(q.Limit)
-	r := s.store.Repos()
 	rows, err := r.ThreadMessages(ctx, q.AccountID, q.ThreadID, before, limit+1)
 	if err != nil {
 		return MessagePage{}, err

@@ -34,7 +34,10 @@ func (r MessagingStore) ThreadPage(ctx context.Context, q appmessaging.ThreadPag
 		sel = sel.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", p, p, p)
 	}
 	if c := q.After; c != nil {
-		sel = sel.Where("("+threadActivity+" < ? OR ("+threadActivity+" = ? AND id < ?))", c.Activity, c.Activity, c.ID)
+		// A row value, which both databases read as a range on
+		// threads_activity_idx; the equivalent OR form is a filter that
+		// reads every newer thread before the page.
+		sel = sel.Where("("+threadActivity+", id) < (?, ?)", c.Activity, c.ID)
 	}
 	var rows []threadRow
 	err := sel.OrderExpr(threadActivity+" DESC, id DESC").Limit(q.Limit).Scan(ctx, &rows)

@@ -31,7 +31,29 @@ func threadConnection(ctx context.Context, page []appmessaging.PagedThread, more
 	return c
 }
 
-// messageConnection builds a page of messages, newest first.
+// messagePage loads one page of a thread's messages through the
+// response's loaders, so that the pages of threads listed together are
+// read together: the first page, or the one after the message cursor
+// names (a token of this thread's, given in the argument field).
+func messagePage(ctx context.Context, threadID string, first *int, cursor *string, field string) (appmessaging.MessagePage, error) {
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return appmessaging.MessagePage{}, err
+	}
+	key := pageKey{threadID: threadID, first: appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))}
+	if cursor != nil {
+		before, err := appmessaging.ParseMessageCursor(threadID, *cursor, field)
+		if err != nil {
+			return appmessaging.MessagePage{}, err
+		}
+		key.before, key.hasCur = before, true
+	}
+	return l.messages.Load(ctx, key)()
+}
+
+// messageConnection builds a page of messages, newest first; an edge's
+// cursor is the message's position token, the same REST get-messages
+// pages with.
 func messageConnection(page appmessaging.MessagePage) *model.MessageConnection {
 	c := &model.MessageConnection{
 		Edges: make([]model.MessageEdge, len(page.Messages)), Nodes: page.Messages,
@@ -42,7 +64,7 @@ func messageConnection(page appmessaging.MessagePage) *model.MessageConnection {
 	}
 	for i := range page.Messages {
 		m := page.Messages[i]
-		c.Edges[i] = model.MessageEdge{Cursor: encodeCursor("m", m.CreatedAt, m.ID), Node: &m}
+		c.Edges[i] = model.MessageEdge{Cursor: appmessaging.MessageCursorOf(m).Token(m.ThreadID), Node: &m}
 	}
 	if n := len(c.Edges); n > 0 {
 		c.PageInfo.StartCursor, c.PageInfo.EndCursor = &c.Edges[0].Cursor, &c.Edges[n-1].Cursor

@@ -10,7 +10,9 @@ import (
 
 // Cursors are opaque to clients: base64url of "<kind>|<RFC 3339 time>|<id>",
 // a position in a keyset order, so that pages stay stable while new rows
-// arrive.
+// arrive. These are the cursors of threads and emails; a message's cursor
+// is application/messaging's token (MessageCursor.Token), bound to its
+// thread and shared with REST's get-messages.
 
 func encodeCursor(kind string, at time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(kind + "|" + at.UTC().Format(time.RFC3339Nano) + "|" + id))

@@ -69,6 +69,10 @@ func complexity() generated.ComplexityRoot {
 	c.Thread.Messages = func(child int, first *int, _ *string) int {
 		return 1 + child*appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))
 	}
+	// A transcript is one field, but a line per message.
+	c.Thread.Transcript = func(child int, first *int, _ *string) int {
+		return 1 + child + appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))
+	}
 	c.Query.CronJobs = func(child int, _ *cron.Status, first *int, _ *string) int {
 		return 1 + child*clampedFirst(first)
 	}

@@ -155,23 +155,24 @@ func (r *threadResolver) Participants(ctx context.Context, obj *messaging.Thread
 
 // Messages is the resolver for the messages field.
 func (r *threadResolver) Messages(ctx context.Context, obj *messaging.Thread, first *int, after *string) (*model.MessageConnection, error) {
-	l, err := loadersFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	key := pageKey{threadID: obj.ID, first: appmessaging.ClampPage(intOr(first, appmessaging.DefaultPageSize))}
-	if after != nil {
-		at, id, err := decodeCursor("m", "after", *after)
-		if err != nil {
-			return nil, err
-		}
-		key.before, key.hasCur = appmessaging.MessageCursor{CreatedAt: at, ID: id}, true
-	}
-	page, err := l.messages.Load(ctx, key)()
+	page, err := messagePage(ctx, obj.ID, first, after, "after")
 	if err != nil {
 		return nil, err
 	}
 	return messageConnection(page), nil
+}
+
+// Transcript is the resolver for the transcript field.
+func (r *threadResolver) Transcript(ctx context.Context, obj *messaging.Thread, first *int, before *string) (*model.ThreadTranscript, error) {
+	page, err := messagePage(ctx, obj.ID, first, before, "before")
+	if err != nil {
+		return nil, err
+	}
+	t := &model.ThreadTranscript{Text: messaging.Transcript(page.Messages)}
+	if next := page.NextCursor(); next != "" {
+		t.NextCursor = &next
+	}
+	return t, nil
 }
 
 // Message returns generated.MessageResolver implementation.

@@ -72,6 +72,7 @@ func TestMessagingContract(t *testing.T) {
 			Store:     db.MessagingStore(),
 			Accounts:  db.AccountStore(),
 			Committer: db,
+			Pages:     db.Repos(),
 		}
 	})
 }

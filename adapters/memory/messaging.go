@@ -310,6 +310,14 @@ func (r *Repos) RecentMessages(ctx context.Context, accountID, threadID string, 
 	return out, err
 }
 
+// ThreadMessages returns up to limit messages of a thread of the account,
+// newest first, older than before when it is set.
+func (r *Repos) ThreadMessages(ctx context.Context, accountID, threadID string, before *appmessaging.MessageCursor, limit int) ([]messaging.Message, error) {
+	var out []messaging.Message
+	err := r.read(ctx, func(t *tables) error { out = t.messagePage(accountID, threadID, before, max(limit, 0)); return nil })
+	return out, err
+}
+
 // messagePage is up to limit (when not negative) messages of a thread of
 // the account, newest first, older than before when it is set.
 func (t *tables) messagePage(accountID, threadID string, before *appmessaging.MessageCursor, limit int) []messaging.Message {

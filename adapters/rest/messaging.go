@@ -28,6 +28,7 @@ type MessagingUseCases interface {
 	ThreadDetails(ctx context.Context, accountID, id string) (domain.Thread, []domain.Participant, error)
 	Threads(ctx context.Context, q messaging.ThreadQuery) ([]messaging.ThreadSummary, int, error)
 	Recent(ctx context.Context, accountID, threadID string) ([]domain.Message, error)
+	History(ctx context.Context, q messaging.HistoryQuery) (messaging.MessagePage, error)
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 }
 
@@ -47,6 +48,7 @@ func (s *server) mountMessaging(api *routes) {
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all", s.threadList)
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all/{phone_number}", s.threadList)
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-messages/{threadId}", s.threadMessages)
 	for _, p := range []string{"/whatsapp/{accountId}/group-management", "/group-management/{accountId}"} {
 		api.Handle(http.MethodPost, p, s.idempotent(s.manageGroup))
 	}
@@ -500,18 +502,7 @@ func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
 // default 20), offset ≥ 0.
 func listParams(r *http.Request) (limit, offset int, err error) {
 	var p failure.Problems
-	limit, offset = messaging.DefaultListLimit, 0
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, convErr := strconv.Atoi(v)
-		switch {
-		case convErr != nil:
-			p = append(p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "Input should be a valid integer", Type: "int_parsing"})
-		case n < 1:
-			p = append(p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "limit must be at least 1", Type: "greater_than_equal"})
-		default:
-			limit = min(n, messaging.MaxListLimit)
-		}
-	}
+	limit, offset = limitParam(r, &p, messaging.DefaultListLimit, messaging.MaxListLimit), 0
 	if v := r.URL.Query().Get("offset"); v != "" {
 		n, convErr := strconv.Atoi(v)
 		switch {
@@ -524,6 +515,26 @@ func listParams(r *http.Request) (limit, offset int, err error) {
 		}
 	}
 	return limit, offset, p.Err()
+}
+
+// limitParam reads the query parameter limit: at least 1, def when
+// absent, larger than maxLimit clamped to it (as decisions.md has list
+// limits). Anything else is recorded in p.
+func limitParam(r *http.Request, p *failure.Problems, def, maxLimit int) int {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		*p = append(*p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "Input should be a valid integer", Type: "int_parsing"})
+	case n < 1:
+		*p = append(*p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "limit must be at least 1", Type: "greater_than_equal"})
+	default:
+		return min(n, maxLimit)
+	}
+	return def
 }
 
 func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
@@ -576,21 +587,28 @@ func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	items := make([]recentMessageBody, len(msgs))
+	items := threadMessageItems(msgs)
+	writeJSON(w, http.StatusOK, recentMessagesResponse{AccountID: vars["accountId"], Data: items, Messages: items, Status: "success", ThreadID: vars["threadId"]})
+}
+
+// threadMessageItems lists messages as get-recent and get-messages show
+// them.
+func threadMessageItems(msgs []domain.Message) []threadMessageBody {
+	items := make([]threadMessageBody, len(msgs))
 	for i, m := range msgs {
 		created := timestamp(m.CreatedAt)
-		items[i] = recentMessageBody{
+		items[i] = threadMessageBody{
 			AttachmentURI: m.Content.MediaURL, Body: body(m), Content: body(m), DateSent: created, Direction: string(m.Direction),
 			From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind), SenderName: senderName(m), SenderNumber: m.From,
 			Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, Timestamp: created, To: m.To,
 		}
 	}
-	writeJSON(w, http.StatusOK, recentMessagesResponse{AccountID: vars["accountId"], Data: items, Messages: items, Status: "success", ThreadID: vars["threadId"]})
+	return items
 }
 
-// recentMessageBody is a message as get-recent lists it; its fields are in
-// name order, as the response always had them.
-type recentMessageBody struct {
+// threadMessageBody is a message as get-recent and get-messages list it;
+// its fields are in name order, as the response always had them.
+type threadMessageBody struct {
 	AttachmentURI string `json:"attachment_uri"`
 	Body          string `json:"body"`
 	Content       string `json:"content"`
@@ -612,10 +630,58 @@ type recentMessageBody struct {
 // clients, again under messages.
 type recentMessagesResponse struct {
 	AccountID string              `json:"account_id"`
-	Data      []recentMessageBody `json:"data"`
-	Messages  []recentMessageBody `json:"messages"`
+	Data      []threadMessageBody `json:"data"`
+	Messages  []threadMessageBody `json:"messages"`
 	Status    string              `json:"status"`
 	ThreadID  string              `json:"thread_id"`
+}
+
+// nextCursorHeader carries the next page's cursor of a transcript, whose
+// body is plain text.
+const nextCursorHeader = "X-Next-Cursor"
+
+// threadMessages answers one page of a thread's history: JSON, or with
+// format=transcript plain text, one line per message, oldest first.
+func (s *server) threadMessages(w http.ResponseWriter, r *http.Request) {
+	var p failure.Problems
+	limit := limitParam(r, &p, messaging.DefaultPageSize, messaging.MaxPageSize)
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "transcript" {
+		p = append(p, failure.FieldError{In: "query", Path: []any{"format"}, Message: "format must be json or transcript", Type: "enum"})
+	}
+	if err := p.Err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	vars := mux.Vars(r)
+	page, err := s.messaging.History(r.Context(), messaging.HistoryQuery{
+		AccountID: vars["accountId"], ThreadID: vars["threadId"], Limit: limit, Before: r.URL.Query().Get("before"),
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	next := page.NextCursor()
+	if format == "transcript" {
+		if next != "" {
+			w.Header().Set(nextCursorHeader, next)
+		}
+		writeText(w, http.StatusOK, domain.Transcript(page.Messages))
+		return
+	}
+	body := threadMessagesResponse{Data: threadMessageItems(page.Messages), Status: "success"}
+	if next != "" {
+		body.NextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// threadMessagesResponse is a page of a thread's history; next_cursor is
+// null on the last page.
+type threadMessagesResponse struct {
+	Data       []threadMessageBody `json:"data"`
+	NextCursor *string             `json:"next_cursor"`
+	Status     string              `json:"status"`
 }
 
 func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *heldKey) {

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
@@ -537,6 +538,251 @@ func TestRecentMessages(t *testing.T) {
 
 		group := b.group(t, "whatsapp", agentA, "Empty", userB)
 		require.Equal(t, []any{}, b.recent(t, group))
+	})
+}
+
+// seedThread stores an individual thread of agentA with user, and its
+// messages as sends and inbound messages commit them, so that a test
+// chooses their times.
+func (b *msgBundle) seedThread(t *testing.T, user string, messages func(th domain.Thread) []domain.Message) domain.Thread {
+	t.Helper()
+	ctx := context.Background()
+	created := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	th := domain.Thread{ID: ident.New(ident.Thread), AccountID: b.account, Service: account.WhatsApp, Type: domain.Individual,
+		AgentNumber: agentA, Contact: user, CreatedAt: created, UpdatedAt: created}
+	require.NoError(t, b.db.MessagingStore().Repos().InsertThread(ctx, th,
+		[]domain.Participant{{Address: agentA, IsAgent: true}, {Address: user}}))
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Messages: messages(th)}))
+	return th
+}
+
+// historyMessage is a message of th at a time: from the user when
+// inbound, from the agent number otherwise.
+func historyMessage(th domain.Thread, dir domain.Direction, senderName string, c domain.Content, at time.Time) domain.Message {
+	m := domain.Message{ID: ident.New(ident.Message), AccountID: th.AccountID, ThreadID: th.ID, Service: th.Service, Direction: dir,
+		From: th.AgentNumber, To: th.Contact, Content: c, Status: domain.Sent, CreatedAt: at, UpdatedAt: at}
+	if dir == domain.Inbound {
+		m.From, m.To, m.SenderName, m.Status = th.Contact, th.AgentNumber, senderName, domain.Received
+	}
+	return m
+}
+
+// historyPage reads one page of get-messages as JSON and returns its
+// items and next_cursor ("" when null).
+func (b *msgBundle) historyPage(t *testing.T, threadID, query string) ([]any, string) {
+	t.Helper()
+	r := b.get("/v1/messages/threads/" + b.account + "/get-messages/" + threadID + query)
+	require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+	body := r.JSON(t)
+	require.Equal(t, "success", body["status"])
+	require.Contains(t, body, "next_cursor", "present, null on the last page")
+	next, _ := body["next_cursor"].(string)
+	return body["data"].([]any), next
+}
+
+func itemIDs(items []any) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.(map[string]any)["message_id"].(string)
+	}
+	return out
+}
+
+func TestGetMessagesPagesTheWholeThread(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setupMessaging(t, dialect, msgOptions{})
+		// 45 messages of the last hour, inbound and outbound.
+		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		var seeded []domain.Message
+		th := b.seedThread(t, userA, func(th domain.Thread) []domain.Message {
+			for i := range 45 {
+				dir := domain.Inbound
+				if i%3 == 2 {
+					dir = domain.OutboundAPI
+				}
+				seeded = append(seeded, historyMessage(th, dir, "Ada", domain.Content{Kind: domain.KindText, Text: fmt.Sprint("m", i)},
+					base.Add(time.Duration(i)*time.Second)))
+			}
+			return seeded
+		})
+		want := make([]string, len(seeded))
+		for i, m := range seeded {
+			want[len(seeded)-1-i] = m.ID
+		}
+
+		t.Run("FirstPageHasTheItemsOfGetRecent", func(t *testing.T) {
+			items, next := b.historyPage(t, th.ID, "")
+			require.Len(t, items, 20, "the default limit")
+			require.Equal(t, want[:20], itemIDs(items), "newest first")
+			require.NotEmpty(t, next)
+			require.Equal(t, b.recent(t, th.ID), items[:5], "each item exactly as get-recent shows it")
+		})
+
+		t.Run("WalkingThePagesYieldsEveryMessageOnceWhileMessagesArrive", func(t *testing.T) {
+			var walked []string
+			var sizes []int
+			query := "?limit=20"
+			for range 5 {
+				items, next := b.historyPage(t, th.ID, query)
+				walked = append(walked, itemIDs(items)...)
+				sizes = append(sizes, len(items))
+				if next == "" {
+					break
+				}
+				// A new message arrives between pages: it is newer than
+				// every page, and moves none.
+				r := b.post("/v1/sandbox/"+b.account+"/inbound", map[string]any{"service": "whatsapp", "from": userA, "to": agentA, "content": "new"})
+				require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+				require.Equal(t, th.ID, r.JSON(t)["thread_id"])
+				query = "?limit=20&before=" + next
+			}
+			require.Equal(t, []int{20, 20, 5}, sizes)
+			require.Equal(t, want, walked, "every message once, newest first")
+
+			items, _ := b.historyPage(t, th.ID, "?limit=3")
+			require.Equal(t, "new", items[0].(map[string]any)["content"], "a new walk starts at the newest")
+		})
+
+		t.Run("LimitIsValidatedAndClamped", func(t *testing.T) {
+			path := "/v1/messages/threads/" + b.account + "/get-messages/" + th.ID
+			item := requireInvalid(t, b.get(path+"?limit=abc"), "query", "limit")
+			require.Equal(t, "int_parsing", item["type"])
+			item = requireInvalid(t, b.get(path+"?limit=0"), "query", "limit")
+			require.Equal(t, "greater_than_equal", item["type"])
+			requireInvalid(t, b.get(path+"?limit=-5"), "query", "limit")
+			requireInvalid(t, b.get(path+"?format=xml"), "query", "format")
+
+			// Above the maximum is clamped, as the thread lists do.
+			items, next := b.historyPage(t, th.ID, "?limit=1000")
+			require.Len(t, items, 45+2, "the whole thread fits in 100")
+			require.Empty(t, next, "the last page")
+			items, next = b.historyPage(t, th.ID, "?limit=1")
+			require.Len(t, items, 1)
+			require.NotEmpty(t, next)
+		})
+
+		t.Run("ABadCursorIs422", func(t *testing.T) {
+			path := "/v1/messages/threads/" + b.account + "/get-messages/" + th.ID
+			_, next := b.historyPage(t, th.ID, "?limit=5")
+			require.NotEmpty(t, next)
+			edited := []byte(next)
+			edited[10] ^= 'A' ^ 'B'
+			for name, cursor := range map[string]string{
+				"edited":    string(edited),
+				"cut short": next[:len(next)-3],
+				"garbage":   "bm90LWEtY3Vyc29y",
+				"not text":  "%ff%fe",
+			} {
+				item := requireInvalid(t, b.get(path+"?before="+cursor), "query", "before")
+				require.Contains(t, item["msg"], "malformed or was altered", name)
+				require.Equal(t, "value_error", item["type"], name)
+			}
+
+			// A cursor of another of the account's threads.
+			other := b.inbound(t, "whatsapp", userB, agentA, "elsewhere")
+			_, otherNext := b.historyPage(t, other, "?limit=1")
+			require.Empty(t, otherNext, "one message, one page")
+			b.inbound(t, "whatsapp", userB, agentA, "again")
+			_, otherNext = b.historyPage(t, other, "?limit=1")
+			require.NotEmpty(t, otherNext)
+			item := requireInvalid(t, b.get(path+"?before="+otherNext), "query", "before")
+			require.Contains(t, item["msg"], "another thread")
+			item = requireInvalid(t, b.get("/v1/messages/threads/"+b.account+"/get-messages/"+other+"?before="+next), "query", "before")
+			require.Contains(t, item["msg"], "another thread")
+		})
+
+		t.Run("AThreadOfAnotherAccountOrNoneIs404AsInGetRecent", func(t *testing.T) {
+			_, next := b.historyPage(t, th.ID, "?limit=5")
+			theirs := b.client.Do(http.MethodPost, "/v1/sandbox/"+b.other+"/inbound",
+				map[string]any{"service": "whatsapp", "from": userA, "to": agentOther, "content": "theirs"}, b.otherAuth()...)
+			require.Equal(t, http.StatusOK, theirs.StatusCode, "body: %s", theirs.Body)
+			theirThread := theirs.JSON(t)["thread_id"].(string)
+
+			for name, threadID := range map[string]string{
+				"another account's": theirThread,
+				"missing":           ident.New(ident.Thread),
+				"malformed":         "thr_not-an-id!",
+			} {
+				recent := b.get("/v1/messages/threads/" + b.account + "/get-recent/" + threadID)
+				requireError(t, recent, http.StatusNotFound, "not_found")
+				for _, query := range []string{"", "?format=transcript", "?before=" + next} {
+					r := b.get("/v1/messages/threads/" + b.account + "/get-messages/" + threadID + query)
+					require.Equal(t, http.StatusNotFound, r.StatusCode, "%s%s: %s", name, query, r.Body)
+					require.JSONEq(t, string(recent.Body), string(r.Body), "%s%s: the same answer as get-recent", name, query)
+				}
+			}
+			// The other account reading our thread through its own path.
+			r := b.client.Do(http.MethodGet, "/v1/messages/threads/"+b.other+"/get-messages/"+th.ID, nil, b.otherAuth()...)
+			requireError(t, r, http.StatusNotFound, "not_found")
+			r = b.client.Do(http.MethodGet, "/v1/messages/threads/"+b.other+"/get-messages/"+th.ID+"?before="+next, nil, b.otherAuth()...)
+			requireError(t, r, http.StatusNotFound, "not_found")
+		})
+	})
+}
+
+func TestGetMessagesTranscript(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setupMessaging(t, dialect, msgOptions{})
+		at := func(hms string) time.Time {
+			v, err := time.Parse(time.RFC3339, "2026-11-25T"+hms+"Z")
+			require.NoError(t, err)
+			return v
+		}
+		th := b.seedThread(t, userB, func(th domain.Thread) []domain.Message {
+			return []domain.Message{
+				historyMessage(th, domain.Inbound, "Ann", domain.Content{Kind: domain.KindText, Text: "Can you send the map?\nThanks"}, at("10:00:00")),
+				historyMessage(th, domain.OutboundAPI, "", domain.Content{Kind: domain.KindLocation, Latitude: 52.37, Longitude: 4.89,
+					PlaceName: "Dam Square", Address: "Dam 1, Amsterdam"}, at("10:00:40")),
+				historyMessage(th, domain.Inbound, "Ann", domain.Content{Kind: domain.KindImage, MediaURL: "https://cdn.example.com/dam.jpg",
+					Caption: `Is this "it"?`}, at("10:01:05")),
+				historyMessage(th, domain.OutboundAPI, "", domain.Content{Kind: domain.KindDocument, MediaURL: "https://cdn.example.com/plan.pdf"}, at("10:02:00")),
+				historyMessage(th, domain.Inbound, "", domain.Content{Kind: domain.KindText, Text: "ok"}, at("10:03:00")),
+			}
+		})
+		lines := []string{
+			`[2026-11-25T10:00:00Z] Ann (+14155550112): Can you send the map?\nThanks`,
+			`[2026-11-25T10:00:40Z] agent (+14155550100): [location: 52.37, 4.89 "Dam Square" address "Dam 1, Amsterdam"]`,
+			`[2026-11-25T10:01:05Z] Ann (+14155550112): [image: https://cdn.example.com/dam.jpg caption "Is this \"it\"?"]`,
+			`[2026-11-25T10:02:00Z] agent (+14155550100): [document: https://cdn.example.com/plan.pdf]`,
+			`[2026-11-25T10:03:00Z] +14155550112: ok`,
+		}
+		path := "/v1/messages/threads/" + b.account + "/get-messages/" + th.ID
+
+		r := b.get(path + "?format=transcript")
+		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+		require.Equal(t, "text/plain; charset=utf-8", r.Header.Get("Content-Type"))
+		require.Equal(t, strings.Join(lines, "\n")+"\n", string(r.Body), "oldest first, one line each")
+		require.Empty(t, r.Header.Get("X-Next-Cursor"), "one page")
+
+		// Pages of two, newest page first, each oldest first inside.
+		var pages []string
+		query := "?format=transcript&limit=2"
+		for range 4 {
+			r := b.get(path + query)
+			require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+			pages = append(pages, string(r.Body))
+			next := r.Header.Get("X-Next-Cursor")
+			if next == "" {
+				break
+			}
+			// The header's cursor is the JSON page's next_cursor.
+			_, jsonNext := b.historyPage(t, th.ID, strings.Replace(query, "format=transcript", "format=json", 1))
+			require.Equal(t, jsonNext, next)
+			query = "?format=transcript&limit=2&before=" + next
+		}
+		require.Equal(t, []string{
+			lines[3] + "\n" + lines[4] + "\n",
+			lines[1] + "\n" + lines[2] + "\n",
+			lines[0] + "\n",
+		}, pages)
+
+		requireInvalid(t, b.get(path+"?format=transcript&before=nonsense"), "query", "before")
+		empty := b.group(t, "whatsapp", agentA, "Quiet", userA)
+		r = b.get("/v1/messages/threads/" + b.account + "/get-messages/" + empty + "?format=transcript")
+		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
+		require.Empty(t, r.Body, "a thread without messages")
 	})
 }
 

@@ -290,7 +290,7 @@ func (r MessagingStore) MessageByProviderID(ctx context.Context, service account
 // CPU. The callers use few limits (5 and 1), so few statements.
 func (r MessagingStore) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
 	var rows []messageRow
-	query := "SELECT " + messageColumns + " FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(max(limit, 0))
+	query := "SELECT " + messageColumns + " FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY " + messagesNewestFirst + " LIMIT " + strconv.Itoa(max(limit, 0))
 	if err := r.selectAll(ctx, &rows, query, threadID, accountID); err != nil {
 		return nil, translate(err, "message")
 	}

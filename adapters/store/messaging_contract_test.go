@@ -16,7 +16,7 @@ func TestMessagingContract(t *testing.T) {
 			t.Parallel()
 			storetest.Messaging(t, func(t *testing.T) storetest.MessagingFixture {
 				db := dbtest.Open(t, dialect)
-				return storetest.MessagingFixture{Store: db.MessagingStore(), Accounts: db.AccountStore(), Committer: batchedCommitter(db)}
+				return storetest.MessagingFixture{Store: db.MessagingStore(), Accounts: db.AccountStore(), Committer: batchedCommitter(db), Pages: db.MessagingStore()}
 			})
 		})
 	}

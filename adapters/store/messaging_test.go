@@ -3,13 +3,17 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -141,4 +145,102 @@ func TestRecentMessagesIsPlannedOnce(t *testing.T) {
 	require.NoError(t, db.Bun().QueryRowContext(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
 		WHERE statement LIKE '%FROM messages WHERE thread_id = $1%'`).Scan(&generic, &custom))
 	require.Positive(t, generic, "executions on the generic plan (custom plans: %d)", custom)
+}
+
+// capturedQueries records the text of the statements a store runs that
+// contain a marker, as the database received them.
+type capturedQueries struct {
+	marker string
+	mu     sync.Mutex
+	seen   []string
+}
+
+func (c *capturedQueries) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (c *capturedQueries) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	if strings.Contains(ev.Query, c.marker) {
+		c.mu.Lock()
+		c.seen = append(c.seen, ev.Query)
+		c.mu.Unlock()
+	}
+}
+
+func (c *capturedQueries) last(t *testing.T) string {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.NotEmpty(t, c.seen, "no statement with %q ran", c.marker)
+	return c.seen[len(c.seen)-1]
+}
+
+// A page deep in a thread's history is a range of the
+// messages_thread_recent index that starts at the cursor: the database
+// reads the page's rows, not the newer ones before them, so a page costs
+// the same at any depth (an OFFSET, or a keyset condition the planner
+// keeps as a filter, reads every newer message first).
+func TestThreadMessagesPageIsAnIndexRange(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := openWithAccount(t, dialect)
+			r := db.MessagingStore()
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			thread := messaging.Thread{ID: "thr_deep", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual,
+				AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, r.InsertThread(ctx, thread, nil))
+			const total, batch = 2000, 500
+			for start := 0; start < total; start += batch {
+				ms := make([]messaging.Message, batch)
+				for i := range ms {
+					n := start + i
+					ms[i] = messaging.Message{ID: fmt.Sprintf("msg_deep%05d", n), AccountID: "acc_rows", ThreadID: thread.ID, Service: account.Telegram,
+						Direction: messaging.Inbound, From: thread.Contact, To: thread.AgentNumber, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"},
+						Status: messaging.Received, CreatedAt: now.Add(time.Duration(n) * time.Second), UpdatedAt: now}
+				}
+				require.NoError(t, db.Commit(ctx, writes.Batch{Messages: ms}))
+			}
+			if dialect == store.Postgres {
+				_, err := db.Bun().ExecContext(ctx, "ANALYZE messages")
+				require.NoError(t, err)
+			}
+			queries := &capturedQueries{marker: "FROM messages WHERE thread_id"}
+			db.AddQueryHook(queries)
+
+			// A cursor 1,900 messages deep.
+			before := appmessaging.MessageCursor{CreatedAt: now.Add(100 * time.Second), ID: "msg_deep00100"}
+			page, err := r.ThreadMessages(ctx, "acc_rows", thread.ID, &before, 20)
+			require.NoError(t, err)
+			require.Len(t, page, 20)
+			require.Equal(t, "msg_deep00099", page[0].ID)
+			require.Equal(t, "msg_deep00080", page[19].ID)
+			query := queries.last(t)
+
+			if dialect == store.Postgres {
+				var plan []string
+				require.NoError(t, db.Bun().NewRaw("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+query).Scan(ctx, &plan))
+				text := strings.Join(plan, "\n")
+				require.Contains(t, text, "Index Cond: ((thread_id = 'thr_deep'::text) AND (ROW(created_at, id) < ROW(", "the cursor bounds the index scan:\n%s", text)
+				require.NotContains(t, text, "Rows Removed by Filter", "no newer message is read and thrown away:\n%s", text)
+				return
+			}
+			// SQLite's plan rows are (id, parent, notused, detail).
+			var plan []string
+			rows, err := db.Bun().QueryContext(ctx, "EXPLAIN QUERY PLAN "+query)
+			require.NoError(t, err)
+			defer rows.Close()
+			for rows.Next() {
+				var id, parent, notUsed int
+				var detail string
+				require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+				plan = append(plan, detail)
+			}
+			require.NoError(t, rows.Err())
+			require.Equal(t, []string{"SEARCH messages USING INDEX messages_thread_recent (thread_id=? AND (created_at,id)<(?,?))"}, plan,
+				"one range of the index, no sort")
+		})
+	}
 }

@@ -34,7 +34,10 @@ func (r MessagingStore) ThreadPage(ctx context.Context, q appmessaging.ThreadPag
 		sel = sel.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", p, p, p)
 	}
 	if c := q.After; c != nil {
-		sel = sel.Where("("+threadActivity+" < ? OR ("+threadActivity+" = ? AND id < ?))", c.Activity, c.Activity, c.ID)
+		// A row value, which both databases read as a range on
+		// threads_activity_idx; the equivalent OR form is a filter that
+		// reads every newer thread before the page.
+		sel = sel.Where("("+threadActivity+", id) < (?, ?)", c.Activity, c.ID)
 	}
 	var rows []threadRow
 	err := sel.OrderExpr(threadActivity+" DESC, id DESC").Limit(q.Limit).Scan(ctx, &rows)
@@ -84,17 +87,54 @@ func (r MessagingStore) ParticipantsOf(ctx context.Context, accountID string, th
 	return out, nil
 }
 
+// The pages of a thread's messages, newest first: ORDER BY
+// messagesNewestFirst, and after a cursor AND messagesOlderThan, its
+// created_at and id. Both follow the messages_thread_recent index
+// (thread_id, created_at DESC, id DESC). The comparison is of row values
+// because both Postgres and SQLite turn that into a range of the index
+// that starts at the cursor; the equivalent created_at < ? OR (created_at
+// = ? AND id < ?) is only a filter to Postgres, which then reads every
+// newer message of the thread before the page, like an OFFSET.
+const (
+	messagesNewestFirst = "created_at DESC, id DESC"
+	messagesOlderThan   = "(created_at, id) < (?, ?)"
+)
+
+// olderThan is the keyset condition of a page after before, with its
+// arguments; nothing for a first page.
+func olderThan(before *appmessaging.MessageCursor) (string, []any) {
+	if before == nil {
+		return "", nil
+	}
+	return " AND " + messagesOlderThan, []any{before.CreatedAt, before.ID}
+}
+
+// ThreadMessages reads up to limit messages of a thread of the account,
+// newest first, older than before when it is set: one range of the
+// messages_thread_recent index.
+func (r MessagingStore) ThreadMessages(ctx context.Context, accountID, threadID string, before *appmessaging.MessageCursor, limit int) ([]messaging.Message, error) {
+	cond, condArgs := olderThan(before)
+	args := append(append([]any{threadID, accountID}, condArgs...), max(limit, 0))
+	var rows []messageRow
+	err := r.read.NewRaw(`SELECT `+messageColumns+` FROM messages WHERE thread_id = ? AND account_id = ?`+cond+`
+		ORDER BY `+messagesNewestFirst+` LIMIT ?`, args...).Scan(ctx, &rows)
+	if err != nil {
+		return nil, translate(err, "message")
+	}
+	out := make([]messaging.Message, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
 // MessagePages reads up to limit messages of each of the account's threads
 // among threadIDs, newest first, in one statement that walks the
-// messages_thread_recent index once per thread: a LATERAL join on
-// Postgres, a UNION ALL of per-thread LIMIT queries on SQLite (which has no
-// LATERAL).
+// messages_thread_recent index once per thread (the page ThreadMessages
+// reads, for many threads): a LATERAL join on Postgres, a UNION ALL of
+// per-thread LIMIT queries on SQLite (which has no LATERAL).
 func (r MessagingStore) MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string][]messaging.Message, error) {
-	cond, condArgs := "", []any(nil)
-	if before != nil {
-		cond = " AND (created_at < ? OR (created_at = ? AND id < ?))"
-		condArgs = []any{before.CreatedAt, before.CreatedAt, before.ID}
-	}
+	cond, condArgs := olderThan(before)
 	var (
 		query string
 		args  []any
@@ -103,14 +143,14 @@ func (r MessagingStore) MessagePages(ctx context.Context, accountID string, thre
 		query = `SELECT m.* FROM unnest(?::text[]) AS t(id) CROSS JOIN LATERAL (
 			SELECT ` + messageColumns + ` FROM messages
 			WHERE thread_id = t.id AND account_id = ?` + cond + `
-			ORDER BY created_at DESC, id DESC LIMIT ?) AS m`
+			ORDER BY ` + messagesNewestFirst + ` LIMIT ?) AS m`
 		args = append(append([]any{pgdialect.Array(threadIDs), accountID}, condArgs...), limit)
 	} else {
 		parts := make([]string, len(threadIDs))
 		for i, id := range threadIDs {
 			parts[i] = `SELECT * FROM (SELECT ` + messageColumns + ` FROM messages
 				WHERE thread_id = ? AND account_id = ?` + cond + `
-				ORDER BY created_at DESC, id DESC LIMIT ?)`
+				ORDER BY ` + messagesNewestFirst + ` LIMIT ?)`
 			args = append(append(append(args, id, accountID), condArgs...), limit)
 		}
 		query = strings.Join(parts, " UNION ALL ")

@@ -3,7 +3,11 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +30,9 @@ type MessagingFixture struct {
 	Store     appmessaging.Store
 	Accounts  accounts.Store
 	Committer writes.Committer
+	// Pages are the batched reads (the GraphQL API's) over the same
+	// database, whose pages of messages must be ThreadMessages' pages.
+	Pages appmessaging.PageRepos
 }
 
 // owner creates an account and returns its id.
@@ -462,6 +469,138 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.Empty(t, recent)
 	})
 
+	t.Run("ThreadMessagesPageNewestFirstFromACursor", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		other := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345679", at))
+		// Pairs made in the same microsecond: their ids order them.
+		offsets := []time.Duration{0, time.Second, time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second, 4 * time.Second}
+		ms := make([]messaging.Message, len(offsets))
+		for i, d := range offsets {
+			dir := messaging.OutboundAPI
+			if i%2 == 1 {
+				dir = messaging.Inbound
+			}
+			ms[i] = chatMessage(th, dir, fmt.Sprint("m", i), at.Add(d))
+		}
+		for _, i := range []int{3, 0, 6, 1, 5, 2, 4} {
+			f.commit(t, ms[i])
+		}
+		elsewhere := chatMessage(other, messaging.Inbound, "elsewhere", at.Add(time.Second))
+		f.commit(t, elsewhere)
+		want := slices.Clone(ms)
+		slices.SortFunc(want, func(x, y messaging.Message) int {
+			if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(y.ID, x.ID)
+		})
+		r := f.Store.Repos()
+
+		all, err := r.ThreadMessages(ctx, a, th.ID, nil, 100)
+		require.NoError(t, err)
+		require.Equal(t, want, all, "newest first, then by id; the thread's messages only")
+
+		var walked []messaging.Message
+		var before *appmessaging.MessageCursor
+		for range len(ms) {
+			page, err := r.ThreadMessages(ctx, a, th.ID, before, 3)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page), 3, "at most limit")
+			if f.Pages != nil {
+				batched, err := f.Pages.MessagePages(ctx, a, []string{other.ID, th.ID}, before, 3)
+				require.NoError(t, err)
+				require.Equal(t, nonNil(page), nonNil(batched[th.ID]), "the batched read pages alike")
+			}
+			if len(page) == 0 {
+				break
+			}
+			walked = append(walked, page...)
+			c := appmessaging.MessageCursorOf(page[len(page)-1])
+			before = &c
+		}
+		require.Equal(t, want, walked, "pages of 3 from each last message: each message once, in order")
+
+		none, err := r.ThreadMessages(ctx, a, th.ID, nil, 0)
+		require.NoError(t, err)
+		require.Empty(t, none, "limit 0")
+		newest, err := r.ThreadMessages(ctx, a, th.ID, nil, 1)
+		require.NoError(t, err)
+		require.Equal(t, want[:1], newest)
+		oldest := appmessaging.MessageCursorOf(want[len(want)-1])
+		none, err = r.ThreadMessages(ctx, a, th.ID, &oldest, 10)
+		require.NoError(t, err)
+		require.Empty(t, none, "nothing is older than the oldest")
+
+		none, err = r.ThreadMessages(ctx, b, th.ID, nil, 10)
+		require.NoError(t, err)
+		require.Empty(t, none, "another account's thread has no messages for it")
+		mid := appmessaging.MessageCursorOf(want[2])
+		none, err = r.ThreadMessages(ctx, b, th.ID, &mid, 10)
+		require.NoError(t, err)
+		require.Empty(t, none, "nor from a position in it")
+		none, err = r.ThreadMessages(ctx, a, "thr_missing", nil, 10)
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
+
+	t.Run("ThreadMessagesPagesEveryMessageOnceWhileMessagesArrive", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		history := make([]messaging.Message, 45)
+		for i := range history {
+			history[i] = chatMessage(th, messaging.Inbound, fmt.Sprint("old ", i), at.Add(time.Duration(i)*time.Second))
+		}
+		f.commit(t, history...)
+		r := f.Store.Repos()
+
+		first, err := r.ThreadMessages(ctx, a, th.ID, nil, 10)
+		require.NoError(t, err)
+		// Newer messages arrive all through the walk, each with a later
+		// time than any before it, as sends and inbound messages get.
+		var arrived atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m := chatMessage(th, messaging.Inbound, fmt.Sprint("new ", i), at.Add(time.Hour+time.Duration(i)*time.Millisecond))
+				if err := f.Committer.Commit(ctx, writes.Batch{Messages: []messaging.Message{m}}); err != nil {
+					t.Errorf("new message %d: %v", i, err)
+					return
+				}
+				arrived.Add(1)
+			}
+		})
+		walked := slices.Clone(first)
+		for page := first; len(page) == 10; {
+			// Wait for an arrival between pages, so that every page is
+			// read after a newer message was stored.
+			seen := arrived.Load()
+			for arrived.Load() == seen && !t.Failed() {
+				time.Sleep(time.Millisecond)
+			}
+			c := appmessaging.MessageCursorOf(page[len(page)-1])
+			page, err = r.ThreadMessages(ctx, a, th.ID, &c, 10)
+			require.NoError(t, err)
+			walked = append(walked, page...)
+		}
+		close(stop)
+		wg.Wait()
+		require.Positive(t, arrived.Load())
+		want := slices.Clone(history)
+		slices.Reverse(want)
+		require.Equal(t, messageIDs(want), messageIDs(walked), "the history, newest first, each message once")
+	})
+
 	t.Run("MessagesToDeliver", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)
@@ -797,4 +936,13 @@ func normalize(s appmessaging.ThreadSummary) appmessaging.ThreadSummary {
 		s.Participants = []messaging.Participant{}
 	}
 	return s
+}
+
+// nonNil makes a missing page an empty slice's equal: a store may answer
+// no page with nil.
+func nonNil(ms []messaging.Message) []messaging.Message {
+	if ms == nil {
+		return []messaging.Message{}
+	}
+	return ms
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
-// Page limits of the batched reads (the GraphQL connections).
+// Page limits of the pages of threads and messages: the GraphQL
+// connections and the REST thread history.
 const (
 	DefaultPageSize = 20
 	MaxPageSize     = 100
@@ -145,8 +146,27 @@ func (r *Reader) Participants(ctx context.Context, accountID string, threadIDs [
 
 // MessagePage is one page of a thread's messages, newest first.
 type MessagePage struct {
+	ThreadID string
 	Messages []messaging.Message
-	HasMore  bool
+	// HasMore says whether older messages follow.
+	HasMore bool
+}
+
+// NextCursor is the token that asks for the page after p (the messages
+// older than its last one); empty when p is the last page.
+func (p MessagePage) NextCursor() string {
+	if !p.HasMore || len(p.Messages) == 0 {
+		return ""
+	}
+	return MessageCursorOf(p.Messages[len(p.Messages)-1]).Token(p.ThreadID)
+}
+
+// pageOf cuts rows, read with one more than limit, to a page of limit.
+func pageOf(threadID string, rows []messaging.Message, limit int) MessagePage {
+	if len(rows) > limit {
+		return MessagePage{ThreadID: threadID, Messages: rows[:limit], HasMore: true}
+	}
+	return MessagePage{ThreadID: threadID, Messages: rows}
 }
 
 // MessagePages reads one page of messages for each of the account's
@@ -161,11 +181,7 @@ func (r *Reader) MessagePages(ctx context.Context, accountID string, threadIDs [
 	err := chunks(threadIDs, func(part []string) error {
 		rows, err := r.repos.MessagePages(ctx, accountID, part, before, limit+1)
 		for id, msgs := range rows {
-			if len(msgs) > limit {
-				out[id] = MessagePage{Messages: msgs[:limit], HasMore: true}
-			} else {
-				out[id] = MessagePage{Messages: msgs}
-			}
+			out[id] = pageOf(id, msgs, limit)
 		}
 		return err
 	})

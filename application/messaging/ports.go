@@ -69,6 +69,12 @@ type Repos interface {
 	// RecentMessages returns the newest messages of a thread of the
 	// account (none for another account's thread).
 	RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error)
+	// ThreadMessages returns up to limit messages of a thread of the
+	// account, newest first (by creation time, then id), only those older
+	// than before when it is set; none for another account's thread. A
+	// page is one step along an index from the position before names, so
+	// its cost does not grow with how far back the position is.
+	ThreadMessages(ctx context.Context, accountID, threadID string, before *MessageCursor, limit int) ([]messaging.Message, error)
 	// MessagesToDeliver reads, in one query, what the deliveries of the
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.

@@ -71,3 +71,55 @@ func (s *Service) Recent(ctx context.Context, accountID, threadID string) ([]mes
 	}
 	return msgs, nil
 }
+
+// HistoryQuery asks for one page of a thread's messages.
+type HistoryQuery struct {
+	AccountID, ThreadID string
+	// Limit is the page size: DefaultPageSize when 0 or less, at most
+	// MaxPageSize (larger is clamped).
+	Limit int
+	// Before, when set, is the NextCursor of the page before: the page
+	// then holds the messages older than that page's last one.
+	Before string
+}
+
+// History returns one page of a thread's messages, newest first. Walking
+// the pages by their NextCursor yields every message once: a page starts
+// from a position in the order (creation time, then id), not at a count
+// of messages, so messages that arrive meanwhile, newer than any position,
+// shift no page.
+//
+// Errors: NotFound for a missing thread and another account's alike,
+// whatever Before is; Invalid (on the query parameter "before") for a
+// Before that is not a cursor of this thread.
+func (s *Service) History(ctx context.Context, q HistoryQuery) (MessagePage, error) {
+	if !ident.Valid(ident.Thread, q.ThreadID) {
+		return MessagePage{}, failure.NotFound("thread")
+	}
+	r := s.store.Repos()
+	var before *MessageCursor
+	if q.Before != "" {
+		c, err := ParseMessageCursor(q.ThreadID, q.Before, "before")
+		if err != nil {
+			// A thread the caller cannot see is not found whatever the
+			// cursor, as without one.
+			if _, threadErr := r.Thread(ctx, q.AccountID, q.ThreadID); threadErr != nil {
+				return MessagePage{}, threadErr
+			}
+			return MessagePage{}, err
+		}
+		before = &c
+	}
+	limit := ClampPage(q.Limit)
+	rows, err := r.ThreadMessages(ctx, q.AccountID, q.ThreadID, before, limit+1)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	// As in Recent: messages found prove the thread is the account's.
+	if len(rows) == 0 {
+		if _, err := r.Thread(ctx, q.AccountID, q.ThreadID); err != nil {
+			return MessagePage{}, err
+		}
+	}
+	return pageOf(q.ThreadID, rows, limit), nil
+}

@@ -328,6 +328,7 @@ type ComplexityRoot struct {
 		Name          func(childComplexity int) int
 		Participants  func(childComplexity int) int
 		Service       func(childComplexity int) int
+		Transcript    func(childComplexity int, first *int, before *string) int
 		Type          func(childComplexity int) int
 		UpdatedAt     func(childComplexity int) int
 	}
@@ -341,6 +342,11 @@ type ComplexityRoot struct {
 	ThreadEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	ThreadTranscript struct {
+		NextCursor func(childComplexity int) int
+		Text       func(childComplexity int) int
 	}
 
 	Webhook struct {
@@ -474,6 +480,7 @@ type ThreadResolver interface {
 
 	Participants(ctx context.Context, obj *messaging.Thread) ([]messaging.Participant, error)
 	Messages(ctx context.Context, obj *messaging.Thread, first *int, after *string) (*model.MessageConnection, error)
+	Transcript(ctx context.Context, obj *messaging.Thread, first *int, before *string) (*model.ThreadTranscript, error)
 }
 type WebhookResolver interface {
 	Events(ctx context.Context, obj *webhook.Endpoint) ([]string, error)
@@ -1747,6 +1754,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Thread.Service(childComplexity), true
+	case "Thread.transcript":
+		if e.ComplexityRoot.Thread.Transcript == nil {
+			break
+		}
+
+		args, err := ec.field_Thread_transcript_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Thread.Transcript(childComplexity, args["first"].(*int), args["before"].(*string)), true
 	case "Thread.type":
 		if e.ComplexityRoot.Thread.Type == nil {
 			break
@@ -1791,6 +1809,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ThreadEdge.Node(childComplexity), true
+
+	case "ThreadTranscript.nextCursor":
+		if e.ComplexityRoot.ThreadTranscript.NextCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadTranscript.NextCursor(childComplexity), true
+	case "ThreadTranscript.text":
+		if e.ComplexityRoot.ThreadTranscript.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadTranscript.Text(childComplexity), true
 
 	case "Webhook.createdAt":
 		if e.ComplexityRoot.Webhook.CreatedAt == nil {
@@ -2535,8 +2566,30 @@ type Thread {
   updatedAt: Time!
   "The members, the agent number first, then by address."
   participants: [Participant!]!
-  "The thread's messages, newest first. first: 1 to 100, default 20."
+  """
+  The thread's messages, newest first. first: 1 to 100, default 20. after
+  takes a cursor of this thread's messages: an edge's cursor, REST
+  get-messages' next_cursor or a transcript's nextCursor; a cursor of
+  another thread, or an edited one, is a validation error.
+  """
   messages(first: Int = 20, after: String): MessageConnection!
+  """
+  A page of the thread's messages as plain text, the newest page first,
+  each page oldest first inside, one line per message, as REST
+  get-messages?format=transcript answers it:
+  "[2026-11-25T10:00:00Z] Ann (+14155550123): text". first: 1 to 100,
+  default 20; before takes nextCursor (or any cursor of this thread's
+  messages) to read the older messages.
+  """
+  transcript(first: Int = 20, before: String): ThreadTranscript!
+}
+
+"A page of a thread's messages as plain text (see Thread.transcript)."
+type ThreadTranscript {
+  "One line per message, oldest first, each ended by a newline; empty for a thread without messages."
+  text: String!
+  "The cursor of the older messages, to pass as before; null on the last page."
+  nextCursor: String
 }
 
 "A member of a thread."
@@ -3294,6 +3347,8 @@ func (ec *executionContext) childFields_Thread(ctx context.Context, field graphq
 		return ec.fieldContext_Thread_participants(ctx, field)
 	case "messages":
 		return ec.fieldContext_Thread_messages(ctx, field)
+	case "transcript":
+		return ec.fieldContext_Thread_transcript(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Thread", field.Name)
 }
@@ -3318,6 +3373,16 @@ func (ec *executionContext) childFields_ThreadEdge(ctx context.Context, field gr
 		return ec.fieldContext_ThreadEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ThreadEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ThreadTranscript(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "text":
+		return ec.fieldContext_ThreadTranscript_text(ctx, field)
+	case "nextCursor":
+		return ec.fieldContext_ThreadTranscript_nextCursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ThreadTranscript", field.Name)
 }
 
 func (ec *executionContext) childFields_Webhook(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3929,6 +3994,28 @@ func (ec *executionContext) field_Thread_messages_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Thread_transcript_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg1
 	return args, nil
 }
 
@@ -9091,6 +9178,50 @@ func (ec *executionContext) fieldContext_Thread_messages(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Thread_transcript(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thread_transcript(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Thread().Transcript(ctx, obj, fc.Args["first"].(*int), fc.Args["before"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ThreadTranscript) graphql.Marshaler {
+			return ec.marshalNThreadTranscript2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐThreadTranscript(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Thread_transcript(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Thread",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ThreadTranscript(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Thread_transcript_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ThreadConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ThreadConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9240,6 +9371,52 @@ func (ec *executionContext) fieldContext_ThreadEdge_node(_ context.Context, fiel
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ThreadTranscript_text(ctx context.Context, field graphql.CollectedField, obj *model.ThreadTranscript) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadTranscript_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadTranscript_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadTranscript", field, false, false, "String")
+}
+
+func (ec *executionContext) _ThreadTranscript_nextCursor(ctx context.Context, field graphql.CollectedField, obj *model.ThreadTranscript) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadTranscript_nextCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadTranscript_nextCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadTranscript", field, false, false, "String")
 }
 
 func (ec *executionContext) _Webhook_url(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
@@ -13513,6 +13690,12 @@ func (ec *executionContext) _Thread(ctx context.Context, sel ast.SelectionSet, o
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Thread_messages(ctx, field, obj)
 				})
+		case "transcript":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Thread_transcript(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13592,6 +13775,44 @@ func (ec *executionContext) _ThreadEdge(ctx context.Context, sel ast.SelectionSe
 		case "node":
 			out.Values[i] = ec._ThreadEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var threadTranscriptImplementors = []string{"ThreadTranscript"}
+
+func (ec *executionContext) _ThreadTranscript(ctx context.Context, sel ast.SelectionSet, obj *model.ThreadTranscript) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, threadTranscriptImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ThreadTranscript")
+		case "text":
+			out.Values[i] = ec._ThreadTranscript_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextCursor":
+			out.Values[i] = ec._ThreadTranscript_nextCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -15174,6 +15395,14 @@ func (ec *executionContext) marshalNThreadEdge2ᚕgithubᚗcomᚋswitchboardᚑd
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNThreadTranscript2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐThreadTranscript(ctx context.Context, sel ast.SelectionSet, v *model.ThreadTranscript) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ThreadTranscript!")
+		return graphql.Null
+	}
+	return ec._ThreadTranscript(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNThreadType2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐThreadType(ctx context.Context, v any) (messaging.ThreadType, error) {

@@ -165,6 +165,14 @@ type ThreadFilter struct {
 	PhoneNumber *string `json:"phoneNumber,omitempty"`
 }
 
+// A page of a thread's messages as plain text (see Thread.transcript).
+type ThreadTranscript struct {
+	// One line per message, oldest first, each ended by a newline; empty for a thread without messages.
+	Text string `json:"text"`
+	// The cursor of the older messages, to pass as before; null on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // A page of webhook deliveries, Relay-style.
 type WebhookDeliveryConnection struct {
 	Edges      []WebhookDeliveryEdge `json:"edges"`

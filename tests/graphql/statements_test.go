@@ -56,6 +56,7 @@ const listingQuery = `query($first: Int) {
       id name contact
       participants { address isAgent }
       messages(first: 5) { nodes { id content { text } status thread { id } } pageInfo { hasNextPage } }
+      transcript(first: 5) { text }
     }
     pageInfo { hasNextPage endCursor }
   }
@@ -64,7 +65,8 @@ const listingQuery = `query($first: Int) {
 // Listing threads with their participants and last messages costs the
 // same three statements for 5 threads as for 50: the page, the
 // participants of the page, the messages of the page (the threads the
-// messages point back to are known from the page and cost nothing more).
+// messages point back to are known from the page and cost nothing more;
+// the transcripts are made of the same pages of messages).
 func TestListingIssuesABoundedNumberOfStatements(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
@@ -96,6 +98,7 @@ func TestListingIssuesABoundedNumberOfStatements(t *testing.T) {
 							} `json:"nodes"`
 							PageInfo pageInfo `json:"pageInfo"`
 						} `json:"messages"`
+						Transcript struct{ Text string } `json:"transcript"`
 					} `json:"nodes"`
 				} `json:"threads"`
 			}
@@ -106,6 +109,7 @@ func TestListingIssuesABoundedNumberOfStatements(t *testing.T) {
 				require.Len(t, n.Participants, 2)
 				require.Len(t, n.Messages.Nodes, 5)
 				require.True(t, n.Messages.PageInfo.HasNextPage)
+				require.Equal(t, 5, strings.Count(n.Transcript.Text, "\n"), "a line per message")
 			}
 			counts[first] = len(stmts)
 			require.LessOrEqual(t, len(stmts), 3, "statements for %d threads:\n%s", first, strings.Join(stmts, "\n"))

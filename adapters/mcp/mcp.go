@@ -43,6 +43,9 @@ type Messaging interface {
 	SendGroup(ctx context.Context, in appmessaging.GroupSendInput) (messaging.Message, error)
 	Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error)
 	ManageGroup(ctx context.Context, cmd appmessaging.GroupCommand) (appmessaging.GroupResult, error)
+	// History pages a thread's messages with the cursor tokens REST's
+	// get-messages and GraphQL's Thread.messages hand out.
+	History(ctx context.Context, q appmessaging.HistoryQuery) (appmessaging.MessagePage, error)
 }
 
 var _ Messaging = (*appmessaging.Service)(nil)

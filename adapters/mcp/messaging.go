@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/base64"
 	"strings"
 	"time"
 
@@ -277,29 +276,13 @@ func messageItemOf(m messaging.Message) messageItem {
 }
 
 func (h *Handler) getMessages(ctx context.Context, accountID string, in getMessagesArgs) (any, error) {
-	var before *appmessaging.MessageCursor
-	if in.Before != "" {
-		at, id, ok := decodeCursor(in.Before)
-		if !ok {
-			return nil, invalid("value_error", "before is not a next_cursor get_messages returned", "before")
-		}
-		before = &appmessaging.MessageCursor{CreatedAt: at, ID: id}
-	}
-	if err := h.ownThread(ctx, accountID, in.ThreadID); err != nil {
-		return nil, err
-	}
-	pages, err := h.deps.Threads.MessagePages(ctx, accountID, []string{in.ThreadID}, before, appmessaging.ClampPage(in.Limit))
+	page, err := h.deps.Messaging.History(ctx, appmessaging.HistoryQuery{AccountID: accountID, ThreadID: in.ThreadID, Limit: in.Limit, Before: in.Before})
 	if err != nil {
 		return nil, err
 	}
-	page := pages[in.ThreadID]
-	out := messagePage{ThreadID: in.ThreadID, Messages: make([]messageItem, len(page.Messages))}
+	out := messagePage{ThreadID: in.ThreadID, Messages: make([]messageItem, len(page.Messages)), NextCursor: page.NextCursor()}
 	for i, m := range page.Messages {
 		out.Messages[i] = messageItemOf(m)
-	}
-	if n := len(page.Messages); page.HasMore && n > 0 {
-		last := page.Messages[n-1]
-		out.NextCursor = encodeCursor(last.CreatedAt, last.ID)
 	}
 	return out, nil
 }
@@ -444,26 +427,3 @@ func senderName(m messaging.Message) string {
 
 // timestamp is how times are shown: RFC 3339 in UTC, as REST shows them.
 func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-// Cursors are opaque to clients: base64url of "m|<RFC 3339 time>|<id>", a
-// position in the newest-first order of a thread's messages, so that pages
-// stay stable while new messages arrive.
-func encodeCursor(at time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("m|" + at.UTC().Format(time.RFC3339Nano) + "|" + id))
-}
-
-func decodeCursor(cursor string) (time.Time, string, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
-		return time.Time{}, "", false
-	}
-	parts := strings.SplitN(string(raw), "|", 3)
-	if len(parts) != 3 || parts[0] != "m" || parts[2] == "" {
-		return time.Time{}, "", false
-	}
-	at, err := time.Parse(time.RFC3339Nano, parts[1])
-	if err != nil {
-		return time.Time{}, "", false
-	}
-	return at, parts[2], true
-}

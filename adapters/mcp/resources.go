@@ -71,7 +71,7 @@ func (h *Handler) readThread(ctx context.Context, req *sdk.ReadResourceRequest) 
 		before = &appmessaging.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 	}
 	slices.Reverse(msgs) // pages are newest first; a transcript is oldest first
-	text := appmessaging.Transcript(msgs)
+	text := messaging.Transcript(msgs)
 	if truncated {
 		text = "(earlier messages left out: get_messages with thread_id " + threadID + " pages through them)\n" + text
 	}

@@ -40,8 +40,8 @@ func TestThreadTranscriptResource(t *testing.T) {
 		lines := strings.Split(strings.TrimSuffix(res.Contents[0].Text, "\n"), "\n")
 		require.Len(t, lines, 3, res.Contents[0].Text)
 		require.Regexp(t, `^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] Ann \(\+14155550111\): Hi!$`, lines[0])
-		require.Regexp(t, `\] Agent \(\+14155550100\): Hello Ann$`, lines[1])
-		require.Regexp(t, `\] Agent \(\+14155550100\): \[a document https://example.com/terms.pdf\]$`, lines[2])
+		require.Regexp(t, `\] agent \(\+14155550100\): Hello Ann$`, lines[1])
+		require.Regexp(t, `\] agent \(\+14155550100\): \[document: https://example.com/terms.pdf\]$`, lines[2])
 
 		_, otherThread := b.inbound(t, b.other, userA, agentOther, "secret")
 		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "switchboard://threads/" + otherThread})

@@ -208,6 +208,10 @@ func TestBusinessErrors(t *testing.T) {
 		require.Equal(t, "validation_error", e.Code)
 		require.Equal(t, "from", e.Fields[0].Field)
 		e = fails(t, cs, "get_messages", map[string]any{"thread_id": otherThread, "before": "nonsense"})
+		require.Equal(t, "not_found", e.Code, "another account's thread is not found whatever the cursor")
+		_, ownThread := b.inbound(t, b.acme, userA, agentA, "Hi")
+		e = fails(t, cs, "get_messages", map[string]any{"thread_id": ownThread, "before": "nonsense"})
+		require.Equal(t, "validation_error", e.Code)
 		require.Equal(t, "before", e.Fields[0].Field)
 	})
 }

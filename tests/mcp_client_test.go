@@ -145,7 +145,7 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(steps["transcript"], &transcript))
 	require.Regexp(t, `(?m)^\[[0-9TZ:-]+\] Ann \(\+14155550111\): Hi!$`, transcript.Text)
-	require.Regexp(t, `(?m)^\[[0-9TZ:-]+\] Agent \(\+14155550100\): Hello from TypeScript$`, transcript.Text)
+	require.Regexp(t, `(?m)^\[[0-9TZ:-]+\] agent \(\+14155550100\): Hello from TypeScript$`, transcript.Text)
 	require.Regexp(t, `(?m)^\[[0-9TZ:-]+\] Ann \(\+14155550111\): Arrived later$`, transcript.Text)
 	require.Contains(t, steps, "closed")
 }

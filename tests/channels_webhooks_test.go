@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // The agent numbers and provider credentials of the channels test.
@@ -47,7 +48,7 @@ const (
 // gets every step as a verified Standard Webhooks delivery.
 func TestChannelsAndWebhooksEndToEnd(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		tg := telegramfake.New(t, chTGToken)
 		wa := whatsappfake.New(t, chWAPNID, chWAToken, chWADisplay)
 		hooks := newHookReceiver(t)

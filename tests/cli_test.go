@@ -19,7 +19,7 @@ import (
 // customer: an account, numbers, keys and domains, all with --json.
 func TestCLIOperatorFlow(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acc := b.createAccount(t, "Acme Robotics")
 		require.Equal(t, "Acme Robotics", acc.Name)
@@ -116,7 +116,7 @@ func TestCLIOperatorFlow(t *testing.T) {
 // line and exit code 1, and leaves the database as it was.
 func TestCLIRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acc := b.createAccount(t, "Acme")
 		existing := b.addNumber(t, acc.AccountID, "+14155550100")
@@ -250,7 +250,7 @@ func TestCLIUnknownCommand(t *testing.T) {
 // and that there is nothing to apply the second time.
 func TestCLIMigrate(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		files, err := fs.Glob(store.MigrationFiles(), "migrations/"+string(dialect)+"/*.up.sql")
 		require.NoError(t, err)
 		require.NotEmpty(t, files)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // The crash test's settings.
@@ -47,7 +48,7 @@ const (
 // the slowest kind.
 func TestKilledServerDeliversEveryAcceptedSend(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		wa := whatsappfake.New(t, chWAPNID, chWAToken, chWADisplay)
 		// Each provider call takes a little while, so that some are in
 		// flight when the server dies.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // dashboardCSP is the policy every dashboard response must carry.
@@ -103,7 +104,7 @@ func (br *browser) csrf() string {
 // the session, and lose the session when the key is revoked.
 func TestDashboardSignInAndSessions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acct := b.createAccount(t, "Console <Co>")
 		srv := b.serve(t, "--max-body-bytes", "4096")
@@ -206,7 +207,7 @@ func TestDashboardSignInSharesTheFailedAuthenticationBudget(t *testing.T) {
 // once.
 func TestDashboardSessionsEnd(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acct := b.createAccount(t, "Idle")
 		srv := b.serve(t, "--session-idle-timeout", "1s")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/email/smtptest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // The built binary, configured by SWITCHBOARD_SMTP_URL alone, delivers an
@@ -17,7 +18,7 @@ import (
 // it died before delivery.
 func TestEmailThroughTheConfiguredRelay(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		relay, err := smtptest.Start(smtptest.Options{Username: "switchboard", Password: "relay secret"})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = relay.Close() })

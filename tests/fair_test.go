@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // webhookAttemptTimeout is how long Switchboard waits for a webhook
@@ -79,7 +80,7 @@ const fairWait = 10 * time.Second
 // first account's deliveries still hang.
 func TestHangingWebhookDelaysNoOtherAccount(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		slow, fast := b.createAccount(t, "Hanging receiver"), b.createAccount(t, "Healthy receiver")
 		b.addNumber(t, slow.AccountID, "+15550001001")

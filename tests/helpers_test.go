@@ -36,17 +36,6 @@ const (
 	exitTimeout = 10 * time.Second
 )
 
-// forEachDialect runs test once per database dialect, in parallel subtests.
-func forEachDialect(t *testing.T, test func(t *testing.T, dialect store.Dialect)) {
-	t.Helper()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			test(t, dialect)
-		})
-	}
-}
-
 // testBundle is one database and the configuration every process of a test
 // shares to reach it.
 type testBundle struct {

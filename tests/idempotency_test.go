@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // keyedSend is one send with an Idempotency-Key and the answer it got, if
@@ -56,7 +57,7 @@ func postKeyed(client *http.Client, url, key string, headers []string, body []by
 // answers the same message again.
 func TestIdempotencyKeysSurviveKill(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acct := b.createAccount(t, "Keyed")
 		const agent, user = "+15550000011", "+14155550177"

@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // A send that was answered "queued" is durable: killing the server before
 // delivery loses nothing, and the restarted server delivers it.
 func TestAcceptedSendSurvivesServerKill(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acct := b.createAccount(t, "Durable")
 		b.addNumber(t, acct.AccountID, "+15550000001")

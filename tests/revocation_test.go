@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // A key revoked with the CLI stops working on a running server within
@@ -17,7 +18,7 @@ import (
 // TTL ran out.
 func TestKeyRevokedWithTheCLIStopsOnRunningServers(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acct := b.createAccount(t, "Revoked")
 		srv := b.serve(t, "--auth-cache-ttl", "1m")

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // TestServe runs the server beside the CLI: credentials issued and revoked
@@ -35,7 +36,7 @@ import (
 // answer, oversized headers are refused, and SIGTERM stops it cleanly.
 func TestServe(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acc := b.createAccount(t, "Acme")
 		num := b.addNumber(t, acc.AccountID, "+14155550100")
@@ -123,7 +124,7 @@ func TestServe(t *testing.T) {
 // then the process exits cleanly.
 func TestServeGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acc := b.createAccount(t, "Before")
 		srv := b.serve(t)
@@ -198,7 +199,7 @@ var demoExisting = regexp.MustCompile(`running at \S+ \(accounts: (acc_[^)]+)\)`
 // database prints a working curl command; a second start creates nothing.
 func TestServeDemo(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmpty(t, dialect)
 		srv := b.serve(t, "--demo")
 		m := srv.waitStdout(t, demoCurl)
@@ -235,7 +236,7 @@ func TestServeDemo(t *testing.T) {
 // data written by the CLI.
 func TestServeReplicasStartTogether(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmpty(t, dialect)
 		// Replicas must share a key; give one on SQLite too.
 		b.env = []string{"SWITCHBOARD_SECRET_KEY=" + newSecretKey(t)}
@@ -269,7 +270,7 @@ func TestServeReplicasStartTogether(t *testing.T) {
 func TestServeTLS(t *testing.T) {
 	t.Parallel()
 	certFile, keyFile, roots := writeSelfSignedCert(t)
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		srv := b.serve(t, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
 		require.True(t, strings.HasPrefix(srv.URL, "https://127.0.0.1:"), "listening URL %q", srv.URL)

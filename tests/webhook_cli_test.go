@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 type webhookOut struct {
@@ -20,7 +21,7 @@ type webhookOut struct {
 // The operator sets, shows and rotates an account's webhook from the CLI.
 func TestCLIWebhook(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acc := b.createAccount(t, "Hooks")
 

@@ -185,18 +185,9 @@ func requireNoInlineCode(t *testing.T, page string) {
 	require.False(t, inlineStyleTag.MatchString(page), "no inline styles")
 }
 
-func forEachDialect(t *testing.T, test func(t *testing.T, dialect store.Dialect)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			test(t, d)
-		})
-	}
-}
-
 func TestSignInShowsTheAccount(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, options{})
 		r := b.do(t, http.MethodGet, "/dashboard/", nil)
 		require.Equal(t, http.StatusSeeOther, r.StatusCode)
@@ -282,7 +273,7 @@ func TestSignInReturnsToTheConsolePageAsked(t *testing.T) {
 // secret is refused, as on the APIs.
 func TestWrongSecretCountsTowardTheLimit(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, options{authFailures: 3})
 		for range 3 {
 			r := b.do(t, http.MethodPost, "/dashboard/sign-in", url.Values{"api_key": {b.key}, "api_secret": {b.secret + "x"}})
@@ -329,7 +320,7 @@ func TestRightSecretsSpendNoBudget(t *testing.T) {
 
 func TestEndedAndForgedSessionsGoToSignIn(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, options{})
 		c := b.signIn(t)
 		flipped := []byte(c.Value)
@@ -354,7 +345,7 @@ func TestEndedAndForgedSessionsGoToSignIn(t *testing.T) {
 
 func TestRevokingTheKeyEndsItsSessions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, options{})
 		c := b.signIn(t)
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/dashboard/", nil, withCookie(c)...).StatusCode)
@@ -368,7 +359,7 @@ func TestRevokingTheKeyEndsItsSessions(t *testing.T) {
 
 func TestSignOut(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, options{})
 		c, other := b.signIn(t), b.signIn(t)
 		csrf := b.sessions.CSRFToken(c.Value)

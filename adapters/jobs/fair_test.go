@@ -12,6 +12,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
@@ -50,7 +51,7 @@ func (b *testBundle) countRunning(t *testing.T, column, key string) int {
 // run once it recovers.
 func TestHangingAccountLeavesWorkersForOthers(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		recovered := make(chan struct{})
 		rec, g := newRecorder(), newGauge()
@@ -104,7 +105,7 @@ func TestHangingAccountLeavesWorkersForOthers(t *testing.T) {
 // another endpoint's job runs meanwhile.
 func TestEndpointLimitLeavesJobsInTheQueue(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		recovered := make(chan struct{})
 		g := newGauge()
@@ -160,7 +161,7 @@ func (b *testBundle) attempts(t *testing.T, ids []int64) int {
 // its success closes it and the jobs run.
 func TestCircuitBreaker(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		var down atomic.Bool
 		down.Store(true)
@@ -221,7 +222,7 @@ func TestCircuitBreaker(t *testing.T) {
 // jobs stay queued and other jobs run.
 func TestPaceLimitHoldsNoWorker(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		recovered := make(chan struct{})
 		b.start(t, runner.Config{Workers: 2, AccountShare: 1, MaxPaceWait: time.Hour}, runner.Kind{

@@ -14,6 +14,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
@@ -62,7 +63,7 @@ func (h *blocking) cause(id int64) error {
 // A claim leases each job for its own kind's lease, not the longest.
 func TestClaimLeasesEachKindForItsOwnLease(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		h := newBlocking()
 		defer close(h.release)
@@ -91,7 +92,7 @@ func TestClaimLeasesEachKindForItsOwnLease(t *testing.T) {
 // its lease without being rescued.
 func TestHeartbeatRenewsTheLeaseOfARunningJob(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		h := newBlocking()
 		// Each renewal may take up to a heartbeat: 200 ms leaves room for
@@ -131,7 +132,7 @@ func TestHeartbeatRenewsTheLeaseOfARunningJob(t *testing.T) {
 // new holder.
 func TestLostLeaseCancelsTheJob(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		h := newBlocking()
 		defer close(h.release)

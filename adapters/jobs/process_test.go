@@ -189,7 +189,7 @@ func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 // and another process runs them. Jobs in flight at the kill may run twice.
 func TestKilledWorkerLosesNoJob(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		url := dbtest.URL(t, dialect)
 		db, err := store.Open(context.Background(), url, store.Options{})
 		require.NoError(t, err)

@@ -129,18 +129,9 @@ func recording(rec *recorder) runner.Handler {
 	})
 }
 
-func forEachDialect(t *testing.T, test func(t *testing.T, dialect store.Dialect)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			test(t, d)
-		})
-	}
-}
-
 func TestEachJobRunsExactlyOnce(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		// Four workers claiming fifty at a time overlap on every claim
 		// long before a thousand jobs are done; more jobs only cost time.
@@ -177,7 +168,7 @@ func TestEachJobRunsExactlyOnce(t *testing.T) {
 
 func TestScheduledJobsWaitForTheirTime(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		rec := newRecorder()
 		b.start(t, runner.Config{}, runner.Kind{Name: "later", Handler: recording(rec)})
@@ -198,7 +189,7 @@ func TestScheduledJobsWaitForTheirTime(t *testing.T) {
 
 func TestUniqueKeysAndCancel(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		ctx := context.Background()
 		first := b.enqueue(t, jobs.EnqueueParams{Kind: "u", UniqueKey: "msg_1", RunAt: b.clock.Now().Add(time.Minute)})
@@ -230,7 +221,7 @@ func TestUniqueKeysAndCancel(t *testing.T) {
 
 func TestRetriesFollowTheSchedule(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		var calls atomic.Int32
 		backoff := func(attempt int) time.Duration { return time.Duration(attempt) * time.Minute }
@@ -273,7 +264,7 @@ func TestRetriesFollowTheSchedule(t *testing.T) {
 
 func TestPermanentFailuresAndDeadJobs(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		ctx := context.Background()
 		var fixed atomic.Bool
@@ -326,7 +317,7 @@ func TestPermanentFailuresAndDeadJobs(t *testing.T) {
 
 func TestRolledBackEnqueueNeverRuns(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		ctx := context.Background()
 		rec := newRecorder()
@@ -351,7 +342,7 @@ func TestRolledBackEnqueueNeverRuns(t *testing.T) {
 
 func TestExpiredLeasesAreRescued(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		ctx := context.Background()
 		id := b.enqueue(t, jobs.EnqueueParams{Kind: "lost", MaxAttempts: 3})
@@ -377,7 +368,7 @@ func TestExpiredLeasesAreRescued(t *testing.T) {
 
 func TestPacingPerKey(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		var (
 			mu      sync.Mutex
@@ -489,7 +480,7 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 
 func TestPruneKeepsDeadJobs(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		ok := b.enqueue(t, jobs.EnqueueParams{Kind: "p"})
 		bad := b.enqueue(t, jobs.EnqueueParams{Kind: "p", Payload: []byte("fail"), MaxAttempts: 1})

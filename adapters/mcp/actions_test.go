@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // The group actions REST has, through manage_group, and a send into the
 // group.
 func TestManageGroup(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		type group struct {
@@ -63,7 +64,7 @@ func TestManageGroup(t *testing.T) {
 
 func TestSendEmail(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		status, raw := b.rest(t, b.acme, http.MethodPost, "/v1/emails/"+b.acme.accountID+"/create-email",
@@ -98,7 +99,7 @@ func TestSendEmail(t *testing.T) {
 // another account's job is not found.
 func TestCronTools(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		type job struct {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
@@ -98,7 +99,7 @@ func TestClientWithWrongCredentials(t *testing.T) {
 // MCP requests and REST requests spend one budget per account.
 func TestRateLimitSharedWithREST(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) {
 			c.Limits.RatePerSecond, c.Limits.RateBurst = 0.01, 20
 		}})

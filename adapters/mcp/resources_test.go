@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // Each thread is a resource whose content is its transcript, oldest
 // first; another account's thread is not found.
 func TestThreadTranscriptResource(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		templates, err := cs.ListResourceTemplates(t.Context(), nil)
@@ -55,7 +56,7 @@ func TestThreadTranscriptResource(t *testing.T) {
 // arrives in it, until the subscription ends.
 func TestThreadSubscription(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		updated := make(chan string, 10)
 		cs := b.connectWith(t, b.acme, clientOptions{ClientOptions: sdk.ClientOptions{
@@ -118,7 +119,7 @@ func TestSubscriptionsEndWithTheirSession(t *testing.T) {
 // GraphQL's sockets.
 func TestRevokedKeyEndsItsSessions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		issued, err := b.acc.IssueCredential(t.Context(), b.acme.accountID, "agent")
 		require.NoError(t, err)

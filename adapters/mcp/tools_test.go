@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // Every tool is offered with an object input schema, a description and
@@ -80,7 +81,7 @@ func TestToolsAreDescribed(t *testing.T) {
 // lists its threads and reads the thread back, newest first, page by page.
 func TestSendListAndRead(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		_, thread := b.inbound(t, b.acme, userA, agentA, "Hi!")
@@ -177,7 +178,7 @@ func TestSendListAndRead(t *testing.T) {
 // never protocol errors; ids of another account are not found.
 func TestBusinessErrors(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 
@@ -258,7 +259,7 @@ func TestArgumentErrorsNameTheArgument(t *testing.T) {
 // arguments is refused.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		_, thread := b.inbound(t, b.acme, userA, agentA, "Hi!")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // waitAnswer is wait_for_message's answer.
@@ -71,7 +72,7 @@ func receive(t *testing.T, results <-chan waitResult) waitResult {
 // before its timeout.
 func TestWaitForMessageWokenByAnInboundMessage(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		cs := b.connect(t, b.acme)
 		results := waitAsync(t, cs, map[string]any{"timeout_seconds": 30})

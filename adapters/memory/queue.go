@@ -577,33 +577,11 @@ func (q *Queue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("job stats: %w", err)
 	}
-	n := queueMicros(now)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	byKind := map[string]*jobs.Stat{}
-	oldest := map[string]int64{}
-	for _, j := range q.jobs {
-		if !queuePending(j.state) && j.state != jobs.StateRunning {
-			continue
-		}
-		s := byKind[j.kind]
-		if s == nil {
-			s = &jobs.Stat{Kind: j.kind}
-			byKind[j.kind] = s
-		}
-		switch {
-		case j.state == jobs.StateRunning:
-			s.Running++
-		case j.runAt <= n:
-			s.Ready++
-			if o, ok := oldest[j.kind]; !ok || j.runAt < o {
-				oldest[j.kind] = j.runAt
-			}
-		default:
-			s.Scheduled++
-		}
-	}
-	return queueStatList(byKind, oldest), nil
+	return q.tally(now, false, func(j *queueJob) bool {
+		return queuePending(j.state) || j.state == jobs.StateRunning
+	}), nil
 }
 
 var _ queue.Store = (*Queue)(nil)
@@ -614,13 +592,23 @@ func (q *Queue) AccountJobStats(ctx context.Context, accountID string, now time.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("job stats: %w", err)
 	}
-	n := queueMicros(now)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.tally(now, true, func(j *queueJob) bool {
+		return j.accountID == accountID && (queuePending(j.state) || j.state == jobs.StateRunning || j.state == jobs.StateDead)
+	}), nil
+}
+
+// tally counts the jobs that match by kind and state, ordered by kind,
+// with the oldest ready job's time of each kind that has one; retrying
+// ones too when countRetrying (as the stores count them only for an
+// account). The caller holds q.mu.
+func (q *Queue) tally(now time.Time, countRetrying bool, match func(*queueJob) bool) []jobs.Stat {
+	n := queueMicros(now)
 	byKind := map[string]*jobs.Stat{}
 	oldest := map[string]int64{}
 	for _, j := range q.jobs {
-		if j.accountID != accountID || (!queuePending(j.state) && j.state != jobs.StateRunning && j.state != jobs.StateDead) {
+		if !match(j) {
 			continue
 		}
 		s := byKind[j.kind]
@@ -628,7 +616,7 @@ func (q *Queue) AccountJobStats(ctx context.Context, accountID string, now time.
 			s = &jobs.Stat{Kind: j.kind}
 			byKind[j.kind] = s
 		}
-		if j.state == jobs.StateRetryable {
+		if countRetrying && j.state == jobs.StateRetryable {
 			s.Retrying++
 		}
 		switch {
@@ -645,7 +633,15 @@ func (q *Queue) AccountJobStats(ctx context.Context, accountID string, now time.
 			s.Scheduled++
 		}
 	}
-	return queueStatList(byKind, oldest), nil
+	out := make([]jobs.Stat, 0, len(byKind))
+	for kind, s := range byKind {
+		if o, ok := oldest[kind]; ok {
+			s.OldestReady = queueTime(o)
+		}
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b jobs.Stat) int { return cmp.Compare(a.Kind, b.Kind) })
+	return out
 }
 
 // QueuedJob is a job with where it is in its life, for tests and the
@@ -690,18 +686,4 @@ func queueTruncate(s string) string {
 		return s[:max] + "…"
 	}
 	return s
-}
-
-// queueStatList is the stats of each kind, by kind, with the oldest ready
-// job's time of those that have one.
-func queueStatList(byKind map[string]*jobs.Stat, oldest map[string]int64) []jobs.Stat {
-	out := make([]jobs.Stat, 0, len(byKind))
-	for kind, s := range byKind {
-		if o, ok := oldest[kind]; ok {
-			s.OldestReady = queueTime(o)
-		}
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b jobs.Stat) int { return cmp.Compare(a.Kind, b.Kind) })
-	return out
 }

@@ -229,7 +229,7 @@ func (b *chanBundle) providerID(t *testing.T, messageID string) string {
 }
 
 func TestTelegramEndToEnd(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupChannels(t, dialect)
 
 		// A user writes to the bot: the message reaches a thread, once.
@@ -319,7 +319,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 }
 
 func TestWhatsAppEndToEnd(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupChannels(t, dialect)
 		base := "/v1/providers/whatsapp/" + b.waNumber.ID + "/webhook"
 

@@ -161,7 +161,7 @@ func requireCronError(t *testing.T, r openapitest.Response, status int, code str
 
 func TestCronJobLifecycle(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupCron(t, dialect, cronOptions{})
 		created := b.create(t, map[string]any{"headers": map[string]any{"X-Token": "abc"}, "body": map[string]any{"hello": "world"}})
 		id := created["id"].(string)
@@ -244,7 +244,7 @@ func TestCronJobLifecycle(t *testing.T) {
 
 func TestCronJobValidation(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupCron(t, dialect, cronOptions{})
 		utcJob := b.create(t, map[string]any{"timezone": "UTC"})
 		require.Equal(t, "2026-07-01T09:30:00+00:00", utcJob["next_execution"], "the offset is shown even when zero")
@@ -279,7 +279,7 @@ func TestCronJobValidation(t *testing.T) {
 
 func TestCronJobPrivateURLsRefused(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupCron(t, dialect, cronOptions{privateGuard: true})
 		for _, u := range []string{b.target.URL + "/hook", "http://169.254.169.254/latest", "http://10.0.0.1/x", "http://localhost:9/x"} {
 			e := requireCronError(t, b.do(http.MethodPost, "/v1/cron-jobs", b.job(map[string]any{"endpoint_url": u})), http.StatusBadRequest, "validation_error")
@@ -290,7 +290,7 @@ func TestCronJobPrivateURLsRefused(t *testing.T) {
 
 func TestCronJobAuthAndIsolation(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupCron(t, dialect, cronOptions{maxJobs: 2})
 		id := b.create(t, nil)["id"].(string)
 		requireCronError(t, b.client.Do(http.MethodGet, "/v1/cron-jobs", nil), http.StatusUnauthorized, "unauthorized")
@@ -328,7 +328,7 @@ func TestCronJobAuthAndIsolation(t *testing.T) {
 
 func TestCronExecutionsThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupCron(t, dialect, cronOptions{})
 		ok := b.create(t, map[string]any{"time": "09:01", "body": map[string]any{"n": 1}})["id"].(string)
 		bad := b.create(t, map[string]any{"time": "09:01", "endpoint_url": b.target.URL + "/fail", "method": "GET"})["id"].(string)

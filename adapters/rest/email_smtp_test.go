@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/email/smtp"
 	"github.com/switchboard-dev/switchboard/adapters/email/smtptest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // smtpBundle is the email bundle delivering through the SMTP adapter to a
@@ -31,7 +32,7 @@ func smtpBundle(t *testing.T, dialect store.Dialect, opts smtptest.Options) (*em
 
 func TestEmailEndToEndOverSMTP(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b, srv := smtpBundle(t, dialect, smtptest.Options{TLS: smtptest.TLSStartTLS, Username: "relay", Password: "relay-pass"})
 		b.createAddress(t, "agent", acmeDomain)
 		r := b.post("/v1/emails/"+b.account+"/send", map[string]any{
@@ -74,7 +75,7 @@ func TestEmailEndToEndOverSMTP(t *testing.T) {
 
 func TestEmailRetriesA451AndSendsOnce(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		var calls atomic.Int32
 		b, srv := smtpBundle(t, dialect, smtptest.Options{OnData: func(smtptest.Message) error {
 			if calls.Add(1) == 1 {
@@ -96,7 +97,7 @@ func TestEmailRetriesA451AndSendsOnce(t *testing.T) {
 
 func TestEmailFailsOnA550WithTheReply(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b, srv := smtpBundle(t, dialect, smtptest.Options{OnData: func(smtptest.Message) error {
 			return smtptest.Reply(550, "5.1.1", "User unknown")
 		}})

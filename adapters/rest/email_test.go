@@ -9,11 +9,12 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 func TestCreateEmailAddress(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		path := "/v1/emails/" + b.account + "/create-email"
 
@@ -52,7 +53,7 @@ func TestCreateEmailAddress(t *testing.T) {
 
 func TestCreateEmailAddressValidation(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		path := "/v1/emails/" + b.account + "/create-email"
 		valid := map[string]any{"address": "agent", "domain_name": serviceDomain}
@@ -90,7 +91,7 @@ func TestCreateEmailAddressValidation(t *testing.T) {
 
 func TestCreateEmailAddressIsIdempotent(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		path := "/v1/emails/" + b.account + "/create-email"
 		body := map[string]any{"address": "agent", "domain_name": serviceDomain}
@@ -106,7 +107,7 @@ func TestCreateEmailAddressIsIdempotent(t *testing.T) {
 
 func TestSendEmail(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		from := b.createAddress(t, "agent", serviceDomain)
 		r := b.post("/v1/emails/"+b.account+"/send", map[string]any{
@@ -161,7 +162,7 @@ func TestSendEmail(t *testing.T) {
 
 func TestSendEmailIsIdempotent(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		b.createAddress(t, "agent", serviceDomain)
 		path := "/v1/emails/" + b.account + "/send"
@@ -181,7 +182,7 @@ func TestSendEmailIsIdempotent(t *testing.T) {
 
 func TestSendEmailValidation(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		b.createAddress(t, "agent", serviceDomain)
 		path := "/v1/emails/" + b.account + "/send"
@@ -236,7 +237,7 @@ func TestSendEmailValidation(t *testing.T) {
 
 func TestSendEmailForbiddenAndLimits(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		b.createAddress(t, "agent", serviceDomain)
 		r := b.client.Do(http.MethodPost, "/v1/emails/"+b.other+"/create-email", map[string]any{"address": "theirs", "domain_name": otherDomain}, b.otherAuth()...)
@@ -266,7 +267,7 @@ func TestSendEmailForbiddenAndLimits(t *testing.T) {
 
 func TestSendEmailAttachmentFailures(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupEmail(t, dialect, emailOptions{})
 		b.createAddress(t, "agent", serviceDomain)
 		valid := map[string]any{"sender_address": "agent@" + serviceDomain, "recipient_address": "user@example.org", "subject": "Hello", "body": "Hi"}

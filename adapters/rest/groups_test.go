@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -151,7 +152,7 @@ func (b *msgBundle) inviteCodeOf(t *testing.T, threadID string) string {
 
 func TestGroupManagementActions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		grpSend := func(from, thread, text string) openapitest.Response {
 			return b.post("/v1/messages/group/"+b.account+"/send", map[string]any{"from": from, "thread_id": thread, "content": text})
@@ -354,7 +355,7 @@ type badGroupInput struct {
 
 func TestGroupManagementBadInput(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		r := b.manage(t, 0, map[string]any{"action": "create", "agent_number": agentA, "title": "Team", "participants": []string{userA, userB}})
 		group := groupOK(t, r, "group created")["thread_id"].(string)
@@ -595,7 +596,7 @@ func TestGroupManagementProviderSupport(t *testing.T) {
 	t.Parallel()
 	_, isGroupProvider := any(noGroupProvider{}).(messaging.GroupProvider)
 	require.False(t, isGroupProvider, "the test provider must not manage groups")
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		base := setupMessaging(t, dialect, msgOptions{})
 		var mu sync.Mutex
 		var changes []messaging.GroupChange
@@ -661,7 +662,7 @@ func TestGroupManagementProviderSupport(t *testing.T) {
 // silently undoes the others.
 func TestConcurrentGroupChanges(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		r := b.manage(t, 0, map[string]any{"action": "create", "agent_number": agentA, "title": "Team", "participants": []string{userA}})
 		group := groupOK(t, r, "group created")["thread_id"].(string)

@@ -322,7 +322,7 @@ func (b *crashBundle) count(t *testing.T, rt keyedRoute) int {
 // first request would have.
 func TestIdempotencyKeyCrashes(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		type crash struct {
 			name string
 			// process is the process that dies; writer is the client's

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -24,7 +25,7 @@ import (
 
 func TestSandboxInboundCreatesThread(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		path := "/v1/sandbox/" + b.account + "/inbound"
 
@@ -104,7 +105,7 @@ func TestSandboxInboundCreatesThread(t *testing.T) {
 
 func TestSandboxGroups(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		path := "/v1/sandbox/" + b.account + "/groups"
 		r := b.post(path, map[string]any{"service": "whatsapp", "agent_number": agentA, "title": " Team ", "participants": []string{userA, userB}})
@@ -150,7 +151,7 @@ func TestSandboxGroups(t *testing.T) {
 
 func TestSendIndividual(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		thread := b.inbound(t, "whatsapp", userA, agentA, "hi")
 		img := b.media.URL + "/image.png"
@@ -213,7 +214,7 @@ func TestSendIndividual(t *testing.T) {
 
 func TestSendGroup(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		group := b.group(t, "whatsapp", agentA, "Team", userA, userB)
 		img := b.media.URL + "/image.png"
@@ -255,7 +256,7 @@ func TestSendGroup(t *testing.T) {
 
 func TestUniversalSend(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		thread := b.inbound(t, "whatsapp", userA, agentA, "hi")
 		group := b.group(t, "whatsapp", agentA, "Team", userA)
@@ -308,7 +309,7 @@ func TestUniversalSend(t *testing.T) {
 
 func TestMessageDetails(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		thread := b.inbound(t, "whatsapp", userA, agentA, "hi")
 		r := b.post("/v1/messages/individual/"+b.account+"/send", map[string]any{"from": agentA, "to": userA, "service": "whatsapp", "content": "hello"})
@@ -346,7 +347,7 @@ func TestMessageDetails(t *testing.T) {
 
 func TestThreadLists(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		// Seven users write, one after the other; then a group without
 		// messages is created, which is the newest thread.
@@ -444,7 +445,7 @@ func TestThreadLists(t *testing.T) {
 
 func TestThreadListLimitIsClamped(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		// 101 groups, stored in one transaction to keep the test quick.
 		now := time.Now().UTC().Truncate(time.Microsecond)
@@ -478,7 +479,7 @@ func TestThreadListLimitIsClamped(t *testing.T) {
 
 func TestRecentMessages(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		send := "/v1/messages/individual/" + b.account + "/send"
 		inbound := "/v1/sandbox/" + b.account + "/inbound"
@@ -590,7 +591,7 @@ func itemIDs(items []any) []string {
 
 func TestGetMessagesPagesTheWholeThread(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		// 45 messages of the last hour, inbound and outbound.
 		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
@@ -723,7 +724,7 @@ func TestGetMessagesPagesTheWholeThread(t *testing.T) {
 
 func TestGetMessagesTranscript(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		at := func(hms string) time.Time {
 			v, err := time.Parse(time.RFC3339, "2026-11-25T"+hms+"Z")
@@ -788,7 +789,7 @@ func TestGetMessagesTranscript(t *testing.T) {
 
 func TestSendPreconditions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		thread := b.inbound(t, "whatsapp", userA, agentA, "hi")
 		group := b.group(t, "whatsapp", agentA, "Team", userA)
@@ -838,7 +839,7 @@ type badInput struct {
 
 func TestSendBadInput(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		thread := b.inbound(t, "whatsapp", userA, agentA, "hi")
 		group := b.group(t, "whatsapp", agentA, "Team", userA)
@@ -961,7 +962,7 @@ func TestSendBadInput(t *testing.T) {
 
 func TestMediaURLMustBePublic(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		dialer := &recordingDialer{}
 		resolver := &flipResolver{}
 		guard := httpguard.New(httpguard.Options{Resolver: resolver, Dialer: dialer})
@@ -1017,7 +1018,7 @@ func TestMediaURLMustBePublic(t *testing.T) {
 
 func TestTenancy(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		mine := b.inbound(t, "whatsapp", userA, agentA, "hi")
 
@@ -1102,7 +1103,7 @@ func TestTenancy(t *testing.T) {
 
 func TestDeliveryFailures(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		send := "/v1/messages/individual/" + b.account + "/send"
 		b.inbound(t, "whatsapp", userA, agentA, "hi")
@@ -1151,7 +1152,7 @@ func TestDeliveryFailures(t *testing.T) {
 
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
 		thread := b.inbound(t, "whatsapp", userA, agentA, "hi")
 		send := "/v1/messages/individual/" + b.account + "/send"
@@ -1221,7 +1222,7 @@ func TestIdempotencyKey(t *testing.T) {
 
 func TestConcurrentIdempotentRequests(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		if dialect == store.Postgres {
 		}
 		b := setupMessaging(t, dialect, msgOptions{})
@@ -1257,7 +1258,7 @@ func TestConcurrentIdempotentRequests(t *testing.T) {
 
 func TestConcurrentFirstInboundMessages(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		if dialect == store.Postgres {
 		}
 		b := setupMessaging(t, dialect, msgOptions{})

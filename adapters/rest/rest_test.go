@@ -70,15 +70,6 @@ func setup(t *testing.T, dialect store.Dialect, limits rest.Limits) *testBundle 
 // unlimited turns the rate limits off for tests that are not about them.
 var unlimited = rest.Limits{MaxBodyBytes: 1 << 20}
 
-func forEachDialect(t *testing.T, test func(t *testing.T, dialect store.Dialect)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			test(t, d)
-		})
-	}
-}
-
 func requireError(t *testing.T, r openapitest.Response, status int, code string) {
 	t.Helper()
 	require.Equal(t, status, r.StatusCode, "body: %s", r.Body)
@@ -103,7 +94,7 @@ func requireValidation(t *testing.T, r openapitest.Response, typ string, loc ...
 
 func TestGetAccount(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, unlimited)
 		r := b.client.Do(http.MethodGet, "/v1/accounts/"+b.account.ID, nil, b.auth()...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
@@ -122,7 +113,7 @@ func TestGetAccount(t *testing.T) {
 
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, unlimited)
 		path := "/v1/accounts/" + b.account.ID
 		cases := []struct {
@@ -161,7 +152,7 @@ func TestAuthentication(t *testing.T) {
 
 func TestRevokedKeyStopsWorking(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, unlimited)
 		ctx := context.Background()
 		second, err := b.svc.IssueCredential(ctx, b.account.ID, "second")
@@ -181,7 +172,7 @@ func TestRevokedKeyStopsWorking(t *testing.T) {
 
 func TestPatchAccountBadInput(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, unlimited)
 		path := "/v1/accounts/" + b.account.ID
 		cases := []struct {
@@ -278,7 +269,7 @@ func TestRequestID(t *testing.T) {
 
 func TestOperationalEndpoints(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, unlimited)
 		require.Equal(t, 200, b.client.Do(http.MethodGet, "/healthz", nil).StatusCode)
 		require.Equal(t, 200, b.client.Do(http.MethodGet, "/readyz", nil).StatusCode)

@@ -74,7 +74,7 @@ func cookie(token string) []string { return []string{"Cookie", sessions.CookieNa
 
 func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupSessions(t, dialect, unlimited)
 		token := b.signIn(t)
 		path := "/v1/accounts/" + b.accountID
@@ -120,7 +120,7 @@ func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 
 func TestEndedAndForgedSessionsAreUnauthorized(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupSessions(t, dialect, unlimited)
 		path := "/v1/accounts/" + b.accountID
 		token := b.signIn(t)
@@ -146,7 +146,7 @@ func TestEndedAndForgedSessionsAreUnauthorized(t *testing.T) {
 // with its session too, as with the right key.
 func TestSessionsAndTheFailedAuthenticationBudget(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		limits := unlimited
 		limits.AuthFailuresPerMinute = 3
 		b := setupSessions(t, dialect, limits)
@@ -167,7 +167,7 @@ func TestSessionsAndTheFailedAuthenticationBudget(t *testing.T) {
 // for keys.
 func TestSessionsKeepTheLimits(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		limits := rest.Limits{MaxBodyBytes: 1 << 10, RatePerSecond: 0.001, RateBurst: 2}
 		b := setupSessions(t, dialect, limits)
 		path := "/v1/accounts/" + b.accountID

@@ -141,7 +141,7 @@ func (b *hookBundle) put(body any, extra ...string) openapitest.Response {
 
 func TestWebhookSettings(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupWebhooks(t, dialect)
 		base := "/v1/accounts/" + b.account + "/webhook"
 
@@ -213,7 +213,7 @@ func TestWebhookSettings(t *testing.T) {
 
 func TestWebhookDeliveryThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupWebhooks(t, dialect)
 		base := "/v1/accounts/" + b.account + "/webhook"
 		r := b.put(map[string]any{"url": b.hooks.srv.URL + "/hook"})
@@ -296,7 +296,7 @@ func TestWebhookDeliveryThroughTheAPI(t *testing.T) {
 
 func TestPollingAndAcknowledgement(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupWebhooks(t, dialect)
 		b.inbound(t, "whatsapp", userA, agentA, "one")
 		b.inbound(t, "whatsapp", userA, agentA, "two")

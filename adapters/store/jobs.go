@@ -657,13 +657,7 @@ func (r JobQueue) RerunJob(ctx context.Context, id int64) error {
 
 // JobStats summarises the queue for metrics.
 func (r JobQueue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, error) {
-	var rows []struct {
-		Kind      string        `bun:"kind"`
-		Ready     int           `bun:"ready"`
-		Scheduled int           `bun:"scheduled"`
-		Running   int           `bun:"running"`
-		Oldest    sql.NullInt64 `bun:"oldest"`
-	}
+	var rows []jobStatRow
 	n := micros(now)
 	err := r.read.NewRaw(
 		`SELECT kind,
@@ -677,14 +671,30 @@ func (r JobQueue) JobStats(ctx context.Context, now time.Time) ([]jobs.Stat, err
 	if err != nil {
 		return nil, fmt.Errorf("job stats: %w", err)
 	}
+	return jobStatsOf(rows), nil
+}
+
+// jobStatRow is a kind's line of a stats read; a read that does not
+// count retrying or dead jobs leaves them zero.
+type jobStatRow struct {
+	Kind      string        `bun:"kind"`
+	Ready     int           `bun:"ready"`
+	Scheduled int           `bun:"scheduled"`
+	Running   int           `bun:"running"`
+	Retrying  int           `bun:"retrying"`
+	Dead      int           `bun:"dead"`
+	Oldest    sql.NullInt64 `bun:"oldest"`
+}
+
+func jobStatsOf(rows []jobStatRow) []jobs.Stat {
 	out := make([]jobs.Stat, len(rows))
 	for i, row := range rows {
-		out[i] = jobs.Stat{Kind: row.Kind, Ready: row.Ready, Scheduled: row.Scheduled, Running: row.Running}
+		out[i] = jobs.Stat{Kind: row.Kind, Ready: row.Ready, Scheduled: row.Scheduled, Running: row.Running, Retrying: row.Retrying, Dead: row.Dead}
 		if row.Oldest.Valid {
 			out[i].OldestReady = fromMicros(row.Oldest.Int64)
 		}
 	}
-	return out, nil
+	return out
 }
 
 var _ queue.Store = JobQueue{}
@@ -693,15 +703,7 @@ var _ queue.Store = JobQueue{}
 // kind, the pending (due or scheduled, and how many of them retry), the
 // running and the dead; one statement on the account's jobs.
 func (r JobQueue) AccountJobStats(ctx context.Context, accountID string, now time.Time) ([]jobs.Stat, error) {
-	var rows []struct {
-		Kind      string        `bun:"kind"`
-		Ready     int           `bun:"ready"`
-		Scheduled int           `bun:"scheduled"`
-		Running   int           `bun:"running"`
-		Retrying  int           `bun:"retrying"`
-		Dead      int           `bun:"dead"`
-		Oldest    sql.NullInt64 `bun:"oldest"`
-	}
+	var rows []jobStatRow
 	n := micros(now)
 	err := r.read.NewRaw(
 		`SELECT kind,
@@ -718,14 +720,7 @@ func (r JobQueue) AccountJobStats(ctx context.Context, accountID string, now tim
 	if err != nil {
 		return nil, translate(err, "job")
 	}
-	out := make([]jobs.Stat, len(rows))
-	for i, row := range rows {
-		out[i] = jobs.Stat{Kind: row.Kind, Ready: row.Ready, Scheduled: row.Scheduled, Running: row.Running, Retrying: row.Retrying, Dead: row.Dead}
-		if row.Oldest.Valid {
-			out[i].OldestReady = fromMicros(row.Oldest.Int64)
-		}
-	}
-	return out, nil
+	return jobStatsOf(rows), nil
 }
 
 // truncateError keeps stored errors bounded.

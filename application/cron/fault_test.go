@@ -133,23 +133,13 @@ func (r *replicas) stop() {
 // no other slot is called twice.
 func TestKilledReplicaRunsAreCalled(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		n := 3
 		if dialect == store.SQLite {
 			n = 1 // one process, killed and restarted on the same file
 		}
 		killedReplicaRun(t, dialect, n)
 	})
-}
-
-// forEachDialect runs fn on each database, in parallel.
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect store.Dialect)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
 }
 
 func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {

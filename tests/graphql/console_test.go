@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // rest calls the REST API as c and decodes a 2xx answer.
@@ -75,7 +76,7 @@ const emailsQuery = `query($first: Int, $after: String) {
 // have received; another account sees none of them.
 func TestEmailsAndSandboxMailbox(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		acc := b.rest(t, b.acme, http.MethodGet, "/v1/accounts/"+b.acme.accountID, nil)
 		domain := acc["data"].(map[string]any)["service_email_domain"].(string)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -40,7 +41,7 @@ const cronFields = `id endpointUrl method frequency time timezone status timeout
 
 func TestCronJobs(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		create := func(c credentials, hhmm string) cronJobData {
 			var d struct {
@@ -182,7 +183,7 @@ func TestCronJobs(t *testing.T) {
 // read of the page's last executions.
 func TestCronListingIssuesABoundedNumberOfStatements(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) {
 			c.RunJobs = false
 			c.AuthCacheTTL = time.Hour

@@ -66,16 +66,6 @@ type appOptions struct {
 	configure func(*bootstrap.Config)
 }
 
-func forEachDialect(t *testing.T, test func(t *testing.T, dialect store.Dialect)) {
-	t.Helper()
-	for _, d := range dbtest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			test(t, d)
-		})
-	}
-}
-
 func setup(t *testing.T, dialect store.Dialect) *testBundle {
 	t.Helper()
 	return setupWith(t, dialect, appOptions{})

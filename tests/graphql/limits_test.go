@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
@@ -23,7 +24,7 @@ import (
 // used to pass where REST answered 429).
 func TestSocketsSpendTheBudgetsOfRequests(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		t.Run("FailedAuthentications", func(t *testing.T) {
 			t.Parallel()
 			b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) { c.Limits.AuthFailuresPerMinute = 5 }})

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
@@ -159,7 +160,7 @@ func receiveUntil(t *testing.T, s *socket, id string, send func(i int)) liveMess
 
 func TestSubscriptions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 
 		t.Run("ReceivesASandboxInboundMessage", func(t *testing.T) {
@@ -308,7 +309,7 @@ func TestPlayground(t *testing.T) {
 // for as long as the socket lives.
 func TestRevokedKeyEndsItsSockets(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		issued, err := b.acc.IssueCredential(t.Context(), b.acme.accountID, "socket")
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 const threadsQuery = `query($first: Int, $after: String, $filter: ThreadFilter) {
@@ -59,7 +60,7 @@ type pageInfo struct {
 
 func TestThreadsAndMessages(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		_, tA := b.inbound(t, b.acme, userA, agentA, "first from A")
 		m2, _ := b.inbound(t, b.acme, userA, agentA, "second from A")
@@ -162,7 +163,7 @@ func TestThreadsAndMessages(t *testing.T) {
 // Another account's ids read as absent: null, never data.
 func TestOtherAccountsIDsAreNotFound(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		msg, thread := b.inbound(t, b.acme, userA, agentA, "secret")
 
@@ -189,7 +190,7 @@ func TestOtherAccountsIDsAreNotFound(t *testing.T) {
 
 func TestSendMessage(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		_, thread := b.inbound(t, b.acme, userA, agentA, "hello")
 		send := `mutation($in: SendMessageInput!) { sendMessage(input: $in) { id threadId status direction from to content { kind text mediaUrl caption } } }`

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 // session is a browser signed in to the dashboard: its cookie and the
@@ -107,7 +108,7 @@ func closed(t *testing.T, s *socket, what string) {
 
 func TestSessionCookieOnGraphQL(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		s := b.signIn(t, b.acme)
 		b.inbound(t, b.acme, userA, agentA, "the user writes first")
@@ -176,7 +177,7 @@ func (b *testBundle) dialSession(t *testing.T, s session, origin string) (*webso
 // own origin only; its subscriptions end with its session.
 func TestSessionCookieOnTheWebSocket(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		s := b.signIn(t, b.acme)
 
@@ -226,7 +227,7 @@ func TestSessionCookieOnTheWebSocket(t *testing.T) {
 // request at once.
 func TestRevokedKeyEndsItsSessions(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		issued, err := b.acc.IssueCredential(t.Context(), b.acme.accountID, "console")
 		require.NoError(t, err)

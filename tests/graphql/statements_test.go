@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
@@ -69,7 +70,7 @@ const listingQuery = `query($first: Int) {
 // the transcripts are made of the same pages of messages).
 func TestListingIssuesABoundedNumberOfStatements(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) {
 			c.RunJobs = false // no runner polling beside the measured request
 			c.AuthCacheTTL = time.Hour

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
 
 type timelineData struct {
@@ -33,7 +34,7 @@ const timelineQuery = `query($t: ID!) { thread(id: $t) { messages(first: 10) { n
 // none of it.
 func TestMessageTimeline(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
 		in, thread := b.inbound(t, b.acme, userA, agentA, "hello")
 		send := `mutation($to: String!) { sendMessage(input: {service: WHATSAPP, from: "` + agentA + `", to: $to, text: "hi back"}) { id status } }`

@@ -290,3 +290,15 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// ForEachDialect runs test once per database in Dialects, each in a
+// parallel subtest named after its dialect.
+func ForEachDialect(t *testing.T, test func(t *testing.T, dialect store.Dialect)) {
+	t.Helper()
+	for _, d := range Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			test(t, d)
+		})
+	}
+}

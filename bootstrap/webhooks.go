@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
@@ -41,7 +42,9 @@ var webhooksServing = fx.Options(
 			PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} },
 		}
 	}, fx.ResultTags(runner.KindGroup))),
-	fx.Invoke(func(db *store.DB, s *webhooks.Service) { db.SetReactions(s) }),
+	fx.Invoke(func(db *store.DB, s *webhooks.Service) {
+		db.SetReactions(func(c *store.Conn) writes.Reactions { return s.ReactingThrough(store.WebhookStore{Conn: c}) })
+	}),
 	fx.Decorate(func(d rest.Deps, s *webhooks.Service) rest.Deps {
 		d.Webhooks = s
 		return d

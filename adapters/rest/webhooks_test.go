@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 )
 
 // hookRecorder is a webhook receiver on 127.0.0.1 that keeps every
@@ -92,7 +93,7 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
 		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})
-	db.SetReactions(hooks)
+	db.SetReactions(func(c *store.Conn) writes.Reactions { return hooks.ReactingThrough(store.WebhookStore{Conn: c}) })
 	svc := messaging.NewService(messaging.Deps{
 		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},

@@ -57,15 +57,21 @@ func (db *DB) Commit(ctx context.Context, b writes.Batch) error {
 }
 
 // SetReactions makes every batch with events go through reactions before
-// it is written (writes.Reactions). Set it once, before the first commit.
-func (db *DB) SetReactions(reactions writes.Reactions) { db.reactions = reactions }
+// it is written (writes.Reactions), those reactingOn returns for the
+// connection the batch is written on: inside a transaction, the
+// transaction's. A reaction that read on a connection of its own would
+// wait for one while its caller's transaction holds one, and a pool full
+// of such transactions waits on itself until their deadlines (ten inbound
+// messages at once on a pool of eight did). Set it once, before the first
+// commit.
+func (db *DB) SetReactions(reactingOn func(*Conn) writes.Reactions) { db.reactingOn = reactingOn }
 
-// react adds the reactions' writes to b.
-func (db *DB) react(ctx context.Context, b *writes.Batch) error {
-	if db.reactions == nil || len(b.Events) == 0 {
+// react adds to b the writes of the reactions reading on c.
+func (db *DB) react(ctx context.Context, c *Conn, b *writes.Batch) error {
+	if db.reactingOn == nil || len(b.Events) == 0 {
 		return nil
 	}
-	return db.reactions.React(ctx, b)
+	return db.reactingOn(c).React(ctx, b)
 }
 
 // WriteBatch writes b, with its reactions, in r's transaction (or, outside
@@ -78,7 +84,7 @@ func (r *Conn) WriteBatch(ctx context.Context, b writes.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return err
 	}
-	if err := r.db.react(ctx, &b); err != nil {
+	if err := r.db.react(ctx, r, &b); err != nil {
 		return err
 	}
 	if err := execEach(ctx, batchStatements(r.write, r.dialect, b, r.clock())); err != nil {
@@ -95,7 +101,7 @@ func (db *DB) commitAlone(ctx context.Context, b writes.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return err
 	}
-	if err := db.react(ctx, &b); err != nil {
+	if err := db.react(ctx, db.base, &b); err != nil {
 		return err
 	}
 	return db.writeBatch(ctx, b)

@@ -55,9 +55,9 @@ type DB struct {
 	now        func() time.Time
 	wake       *wakeHub
 	batched    *Batched
-	// reactions add to every batch what other features do about its
-	// events (SetReactions).
-	reactions  writes.Reactions
+	// reactingOn gives the reactions that add to every batch what other
+	// features do about its events (SetReactions).
+	reactingOn func(*Conn) writes.Reactions
 	hooks      preparedHooks
 	shared     *committer
 	listenOnce sync.Once

@@ -230,7 +230,7 @@ func (c *committer) run(batch []*sharedUnit) {
 	// reactions run once, for the merged batch.
 	ctx, cancel := batchContext(live)
 	defer cancel()
-	err := c.db.react(ctx, &merged)
+	err := c.db.react(ctx, c.db.base, &merged)
 	if err == nil {
 		err = c.db.writeBatch(ctx, merged)
 	}

@@ -146,7 +146,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 		deps.URLs = nil
 	}
 	b := &bundle{db: db, svc: webhooks.NewService(deps), sender: snd}
-	db.SetReactions(b.svc)
+	db.SetReactions(func(c *store.Conn) writes.Reactions { return b.svc.ReactingThrough(store.WebhookStore{Conn: c}) })
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	a := account.Account{ID: ident.New(ident.Account), Name: "hooks", CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, db.AccountStore().InsertAccount(context.Background(), a))

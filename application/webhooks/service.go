@@ -358,10 +358,33 @@ func (s *Service) Test(ctx context.Context, accountID string, answer *idempotenc
 // React adds to b, for each of its events that the account's endpoint is
 // enabled and subscribed to, a pending delivery and its job, so that the
 // event and its delivery commit together (writes.Reactions: the committer
-// runs it on every batch). The endpoints are read as they are now, one
-// query for the batch; an attempt reads its endpoint again and sends
-// nothing to one disabled since.
+// runs it on every batch). The endpoints are read as they are now, through
+// the service's store, one query for the batch; an attempt reads its
+// endpoint again and sends nothing to one disabled since.
 func (s *Service) React(ctx context.Context, b *writes.Batch) error {
+	return s.ReactingThrough(s.store.Repos()).React(ctx, b)
+}
+
+// EndpointsReader reads the webhook endpoints of accounts.
+type EndpointsReader interface {
+	WebhookEndpoints(ctx context.Context, accountIDs []string) ([]Record, error)
+}
+
+// ReactingThrough returns the reactions of React, reading the endpoints
+// through r: for a batch written inside a transaction, the store hands the
+// transaction's connection, so that the reaction does not wait for a
+// second connection while the transaction holds one.
+func (s *Service) ReactingThrough(r EndpointsReader) writes.Reactions {
+	return reactions{s: s, endpoints: r}
+}
+
+// reactions are the service's writes.Reactions reading through endpoints.
+type reactions struct {
+	s         *Service
+	endpoints EndpointsReader
+}
+
+func (x reactions) React(ctx context.Context, b *writes.Batch) error {
 	if len(b.Events) == 0 {
 		return nil
 	}
@@ -373,7 +396,7 @@ func (s *Service) React(ctx context.Context, b *writes.Batch) error {
 			accounts = append(accounts, e.AccountID)
 		}
 	}
-	recs, err := s.store.Repos().WebhookEndpoints(ctx, accounts)
+	recs, err := x.endpoints.WebhookEndpoints(ctx, accounts)
 	if err != nil {
 		return err
 	}
@@ -386,10 +409,10 @@ func (s *Service) React(ctx context.Context, b *writes.Batch) error {
 		if !ok || !ep.Enabled || !ep.Subscribed(e.Type) {
 			continue
 		}
-		d := s.newDelivery(e)
+		d := x.s.newDelivery(e)
 		b.Deliveries = append(b.Deliveries, d)
 		// No unique key: the delivery is new, so nothing else enqueues it.
-		b.Jobs = append(b.Jobs, s.deliveryJob(d, ""))
+		b.Jobs = append(b.Jobs, x.s.deliveryJob(d, ""))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -174,7 +175,7 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 		pgdriver.WithApplicationName("switchboard"),
 		pgdriver.WithConnParams(params),
 	)
-	connector := &guardedConnector{connect: pg.Connect, drv: pg.Driver(), rules: postgresRules{}}
+	connector := &guardedConnector{connect: closingFailedDials(pg), drv: pg.Driver(), rules: postgresRules{}}
 	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(maxConns)
 	sqldb.SetMaxIdleConns(maxConns)
@@ -184,6 +185,36 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	db.base = &Conn{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
 	return db, nil
 }
+
+// closingFailedDials connects with pg and, when the connection fails after
+// its dial (a handshake that timed out, a session setting refused), closes
+// the socket it dialled. pgdriver v1.2.18 returns such errors without
+// closing it; the socket then waited for the garbage collector, and once
+// the database answered again each one held a backend: a 15 s stall left
+// dozens behind, and the database's connection slots ran short just as
+// it came back.
+func closingFailedDials(pg *pgdriver.Connector) func(context.Context) (driver.Conn, error) {
+	dial := pg.Config().Dialer
+	pg.Config().Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if d, ok := ctx.Value(dialedKey{}).(*net.Conn); ok {
+			*d = nc
+		}
+		return nc, err
+	}
+	return func(ctx context.Context) (driver.Conn, error) {
+		var dialed net.Conn
+		cn, err := pg.Connect(context.WithValue(ctx, dialedKey{}, &dialed))
+		if err != nil && dialed != nil {
+			_ = dialed.Close()
+		}
+		return cn, err
+	}
+}
+
+// dialedKey carries, in a connect's context, where its dial leaves the
+// socket (closingFailedDials).
+type dialedKey struct{}
 
 // init finishes what both dialects share: the clock, the wake-up hub and
 // its notifier.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest/faultproxy"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -161,4 +163,36 @@ func TestExhaustedPoolWaitEndsAtTheDeadline(t *testing.T) {
 	require.Equal(t, failure.KindUnavailable, fe.Kind, "got %v", err)
 	require.Positive(t, fe.RetryAfter)
 	require.NoError(t, <-slow, "the slow query itself is untouched")
+}
+
+// A connection attempt that fails after its dial (the database stalled in
+// the handshake) closes what it dialled: otherwise each such socket, once
+// the database answered again, kept a backend of its own until the
+// garbage collector found it, and a stall left dozens of them behind.
+func TestFailedConnectsLeaveNoSocketBehind(t *testing.T) {
+	t.Parallel()
+	direct := dbtest.URL(t, store.Postgres)
+	u, err := url.Parse(direct)
+	require.NoError(t, err)
+	proxy := faultproxy.Start(t, u.Host)
+	db, err := store.Open(context.Background(), proxy.URL(direct), store.Options{MaxConns: 4})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	require.Eventually(t, func() bool { return db.Ready(context.Background()) == nil }, 10*time.Second, 50*time.Millisecond)
+	before := proxy.Conns()
+
+	proxy.Freeze()
+	proxy.Cut() // the pool's connections go; new ones hang in the handshake
+	const attempts = 6
+	for range attempts {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		require.Error(t, db.Bun().PingContext(ctx))
+		cancel()
+	}
+	proxy.Thaw()
+	require.Eventually(t, func() bool { return db.Bun().PingContext(context.Background()) == nil }, 10*time.Second, 50*time.Millisecond)
+	// The thawed handshakes run to their end; what their clients closed is
+	// closed by the proxy in turn, and the pool keeps what it uses.
+	require.Eventually(t, func() bool { return proxy.Conns() <= before+1 }, 5*time.Second, 20*time.Millisecond,
+		"%d links open, %d before the stall: failed connects left their sockets open", proxy.Conns(), before)
 }

@@ -106,6 +106,14 @@ func latencyOf(sorted []time.Duration) *Latency {
 	}
 }
 
+// LatencyOf summarises latencies given in any order (it sorts a copy), or returns
+// nil when there are none: for a follow-up that keeps latencies of its own.
+func LatencyOf(latencies []time.Duration) *Latency {
+	sorted := slices.Clone(latencies)
+	slices.Sort(sorted)
+	return latencyOf(sorted)
+}
+
 // Run sets up sc (and the baseline of a ratio scenario), warms up, then runs
 // cfg.Rounds rounds and summarises them. A scenario that cannot run on env's database
 // is skipped; what its Setup registered with Env.AfterScenario is released on return.

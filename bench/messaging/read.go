@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -52,7 +53,7 @@ func (rd Read) Setup(ctx context.Context, env *harness.Env) (harness.Slice, erro
 	const chunk = 250_000
 	for first := 1; first <= rd.Messages; first += chunk {
 		last := min(first+chunk-1, rd.Messages)
-		if err := seedHistory(ctx, db, first, last, rd.Threads, now.Add(-time.Duration(rd.Messages)*time.Millisecond)); err != nil {
+		if err := seedHistory(ctx, db, first, last, fmt.Sprintf("i %% %d", rd.Threads), now.Add(-time.Duration(rd.Messages)*time.Millisecond)); err != nil {
 			return nil, err
 		}
 		env.Log.Info("seeding messages", "done", last, "of", rd.Messages)

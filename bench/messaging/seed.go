@@ -44,11 +44,12 @@ func seedThreads(ctx context.Context, db *harness.SQL, accountID string, n int, 
 	return nil
 }
 
-// seedHistory stores messages first … last in threads 0 … threads-1 as a
-// conversation's history: even ones received from the user, odd ones sent by the
-// agent and delivered (with the provider's message id the sandbox gives). Message i
-// is i milliseconds younger than from.
-func seedHistory(ctx context.Context, db *harness.SQL, first, last, threads int, from time.Time) error {
+// seedHistory stores messages first … last as a conversation's history: even ones
+// received from the user, odd ones sent by the agent and delivered (with the
+// provider's message id the sandbox gives). Message i goes into the thread whose
+// index is the SQL expression thread of i (e.g. "i % 100", "0") and is i
+// milliseconds younger than from.
+func seedHistory(ctx context.Context, db *harness.SQL, first, last int, thread string, from time.Time) error {
 	err := db.Exec(ctx, fmt.Sprintf(`
 		INSERT INTO messages (id, account_id, thread_id, service, direction, from_address, to_address,
 			kind, body, status, provider_message_id, created_at, updated_at)
@@ -61,7 +62,7 @@ func seedHistory(ctx context.Context, db *harness.SQL, first, last, threads int,
 			%[4]s + i * interval '1 millisecond', %[4]s + i * interval '1 millisecond'
 		FROM generate_series(%[5]d::bigint, %[6]d::bigint) AS i
 		JOIN threads t ON t.id = %[2]s`,
-		seqIDSQL("msg", "i"), seqIDSQL("thr", fmt.Sprintf("i %% %d", threads)), harness.Quote(body), timestamp(from), first, last))
+		seqIDSQL("msg", "i"), seqIDSQL("thr", thread), harness.Quote(body), timestamp(from), first, last))
 	if err != nil {
 		return fmt.Errorf("seed messages: %w", err)
 	}

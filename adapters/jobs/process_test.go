@@ -156,7 +156,7 @@ func completed(t *testing.T, db *store.DB) int {
 	return n
 }
 
-// Three worker processes on one Postgres database: each of 3,000 jobs runs
+// Three worker processes on one Postgres database: each of 1,500 jobs runs
 // exactly once when nothing crashes.
 func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ var playgroundFiles embed.FS
 // playgroundPolicy lets the page run only its own scripts and talk only
 // to its own origin (queries over HTTP and subscriptions over WebSocket);
 // GraphiQL sets style attributes, hence the inline styles.
-const playgroundPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
+const playgroundPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 var playgroundTemplate = template.Must(template.New("playground").Parse(`<!DOCTYPE html>

@@ -14,7 +14,9 @@
   var fetcher = GraphiQL.createFetcher({ url: url, subscriptionUrl: subscriptionUrl, wsConnectionParams: editorHeaders });
   ReactDOM.createRoot(root).render(React.createElement(GraphiQL, {
     fetcher: fetcher,
-    defaultHeaders: JSON.stringify({ 'X-API-Key': 'swk_…', 'X-API-Secret': 'sws_…' }, null, 2),
+    // Header values must be ASCII (fetch refuses anything else), hence
+    // the plain placeholders.
+    defaultHeaders: JSON.stringify({ 'X-API-Key': 'swk_YOUR_KEY', 'X-API-Secret': 'sws_YOUR_SECRET' }, null, 2),
     defaultEditorToolsVisibility: 'headers',
   }));
 })();

@@ -66,14 +66,13 @@ type JobDetails struct {
 	Last *cron.Execution
 }
 
-// check validates a job and its endpoint's address, and computes its next
-// run from now.
-func (s *Service) check(ctx context.Context, j cron.Job, urlChanged bool) (cron.Job, error) {
+// check validates a job and computes its next run from now; urlErr is the
+// verdict of its endpoint's address (checkURL), nil when it was allowed or
+// did not change, and is reported when the job is otherwise valid.
+func (s *Service) check(j cron.Job, urlErr error) (cron.Job, error) {
 	plan, err := cron.Validate(j, s.parser)
-	if err == nil && urlChanged && s.urls != nil {
-		if uerr := s.urls.CheckURL(ctx, j.EndpointURL); uerr != nil {
-			err = failure.Invalid(failure.Field("value_error", "endpoint_url "+uerr.Error(), "endpoint_url"))
-		}
+	if err == nil {
+		err = urlErr
 	}
 	if err != nil {
 		return j, err
@@ -90,6 +89,20 @@ func (s *Service) check(ctx context.Context, j cron.Job, urlChanged bool) (cron.
 	return j, nil
 }
 
+// checkURL checks an endpoint's address. It may resolve the host's name,
+// so it runs before any transaction: a transaction waiting on a slow name
+// server would hold a connection of the pool all the while, and a tenant
+// could hold them all with names that answer slowly.
+func (s *Service) checkURL(ctx context.Context, url string) error {
+	if s.urls == nil {
+		return nil
+	}
+	if err := s.urls.CheckURL(ctx, url); err != nil {
+		return failure.Invalid(failure.Field("value_error", "endpoint_url "+err.Error(), "endpoint_url"))
+	}
+	return nil
+}
+
 // Create stores a new active job for an account.
 //
 // answer, when set, records the answer to the creation under its
@@ -98,7 +111,7 @@ func (s *Service) check(ctx context.Context, j cron.Job, urlChanged bool) (cron.
 func (s *Service) Create(ctx context.Context, accountID string, j cron.Job, answer *idempotency.Completion[cron.Job]) (cron.Job, error) {
 	j.ID, j.AccountID, j.Status = ident.New(ident.CronJob), accountID, cron.Active
 	j.CreatedAt, j.UpdatedAt, j.Version = s.now(), nil, 0
-	j, err := s.check(ctx, j, true)
+	j, err := s.check(j, s.checkURL(ctx, j.EndpointURL))
 	if err != nil {
 		return cron.Job{}, err
 	}
@@ -260,6 +273,12 @@ func (s *Service) Update(ctx context.Context, accountID, id string, p Patch) (cr
 	if !ident.Valid(ident.CronJob, id) {
 		return cron.Job{}, failure.NotFound("cron job")
 	}
+	// A new address is checked first, outside the transaction; the
+	// verdict counts only if the address differs from the job's.
+	var urlErr error
+	if p.EndpointURL.Set && !p.EndpointURL.Null {
+		urlErr = s.checkURL(ctx, p.EndpointURL.V)
+	}
 	var out cron.Job
 	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
 		j, err := r.Job(ctx, accountID, id)
@@ -271,7 +290,11 @@ func (s *Service) Update(ctx context.Context, accountID, id string, p Patch) (cr
 		if err := probs.Err(); err != nil {
 			return err
 		}
-		if j, err = s.check(ctx, j, j.EndpointURL != oldURL); err != nil {
+		verdict := urlErr
+		if j.EndpointURL == oldURL {
+			verdict = nil
+		}
+		if j, err = s.check(j, verdict); err != nil {
 			return err
 		}
 		now := s.now()
@@ -320,7 +343,7 @@ func (s *Service) setStatus(ctx context.Context, accountID, id string, status cr
 			return nil
 		}
 		j.Status = status
-		if j, err = s.check(ctx, j, false); err != nil {
+		if j, err = s.check(j, nil); err != nil {
 			return err
 		}
 		now := s.now()

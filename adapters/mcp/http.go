@@ -68,16 +68,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// credentials hold.
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
-		if h.deps.Authenticator != nil {
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			go h.recheck(ctx, cancel, r.Header.Get(sessionHeader), r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret"))
-			r = r.WithContext(ctx)
-		}
 	case http.MethodPost:
 		until := time.Now().Add(MaxWaitSeconds*time.Second + h.deps.CallTimeout + callSlack)
 		_ = rc.SetReadDeadline(until)
 		_ = rc.SetWriteDeadline(until)
+	}
+	if h.deps.Authenticator != nil {
+		// Event streams and calls (a wait lasts up to a minute) end when
+		// their key is revoked.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go h.recheck(ctx, cancel, r.Header.Get(sessionHeader), r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret"))
+		r = r.WithContext(ctx)
 	}
 	token := h.calls.add(r.Context(), p)
 	defer h.calls.remove(token)
@@ -85,9 +87,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.http.ServeHTTP(w, r)
 }
 
-// recheck checks an event stream's credentials every CredentialRecheck
-// until ctx ends; once they are refused (the key was revoked) it ends the
-// stream and its session. A check that fails otherwise (the database
+// recheck checks a request's credentials every CredentialRecheck until
+// ctx ends; once they are refused (the key was revoked) it ends the
+// request (an event stream, a call) and its session. A check that fails otherwise (the database
 // away) changes nothing: an outage is no reason to drop every session.
 // The auth cache answers the checks, and forgets revoked keys.
 func (h *Handler) recheck(ctx context.Context, end context.CancelFunc, sessionID, key, secret string) {

@@ -219,3 +219,30 @@ func (c *conns) cut() {
 		_ = conn.Close()
 	}
 }
+
+// A key revoked while one of its waits is in flight ends the wait within
+// about a second, not at its timeout: the wait would otherwise hand a
+// message to a key that may no longer read it.
+func TestRevokedKeyEndsItsWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	issued, err := b.acc.IssueCredential(t.Context(), b.acme.accountID, "agent")
+	require.NoError(t, err)
+	cs := b.connect(t, credentials{accountID: b.acme.accountID, key: issued.Key, secret: issued.Secret})
+	results := waitAsync(t, cs, map[string]any{"timeout_seconds": 60})
+	eventuallyWaiting(t, b, 1)
+
+	_, err = b.acc.RevokeCredential(t.Context(), b.acme.accountID, issued.Credential.ID)
+	require.NoError(t, err)
+	revoked := time.Now()
+	eventuallyWaiting(t, b, 0)
+	t.Logf("the wait ended %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+	select {
+	case r := <-results:
+		require.True(t, r.err != nil || r.isError, "a revoked key's wait ended with an answer: %+v", r.answer)
+		require.False(t, r.answer.TimedOut)
+		require.Nil(t, r.answer.Message)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the revoked key's wait did not end")
+	}
+}

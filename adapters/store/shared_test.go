@@ -48,6 +48,10 @@ func openOneConnection(t *testing.T, dialect store.Dialect) *store.DB {
 func lineUp(t *testing.T, db *store.DB, batches []writes.Batch, ctxs []context.Context, beforeRelease func()) []error {
 	t.Helper()
 	ctx := context.Background()
+	// Idle first: a batch still counted as being written (its caller has
+	// its answer, its leader has not yet counted it done) would pass for
+	// the first one below.
+	require.Eventually(t, func() bool { s := db.SharedStats(); return s.Waiting == 0 && s.Writing == 0 }, 10*time.Second, time.Millisecond, "the committer is idle")
 	started, release := make(chan struct{}), make(chan struct{})
 	holding := make(chan error, 1)
 	go func() {

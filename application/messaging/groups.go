@@ -47,7 +47,9 @@ type GroupResult struct {
 // ManageGroup runs one group action: it checks the input and the group's
 // rules, asks the provider behind the agent number to make the change,
 // then stores the new state and a group event in one transaction. Nothing
-// changes when any step refuses.
+// changes when a check or the provider refuses; a concurrent change of the
+// group that makes the action fail between the provider's answer and the
+// commit is answered with that failure.
 func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResult, error) {
 	action, ok := messaging.ParseGroupAction(cmd.Action)
 	var p failure.Problems
@@ -83,41 +85,40 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			return GroupResult{}, err
 		}
 	}
+	// The provider is told first, outside any transaction: its call may
+	// take seconds, and a transaction would hold a connection of the pool
+	// (and the group's row) all that time, while the provider's own reads
+	// (a Telegram chat's id) waited for another connection. The change is
+	// decided on the group as read now, then recorded on the group as it
+	// is at the commit, its row locked; a concurrent change that makes it
+	// fail there is answered with that failure.
+	r := s.store.Repos()
+	g, err := s.groupOf(ctx, r, cmd, action)
+	if err != nil {
+		return GroupResult{}, err
+	}
+	number, err := s.sendingNumber(ctx, r, cmd.AccountID, g.Thread.Service, cmd.AgentNumber)
+	if err != nil {
+		return GroupResult{}, err
+	}
+	if action == messaging.ActionAddParticipants {
+		if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, g.Thread.Service, cmd.Participants); err != nil {
+			return GroupResult{}, err
+		}
+	}
+	if _, named, _, err := applyGroupAction(&g, action, cmd); err != nil {
+		return GroupResult{}, err
+	} else if err := s.tellProvider(ctx, number, action, g, named); err != nil {
+		return GroupResult{}, err
+	}
 	var out GroupResult
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		var (
-			g   messaging.GroupState
-			err error
-		)
-		switch {
-		case isJoin(action) && cmd.InviteCode != "":
-			g, err = r.GroupByInviteCode(ctx, cmd.AccountID, cmd.InviteCode)
-			if failure.Is(err, failure.KindNotFound) {
-				return failure.NotFound("group with this invite code")
-			}
-		default:
-			if !ident.Valid(ident.Thread, cmd.ThreadID) {
-				return failure.NotFound("group")
-			}
-			g, err = r.Group(ctx, cmd.AccountID, cmd.ThreadID)
-		}
+	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		g, err := r.Group(ctx, cmd.AccountID, g.Thread.ID)
 		if err != nil {
 			return err
-		}
-		number, err := s.sendingNumber(ctx, r, cmd.AccountID, g.Thread.Service, cmd.AgentNumber)
-		if err != nil {
-			return err
-		}
-		if action == messaging.ActionAddParticipants {
-			if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, g.Thread.Service, cmd.Participants); err != nil {
-				return err
-			}
 		}
 		typ, named, message, err := applyGroupAction(&g, action, cmd)
 		if err != nil {
-			return err
-		}
-		if err := s.tellProvider(ctx, number, action, g, named); err != nil {
 			return err
 		}
 		g.Thread.UpdatedAt = s.now().UTC()
@@ -131,6 +132,22 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		return nil
 	})
 	return out, err
+}
+
+// groupOf reads the group a command names: by its invite code for a join
+// that gives one, else by its thread.
+func (s *Service) groupOf(ctx context.Context, r Repos, cmd GroupCommand, action messaging.GroupAction) (messaging.GroupState, error) {
+	if isJoin(action) && cmd.InviteCode != "" {
+		g, err := r.GroupByInviteCode(ctx, cmd.AccountID, cmd.InviteCode)
+		if failure.Is(err, failure.KindNotFound) {
+			return g, failure.NotFound("group with this invite code")
+		}
+		return g, err
+	}
+	if !ident.Valid(ident.Thread, cmd.ThreadID) {
+		return messaging.GroupState{}, failure.NotFound("group")
+	}
+	return r.Group(ctx, cmd.AccountID, cmd.ThreadID)
 }
 
 // precheckEdit runs the checks of an edit without a transaction: the

@@ -171,13 +171,7 @@ func TestExhaustedPoolWaitEndsAtTheDeadline(t *testing.T) {
 // garbage collector found it, and a stall left dozens of them behind.
 func TestFailedConnectsLeaveNoSocketBehind(t *testing.T) {
 	t.Parallel()
-	direct := dbtest.URL(t, store.Postgres)
-	u, err := url.Parse(direct)
-	require.NoError(t, err)
-	proxy := faultproxy.Start(t, u.Host)
-	db, err := store.Open(context.Background(), proxy.URL(direct), store.Options{MaxConns: 4})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	db, proxy, _ := openBehindProxy(t, store.Options{MaxConns: 4})
 	require.Eventually(t, func() bool { return db.Ready(context.Background()) == nil }, 10*time.Second, 50*time.Millisecond)
 	before := proxy.Conns()
 
@@ -238,4 +232,18 @@ func TestQueryOnASecondConnectionInsideATransactionPanics(t *testing.T) {
 
 func secondConnectionPanic(query string) string {
 	return "store: a query on a second connection of the pool while the transaction of its context holds one (a pool full of these waits on itself): " + query
+}
+
+// openBehindProxy opens a fresh Postgres database through a fault proxy;
+// direct is its URL without the proxy.
+func openBehindProxy(t *testing.T, opts store.Options) (db *store.DB, proxy *faultproxy.Proxy, direct string) {
+	t.Helper()
+	direct = dbtest.URL(t, store.Postgres)
+	u, err := url.Parse(direct)
+	require.NoError(t, err)
+	proxy = faultproxy.Start(t, u.Host)
+	db, err = store.Open(context.Background(), proxy.URL(direct), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, proxy, direct
 }

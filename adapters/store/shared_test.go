@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
-	"github.com/switchboard-dev/switchboard/adapters/store/dbtest/faultproxy"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -278,13 +276,7 @@ func TestSharedBatchesOverlapOnlyForAQuorumOrAStall(t *testing.T) {
 // their work twice. Each caller learns that the database is unavailable.
 func TestSharedBatchWithLostReplyIsNotRedone(t *testing.T) {
 	t.Parallel()
-	direct := dbtest.URL(t, store.Postgres)
-	u, err := url.Parse(direct)
-	require.NoError(t, err)
-	proxy := faultproxy.Start(t, u.Host)
-	db, err := store.Open(context.Background(), proxy.URL(direct), store.Options{SharedLeaders: 1, MaxConns: 4})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	db, proxy, direct := openBehindProxy(t, store.Options{SharedLeaders: 1, MaxConns: 4})
 	// Every connection of the pool open before replies are slowed (the
 	// batch, and the NOTIFY sent after it, each find one ready), so that
 	// the batch is one exchange: its rows and the implicit commit in one

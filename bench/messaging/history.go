@@ -53,14 +53,7 @@ type historyFetch struct {
 // Setup provisions the deployment, seeds the two threads (bulk SQL through psql,
 // untimed), obtains the deep cursors and returns the slice.
 func (h History) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
-	d, err := env.NewDeployment(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.AddNumber(ctx, agentNumber(0), service, "sandbox"); err != nil {
-		return nil, err
-	}
-	db, err := d.SQL()
+	d, db, err := historyDeployment(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +155,23 @@ func (h History) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 		}
 		return all, nil
 	}, nil
+}
+
+// historyDeployment provisions a deployment with agent number 0 (sandbox) for a
+// history seeded with SQL, and opens its psql session.
+func historyDeployment(ctx context.Context, env *harness.Env) (*harness.Deployment, *harness.SQL, error) {
+	d, err := env.NewDeployment(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := d.AddNumber(ctx, agentNumber(0), service, "sandbox"); err != nil {
+		return nil, nil, err
+	}
+	db, err := d.SQL()
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, db, nil
 }
 
 // historyPage is what the bench reads of a page of get-messages.

@@ -32,14 +32,7 @@ type Read struct {
 
 // Setup provisions the deployment, seeds the history and returns the read slice.
 func (rd Read) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error) {
-	d, err := env.NewDeployment(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.AddNumber(ctx, agentNumber(0), service, "sandbox"); err != nil {
-		return nil, err
-	}
-	db, err := d.SQL()
+	d, db, err := historyDeployment(ctx, env)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,8 @@ type guardedConn struct {
 	pool   *guardedConnector
 }
 
+var _ innerConn = (*guardedConn)(nil)
+
 // Nested connections. A transaction holds a connection of its pool; a
 // query that its code sends to another connection of the same pool (a
 // read through the store outside the transaction, a second transaction)

@@ -31,79 +31,76 @@ func openWithAccount(t *testing.T, dialect store.Dialect) *store.DB {
 
 func TestMessagesToDeliver(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db := openWithAccount(t, dialect)
-			r := db.MessagingStore()
-			now := time.Now().UTC().Truncate(time.Microsecond)
-			n := account.Number{ID: "num_dlv", AccountID: "acc_rows", Number: "+15550003333", Service: account.Telegram, Provider: account.ProviderSandbox, SealedSettings: []byte{9}, Enabled: true, CreatedAt: now}
-			require.NoError(t, db.AccountStore().InsertNumber(ctx, n))
-			individual := messaging.Thread{ID: "thr_dlv1", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual, AgentNumber: n.Number, Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
-			group := messaging.Thread{ID: "thr_dlv2", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Group, AgentNumber: n.Number, Name: "team", CreatedAt: now, UpdatedAt: now}
-			require.NoError(t, r.InsertThread(ctx, individual, nil))
-			members := []messaging.Participant{
-				{Address: "+15550009999", Name: `Zoë "Z" O'Neil`, Admin: true},
-				{Address: n.Number, IsAgent: true},
-				{Address: "+15550001234", Name: "Al"},
-			}
-			require.NoError(t, r.InsertThread(ctx, group, members))
-			msg := func(id, thread, from string) messaging.Message {
-				return messaging.Message{ID: id, AccountID: "acc_rows", ThreadID: thread, Service: account.Telegram, Direction: messaging.OutboundAPI,
-					From: from, To: "+15550004444", Content: messaging.Content{Kind: messaging.KindText, Text: id}, Status: messaging.Queued, CreatedAt: now, UpdatedAt: now}
-			}
-			for _, m := range []messaging.Message{msg("msg_d1", individual.ID, n.Number), msg("msg_d2", group.ID, n.Number), msg("msg_d3", individual.ID, "+15559999999")} {
-				require.NoError(t, db.Commit(ctx, writes.Batch{Messages: []messaging.Message{m}}))
-			}
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		db := openWithAccount(t, dialect)
+		r := db.MessagingStore()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		n := account.Number{ID: "num_dlv", AccountID: "acc_rows", Number: "+15550003333", Service: account.Telegram, Provider: account.ProviderSandbox, SealedSettings: []byte{9}, Enabled: true, CreatedAt: now}
+		require.NoError(t, db.AccountStore().InsertNumber(ctx, n))
+		individual := messaging.Thread{ID: "thr_dlv1", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual, AgentNumber: n.Number, Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
+		group := messaging.Thread{ID: "thr_dlv2", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Group, AgentNumber: n.Number, Name: "team", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, r.InsertThread(ctx, individual, nil))
+		members := []messaging.Participant{
+			{Address: "+15550009999", Name: `Zoë "Z" O'Neil`, Admin: true},
+			{Address: n.Number, IsAgent: true},
+			{Address: "+15550001234", Name: "Al"},
+		}
+		require.NoError(t, r.InsertThread(ctx, group, members))
+		msg := func(id, thread, from string) messaging.Message {
+			return messaging.Message{ID: id, AccountID: "acc_rows", ThreadID: thread, Service: account.Telegram, Direction: messaging.OutboundAPI,
+				From: from, To: "+15550004444", Content: messaging.Content{Kind: messaging.KindText, Text: id}, Status: messaging.Queued, CreatedAt: now, UpdatedAt: now}
+		}
+		for _, m := range []messaging.Message{msg("msg_d1", individual.ID, n.Number), msg("msg_d2", group.ID, n.Number), msg("msg_d3", individual.ID, "+15559999999")} {
+			require.NoError(t, db.Commit(ctx, writes.Batch{Messages: []messaging.Message{m}}))
+		}
 
-			got, err := r.MessagesToDeliver(ctx, []string{"msg_d3", "msg_missing", "msg_d1", "msg_d2"})
-			require.NoError(t, err)
-			byID := map[string]int{}
-			for i, d := range got {
-				byID[d.Message.ID] = i
-			}
-			require.Len(t, got, 3, "the missing id is left out")
-			d1, d2, d3 := got[byID["msg_d1"]], got[byID["msg_d2"]], got[byID["msg_d3"]]
-			require.Equal(t, msg("msg_d1", individual.ID, n.Number), d1.Message)
-			require.Equal(t, messaging.Individual, d1.ThreadType)
-			require.True(t, d1.NumberFound)
-			require.Equal(t, n, d1.Number, "the sending number, settings included")
-			require.Equal(t, messaging.Group, d2.ThreadType)
-			require.False(t, d3.NumberFound, "no number has that address")
+		got, err := r.MessagesToDeliver(ctx, []string{"msg_d3", "msg_missing", "msg_d1", "msg_d2"})
+		require.NoError(t, err)
+		byID := map[string]int{}
+		for i, d := range got {
+			byID[d.Message.ID] = i
+		}
+		require.Len(t, got, 3, "the missing id is left out")
+		d1, d2, d3 := got[byID["msg_d1"]], got[byID["msg_d2"]], got[byID["msg_d3"]]
+		require.Equal(t, msg("msg_d1", individual.ID, n.Number), d1.Message)
+		require.Equal(t, messaging.Individual, d1.ThreadType)
+		require.True(t, d1.NumberFound)
+		require.Equal(t, n, d1.Number, "the sending number, settings included")
+		require.Equal(t, messaging.Group, d2.ThreadType)
+		require.False(t, d3.NumberFound, "no number has that address")
 
-			none, err := r.MessagesToDeliver(ctx, []string{"msg_missing"})
-			require.NoError(t, err)
-			require.Empty(t, none)
+		none, err := r.MessagesToDeliver(ctx, []string{"msg_missing"})
+		require.NoError(t, err)
+		require.Empty(t, none)
 
-			// The read paths: a message with its thread and participants in
-			// one query, and a thread's recent messages, both only for the
-			// owning account.
-			d, err := r.MessageDetails(ctx, "acc_rows", "msg_d2")
-			require.NoError(t, err)
-			require.Equal(t, msg("msg_d2", group.ID, n.Number), d.Message)
-			require.Equal(t, group, d.Thread)
-			parts, err := r.Participants(ctx, group.ID)
-			require.NoError(t, err)
-			require.Len(t, parts, 3)
-			require.Equal(t, parts, d.Participants, "the same participants, in the same order, as Participants reads")
-			require.True(t, d.Participants[0].IsAgent, "the agent first")
-			require.Equal(t, `Zoë "Z" O'Neil`, d.Participants[2].Name)
-			require.True(t, d.Participants[2].Admin)
-			d, err = r.MessageDetails(ctx, "acc_rows", "msg_d1")
-			require.NoError(t, err)
-			require.Equal(t, individual, d.Thread)
-			require.Empty(t, d.Participants, "a thread without participants")
-			_, err = r.MessageDetails(ctx, "acc_other", "msg_d2")
-			require.True(t, failure.Is(err, failure.KindNotFound), "another account's message: %v", err)
-			recent, err := r.RecentMessages(ctx, "acc_rows", individual.ID, 5)
-			require.NoError(t, err)
-			require.Len(t, recent, 2)
-			recent, err = r.RecentMessages(ctx, "acc_other", individual.ID, 5)
-			require.NoError(t, err)
-			require.Empty(t, recent, "another account's thread has no messages for it")
-		})
-	}
+		// The read paths: a message with its thread and participants in
+		// one query, and a thread's recent messages, both only for the
+		// owning account.
+		d, err := r.MessageDetails(ctx, "acc_rows", "msg_d2")
+		require.NoError(t, err)
+		require.Equal(t, msg("msg_d2", group.ID, n.Number), d.Message)
+		require.Equal(t, group, d.Thread)
+		parts, err := r.Participants(ctx, group.ID)
+		require.NoError(t, err)
+		require.Len(t, parts, 3)
+		require.Equal(t, parts, d.Participants, "the same participants, in the same order, as Participants reads")
+		require.True(t, d.Participants[0].IsAgent, "the agent first")
+		require.Equal(t, `Zoë "Z" O'Neil`, d.Participants[2].Name)
+		require.True(t, d.Participants[2].Admin)
+		d, err = r.MessageDetails(ctx, "acc_rows", "msg_d1")
+		require.NoError(t, err)
+		require.Equal(t, individual, d.Thread)
+		require.Empty(t, d.Participants, "a thread without participants")
+		_, err = r.MessageDetails(ctx, "acc_other", "msg_d2")
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's message: %v", err)
+		recent, err := r.RecentMessages(ctx, "acc_rows", individual.ID, 5)
+		require.NoError(t, err)
+		require.Len(t, recent, 2)
+		recent, err = r.RecentMessages(ctx, "acc_other", individual.ID, 5)
+		require.NoError(t, err)
+		require.Empty(t, recent, "another account's thread has no messages for it")
+	})
 }
 
 // A thread's recent messages are read by a prepared statement that Postgres
@@ -182,65 +179,62 @@ func (c *capturedQueries) last(t *testing.T) string {
 // keeps as a filter, reads every newer message first).
 func TestThreadMessagesPageIsAnIndexRange(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db := openWithAccount(t, dialect)
-			r := db.MessagingStore()
-			now := time.Now().UTC().Truncate(time.Microsecond)
-			thread := messaging.Thread{ID: "thr_deep", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual,
-				AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
-			require.NoError(t, r.InsertThread(ctx, thread, nil))
-			const total, batch = 2000, 500
-			for start := 0; start < total; start += batch {
-				ms := make([]messaging.Message, batch)
-				for i := range ms {
-					n := start + i
-					ms[i] = messaging.Message{ID: fmt.Sprintf("msg_deep%05d", n), AccountID: "acc_rows", ThreadID: thread.ID, Service: account.Telegram,
-						Direction: messaging.Inbound, From: thread.Contact, To: thread.AgentNumber, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"},
-						Status: messaging.Received, CreatedAt: now.Add(time.Duration(n) * time.Second), UpdatedAt: now}
-				}
-				require.NoError(t, db.Commit(ctx, writes.Batch{Messages: ms}))
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		db := openWithAccount(t, dialect)
+		r := db.MessagingStore()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		thread := messaging.Thread{ID: "thr_deep", AccountID: "acc_rows", Service: account.Telegram, Type: messaging.Individual,
+			AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, r.InsertThread(ctx, thread, nil))
+		const total, batch = 2000, 500
+		for start := 0; start < total; start += batch {
+			ms := make([]messaging.Message, batch)
+			for i := range ms {
+				n := start + i
+				ms[i] = messaging.Message{ID: fmt.Sprintf("msg_deep%05d", n), AccountID: "acc_rows", ThreadID: thread.ID, Service: account.Telegram,
+					Direction: messaging.Inbound, From: thread.Contact, To: thread.AgentNumber, Content: messaging.Content{Kind: messaging.KindText, Text: "hi"},
+					Status: messaging.Received, CreatedAt: now.Add(time.Duration(n) * time.Second), UpdatedAt: now}
 			}
-			if dialect == store.Postgres {
-				_, err := db.Bun().ExecContext(ctx, "ANALYZE messages")
-				require.NoError(t, err)
-			}
-			queries := &capturedQueries{marker: "FROM messages WHERE thread_id"}
-			db.AddQueryHook(queries)
-
-			// A cursor 1,900 messages deep.
-			before := appmessaging.MessageCursor{CreatedAt: now.Add(100 * time.Second), ID: "msg_deep00100"}
-			page, err := r.ThreadMessages(ctx, "acc_rows", thread.ID, &before, 20)
+			require.NoError(t, db.Commit(ctx, writes.Batch{Messages: ms}))
+		}
+		if dialect == store.Postgres {
+			_, err := db.Bun().ExecContext(ctx, "ANALYZE messages")
 			require.NoError(t, err)
-			require.Len(t, page, 20)
-			require.Equal(t, "msg_deep00099", page[0].ID)
-			require.Equal(t, "msg_deep00080", page[19].ID)
-			query := queries.last(t)
+		}
+		queries := &capturedQueries{marker: "FROM messages WHERE thread_id"}
+		db.AddQueryHook(queries)
 
-			if dialect == store.Postgres {
-				var plan []string
-				require.NoError(t, db.Bun().NewRaw("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+query).Scan(ctx, &plan))
-				text := strings.Join(plan, "\n")
-				require.Contains(t, text, "Index Cond: ((thread_id = 'thr_deep'::text) AND (ROW(created_at, id) < ROW(", "the cursor bounds the index scan:\n%s", text)
-				require.NotContains(t, text, "Rows Removed by Filter", "no newer message is read and thrown away:\n%s", text)
-				return
-			}
-			// SQLite's plan rows are (id, parent, notused, detail).
+		// A cursor 1,900 messages deep.
+		before := appmessaging.MessageCursor{CreatedAt: now.Add(100 * time.Second), ID: "msg_deep00100"}
+		page, err := r.ThreadMessages(ctx, "acc_rows", thread.ID, &before, 20)
+		require.NoError(t, err)
+		require.Len(t, page, 20)
+		require.Equal(t, "msg_deep00099", page[0].ID)
+		require.Equal(t, "msg_deep00080", page[19].ID)
+		query := queries.last(t)
+
+		if dialect == store.Postgres {
 			var plan []string
-			rows, err := db.Bun().QueryContext(ctx, "EXPLAIN QUERY PLAN "+query)
-			require.NoError(t, err)
-			defer rows.Close()
-			for rows.Next() {
-				var id, parent, notUsed int
-				var detail string
-				require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
-				plan = append(plan, detail)
-			}
-			require.NoError(t, rows.Err())
-			require.Equal(t, []string{"SEARCH messages USING INDEX messages_thread_recent (thread_id=? AND (created_at,id)<(?,?))"}, plan,
-				"one range of the index, no sort")
-		})
-	}
+			require.NoError(t, db.Bun().NewRaw("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+query).Scan(ctx, &plan))
+			text := strings.Join(plan, "\n")
+			require.Contains(t, text, "Index Cond: ((thread_id = 'thr_deep'::text) AND (ROW(created_at, id) < ROW(", "the cursor bounds the index scan:\n%s", text)
+			require.NotContains(t, text, "Rows Removed by Filter", "no newer message is read and thrown away:\n%s", text)
+			return
+		}
+		// SQLite's plan rows are (id, parent, notused, detail).
+		var plan []string
+		rows, err := db.Bun().QueryContext(ctx, "EXPLAIN QUERY PLAN "+query)
+		require.NoError(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+			plan = append(plan, detail)
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, []string{"SEARCH messages USING INDEX messages_thread_recent (thread_id=? AND (created_at,id)<(?,?))"}, plan,
+			"one range of the index, no sort")
+	})
 }

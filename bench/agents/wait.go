@@ -82,17 +82,7 @@ func (w Wait) Setup(ctx context.Context, env *harness.Env) (harness.Slice, error
 		if err := ctx.Err(); err != nil {
 			return harness.Sample{}, err
 		}
-		var all harness.Sample
-		for _, s := range samples {
-			all.Ops += s.Ops
-			all.Failed += s.Failed
-			if all.FirstFailure == "" {
-				all.FirstFailure = s.FirstFailure
-			}
-			all.Elapsed = max(all.Elapsed, s.Elapsed)
-			all.Latencies = append(all.Latencies, s.Latencies...)
-		}
-		return all, nil
+		return harness.Concurrent(samples), nil
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +318,19 @@ func TestRunAgainstAnotherBuildComparesTheScenarioWithItself(t *testing.T) {
 	}
 	if got, want := strings.Join(order, " "), "new old new old old new release old release new"; got != want {
 		t.Errorf("order = %q, want %q", got, want)
+	}
+}
+
+// Loads run side by side count together, over the longest of their times,
+// and the first failure among them is named.
+func TestConcurrentSamplesAddUp(t *testing.T) {
+	got := Concurrent([]Sample{
+		{Ops: 3, Elapsed: 2 * time.Second, Latencies: []time.Duration{1, 2, 3}},
+		{Ops: 1, Failed: 2, FirstFailure: "HTTP 503", Elapsed: 3 * time.Second, Latencies: []time.Duration{4}},
+		{Failed: 1, FirstFailure: "HTTP 500", Elapsed: time.Second},
+	})
+	want := Sample{Ops: 4, Failed: 3, FirstFailure: "HTTP 503", Elapsed: 3 * time.Second, Latencies: []time.Duration{1, 2, 3, 4}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Concurrent = %+v, want %+v", got, want)
 	}
 }

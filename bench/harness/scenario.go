@@ -157,6 +157,23 @@ type Sample struct {
 	Latencies []time.Duration
 }
 
+// Concurrent is one sample of loads that ran side by side in a slice: their
+// operations, failures (the first one named) and latencies together, over
+// the longest of their times.
+func Concurrent(samples []Sample) Sample {
+	var all Sample
+	for _, s := range samples {
+		all.Ops += s.Ops
+		all.Failed += s.Failed
+		if all.FirstFailure == "" {
+			all.FirstFailure = s.FirstFailure
+		}
+		all.Elapsed = max(all.Elapsed, s.Elapsed)
+		all.Latencies = append(all.Latencies, s.Latencies...)
+	}
+	return all
+}
+
 // Rate is successful operations per second.
 func (s Sample) Rate() float64 {
 	if s.Elapsed <= 0 {

@@ -139,21 +139,16 @@ func (h History) Setup(ctx context.Context, env *harness.Env) (harness.Slice, er
 		if err := g.Wait(); err != nil {
 			return harness.Sample{}, err
 		}
-		var all harness.Sample
 		for i, s := range samples {
 			f := fetches[i]
 			f.mu.Lock()
 			f.latencies = append(f.latencies, s.Latencies...)
 			f.mu.Unlock()
-			all.Ops += s.Ops
-			all.Failed += s.Failed
-			if all.FirstFailure == "" && s.FirstFailure != "" {
-				all.FirstFailure = f.name + ": " + s.FirstFailure
+			if s.FirstFailure != "" {
+				samples[i].FirstFailure = f.name + ": " + s.FirstFailure
 			}
-			all.Elapsed = max(all.Elapsed, s.Elapsed)
-			all.Latencies = append(all.Latencies, s.Latencies...)
 		}
-		return all, nil
+		return harness.Concurrent(samples), nil
 	}, nil
 }
 

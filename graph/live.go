@@ -63,9 +63,10 @@ func (r *Resolver) follow(ctx context.Context, typ event.Type, threadID *string)
 	if err != nil {
 		return nil, err
 	}
-	if r.live == nil {
+	if r.hub == nil {
 		return nil, &failure.Error{Kind: failure.KindNotImplemented, Code: "subscriptions_unavailable", Message: "live subscriptions are not configured"}
 	}
+	thread := ""
 	if threadID != nil {
 		found, err := r.threads.Threads(ctx, p.AccountID, []string{*threadID})
 		if err != nil {
@@ -74,36 +75,9 @@ func (r *Resolver) follow(ctx context.Context, typ event.Type, threadID *string)
 		if _, ok := found[*threadID]; !ok {
 			return nil, failure.NotFound("thread")
 		}
+		thread = *threadID
 	}
-	updates, stop, err := r.live.Subscribe(ctx, p.AccountID)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan *messaging.Message, 1)
-	go func() {
-		defer close(out)
-		defer stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case u, ok := <-updates:
-				if !ok {
-					return
-				}
-				if u.Type != typ || (threadID != nil && u.Message.ThreadID != *threadID) {
-					continue
-				}
-				m := u.Message
-				select {
-				case out <- &m:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
+	return r.hub.subscribe(ctx, p.AccountID, typ, thread)
 }
 
 // PublicOptions configure the routes served without the REST
@@ -232,12 +206,13 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		})
 	}
 	srv.AddTransport(&transport.Websocket{
+		Implementation:        guardedSockets{inner: transport.CoderWebsocketImplementation{}},
 		KeepAlivePingInterval: 15 * time.Second,
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-			key, secret, keyOnly := initCredentials(payload, upgradeHeaders(ctx))
+			key, secret := initCredentials(payload, upgradeHeaders(ctx))
 			check := func(ctx context.Context) (accounts.Principal, error) {
-				return auth.Authenticate(ctx, key, secret, keyOnly)
+				return auth.Authenticate(ctx, key, secret, false)
 			}
 			var p accounts.Principal
 			var err error
@@ -266,7 +241,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 				}
 				return closing(ctx, websocketForbidden, "Forbidden"), nil, errors.New(fe.Message)
 			}
-			ctx, cancel := context.WithCancel(accounts.WithPrincipal(ctx, p))
+			ctx, cancel := context.WithCancel(withSocket(accounts.WithPrincipal(ctx, p)))
 			// Sent as the connection_error of a socket ended below (or
 			// by the server stopping).
 			ctx = transport.AppendCloseReason(ctx, "the connection's credentials are no longer valid, or the server stopped")
@@ -294,7 +269,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		// A socket that never sends connection_init failed nothing.
 		defer done(false)
 		ctx := context.WithValue(req.Context(), upgradeHeadersKey{}, req.Header)
-		srv.ServeHTTP(w, req.WithContext(context.WithValue(ctx, attemptKey{}, done)))
+		closeAccepted(w, req.WithContext(context.WithValue(ctx, attemptKey{}, done)), srv)
 	}))
 	if opts.Playground {
 		mux.Handle("/graphql/playground", playgroundPage())
@@ -346,11 +321,14 @@ func sessionToken(h http.Header) string {
 	return c.Value
 }
 
-// initCredentials reads the REST credentials from a connection_init
-// payload: the header names as keys ("X-API-Key", "X-API-Secret",
-// "Authorization: Bearer <key>", any case), possibly under "headers"; when
-// the payload has none, from the upgrade request's headers.
-func initCredentials(payload transport.InitPayload, h http.Header) (key, secret string, keyOnly bool) {
+// initCredentials reads the API key and secret from a connection_init
+// payload: the header names as keys ("X-API-Key", "X-API-Secret", any
+// case), possibly under "headers"; when the payload has no key, from the
+// upgrade request's headers. A bearer key is no credential here: the key
+// alone authenticates only the cron routes (see the REST adapter), so an
+// Authorization header is ignored and the socket is refused like one that
+// carries nothing.
+func initCredentials(payload transport.InitPayload, h http.Header) (key, secret string) {
 	fields := map[string]string{}
 	collect := func(m map[string]any) {
 		for k, v := range m {
@@ -367,15 +345,5 @@ func initCredentials(payload transport.InitPayload, h http.Header) (key, secret 
 	if key == "" && h != nil {
 		key, secret = h.Get("X-API-Key"), h.Get("X-API-Secret")
 	}
-	if key != "" {
-		return key, secret, false
-	}
-	authz := fields["authorization"]
-	if authz == "" && h != nil {
-		authz = h.Get("Authorization")
-	}
-	if len(authz) > 7 && strings.EqualFold(authz[:7], "bearer ") {
-		return strings.TrimSpace(authz[7:]), "", true
-	}
-	return "", "", false
+	return key, secret
 }

@@ -53,6 +53,8 @@ type Deps struct {
 	Sender   MessageSender
 	// Live feeds the subscriptions; without it they answer not_implemented.
 	Live LiveFeed
+	// Subscriptions bound the subscriptions open on this process.
+	Subscriptions SubscriptionLimits
 	// Cron and Webhooks serve their fields; without them those fields
 	// answer not_implemented.
 	Cron     CronUseCases
@@ -68,7 +70,7 @@ type Resolver struct {
 	accounts AccountReader
 	threads  ThreadReader
 	sender   MessageSender
-	live     LiveFeed
+	hub      *liveHub
 	cron     CronUseCases
 	webhooks WebhookUseCases
 	email    EmailReader
@@ -77,5 +79,9 @@ type Resolver struct {
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
-	return &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, live: d.Live, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue}
+	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue}
+	if d.Live != nil {
+		r.hub = newLiveHub(d.Live, d.Subscriptions)
+	}
+	return r
 }

@@ -33,6 +33,8 @@ func (s *server) mountCron(api *routes) {
 	if s.cron == nil {
 		return
 	}
+	// The cron routes alone take a bearer key as a full credential.
+	api = &routes{router: api.router, prefix: api.prefix, wrap: s.authenticateCron}
 	api.Handle(http.MethodPost, "/cron-jobs", s.idempotentAnswering(s.createCronJob))
 	api.Handle(http.MethodGet, "/cron-jobs", s.listCronJobs)
 	api.Handle(http.MethodGet, "/cron-jobs/{id}", s.getCronJob)

@@ -198,10 +198,13 @@ func (s *server) guardBody(next http.Handler) http.Handler {
 	})
 }
 
-// credentials reads the caller's credentials. On cron routes a bearer key is
-// a full credential; everywhere the key+secret headers work.
-func credentials(r *http.Request) (key, secret string, keyOnly bool) {
-	if styleOf(r) == styleCron {
+// credentials reads the caller's credentials: the key and secret headers,
+// or, where bearerKey (the cron routes only, as the interface defines
+// them), "Authorization: Bearer <key>", the key alone as a full
+// credential. Anywhere else an Authorization header is ignored, and a
+// request that carries only it is unauthenticated.
+func credentials(r *http.Request, bearerKey bool) (key, secret string, keyOnly bool) {
+	if bearerKey {
 		if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 			return strings.TrimSpace(auth[7:]), "", true
 		}
@@ -209,12 +212,21 @@ func credentials(r *http.Request) (key, secret string, keyOnly bool) {
 	return r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret"), false
 }
 
-// authenticate admits a request with valid credentials for the account in
-// its path, within the account's rate limit. Clients that keep failing to
-// authenticate are slowed down before their credentials are even checked.
-// The credentials are the API key headers or, without them, the
-// dashboard's session cookie (see principal).
+// authenticate admits a request with valid credentials (key and secret,
+// or the dashboard's session cookie) for the account in its path, within
+// the account's rate limit. Clients that keep failing to authenticate are
+// slowed down before their credentials are even checked.
 func (s *server) authenticate(next http.Handler) http.Handler {
+	return s.authenticateWith(next, false)
+}
+
+// authenticateCron is authenticate for the cron routes, where a bearer
+// key alone is also a credential.
+func (s *server) authenticateCron(next http.Handler) http.Handler {
+	return s.authenticateWith(next, true)
+}
+
+func (s *server) authenticateWith(next http.Handler, bearerKey bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
@@ -225,7 +237,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", attempt.RetryAfter))
 			return
 		}
-		principal, err := s.principal(r, done)
+		principal, err := s.principal(r, bearerKey, done)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -251,8 +263,8 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 // principal authenticates r and reports to done whether that failed: with
 // the API key headers, or, when r has none, with the session cookie of a
 // browser signed in to the dashboard (sessionPrincipal).
-func (s *server) principal(r *http.Request, done func(failed bool)) (accounts.Principal, error) {
-	key, secret, keyOnly := credentials(r)
+func (s *server) principal(r *http.Request, bearerKey bool, done func(failed bool)) (accounts.Principal, error) {
+	key, secret, keyOnly := credentials(r, bearerKey)
 	if key == "" && s.sessions != nil {
 		if c, err := r.Cookie(sessions.CookieName); err == nil {
 			// A refused session token does not count as a failed

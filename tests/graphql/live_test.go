@@ -3,6 +3,7 @@ package graphql_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/bootstrap"
+	"github.com/switchboard-dev/switchboard/graph"
 )
 
 // wsMessage is one graphql-transport-ws message.
@@ -226,6 +228,45 @@ func TestSubscriptions(t *testing.T) {
 			require.Len(t, p.Errors, 1)
 			require.Equal(t, "not_found", p.Errors[0].Extensions["code"])
 			require.Equal(t, "complete", s.next(10*time.Second).Type)
+		})
+
+		t.Run("SubscriptionsAreBounded", func(t *testing.T) {
+			// A fresh account, so that other subtests' subscriptions do
+			// not count.
+			a, cred, err := b.acc.CreateAccount(t.Context(), "Bounded")
+			require.NoError(t, err)
+			acc := credentials{accountID: a.ID, key: cred.Key, secret: cred.Secret}
+			creds := map[string]any{"X-API-Key": acc.key, "X-API-Secret": acc.secret}
+			requireRefused := func(s *socket) {
+				t.Helper()
+				m := s.next(10 * time.Second)
+				require.Equal(t, "next", m.Type, "payload: %s", m.Payload)
+				var p gqlResponse
+				require.NoError(t, json.Unmarshal(m.Payload, &p))
+				require.Len(t, p.Errors, 1)
+				require.Equal(t, "too_many_subscriptions", p.Errors[0].Extensions["code"], "message: %s", p.Errors[0].Message)
+				require.Equal(t, "complete", s.next(10*time.Second).Type)
+			}
+			for i := range graph.DefaultSubscriptionsPerAccount / graph.DefaultSubscriptionsPerSocket {
+				s := b.dial(t, nil, creds)
+				for j := range graph.DefaultSubscriptionsPerSocket {
+					s.subscribe(fmt.Sprintf("%d-%d", i, j), `subscription { messageReceived { id } }`, nil)
+				}
+				// The socket is full. A socket handles its messages in
+				// order, so the refusal also says that those before it
+				// were taken.
+				s.subscribe("over-socket", `subscription { messageReceived { id } }`, nil)
+				requireRefused(s)
+			}
+			// So is the account, on a new socket too.
+			extra := b.dial(t, nil, creds)
+			extra.subscribe("over-account", `subscription { messageReceived { id } }`, nil)
+			requireRefused(extra)
+			// The limits are of the account: another's subscriptions go on.
+			s := b.dial(t, nil, map[string]any{"X-API-Key": b.other.key, "X-API-Secret": b.other.secret})
+			s.subscribe("o", `subscription { messageReceived { id content { text } } }`, nil)
+			got := receiveUntil(t, s, "o", func(i int) { b.inbound(t, b.other, userA, agentOther, "still live") })
+			require.Equal(t, "still live", got.Content.Text)
 		})
 
 		t.Run("WrongCredentialsAreRefused", func(t *testing.T) {

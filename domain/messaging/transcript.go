@@ -2,10 +2,12 @@ package messaging
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // AgentLabel names the agent in a transcript line of a message it sent
@@ -39,15 +41,22 @@ func Transcript(msgs []Message) string {
 //
 // The time is RFC 3339 in UTC, to the second. The sender is the name and
 // address of the user who wrote, or AgentLabel and the agent number for
-// what the agent sent. Media and places are described in brackets. Line
-// breaks inside the message are written as \n, so that a line is always
-// one message.
+// what the agent sent. Media and places are described in brackets.
+//
+// A line is always one message, and its text cannot pass for another
+// line or another sender: line breaks inside the message are written as
+// \n, every other control or separator character as \u followed by its
+// four hex digits, and a backslash as two. A user's name is written as
+// is only when it is plain (letters, digits, marks, spaces and .-'_&,)
+// and is not AgentLabel; any other name is written in double quotes, Go
+// escapes and all, so that "agent (+14155550100)" cannot read as the
+// agent.
 func TranscriptLine(m Message) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	b.WriteString(m.CreatedAt.UTC().Format(time.RFC3339))
 	b.WriteString("] ")
-	b.WriteString(oneLine(senderLabel(m)))
+	b.WriteString(senderLabel(m))
 	b.WriteString(": ")
 	b.WriteString(describe(m.Content))
 	return b.String()
@@ -56,14 +65,32 @@ func TranscriptLine(m Message) string {
 // senderLabel is "Name (+address)", or the address alone when the user
 // gave no name.
 func senderLabel(m Message) string {
-	name := strings.TrimSpace(m.SenderName)
+	from := oneLine(m.From)
 	if m.Direction == OutboundAPI {
-		name = AgentLabel
+		return AgentLabel + " (" + from + ")"
 	}
-	if name == "" {
-		return m.From
+	name := strings.TrimSpace(m.SenderName)
+	switch {
+	case name == "":
+		return from
+	case plainName(name):
+		return name + " (" + from + ")"
 	}
-	return name + " (" + m.From + ")"
+	return strconv.Quote(name) + " (" + from + ")"
+}
+
+// plainName reports whether a user's name can be written without quotes:
+// nothing in it could read as transcript structure or as the agent.
+func plainName(name string) bool {
+	if strings.EqualFold(name, AgentLabel) {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) && r != ' ' && !strings.ContainsRune(".-'_&,", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // describe renders a message's content: its text, or a bracketed
@@ -95,9 +122,30 @@ func describe(c Content) string {
 // as the same number (52.37, not 52.370000).
 func coordinate(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// lineBreaks turns every line break a message may hold into the two
-// characters \n.
-var lineBreaks = strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\n`, "\v", `\n`, "\f", `\n`,
-	"\u0085", `\n`, "\u2028", `\n`, "\u2029", `\n`)
+// lineBreaks are the sequences written as \n; "\r\n" is one break.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\v", "\n", "\f", "\n",
+	"\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
-func oneLine(s string) string { return lineBreaks.Replace(s) }
+// oneLine escapes s for one transcript line: a backslash as two, each
+// line break as \n, and every other control character (C0, DEL, C1, the
+// information separators U+001C to U+001F among them) as \uXXXX.
+func oneLine(s string) string {
+	s = lineBreaks.Replace(s)
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

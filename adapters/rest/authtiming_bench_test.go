@@ -23,7 +23,8 @@ import (
 )
 
 // BenchmarkFailedAuthentication times, through the REST handler over a
-// real SQLite store behind the credential cache (as `serve` wires them),
+// real store (SQLite, then Postgres) behind the credential cache (as
+// `serve` wires them),
 // requests refused for an unknown key (a new one each time, as a caller
 // guessing keys sends) and for a known key with a wrong secret (a key in
 // use, so kept in the cache), interleaved, b.N of each. It reports the
@@ -31,9 +32,15 @@ import (
 // difference near zero means the answer's timing does not tell whether a
 // key exists.
 //
-//	go test -run '^$' -bench FailedAuthentication -benchtime 1000x ./adapters/rest/
+//	scripts/with-postgres go test -run '^$' -bench FailedAuthentication -benchtime 1000x ./adapters/rest/
 func BenchmarkFailedAuthentication(b *testing.B) {
-	db := dbtest.Open(b, store.SQLite)
+	for _, dialect := range dbtest.Dialects {
+		b.Run(string(dialect), func(b *testing.B) { benchmarkFailedAuthentication(b, dialect) })
+	}
+}
+
+func benchmarkFailedAuthentication(b *testing.B, dialect store.Dialect) {
+	db := dbtest.Open(b, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(b, err)
 	caches := cache.New(cache.Options{TTL: time.Hour})

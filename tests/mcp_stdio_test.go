@@ -3,7 +3,10 @@ package tests
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,4 +70,59 @@ func TestMCPOverStandardIO(t *testing.T) {
 	// The server stops cleanly with the session open: its event stream
 	// does not hold the shutdown.
 	p.stop(t)
+}
+
+// `switchboard mcp` refuses, before any connection, a server URL that
+// could send the credentials in the clear or to another party (http to
+// another machine, a user name or password in it), from --url and from
+// SWITCHBOARD_URL alike, and never prints a password.
+func TestMCPOverStandardIORefusesUnsafeURLs(t *testing.T) {
+	t.Parallel()
+	credentials := []string{"SWITCHBOARD_API_KEY=swk_key", "SWITCHBOARD_API_SECRET=sws_apisecret"}
+	for _, c := range []struct {
+		env  []string
+		args []string
+		says string
+	}{
+		{nil, []string{"--url", "http://switchboard.example.com"}, "use https://"},
+		{[]string{"SWITCHBOARD_URL=http://10.0.0.1:8080"}, nil, "use https://"},
+		{nil, []string{"--url", "https://user:hunter2pw@switchboard.example.com"}, "must not carry a user name or password"},
+		{[]string{"SWITCHBOARD_URL=http://user:hunter2pw@127.0.0.1:1"}, nil, "must not carry a user name or password"},
+		{nil, []string{"--url", "https://user:hunter2pw@switchboard example.com"}, "does not parse"},
+	} {
+		stdout, stderr, code := runCLI(t, append(c.env, credentials...), append([]string{"mcp"}, c.args...)...)
+		require.Equal(t, 1, code, "%v %v: %s", c.env, c.args, stderr)
+		require.Contains(t, stderr, c.says, "%v %v", c.env, c.args)
+		require.NotContains(t, stderr, "hunter2pw", "%v %v: the password is never printed", c.env, c.args)
+		require.NotContains(t, stderr, "sws_apisecret", "%v %v", c.env, c.args)
+		require.Empty(t, stdout)
+	}
+}
+
+// `switchboard mcp` follows no redirect: a server that redirects to
+// another origin gets an error naming it, the credentials never reach it,
+// and nothing printed holds the Location's password or the secret.
+func TestMCPOverStandardIOFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	t.Cleanup(elsewhere.Close)
+	there, err := url.Parse(elsewhere.URL)
+	require.NoError(t, err)
+	there.User = url.UserPassword("intruder", "locationpassword")
+	there.Path = "/mcp"
+	redirecting := httptest.NewServer(http.RedirectHandler(there.String(), http.StatusFound))
+	t.Cleanup(redirecting.Close)
+
+	stdout, stderr, code := runCLI(t, []string{"SWITCHBOARD_API_KEY=swk_key", "SWITCHBOARD_API_SECRET=sws_apisecret"},
+		"mcp", "--url", redirecting.URL)
+	require.Zero(t, reached.Load(), "the redirect was not followed: %s", stderr)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "302, a redirect to "+elsewhere.URL)
+	require.NotContains(t, stderr, "locationpassword")
+	require.NotContains(t, stderr, "sws_apisecret")
+	require.Empty(t, stdout)
 }

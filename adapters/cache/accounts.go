@@ -65,20 +65,21 @@ type accountsRepos struct {
 	inTx *accountChanges
 }
 
-// CredentialByKeyHash answers from the credential cache: a key revoked
-// through this process stops at once, one revoked elsewhere within the
-// TTL, or within WatchRevocations' interval where it runs.
-func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
+// CredentialByKeyHash answers from the credential cache only with a kept
+// credential that accept admits (the request it authenticates); it reads
+// every other lookup from the database, and keeps what it found. A refused
+// key (unknown, revoked, or presented with a wrong secret) then costs one
+// read whether it was kept or not, so that timing does not tell a key in
+// use from one that does not exist. A key revoked through this process
+// stops at once, one revoked elsewhere within the TTL, or within
+// WatchRevocations' interval where it runs.
+func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte, accept func(account.Credential) bool) (account.Credential, error) {
 	if r.inTx != nil {
-		return r.Repos.CredentialByKeyHash(ctx, keyHash)
+		return r.Repos.CredentialByKeyHash(ctx, keyHash, accept)
 	}
-	// An unknown key is kept like a found one: presented again, it costs
-	// what a known key costs.
-	return r.c.credentials.get(ctx, string(keyHash), func(ctx context.Context) (account.Credential, error) {
-		return r.Repos.CredentialByKeyHash(ctx, keyHash)
-	}, func(a answer[account.Credential]) bool {
-		return a.err == nil || failure.Is(a.err, failure.KindNotFound)
-	})
+	return r.c.credentials.getIf(ctx, string(keyHash), accept, func(ctx context.Context) (account.Credential, error) {
+		return r.Repos.CredentialByKeyHash(ctx, keyHash, accept)
+	}, found)
 }
 
 // Credential answers from the cache of credentials by id (what a

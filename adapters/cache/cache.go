@@ -3,9 +3,11 @@
 // its port as if nothing were kept, and each decorator states the rule it
 // shortcuts and how long a change made elsewhere may go unseen.
 //
-//   - Credentials (accounts.Store): found and unknown keys for the TTL; a
-//     revocation seen through the port (this process's, or one found by
-//     WatchRevocations) forgets the key at once.
+//   - Credentials (accounts.Store): found keys for the TTL, answering only
+//     the requests they authenticate (a refused one reads the database, so
+//     an unknown key and a wrong secret cost the same); a revocation seen
+//     through the port (this process's, or one found by WatchRevocations)
+//     forgets the key at once.
 //   - Credentials by id (accounts.Store), what dashboard sessions check
 //     their credential with: found ones for the TTL, forgotten with the
 //     key's entry on a revocation.
@@ -79,8 +81,8 @@ func New(o Options) *Caches {
 // it, which may leave before the others waiting for it.
 const loadTimeout = 10 * time.Second
 
-// answer is a read's answer as kept: its value, or its error (an unknown
-// key's NotFound may be kept too).
+// answer is a read's answer as kept: its value, or its error (where a
+// table's keep allows one).
 type answer[V any] struct {
 	value V
 	err   error
@@ -115,6 +117,25 @@ func (t *table[V]) get(ctx context.Context, key string, read func(ctx context.Co
 	if a, ok := t.entries.Get(key); ok {
 		return a.value, a.err
 	}
+	return t.load(ctx, key, read, keep)
+}
+
+// getIf is get that answers from a kept value only when use(value) is
+// true, and reads in every other case (nothing kept, a kept error, a kept
+// value that use refuses).
+func (t *table[V]) getIf(ctx context.Context, key string, use func(V) bool, read func(ctx context.Context) (V, error), keep func(answer[V]) bool) (V, error) {
+	if t == nil {
+		return read(ctx)
+	}
+	if a, ok := t.entries.Get(key); ok && a.err == nil && use(a.value) {
+		return a.value, nil
+	}
+	return t.load(ctx, key, read, keep)
+}
+
+// load reads key, shared with the concurrent loads of key, and keeps the
+// answer when keep says so and nothing forgot the key meanwhile.
+func (t *table[V]) load(ctx context.Context, key string, read func(ctx context.Context) (V, error), keep func(answer[V]) bool) (V, error) {
 	generation := t.generation.Load()
 	shared := t.loads.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)

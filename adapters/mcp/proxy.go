@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,8 +20,9 @@ import (
 
 // ProxyOptions say which Switchboard server a Proxy serves, and as whom.
 type ProxyOptions struct {
-	// URL is the server's base URL (http://127.0.0.1:8080); the proxy
-	// talks to its /mcp.
+	// URL is the server's base URL (https://switchboard.example.com, or
+	// http://127.0.0.1:8080 on this machine); the proxy talks to its /mcp.
+	// CheckServerURL says which URLs are accepted.
 	URL string
 	// APIKey and APISecret are the account's credentials, sent with every
 	// request as X-API-Key and X-API-Secret.
@@ -45,7 +48,15 @@ const proxyKeepAlive = 5 * time.Minute
 // server session that ends (the server restarted) is opened again, with
 // its subscriptions. Proxy returns when the client goes (its input ends)
 // or ctx ends; an error when the server cannot be reached at the start.
+//
+// The credentials go only to o.URL: Proxy refuses, before any connection,
+// a URL that CheckServerURL refuses, and follows no redirect (a redirect
+// is an error that names the origin it pointed to).
 func Proxy(ctx context.Context, t sdk.Transport, o ProxyOptions) error {
+	base, err := CheckServerURL(o.URL)
+	if err != nil {
+		return err
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -57,7 +68,7 @@ func Proxy(ctx context.Context, t sdk.Transport, o ProxyOptions) error {
 	// notifications; they can only follow a subscription it made.
 	var local atomic.Pointer[sdk.Server]
 	r := &remote{
-		endpoint:   strings.TrimRight(o.URL, "/") + "/mcp",
+		endpoint:   base.JoinPath("mcp").Redacted(),
 		httpClient: &http.Client{Transport: credentialHeaders{key: o.APIKey, secret: o.APISecret, next: next}},
 		subscribed: map[string]bool{},
 		client: sdk.NewClient(&sdk.Implementation{Name: "switchboard-mcp-proxy", Version: o.Version}, &sdk.ClientOptions{
@@ -99,7 +110,53 @@ func Proxy(ctx context.Context, t sdk.Transport, o ProxyOptions) error {
 	return server.Run(ctx, t)
 }
 
-// credentialHeaders adds the account's credentials to every request.
+// CheckServerURL parses raw as the base URL of the Switchboard server a
+// Proxy sends the credentials to, and refuses, with an error that never
+// repeats a password, a URL that could let them leak: one that does not
+// parse, one with a user name or password (user:password@), and one
+// whose scheme is not https, except http to a loopback host (127.0.0.0/8,
+// ::1, localhost).
+func CheckServerURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse's error repeats raw, password included.
+		return nil, errors.New("the server URL does not parse as a URL: give it as https://host[:port][/path]")
+	}
+	if u.User != nil {
+		return nil, errors.New("the server URL must not carry a user name or password (user:password@): the proxy authenticates with " +
+			"SWITCHBOARD_API_KEY and SWITCHBOARD_API_SECRET")
+	}
+	if u.Host == "" || u.Opaque != "" {
+		return nil, fmt.Errorf("the server URL %s has no host: give it as https://host[:port][/path]", u.Redacted())
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && loopback(u.Hostname()):
+	case u.Scheme == "http":
+		return nil, fmt.Errorf("the server URL %s is refused: the credentials would cross the network in the clear; use https://, "+
+			"or http:// only to this machine (127.0.0.1, ::1, localhost)", u.Redacted())
+	default:
+		return nil, fmt.Errorf("the server URL %s is refused: its scheme must be https (or http to 127.0.0.1, ::1, localhost)", u.Redacted())
+	}
+	return u, nil
+}
+
+// loopback reports whether host names this machine: localhost or an
+// address in 127.0.0.0/8 or ::1.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.IsLoopback()
+}
+
+// credentialHeaders adds the account's credentials to every request, and
+// turns a redirect into an error before the HTTP client could follow it,
+// so that the credentials never reach another origin. The error names the
+// origin the server pointed to, and nothing else of its Location (which
+// may carry a password); the HTTP client wraps it with the request's URL,
+// which CheckServerURL made sure carries none.
 type credentialHeaders struct {
 	key, secret string
 	next        http.RoundTripper
@@ -109,7 +166,17 @@ func (c credentialHeaders) RoundTrip(req *http.Request) (*http.Response, error) 
 	req = req.Clone(req.Context())
 	req.Header.Set("X-API-Key", c.key)
 	req.Header.Set("X-API-Secret", c.secret)
-	return c.next.RoundTrip(req)
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 || resp.StatusCode == http.StatusNotModified {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	to := "an unreadable Location"
+	if loc, err := req.URL.Parse(resp.Header.Get("Location")); err == nil && loc.Host != "" {
+		to = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
+	}
+	return nil, fmt.Errorf("the server answered %d, a redirect to %s, which the proxy does not follow: it sends the credentials "+
+		"only to its server URL (--url, SWITCHBOARD_URL); set that to the address the server redirects to if you trust it", resp.StatusCode, to)
 }
 
 // remote is the proxy's session with the server, opened again when the

@@ -3,8 +3,12 @@ package mcp_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,4 +132,96 @@ func TestProxyReconnects(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the subscription was not taken again")
 	}
+}
+
+// The server URL is https, or http only to this machine, and carries no
+// user name or password; no refusal repeats a password.
+func TestCheckServerURL(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"https://switchboard.example.com",
+		"https://switchboard.example.com:8443/base/",
+		"HTTPS://switchboard.example.com",
+		"http://127.0.0.1:8080",
+		"http://127.1.2.3",
+		"http://[::1]:8080",
+		"http://localhost:8080",
+		"http://LocalHost",
+	} {
+		u, err := mcp.CheckServerURL(raw)
+		require.NoError(t, err, raw)
+		require.NotNil(t, u, raw)
+	}
+	for raw, says := range map[string]string{
+		"http://switchboard.example.com":       "use https://",
+		"http://10.0.0.1:8080":                 "use https://",
+		"http://[::2]:8080":                    "use https://",
+		"http://127.0.0.1.example.com":         "use https://",
+		"http://localhost.example.com":         "use https://",
+		"http://0.0.0.0:8080":                  "use https://",
+		"ftp://127.0.0.1":                      "scheme must be https",
+		"ws://127.0.0.1":                       "scheme must be https",
+		"127.0.0.1:8080":                       "does not parse",
+		"switchboard.example.com":              "has no host",
+		"https://":                             "has no host",
+		"https://user:hunter2@example.com":     "must not carry a user name or password",
+		"http://user:hunter2@127.0.0.1:8080":   "must not carry a user name or password",
+		"https://hunter2@example.com":          "must not carry a user name or password",
+		"https://user:hunter2@example.com:x":   "does not parse",
+		"https://user:hunter2@[::1":            "does not parse",
+		"https://user:hunter2@exa mple.com":    "does not parse",
+		"https://user:hunter2%zz@example.com/": "does not parse",
+	} {
+		_, err := mcp.CheckServerURL(raw)
+		require.ErrorContains(t, err, says, raw)
+		require.NotContains(t, err.Error(), "hunter2", "%s: the password is never repeated", raw)
+	}
+}
+
+// The proxy follows no redirect: a server that redirects to another
+// origin (another port of 127.0.0.1) never gets the credentials there,
+// and the error names that origin and no password of its Location.
+func TestProxyFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	var reached, leaked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.Header.Get("X-API-Key") != "" || r.Header.Get("X-API-Secret") != "" || r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	t.Cleanup(elsewhere.Close)
+	there, err := url.Parse(elsewhere.URL)
+	require.NoError(t, err)
+	there.User = url.UserPassword("intruder", "locationpassword")
+	there.Path = "/mcp"
+	redirecting := httptest.NewServer(http.RedirectHandler(there.String(), http.StatusTemporaryRedirect))
+	t.Cleanup(redirecting.Close)
+
+	_, proxySide := sdk.NewInMemoryTransports()
+	err = mcp.Proxy(t.Context(), proxySide, mcp.ProxyOptions{URL: redirecting.URL, APIKey: "swk_key", APISecret: "sws_secret", Version: "test",
+		Logger: slog.New(slog.DiscardHandler)})
+	require.Zero(t, leaked.Load(), "the credentials never reached the other origin")
+	require.Zero(t, reached.Load(), "the redirect was not followed")
+	require.ErrorContains(t, err, "307, a redirect to "+elsewhere.URL)
+	for _, secret := range []string{"sws_secret", "locationpassword"} {
+		require.NotContains(t, err.Error(), secret)
+	}
+	require.False(t, strings.Contains(err.Error(), "intruder"), "nothing of the Location but its origin")
+}
+
+// A refused URL is refused before any connection.
+func TestProxyRefusesAURLBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) }))
+	t.Cleanup(srv.Close)
+	withPassword := strings.Replace(srv.URL, "http://", "http://user:hunter2@", 1)
+	_, proxySide := sdk.NewInMemoryTransports()
+	err := mcp.Proxy(t.Context(), proxySide, mcp.ProxyOptions{URL: withPassword, APIKey: "swk_key", APISecret: "sws_secret",
+		Logger: slog.New(slog.DiscardHandler)})
+	require.ErrorContains(t, err, "must not carry a user name or password")
+	require.NotContains(t, err.Error(), "hunter2")
+	require.Zero(t, reached.Load())
 }

@@ -136,8 +136,9 @@ func (t *tables) credentialByHash(hash []byte) *account.Credential {
 	return nil
 }
 
-// CredentialByKeyHash finds the credential whose key hashes to keyHash.
-func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
+// CredentialByKeyHash finds the credential whose key hashes to keyHash;
+// it keeps nothing, so it has no use for accept.
+func (r *Repos) CredentialByKeyHash(ctx context.Context, keyHash []byte, _ func(account.Credential) bool) (account.Credential, error) {
 	var out account.Credential
 	err := r.read(ctx, func(t *tables) error {
 		c := t.credentialByHash(keyHash)

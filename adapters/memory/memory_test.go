@@ -210,10 +210,10 @@ func TestReadsReturnCopies(t *testing.T) {
 	c := account.Credential{ID: ident.New(ident.Credential), AccountID: acc, KeyHash: []byte{1, 2}, SecretHash: []byte{3}, CreatedAt: now}
 	require.NoError(t, r.InsertCredential(ctx, c))
 	c.KeyHash[0] = 9 // the caller's slice, after the insert
-	got, err := r.CredentialByKeyHash(ctx, []byte{1, 2})
+	got, err := r.CredentialByKeyHash(ctx, []byte{1, 2}, nil)
 	require.NoError(t, err)
 	got.KeyHash[1] = 9
-	again, err := r.CredentialByKeyHash(ctx, []byte{1, 2})
+	again, err := r.CredentialByKeyHash(ctx, []byte{1, 2}, nil)
 	require.NoError(t, err)
 	require.Equal(t, []byte{1, 2}, again.KeyHash)
 

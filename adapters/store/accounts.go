@@ -126,14 +126,25 @@ func (r AccountStore) InsertCredential(ctx context.Context, c account.Credential
 	return translate(err, "credential")
 }
 
-// CredentialByKeyHash finds the credential whose key hashes to keyHash.
-func (r AccountStore) CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error) {
+// CredentialByKeyHash finds the credential whose key hashes to keyHash;
+// it keeps nothing, so it has no use for accept.
+func (r AccountStore) CredentialByKeyHash(ctx context.Context, keyHash []byte, _ func(account.Credential) bool) (account.Credential, error) {
 	var row credentialRow
-	if err := r.selectOne(ctx, &row, "SELECT "+credentialColumns+" FROM credentials WHERE key_hash = $1", keyHash); err != nil {
+	if err := r.selectOne(ctx, &row, credentialByKeyHash, keyHash); err != nil {
 		return account.Credential{}, translate(err, "credential")
+	}
+	if row.ID == "" {
+		return account.Credential{}, failure.NotFound("credential")
 	}
 	return row.domain(), nil
 }
+
+// credentialByKeyHash returns one row whether the key exists or not (its
+// columns NULL when it does not), so that an unknown key costs the same
+// read and scan as a known one: authentication's timing must not tell
+// them apart.
+const credentialByKeyHash = "SELECT c.id, c.account_id, c.label, c.key_prefix, c.key_hash, c.secret_hash, c.created_at, c.revoked_at" +
+	" FROM (SELECT 1 AS one) AS one LEFT JOIN credentials AS c ON c.key_hash = $1"
 
 // Credential reads a credential of the account by its id.
 func (r AccountStore) Credential(ctx context.Context, accountID, id string) (account.Credential, error) {

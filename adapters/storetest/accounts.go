@@ -68,7 +68,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 		err = s.Repos().UpdateAccount(ctx, newAccount("ghost"))
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
-		_, err = s.Repos().CredentialByKeyHash(ctx, []byte{1})
+		_, err = s.Repos().CredentialByKeyHash(ctx, []byte{1}, nil)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 		_, err = s.Repos().RevokeCredential(ctx, "acc_x", "key_x", at)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
@@ -102,7 +102,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		err := s.Repos().InsertCredential(ctx, dup)
 		require.True(t, failure.Is(err, failure.KindConflict), "a key hash is unique across accounts, got %v", err)
 
-		got, err := s.Repos().CredentialByKeyHash(ctx, c1.KeyHash)
+		got, err := s.Repos().CredentialByKeyHash(ctx, c1.KeyHash, nil)
 		require.NoError(t, err)
 		require.Equal(t, c1, got)
 		got, err = s.Repos().Credential(ctx, a.ID, c2.ID)
@@ -253,7 +253,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		require.ErrorIs(t, err, boom)
 		_, err = s.Repos().Account(ctx, a.ID)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
-		_, err = s.Repos().CredentialByKeyHash(ctx, newCredential(a.ID, 1).KeyHash)
+		_, err = s.Repos().CredentialByKeyHash(ctx, newCredential(a.ID, 1).KeyHash, nil)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 
 		require.Panics(t, func() {

@@ -31,8 +31,12 @@ type Repos interface {
 	// hash is taken.
 	InsertCredential(ctx context.Context, c account.Credential) error
 	// CredentialByKeyHash finds a credential, revoked or not, by its
-	// key's hash. NotFound.
-	CredentialByKeyHash(ctx context.Context, keyHash []byte) (account.Credential, error)
+	// key's hash. NotFound. A cache in front of the database answers with
+	// a credential it keeps only when accept(credential) is true; it
+	// answers every other lookup by reading the database, so that a
+	// lookup accept refuses costs one read whether the key was kept or
+	// unknown. A store that keeps nothing ignores accept.
+	CredentialByKeyHash(ctx context.Context, keyHash []byte, accept func(account.Credential) bool) (account.Credential, error)
 	// Credential reads a credential of the account, revoked or not, by
 	// its id. NotFound, for another account's credential too.
 	Credential(ctx context.Context, accountID, id string) (account.Credential, error)

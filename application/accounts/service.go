@@ -214,31 +214,40 @@ type Principal struct {
 // the cron routes, where "Authorization: Bearer <key>" is a full credential.
 // Every failure is the same Unauthenticated error, whichever half was wrong.
 //
-// An unknown key, a revoked key and a wrong secret take the same path: one
-// lookup by the key's hash, then the keyed hash of the presented secret
-// compared in constant time, with a dummy hash when there is no stored
-// one. (The cache in front of the lookup, adapters/cache, keeps unknown
-// keys as it keeps known ones, so timing can tell at most whether anyone
-// presented the same key on this replica lately, never whether a key
-// exists; keys carry 160 random bits.)
+// An unknown key, a revoked key and a wrong secret take the same path: the
+// keyed hashes of the key and of the presented secret, one lookup by the
+// key's hash that reads the database, and a constant-time comparison with
+// the stored secret hash, or with a dummy hash when there is none. The
+// cache in front of the lookup (adapters/cache) answers from a kept
+// credential only when the secret matches it (the accept of
+// CredentialByKeyHash): a refusal reads the database whether the key was
+// kept or never seen, so its timing does not tell whether a key exists.
 func (s *Service) Authenticate(ctx context.Context, key, secret string, keyOnly bool) (Principal, error) {
 	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 || (!keyOnly && len(secret) > 200) {
 		return Principal{}, failure.Unauthenticated()
 	}
-	c, err := s.store.Repos().CredentialByKeyHash(ctx, s.keys.Hash(purposeKey, key))
+	keyHash := s.keys.Hash(purposeKey, key)
+	var secretHash []byte
+	if !keyOnly {
+		secretHash = s.keys.Hash(purposeSecret, secret)
+	}
+	admits := func(c account.Credential) bool {
+		known := c.ID != "" && !c.Revoked()
+		stored := c.SecretHash
+		if !known {
+			stored = s.unknownSecretHash
+		}
+		match := keyOnly || s.equal(stored, secretHash)
+		return known && match
+	}
+	c, err := s.store.Repos().CredentialByKeyHash(ctx, keyHash, admits)
 	if failure.Is(err, failure.KindNotFound) {
 		c, err = account.Credential{}, nil
 	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("look up credential: %w", err)
 	}
-	known := c.ID != "" && !c.Revoked()
-	stored := c.SecretHash
-	if !known {
-		stored = s.unknownSecretHash
-	}
-	match := keyOnly || s.equal(stored, s.keys.Hash(purposeSecret, secret))
-	if !known || !match {
+	if !admits(c) {
 		return Principal{}, failure.Unauthenticated()
 	}
 	return Principal{AccountID: c.AccountID, CredentialID: c.ID}, nil

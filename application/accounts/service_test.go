@@ -95,8 +95,8 @@ func TestCredentialsAuthenticate(t *testing.T) {
 }
 
 // An unknown key does the work of a wrong secret: one constant-time
-// comparison of the presented secret's keyed hash (adapters/cache keeps
-// unknown keys as it keeps known ones).
+// comparison of the presented secret's keyed hash (adapters/cache makes
+// both read the database; TestRefusedKeysCostOneReadKeptOrNot there).
 func TestUnknownKeysDoTheWorkOfWrongSecrets(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -26,7 +26,10 @@ func newMCPCommand(s *settings) *cobra.Command {
 		Long: `Serve the Model Context Protocol over standard input and output, for desktop
 clients that start a local program, by calling the /mcp endpoint of the
 Switchboard server at --url (SWITCHBOARD_URL) with the credentials in
-` + apiKeyVariable + ` and ` + apiSecretVariable + ` (environment only: never as flags).`,
+` + apiKeyVariable + ` and ` + apiSecretVariable + ` (environment only: never as flags).
+The URL must be https://, or http:// to this machine only (127.0.0.0/8, ::1,
+localhost), with no user:password@; redirects are not followed, so the
+credentials go to that server only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, name := range []string{"api-key", "api-secret"} {
@@ -47,7 +50,7 @@ Switchboard server at --url (SWITCHBOARD_URL) with the credentials in
 			})
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8080", "base URL of the Switchboard server")
+	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8080", "base URL of the Switchboard server: https://, or http:// to this machine only")
 	// Declared only to be refused with a pointer to the environment.
 	for _, name := range []string{"api-key", "api-secret"} {
 		cmd.Flags().String(name, "", "refused: use "+apiKeyVariable+" and "+apiSecretVariable)

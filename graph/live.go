@@ -93,6 +93,10 @@ type PublicOptions struct {
 	// again, so that a revoked key ends its subscriptions and operations;
 	// DefaultCredentialRecheck when 0.
 	CredentialRecheck time.Duration
+	// MaxSocketsPerAccount bounds the sockets one account holds open on
+	// this process; DefaultSocketsPerAccount when 0. One more is closed
+	// with 4429.
+	MaxSocketsPerAccount int
 	// Limits are the HTTP interface's budgets, applied to sockets too;
 	// nil fields limit nothing.
 	Limits SocketLimits
@@ -205,6 +209,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 			}
 		})
 	}
+	sockets := newSocketCounts(opts.MaxSocketsPerAccount)
 	srv.AddTransport(&transport.Websocket{
 		Implementation:        guardedSockets{inner: transport.CoderWebsocketImplementation{}},
 		KeepAlivePingInterval: 15 * time.Second,
@@ -240,6 +245,10 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 					return closing(ctx, websocketTryAgainLater, "try again later"), nil, errors.New(fe.Message)
 				}
 				return closing(ctx, websocketForbidden, "Forbidden"), nil, errors.New(fe.Message)
+			}
+			if !sockets.open(ctx, p.AccountID) {
+				return closing(ctx, websocketTooManySockets, "too many sockets"), nil,
+					errors.New("this account has " + strconv.Itoa(sockets.max) + " WebSockets open on this server; close one first")
 			}
 			ctx, cancel := context.WithCancel(withSocket(accounts.WithPrincipal(ctx, p)))
 			// Sent as the connection_error of a socket ended below (or
@@ -278,11 +287,14 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 	return mux
 }
 
-// WebSocket close codes: graphql-transport-ws's Forbidden, and RFC 6455's
-// Try Again Later.
+// WebSocket close codes: graphql-transport-ws's Forbidden and Too Many
+// Initialisation Requests, and RFC 6455's Try Again Later.
 const (
 	websocketForbidden     = 4403
 	websocketTryAgainLater = 1013
+	// websocketTooManySockets is graphql-transport-ws's code for too many
+	// initialisations, which its clients do not retry at once.
+	websocketTooManySockets = 4429
 )
 
 // closing marks ctx so that gqlgen closes the socket with code and reason.

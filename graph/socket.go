@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -140,4 +141,41 @@ func (c *guardedSocket) NextReader() (int, io.Reader, error) {
 func objectOrNull(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) == 0 || raw[0] == '{' || string(raw) == "null"
+}
+
+// DefaultSocketsPerAccount bounds the WebSockets of one account on one
+// process: a console tab holds one, an agent process one.
+const DefaultSocketsPerAccount = 100
+
+// socketCounts counts each account's open sockets on this process.
+type socketCounts struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func newSocketCounts(max int) *socketCounts {
+	if max <= 0 {
+		max = DefaultSocketsPerAccount
+	}
+	return &socketCounts{max: max, n: map[string]int{}}
+}
+
+// open counts a socket of accountID until ctx ends (the socket's request
+// is over); false, counting nothing, when the account is at its limit.
+func (c *socketCounts) open(ctx context.Context, accountID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[accountID] >= c.max {
+		return false
+	}
+	c.n[accountID]++
+	context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.n[accountID]--; c.n[accountID] <= 0 {
+			delete(c.n, accountID)
+		}
+	})
+	return true
 }

@@ -269,6 +269,32 @@ func TestSubscriptions(t *testing.T) {
 			require.Equal(t, "still live", got.Content.Text)
 		})
 
+		t.Run("SocketsAreBounded", func(t *testing.T) {
+			_, cred, err := b.acc.CreateAccount(t.Context(), "Sockets")
+			require.NoError(t, err)
+			creds := map[string]any{"X-API-Key": cred.Key, "X-API-Secret": cred.Secret}
+			var open []*socket
+			for range graph.DefaultSocketsPerAccount {
+				open = append(open, b.dial(t, nil, creds))
+			}
+			s, answer, err := b.dialRaw(t, nil, creds)
+			if err == nil {
+				require.NotEqual(t, "connection_ack", answer.Type)
+				_, _, err = s.conn.Read(t.Context())
+			}
+			require.Equal(t, websocket.StatusCode(4429), websocket.CloseStatus(err), "one socket too many: %v", err)
+			// Closing one frees its place.
+			require.NoError(t, open[0].conn.Close(websocket.StatusNormalClosure, ""))
+			require.Eventually(t, func() bool {
+				s, answer, err := b.dialRaw(t, nil, creds)
+				if err == nil && answer.Type == "connection_ack" {
+					open = append(open, s)
+					return true
+				}
+				return false
+			}, 10*time.Second, 50*time.Millisecond)
+		})
+
 		t.Run("WrongCredentialsAreRefused", func(t *testing.T) {
 			for _, creds := range []map[string]any{
 				{"X-API-Key": b.acme.key, "X-API-Secret": "wrong"},

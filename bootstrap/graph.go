@@ -27,7 +27,7 @@ var graphModule = fx.Module("graphql-deps",
 		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
 		newLive,
 		func(in graphInputs) graph.Deps {
-			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live}
+			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts}
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -64,6 +64,7 @@ type graphInputs struct {
 	Webhooks *webhooks.Service `optional:"true"`
 	Email    *appemail.Service `optional:"true"`
 	DB       *store.DB
+	Limiters rest.Limiters
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

@@ -29,8 +29,8 @@ const (
 	// answers much of the schema (GraphiQL asks for one).
 	MaxIntrospectionRoots = 2
 	// MaxMutations bounds a mutation's top-level fields, each of which
-	// does work a REST request would do alone: a request is charged one
-	// rate-limit token, so it may hold a few, not hundreds.
+	// does work a REST request would do alone, and each of which after
+	// the first spends a rate-limit token of its own (Deps.Requests).
 	MaxMutations = 5
 	// MaxResponseBytes bounds the data an answer carries.
 	MaxResponseBytes = 4 << 20

@@ -8,10 +8,12 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 	"github.com/switchboard-dev/switchboard/graph/generated"
 	"github.com/switchboard-dev/switchboard/graph/model"
@@ -51,6 +53,9 @@ func newServer(r *Resolver) *handler.Server {
 	srv.Use(operationBounds{})
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
+	if r.requests != nil {
+		chargeMutationFields(srv, r.requests)
+	}
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		if p, ok := accounts.PrincipalFrom(ctx); ok {
 			ctx = withLoaders(ctx, newLoaders(p.AccountID, r.threads, r.cron))
@@ -83,4 +88,39 @@ func complexity() generated.ComplexityRoot {
 		return 1 + child*clampedFirst(first)
 	}
 	return c
+}
+
+// mutationFields counts the top-level fields of one mutation as they run
+// (serially, as the spec runs a mutation's fields).
+type mutationFields struct{ ran int }
+
+type mutationFieldsKey struct{}
+
+// chargeMutationFields makes every top-level field of a mutation after
+// the first spend one request token of the account; a field past the
+// budget answers rate_limited and does nothing. One request then buys the
+// work of one REST request per token, however many fields it holds.
+func chargeMutationFields(srv *handler.Server, budget RequestBudget) {
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Mutation {
+			ctx = context.WithValue(ctx, mutationFieldsKey{}, &mutationFields{})
+		}
+		return next(ctx)
+	})
+	srv.AroundRootFields(func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+		fields, ok := ctx.Value(mutationFieldsKey{}).(*mutationFields)
+		if !ok {
+			return next(ctx)
+		}
+		if fields.ran++; fields.ran == 1 {
+			return next(ctx)
+		}
+		if p, err := principal(ctx); err == nil {
+			if q := budget.Take(ctx, p.AccountID); !q.Admitted() {
+				graphql.AddError(ctx, failure.RateLimited("rate limit exceeded for this account", q.RetryAfter))
+				return graphql.Null
+			}
+		}
+		return next(ctx)
+	})
 }

@@ -116,9 +116,13 @@ type SocketLimits struct {
 	AuthFailures interface {
 		Attempt(ctx context.Context, addr string) (ratelimit.Quota, func(failed bool))
 	}
-	Operations interface {
-		Take(ctx context.Context, key string) ratelimit.Quota
-	}
+	Operations RequestBudget
+}
+
+// RequestBudget spends an account's request tokens; the REST adapter's
+// account limiter implements it.
+type RequestBudget interface {
+	Take(ctx context.Context, key string) ratelimit.Quota
 }
 
 // attempt starts an authentication attempt of the socket's client, or

@@ -55,6 +55,11 @@ type Deps struct {
 	Live LiveFeed
 	// Subscriptions bound the subscriptions open on this process.
 	Subscriptions SubscriptionLimits
+	// Requests, when set, is the account's request budget (REST's): every
+	// top-level field of a mutation after the first spends one more of
+	// its tokens, since each does what one REST request does; the first
+	// rides on the token its request or socket operation spent.
+	Requests RequestBudget
 	// Cron and Webhooks serve their fields; without them those fields
 	// answer not_implemented.
 	Cron     CronUseCases
@@ -71,6 +76,7 @@ type Resolver struct {
 	threads  ThreadReader
 	sender   MessageSender
 	hub      *liveHub
+	requests RequestBudget
 	cron     CronUseCases
 	webhooks WebhookUseCases
 	email    EmailReader
@@ -79,7 +85,8 @@ type Resolver struct {
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
-	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue}
+	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
+		requests: d.Requests}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

@@ -60,6 +60,48 @@ func TestSocketsSpendTheBudgetsOfRequests(t *testing.T) {
 			require.Equal(t, http.StatusTooManyRequests, status)
 		})
 
+		t.Run("MutationFields", func(t *testing.T) {
+			// Each top-level field of a mutation does what a REST request
+			// does, so each after the first spends a token of its own:
+			// five aliased sends in one request used to cost one.
+			t.Parallel()
+			b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) {
+				c.Limits.RatePerSecond, c.Limits.RateBurst = 0.05, 6
+			}})
+			b.inbound(t, b.acme, userA, agentA, "write to me")
+			var fields []string
+			for i := range 5 {
+				fields = append(fields, "s"+strconv.Itoa(i)+`: sendMessage(input: {service: WHATSAPP, from: "`+agentA+`", to: "`+userA+`", text: "ping"}) { id }`)
+			}
+			mutation := "mutation { " + strings.Join(fields, " ") + " }"
+			sent, limited := 0, 0
+			for range 3 {
+				status, resp := b.queryStatus(t, b.acme.headers(), mutation, nil)
+				if status == http.StatusTooManyRequests {
+					limited++
+					continue
+				}
+				require.Equal(t, http.StatusOK, status)
+				var data map[string]*struct{ ID string }
+				if len(resp.Data) > 0 && string(resp.Data) != "null" {
+					require.NoError(t, json.Unmarshal(resp.Data, &data))
+				}
+				for _, m := range data {
+					if m != nil && m.ID != "" {
+						sent++
+					}
+				}
+				for _, e := range resp.Errors {
+					require.Equal(t, "rate_limited", e.Extensions["code"], "message: %s", e.Message)
+					limited++
+				}
+			}
+			// The sandbox inbound spent one of the six tokens.
+			require.LessOrEqual(t, sent, 6, "five tokens, and what refills meanwhile, buy as many sends")
+			require.GreaterOrEqual(t, sent, 5)
+			require.Positive(t, limited)
+		})
+
 		t.Run("Operations", func(t *testing.T) {
 			t.Parallel()
 			b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) {

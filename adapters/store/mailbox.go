@@ -131,7 +131,7 @@ func (r MailboxStore) Keep(ctx context.Context, e appemail.KeptEmail, limits app
 		}
 		// The account's own oldest emails go first.
 		if over := (mailboxUsage{Emails: own.Emails - int64(limits.AccountEmails), Bytes: own.Bytes - limits.AccountBytes}); over.Emails > 0 || over.Bytes > 0 {
-			removed, err := c.evictOldest(ctx, row.AccountID, over)
+			removed, err := MailboxStore{c}.evictOldest(ctx, row.AccountID, over)
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ func (r MailboxStore) Keep(ctx context.Context, e appemail.KeptEmail, limits app
 			if len(victim) == 0 {
 				return fmt.Errorf("the sandbox mailbox's totals (%d emails, %d bytes) hold more than its accounts", total.Emails, total.Bytes)
 			}
-			removed, err := c.evictOldest(ctx, victim[0], mailboxUsage{Emails: 1})
+			removed, err := MailboxStore{c}.evictOldest(ctx, victim[0], mailboxUsage{Emails: 1})
 			if err != nil {
 				return err
 			}
@@ -169,7 +169,7 @@ func (r MailboxStore) Keep(ctx context.Context, e appemail.KeptEmail, limits app
 // evictOldest removes the account's oldest emails, as few as make up at
 // least need (emails and bytes), and takes them off the account's usage
 // and the totals; it returns what it removed.
-func (c *Conn) evictOldest(ctx context.Context, accountID string, need mailboxUsage) (mailboxUsage, error) {
+func (c MailboxStore) evictOldest(ctx context.Context, accountID string, need mailboxUsage) (mailboxUsage, error) {
 	var (
 		removed mailboxUsage
 		cutoff  int64

@@ -20,6 +20,10 @@ var _ appemail.Mailbox = MailboxStore{}
 // MailboxStore is db's MailboxStore.
 func (db *DB) MailboxStore() MailboxStore { return MailboxStore{db.base} }
 
+// maxEvictionRounds bounds the steps one keep takes to bring the mailbox
+// back within its total bounds (Keep).
+const maxEvictionRounds = 256
+
 // evictBatch is how many of an account's oldest emails one read looks at
 // when removing enough of them.
 const evictBatch = 64
@@ -137,22 +141,41 @@ func (r MailboxStore) Keep(ctx context.Context, e appemail.KeptEmail, limits app
 			}
 			total.Emails, total.Bytes = total.Emails-removed.Emails, total.Bytes-removed.Bytes
 		}
-		// Then, while the mailbox is over a total bound, the oldest email
+		// Then, while the mailbox is over a total bound, the oldest emails
 		// of the account holding the most of what is over, the sender
-		// first among equals.
-		for total.Emails > int64(limits.TotalEmails) || total.Bytes > limits.TotalBytes {
-			measure := "emails"
-			if total.Emails <= int64(limits.TotalEmails) {
-				measure = "bytes"
+		// first among equals: as many at once as keep it at or above the
+		// next largest holding, which is what taking one at a time would
+		// take from it. A keep makes at most maxEvictionRounds of these
+		// steps, so that one keep after the bounds were lowered stays
+		// short; the keeps after it take the rest.
+		for round := 0; round < maxEvictionRounds && (total.Emails > int64(limits.TotalEmails) || total.Bytes > limits.TotalBytes); round++ {
+			measure, over := "emails", total.Emails-int64(limits.TotalEmails)
+			if over <= 0 {
+				measure, over = "bytes", total.Bytes-limits.TotalBytes
 			}
-			var victim []string
-			if err := c.write.NewRaw("SELECT account_id FROM sandbox_mailbox_usage WHERE "+measure+" = (SELECT MAX("+measure+") FROM sandbox_mailbox_usage) ORDER BY (account_id = ?) DESC, account_id LIMIT 1", row.AccountID).Scan(ctx, &victim); err != nil {
+			var largest []struct {
+				AccountID string `bun:"account_id"`
+				Held      int64  `bun:"held"`
+			}
+			if err := c.write.NewRaw("SELECT account_id, "+measure+" AS held FROM sandbox_mailbox_usage WHERE "+measure+" = (SELECT MAX("+measure+") FROM sandbox_mailbox_usage) ORDER BY (account_id = ?) DESC, account_id LIMIT 2", row.AccountID).Scan(ctx, &largest); err != nil {
 				return err
 			}
-			if len(victim) == 0 {
+			if len(largest) == 0 {
 				return fmt.Errorf("the sandbox mailbox's totals (%d emails, %d bytes) hold more than its accounts", total.Emails, total.Bytes)
 			}
-			removed, err := MailboxStore{c}.evictOldest(ctx, victim[0], mailboxUsage{Emails: 1})
+			gap := int64(1) // Two hold the most: one unit, then look again.
+			if len(largest) == 1 {
+				var next []int64
+				if err := c.write.NewRaw("SELECT COALESCE(MAX("+measure+"), 0) FROM sandbox_mailbox_usage WHERE "+measure+" < ?", largest[0].Held).Scan(ctx, &next); err != nil {
+					return err
+				}
+				gap = max(1, largest[0].Held-next[0])
+			}
+			need := mailboxUsage{Emails: min(over, gap)}
+			if measure == "bytes" {
+				need = mailboxUsage{Bytes: min(over, gap)}
+			}
+			removed, err := MailboxStore{c}.evictOldest(ctx, largest[0].AccountID, need)
 			if err != nil {
 				return err
 			}

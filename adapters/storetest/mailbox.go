@@ -148,6 +148,28 @@ func Mailbox(t *testing.T, open func(t *testing.T) appemail.Mailbox) {
 		require.Len(t, subjects(t, m, "acc_b"), 3)
 	})
 
+	t.Run("LoweredTotalTakesFromTheLargestOnly", func(t *testing.T) {
+		t.Parallel()
+		m := open(t)
+		for i := range 40 {
+			keep(t, m, loose, kept("acc_a", i))
+		}
+		for i := range 20 {
+			keep(t, m, loose, kept("acc_b", i))
+		}
+		limits := loose
+		limits.AccountEmails, limits.TotalEmails = 10, 10
+		// The total drops from 61 to 10 at once: A gives way alone down to
+		// B's 20, then A and B in turns (A first among equals by id),
+		// and the newcomer keeps its email.
+		keep(t, m, limits, kept("acc_c", 0))
+		a := subjects(t, m, "acc_a")
+		require.Len(t, a, 4)
+		require.Equal(t, "acc_a 39", a[0])
+		require.Len(t, subjects(t, m, "acc_b"), 5)
+		require.Equal(t, []string{"acc_c 0"}, subjects(t, m, "acc_c"))
+	})
+
 	t.Run("TotalBoundByBytesTakesFromTheLargest", func(t *testing.T) {
 		t.Parallel()
 		m := open(t)

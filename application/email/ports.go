@@ -129,6 +129,9 @@ type Mailbox interface {
 	// divided by the accounts holding email). An account within its fair
 	// share loses email only to its own sends. An email that alone
 	// exceeds AccountBytes or TotalBytes is not kept and removes nothing.
+	// After the total bounds were lowered, a keep may leave the mailbox
+	// above them when trimming would take more than a few hundred steps
+	// (the next keeps go on).
 	Keep(ctx context.Context, e KeptEmail, limits MailboxLimits) error
 	// Kept returns the account's emails from offset (newest first), at
 	// most limit, and how many the mailbox holds of the account.

@@ -19,6 +19,7 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 )
 
@@ -40,6 +41,11 @@ type Config struct {
 	// domain=selector:keyfile, comma-separated.
 	SMTPURL  string
 	SMTPDKIM string
+	// SandboxEmail asks for the sandbox mailbox explicitly: --production
+	// refuses to start without a relay unless it is set.
+	SandboxEmail bool
+	// Mailbox bounds the sandbox mailbox.
+	Mailbox appemail.MailboxLimits
 	// AllowPrivateURLs lists ranges that customer URLs may point into, for
 	// self-hosted setups; empty means only public addresses.
 	AllowPrivateURLs []netip.Prefix
@@ -68,7 +74,8 @@ type Config struct {
 	// CronConcurrency.
 	Fair Fairness
 	// Production turns off what only helps development: the GraphQL
-	// playground at /graphql/playground.
+	// playground at /graphql/playground, and the sandbox mailbox unless
+	// SandboxEmail asks for it.
 	Production bool
 	// Version is the release the binary reports, to MCP clients too; the
 	// command sets it.
@@ -121,6 +128,7 @@ func Defaults() Config {
 		Addr:            "127.0.0.1:8080",
 		DatabaseURL:     DefaultDatabaseURL,
 		EmailDomain:     "mail.switchboard.local",
+		Mailbox:         appemail.DefaultMailboxLimits,
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "text",
 		Limits:          rest.DefaultLimits,
@@ -253,7 +261,7 @@ func (c Config) Check() error {
 	if _, err := c.Keyring(); err != nil {
 		return err
 	}
-	if _, _, err := c.smtpConfig(); err != nil {
+	if err := c.checkEmail(); err != nil {
 		return err
 	}
 	if p := c.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {

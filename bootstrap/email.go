@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,16 +37,44 @@ func (c Config) smtpConfig() (cfg smtp.Config, ok bool, err error) {
 	return cfg, true, nil
 }
 
+// ErrSandboxInProduction refuses --production without a relay unless the
+// sandbox mailbox is asked for: emails would be kept, never sent.
+var ErrSandboxInProduction = errors.New("--production needs an SMTP relay, or emails are kept in the sandbox mailbox and never sent: " +
+	"set SWITCHBOARD_SMTP_URL (--smtp-url) to send them, or set SWITCHBOARD_SANDBOX_EMAIL=1 (--sandbox-email) to keep them in the sandbox mailbox on purpose")
+
+// checkEmail validates the email settings: the relay's, or the sandbox
+// mailbox's, which --production takes only when asked for explicitly.
+func (c Config) checkEmail() error {
+	_, relay, err := c.smtpConfig()
+	switch {
+	case err != nil:
+		return err
+	case relay && c.SandboxEmail:
+		return errors.New("SWITCHBOARD_SANDBOX_EMAIL (--sandbox-email) keeps emails instead of sending them through SWITCHBOARD_SMTP_URL (--smtp-url): set one of them, not both")
+	case relay:
+		return nil
+	case c.Production && !c.SandboxEmail:
+		return ErrSandboxInProduction
+	}
+	if err := c.Mailbox.Check(); err != nil {
+		return fmt.Errorf("sandbox mailbox: %w", err)
+	}
+	return nil
+}
+
 // newEmailSender is the SMTP relay when one is configured, else the
-// sandbox mailbox (make run, tests), which keeps what would be sent.
-func newEmailSender(lc fx.Lifecycle, c Config, log *slog.Logger) (appemail.Sender, error) {
+// sandbox sender (make run, tests), which keeps what would be sent in the
+// sandbox mailbox in the database.
+func newEmailSender(lc fx.Lifecycle, c Config, db *store.DB, log *slog.Logger) (appemail.Sender, error) {
 	cfg, ok, err := c.smtpConfig()
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		log.Info("email goes to the sandbox mailbox; set SWITCHBOARD_SMTP_URL to send through a relay")
-		return sandbox.New(log), nil
+		m := c.Mailbox
+		log.Info("email goes to the sandbox mailbox; set SWITCHBOARD_SMTP_URL to send through a relay",
+			"account_emails", m.AccountEmails, "account_bytes", m.AccountBytes, "total_emails", m.TotalEmails, "total_bytes", m.TotalBytes, "body_bytes", m.BodyBytes)
+		return sandbox.New(db.MailboxStore(), m, log), nil
 	}
 	s, err := smtp.New(cfg)
 	if err != nil {
@@ -65,8 +94,11 @@ var emailModule = fx.Module("email",
 		},
 		newEmailSender,
 		func(c Config, db *store.DB, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
-			// The sandbox mailbox is also what the console lists.
-			mailbox, _ := sender.(appemail.Mailbox)
+			// Without a relay, the console lists the sandbox mailbox.
+			var mailbox appemail.Mailbox
+			if c.SMTPURL == "" {
+				mailbox = db.MailboxStore()
+			}
 			return appemail.NewService(appemail.Deps{
 				Store: caches.Email(s), Committer: db, Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
 				ServiceDomain: c.EmailDomain, Mailbox: mailbox, Logger: log,

@@ -73,28 +73,33 @@ func (r *queryResolver) SandboxMailbox(ctx context.Context, first *int, offset *
 	return &box, nil
 }
 
+// Size is the resolver for the size field.
+func (r *sandboxAttachmentResolver) Size(ctx context.Context, obj *email1.KeptAttachment) (int, error) {
+	return int(obj.Size), nil
+}
+
 // Cc is the resolver for the cc field.
-func (r *sandboxEmailResolver) Cc(ctx context.Context, obj *email1.Outgoing) ([]string, error) {
+func (r *sandboxEmailResolver) Cc(ctx context.Context, obj *email1.KeptEmail) ([]string, error) {
 	return orEmpty(obj.Cc), nil
 }
 
 // Bcc is the resolver for the bcc field.
-func (r *sandboxEmailResolver) Bcc(ctx context.Context, obj *email1.Outgoing) ([]string, error) {
+func (r *sandboxEmailResolver) Bcc(ctx context.Context, obj *email1.KeptEmail) ([]string, error) {
 	return orEmpty(obj.Bcc), nil
 }
 
 // ReplyTo is the resolver for the replyTo field.
-func (r *sandboxEmailResolver) ReplyTo(ctx context.Context, obj *email1.Outgoing) ([]string, error) {
+func (r *sandboxEmailResolver) ReplyTo(ctx context.Context, obj *email1.KeptEmail) ([]string, error) {
 	return orEmpty(obj.ReplyTo), nil
 }
 
 // Headers is the resolver for the headers field.
-func (r *sandboxEmailResolver) Headers(ctx context.Context, obj *email1.Outgoing) ([]email.Header, error) {
+func (r *sandboxEmailResolver) Headers(ctx context.Context, obj *email1.KeptEmail) ([]email.Header, error) {
 	return orEmpty(obj.Headers), nil
 }
 
 // AttachmentName is the resolver for the attachmentName field.
-func (r *sandboxEmailResolver) AttachmentName(ctx context.Context, obj *email1.Outgoing) (*string, error) {
+func (r *sandboxEmailResolver) AttachmentName(ctx context.Context, obj *email1.KeptEmail) (*string, error) {
 	if obj.Attachment == nil {
 		return nil, nil
 	}
@@ -104,10 +109,16 @@ func (r *sandboxEmailResolver) AttachmentName(ctx context.Context, obj *email1.O
 // Email returns generated.EmailResolver implementation.
 func (r *Resolver) Email() generated.EmailResolver { return &emailResolver{r} }
 
+// SandboxAttachment returns generated.SandboxAttachmentResolver implementation.
+func (r *Resolver) SandboxAttachment() generated.SandboxAttachmentResolver {
+	return &sandboxAttachmentResolver{r}
+}
+
 // SandboxEmail returns generated.SandboxEmailResolver implementation.
 func (r *Resolver) SandboxEmail() generated.SandboxEmailResolver { return &sandboxEmailResolver{r} }
 
 type (
-	emailResolver        struct{ *Resolver }
-	sandboxEmailResolver struct{ *Resolver }
+	emailResolver             struct{ *Resolver }
+	sandboxAttachmentResolver struct{ *Resolver }
+	sandboxEmailResolver      struct{ *Resolver }
 )

@@ -39,7 +39,7 @@ const (
 // are really delivered.
 type emailBundle struct {
 	callers
-	mailbox *sandbox.Mailbox
+	mailbox store.MailboxStore
 	// files serves attachments on 127.0.0.1.
 	files *httptest.Server
 }
@@ -65,10 +65,10 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	_, err = acc.AddDomain(ctx, o.ID, otherDomain)
 	require.NoError(t, err)
 
-	mailbox := sandbox.New(nil)
+	mailbox := db.MailboxStore()
 	sender := opts.sender
 	if sender == nil {
-		sender = mailbox
+		sender = sandbox.New(mailbox, appemail.DefaultMailboxLimits, nil)
 	}
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	svc := appemail.NewService(appemail.Deps{
@@ -104,6 +104,15 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 		},
 		mailbox: mailbox, files: files,
 	}
+}
+
+// sent lists what the sandbox mailbox kept of the account's emails,
+// newest first.
+func (b *emailBundle) sent(t *testing.T) []appemail.KeptEmail {
+	t.Helper()
+	page, err := b.mailbox.Kept(context.Background(), b.account, 0, appemail.MaxPageSize)
+	require.NoError(t, err)
+	return page.Emails
 }
 
 // fileHandler serves the attachments of the tests.

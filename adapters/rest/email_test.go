@@ -1,6 +1,8 @@
 package rest_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
@@ -139,17 +141,21 @@ func TestSendEmail(t *testing.T) {
 		require.NotEmpty(t, d["date_sent"])
 		require.EqualValues(t, 1, d["attempts"])
 
-		sent := b.mailbox.Sent()
+		sent := b.sent(t)
 		require.Len(t, sent, 1)
 		m := sent[0]
 		require.Equal(t, from, m.From)
-		require.Equal(t, []string{"user@example.org", "cc1@example.org", "cc2@example.org", "hidden@example.org"}, m.Recipients())
+		require.Equal(t, "user@example.org", m.To)
+		require.Equal(t, []string{"cc1@example.org", "cc2@example.org"}, m.Cc)
+		require.Equal(t, []string{"hidden@example.org"}, m.Bcc)
 		require.Equal(t, "<p>Hello <b>there</b></p>", m.HTML)
 		require.Equal(t, "Hello there", m.Text, "the text alternative is generated")
 		require.NotNil(t, m.Attachment)
 		require.Equal(t, "report.pdf", m.Attachment.Name)
 		require.Equal(t, "application/pdf", m.Attachment.ContentType)
-		require.Equal(t, "%PDF-1.4\nreport\n", string(m.Attachment.Data))
+		require.Equal(t, int64(len("%PDF-1.4\nreport\n")), m.Attachment.Size)
+		sum := sha256.Sum256([]byte("%PDF-1.4\nreport\n"))
+		require.Equal(t, hex.EncodeToString(sum[:]), m.Attachment.SHA256, "the attachment is kept as its hash, not its bytes")
 
 		// A custom domain address sends too; plain text stays plain.
 		b.createAddress(t, "sales", acmeDomain)
@@ -176,7 +182,7 @@ func TestSendEmailIsIdempotent(t *testing.T) {
 		requireStatus(t, b.post(path, edit(body, "subject", "Twice"), "Idempotency-Key", "send-1"), http.StatusConflict, "idempotency_key_reused")
 		require.Equal(t, 1, b.emailCount(t), "one email is stored")
 		b.waitEmail(t, first.JSON(t)["email_id"].(string))
-		require.Len(t, b.mailbox.Sent(), 1, "and sent once")
+		require.Len(t, b.sent(t), 1, "and sent once")
 	})
 }
 
@@ -279,6 +285,6 @@ func TestSendEmailAttachmentFailures(t *testing.T) {
 		d = b.waitEmail(t, b.send(t, edit(valid, "attachment_uri", b.files.URL+"/gone.pdf")))
 		require.Equal(t, "failed", d["status"])
 		require.Equal(t, "attachment_unreachable", d["error_code"])
-		require.Empty(t, b.mailbox.Sent(), "nothing went out")
+		require.Empty(t, b.sent(t), "nothing went out")
 	})
 }

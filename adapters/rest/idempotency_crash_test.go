@@ -71,7 +71,7 @@ func setupCrash(t *testing.T, dialect store.Dialect) *crashBundle {
 		Content: domain.Content{Kind: domain.KindText, Text: "hello"}, Provider: "sandbox"})
 	require.NoError(t, err)
 	mail := appemail.NewService(appemail.Deps{
-		Committer: db, Store: db.EmailStore(), Sender: emailsandbox.New(nil),
+		Committer: db, Store: db.EmailStore(), Sender: emailsandbox.New(db.MailboxStore(), appemail.DefaultMailboxLimits, nil),
 		ServiceDomain: "mail.example.com", Logger: quiet,
 	})
 	_, err = mail.CreateAddress(ctx, a.ID, "agent", "mail.example.com")

@@ -109,12 +109,33 @@ type Sender interface {
 	Send(ctx context.Context, m Outgoing) (Receipt, error)
 }
 
-// Mailbox is the sandbox mailbox: the Sender used when no relay is
-// configured, which keeps what it was handed instead of sending it.
+// Mailbox is the storage of the sandbox mailbox, where the Sender used
+// when no relay is configured keeps what it was handed instead of sending
+// it. It lives in the database, so every replica reads the same mailbox.
+//
+// Errors: when the database is away, both methods return a failure of
+// kind Unavailable; other errors are infrastructure failures.
 type Mailbox interface {
-	// Kept returns the emails of the account the mailbox holds, newest
-	// first.
-	Kept(ctx context.Context, accountID string) ([]Outgoing, error)
+	// Keep stores e and then removes emails until limits hold again, all
+	// in one transaction that concurrent Keeps wait for. First the
+	// account's own oldest emails go, until the account is within
+	// AccountEmails and AccountBytes. Then, while the mailbox is over
+	// TotalEmails (or TotalBytes), the oldest email of the account
+	// holding the most emails (or bytes) goes, the sending account
+	// first among equals. So another account's sending removes an
+	// account's email only while that account holds at least as much as
+	// every other account, the sender included: at least the average,
+	// which is above its fair share of the total bound (the total
+	// divided by the accounts holding email). An account within its fair
+	// share loses email only to its own sends. An email that alone
+	// exceeds AccountBytes or TotalBytes is not kept and removes nothing.
+	// After the total bounds were lowered, a keep may leave the mailbox
+	// above them when trimming would take more than a few hundred steps
+	// (the next keeps go on).
+	Keep(ctx context.Context, e KeptEmail, limits MailboxLimits) error
+	// Kept returns the account's emails from offset (newest first), at
+	// most limit, and how many the mailbox holds of the account.
+	Kept(ctx context.Context, accountID string, offset, limit int) (MailboxPage, error)
 }
 
 // ErrUnsendable is wrapped by a Sender's error when the email cannot be

@@ -39,28 +39,24 @@ func (s *Service) Emails(ctx context.Context, accountID string, after *EmailCurs
 type SandboxMailbox struct {
 	// Enabled is false when emails go to a relay: there is no mailbox.
 	Enabled bool
-	Emails  []Outgoing
+	Emails  []KeptEmail
 	// Total is how many of the account's emails the mailbox holds.
 	Total int
 }
 
 // Mailbox returns the account's emails the sandbox mailbox kept, newest
-// first, from offset, at most limit. The mailbox is this process's
-// memory: it holds what this process delivered since it started (up to
-// its capacity), which with `make run` is everything.
+// first, from offset, at most limit (ClampPage). The mailbox is in the
+// database: every replica shows the same one.
 func (s *Service) Mailbox(ctx context.Context, accountID string, offset, limit int) (SandboxMailbox, error) {
 	if s.mailbox == nil {
 		return SandboxMailbox{}, nil
 	}
-	kept, err := s.mailbox.Kept(ctx, accountID)
+	page, err := s.mailbox.Kept(ctx, accountID, max(offset, 0), ClampPage(limit))
 	if err != nil {
 		return SandboxMailbox{}, err
 	}
-	limit = ClampPage(limit)
-	offset = max(offset, 0)
-	out := SandboxMailbox{Enabled: true, Total: len(kept), Emails: []Outgoing{}}
-	if offset < len(kept) {
-		out.Emails = kept[offset:min(offset+limit, len(kept))]
+	if page.Emails == nil {
+		page.Emails = []KeptEmail{}
 	}
-	return out, nil
+	return SandboxMailbox{Enabled: true, Emails: page.Emails, Total: page.Total}, nil
 }

@@ -46,6 +46,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	QueueHealth() QueueHealthResolver
 	QueueKind() QueueKindResolver
+	SandboxAttachment() SandboxAttachmentResolver
 	SandboxEmail() SandboxEmailResolver
 	Subscription() SubscriptionResolver
 	Thread() ThreadResolver
@@ -292,7 +293,15 @@ type ComplexityRoot struct {
 		Scheduled     func(childComplexity int) int
 	}
 
+	SandboxAttachment struct {
+		ContentType func(childComplexity int) int
+		Name        func(childComplexity int) int
+		SHA256      func(childComplexity int) int
+		Size        func(childComplexity int) int
+	}
+
 	SandboxEmail struct {
+		Attachment     func(childComplexity int) int
 		AttachmentName func(childComplexity int) int
 		Bcc            func(childComplexity int) int
 		Cc             func(childComplexity int) int
@@ -463,13 +472,16 @@ type QueueHealthResolver interface {
 type QueueKindResolver interface {
 	OldestReadyAt(ctx context.Context, obj *jobs.Stat) (*time.Time, error)
 }
+type SandboxAttachmentResolver interface {
+	Size(ctx context.Context, obj *email1.KeptAttachment) (int, error)
+}
 type SandboxEmailResolver interface {
-	Cc(ctx context.Context, obj *email1.Outgoing) ([]string, error)
-	Bcc(ctx context.Context, obj *email1.Outgoing) ([]string, error)
-	ReplyTo(ctx context.Context, obj *email1.Outgoing) ([]string, error)
+	Cc(ctx context.Context, obj *email1.KeptEmail) ([]string, error)
+	Bcc(ctx context.Context, obj *email1.KeptEmail) ([]string, error)
+	ReplyTo(ctx context.Context, obj *email1.KeptEmail) ([]string, error)
 
-	Headers(ctx context.Context, obj *email1.Outgoing) ([]email.Header, error)
-	AttachmentName(ctx context.Context, obj *email1.Outgoing) (*string, error)
+	Headers(ctx context.Context, obj *email1.KeptEmail) ([]email.Header, error)
+	AttachmentName(ctx context.Context, obj *email1.KeptEmail) (*string, error)
 }
 type SubscriptionResolver interface {
 	MessageReceived(ctx context.Context, threadID *string) (<-chan *messaging.Message, error)
@@ -1580,6 +1592,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.QueueKind.Scheduled(childComplexity), true
 
+	case "SandboxAttachment.contentType":
+		if e.ComplexityRoot.SandboxAttachment.ContentType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxAttachment.ContentType(childComplexity), true
+	case "SandboxAttachment.name":
+		if e.ComplexityRoot.SandboxAttachment.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxAttachment.Name(childComplexity), true
+	case "SandboxAttachment.sha256":
+		if e.ComplexityRoot.SandboxAttachment.SHA256 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxAttachment.SHA256(childComplexity), true
+	case "SandboxAttachment.size":
+		if e.ComplexityRoot.SandboxAttachment.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxAttachment.Size(childComplexity), true
+
+	case "SandboxEmail.attachment":
+		if e.ComplexityRoot.SandboxEmail.Attachment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEmail.Attachment(childComplexity), true
 	case "SandboxEmail.attachmentName":
 		if e.ComplexityRoot.SandboxEmail.AttachmentName == nil {
 			break
@@ -2375,9 +2418,10 @@ extend type Query {
   """
   What the sandbox mailbox kept of the account's emails, newest first, as
   a relay would have received them. The mailbox is where emails go when no
-  SMTP relay is configured (make run, tests); it is the serving process's
-  memory, so it holds what this process delivered since it started.
-  enabled is false when emails go to a relay. first: 1 to 100, default 20.
+  SMTP relay is configured (make run, tests); it lives in the database, so
+  every replica shows the same one, and it is bounded per account and in
+  total (the oldest go first). enabled is false when emails go to a relay.
+  first: 1 to 100, default 20.
   """
   sandboxMailbox(first: Int = 20, offset: Int = 0): SandboxMailbox!
 }
@@ -2449,14 +2493,30 @@ type SandboxEmail {
   bcc: [String!]!
   replyTo: [String!]!
   subject: String!
-  "The plain-text part (generated from the HTML for an HTML email)."
+  """
+  The plain-text part (generated from the HTML for an HTML email); a part
+  longer than the mailbox keeps ends with "[… truncated by the sandbox
+  mailbox: N bytes in all]".
+  """
   text: String!
-  "The HTML part; empty for a plain-text email."
+  "The HTML part; empty for a plain-text email. Cut like text."
   html: String!
   headers: [EmailHeader!]!
   "The attached file's name; null without an attachment."
   attachmentName: String
+  "The attached file, described; null without an attachment."
+  attachment: SandboxAttachment
   date: Time!
+}
+
+"An attached file as the sandbox mailbox describes it: it never keeps the bytes."
+type SandboxAttachment {
+  name: String!
+  contentType: String!
+  "The file's length in bytes."
+  size: Int!
+  "The SHA-256 of the file's bytes, in hex."
+  sha256: String!
 }
 
 "An extra header of an email."
@@ -3281,6 +3341,20 @@ func (ec *executionContext) childFields_QueueKind(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type QueueKind", field.Name)
 }
 
+func (ec *executionContext) childFields_SandboxAttachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_SandboxAttachment_name(ctx, field)
+	case "contentType":
+		return ec.fieldContext_SandboxAttachment_contentType(ctx, field)
+	case "size":
+		return ec.fieldContext_SandboxAttachment_size(ctx, field)
+	case "sha256":
+		return ec.fieldContext_SandboxAttachment_sha256(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxAttachment", field.Name)
+}
+
 func (ec *executionContext) childFields_SandboxEmail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "messageId":
@@ -3305,6 +3379,8 @@ func (ec *executionContext) childFields_SandboxEmail(ctx context.Context, field 
 		return ec.fieldContext_SandboxEmail_headers(ctx, field)
 	case "attachmentName":
 		return ec.fieldContext_SandboxEmail_attachmentName(ctx, field)
+	case "attachment":
+		return ec.fieldContext_SandboxEmail_attachment(ctx, field)
 	case "date":
 		return ec.fieldContext_SandboxEmail_date(ctx, field)
 	}
@@ -8444,7 +8520,99 @@ func (ec *executionContext) fieldContext_QueueKind_oldestReadyAt(_ context.Conte
 	return graphql.NewScalarFieldContext("QueueKind", field, true, true, "Time")
 }
 
-func (ec *executionContext) _SandboxEmail_messageId(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxAttachment_name(ctx context.Context, field graphql.CollectedField, obj *email1.KeptAttachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxAttachment_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxAttachment_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxAttachment_contentType(ctx context.Context, field graphql.CollectedField, obj *email1.KeptAttachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxAttachment_contentType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxAttachment_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxAttachment_size(ctx context.Context, field graphql.CollectedField, obj *email1.KeptAttachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxAttachment_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxAttachment().Size(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxAttachment_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxAttachment", field, true, true, "Int")
+}
+
+func (ec *executionContext) _SandboxAttachment_sha256(ctx context.Context, field graphql.CollectedField, obj *email1.KeptAttachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxAttachment_sha256(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA256, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxAttachment_sha256(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEmail_messageId(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8467,7 +8635,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_messageId(_ context.Contex
 	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_from(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_from(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8490,7 +8658,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_from(_ context.Context, fi
 	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_to(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_to(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8513,7 +8681,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_to(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_cc(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_cc(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8536,7 +8704,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_cc(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_bcc(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_bcc(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8559,7 +8727,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_bcc(_ context.Context, fie
 	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_replyTo(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_replyTo(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8582,7 +8750,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_replyTo(_ context.Context,
 	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_subject(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_subject(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8605,7 +8773,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_subject(_ context.Context,
 	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_text(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_text(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8628,7 +8796,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_text(_ context.Context, fi
 	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_html(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_html(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8651,7 +8819,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_html(_ context.Context, fi
 	return graphql.NewScalarFieldContext("SandboxEmail", field, false, false, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_headers(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_headers(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8683,7 +8851,7 @@ func (ec *executionContext) fieldContext_SandboxEmail_headers(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _SandboxEmail_attachmentName(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_attachmentName(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8706,7 +8874,39 @@ func (ec *executionContext) fieldContext_SandboxEmail_attachmentName(_ context.C
 	return graphql.NewScalarFieldContext("SandboxEmail", field, true, true, "String")
 }
 
-func (ec *executionContext) _SandboxEmail_date(ctx context.Context, field graphql.CollectedField, obj *email1.Outgoing) (ret graphql.Marshaler) {
+func (ec *executionContext) _SandboxEmail_attachment(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEmail_attachment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attachment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *email1.KeptAttachment) graphql.Marshaler {
+			return ec.marshalOSandboxAttachment2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptAttachment(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEmail_attachment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEmail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxAttachment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxEmail_date(ctx context.Context, field graphql.CollectedField, obj *email1.KeptEmail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8787,8 +8987,8 @@ func (ec *executionContext) _SandboxMailbox_nodes(ctx context.Context, field gra
 			return obj.Emails, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []email1.Outgoing) graphql.Marshaler {
-			return ec.marshalNSandboxEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoingᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []email1.KeptEmail) graphql.Marshaler {
+			return ec.marshalNSandboxEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptEmailᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -13463,9 +13663,58 @@ func (ec *executionContext) _QueueKind(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var sandboxAttachmentImplementors = []string{"SandboxAttachment"}
+
+func (ec *executionContext) _SandboxAttachment(ctx context.Context, sel ast.SelectionSet, obj *email1.KeptAttachment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxAttachmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxAttachment")
+		case "name":
+			out.Values[i] = ec._SandboxAttachment_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "contentType":
+			out.Values[i] = ec._SandboxAttachment_contentType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "size":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxAttachment_size(ctx, field, obj)
+				})
+		case "sha256":
+			out.Values[i] = ec._SandboxAttachment_sha256(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var sandboxEmailImplementors = []string{"SandboxEmail"}
 
-func (ec *executionContext) _SandboxEmail(ctx context.Context, sel ast.SelectionSet, obj *email1.Outgoing) graphql.Marshaler {
+func (ec *executionContext) _SandboxEmail(ctx context.Context, sel ast.SelectionSet, obj *email1.KeptEmail) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxEmailImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13534,6 +13783,11 @@ func (ec *executionContext) _SandboxEmail(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._SandboxEmail_attachmentName(ctx, field, obj)
 				})
+		case "attachment":
+			out.Values[i] = ec._SandboxEmail_attachment(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "date":
 			out.Values[i] = ec._SandboxEmail_date(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15224,15 +15478,15 @@ func (ec *executionContext) marshalNQueueKind2ᚕgithubᚗcomᚋswitchboardᚑde
 	return ret
 }
 
-func (ec *executionContext) marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoing(ctx context.Context, sel ast.SelectionSet, v email1.Outgoing) graphql.Marshaler {
+func (ec *executionContext) marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptEmail(ctx context.Context, sel ast.SelectionSet, v email1.KeptEmail) graphql.Marshaler {
 	return ec._SandboxEmail(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNSandboxEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoingᚄ(ctx context.Context, sel ast.SelectionSet, v []email1.Outgoing) graphql.Marshaler {
+func (ec *executionContext) marshalNSandboxEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptEmailᚄ(ctx context.Context, sel ast.SelectionSet, v []email1.KeptEmail) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐOutgoing(ctx, sel, v[i])
+		return ec.marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptEmail(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -15916,6 +16170,13 @@ func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋswitchboardᚑdev�
 		return graphql.Null
 	}
 	return ec._Message(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOSandboxAttachment2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptAttachment(ctx context.Context, sel ast.SelectionSet, v *email1.KeptAttachment) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SandboxAttachment(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOService2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx context.Context, v any) (*account.Service, error) {

@@ -1,17 +1,32 @@
 package browser
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
+// attachment is the file the test's email attaches.
+const attachment = "%PDF-1.4\nreport\n"
+
 // The Email page: create an address (the API's validation message at the
 // field first), send an email from it, see it sent in the list and read
-// it in the sandbox mailbox, HTML and all as text.
+// it in the sandbox mailbox, HTML and all as text; an attachment shows as
+// its name, type, size and SHA-256.
 func TestEmailPageAndSandboxMailbox(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOptions{})
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		_, _ = w.Write([]byte(attachment))
+	}))
+	t.Cleanup(files.Close)
+	s := startServer(t, serverOptions{args: []string{"--allow-private-urls", "127.0.0.0/8"}})
 	tb := newTab(t, s.URL)
 	tb.signedIn(s)
 	tb.clickText("Email")
@@ -46,5 +61,20 @@ func TestEmailPageAndSandboxMailbox(t *testing.T) {
 	require.Contains(t, tb.text(".mailbox .kept-email"), "ann@example.org")
 	require.Zero(t, tb.count("#app img, #app script, #app p p"), "no element made of the email")
 	require.Contains(t, tb.text(".sent-emails"), "sandbox mailbox", "the relay's reply")
+
+	domain := s.mustAPI(http.MethodGet, "/v1/accounts/{account}", nil)["data"].(map[string]any)["service_email_domain"].(string)
+	id := s.mustAPI(http.MethodPost, "/v1/emails/{account}/send", map[string]any{
+		"sender_address": "support.bot@" + domain, "recipient_address": "ann@example.org",
+		"subject": "With a file", "body": "See the file.", "attachment_uri": files.URL + "/report.pdf",
+	})["email_id"].(string)
+	require.Eventually(t, func() bool {
+		return s.mustAPI(http.MethodGet, "/v1/emails/{account}/messages/"+id, nil)["data"].(map[string]any)["status"] == "sent"
+	}, 30*time.Second, 100*time.Millisecond, "the email with the file is sent")
+	// The mailbox's Refresh is the page's last.
+	tb.do(chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('button')].filter((b) => b.textContent.trim() === 'Refresh').pop().click()`))
+	tb.waitText(".mailbox .kept-email .subject", "With a file")
+	sum := sha256.Sum256([]byte(attachment))
+	require.Equal(t, hex.EncodeToString(sum[:]), tb.text(".mailbox .kept-email .attachment .sha256"))
+	require.Contains(t, tb.text(".mailbox .kept-email .attachment"), "report.pdf (application/pdf, 16 bytes)")
 	tb.requireHealthy()
 }

@@ -61,14 +61,15 @@ type emailsData struct {
 			Headers   []struct {
 				Name, Value string
 			} `json:"headers"`
-			AttachmentName *string `json:"attachmentName"`
+			AttachmentName *string         `json:"attachmentName"`
+			Attachment     *map[string]any `json:"attachment"`
 		} `json:"nodes"`
 	} `json:"sandboxMailbox"`
 }
 
 const emailsQuery = `query($first: Int, $after: String) {
   emails(first: $first, after: $after) { nodes { id from to cc subject status smtpReply sentAt } pageInfo { hasNextPage endCursor } }
-  sandboxMailbox(first: 10) { enabled totalCount nodes { messageId from to bcc subject text html headers { name value } attachmentName } }
+  sandboxMailbox(first: 10) { enabled totalCount nodes { messageId from to bcc subject text html headers { name value } attachmentName attachment { name contentType size sha256 } } }
 }`
 
 // The console's Email page reads the account's emails with their status,
@@ -124,6 +125,7 @@ func TestEmailsAndSandboxMailbox(t *testing.T) {
 		require.Contains(t, kept.Text, "Hello Ann")
 		require.Contains(t, kept.Headers, struct{ Name, Value string }{"X-Campaign", "spring"})
 		require.Nil(t, kept.AttachmentName)
+		require.Nil(t, kept.Attachment)
 		require.NotEmpty(t, kept.MessageID)
 
 		var other emailsData

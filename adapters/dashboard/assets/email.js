@@ -24,7 +24,7 @@ const emailsQuery = `query Emails($first: Int, $after: String) {
 const mailboxQuery = `query Mailbox($first: Int, $offset: Int) {
   sandboxMailbox(first: $first, offset: $offset) {
     enabled totalCount
-    nodes { messageId from to cc bcc replyTo subject text html headers { name value } attachmentName date }
+    nodes { messageId from to cc bcc replyTo subject text html headers { name value } attachment { name contentType size sha256 } date }
   }
 }`;
 
@@ -203,7 +203,7 @@ export async function render(root) {
       const from = box.totalCount ? state.mailboxOffset + 1 : 0;
       const upto = state.mailboxOffset + box.nodes.length;
       mount(mailboxBox,
-        h('p', { class: 'hint' }, 'Without an SMTP relay, emails are kept here instead of being sent (in the server\'s memory: a restart empties it).'),
+        h('p', { class: 'hint' }, 'Without an SMTP relay, emails are kept here instead of being sent: in the database, so every server shows the same mailbox. The oldest go once your account holds its bound; an attachment is kept as its name, type, size and SHA-256, not its bytes.'),
         box.nodes.length === 0
           ? h('p', { class: 'empty' }, 'The mailbox is empty.')
           : h('ol', { class: 'mailbox-list', 'aria-label': 'Kept emails, newest first' }, box.nodes.map(keptEmail)),
@@ -220,6 +220,14 @@ export async function render(root) {
     }
   }
 
+  // byteSize says n bytes in the largest unit that keeps it at least 1.
+  function byteSize(n) {
+    const units = ['bytes', 'KiB', 'MiB', 'GiB'];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return i === 0 ? `${n} bytes` : `${n.toFixed(1)} ${units[i]}`;
+  }
+
   function keptEmail(m) {
     const envelope = h('dl', { class: 'facts' },
       h('dt', null, 'From'), h('dd', null, m.from),
@@ -230,7 +238,9 @@ export async function render(root) {
       h('dt', null, 'Date'), h('dd', null, time(m.date)),
       h('dt', null, 'Message-ID'), h('dd', null, h('code', null, m.messageId)),
       m.headers.map((hd) => [h('dt', null, hd.name), h('dd', null, hd.value)]),
-      m.attachmentName ? [h('dt', null, 'Attachment'), h('dd', null, m.attachmentName)] : null);
+      m.attachment ? [h('dt', null, 'Attachment'), h('dd', { class: 'attachment' },
+        m.attachment.name, h('span', { class: 'muted' }, ` (${m.attachment.contentType || 'no type'}, ${byteSize(m.attachment.size)})`),
+        h('br'), h('span', { class: 'muted' }, 'SHA-256 '), h('code', { class: 'sha256' }, m.attachment.sha256))] : null);
     return h('li', { class: 'kept-email panel', dataset: { messageId: m.messageId } },
       h('h3', { class: 'subject' }, m.subject || '(no subject)'),
       envelope,

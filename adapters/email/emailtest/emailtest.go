@@ -1,5 +1,5 @@
 // Package emailtest is the contract suite of the email Sender port, run
-// against every adapter (the sandbox mailbox, and SMTP against a real
+// against every adapter (the sandbox sender, and SMTP against a real
 // server on 127.0.0.1), and the MIME reader the SMTP tests use to look at
 // what a server received.
 package emailtest
@@ -7,7 +7,9 @@ package emailtest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"mime"
@@ -33,9 +35,13 @@ type Delivered struct {
 	Subject    string
 	Text       string
 	HTML       string
-	// AttachmentName and Attachment are the attached file, if any.
-	AttachmentName string
-	Attachment     []byte
+	// AttachmentName, AttachmentSize and AttachmentSHA256 (hex) describe
+	// the attached file, if any; Attachment is its bytes where the
+	// destination keeps them (a relay does, the sandbox mailbox does not).
+	AttachmentName   string
+	AttachmentSize   int64
+	AttachmentSHA256 string
+	Attachment       []byte
 }
 
 // Harness is one adapter under test and a view of where its emails went.
@@ -100,7 +106,9 @@ func Sender(t *testing.T, open func(t *testing.T) Harness) {
 		got := h.Delivered(t)
 		require.Len(t, got, 1)
 		require.Equal(t, "report.pdf", got[0].AttachmentName)
-		require.Equal(t, data, got[0].Attachment)
+		require.Equal(t, int64(len(data)), got[0].AttachmentSize)
+		sum := sha256.Sum256(data)
+		require.Equal(t, hex.EncodeToString(sum[:]), got[0].AttachmentSHA256)
 	})
 
 	t.Run("ConcurrentSendsAllArrive", func(t *testing.T) {
@@ -145,14 +153,14 @@ func Sender(t *testing.T, open func(t *testing.T) Harness) {
 	})
 }
 
-// FromOutgoing is what a sender that keeps Outgoing values delivered.
-func FromOutgoing(out appemail.Outgoing) Delivered {
+// FromKept is what the sandbox mailbox kept of an email.
+func FromKept(k appemail.KeptEmail) Delivered {
 	d := Delivered{
-		From: out.From, Recipients: out.Recipients(), MessageID: out.MessageID,
-		Subject: out.Subject, Text: out.Text, HTML: out.HTML,
+		From: k.From, Recipients: append(append([]string{k.To}, k.Cc...), k.Bcc...), MessageID: k.MessageID,
+		Subject: k.Subject, Text: k.Text, HTML: k.HTML,
 	}
-	if out.Attachment != nil {
-		d.AttachmentName, d.Attachment = out.Attachment.Name, out.Attachment.Data
+	if k.Attachment != nil {
+		d.AttachmentName, d.AttachmentSize, d.AttachmentSHA256 = k.Attachment.Name, k.Attachment.Size, k.Attachment.SHA256
 	}
 	return d
 }
@@ -216,7 +224,9 @@ func readPart(d *Delivered, contentType, encoding, disposition string, body []by
 		return err
 	}
 	if disp, dparams, err := mime.ParseMediaType(disposition); err == nil && disp == "attachment" {
+		sum := sha256.Sum256(decoded)
 		d.AttachmentName, d.Attachment = dparams["filename"], decoded
+		d.AttachmentSize, d.AttachmentSHA256 = int64(len(decoded)), hex.EncodeToString(sum[:])
 		return nil
 	}
 	switch mediaType {

@@ -1,73 +1,48 @@
 // Package sandbox is the email Sender used when no SMTP relay is
-// configured (make run, tests): a mailbox that keeps what would have been
-// sent, in memory, and answers like a relay that accepted it.
+// configured (make run, tests): it keeps what would have been sent in the
+// sandbox mailbox, which lives in the database, and answers like a relay
+// that accepted it.
 package sandbox
 
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 )
 
-// Capacity is how many emails the mailbox keeps; older ones are dropped.
-const Capacity = 10000
-
-// Reply is what the mailbox answers for every email.
+// Reply is what the sender answers for every email.
 const Reply = "250 2.0.0 Ok: kept in the sandbox mailbox, not sent"
 
-// Mailbox stores emails instead of sending them. It is safe for
-// concurrent use.
-type Mailbox struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	sent []appemail.Outgoing
+// Sender keeps emails in the sandbox mailbox instead of sending them. It
+// is safe for concurrent use.
+type Sender struct {
+	mailbox appemail.Mailbox
+	limits  appemail.MailboxLimits
+	log     *slog.Logger
 }
 
-var _ appemail.Sender = (*Mailbox)(nil)
+var _ appemail.Sender = (*Sender)(nil)
 
-// New returns an empty mailbox; log, when not nil, gets one line per email.
-func New(log *slog.Logger) *Mailbox { return &Mailbox{log: log} }
+// New returns a Sender that keeps emails in mailbox within limits
+// (appemail.MailboxLimits.Check must accept them); log, when not nil,
+// gets one line per email.
+func New(mailbox appemail.Mailbox, limits appemail.MailboxLimits, log *slog.Logger) *Sender {
+	return &Sender{mailbox: mailbox, limits: limits, log: log}
+}
 
-// Send keeps the email.
-func (m *Mailbox) Send(ctx context.Context, out appemail.Outgoing) (appemail.Receipt, error) {
+// Send keeps the email (appemail.KeptFrom: the attachment as its name,
+// type, size and SHA-256, long parts cut). Errors: the mailbox's, which
+// are transient.
+func (s *Sender) Send(ctx context.Context, out appemail.Outgoing) (appemail.Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		return appemail.Receipt{}, err
 	}
-	m.mu.Lock()
-	if len(m.sent) >= Capacity {
-		m.sent = append(m.sent[:0], m.sent[1:]...)
+	if err := s.mailbox.Keep(ctx, appemail.KeptFrom(out, s.limits.BodyBytes), s.limits); err != nil {
+		return appemail.Receipt{}, err
 	}
-	m.sent = append(m.sent, out)
-	m.mu.Unlock()
-	if m.log != nil {
-		m.log.InfoContext(ctx, "sandbox email", "message_id", out.MessageID, "from", out.From, "to", out.To, "subject", out.Subject)
+	if s.log != nil {
+		s.log.InfoContext(ctx, "sandbox email", "message_id", out.MessageID, "from", out.From, "to", out.To, "subject", out.Subject)
 	}
 	return appemail.Receipt{Reply: Reply}, nil
-}
-
-// Sent returns the kept emails, oldest first.
-func (m *Mailbox) Sent() []appemail.Outgoing {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]appemail.Outgoing(nil), m.sent...)
-}
-
-var _ appemail.Mailbox = (*Mailbox)(nil)
-
-// Kept returns the account's emails the mailbox holds, newest first.
-func (m *Mailbox) Kept(ctx context.Context, accountID string) ([]appemail.Outgoing, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]appemail.Outgoing, 0)
-	for i := len(m.sent) - 1; i >= 0; i-- {
-		if m.sent[i].AccountID == accountID {
-			out = append(out, m.sent[i])
-		}
-	}
-	return out, nil
 }

@@ -2,10 +2,12 @@ package mcp_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -170,24 +172,28 @@ func initializeBody(t *testing.T) []byte {
 
 // Initializes that arrive at once never leave more sessions open than an
 // account may hold; the refused ones hold no place, and a session that
-// ends gives its place back.
+// ends gives its place back. Every request starts (its handler reads its
+// body, asking for it with Expect: 100-continue) before any body is
+// sent, so that all of them are in the handler at once.
 func TestConcurrentInitializesStayWithinTheCap(t *testing.T) {
 	t.Parallel()
 	const limit, attempts = 5, 150
 	b := setupWith(t, store.SQLite, appOptions{configure: func(c *bootstrap.Config) { c.MCP.MaxSessionsPerAccount = limit }})
 	body := initializeBody(t)
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
 	var (
 		wg       sync.WaitGroup
+		started  sync.WaitGroup
 		mu       sync.Mutex
 		sessions []string
 		refused  int
 		errs     []error
 	)
-	start := make(chan struct{})
+	release := make(chan struct{})
+	started.Add(attempts)
 	for range attempts {
 		wg.Go(func() {
-			<-start
-			a, err := b.send(http.MethodPost, "", headersOf(b.acme), body)
+			a, err := b.initializeWhenReleased(client, body, started.Done, release)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -202,10 +208,11 @@ func TestConcurrentInitializesStayWithinTheCap(t *testing.T) {
 			}
 		})
 	}
-	close(start)
+	started.Wait()
+	close(release)
 	wg.Wait()
 	require.Empty(t, errs)
-	require.Len(t, sessions, limit, "as many sessions as the cap")
+	require.Equal(t, limit, len(sessions), "as many sessions as the cap")
 	require.Equal(t, attempts-limit, refused)
 	open, held := b.mcp.Sessions(b.acme.accountID)
 	require.Equal(t, limit, open)
@@ -226,6 +233,38 @@ func TestConcurrentInitializesStayWithinTheCap(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, a.status, "%s", a.body)
 	other := b.postBody(t, headersOf(b.other), body)
 	require.Equal(t, http.StatusOK, other.status, "another account has places of its own: %s", other.body)
+}
+
+// initializeWhenReleased posts an initialize whose body is sent only once
+// release is closed, and calls started (once) when the server asks for
+// the body or the request ends without it.
+func (b *testBundle) initializeWhenReleased(client *http.Client, body []byte, started func(), release <-chan struct{}) (answer, error) {
+	once := sync.OnceFunc(started)
+	defer once()
+	pr, pw := io.Pipe()
+	go func() {
+		<-release
+		_, _ = pw.Write(body)
+		_ = pw.Close()
+	}()
+	defer pr.Close()
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{Got100Continue: once})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/mcp", pr)
+	if err != nil {
+		return answer{}, err
+	}
+	req.ContentLength = int64(len(body))
+	req.Header = headersOf(b.acme)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Expect", "100-continue")
+	res, err := client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	return answer{status: res.StatusCode, header: res.Header, body: raw}, err
 }
 
 // A request with an Origin header is served only when the origin is

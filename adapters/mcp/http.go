@@ -38,15 +38,16 @@ const callSlack = 10 * time.Second
 // carrying one message, the GET of a session's event stream, or the
 // DELETE that ends a session.
 //
-// Each HTTP request spends exactly one of the account's request tokens
-// (the budget REST spends one of per request; the REST adapter spends
-// none for /mcp). A POST carrying a tools/call or resources/read spends
-// it when the call runs, so that a refused call is answered as the call's
-// own error (rate_limited, with retry_after_seconds) and nothing of it
-// runs; if the SDK answers the message without running it, the token is
-// spent when the request ends. Every other request spends it here and is
-// answered 429 when refused. A batch is refused before anything runs, so
-// one token never pays for more than one call.
+// Each HTTP request that passes the Origin and Host checks spends
+// exactly one of the account's request tokens (the budget REST spends one
+// of per request; the REST adapter spends none for /mcp). A POST
+// carrying a tools/call or resources/read spends it when the call runs,
+// so that a refused call is answered as the call's own error
+// (rate_limited, with retry_after_seconds) and nothing of it runs; if the
+// SDK answers the message without running it, the token is spent when
+// the request ends. Every other request spends it here and is answered
+// 429 when refused. A batch is refused before anything runs, so one token
+// never pays for more than one call.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !originAllowed(r, h.deps.AllowedOrigins) {
 		writeRPCError(w, http.StatusForbidden, jsonrpc.CodeInvalidRequest,
@@ -71,6 +72,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var msg jsonrpc.Message
 	if r.Method == http.MethodPost {
 		if msg, ok = readMessage(w, r, h.deps.MaxBodyBytes); !ok {
+			// A refused body (a batch, too large, not JSON-RPC) spends
+			// its request's token like any other request.
+			h.take(context.WithoutCancel(r.Context()), p.AccountID)
 			return
 		}
 	}

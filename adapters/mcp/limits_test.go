@@ -120,8 +120,14 @@ func TestCallsSpendOneTokenEach(t *testing.T) {
 		b := setupWith(t, dialect, appOptions{configure: func(c *bootstrap.Config) {
 			c.Limits.RatePerSecond, c.Limits.RateBurst = 0.0001, burst
 		}})
-		_, thread := b.inbound(t, b.acme, userA, agentA, "Hi!")            // a token
-		cs := b.connectWith(t, b.acme, clientOptions{noEventStream: true}) // initialize and initialized: two
+		// REST's inbound spends one token; the client's connection three
+		// (its server/discover probe, initialize, initialized); a refused
+		// batch one.
+		_, thread := b.inbound(t, b.acme, userA, agentA, "Hi!")
+		cs := b.connectWith(t, b.acme, clientOptions{noEventStream: true})
+		h := headersOf(b.acme)
+		h.Set("Mcp-Session-Id", cs.ID())
+		require.Equal(t, http.StatusBadRequest, b.postBody(t, h, sendCalls(t, 3)).status)
 		sent := 0
 		var refused *sdk.CallToolResult
 		for refused == nil {
@@ -133,7 +139,7 @@ func TestCallsSpendOneTokenEach(t *testing.T) {
 			sent++
 			require.LessOrEqual(t, sent, burst, "the budget is never refused")
 		}
-		require.Equal(t, burst-4, sent, "each call spent one token")
+		require.Equal(t, burst-5, sent, "each call spent one token")
 		raw, err := json.Marshal(refused.StructuredContent)
 		require.NoError(t, err)
 		var e toolError

@@ -81,7 +81,8 @@ func (h *Handler) readThread(ctx context.Context, req *sdk.ReadResourceRequest) 
 
 // resourceError answers a failed resource request as a protocol error:
 // resources have no result to carry a business failure in. A missing
-// resource and another account's answer alike: resource not found.
+// thread and another account's thread are answered alike: resource not
+// found.
 func (h *Handler) resourceError(ctx context.Context, uri string, err error) error {
 	if failure.Is(err, failure.KindNotFound) {
 		return sdk.ResourceNotFoundError(uri)

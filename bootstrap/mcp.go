@@ -40,7 +40,6 @@ type mcpInputs struct {
 	Messaging *messaging.Service
 	Threads   *messaging.Reader
 	Accounts  *accounts.Service
-	Limiters  rest.Limiters
 	Email     *appemail.Service `optional:"true"`
 	Cron      *appcron.Service  `optional:"true"`
 	Logger    *slog.Logger
@@ -52,9 +51,7 @@ func newMCPDeps(in mcpInputs) mcp.Deps {
 	d := mcp.Deps{
 		Messaging: in.Messaging, Threads: in.Threads, Live: live, Authenticator: in.Accounts,
 		Idempotency: in.DB, IdempotencyLock: in.Config.IdempotencyLock, CallTimeout: in.Config.Limits.RequestTimeout,
-		// The REST adapter spends no token for /mcp: the handler spends
-		// one per HTTP request from the same budget (see mcp.ServeHTTP).
-		Limiter: in.Limiters.Accounts, MaxBodyBytes: in.Config.Limits.MaxBodyBytes,
+		MaxBodyBytes:   in.Config.Limits.MaxBodyBytes,
 		AllowedOrigins: in.Config.MCP.AllowedOrigins, AllowedHosts: in.Config.MCP.AllowedHosts,
 		MaxSessionsPerAccount: in.Config.MCP.MaxSessionsPerAccount,
 		Version:               in.Config.Version, Logger: in.Logger,

@@ -15,8 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Methods whose request spends the account's token when it runs rather
-// than at the HTTP edge, so that a refusal is the call's own answer (a
+// Methods whose refusal for the rate limit is the call's own answer (a
 // tool error, a resource error) rather than an HTTP status; see
 // ServeHTTP.
 const (
@@ -24,9 +23,9 @@ const (
 	methodReadResource = "resources/read"
 )
 
-// spendsInCall reports whether msg is a request that spends its token
-// when it runs: a tools/call or resources/read with an id.
-func spendsInCall(msg jsonrpc.Message) bool {
+// isCall reports whether msg is a request answered rate_limited by the
+// call itself: a tools/call or resources/read with an id.
+func isCall(msg jsonrpc.Message) bool {
 	req, ok := msg.(*jsonrpc.Request)
 	return ok && req.IsCall() && (req.Method == methodCallTool || req.Method == methodReadResource)
 }

@@ -38,16 +38,14 @@ const callSlack = 10 * time.Second
 // carrying one message, the GET of a session's event stream, or the
 // DELETE that ends a session.
 //
-// Each HTTP request that passes the Origin and Host checks spends
-// exactly one of the account's request tokens (the budget REST spends one
-// of per request; the REST adapter spends none for /mcp). A POST
-// carrying a tools/call or resources/read spends it when the call runs,
-// so that a refused call is answered as the call's own error
-// (rate_limited, with retry_after_seconds) and nothing of it runs; if the
-// SDK answers the message without running it, the token is spent when
-// the request ends. Every other request spends it here and is answered
-// 429 when refused. A batch is refused before anything runs, so one token
-// never pays for more than one call.
+// Each HTTP request spends one of the account's request tokens in the
+// authentication in front (the REST adapter's, as for every route), which
+// hands the quota on, admitted or not. A POST carrying a tools/call or
+// resources/read beyond the budget goes on to the SDK, and the call is
+// answered as its own error (rate_limited, with retry_after_seconds)
+// without running; any other request beyond the budget is answered 429
+// here. A batch is refused before anything runs, so one token never pays
+// for more than one call.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !originAllowed(r, h.deps.AllowedOrigins) {
 		writeRPCError(w, http.StatusForbidden, jsonrpc.CodeInvalidRequest,
@@ -72,21 +70,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var msg jsonrpc.Message
 	if r.Method == http.MethodPost {
 		if msg, ok = readMessage(w, r, h.deps.MaxBodyBytes); !ok {
-			// A refused body (a batch, too large, not JSON-RPC) spends
-			// its request's token like any other request.
-			h.take(context.WithoutCancel(r.Context()), p.AccountID)
 			return
 		}
 	}
-	c := &call{principal: p, ctx: r.Context()}
-	c.spend = sync.OnceValue(func() ratelimit.Quota { return h.take(context.WithoutCancel(r.Context()), p.AccountID) })
-	if spendsInCall(msg) {
-		defer c.spend()
-	} else if q := c.spend(); !q.Admitted() {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(q.RetryAfter)))
+	quota, _ := ratelimit.QuotaFrom(r.Context())
+	if !quota.Admitted() && !isCall(msg) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(quota.RetryAfter)))
 		writeError(w, http.StatusTooManyRequests, "rate_limited", "rate limit exceeded for this account")
 		return
 	}
+	c := &call{principal: p, ctx: r.Context(), quota: quota}
 	if id := r.Header.Get(sessionHeader); id != "" {
 		// A session answers only its own account: another account's
 		// session id is not found, like any other id of another account.
@@ -139,15 +132,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.http.ServeHTTP(w, r)
 }
 
-// take spends one of the account's request tokens; without a Limiter
-// every request is admitted.
-func (h *Handler) take(ctx context.Context, accountID string) ratelimit.Quota {
-	if h.deps.Limiter == nil {
-		return ratelimit.Quota{}
-	}
-	return h.deps.Limiter.Take(ctx, accountID)
-}
-
 // retryAfterSeconds rounds a wait up to whole seconds, at least one.
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
@@ -197,16 +181,16 @@ func truncate(s string, n int) string {
 }
 
 // call is one HTTP request being served: who sent it, its context,
-// which ends when the client goes away, its request token and the
-// session place it holds.
+// which ends when the client goes away, the quota its request token
+// left, and the session place it holds.
 type call struct {
 	principal accounts.Principal
 	// ctx is the HTTP request's context, kept so that a handler running on
 	// the SDK's detached context can end with it (see callHeader).
 	ctx context.Context
-	// spend spends the request's token, once: the first call takes it
-	// from the limiter, later ones see the same quota.
-	spend func() ratelimit.Quota
+	// quota is what spending the request's token left; a call runs only
+	// when it was admitted.
+	quota ratelimit.Quota
 	// slot is the session place a POST without a session holds; nil on
 	// other requests.
 	slot *slot

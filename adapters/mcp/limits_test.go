@@ -127,7 +127,9 @@ func TestCallsSpendOneTokenEach(t *testing.T) {
 		cs := b.connectWith(t, b.acme, clientOptions{noEventStream: true})
 		h := headersOf(b.acme)
 		h.Set("Mcp-Session-Id", cs.ID())
-		require.Equal(t, http.StatusBadRequest, b.postBody(t, h, sendCalls(t, 3)).status)
+		refusedBatch := b.postBody(t, h, sendCalls(t, 3))
+		require.Equal(t, http.StatusBadRequest, refusedBatch.status)
+		require.Equal(t, `"account";q=10;w=100000`, refusedBatch.header.Get("RateLimit-Policy"), "as on every route")
 		sent := 0
 		var refused *sdk.CallToolResult
 		for refused == nil {

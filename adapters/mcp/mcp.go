@@ -29,7 +29,6 @@ import (
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	domaincron "github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -100,16 +99,6 @@ type Authenticator interface {
 
 var _ Authenticator = (*accounts.Service)(nil)
 
-// RequestLimiter admits an account's requests within its budget;
-// *ratelimit.Limiter implements it (the limiter REST spends a token of
-// per request).
-type RequestLimiter interface {
-	// Take spends one of the key's tokens when one is left.
-	Take(ctx context.Context, key string) ratelimit.Quota
-}
-
-var _ RequestLimiter = (*ratelimit.Limiter)(nil)
-
 // Deps are the use cases and limits the MCP interface is built from.
 type Deps struct {
 	Messaging Messaging
@@ -140,9 +129,6 @@ type Deps struct {
 	// MaxSessionsPerAccount bounds an account's open sessions on this
 	// process; 100 when zero.
 	MaxSessionsPerAccount int
-	// Limiter spends one of the account's request tokens per HTTP request
-	// (see ServeHTTP); nil admits every request.
-	Limiter RequestLimiter
 	// MaxBodyBytes bounds a POST's body (413 beyond); 1 MiB when zero.
 	MaxBodyBytes int64
 	// AllowedOrigins are the browser origins (https://app.example.com, as
@@ -185,7 +171,8 @@ const MaxWaitSeconds = 60
 
 // Handler serves MCP over Streamable HTTP. It expects each request's
 // context to carry the accounts.Principal the authentication in front of
-// it found.
+// it found and the ratelimit.Quota it spent (a request without a quota is
+// admitted).
 type Handler struct {
 	deps     Deps
 	server   *sdk.Server

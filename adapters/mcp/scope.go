@@ -21,8 +21,8 @@ import (
 
 // scope runs each request of a client as the HTTP request that carried
 // it: as its principal, within the call deadline, and cancelled when its
-// client goes away. A tools/call or resources/read first spends the HTTP
-// request's token (see ServeHTTP), and runs only if it was admitted. It
+// client goes away. A tools/call or resources/read runs only if its HTTP
+// request's token was admitted (see ServeHTTP). It
 // records who opened each session, and gives the SDK's refusals of
 // malformed arguments the shape of every other tool error.
 func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
@@ -36,10 +36,8 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the HTTP request of this call ended before it was handled"}
 		}
-		if method == methodCallTool || method == methodReadResource {
-			if q := c.spend(); !q.Admitted() {
-				return h.rateLimited(ctx, method, q)
-			}
+		if (method == methodCallTool || method == methodReadResource) && !c.quota.Admitted() {
+			return h.rateLimited(ctx, method, c.quota)
 		}
 		ctx = accounts.WithPrincipal(ctx, c.principal)
 		ctx, cancel := context.WithCancel(ctx)

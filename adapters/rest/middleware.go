@@ -215,18 +215,20 @@ func credentials(r *http.Request) (key, secret string, keyOnly bool) {
 // The credentials are the API key headers or, without them, the
 // dashboard's session cookie (see principal).
 func (s *server) authenticate(next http.Handler) http.Handler {
-	return s.admit(next, true)
-}
-
-// authenticateOnly is authenticate for a handler that spends the
-// account's request tokens itself (/mcp): it spends none.
-func (s *server) authenticateOnly(next http.Handler) http.Handler {
 	return s.admit(next, false)
 }
 
-// admit is authenticate, spending one of the account's request tokens
-// when spendToken is set.
-func (s *server) admit(next http.Handler, spendToken bool) http.Handler {
+// authenticateHandingOnRefusals is authenticate for a handler that
+// answers a refused request itself (/mcp): a request beyond the
+// account's budget reaches it too, its refused quota in the context
+// (ratelimit.QuotaFrom), as every admitted one's.
+func (s *server) authenticateHandingOnRefusals(next http.Handler) http.Handler {
+	return s.admit(next, true)
+}
+
+// admit is authenticate; handOn hands refused requests on to next (see
+// authenticateHandingOnRefusals).
+func (s *server) admit(next http.Handler, handOn bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
@@ -250,15 +252,17 @@ func (s *server) admit(next http.Handler, spendToken bool) http.Handler {
 				return
 			}
 		}
-		if spendToken {
-			quota := s.limiters.Accounts.Take(r.Context(), principal.AccountID)
-			rateLimitHeaders(w, quota)
-			if !quota.Admitted() {
-				writeError(w, r, failure.RateLimited("rate limit exceeded for this account", quota.RetryAfter))
-				return
-			}
+		quota := s.limiters.Accounts.Take(r.Context(), principal.AccountID)
+		rateLimitHeaders(w, quota)
+		if !quota.Admitted() && !handOn {
+			writeError(w, r, failure.RateLimited("rate limit exceeded for this account", quota.RetryAfter))
+			return
 		}
-		next.ServeHTTP(w, r.WithContext(accounts.WithPrincipal(r.Context(), principal)))
+		ctx := accounts.WithPrincipal(r.Context(), principal)
+		if handOn {
+			ctx = ratelimit.WithQuota(ctx, quota)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

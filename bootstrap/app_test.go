@@ -37,6 +37,34 @@ func TestParsePrefixes(t *testing.T) {
 	require.ErrorContains(t, err, "nonsense")
 }
 
+// Origins are read as a browser sends them; anything else is refused
+// with the form to use.
+func TestParseOrigins(t *testing.T) {
+	t.Parallel()
+	got, err := bootstrap.ParseOrigins(" https://App.example.com, http://localhost:3000 ,")
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://app.example.com", "http://localhost:3000"}, got)
+	for _, bad := range []string{"app.example.com", "https://app.example.com/", "https://app.example.com/mcp", "ftp://x.example",
+		"https://u@x.example", "null", "https://x.example?q"} {
+		_, err := bootstrap.ParseOrigins(bad)
+		require.ErrorContains(t, err, "is not an origin", bad)
+	}
+	_, err = bootstrap.ParseOrigins("https://app.example.com:443")
+	require.ErrorContains(t, err, "use https://app.example.com")
+}
+
+// Hosts are names or addresses without scheme or port.
+func TestParseHosts(t *testing.T) {
+	t.Parallel()
+	got, err := bootstrap.ParseHosts("SB.example.com, 192.0.2.7,::1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"sb.example.com", "192.0.2.7", "::1"}, got)
+	for _, bad := range []string{"https://sb.example.com", "sb.example.com:443", "sb.example.com/mcp", "a b"} {
+		_, err := bootstrap.ParseHosts(bad)
+		require.ErrorContains(t, err, "is not a host name", bad)
+	}
+}
+
 func TestKeyring(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

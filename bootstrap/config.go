@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
+	"github.com/switchboard-dev/switchboard/adapters/mcp"
 	"github.com/switchboard-dev/switchboard/adapters/rest"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/sessions"
@@ -93,10 +95,29 @@ type Config struct {
 	CronMaxJobsPerAccount int
 	CronConcurrency       int
 
+	// MCP are the limits of the Model Context Protocol endpoint /mcp.
+	MCP MCPLimits
+
 	// SessionIdleTimeout ends a dashboard session unused for this long;
 	// SessionMaxAge ends it this long after sign-in in any case.
 	SessionIdleTimeout time.Duration
 	SessionMaxAge      time.Duration
+}
+
+// MCPLimits bound who may call /mcp and how many sessions an account
+// holds.
+type MCPLimits struct {
+	// AllowedOrigins are the browser origins whose requests /mcp serves
+	// (ParseOrigins); a request with another Origin header is 403. Empty:
+	// any request with an Origin is refused.
+	AllowedOrigins []string
+	// AllowedHosts are the host names a request to /mcp on a loopback
+	// connection may name beside loopback ones (ParseHosts): a TLS proxy
+	// on the same host that passes the public Host on.
+	AllowedHosts []string
+	// MaxSessionsPerAccount bounds an account's MCP sessions in one
+	// process.
+	MaxSessionsPerAccount int
 }
 
 // Fairness are the knobs of fair background work.
@@ -148,6 +169,8 @@ func Defaults() Config {
 		CronMaxJobsPerAccount: 1000,
 		CronConcurrency:       2000,
 
+		MCP: MCPLimits{MaxSessionsPerAccount: mcp.DefaultMaxSessionsPerAccount},
+
 		SessionIdleTimeout: sessions.DefaultIdleTimeout,
 		SessionMaxAge:      sessions.DefaultMaxAge,
 	}
@@ -171,6 +194,47 @@ func ParsePrefixes(list string) ([]netip.Prefix, error) {
 			return nil, fmt.Errorf("%q is not a CIDR range or an IP address", item)
 		}
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// ParseOrigins reads a comma-separated list of browser origins
+// ("https://app.example.com,http://localhost:3000"): a scheme (http or
+// https) and a host with its port when not the scheme's default, as a
+// browser sends them in the Origin header; nothing else.
+func ParseOrigins(list string) ([]string, error) {
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		u, err := url.Parse(item)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(item, "?") || strings.HasSuffix(item, "#") {
+			return nil, fmt.Errorf("%q is not an origin: use scheme://host[:port], as a browser sends it (https://app.example.com)", item)
+		}
+		if port := u.Port(); (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+			return nil, fmt.Errorf("%q names its scheme's default port, which a browser leaves out of the Origin: use %s://%s", item, u.Scheme, u.Hostname())
+		}
+		out = append(out, strings.ToLower(item))
+	}
+	return out, nil
+}
+
+// ParseHosts reads a comma-separated list of host names or IP addresses
+// ("switchboard.example.com"), without scheme or port.
+func ParseHosts(list string) ([]string, error) {
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(item); err != nil && (strings.ContainsAny(item, ":/[]@?# ") || strings.Contains(item, "..")) {
+			return nil, fmt.Errorf("%q is not a host name: give the name alone, without scheme or port (switchboard.example.com)", item)
+		}
+		out = append(out, strings.ToLower(item))
 	}
 	return out, nil
 }
@@ -266,6 +330,9 @@ func (c Config) Check() error {
 	}
 	if p := c.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {
 		return fmt.Errorf("auth-failures-ipv6-prefix must be 1 to 128 (bits of an IPv6 address), got %d", p)
+	}
+	if c.MCP.MaxSessionsPerAccount <= 0 {
+		return fmt.Errorf("mcp-max-sessions-per-account must be positive, got %d", c.MCP.MaxSessionsPerAccount)
 	}
 	if c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 {
 		return fmt.Errorf("session-idle-timeout and session-max-age must be positive, got %s and %s", c.SessionIdleTimeout, c.SessionMaxAge)

@@ -51,7 +51,10 @@ func newMCPDeps(in mcpInputs) mcp.Deps {
 	d := mcp.Deps{
 		Messaging: in.Messaging, Threads: in.Threads, Live: live, Authenticator: in.Accounts,
 		Idempotency: in.DB, IdempotencyLock: in.Config.IdempotencyLock, CallTimeout: in.Config.Limits.RequestTimeout,
-		Version: in.Config.Version, Logger: in.Logger,
+		MaxBodyBytes:   in.Config.Limits.MaxBodyBytes,
+		AllowedOrigins: in.Config.MCP.AllowedOrigins, AllowedHosts: in.Config.MCP.AllowedHosts,
+		MaxSessionsPerAccount: in.Config.MCP.MaxSessionsPerAccount,
+		Version:               in.Config.Version, Logger: in.Logger,
 	}
 	if in.Email != nil {
 		d.Email = in.Email

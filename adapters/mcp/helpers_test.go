@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
 
@@ -51,6 +52,8 @@ type testBundle struct {
 	db   *store.DB
 	acc  *accounts.Service
 	mcp  *mcp.Handler
+	// threads reads threads past the API and its rate limit.
+	threads *appmessaging.Reader
 	// stop stops the app (once; the test's cleanup stops it otherwise).
 	stop  func()
 	acme  credentials
@@ -104,7 +107,7 @@ func startApp(t *testing.T, cfg bootstrap.Config, extra ...fx.Option) *testBundl
 	t.Helper()
 	b := &testBundle{cfg: cfg}
 	var ln *rest.Listener
-	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp)}, extra...)...)
+	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp, &b.threads)}, extra...)...)
 	app.RequireStart()
 	b.stop = sync.OnceFunc(app.RequireStop)
 	t.Cleanup(b.stop)
@@ -139,6 +142,9 @@ type clientOptions struct {
 	sdk.ClientOptions
 	// transport, when set, carries the client's HTTP requests.
 	transport http.RoundTripper
+	// noEventStream leaves out the session's event stream (a GET), so
+	// that the client sends only the requests the test makes.
+	noEventStream bool
 }
 
 // connect opens an MCP session as c.
@@ -163,6 +169,7 @@ func (b *testBundle) dial(ctx context.Context, c credentials, opts clientOptions
 	client := sdk.NewClient(&sdk.Implementation{Name: "switchboard-test", Version: "1"}, &opts.ClientOptions)
 	return client.Connect(ctx, &sdk.StreamableClientTransport{
 		Endpoint: b.base + "/mcp", HTTPClient: &http.Client{Transport: withHeaders{c: c, next: next}}, MaxRetries: -1,
+		DisableStandaloneSSE: opts.noEventStream,
 	}, nil)
 }
 
@@ -263,4 +270,13 @@ func (b *testBundle) inbound(t *testing.T, c credentials, from, to, text string)
 	}
 	require.NoError(t, json.Unmarshal(raw, &out))
 	return out.MessageID, out.ThreadID
+}
+
+// threadMessages counts a thread's messages, read past the API and its
+// rate limit.
+func (b *testBundle) threadMessages(t *testing.T, c credentials, threadID string) int {
+	t.Helper()
+	pages, err := b.threads.MessagePages(t.Context(), c.accountID, []string{threadID}, nil, appmessaging.MaxPageSize)
+	require.NoError(t, err)
+	return len(pages[threadID].Messages)
 }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -32,9 +35,28 @@ const sessionHeader = "Mcp-Session-Id"
 const callSlack = 10 * time.Second
 
 // ServeHTTP serves one MCP request of the authenticated account: a POST
-// carrying messages, the GET of a session's event stream, or the DELETE
-// that ends a session.
+// carrying one message, the GET of a session's event stream, or the
+// DELETE that ends a session.
+//
+// Each HTTP request spends one of the account's request tokens in the
+// authentication in front (the REST adapter's, as for every route), which
+// hands the quota on, admitted or not. A POST carrying a tools/call or
+// resources/read beyond the budget goes on to the SDK, and the call is
+// answered as its own error (rate_limited, with retry_after_seconds)
+// without running; any other request beyond the budget is answered 429
+// here. A batch is refused before anything runs, so one token never pays
+// for more than one call.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !originAllowed(r, h.deps.AllowedOrigins) {
+		writeRPCError(w, http.StatusForbidden, jsonrpc.CodeInvalidRequest,
+			"Origin "+truncate(r.Header.Get("Origin"), 80)+" is not allowed to call /mcp (the server's SWITCHBOARD_MCP_ALLOWED_ORIGINS)")
+		return
+	}
+	if !hostAllowed(r, h.deps.AllowedHosts) {
+		writeRPCError(w, http.StatusForbidden, jsonrpc.CodeInvalidRequest,
+			"Host "+truncate(r.Host, 80)+" is not a loopback name, on a loopback connection (the server's SWITCHBOARD_MCP_ALLOWED_HOSTS)")
+		return
+	}
 	p, ok := accounts.PrincipalFrom(r.Context())
 	if !ok {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid API credentials")
@@ -45,6 +67,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the server is shutting down; retry later")
 		return
 	}
+	var msg jsonrpc.Message
+	if r.Method == http.MethodPost {
+		if msg, ok = readMessage(w, r, h.deps.MaxBodyBytes); !ok {
+			return
+		}
+	}
+	quota, _ := ratelimit.QuotaFrom(r.Context())
+	if !quota.Admitted() && !isCall(msg) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(quota.RetryAfter)))
+		writeError(w, http.StatusTooManyRequests, "rate_limited", "rate limit exceeded for this account")
+		return
+	}
+	c := &call{principal: p, ctx: r.Context(), quota: quota}
 	if id := r.Header.Get(sessionHeader); id != "" {
 		// A session answers only its own account: another account's
 		// session id is not found, like any other id of another account.
@@ -52,11 +87,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "session_not_found", "no MCP session "+truncate(id, 80))
 			return
 		}
-	} else if r.Method == http.MethodPost && h.sessions.count(p.AccountID) >= h.deps.MaxSessionsPerAccount {
-		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusTooManyRequests, "too_many_sessions",
-			"this account has "+strconv.Itoa(h.deps.MaxSessionsPerAccount)+" MCP sessions open on this server; close one (DELETE /mcp) or let one idle out")
-		return
+	} else if r.Method == http.MethodPost {
+		// A POST without a session makes the SDK create one; it holds one
+		// of the account's places from now until it ends, or until this
+		// request ends when no session came of it.
+		if c.slot = h.sessions.reserve(p.AccountID, h.deps.MaxSessionsPerAccount); c.slot == nil {
+			w.Header().Set("Retry-After", "60")
+			writeError(w, http.StatusTooManyRequests, "too_many_sessions",
+				"this account has "+strconv.Itoa(h.deps.MaxSessionsPerAccount)+" MCP sessions open on this server; close one (DELETE /mcp) or let one idle out")
+			return
+		}
+		defer h.sessions.release(c.slot)
 	}
 	// The server's read and write timeouts would cut an event stream, and
 	// a long poll, short.
@@ -83,11 +124,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		checks := time.AfterFunc(h.deps.CredentialRecheck, func() { h.recheck(ctx, cancel, sessionID, key, secret) })
 		defer checks.Stop()
 		r = r.WithContext(ctx)
+		c.ctx = ctx
 	}
-	token := h.calls.add(r.Context(), p)
+	token := h.calls.add(c)
 	defer h.calls.remove(token)
 	r.Header.Set(callHeader, token)
 	h.http.ServeHTTP(w, r)
+}
+
+// retryAfterSeconds rounds a wait up to whole seconds, at least one.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
 }
 
 // recheck checks a request's credentials at once and then every
@@ -133,28 +180,35 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// call is one HTTP request being served: who sent it, and its context,
-// which ends when the client goes away.
+// call is one HTTP request being served: who sent it, its context,
+// which ends when the client goes away, the quota its request token
+// left, and the session place it holds.
 type call struct {
 	principal accounts.Principal
 	// ctx is the HTTP request's context, kept so that a handler running on
 	// the SDK's detached context can end with it (see callHeader).
 	ctx context.Context
+	// quota is what spending the request's token left; a call runs only
+	// when it was admitted.
+	quota ratelimit.Quota
+	// slot is the session place a POST without a session holds; nil on
+	// other requests.
+	slot *slot
 }
 
 // calls are the HTTP requests being served, by the token of their
 // callHeader.
 type calls struct {
 	mu sync.Mutex
-	m  map[string]call
+	m  map[string]*call
 }
 
-func newCalls() *calls { return &calls{m: map[string]call{}} }
+func newCalls() *calls { return &calls{m: map[string]*call{}} }
 
-func (c *calls) add(ctx context.Context, p accounts.Principal) string {
+func (c *calls) add(in *call) string {
 	token := rand.Text()
 	c.mu.Lock()
-	c.m[token] = call{principal: p, ctx: ctx}
+	c.m[token] = in
 	c.mu.Unlock()
 	return token
 }
@@ -168,10 +222,10 @@ func (c *calls) remove(token string) {
 // of finds the HTTP request a message came in. It is gone when the
 // request was answered before the message was handled: a notification
 // (answered 202 at once), or a call whose client went away.
-func (c *calls) of(req sdk.Request) (call, bool) {
+func (c *calls) of(req sdk.Request) (*call, bool) {
 	extra := req.GetExtra()
 	if extra == nil || extra.Header == nil {
-		return call{}, false
+		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -182,9 +236,11 @@ func (c *calls) of(req sdk.Request) (call, bool) {
 // sessions are the open MCP sessions of this process: whose each is, and
 // the threads it watches.
 type sessions struct {
-	mu     sync.Mutex
-	byID   map[string]*session
-	counts map[string]int
+	mu   sync.Mutex
+	byID map[string]*session
+	// held counts each account's open sessions and reserved slots: the
+	// number its cap applies to.
+	held   map[string]int
 	closed bool
 }
 
@@ -194,20 +250,76 @@ type session struct {
 	watches map[string]func()
 }
 
-func newSessions() *sessions {
-	return &sessions{byID: map[string]*session{}, counts: map[string]int{}}
+// slot is a place for one session of an account, reserved before the SDK
+// creates the session, so that the cap is checked and taken at once.
+// Once reserved it is either opened (the session holds it until it ends)
+// or released (no session came of the request); never both.
+type slot struct {
+	accountID string
+	state     slotState
 }
 
-// open records a session of accountID until ss ends.
-func (s *sessions) open(ss *sdk.ServerSession, accountID string) {
+type slotState int
+
+const (
+	slotReserved slotState = iota
+	slotOpened
+	slotReleased
+)
+
+func newSessions() *sessions {
+	return &sessions{byID: map[string]*session{}, held: map[string]int{}}
+}
+
+// reserve takes a place for a session of accountID if the account holds
+// fewer than limit (sessions and reserved places); nil otherwise.
+func (s *sessions) reserve(accountID string, limit int) *slot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[accountID] >= limit {
+		return nil
+	}
+	s.held[accountID]++
+	return &slot{accountID: accountID}
+}
+
+// release gives back a reserved place that no session took.
+func (s *sessions) release(sl *slot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl.state == slotReserved {
+		sl.state = slotReleased
+		s.drop(sl.accountID)
+	}
+}
+
+// drop gives back one of an account's places; s.mu is held.
+func (s *sessions) drop(accountID string) {
+	if s.held[accountID]--; s.held[accountID] <= 0 {
+		delete(s.held, accountID)
+	}
+}
+
+// open records ss, initialized by the request holding sl, until it ends.
+// A session already recorded is left as it is. A session that holds no
+// reserved place (its request ended first and gave the place back, or
+// the server is shutting down) is closed, from a goroutine of its own
+// (closing waits for the handler that calls open): it would go beyond
+// the cap.
+func (s *sessions) open(ss *sdk.ServerSession, sl *slot) {
 	id := ss.ID()
 	s.mu.Lock()
-	if _, dup := s.byID[id]; dup || s.closed {
+	if _, dup := s.byID[id]; dup {
 		s.mu.Unlock()
 		return
 	}
-	s.byID[id] = &session{accountID: accountID, watches: map[string]func(){}}
-	s.counts[accountID]++
+	if sl == nil || sl.state != slotReserved || s.closed {
+		s.mu.Unlock()
+		go func() { _ = ss.Close() }()
+		return
+	}
+	sl.state = slotOpened
+	s.byID[id] = &session{accountID: sl.accountID, watches: map[string]func(){}}
 	s.mu.Unlock()
 	go func() {
 		_ = ss.Wait()
@@ -221,9 +333,7 @@ func (s *sessions) end(id string) {
 	sess, ok := s.byID[id]
 	if ok {
 		delete(s.byID, id)
-		if s.counts[sess.accountID]--; s.counts[sess.accountID] <= 0 {
-			delete(s.counts, sess.accountID)
-		}
+		s.drop(sess.accountID)
 	}
 	s.mu.Unlock()
 	if ok {
@@ -241,12 +351,6 @@ func (s *sessions) owner(id string) (string, bool) {
 		return "", false
 	}
 	return sess.accountID, true
-}
-
-func (s *sessions) count(accountID string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[accountID]
 }
 
 // watch records a resource subscription of a session; false when the

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
 
@@ -119,8 +118,8 @@ func TestRateLimitSharedWithREST(t *testing.T) {
 			restAnswered++
 		}
 		require.Less(t, restAnswered, 19, "MCP's requests spent some of the burst of 20")
-		_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "list_threads", Arguments: map[string]any{}})
-		require.ErrorContains(t, err, "Too Many Requests", "REST spent the rest of the budget")
+		e := fails(t, cs, "list_threads", map[string]any{})
+		require.Equal(t, "rate_limited", e.Code, "REST spent the rest of the budget")
 
 		other := b.connect(t, b.other)
 		ok(t, other, "list_threads", map[string]any{}, &list)

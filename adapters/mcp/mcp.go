@@ -129,6 +129,18 @@ type Deps struct {
 	// MaxSessionsPerAccount bounds an account's open sessions on this
 	// process; 100 when zero.
 	MaxSessionsPerAccount int
+	// MaxBodyBytes bounds a POST's body (413 beyond); 1 MiB when zero.
+	MaxBodyBytes int64
+	// AllowedOrigins are the browser origins (https://app.example.com, as
+	// a browser sends them) whose requests are served; a request with
+	// any other Origin header is refused 403. Requests without Origin
+	// (MCP clients that are not browsers) are served.
+	AllowedOrigins []string
+	// AllowedHosts are the host names a request on a loopback connection
+	// may carry in its Host header beside the loopback ones (a TLS proxy
+	// on the same host that passes the public name on); any other is
+	// refused 403.
+	AllowedHosts []string
 	// SessionIdleTimeout ends a session that has had no request for this
 	// long; 30 minutes when zero.
 	SessionIdleTimeout time.Duration
@@ -147,6 +159,7 @@ const (
 	DefaultMaxWaitsPerAccount    = 100
 	DefaultMaxSessionsPerAccount = 100
 	DefaultSessionIdleTimeout    = 30 * time.Minute
+	DefaultMaxBodyBytes          = 1 << 20
 	// DefaultCredentialRecheck, with the accounts' revocation watcher
 	// (which looks twice a second), ends a revoked key's sessions within
 	// a second.
@@ -158,7 +171,8 @@ const MaxWaitSeconds = 60
 
 // Handler serves MCP over Streamable HTTP. It expects each request's
 // context to carry the accounts.Principal the authentication in front of
-// it found.
+// it found and the ratelimit.Quota it spent (a request without a quota is
+// admitted).
 type Handler struct {
 	deps     Deps
 	server   *sdk.Server
@@ -189,6 +203,7 @@ func NewHandler(d Deps) (*Handler, error) {
 	d.MaxSessionsPerAccount = positiveOr(d.MaxSessionsPerAccount, DefaultMaxSessionsPerAccount)
 	d.SessionIdleTimeout = positiveOr(d.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	d.CredentialRecheck = positiveOr(d.CredentialRecheck, DefaultCredentialRecheck)
+	d.MaxBodyBytes = positiveOr(d.MaxBodyBytes, DefaultMaxBodyBytes)
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -204,6 +219,7 @@ func NewHandler(d Deps) (*Handler, error) {
 		UnsubscribeHandler: h.unsubscribe,
 		// No logging capability: the server sends no log messages.
 		Capabilities: &sdk.ServerCapabilities{},
+		SetCacheable: privateReads,
 	})
 	h.server.AddReceivingMiddleware(h.scope)
 	if err := h.addTools(); err != nil {
@@ -220,15 +236,24 @@ func NewHandler(d Deps) (*Handler, error) {
 	}()
 	h.http = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return h.server }, &sdk.StreamableHTTPOptions{
 		SessionTimeout: d.SessionIdleTimeout,
-		// The SDK refuses a loopback listener's requests whose Host is not
-		// loopback, against DNS rebinding of unauthenticated local servers.
-		// Every request here carries the API key headers, which a rebound
-		// page cannot know, and the server commonly listens on loopback
-		// behind a TLS proxy that keeps the public Host.
+		// ServeHTTP checks the Host itself (hostAllowed): as the SDK does,
+		// and with AllowedHosts for a TLS proxy on the same host that
+		// keeps the public Host, which the SDK's check would refuse.
 		DisableLocalhostProtection: true,
 		Logger:                     slog.New(atLeast{inner: d.Logger.Handler(), min: slog.LevelWarn}),
 	})
 	return h, nil
+}
+
+// privateReads marks every resources/read result private and stale at
+// once: a resource is a thread of the account, which no shared cache may
+// keep or serve to anyone else, and which changes with each message. The
+// list results keep the SDK's public scope: the tools and the resource
+// template are the same for every account.
+func privateReads(_ context.Context, req sdk.Request, c *sdk.Cacheable) {
+	if _, read := req.(*sdk.ReadResourceRequest); read {
+		c.CacheScope, c.TTLMs = "private", 0
+	}
 }
 
 // instructions tell the model how the tools fit together.
@@ -254,7 +279,7 @@ func (h *Handler) Close() {
 	})
 }
 
-func positiveOr[T int | time.Duration](v, def T) T {
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
 	if v > 0 {
 		return v
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -79,14 +80,33 @@ func (h *Handler) readThread(ctx context.Context, req *sdk.ReadResourceRequest) 
 }
 
 // resourceError answers a failed resource request as a protocol error:
-// resources have no result to carry a business failure in.
+// resources have no result to carry a business failure in. A missing
+// thread and another account's thread are answered alike: resource not
+// found.
 func (h *Handler) resourceError(ctx context.Context, uri string, err error) error {
 	if failure.Is(err, failure.KindNotFound) {
 		return sdk.ResourceNotFoundError(uri)
 	}
-	e := h.toolErrorOf(ctx, err)
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: e.Code + ": " + e.Message}
+	return h.protocolError(ctx, err)
 }
+
+// protocolError is the protocol error for a failure of a request that has
+// no result to carry it: its message is the failure's code and message,
+// and its data the tool error a tool call would answer. A rate limit is
+// a server error (-32000); every other failure an internal error.
+func (h *Handler) protocolError(ctx context.Context, err error) error {
+	e := h.toolErrorOf(ctx, err)
+	data, _ := json.Marshal(e)
+	code := int64(jsonrpc.CodeInternalError)
+	if failure.Is(err, failure.KindRateLimited) {
+		code = codeServerError
+	}
+	return &jsonrpc.Error{Code: code, Message: e.Code + ": " + e.Message, Data: data}
+}
+
+// codeServerError is JSON-RPC's first implementation-defined server
+// error code.
+const codeServerError = -32000
 
 // subscribe starts telling a session when a message arrives in a thread
 // of its account; another account's thread is not found.

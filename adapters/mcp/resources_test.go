@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +16,8 @@ import (
 )
 
 // Each thread is a resource whose content is its transcript, oldest
-// first; another account's thread is not found.
+// first, which no shared cache may keep; another account's thread is
+// not found, exactly as a missing one.
 func TestThreadTranscriptResource(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
@@ -43,12 +45,20 @@ func TestThreadTranscriptResource(t *testing.T) {
 		require.Regexp(t, `^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] Ann \(\+14155550111\): Hi!$`, lines[0])
 		require.Regexp(t, `\] agent \(\+14155550100\): Hello Ann$`, lines[1])
 		require.Regexp(t, `\] agent \(\+14155550100\): \[document: https://example.com/terms.pdf\]$`, lines[2])
+		require.Equal(t, "private", res.CacheScope, "a transcript is the account's alone")
+		require.Zero(t, res.TTLMs, "a transcript changes with every message")
 
 		_, otherThread := b.inbound(t, b.other, userA, agentOther, "secret")
-		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "switchboard://threads/" + otherThread})
-		require.ErrorContains(t, err, "Resource not found")
-		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "switchboard://threads/thr_missing"})
-		require.ErrorContains(t, err, "Resource not found")
+		otherURI, missingURI := "switchboard://threads/"+otherThread, "switchboard://threads/thr_missing"
+		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: otherURI})
+		var other, missing *jsonrpc.Error
+		require.ErrorAs(t, err, &other)
+		_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: missingURI})
+		require.ErrorAs(t, err, &missing)
+		require.Equal(t, missing.Code, other.Code)
+		require.Equal(t, strings.ReplaceAll(missing.Message, missingURI, "URI"), strings.ReplaceAll(other.Message, otherURI, "URI"))
+		require.Equal(t, strings.ReplaceAll(string(missing.Data), missingURI, "URI"), strings.ReplaceAll(string(other.Data), otherURI, "URI"))
+		require.Contains(t, other.Message, "Resource not found")
 	})
 }
 

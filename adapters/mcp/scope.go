@@ -9,19 +9,22 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // scope runs each request of a client as the HTTP request that carried
 // it: as its principal, within the call deadline, and cancelled when its
-// client goes away. It records who opened each session, and gives the
-// SDK's refusals of malformed arguments the shape of every other tool
-// error.
+// client goes away. A tools/call or resources/read runs only if its HTTP
+// request's token was admitted (see ServeHTTP). It
+// records who opened each session, and gives the SDK's refusals of
+// malformed arguments the shape of every other tool error.
 func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if strings.HasPrefix(method, "notifications/") {
@@ -32,6 +35,9 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 		c, ok := h.calls.of(req)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the HTTP request of this call ended before it was handled"}
+		}
+		if (method == methodCallTool || method == methodReadResource) && !c.quota.Admitted() {
+			return h.rateLimited(ctx, method, c.quota)
 		}
 		ctx = accounts.WithPrincipal(ctx, c.principal)
 		ctx, cancel := context.WithCancel(ctx)
@@ -51,7 +57,7 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 		switch method {
 		case "initialize":
 			if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
-				h.sessions.open(ss, c.principal.AccountID)
+				h.sessions.open(ss, c.slot)
 			}
 		case "tools/call":
 			if r, ok := res.(*sdk.CallToolResult); ok && r.IsError && r.StructuredContent == nil {
@@ -60,6 +66,17 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		return res, nil
 	}
+}
+
+// rateLimited answers a call refused for the account's rate limit: a
+// tool error for a tool call, a protocol error carrying the same error
+// as its data for a resource read (which has no result to carry it).
+func (h *Handler) rateLimited(ctx context.Context, method string, q ratelimit.Quota) (sdk.Result, error) {
+	err := failure.RateLimited("rate limit exceeded for this account", time.Duration(retryAfterSeconds(q.RetryAfter))*time.Second)
+	if method == methodCallTool {
+		return h.errorResult(ctx, err), nil
+	}
+	return nil, h.protocolError(ctx, err)
 }
 
 func isWait(method string, req sdk.Request) bool {

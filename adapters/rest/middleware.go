@@ -217,16 +217,34 @@ func credentials(r *http.Request, bearerKey bool) (key, secret string, keyOnly b
 // the account's rate limit. Clients that keep failing to authenticate are
 // slowed down before their credentials are even checked.
 func (s *server) authenticate(next http.Handler) http.Handler {
-	return s.authenticateWith(next, false)
+	return s.admit(next, admission{})
 }
 
 // authenticateCron is authenticate for the cron routes, where a bearer
 // key alone is also a credential.
 func (s *server) authenticateCron(next http.Handler) http.Handler {
-	return s.authenticateWith(next, true)
+	return s.admit(next, admission{bearerKey: true})
 }
 
-func (s *server) authenticateWith(next http.Handler, bearerKey bool) http.Handler {
+// authenticateHandingOnRefusals is authenticate for a handler that
+// answers a refused request itself (/mcp): a request beyond the
+// account's budget reaches it too, its refused quota in the context
+// (ratelimit.QuotaFrom), as every admitted one's.
+func (s *server) authenticateHandingOnRefusals(next http.Handler) http.Handler {
+	return s.admit(next, admission{handOn: true})
+}
+
+// admission is how a route admits requests: bearerKey takes the key
+// alone as a credential (the cron routes only); handOn hands requests
+// beyond the rate limit on to the handler (see
+// authenticateHandingOnRefusals).
+type admission struct {
+	bearerKey bool
+	handOn    bool
+}
+
+// admit is authenticate, as a route's admission says.
+func (s *server) admit(next http.Handler, a admission) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
@@ -237,7 +255,7 @@ func (s *server) authenticateWith(next http.Handler, bearerKey bool) http.Handle
 			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", attempt.RetryAfter))
 			return
 		}
-		principal, err := s.principal(r, bearerKey, done)
+		principal, err := s.principal(r, a.bearerKey, done)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -252,11 +270,15 @@ func (s *server) authenticateWith(next http.Handler, bearerKey bool) http.Handle
 		}
 		quota := s.limiters.Accounts.Take(r.Context(), principal.AccountID)
 		rateLimitHeaders(w, quota)
-		if !quota.Admitted() {
+		if !quota.Admitted() && !a.handOn {
 			writeError(w, r, failure.RateLimited("rate limit exceeded for this account", quota.RetryAfter))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(accounts.WithPrincipal(r.Context(), principal)))
+		ctx := accounts.WithPrincipal(r.Context(), principal)
+		if a.handOn {
+			ctx = ratelimit.WithQuota(ctx, quota)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

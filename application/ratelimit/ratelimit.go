@@ -103,6 +103,22 @@ func WithClient(ctx context.Context, addr string) context.Context {
 	return context.WithValue(ctx, clientKey{}, addr)
 }
 
+// quotaKey is the context key of the quota a request's edge spent.
+type quotaKey struct{}
+
+// WithQuota records the quota the inbound adapter spent for a request,
+// for a handler behind it that answers a refusal itself (the MCP handler
+// answers a refused tool call as the call's own error).
+func WithQuota(ctx context.Context, q Quota) context.Context {
+	return context.WithValue(ctx, quotaKey{}, q)
+}
+
+// QuotaFrom is the quota WithQuota recorded; false when none was.
+func QuotaFrom(ctx context.Context) (Quota, bool) {
+	q, ok := ctx.Value(quotaKey{}).(Quota)
+	return q, ok
+}
+
 // ClientFrom is the address WithClient recorded, or "".
 func ClientFrom(ctx context.Context) string {
 	addr, _ := ctx.Value(clientKey{}).(string)

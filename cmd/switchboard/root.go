@@ -25,6 +25,8 @@ type settings struct {
 	logLevel         string
 	allowPrivateURLs string
 	trustedProxies   string
+	mcpOrigins       string
+	mcpHosts         string
 	json             bool
 }
 
@@ -102,6 +104,12 @@ func (s *settings) resolve(cmd *cobra.Command) error {
 	s.cfg.AllowPrivateURLs = prefixes
 	if s.cfg.Limits.TrustedProxies, err = bootstrap.ParsePrefixes(s.trustedProxies); err != nil {
 		return fmt.Errorf("trusted-proxies: %w", err)
+	}
+	if s.cfg.MCP.AllowedOrigins, err = bootstrap.ParseOrigins(s.mcpOrigins); err != nil {
+		return fmt.Errorf("mcp-allowed-origins: %w", err)
+	}
+	if s.cfg.MCP.AllowedHosts, err = bootstrap.ParseHosts(s.mcpHosts); err != nil {
+		return fmt.Errorf("mcp-allowed-hosts: %w", err)
 	}
 	return nil
 }

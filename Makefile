@@ -11,7 +11,7 @@ STAMP   := -X main.version=$(VERSION)
 # What make release builds.
 PLATFORMS := linux/amd64 linux/arm64
 
-.PHONY: run build release test bench lint generate check-generated clean
+.PHONY: run build release test fuzz bench lint generate check-generated clean
 
 ## run: build and start the service on the embedded SQLite default, with a demo account
 run: build
@@ -40,6 +40,29 @@ release:
 RACE := -race -gcflags='modernc.org/...=-race=false'
 test:
 	$(WITH_PG) $(GO) test $(RACE) -count=1 -parallel 8 -timeout 20m ./...
+
+## fuzz: each fuzz target in turn for $(FUZZTIME) (FUZZTIME=30s make fuzz); a crasher is saved in its package's testdata/fuzz
+# Every parser of untrusted input has a fuzz target, listed here as
+# package:target (tests/lint checks that the list names them all); make
+# test runs their seed corpora.
+FUZZTIME ?= 10m
+FUZZ_TARGETS := \
+	./adapters/cronexpr:FuzzNext \
+	./application/messaging:FuzzMessageCursor \
+	./graph:FuzzCursor \
+	./graph:FuzzOperationBounds \
+	./domain/messaging:FuzzPhoneNumber \
+	./domain/email:FuzzAddress \
+	./domain/email:FuzzHeaders \
+	./adapters/httpguard:FuzzCheckURL \
+	./adapters/channels/whatsapp:FuzzWebhook \
+	./adapters/channels/telegram:FuzzWebhook \
+	./adapters/mcp:FuzzToolArguments
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "$$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 ## bench: ratios against same-run baselines (see bench/README.md); BENCH_FLAGS="-database postgres"
 bench:

@@ -34,7 +34,68 @@ const (
 	MaxMutations = 5
 	// MaxResponseBytes bounds the data an answer carries.
 	MaxResponseBytes = 4 << 20
+	// MaxExpandedSelections bounds the selections (fields, fragment
+	// spreads, inline fragments) of an operation with its fragments
+	// expanded where they are spread. The other checks, gqlgen's
+	// complexity among them, walk that whole expansion, which doubles with
+	// every fragment that spreads the next twice: a query of 25 such
+	// fragments expands to 2^25 selections. So this bound is checked
+	// first, by a walk that stops at it.
+	MaxExpandedSelections = 10 * MaxFields
 )
+
+// expansionBound refuses an operation whose expansion exceeds
+// MaxExpandedSelections; it must run before every other extension that
+// walks the operation.
+type expansionBound struct{}
+
+var _ graphql.OperationContextMutator = expansionBound{}
+
+func (expansionBound) ExtensionName() string { return "ExpansionBound" }
+
+func (expansionBound) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (expansionBound) MutateOperationContext(_ context.Context, op *graphql.OperationContext) *gqlerror.Error {
+	if op.Operation == nil {
+		return nil
+	}
+	n := 0
+	countExpanded(op.Doc, op.Operation.SelectionSet, map[string]bool{}, &n)
+	if n > MaxExpandedSelections {
+		err := gqlerror.Errorf("operation expands to more than %d selections, fragments counted where they are spread", MaxExpandedSelections)
+		err.Extensions = map[string]any{"code": "OPERATION_LIMIT_EXCEEDED"}
+		return err
+	}
+	return nil
+}
+
+// countExpanded adds the selections under set to *n, fragments expanded
+// where they are spread, and stops once *n passes MaxExpandedSelections;
+// visiting guards against fragment cycles (which validation rejects
+// anyway).
+func countExpanded(doc *ast.QueryDocument, set ast.SelectionSet, visiting map[string]bool, n *int) {
+	for _, sel := range set {
+		if *n > MaxExpandedSelections {
+			return
+		}
+		*n++
+		switch s := sel.(type) {
+		case *ast.Field:
+			countExpanded(doc, s.SelectionSet, visiting, n)
+		case *ast.InlineFragment:
+			countExpanded(doc, s.SelectionSet, visiting, n)
+		case *ast.FragmentSpread:
+			if visiting[s.Name] || doc == nil {
+				continue
+			}
+			if f := doc.Fragments.ForName(s.Name); f != nil {
+				visiting[s.Name] = true
+				countExpanded(doc, f.SelectionSet, visiting, n)
+				delete(visiting, s.Name)
+			}
+		}
+	}
+}
 
 // operationBounds refuses operations over the bounds above, before they
 // run, and answers that exceed MaxResponseBytes with an error instead.

@@ -47,6 +47,18 @@ func aliased(n int, field string) string {
 	return q.String()
 }
 
+// doubling is an operation of n fragments, each spreading the next twice:
+// a few hundred bytes that expand to 2^n selections.
+func doubling(n int) string {
+	var q strings.Builder
+	q.WriteString("{ account { ...F0 } }\n")
+	for i := range n {
+		fmt.Fprintf(&q, "fragment F%d on Account { ...F%d ...F%d }\n", i, i+1, i+1)
+	}
+	fmt.Fprintf(&q, "fragment F%d on Account { id }\n", n)
+	return q.String()
+}
+
 // Each abuse the issue measured, and the ones next to it, is refused before
 // anything runs.
 func TestOperationsAreBounded(t *testing.T) {
@@ -68,6 +80,9 @@ func TestOperationsAreBounded(t *testing.T) {
 			fragment A on Account { ...B ...B ...B ...B ...B ...B ...B ...B ...B ...B }
 			fragment B on Account { ...C ...C ...C ...C ...C ...C ...C ...C ...C ...C }
 			fragment C on Account { id name createdAt id name createdAt id name createdAt id }`, "more than 1000 fields"},
+		// Found by FuzzOperationBounds' seed: each check walked the whole
+		// expansion, 2^22 selections here, for seconds of CPU.
+		{"fragments doubling", doubling(22), "expands to more than 10000 selections"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -43,11 +43,13 @@ func NewHandler(r *Resolver) http.Handler {
 }
 
 // newServer is the executable schema with the extensions every transport
-// shares: introspection, the complexity and depth limits, the error
+// shares: introspection, the expansion, complexity and depth limits, the error
 // presenter and the per-response loaders.
 func newServer(r *Resolver) *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r, Complexity: complexity()}))
 	srv.Use(extension.Introspection{})
+	// The expansion bound first: the checks after it walk the expansion.
+	srv.Use(expansionBound{})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(operationBounds{})

@@ -83,10 +83,11 @@ func TestChannelsAndWebhooksEndToEnd(t *testing.T) {
 
 		require.Empty(t, hooks.rejections(), "every webhook delivery verifies with the signing secret")
 		// Per channel: received, sent and the status moves of the reply
-		// (Telegram: sent; WhatsApp: sent, delivered, read), and nothing
-		// for the refused updates.
+		// (Telegram: sent; WhatsApp: sent, delivered, read), the
+		// unsupported message of each received, and nothing for the
+		// refused updates.
 		all := hooks.all()
-		require.Len(t, all, 3+5, "the events: %v", all)
+		require.Len(t, all, 4+6, "the events: %v", all)
 		for _, ev := range all {
 			require.Equal(t, acct.AccountID, ev["a1_account_id"], "every event is the account's: %v", ev)
 		}
@@ -166,6 +167,21 @@ func telegramRoundTrip(t *testing.T, api *chAPI, tg *telegramfake.Server, hooks 
 		"message_content": map[string]any{"text": answer}, "content": answer,
 	})
 	hooks.waitStatuses(t, replyID, "sent")
+
+	// A poll, which Switchboard does not read, is stored and delivered as
+	// an unsupported message, never dropped.
+	poll := []byte(`{"update_id":7002,"message":{"message_id":12,"from":{"id":777000111,"is_bot":false,"first_name":"Alice","username":"Alice_W"},` +
+		`"chat":{"id":777000111,"type":"private"},"date":1763800000,"poll":{"id":"5","question":"Lunch?","options":[]}}}`)
+	r = api.client.Do(http.MethodPost, route, poll, "X-Telegram-Bot-Api-Secret-Token", secret)
+	require.Equal(t, http.StatusOK, r.StatusCode, "poll: %s", r.Body)
+	var pollID string
+	for _, m := range api.recent(t, threadID) {
+		if m["content"] == "[unsupported poll message]" {
+			pollID = m["message_id"].(string)
+		}
+	}
+	require.NotEmpty(t, pollID, "the poll is in the thread")
+	hooks.waitOne(t, "message.received", pollID)
 }
 
 // whatsappRoundTrip: the verify handshake; a signed inbound text reaches a
@@ -252,6 +268,21 @@ func whatsappRoundTrip(t *testing.T, api *chAPI, wa *whatsappfake.Server, hooks 
 	for _, ev := range hooks.find("message.status", replyID) {
 		requireEventFields(t, ev, map[string]any{"thread_id": threadID, "service": "whatsapp", "is_from_agent": true, "content": answer})
 	}
+
+	// A message of a type Switchboard does not read is stored and
+	// delivered as an unsupported one, never dropped.
+	order := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp",` +
+		`"metadata":{"phone_number_id":"` + chWAPNID + `"},"messages":[{"from":"14155550111","id":"wamid.e2e-order","type":"order","order":{"catalog_id":"1"}}]}}]}]}`)
+	r = api.client.Do(http.MethodPost, route, order, "X-Hub-Signature-256", whatsappfake.Sign(order, chWASecret))
+	require.Equal(t, http.StatusOK, r.StatusCode, "order: %s", r.Body)
+	var orderID string
+	for _, m := range api.recent(t, threadID) {
+		if m["content"] == "[unsupported order message]" {
+			orderID = m["message_id"].(string)
+		}
+	}
+	require.NotEmpty(t, orderID, "the order message is in the thread")
+	hooks.waitOne(t, "message.received", orderID)
 }
 
 // chAPI calls the server's API as one account.

@@ -106,7 +106,9 @@ func TestServeDemoCallsLocalReceivers(t *testing.T) {
 		acc := b.createAccount(t, "Acme")
 		srv := b.serve(t)
 		client := openapitest.New(t, srv.URL)
-		for _, url := range []string{recv.URL + "/hook", strings.Replace(recv.URL, "http:", "https:", 1) + "/hook"} {
+		// The full-width spelling is the address net/http dials.
+		fullWidth := strings.Replace(strings.Replace(recv.URL, "http:", "https:", 1), "127.0.0.1", "１２７.０.０.１", 1)
+		for _, url := range []string{recv.URL + "/hook", strings.Replace(recv.URL, "http:", "https:", 1) + "/hook", fullWidth + "/hook"} {
 			r := client.Do(http.MethodPut, "/v1/accounts/"+acc.AccountID+"/webhook", map[string]any{"url": url}, auth(acc.APIKey, acc.APISecret)...)
 			require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "%s", r.Body)
 			detail := r.JSON(t)["detail"].([]any)[0].(map[string]any)

@@ -18,8 +18,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"code.dny.dev/ssrf"
+	"golang.org/x/net/idna"
 )
 
 // ErrForbiddenAddress is wrapped by every refusal of a destination.
@@ -148,9 +150,17 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 }
 
 // canonicalName is the spelling of a host the checks compare and look up:
-// lower case, without the trailing dots of a fully qualified name
-// ("LocalHost." is localhost, and resolves like it).
+// the ASCII form net/http dials (IDNA's lookup mapping, so "ｌｏｃａｌｈｏｓｔ"
+// is localhost and "１２７.０.０.１" is 127.0.0.1), lower case, without the
+// trailing dots of a fully qualified name ("LocalHost." is localhost, and
+// resolves like it). Like net/http, it maps only names that are not
+// ASCII, and a name IDNA refuses keeps its spelling.
 func canonicalName(host string) string {
+	if strings.IndexFunc(host, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+		if ascii, err := idna.Lookup.ToASCII(host); err == nil {
+			host = ascii
+		}
+	}
 	return strings.ToLower(strings.TrimRight(host, "."))
 }
 
@@ -197,12 +207,15 @@ func looksNumeric(host string) bool {
 }
 
 // DialContext resolves the address itself, checks every candidate, and
-// connects only to an allowed one.
+// connects only to an allowed one. It reads the host as CheckURL does, so
+// that a URL the check accepted is not refused here for its spelling
+// ("1.0.0.0." is 1.0.0.0).
 func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
 	}
+	host = canonicalName(host)
 	var candidates []netip.Addr
 	if ip, ok := parseIPLiteral(host); ok {
 		candidates = []netip.Addr{ip}

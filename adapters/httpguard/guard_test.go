@@ -91,6 +91,12 @@ func TestCheckURLSeesThroughSpellingsOfAName(t *testing.T) {
 		{raw: "http://metadata.google./"},
 		{raw: "http://127.0.0.1./"},
 		{raw: "http://0x7f.1./"},
+		// Names net/http maps to ASCII before it dials (found by FuzzCheckURL).
+		{raw: "http://ｌｏｃａｌｈｏｓｔ/"},
+		{raw: "http://１２７.０.０.１/"},
+		{raw: "http://ＲＥＢＩＮＤ.example/"},
+		{raw: "http://rebind。example/"},
+		{raw: "https://ｐｕｂｌｉｃ.example/hook", allowed: true},
 		{raw: "https://public.example./hook", allowed: true},
 		{raw: "https://PUBLIC.example/hook", allowed: true},
 	} {
@@ -117,8 +123,18 @@ func TestDialRefusesWithoutConnecting(t *testing.T) {
 	}
 	require.Empty(t, dialer.dials, "no forbidden address was ever dialled")
 
+	// An address with the trailing dot of a fully qualified name is the
+	// address (found by FuzzCheckURL: CheckURL accepted it, the dial
+	// refused it as a numeric name).
+	_, err := g.DialContext(context.Background(), "tcp", "93.184.215.14.:443")
+	require.NotErrorIs(t, err, httpguard.ErrForbiddenAddress)
+	_, err = g.DialContext(context.Background(), "tcp", "127.0.0.1.:443")
+	require.ErrorIs(t, err, httpguard.ErrForbiddenAddress)
+	require.Equal(t, []string{"93.184.215.14:443"}, dialer.dials)
+	dialer.dials = nil
+
 	// A public name is dialled at the address the guard checked.
-	_, err := client.Get("http://mixed.example:8080/")
+	_, err = client.Get("http://mixed.example:8080/")
 	require.Error(t, err)
 	require.Equal(t, []string{"93.184.215.14:8080"}, dialer.dials, "only the allowed address of a mixed answer")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,7 +74,61 @@ type Message struct {
 		LastName    string `json:"last_name,omitempty"`
 		UserID      int64  `json:"user_id,omitempty"`
 	} `json:"contact,omitempty"`
+	// unread is the first field, in name order, that Switchboard does not
+	// read and that is neither about the message nor a service message's:
+	// content of a type it does not know (a poll, a dice, a video note).
+	unread string
 }
+
+// UnmarshalJSON reads a message and notes its first unread field.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type fields Message
+	if err := json.Unmarshal(b, (*fields)(m)); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(all))
+	for name := range all {
+		// Names match case-insensitively, as encoding/json matches fields.
+		if name != "" && !knownField[strings.ToLower(name)] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > 0 {
+		m.unread = names[0]
+	}
+	return nil
+}
+
+// knownField are the Bot API's fields of a message that are not content
+// of a type Switchboard does not know: what it reads, what is about the
+// message (sender, reply, formatting, forwarding), and the fields of
+// service messages (members, titles, pins, topics, payments, calls).
+var knownField = func() map[string]bool {
+	known := map[string]bool{}
+	for _, f := range strings.Fields(`
+		message_id message_thread_id from sender_chat sender_boost_count sender_business_bot date business_connection_id chat
+		forward_origin forward_from forward_from_chat forward_from_message_id forward_signature forward_sender_name forward_date
+		is_topic_message is_automatic_forward reply_to_message external_reply quote reply_to_story via_bot edit_date
+		has_protected_content is_from_offline is_paid_post media_group_id author_signature paid_star_count entities
+		link_preview_options effect_id caption_entities show_caption_above_media has_media_spoiler reply_markup
+		text caption photo video audio voice document sticker location venue contact
+		new_chat_members left_chat_member new_chat_title new_chat_photo delete_chat_photo group_chat_created
+		supergroup_chat_created channel_chat_created message_auto_delete_timer_changed migrate_to_chat_id
+		migrate_from_chat_id pinned_message invoice successful_payment refunded_payment users_shared chat_shared gift
+		unique_gift connected_website write_access_allowed passport_data proximity_alert_triggered boost_added
+		chat_background_set checklist_tasks_done checklist_tasks_added direct_message_price_changed
+		forum_topic_created forum_topic_edited forum_topic_closed forum_topic_reopened general_forum_topic_hidden
+		general_forum_topic_unhidden giveaway_created giveaway_completed paid_message_price_changed
+		video_chat_scheduled video_chat_started video_chat_ended video_chat_participants_invited web_app_data`) {
+		known[f] = true
+	}
+	return known
+}()
 
 // ChatMemberUpdated reports a change of the bot's own membership.
 type ChatMemberUpdated struct {
@@ -247,6 +302,10 @@ func content(m *Message) (domain.Content, bool) {
 		return text(strings.TrimSpace(fmt.Sprintf("[contact %s %s %s]", m.Contact.FirstName, m.Contact.LastName, m.Contact.PhoneNumber)))
 	case m.Sticker != nil:
 		return text(strings.TrimSpace("[sticker " + m.Sticker.Emoji + "]"))
+	case m.unread != "":
+		// Content of a type Switchboard does not know is stored as
+		// unsupported, named by its field, not dropped.
+		return text("[unsupported " + m.unread + " message]")
 	}
 	return domain.Content{}, false
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
@@ -246,10 +247,10 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, settings map[st
 		names[c.WaID] = c.Profile.Name
 	}
 	for _, m := range v.Messages {
-		content, ok := content(settings, m)
-		if !ok || m.From == "" || m.ID == "" {
+		if m.From == "" || m.ID == "" {
 			continue
 		}
+		content := content(settings, m)
 		phone := "+" + m.From
 		err := in.Inbox.Receive(ctx, channels.Inbound{
 			Number: n, Sender: channels.Sender{ChatID: phone, Phone: phone, Name: names[m.From]},
@@ -306,16 +307,21 @@ func firstNonEmpty(s ...string) string {
 }
 
 // content is what a message carries. Media arrive as the Graph API URL of
-// the media object, which the number's access token retrieves.
-func content(settings map[string]string, m Message) (domain.Content, bool) {
-	text := func(s string) (domain.Content, bool) {
-		return domain.Content{Kind: domain.KindText, Text: s}, strings.TrimSpace(s) != ""
-	}
-	media := func(kind domain.Kind, md *Media) (domain.Content, bool) {
-		if md.ID == "" {
-			return domain.Content{}, false
+// the media object, which the number's access token retrieves. A message
+// of a type Switchboard does not read, or without the content its type
+// promises, is unsupported: it is stored and delivered all the same.
+func content(settings map[string]string, m Message) domain.Content {
+	text := func(s string) domain.Content {
+		if strings.TrimSpace(s) == "" {
+			return unsupported(m)
 		}
-		return domain.Content{Kind: kind, MediaURL: baseURL(settings) + "/" + md.ID, Caption: md.Caption}, true
+		return domain.Content{Kind: domain.KindText, Text: s}
+	}
+	media := func(kind domain.Kind, md *Media) domain.Content {
+		if md.ID == "" || md.ID == "." || md.ID == ".." {
+			return unsupported(m) // no media object, or not one path segment
+		}
+		return domain.Content{Kind: kind, MediaURL: baseURL(settings) + "/" + url.PathEscape(md.ID), Caption: md.Caption}
 	}
 	switch {
 	case m.Text != nil:
@@ -332,7 +338,7 @@ func content(settings map[string]string, m Message) (domain.Content, bool) {
 		return media(domain.KindImage, m.Sticker)
 	case m.Location != nil:
 		return domain.Content{Kind: domain.KindLocation, Latitude: m.Location.Latitude, Longitude: m.Location.Longitude,
-			PlaceName: m.Location.Name, Address: m.Location.Address}, true
+			PlaceName: m.Location.Name, Address: m.Location.Address}
 	case m.Button != nil:
 		return text(m.Button.Text)
 	case m.Interactive != nil && m.Interactive.ButtonReply != nil:
@@ -341,6 +347,18 @@ func content(settings map[string]string, m Message) (domain.Content, bool) {
 		return text(m.Interactive.ListReply.Title)
 	case m.Reaction != nil && m.Reaction.Emoji != "":
 		return text("[reaction " + m.Reaction.Emoji + "]")
+	case m.Reaction != nil:
+		return text("[reaction removed]")
 	}
-	return domain.Content{}, false
+	return unsupported(m)
+}
+
+// unsupported is the content of a message Switchboard cannot represent:
+// a text naming its type.
+func unsupported(m Message) domain.Content {
+	typ := m.Type
+	if strings.TrimSpace(typ) == "" {
+		typ = "unknown"
+	}
+	return domain.Content{Kind: domain.KindText, Text: "[unsupported " + typ + " message]"}
 }

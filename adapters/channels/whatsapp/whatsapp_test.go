@@ -281,3 +281,34 @@ func TestSiblingNumbers(t *testing.T) {
 	require.Len(t, box.messages, 1, "only a number of the same app (same secret) takes the change")
 	require.Equal(t, sibling.ID, box.messages[0].Number.ID)
 }
+
+// A message Switchboard cannot represent is stored as an unsupported one
+// naming its type, never dropped; a media id is one segment of the media
+// URL, whatever it holds (found by FuzzWebhook).
+func TestInboundNeverDropsAMessage(t *testing.T) {
+	t.Parallel()
+	box := newInbox()
+	in := &whatsapp.Inbound{Inbox: box}
+	post := func(message string) {
+		body := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp",` +
+			`"metadata":{"phone_number_id":"` + pnid + `"},"messages":[` + message + `]}}]}]}`)
+		require.NoError(t, in.Webhook(context.Background(), number.ID, whatsappfake.Sign(body, appSecret), body))
+	}
+	post(`{"from":"14155550111","id":"wamid.o1","type":"order","order":{"catalog_id":"1"}}`)
+	post(`{"from":"14155550111","id":"wamid.u1","type":"unsupported","errors":[{"code":131051}]}`)
+	post(`{"from":"14155550111","id":"wamid.e1","type":"text","text":{"body":"  "}}`)
+	post(`{"from":"14155550111","id":"wamid.s1","type":"sticker","sticker":{}}`)
+	post(`{"from":"14155550111","id":"wamid.r1","type":"reaction","reaction":{"message_id":"wamid.x","emoji":""}}`)
+	post(`{"from":"14155550111","id":"wamid.n1"}`)
+	post(`{"from":"14155550111","id":"wamid.d1","type":"document","document":{"id":"../../me?fields=id"}}`)
+
+	require.Len(t, box.messages, 7, "every message is stored")
+	texts := []string{}
+	for _, m := range box.messages[:6] {
+		require.Equal(t, domain.KindText, m.Content.Kind)
+		texts = append(texts, m.Content.Text)
+	}
+	require.Equal(t, []string{"[unsupported order message]", "[unsupported unsupported message]", "[unsupported text message]",
+		"[unsupported sticker message]", "[reaction removed]", "[unsupported unknown message]"}, texts)
+	require.Equal(t, "https://graph.facebook.com/v23.0/..%2F..%2Fme%3Ffields=id", box.messages[6].Content.MediaURL)
+}

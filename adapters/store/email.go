@@ -112,22 +112,30 @@ func (row emailRow) domain() (email.Email, error) {
 		at := row.SentAt.UTC()
 		e.SentAt = &at
 	}
-	var headers []headerJSON
+	var err error
+	e.Cc, e.Bcc, e.ReplyTo, e.Headers, err = decodeAddressColumns(row.Cc, row.Bcc, row.ReplyTo, row.Headers)
+	return e, err
+}
+
+// decodeAddressColumns reads the JSON columns an email row keeps its Cc,
+// Bcc and Reply-To lists and its extra headers in ("[]" when empty).
+func decodeAddressColumns(cc, bcc, replyTo, headers string) (ccs, bccs, replyTos []string, hs []email.Header, err error) {
+	var raw []headerJSON
 	for _, f := range []struct {
 		raw string
 		dst any
-	}{{row.Cc, &e.Cc}, {row.Bcc, &e.Bcc}, {row.ReplyTo, &e.ReplyTo}, {row.Headers, &headers}} {
+	}{{cc, &ccs}, {bcc, &bccs}, {replyTo, &replyTos}, {headers, &raw}} {
 		if f.raw == "[]" {
 			continue
 		}
 		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
-			return email.Email{}, err
+			return nil, nil, nil, nil, err
 		}
 	}
-	for _, h := range headers {
-		e.Headers = append(e.Headers, email.Header(h))
+	for _, h := range raw {
+		hs = append(hs, email.Header(h))
 	}
-	return e, nil
+	return ccs, bccs, replyTos, hs, nil
 }
 
 // Email reads an email of an account.

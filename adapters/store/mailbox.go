@@ -2,13 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/uptrace/bun"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
-	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
 // MailboxStore is the storage of the sandbox mailbox (email.Mailbox),
@@ -74,20 +72,9 @@ func (row sandboxEmailRow) kept() (appemail.KeptEmail, error) {
 		AccountID: row.AccountID, MessageID: row.MessageID, From: row.FromAddress, To: row.ToAddress,
 		Subject: row.Subject, Text: row.TextPart, HTML: row.HTMLPart, Date: fromMicros(row.Date),
 	}
-	var headers []headerJSON
-	for _, f := range []struct {
-		raw string
-		dst any
-	}{{row.Cc, &e.Cc}, {row.Bcc, &e.Bcc}, {row.ReplyTo, &e.ReplyTo}, {row.Headers, &headers}} {
-		if f.raw == "[]" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
-			return appemail.KeptEmail{}, fmt.Errorf("read sandbox email %d: %w", row.Seq, err)
-		}
-	}
-	for _, h := range headers {
-		e.Headers = append(e.Headers, email.Header(h))
+	var err error
+	if e.Cc, e.Bcc, e.ReplyTo, e.Headers, err = decodeAddressColumns(row.Cc, row.Bcc, row.ReplyTo, row.Headers); err != nil {
+		return appemail.KeptEmail{}, fmt.Errorf("read sandbox email %d: %w", row.Seq, err)
 	}
 	if row.AttachmentName != nil {
 		e.Attachment = &appemail.KeptAttachment{Name: *row.AttachmentName}

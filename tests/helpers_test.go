@@ -292,6 +292,26 @@ func (p *serverProc) waitListening(t *testing.T) {
 	}
 }
 
+// waitReady waits until /readyz answers 200. A server listens once it
+// reached its database; on a loaded machine its health watcher may still
+// be connecting, and /readyz says 503 until it has.
+func (p *serverProc) waitReady(t *testing.T) {
+	t.Helper()
+	c := p.client(t)
+	var last openapitest.Response
+	deadline := time.Now().Add(startTimeout)
+	for {
+		last = c.Do(http.MethodGet, "/readyz", nil)
+		if last.StatusCode == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never said 200 within %s; last answer %d %s", startTimeout, last.StatusCode, last.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // client returns a client that validates every response against the
 // OpenAPI document.
 func (p *serverProc) client(t *testing.T) *openapitest.Client {

@@ -246,8 +246,7 @@ func TestServeReplicasStartTogether(t *testing.T) {
 		}
 		for _, srv := range replicas {
 			srv.waitListening(t)
-			r := srv.client(t).Do(http.MethodGet, "/readyz", nil)
-			require.Equal(t, http.StatusOK, r.StatusCode, string(r.Body))
+			srv.waitReady(t)
 		}
 
 		acc := b.createAccount(t, "Shared")

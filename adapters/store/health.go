@@ -15,17 +15,30 @@ import (
 // away and ready within two seconds of its return, and must answer at once
 // even when the database hangs. A probe that runs on the request would wait
 // out its own timeout on a frozen database; so a watcher probes the
-// database every probeInterval, each probe bounded by probeTimeout, on a
-// connection of its own (a pool saturated by slow queries must not look
-// like a database that is away, nor delay the probe), and /readyz reads
-// the last verdict. The watcher also writes the one log line an outage
-// gets, and one when it ends.
+// database every probeInterval on a connection of its own (a pool
+// saturated by slow queries must not look like a database that is away,
+// nor delay the probe), and /readyz reads the last verdict. The watcher
+// also writes the one log line an outage gets, and one when it ends.
+//
+// A probe without an answer after probeTimeout makes the verdict
+// not-ready, but the probe itself goes on until probeGiveUp: connecting
+// to a loaded server (a backend to fork, authentication) can take longer
+// than probeTimeout, and a probe cut off at probeTimeout would throw each
+// half-made connection away and find the database away for as long as
+// the load lasts. Its answer, when it comes, is the verdict.
 
-// The watcher's rhythm: a change is seen within probeInterval+probeTimeout.
+// The watcher's rhythm: a database that goes away is seen within
+// probeInterval+probeTimeout; one that comes back, within probeInterval
+// of its first answer, or probeGiveUp after it stopped answering
+// silently (a probe stuck on it is abandoned then).
 const (
 	probeInterval = 500 * time.Millisecond
 	probeTimeout  = time.Second
+	probeGiveUp   = 5 * time.Second
 )
+
+// errNoAnswer is the verdict while a probe is overdue.
+var errNoAnswer = fmt.Errorf("database unreachable: no answer within %s", probeTimeout)
 
 // health is the watcher's verdict.
 type health struct {
@@ -55,10 +68,11 @@ func (db *DB) watchHealth(log *slog.Logger) {
 	}()
 }
 
-// watch probes the database until ctx ends, keeping the verdict Ready
-// answers and logging each outage's start and end once. probe is a pool
-// of one connection for the probe, closed when the watch ends (nil: the
-// database's own pools, for SQLite, whose reads never wait on a network).
+// watch probes the database until ctx ends, one probe at a time, keeping
+// the verdict Ready answers and logging each outage's start and end once.
+// probe is a pool of one connection for the probe, closed when the watch
+// ends (nil: the database's own pools, for SQLite, whose reads never wait
+// on a network).
 func (db *DB) watch(ctx context.Context, probe *sql.DB, log *slog.Logger) {
 	if probe != nil {
 		defer func() { _ = probe.Close() }()
@@ -66,9 +80,21 @@ func (db *DB) watch(ctx context.Context, probe *sql.DB, log *slog.Logger) {
 	t := time.NewTicker(probeInterval)
 	defer t.Stop()
 	for {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := db.probe(pctx, probe)
-		cancel()
+		answer := make(chan error, 1)
+		go func() {
+			pctx, cancel := context.WithTimeout(ctx, probeGiveUp)
+			defer cancel()
+			answer <- db.probe(pctx, probe)
+		}()
+		overdue := time.NewTimer(probeTimeout)
+		var err error
+		select {
+		case err = <-answer:
+		case <-overdue.C:
+			db.record(errNoAnswer, log)
+			err = <-answer
+		}
+		overdue.Stop()
 		if ctx.Err() != nil {
 			return
 		}

@@ -176,10 +176,14 @@ var (
 )
 
 // adminDB is a small pool on the configured database, used only to create
-// and drop test databases.
+// and drop test databases. Its replies may take long: a server busy with
+// the whole suite took over ten seconds (pgdriver's default read timeout)
+// to create one database, and pgdriver keeps a connection whose read timed
+// out, so that the next statement would read the late reply.
 func adminDB() *sql.DB {
 	adminOnce.Do(func() {
-		admin = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(PostgresURL()), pgdriver.WithDialTimeout(5*time.Second)))
+		admin = sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(PostgresURL()),
+			pgdriver.WithDialTimeout(5*time.Second), pgdriver.WithReadTimeout(3*time.Minute)))
 		admin.SetMaxOpenConns(4)
 	})
 	return admin

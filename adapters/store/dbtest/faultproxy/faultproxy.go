@@ -1,7 +1,7 @@
 // Package faultproxy is a TCP proxy for tests that sits between a server and
 // its database and injects the network faults a real Postgres produces: a
 // stopped server (Freeze/Thaw), dropped or reset connections (Cut/Reset), slow
-// replies (SetDelay), refused or silent connects (SetRefuse/SetBlackhole) and a
+// replies (SetDelay), slow connects (SetConnectDelay), refused or silent connects (SetRefuse/SetBlackhole) and a
 // reply torn in half (HalfReplyThenReset). It listens on loopback only and
 // forwards only to a loopback upstream.
 package faultproxy
@@ -28,6 +28,7 @@ type Proxy struct {
 	mu        sync.Mutex
 	running   chan struct{} // closed while not frozen; Freeze replaces it
 	delay     time.Duration
+	connDelay time.Duration
 	refuse    bool
 	blackhole bool
 	halfReset bool
@@ -127,6 +128,15 @@ func (p *Proxy) SetDelay(d time.Duration) {
 	p.delay = d
 }
 
+// SetConnectDelay makes each new connection wait d before it reaches the
+// server, like a loaded server slow to start a backend: connecting
+// succeeds, but late. 0 turns it off.
+func (p *Proxy) SetConnectDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.connDelay = d
+}
+
 // SetRefuse makes new connections close at once after accept, like a database
 // that is down, restarting or out of connection slots: connecting fails fast.
 func (p *Proxy) SetRefuse(on bool) {
@@ -202,7 +212,7 @@ func (p *Proxy) handle(client net.Conn) {
 	defer p.wg.Done()
 	l := &link{client: client, done: make(chan struct{})}
 	p.mu.Lock()
-	refuse, blackhole, closed := p.refuse, p.blackhole, p.closed
+	refuse, blackhole, closed, connDelay := p.refuse, p.blackhole, p.closed, p.connDelay
 	if !refuse && !closed {
 		p.links[l] = struct{}{}
 	}
@@ -221,7 +231,7 @@ func (p *Proxy) handle(client net.Conn) {
 		<-l.done
 		return
 	}
-	if !p.wait(l) { // a frozen server does not accept its backlog
+	if !p.wait(l) || !p.pause(l, connDelay) { // a frozen server does not accept its backlog
 		return
 	}
 	var d net.Dialer
@@ -301,6 +311,11 @@ func (p *Proxy) sleep(l *link) bool {
 	p.mu.Lock()
 	d := p.delay
 	p.mu.Unlock()
+	return p.pause(l, d)
+}
+
+// pause waits d; false means the link was closed meanwhile.
+func (p *Proxy) pause(l *link, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}

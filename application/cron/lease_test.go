@@ -105,7 +105,7 @@ func TestLeasesRenewedWhileCalling(t *testing.T) {
 	var started bool
 	for deadline := time.Now().Add(5 * time.Second); !started && time.Now().Before(deadline); {
 		n := 0
-		for _, e := range b.store.AllExecutions() {
+		for _, e := range b.allExecutions(t) {
 			if e.CallStartedAt != nil {
 				n++
 			}
@@ -119,7 +119,7 @@ func TestLeasesRenewedWhileCalling(t *testing.T) {
 		b.advance(start.Add(time.Minute + time.Duration(i)*time.Second))
 		time.Sleep(60 * time.Millisecond)
 	}
-	execs := b.store.AllExecutions()
+	execs := b.allExecutions(t)
 	require.Len(t, execs, 1)
 	require.Equal(t, j.ID, execs[0].JobID)
 	require.Equal(t, 1, execs[0].Attempt, "the run was not taken over")

@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
-	"github.com/switchboard-dev/switchboard/adapters/memory"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 )
@@ -133,14 +136,14 @@ func (e *endpoint) snapshot() []recordedCall {
 	return append([]recordedCall(nil), e.calls...)
 }
 
-// bundle is the cron use cases and one or more schedulers on one
-// in-memory store, calling a local endpoint, on a clock the test moves.
-// The store's own contract (storetest.Cron) holds it to what the
-// databases do; the tests that need a database (processes sharing it,
-// killed and restarted) are in process_test.go and fault_test.go.
+// bundle is the cron use cases and one or more schedulers on one SQLite
+// store in a temporary file, calling a local endpoint, on a clock the
+// test moves. The tests of processes sharing a database, killed and
+// restarted, are in process_test.go and fault_test.go.
 type bundle struct {
 	svc     *appcron.Service
-	store   *memory.Cron
+	db      *store.DB
+	store   appcron.Store
 	clock   *fakeClock
 	ep      *endpoint
 	account string
@@ -169,7 +172,8 @@ func setup(t *testing.T, o options) *bundle {
 		o.start = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	}
 	clock := newFakeClock(o.start)
-	b := &bundle{clock: clock, ep: newEndpoint(t), store: memory.NewCron(), account: ident.New(ident.Account)}
+	db, accountID := sqliteCron(t, o.start)
+	b := &bundle{clock: clock, ep: newEndpoint(t), db: db, store: db.CronStore(), account: accountID}
 	guard := loopback()
 	parser := cronexpr.New()
 	runCtx, cancel := context.WithCancel(ctx)
@@ -204,11 +208,56 @@ func (b *bundle) advance(t time.Time) {
 	}
 }
 
+// allExecutions reads every execution of every job, in any state (the
+// ports show finished ones only), ordered by job and slot.
+func (b *bundle) allExecutions(t *testing.T) []cron.Execution {
+	t.Helper()
+	var rows []struct {
+		JobID               string        `bun:"job_id"`
+		Slot                int64         `bun:"slot"`
+		Status              string        `bun:"status"`
+		Error               string        `bun:"error"`
+		Attempt             int           `bun:"attempt"`
+		InterruptedAttempts int           `bun:"interrupted_attempts"`
+		CallStartedAt       sql.NullInt64 `bun:"call_started_at"`
+	}
+	require.NoError(t, b.db.Bun().NewRaw("SELECT job_id, slot, status, error, attempt, interrupted_attempts, call_started_at FROM cron_executions ORDER BY job_id, slot, id").
+		Scan(context.Background(), &rows))
+	out := make([]cron.Execution, len(rows))
+	for i, r := range rows {
+		out[i] = cron.Execution{JobID: r.JobID, Slot: time.UnixMicro(r.Slot).UTC(), Status: cron.ExecutionStatus(r.Status), Error: r.Error,
+			Attempt: r.Attempt, InterruptedAttempts: r.InterruptedAttempts}
+		if r.CallStartedAt.Valid {
+			at := time.UnixMicro(r.CallStartedAt.Int64).UTC()
+			out[i].CallStartedAt = &at
+		}
+	}
+	return out
+}
+
+// sqliteCron opens a migrated SQLite store in a temporary file with one
+// account, closed when the test ends.
+func sqliteCron(t *testing.T, created time.Time) (*store.DB, string) {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbtest.URL(t, store.SQLite), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, insertAccount(t, db, created)
+}
+
+// insertAccount stores a new account and returns its id.
+func insertAccount(t *testing.T, db *store.DB, created time.Time) string {
+	t.Helper()
+	acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: created, UpdatedAt: created}
+	require.NoError(t, db.AccountStore().InsertAccount(context.Background(), acc))
+	return acc.ID
+}
+
 // finished counts the executions that are no longer running.
 func (b *bundle) finished(t *testing.T) int {
 	t.Helper()
 	n := 0
-	for _, e := range b.store.AllExecutions() {
+	for _, e := range b.allExecutions(t) {
 		if e.Status != cron.Running {
 			n++
 		}
@@ -387,7 +436,7 @@ func TestExactlyOnceAcrossReplicas(t *testing.T) {
 		require.Equal(t, 1, n, "slot %s called %d times", k, n)
 	}
 	rows, slots := 0, map[string]bool{}
-	for _, e := range b.store.AllExecutions() {
+	for _, e := range b.allExecutions(t) {
 		if e.Status == cron.Success {
 			rows++
 			slots[cron.IdempotencyKey(e.JobID, e.Slot)] = true
@@ -546,7 +595,7 @@ func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
 	b.advance(start.Add(time.Minute))
 	time.Sleep(100 * time.Millisecond) // A's calls start and hang
 
-	other := ident.New(ident.Account)
+	other := insertAccount(t, b.db, start)
 	_, err := b.svc.Create(ctx, other, cron.Job{EndpointURL: b.ep.srv.URL + "/hook", Method: "POST", Spec: every}, nil)
 	require.NoError(t, err)
 	b.advance(start.Add(2 * time.Minute))
@@ -570,7 +619,7 @@ func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	// Two calls hang (the share of 4), two wait, the fifth is not made.
 	notMade := func() int {
 		n := 0
-		for _, e := range b.store.AllExecutions() {
+		for _, e := range b.allExecutions(t) {
 			if e.Status == cron.Failed && e.Error == appcron.AccountBusyNote {
 				n++
 			}

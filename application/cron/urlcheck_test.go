@@ -5,15 +5,14 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
-	"github.com/switchboard-dev/switchboard/adapters/memory"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
-	"github.com/switchboard-dev/switchboard/domain/ident"
 )
 
 // watchedStore tells whether one of its transactions is open.
@@ -57,10 +56,10 @@ func (c *recordingChecker) CheckURL(_ context.Context, raw string) error {
 func TestEndpointURLsAreCheckedOutsideTransactions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := &watchedStore{Store: memory.NewCron()}
+	db, account := sqliteCron(t, time.Now())
+	store := &watchedStore{Store: db.CronStore()}
 	urls := &recordingChecker{store: store, refuse: map[string]bool{"https://private.example/hook": true}}
 	svc := appcron.NewService(appcron.Deps{Store: store, Parser: cronexpr.New(), URLs: urls})
-	account := ident.New(ident.Account)
 
 	j, err := svc.Create(ctx, account, cron.Job{EndpointURL: "https://public.example/hook", Method: "POST",
 		Spec: cron.Spec{Frequency: cron.Daily, Time: "09:00", Timezone: "UTC"}}, nil)

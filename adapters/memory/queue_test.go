@@ -13,11 +13,6 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/memory"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
-	appcron "github.com/switchboard-dev/switchboard/application/cron"
-	"github.com/switchboard-dev/switchboard/application/idempotency"
-	"github.com/switchboard-dev/switchboard/domain/account"
-	"github.com/switchboard-dev/switchboard/domain/cron"
-	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
@@ -26,106 +21,11 @@ var (
 	_ runner.Queue       = (*memory.Queue)(nil)
 	_ runner.Wakeups     = (*memory.Queue)(nil)
 	_ runner.StatsSource = (*memory.Queue)(nil)
-	_ appcron.Store      = (*memory.Cron)(nil)
 )
-
-func TestCronContract(t *testing.T) {
-	t.Parallel()
-	storetest.Cron(t, func(t *testing.T) (appcron.Store, func(context.Context, account.Account) error) {
-		// Jobs need no account row in memory.
-		return memory.NewCron(), func(context.Context, account.Account) error { return nil }
-	})
-}
 
 func TestJobsContract(t *testing.T) {
 	t.Parallel()
 	storetest.Jobs(t, func(t *testing.T) storetest.JobQueue { return memory.NewQueue(nil) })
-}
-
-// What the contract does not reach: the batched read of last executions,
-// answers recorded with a transaction, and calls that would wait for the
-// transaction they are made in.
-func TestCronBeyondTheContract(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
-	newJob := func(accountID string) cron.Job {
-		return cron.Job{ID: ident.New(ident.CronJob), AccountID: accountID, EndpointURL: "https://example.com", Method: "GET",
-			Spec: cron.Spec{Frequency: cron.Daily, Time: "10:30", Timezone: "UTC"}, Status: cron.Active, CreatedAt: at, NextRunAt: &at}
-	}
-	finish := func(t *testing.T, s *memory.Cron, j cron.Job, slot time.Time, status cron.ExecutionStatus) string {
-		t.Helper()
-		ctx := context.Background()
-		e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: slot, StartedAt: slot,
-			Status: cron.Running, Attempt: 1, LeaseOwner: "sch", LeaseUntil: slot.Add(time.Minute)}
-		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{e})
-		require.NoError(t, err)
-		require.NoError(t, s.Repos().FinishExecutions(ctx, "sch", []appcron.Outcome{{ExecutionID: e.ID, Status: status, FinishedAt: slot}}))
-		return e.ID
-	}
-
-	t.Run("LastExecutionsOfTheAccountsJobs", func(t *testing.T) {
-		t.Parallel()
-		s := memory.NewCron()
-		ctx := context.Background()
-		mine, quiet, theirs := newJob("acc_a"), newJob("acc_a"), newJob("acc_b")
-		for _, j := range []cron.Job{mine, quiet, theirs} {
-			require.NoError(t, s.Repos().InsertJob(ctx, j))
-		}
-		finish(t, s, mine, at, cron.Success)
-		latest := finish(t, s, mine, at.Add(time.Hour), cron.Failed)
-		finish(t, s, theirs, at, cron.Success)
-		r, ok := s.Repos().(appcron.LastExecutionsReader)
-		require.True(t, ok, "the service reads a page's last executions at once")
-		last, err := r.LastExecutions(ctx, "acc_a", []string{mine.ID, quiet.ID, theirs.ID})
-		require.NoError(t, err)
-		require.Len(t, last, 1, "a job without one, and another account's, are absent")
-		require.Equal(t, latest, last[mine.ID].ID)
-		require.Len(t, s.AllExecutions(), 3)
-	})
-
-	t.Run("AnswersCommitWithTheirTransaction", func(t *testing.T) {
-		t.Parallel()
-		s := memory.NewCron()
-		ctx := context.Background()
-		boom := errors.New("boom")
-		j := newJob("acc_a")
-		err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			require.NoError(t, r.InsertJob(ctx, j))
-			require.NoError(t, r.RecordResponse(ctx, "acc_a", "k1", idempotency.Response{Status: 201}))
-			return boom
-		})
-		require.ErrorIs(t, err, boom)
-		_, err = s.Repos().Job(ctx, "acc_a", j.ID)
-		require.Error(t, err, "the job rolled back")
-		require.NoError(t, s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			return r.RecordResponse(ctx, "acc_a", "k1", idempotency.Response{Status: 201})
-		}), "the rolled-back answer is gone")
-		err = s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			return r.RecordResponse(ctx, "acc_a", "k1", idempotency.Response{Status: 201})
-		})
-		require.ErrorIs(t, err, idempotency.ErrAnsweredElsewhere)
-		require.NoError(t, s.Repos().RecordResponse(ctx, "acc_b", "k1", idempotency.Response{Status: 201}), "keys are per account")
-	})
-
-	t.Run("NoCallWaitsForItsOwnTransaction", func(t *testing.T) {
-		t.Parallel()
-		s := memory.NewCron()
-		ctx := context.Background()
-		var escaped appcron.Repos
-		require.NoError(t, s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			escaped = r
-			_, _, err := s.Repos().NextWake(ctx)
-			require.Error(t, err, "outside the transaction, on its context")
-			require.Error(t, s.Transact(ctx, func(context.Context, appcron.Repos) error { return nil }), "nested")
-			_, err = r.CountJobs(ctx, "acc_a")
-			return err
-		}))
-		_, err := escaped.CountJobs(ctx, "acc_a")
-		require.Error(t, err, "a transaction's repositories end with it")
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		require.ErrorIs(t, s.Repos().InsertJob(cancelled, newJob("acc_a")), context.Canceled)
-	})
 }
 
 // What the lease contract does not reach: unique keys, batches, retries,

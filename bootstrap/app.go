@@ -14,13 +14,13 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
-	"github.com/switchboard-dev/switchboard/adapters/dashboard"
+	"github.com/switchboard-dev/switchboard/adapters/edge/dashboard"
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/graph"
 )

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/mcp"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 )

@@ -16,6 +16,12 @@ const module = "github.com/switchboard-dev/switchboard/"
 // file: domain imports only the standard library and domain; application
 // adds application; adapters never import graph, bootstrap or a sibling
 // adapter; and only adapters, graph, bootstrap and cmd may use fx.
+//
+// The inbound HTTP edge has one home, adapters/edge: its policy packages
+// (edgePolicy) are imported only by the edge itself, its handler sets
+// (adapters/edge/<name>), graph (a handler set that lives apart, as the
+// design fixes) and the composition root. A handler set never imports
+// another, and the policy never imports a handler set.
 func TestDependenciesPointInward(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("..")
@@ -84,6 +90,19 @@ func forbidden(dir, imp string) string {
 		if layer[0] == "adapters" && strings.HasPrefix(local, "graph") {
 			return "adapters never import graph"
 		}
+		if from, to := edgePart(dir), edgePart(local); to != "" {
+			switch {
+			case from == "" && layer[0] != "graph":
+				return "only the edge, its handler sets and graph import the edge"
+			case isEdgePolicy(to) && (from != "" || layer[0] == "graph"):
+				return ""
+			case from == "" || isEdgePolicy(from):
+				return "the edge's policy never imports a handler set"
+			case from != to:
+				return "a handler set never imports another"
+			}
+			return ""
+		}
 		if strings.HasPrefix(local, "adapters/") {
 			own := "adapters/"
 			if layer[0] == "adapters" && len(layer) > 1 {
@@ -97,6 +116,37 @@ func forbidden(dir, imp string) string {
 	return ""
 }
 
+// edgePolicy are the packages of the edge's policy, which every handler
+// set shares: the host (server, router, authentication, limits, request
+// log) and the rate-limit engine.
+var edgePolicy = []string{"adapters/edge", "adapters/edge/ratelimit"}
+
+// edgePart names the part of the edge that pkg (a directory below the
+// module) belongs to: a policy package, the handler set
+// "adapters/edge/<name>" of any package below it, or "" outside the edge.
+func edgePart(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, "adapters/edge")
+	if !ok || (rest != "" && rest[0] != '/') {
+		return ""
+	}
+	for _, p := range edgePolicy {
+		if pkg == p {
+			return p
+		}
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+	return "adapters/edge/" + name
+}
+
+func isEdgePolicy(part string) bool {
+	for _, p := range edgePolicy {
+		if part == p {
+			return true
+		}
+	}
+	return false
+}
+
 // The rule must catch what it claims to catch.
 func TestForbiddenCatchesViolations(t *testing.T) {
 	t.Parallel()
@@ -105,10 +155,18 @@ func TestForbiddenCatchesViolations(t *testing.T) {
 		{"domain/account", module + "application/accounts"},
 		{"application/accounts", module + "adapters/store"},
 		{"application/accounts", "github.com/uptrace/bun"},
-		{"adapters/rest", module + "adapters/store"},
-		{"adapters/rest", module + "bootstrap"},
+		{"adapters/edge/rest", module + "adapters/store"},
+		{"adapters/edge/rest", module + "bootstrap"},
 		{"adapters/store", module + "graph"},
-		{"graph", module + "adapters/rest"},
+		{"graph", module + "adapters/edge/rest"},
+		{"graph", module + "adapters/store"},
+		{"adapters/edge/rest", module + "adapters/edge/mcp"},
+		{"adapters/edge/dashboard", module + "adapters/edge/rest/openapitest"},
+		{"adapters/edge", module + "adapters/edge/rest"},
+		{"adapters/edge/ratelimit", module + "adapters/edge/mcp"},
+		{"adapters/store", module + "adapters/edge/ratelimit"},
+		{"adapters/jobs", module + "adapters/edge"},
+		{"adapters/edgeless", module + "adapters/edge"},
 	}
 	for _, c := range bad {
 		if forbidden(c[0], c[1]) == "" {
@@ -118,8 +176,14 @@ func TestForbiddenCatchesViolations(t *testing.T) {
 	good := [][2]string{
 		{"domain/account", "time"},
 		{"application/accounts", module + "domain/failure"},
-		{"adapters/rest", module + "application/accounts"},
-		{"adapters/rest/openapitest", module + "adapters/rest"},
+		{"adapters/edge/rest", module + "application/accounts"},
+		{"adapters/edge/rest/openapitest", module + "adapters/edge/rest"},
+		{"adapters/edge/rest", module + "adapters/edge"},
+		{"adapters/edge/mcp", module + "adapters/edge/ratelimit"},
+		{"adapters/edge", module + "adapters/edge/ratelimit"},
+		{"graph", module + "adapters/edge"},
+		{"graph", module + "adapters/edge/ratelimit"},
+		{"bootstrap", module + "adapters/edge/rest"},
 		{"adapters/store/dbtest", module + "adapters/store"},
 		{"graph", module + "application/accounts"},
 		{"bootstrap", module + "adapters/store"},

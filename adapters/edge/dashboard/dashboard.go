@@ -1,0 +1,157 @@
+// Package dashboard is the web console at /dashboard/: sign-in with an
+// account's API key and secret, server-side sessions in an HttpOnly
+// cookie, sign-out, and the shell page the console's script (embedded
+// under assets/) runs in. The console reads and changes data through the
+// public APIs (/graphql, /v1), which accept the session cookie with its
+// CSRF token (adapters/edge/rest, graph); this package serves no data itself.
+//
+// Every response carries a strict Content-Security-Policy (no inline
+// script or style, nothing from another host, no framing) and
+// X-Content-Type-Options, Referrer-Policy; HTML is never cached.
+package dashboard
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/sessions"
+	"github.com/switchboard-dev/switchboard/domain/account"
+)
+
+// Sessions sign browsers in and out and resume their sessions;
+// *sessions.Service implements them.
+type Sessions interface {
+	// SignIn checks an API key and secret and starts a session.
+	// Unauthenticated when they are wrong.
+	SignIn(ctx context.Context, key, secret string) (sessions.Issued, error)
+	// Resume returns who the session of token acts as and moves its idle
+	// timeout on. Unauthenticated when it is unknown, ended or its key
+	// revoked.
+	Resume(ctx context.Context, token string) (accounts.Principal, error)
+	// SignOut ends the session of token.
+	SignOut(ctx context.Context, token string) error
+	// CSRFToken is the session's CSRF token; CheckCSRF compares one in
+	// constant time.
+	CSRFToken(token string) string
+	CheckCSRF(token, presented string) bool
+}
+
+var _ Sessions = (*sessions.Service)(nil)
+
+// Accounts read the signed-in account; *accounts.Service implements them.
+type Accounts interface {
+	Account(ctx context.Context, id string) (account.Account, error)
+}
+
+var _ Accounts = (*accounts.Service)(nil)
+
+// AttemptLimiter admits sign-in attempts from a client address while its
+// failed authentications stay within their budget; done reports whether
+// the attempt failed. The REST adapter's failed-authentication limiter
+// implements it, so sign-in and the APIs share one budget.
+type AttemptLimiter interface {
+	Attempt(ctx context.Context, addr string) (q ratelimit.Quota, done func(failed bool))
+}
+
+// Deps are what the dashboard is built from.
+type Deps struct {
+	Sessions Sessions
+	Accounts Accounts
+	// AuthFailures limits failed sign-ins per client address; nil limits
+	// nothing. The address is the one the REST adapter in front records
+	// (ratelimit.WithClient), else the connection's peer.
+	AuthFailures AttemptLimiter
+	// TrustedProxies are the peers whose X-Forwarded-Proto is believed:
+	// a request they forward as https gets a Secure cookie, as one that
+	// arrives over TLS does.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
+}
+
+// Base is where the dashboard is mounted.
+const Base = "/dashboard/"
+
+// NewHandler serves the dashboard: every path below /dashboard/.
+func NewHandler(d Deps) (http.Handler, error) {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	assets, err := loadAssets()
+	if err != nil {
+		return nil, err
+	}
+	pages, err := parseTemplates(assets)
+	if err != nil {
+		return nil, err
+	}
+	h := &handler{deps: d, assets: assets, pages: pages}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, Base, http.StatusPermanentRedirect)
+	})
+	mux.HandleFunc("GET /dashboard/sign-in", h.signInPage)
+	mux.HandleFunc("POST /dashboard/sign-in", h.signIn)
+	mux.HandleFunc("POST /dashboard/sign-out", h.signOut)
+	mux.Handle("GET /dashboard/assets/", assets)
+	mux.HandleFunc("GET /dashboard/", h.shell)
+	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
+		h.errorPage(w, r, http.StatusMethodNotAllowed, "This page does not take "+r.Method+" requests.")
+	})
+	return secure(mux), nil
+}
+
+type handler struct {
+	deps   Deps
+	assets *assetServer
+	pages  *templates
+}
+
+// clientAddress is the address r counts against the failed-authentication
+// budget as.
+func clientAddress(r *http.Request) string {
+	if addr := ratelimit.ClientFrom(r.Context()); addr != "" {
+		return addr
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// overTLS reports whether the browser reached the server over TLS: to
+// this server, or to a trusted proxy that says so.
+func (h *handler) overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if r.Header.Get("X-Forwarded-Proto") != "https" || len(h.deps.TrustedProxies) == 0 {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	peer = peer.Unmap().WithZone("")
+	for _, p := range h.deps.TrustedProxies {
+		if p.Contains(peer) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromOwnOrigin reports whether the browser says r comes from the
+// dashboard's own pages (sessions.FromOwnOrigin).
+func fromOwnOrigin(r *http.Request) bool {
+	return sessions.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil)
+}

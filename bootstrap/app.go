@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/dashboard"
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
@@ -220,6 +221,7 @@ type restInputs struct {
 	DB        *store.DB
 	Limiters  rest.Limiters
 	Sessions  *sessions.Service `optional:"true"`
+	CSRF      edge.CSRF         `optional:"true"`
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
 }
@@ -242,7 +244,7 @@ func newRESTDeps(in restInputs) rest.Deps {
 		EmailDomain:     c.EmailDomain,
 	}
 	if in.Sessions != nil {
-		d.Sessions = in.Sessions
+		d.Sessions, d.CSRF = in.Sessions, in.CSRF
 	}
 	return d
 }

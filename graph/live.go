@@ -15,6 +15,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
@@ -330,7 +331,7 @@ func sessionToken(h http.Header) string {
 	if h == nil {
 		return ""
 	}
-	c, err := (&http.Request{Header: h}).Cookie(sessions.CookieName)
+	c, err := (&http.Request{Header: h}).Cookie(edge.SessionCookie)
 	if err != nil {
 		return ""
 	}

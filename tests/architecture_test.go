@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -147,6 +149,82 @@ func isEdgePolicy(part string) bool {
 	return false
 }
 
+// inboundHTTP are the net/http names of a server: application/ never uses
+// them (it may read the status of an outbound call's response).
+var inboundHTTP = map[string]bool{"Request": true, "ResponseWriter": true, "Handler": true, "HandlerFunc": true,
+	"Cookie": true, "SetCookie": true, "Server": true, "ServeMux": true}
+
+// TestApplicationHasNoInboundHTTP keeps the edge's policy out of the use
+// cases: no package of application/ serves HTTP (inboundHTTP), reads or
+// sets a cookie, or holds a rate limiter (a package named ratelimit) or
+// CSRF rules (a name containing CSRF).
+func TestApplicationHasNoInboundHTTP(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../application")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, why := range edgePolicyIn(t, rel, src) {
+			t.Errorf("application/%s: %s", rel, why)
+		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 20 {
+		t.Fatalf("checked only %d files; is the walk rooted right?", checked)
+	}
+}
+
+// edgePolicyIn lists what in the source of file (a path below
+// application/) belongs to the HTTP edge.
+func edgePolicyIn(t *testing.T, file string, src []byte) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	if strings.HasPrefix(filepath.ToSlash(file), "ratelimit/") || f.Name.Name == "ratelimit" {
+		found = append(found, "rate limits belong to the edge (adapters/edge/ratelimit)")
+	}
+	httpName := ""
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == "net/http" {
+			httpName = "http"
+			if imp.Name != nil {
+				httpName = imp.Name.Name
+			}
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && httpName != "" && x.Name == httpName && inboundHTTP[n.Sel.Name] {
+				found = append(found, "http."+n.Sel.Name+" belongs to the edge")
+			}
+		case *ast.Ident:
+			if strings.Contains(strings.ToUpper(n.Name), "CSRF") || strings.Contains(strings.ToLower(n.Name), "cookie") {
+				found = append(found, n.Name+": sessions' cookie and CSRF rules belong to the edge")
+			}
+		}
+		return true
+	})
+	return found
+}
+
 // The rule must catch what it claims to catch.
 func TestForbiddenCatchesViolations(t *testing.T) {
 	t.Parallel()
@@ -192,5 +270,19 @@ func TestForbiddenCatchesViolations(t *testing.T) {
 		if why := forbidden(c[0], c[1]); why != "" {
 			t.Errorf("%s importing %s must be allowed, got %s", c[0], c[1], why)
 		}
+	}
+	for file, src := range map[string]string{
+		"sessions/csrf.go":     "package sessions\nfunc CheckCSRF(token string) bool { return false }",
+		"sessions/cookie.go":   "package sessions\nimport \"net/http\"\nfunc f(r *http.Request) {}",
+		"ratelimit/limiter.go": "package ratelimit",
+		"accounts/handler.go":  "package accounts\nimport web \"net/http\"\nvar _ web.Handler",
+	} {
+		if len(edgePolicyIn(t, file, []byte(src))) == 0 {
+			t.Errorf("application/%s must be refused", file)
+		}
+	}
+	outbound := "package webhooks\nimport \"net/http\"\nfunc gone(status int) bool { return status == http.StatusGone }"
+	if why := edgePolicyIn(t, "webhooks/deliver.go", []byte(outbound)); len(why) != 0 {
+		t.Errorf("an outbound call's status must be allowed, got %v", why)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/sessions"
@@ -35,10 +36,6 @@ type Sessions interface {
 	Resume(ctx context.Context, token string) (accounts.Principal, error)
 	// SignOut ends the session of token.
 	SignOut(ctx context.Context, token string) error
-	// CSRFToken is the session's CSRF token; CheckCSRF compares one in
-	// constant time.
-	CSRFToken(token string) string
-	CheckCSRF(token, presented string) bool
 }
 
 var _ Sessions = (*sessions.Service)(nil)
@@ -61,6 +58,8 @@ type AttemptLimiter interface {
 // Deps are what the dashboard is built from.
 type Deps struct {
 	Sessions Sessions
+	// CSRF derives the sessions' CSRF tokens and checks them.
+	CSRF     edge.CSRF
 	Accounts Accounts
 	// AuthFailures limits failed sign-ins per client address; nil limits
 	// nothing. The address is the one the REST adapter in front records
@@ -151,7 +150,7 @@ func (h *handler) overTLS(r *http.Request) bool {
 }
 
 // fromOwnOrigin reports whether the browser says r comes from the
-// dashboard's own pages (sessions.FromOwnOrigin).
+// dashboard's own pages (edge.FromOwnOrigin).
 func fromOwnOrigin(r *http.Request) bool {
-	return sessions.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil)
+	return edge.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/dashboard"
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
@@ -49,6 +50,7 @@ type testBundle struct {
 	clock    *clock
 	accounts *accounts.Service
 	sessions *sessions.Service
+	csrf     edge.CSRF
 	account  account.Account
 	key      string
 	secret   string
@@ -71,7 +73,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *testBundle {
 	sess := sessions.NewService(db.SessionStore(), acc, keys, sessions.Options{IdleTimeout: 30 * time.Minute, MaxAge: 12 * time.Hour, Now: c.Now})
 	a, cred, err := acc.CreateAccount(context.Background(), "Acme <Ops> & Co")
 	require.NoError(t, err)
-	d := dashboard.Deps{Sessions: sess, Accounts: acc, TrustedProxies: o.trustedProxies, Logger: slog.New(slog.DiscardHandler)}
+	d := dashboard.Deps{Sessions: sess, CSRF: edge.NewCSRF(keys), Accounts: acc, TrustedProxies: o.trustedProxies, Logger: slog.New(slog.DiscardHandler)}
 	if o.authFailures > 0 {
 		policy := ratelimit.Policy{Name: "auth-failures", PerSecond: float64(o.authFailures) / 60, Burst: o.authFailures}
 		d.AuthFailures = ratelimit.PerAddress{Limiter: ratelimit.New(policy, ratelimit.NewMemoryBuckets(), ratelimit.Options{})}
@@ -88,7 +90,7 @@ func setup(t *testing.T, dialect store.Dialect, o options) *testBundle {
 	client := srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &testBundle{
-		srv: srv, client: client, clock: c, accounts: acc, sessions: sess,
+		srv: srv, client: client, clock: c, accounts: acc, sessions: sess, csrf: d.CSRF,
 		account: a, key: cred.Key, secret: cred.Secret, keyID: cred.Credential.ID,
 	}
 }
@@ -143,11 +145,11 @@ func (b *testBundle) signIn(t *testing.T) *http.Cookie {
 func sessionCookie(t *testing.T, r *http.Response) *http.Cookie {
 	t.Helper()
 	for _, c := range r.Cookies() {
-		if c.Name == sessions.CookieName {
+		if c.Name == edge.SessionCookie {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", sessions.CookieName, r.Header.Values("Set-Cookie"))
+	t.Fatalf("no %s cookie in %v", edge.SessionCookie, r.Header.Values("Set-Cookie"))
 	return nil
 }
 
@@ -220,7 +222,7 @@ func TestSignInShowsTheAccount(t *testing.T) {
 		for _, word := range []string{">Overview<", ">Threads<", ">Webhook<", ">Cron<", ">Email<"} {
 			require.Contains(t, r.body, word)
 		}
-		csrf := b.sessions.CSRFToken(c.Value)
+		csrf := b.csrf.Token(c.Value)
 		require.Contains(t, r.body, `<meta name="csrf-token" content="`+csrf+`">`)
 		require.Regexp(t, `<script type="module" src="/dashboard/assets/app\.js\?v=[0-9a-f]+"></script>`, r.body)
 		require.Regexp(t, `<link rel="stylesheet" href="/dashboard/assets/app\.css\?v=[0-9a-f]+">`, r.body)
@@ -326,7 +328,7 @@ func TestEndedAndForgedSessionsGoToSignIn(t *testing.T) {
 		flipped := []byte(c.Value)
 		flipped[7] ^= 4
 		for name, value := range map[string]string{"tampered": string(flipped), "garbage": "<script>", "empty": ""} {
-			r := b.do(t, http.MethodGet, "/dashboard/threads", nil, "Cookie", sessions.CookieName+"="+value)
+			r := b.do(t, http.MethodGet, "/dashboard/threads", nil, "Cookie", edge.SessionCookie+"="+value)
 			require.Equal(t, http.StatusSeeOther, r.StatusCode, name)
 			require.Equal(t, "/dashboard/sign-in?next=%2Fdashboard%2Fthreads", r.Header.Get("Location"), name)
 		}
@@ -362,11 +364,11 @@ func TestSignOut(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, options{})
 		c, other := b.signIn(t), b.signIn(t)
-		csrf := b.sessions.CSRFToken(c.Value)
+		csrf := b.csrf.Token(c.Value)
 
 		r := b.do(t, http.MethodPost, "/dashboard/sign-out", url.Values{}, withCookie(c)...)
 		require.Equal(t, http.StatusForbidden, r.StatusCode, "no CSRF token")
-		r = b.do(t, http.MethodPost, "/dashboard/sign-out", url.Values{"csrf_token": {b.sessions.CSRFToken(other.Value)}}, withCookie(c)...)
+		r = b.do(t, http.MethodPost, "/dashboard/sign-out", url.Values{"csrf_token": {b.csrf.Token(other.Value)}}, withCookie(c)...)
 		require.Equal(t, http.StatusForbidden, r.StatusCode, "another session's CSRF token")
 		r = b.do(t, http.MethodPost, "/dashboard/sign-out", url.Values{"csrf_token": {csrf}}, append(withCookie(c), "Origin", "http://evil.example")...)
 		require.Equal(t, http.StatusForbidden, r.StatusCode, "from another site")
@@ -383,7 +385,7 @@ func TestSignOut(t *testing.T) {
 		require.Error(t, err, "on the server, not only in the browser")
 		require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/dashboard/", nil, withCookie(other)...).StatusCode, "other sessions go on")
 
-		r = b.do(t, http.MethodPost, "/dashboard/sign-out", nil, append(withCookie(other), sessions.CSRFHeader, b.sessions.CSRFToken(other.Value), "Origin", b.srv.URL)...)
+		r = b.do(t, http.MethodPost, "/dashboard/sign-out", nil, append(withCookie(other), edge.CSRFHeader, b.csrf.Token(other.Value), "Origin", b.srv.URL)...)
 		require.Equal(t, http.StatusSeeOther, r.StatusCode, "the header works too (a script's sign-out)")
 	})
 }

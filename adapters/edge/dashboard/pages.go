@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/switchboard-dev/switchboard/application/sessions"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -130,7 +130,7 @@ func (h *handler) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 
 // sessionToken is the session cookie's token, or "".
 func sessionToken(r *http.Request) string {
-	c, err := r.Cookie(sessions.CookieName)
+	c, err := r.Cookie(edge.SessionCookie)
 	if err != nil {
 		return ""
 	}
@@ -166,7 +166,7 @@ func (h *handler) shell(w http.ResponseWriter, r *http.Request) {
 	}
 	data := shellData{
 		Title: current.label, Page: cmp.Or(current.path, "overview"),
-		AccountID: a.ID, AccountName: a.Name, CSRF: h.deps.Sessions.CSRFToken(token),
+		AccountID: a.ID, AccountName: a.Name, CSRF: h.deps.CSRF.Token(token),
 	}
 	for _, pg := range pages {
 		data.Nav = append(data.Nav, navItem{Href: Base + pg.path, Label: pg.label, Current: pg == current})
@@ -285,7 +285,7 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessions.CookieName, Value: issued.Token, Path: "/",
+		Name: edge.SessionCookie, Value: issued.Token, Path: "/",
 		MaxAge:   int(issued.Ends.Sub(issued.Session.CreatedAt).Seconds()),
 		HttpOnly: true, Secure: h.overTLS(r), SameSite: http.SameSiteLaxMode,
 	})
@@ -321,14 +321,14 @@ func (h *handler) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if token := sessionToken(r); token != "" {
-		presented := r.Header.Get(sessions.CSRFHeader)
+		presented := r.Header.Get(edge.CSRFHeader)
 		if presented == "" {
 			if !h.parseForm(w, r) {
 				return
 			}
-			presented = r.PostForm.Get(sessions.CSRFField)
+			presented = r.PostForm.Get(edge.CSRFField)
 		}
-		if !h.deps.Sessions.CheckCSRF(token, presented) {
+		if !h.deps.CSRF.Check(token, presented) {
 			h.errorPage(w, r, http.StatusForbidden, "The sign-out form is out of date; reload the page and try again.")
 			return
 		}
@@ -338,7 +338,7 @@ func (h *handler) signOut(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessions.CookieName, Value: "", Path: "/", MaxAge: -1,
+		Name: edge.SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: h.overTLS(r), SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, Base+"sign-in", http.StatusSeeOther)

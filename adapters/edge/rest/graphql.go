@@ -4,10 +4,10 @@ import (
 	"net/http"
 
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
-	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 
 	"github.com/gorilla/mux"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 )
 
 // mountGraphQLPublic routes to h, ahead of the authenticated /graphql
@@ -32,9 +32,9 @@ func (s *server) mountGraphQLPublic(root *mux.Router, h http.Handler) {
 		// the socket's operations carry no CSRF token: an upgrade that
 		// carries the session cookie must come from the server's own
 		// pages, and say so (browsers always send Origin on upgrades).
-		if _, err := r.Cookie(sessions.CookieName); err == nil && s.sessions != nil {
+		if _, err := r.Cookie(edge.SessionCookie); err == nil && s.sessions != nil {
 			origin := r.Header.Get("Origin")
-			if origin == "" || !sessions.FromOwnOrigin(origin, r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
+			if origin == "" || !edge.FromOwnOrigin(origin, r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
 				infoFrom(r.Context()).route = "/graphql (websocket)"
 				writeError(w, r, failure.Forbidden("cross_site_request", "a WebSocket with the dashboard's session cookie must be opened from the dashboard's own origin"))
 				return

@@ -18,8 +18,8 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -288,7 +288,7 @@ func (s *server) admit(next http.Handler, a admission) http.Handler {
 func (s *server) principal(r *http.Request, bearerKey bool, done func(failed bool)) (accounts.Principal, error) {
 	key, secret, keyOnly := credentials(r, bearerKey)
 	if key == "" && s.sessions != nil {
-		if c, err := r.Cookie(sessions.CookieName); err == nil {
+		if c, err := r.Cookie(edge.SessionCookie); err == nil {
 			// A refused session token does not count as a failed
 			// authentication: it has 256 random bits, nothing to guess,
 			// and a tab whose session ended sends a burst of them.
@@ -308,15 +308,15 @@ func (s *server) principal(r *http.Request, bearerKey bool, done func(failed boo
 // either fails (cross_site_request, csrf_token_invalid); Unauthenticated
 // when the session is unknown, ended or its key revoked.
 func (s *server) sessionPrincipal(r *http.Request, token string) (accounts.Principal, error) {
-	if !sessions.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
+	if !edge.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
 		return accounts.Principal{}, failure.Forbidden("cross_site_request", "a request with the dashboard's session cookie must come from the dashboard's own origin")
 	}
 	p, err := s.sessions.Resume(r.Context(), token)
 	if err != nil {
 		return accounts.Principal{}, err
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sessions.CheckCSRF(token, r.Header.Get(sessions.CSRFHeader)) {
-		return accounts.Principal{}, failure.Forbidden("csrf_token_invalid", "a request with the dashboard's session cookie that changes state must carry the session's CSRF token in "+sessions.CSRFHeader)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.csrf.Check(token, r.Header.Get(edge.CSRFHeader)) {
+		return accounts.Principal{}, failure.Forbidden("csrf_token_invalid", "a request with the dashboard's session cookie that changes state must carry the session's CSRF token in "+edge.CSRFHeader)
 	}
 	return p, nil
 }

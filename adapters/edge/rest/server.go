@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/sessions"
@@ -52,8 +53,6 @@ type Sessions interface {
 	// timeout on. Unauthenticated when it is unknown, ended or its key
 	// revoked.
 	Resume(ctx context.Context, token string) (accounts.Principal, error)
-	// CheckCSRF reports whether presented is the session's CSRF token.
-	CheckCSRF(token, presented string) bool
 }
 
 var _ Sessions = (*sessions.Service)(nil)
@@ -185,8 +184,10 @@ type Deps struct {
 	// only (see mountMCP).
 	MCP http.Handler
 	// Sessions, when set, lets a browser signed in to the dashboard call
-	// /v1 and /graphql with its session cookie (see authenticate).
+	// /v1 and /graphql with its session cookie (see authenticate), which
+	// CSRF checks.
 	Sessions Sessions
+	CSRF     edge.CSRF
 	// Dashboard, when set, is served at /dashboard/ (every method, every
 	// path below it) with the request's client address in its context
 	// (ratelimit.WithClient); it authenticates its requests itself.
@@ -206,6 +207,7 @@ type Deps struct {
 type server struct {
 	accounts    AccountUseCases
 	sessions    Sessions
+	csrf        edge.CSRF
 	messaging   MessagingUseCases
 	providers   ProviderWebhooks
 	email       EmailUseCases
@@ -245,7 +247,7 @@ func NewHandler(d Deps) (http.Handler, error) {
 		d.Limits.MaxBodyBytes = DefaultLimits.MaxBodyBytes
 	}
 	s := &server{
-		accounts: d.Accounts, sessions: d.Sessions, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
+		accounts: d.Accounts, sessions: d.Sessions, csrf: d.CSRF, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
 		webhooks: d.Webhooks, idempotency: d.Idempotency, idempotencyLock: d.IdempotencyLock, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),

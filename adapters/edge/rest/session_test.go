@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
@@ -27,6 +28,7 @@ type sessionBundle struct {
 	url       string
 	accounts  *accounts.Service
 	sessions  *sessions.Service
+	csrf      edge.CSRF
 	accountID string
 	otherID   string
 	key       string
@@ -46,15 +48,16 @@ func setupSessions(t *testing.T, dialect store.Dialect, limits rest.Limits) *ses
 	require.NoError(t, err)
 	o, _, err := acc.CreateAccount(ctx, "Other")
 	require.NoError(t, err)
+	csrf := edge.NewCSRF(keys)
 	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Sessions: sess, Ready: db.Ready, Registry: prometheus.NewRegistry(),
+		Accounts: acc, Sessions: sess, CSRF: csrf, Ready: db.Ready, Registry: prometheus.NewRegistry(),
 		Limits: limits, Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &sessionBundle{
-		client: openapitest.New(t, srv.URL), url: srv.URL, accounts: acc, sessions: sess,
+		client: openapitest.New(t, srv.URL), url: srv.URL, accounts: acc, sessions: sess, csrf: csrf,
 		accountID: a.ID, otherID: o.ID, key: cred.Key, secret: cred.Secret, keyID: cred.Credential.ID,
 	}
 }
@@ -70,7 +73,7 @@ func (b *sessionBundle) signIn(t *testing.T) string {
 // origin is the test server's own origin, as a browser sends it.
 func (b *sessionBundle) origin() string { return b.url }
 
-func cookie(token string) []string { return []string{"Cookie", sessions.CookieName + "=" + token} }
+func cookie(token string) []string { return []string{"Cookie", edge.SessionCookie + "=" + token} }
 
 func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 	t.Parallel()
@@ -78,7 +81,7 @@ func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 		b := setupSessions(t, dialect, unlimited)
 		token := b.signIn(t)
 		path := "/v1/accounts/" + b.accountID
-		csrf := b.sessions.CSRFToken(token)
+		csrf := b.csrf.Token(token)
 		rename := map[string]any{"name": "Renamed"}
 		with := func(extra ...string) []string { return append(cookie(token), extra...) }
 
@@ -90,13 +93,13 @@ func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 
 		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin())...),
 			http.StatusForbidden, "csrf_token_invalid")
-		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin(), sessions.CSRFHeader, csrf+"x")...),
+		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin(), edge.CSRFHeader, csrf+"x")...),
 			http.StatusForbidden, "csrf_token_invalid")
-		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin(), sessions.CSRFHeader, b.sessions.CSRFToken(b.signIn(t)))...),
+		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin(), edge.CSRFHeader, b.csrf.Token(b.signIn(t)))...),
 			http.StatusForbidden, "csrf_token_invalid")
-		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", "http://evil.example", sessions.CSRFHeader, csrf)...),
+		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Origin", "http://evil.example", edge.CSRFHeader, csrf)...),
 			http.StatusForbidden, "cross_site_request")
-		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Sec-Fetch-Site", "cross-site", sessions.CSRFHeader, csrf)...),
+		requireError(t, b.client.Do(http.MethodPatch, path, rename, with("Sec-Fetch-Site", "cross-site", edge.CSRFHeader, csrf)...),
 			http.StatusForbidden, "cross_site_request")
 		requireError(t, b.client.Do(http.MethodGet, path, nil, with("Sec-Fetch-Site", "cross-site")...),
 			http.StatusForbidden, "cross_site_request")
@@ -104,7 +107,7 @@ func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "Acme", got.Name, "no refused request changed anything")
 
-		r = b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin(), "Sec-Fetch-Site", "same-origin", sessions.CSRFHeader, csrf)...)
+		r = b.client.Do(http.MethodPatch, path, rename, with("Origin", b.origin(), "Sec-Fetch-Site", "same-origin", edge.CSRFHeader, csrf)...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
 		require.Equal(t, "Renamed", r.JSON(t)["data"].(map[string]any)["name"])
 
@@ -113,7 +116,7 @@ func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 
 		// API keys go on as before: no CSRF token, whatever cookie.
 		r = b.client.Do(http.MethodPatch, path, map[string]any{"name": "By key"},
-			"X-API-Key", b.key, "X-API-Secret", b.secret, "Cookie", sessions.CookieName+"=garbage")
+			"X-API-Key", b.key, "X-API-Secret", b.secret, "Cookie", edge.SessionCookie+"=garbage")
 		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
 	})
 }
@@ -172,9 +175,9 @@ func TestSessionsKeepTheLimits(t *testing.T) {
 		b := setupSessions(t, dialect, limits)
 		path := "/v1/accounts/" + b.accountID
 		token := b.signIn(t)
-		csrf := b.sessions.CSRFToken(token)
+		csrf := b.csrf.Token(token)
 		big := map[string]any{"name": strings.Repeat("n", 2<<10)}
-		requireError(t, b.client.Do(http.MethodPatch, path, big, append(cookie(token), sessions.CSRFHeader, csrf)...),
+		requireError(t, b.client.Do(http.MethodPatch, path, big, append(cookie(token), edge.CSRFHeader, csrf)...),
 			http.StatusRequestEntityTooLarge, "payload_too_large")
 		r := b.client.Do(http.MethodGet, path, nil, cookie(token)...)
 		require.Equal(t, http.StatusOK, r.StatusCode)

@@ -1,4 +1,4 @@
-package sessions
+package edge
 
 import (
 	"net/url"

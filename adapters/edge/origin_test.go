@@ -1,9 +1,9 @@
-package sessions_test
+package edge_test
 
 import (
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/application/sessions"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 )
 
 func TestFromOwnOrigin(t *testing.T) {
@@ -32,7 +32,7 @@ func TestFromOwnOrigin(t *testing.T) {
 		{"no host", "http://example.com", "", "", false, false},
 	}
 	for _, c := range cases {
-		if got := sessions.FromOwnOrigin(c.origin, c.site, c.host, c.tls); got != c.want {
+		if got := edge.FromOwnOrigin(c.origin, c.site, c.host, c.tls); got != c.want {
 			t.Errorf("%s: FromOwnOrigin(%q, %q, %q, %v) = %v, want %v", c.name, c.origin, c.site, c.host, c.tls, got, c.want)
 		}
 	}

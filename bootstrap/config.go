@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
@@ -57,7 +58,7 @@ type Config struct {
 	AuthCacheTTL     time.Duration
 	ShutdownTimeout  time.Duration
 	// IdempotencyLock is how long a request holds its Idempotency-Key
-	// before a retry may take it over (rest.Deps.IdempotencyLock).
+	// before a retry may take it over (edge.Idempotency).
 	IdempotencyLock time.Duration
 	MigrateOnStart  bool
 	DBMaxConns      int
@@ -155,7 +156,7 @@ func Defaults() Config {
 		Limits:          rest.DefaultLimits,
 		AuthCacheTTL:    5 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
-		IdempotencyLock: rest.DefaultIdempotencyLock,
+		IdempotencyLock: edge.DefaultIdempotencyLock,
 		MigrateOnStart:  true,
 		RunJobs:         true,
 		Fair: Fairness{

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
@@ -27,7 +28,8 @@ var graphModule = fx.Module("graphql-deps",
 		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
 		newLive,
 		func(in graphInputs) graph.Deps {
-			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts}
+			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
+				Idempotency: edge.NewIdempotency(in.DB, in.Config.IdempotencyLock, nil, in.Logger)}
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -65,6 +67,8 @@ type graphInputs struct {
 	Email    *appemail.Service `optional:"true"`
 	DB       *store.DB
 	Limiters rest.Limiters
+	Config   Config
+	Logger   *slog.Logger
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

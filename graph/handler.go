@@ -37,6 +37,9 @@ const (
 // server error", code "internal_error", and are logged with slog.
 func NewHandler(r *Resolver) http.Handler {
 	srv := newServer(r)
+	if r.keys != nil {
+		srv.AroundOperations(keyedMutations(r.keys))
+	}
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	return http.MaxBytesHandler(srv, MaxBodyBytes)

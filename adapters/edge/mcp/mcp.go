@@ -24,6 +24,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
@@ -154,7 +155,7 @@ type Deps struct {
 // Defaults of Deps.
 const (
 	DefaultCallTimeout           = 10 * time.Second
-	DefaultIdempotencyLock       = 15 * time.Second
+	DefaultIdempotencyLock       = edge.DefaultIdempotencyLock
 	DefaultMaxWaits              = 1000
 	DefaultMaxWaitsPerAccount    = 100
 	DefaultMaxSessionsPerAccount = 100
@@ -183,6 +184,8 @@ type Handler struct {
 	notifier *notifier
 	log      *slog.Logger
 	now      func() time.Time
+	// keys is the idempotency-key protocol over Deps.Idempotency.
+	keys *edge.Idempotency
 
 	// stopNotifier and notifierDone end the notifier's goroutine.
 	stopNotifier context.CancelFunc
@@ -211,6 +214,9 @@ func NewHandler(d Deps) (*Handler, error) {
 		d.Now = time.Now
 	}
 	h := &Handler{deps: d, calls: newCalls(), log: d.Logger, now: d.Now}
+	if d.Idempotency != nil {
+		h.keys = edge.NewIdempotency(d.Idempotency, d.IdempotencyLock, d.Now, d.Logger)
+	}
 	h.sessions = newSessions()
 	h.server = sdk.NewServer(&sdk.Implementation{Name: "switchboard", Title: "Switchboard", Version: d.Version}, &sdk.ServerOptions{
 		Instructions:       instructions,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
@@ -80,7 +81,7 @@ func timeoutOf(seconds *int) time.Duration {
 	return time.Duration(*seconds) * time.Second
 }
 
-func (s *server) createCronJob(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) createCronJob(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b cronJobBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -100,7 +101,7 @@ func (s *server) createCronJob(w http.ResponseWriter, r *http.Request, key *held
 	if b.Retries != nil {
 		j.Retries = *b.Retries
 	}
-	created, err := s.cron.Create(r.Context(), principalAccount(r), j, answerWith(key, cronCreatedAnswer))
+	created, err := s.cron.Create(r.Context(), principalAccount(r), j, edge.AnswerWith(key, cronCreatedAnswer))
 	if err != nil {
 		writeError(w, r, err)
 		return

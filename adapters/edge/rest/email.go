@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -86,7 +87,7 @@ type sendEmailResult struct {
 	DateCreated string `json:"date_created"`
 }
 
-func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sendEmailBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -104,7 +105,7 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *heldKey)
 	e, err := s.email.Send(r.Context(), appemail.SendInput{
 		AccountID: mux.Vars(r)["account_id"], SenderAddress: *b.SenderAddress, RecipientAddress: *b.RecipientAddress,
 		Subject: *b.Subject, Body: *b.Body, Headers: b.Headers, AttachmentURI: str(b.AttachmentURI),
-		Idempotency: answerWith(key, sendEmailAnswer),
+		Idempotency: edge.AnswerWith(key, sendEmailAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)

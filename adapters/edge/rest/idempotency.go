@@ -2,56 +2,21 @@ package rest
 
 import (
 	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
-	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
-// DefaultIdempotencyLock is how long a request holds its Idempotency-Key
-// when nothing else is configured: a request's deadline (10 s) and a
-// margin. A retry of a request that died takes its key over after that.
-const DefaultIdempotencyLock = 15 * time.Second
-
-// The phases of a request with an Idempotency-Key (after Stripe's atomic
-// phases): the key is reserved in a transaction of its own; the work runs;
-// the answer is recorded. On the send routes (idempotentAnswering) the
-// answer commits in the transaction of the work itself, so a crash at any
-// point leaves either nothing (a retry, once the claim lapses, runs the
-// request) or the work with its answer (a retry replays it). On the other
-// routes (idempotent) the middleware records the answer after the
-// handler, in its own transaction: a crash between the two commits leaves
-// work without an answer, and a retry after the claim lapses runs the
-// request again.
-
-// heldKey is a request's reserved Idempotency-Key.
-type heldKey struct {
-	accountID, key string
-}
-
 // answeringHandler serves a route whose work records its own answer: it
-// passes answerWith(key, render) to its use case, which records the answer
-// in the transaction of the work, and writes the same render's response
-// (writeAnswer). key is nil for a request without the header.
-type answeringHandler func(w http.ResponseWriter, r *http.Request, key *heldKey)
-
-// answerWith asks a use case to record render's answer to its result under
-// key (nil: no key, nothing to record).
-func answerWith[T any](key *heldKey, render func(T) idempotency.Response) *idempotency.Completion[T] {
-	if key == nil {
-		return nil
-	}
-	return &idempotency.Completion[T]{AccountID: key.accountID, Key: key.key, Render: render}
-}
+// passes edge.AnswerWith(key, render) to its use case, which records the
+// answer in the transaction of the work, and writes the same render's
+// response (writeAnswer). key is nil for a request without the header.
+type answeringHandler func(w http.ResponseWriter, r *http.Request, key *edge.Held)
 
 // jsonAnswer is the response writeJSON writes for status and v, as bytes
 // to record and write.
@@ -99,7 +64,7 @@ func (b *bufferedResponse) WriteHeader(code int) {
 // key with the same method, path and body replays that response and runs
 // nothing; with a different request it is 409. Server errors release the
 // key so the client may retry with it. The response is recorded after the
-// handler (see the phases above).
+// handler (see edge.Idempotency).
 func (s *server) idempotent(next http.HandlerFunc) http.HandlerFunc {
 	return s.idempotentKeeping(next, nil)
 }
@@ -108,7 +73,7 @@ func (s *server) idempotent(next http.HandlerFunc) http.HandlerFunc {
 // response (nil: all of it), so a secret shown once is not kept for
 // replays.
 func (s *server) idempotentKeeping(next http.HandlerFunc, keep func(body []byte) []byte) http.HandlerFunc {
-	return s.keyed(func(w http.ResponseWriter, r *http.Request, _ *heldKey) { next(w, r) }, keep, false)
+	return s.keyed(func(w http.ResponseWriter, r *http.Request, _ *edge.Held) { next(w, r) }, keep, false)
 }
 
 // idempotentAnswering is idempotent for a route whose work records its
@@ -126,67 +91,42 @@ func (s *server) keyed(next answeringHandler, keep func([]byte) []byte, answers 
 			next(w, r, nil)
 			return
 		}
-		if len(key) > 255 {
-			writeError(w, r, failure.Invalid(failure.FieldError{In: "header", Path: []any{"Idempotency-Key"}, Message: "Idempotency-Key must be at most 255 characters", Type: "string_too_long"}))
-			return
-		}
 		principal, _ := accounts.PrincipalFrom(r.Context())
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			writeError(w, r, decodeBodyError(err))
-			return
+		// A key too long is refused by Begin before the body is read.
+		fingerprint := ""
+		if len(key) <= edge.MaxIdempotencyKey {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				writeError(w, r, decodeBodyError(err))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			fingerprint = edge.Fingerprint(r.Method+" "+r.URL.Path, body)
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sum := sha256.New()
-		sum.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
-		sum.Write(body)
-		fingerprint := hex.EncodeToString(sum.Sum(nil))
-
-		now := s.now()
-		res, err := s.idempotency.ReserveKey(r.Context(), principal.AccountID, key, fingerprint, now, s.idempotencyLock)
+		held, replay, err := s.idempotency.Begin(r.Context(), edge.HeaderWords, principal.AccountID, key, fingerprint)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		switch res.Outcome {
-		case idempotency.Replay:
+		if replay != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Idempotent-Replayed", "true")
-			w.WriteHeader(res.Response.Status)
-			_, _ = w.Write(res.Response.Body)
-			return
-		case idempotency.Mismatch:
-			writeError(w, r, failure.Conflict("idempotency_key_reused", "this Idempotency-Key was used with a different request"))
-			return
-		case idempotency.InFlight:
-			writeError(w, r, &failure.Error{Kind: failure.KindConflict, Code: "idempotency_key_in_use",
-				Message:    "a request with this Idempotency-Key is still being processed",
-				RetryAfter: max(time.Second, res.LockedUntil.Sub(now))})
+			w.WriteHeader(replay.Status)
+			_, _ = w.Write(replay.Body)
 			return
 		}
 		buf := &bufferedResponse{header: w.Header()}
-		next(buf, r, &heldKey{accountID: principal.AccountID, key: key})
+		next(buf, r, held)
 		switch {
 		case buf.status >= 500:
 			// A send's work and answer commit together, so a server error
 			// after a commit whose outcome it could not see releases
 			// nothing that committed: the key replays that answer.
-			// The request's own deadline may have passed (a 503): the
-			// release gets a second of its own. When the database is away
-			// it fails, and the claim lapses by itself (the retry meanwhile
-			// gets 409 with Retry-After).
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
-			err := s.idempotency.ReleaseKey(ctx, principal.AccountID, key)
-			cancel()
-			if err != nil && !failure.Is(err, failure.KindUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
-				s.log.WarnContext(r.Context(), "release idempotency key", "error", err.Error())
-			}
+			held.Finish(r.Context(), edge.ServerFailed, idempotency.Response{})
 		case answers && buf.status < 300:
-			// Recorded with the work.
+			held.Finish(r.Context(), edge.AnsweredWithWork, idempotency.Response{})
 		default:
-			if err := s.idempotency.CompleteKey(r.Context(), principal.AccountID, key, idempotency.Response{Status: buf.status, Body: kept(keep, buf.body.Bytes())}); err != nil {
-				s.log.WarnContext(r.Context(), "store idempotent response", "error", err.Error())
-			}
+			held.Finish(r.Context(), edge.Answered, idempotency.Response{Status: buf.status, Body: kept(keep, buf.body.Bytes())})
 		}
 		w.WriteHeader(buf.status)
 		_, _ = w.Write(buf.body.Bytes())

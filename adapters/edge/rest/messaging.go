@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/messaging"
@@ -196,7 +197,7 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 	return b, content, fields, true
 }
 
-func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
 		required(p, b.To, "to")
 		required(p, b.Service, "service")
@@ -209,7 +210,7 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *hel
 	}
 	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
-		Idempotency: answerWith(key, individualAnswer),
+		Idempotency: edge.AnswerWith(key, individualAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -218,7 +219,7 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *hel
 	writeAnswer(w, individualAnswer(m))
 }
 
-func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
 		required(p, b.ThreadID, "thread_id")
 		if b.To != nil {
@@ -230,7 +231,7 @@ func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *heldKey)
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
-		Idempotency: answerWith(key, groupAnswer),
+		Idempotency: edge.AnswerWith(key, groupAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -318,7 +319,7 @@ func (c universalContent) content(p *failure.Problems) (domain.Content, domain.F
 	}
 }
 
-func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b universalBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -356,7 +357,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *held
 	if *b.Type == "individual" {
 		m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
 			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
-			Idempotency: answerWith(key, individualAnswer),
+			Idempotency: edge.AnswerWith(key, individualAnswer),
 		})
 		if err != nil {
 			writeError(w, r, err)
@@ -367,7 +368,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *held
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
 		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
-		Idempotency: answerWith(key, groupAnswer),
+		Idempotency: edge.AnswerWith(key, groupAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -684,7 +685,7 @@ type threadMessagesResponse struct {
 	Status     string              `json:"status"`
 }
 
-func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sendBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -703,7 +704,7 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *hel
 	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
 		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
 		ThreadID: str(b.ThreadID), Content: content, Fields: fields, Provider: "sandbox",
-		Idempotency: answerWith(key, sandboxInboundAnswer),
+		Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -725,7 +726,7 @@ type sandboxGroupBody struct {
 	Participants []string `json:"participants"`
 }
 
-func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sandboxGroupBody
 	if err := decodeJSON(r, &b); err != nil {
 		writeError(w, r, err)
@@ -744,7 +745,7 @@ func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *heldK
 	}
 	t, parts, err := s.messaging.CreateGroup(r.Context(), messaging.GroupInput{
 		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, AgentNumber: *b.AgentNumber, Title: *b.Title, Participants: b.Participants,
-		Idempotency: answerWith(key, sandboxGroupAnswer),
+		Idempotency: edge.AnswerWith(key, sandboxGroupAnswer),
 	})
 	if err != nil {
 		writeError(w, r, err)

@@ -164,7 +164,7 @@ type Deps struct {
 	Idempotency idempotency.Store
 	// IdempotencyLock is how long a request holds its Idempotency-Key
 	// before a retry may take it over (its handler died): a little above
-	// the request deadline. DefaultIdempotencyLock when 0.
+	// the request deadline. edge.DefaultIdempotencyLock when 0.
 	IdempotencyLock time.Duration
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current); /readyz answers 503 with its error otherwise.
@@ -205,24 +205,23 @@ type Deps struct {
 }
 
 type server struct {
-	accounts    AccountUseCases
-	sessions    Sessions
-	csrf        edge.CSRF
-	messaging   MessagingUseCases
-	providers   ProviderWebhooks
-	email       EmailUseCases
-	cron        CronUseCases
-	webhooks    WebhookUseCases
-	idempotency idempotency.Store
-	// idempotencyLock is Deps.IdempotencyLock.
-	idempotencyLock time.Duration
-	now             func() time.Time
-	ready           func(ctx context.Context) error
-	log             *slog.Logger
-	limits          Limits
-	metrics         *httpMetrics
-	limiters        Limiters
-	emailDomain     string
+	accounts  AccountUseCases
+	sessions  Sessions
+	csrf      edge.CSRF
+	messaging MessagingUseCases
+	providers ProviderWebhooks
+	email     EmailUseCases
+	cron      CronUseCases
+	webhooks  WebhookUseCases
+	// idempotency is the Idempotency-Key protocol over Deps.Idempotency.
+	idempotency *edge.Idempotency
+	now         func() time.Time
+	ready       func(ctx context.Context) error
+	log         *slog.Logger
+	limits      Limits
+	metrics     *httpMetrics
+	limiters    Limiters
+	emailDomain string
 }
 
 // NewHandler builds the whole HTTP interface.
@@ -237,9 +236,6 @@ func NewHandler(d Deps) (http.Handler, error) {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
-	if d.IdempotencyLock <= 0 {
-		d.IdempotencyLock = DefaultIdempotencyLock
-	}
 	if p := d.Limits.AuthFailuresIPv6Prefix; p < 0 || p > 128 {
 		return nil, fmt.Errorf("IPv6 prefix length for failed authentications must be 1 to 128, got %d", p)
 	}
@@ -248,10 +244,13 @@ func NewHandler(d Deps) (http.Handler, error) {
 	}
 	s := &server{
 		accounts: d.Accounts, sessions: d.Sessions, csrf: d.CSRF, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
-		webhooks: d.Webhooks, idempotency: d.Idempotency, idempotencyLock: d.IdempotencyLock, now: now,
+		webhooks: d.Webhooks, now: now,
 		ready: d.Ready, log: d.Logger, limits: d.Limits,
 		metrics:     newHTTPMetrics(d.Registry),
 		emailDomain: d.EmailDomain,
+	}
+	if d.Idempotency != nil {
+		s.idempotency = edge.NewIdempotency(d.Idempotency, d.IdempotencyLock, now, d.Logger)
 	}
 	s.limiters = d.Limiters
 	if s.limiters.Accounts == nil || s.limiters.AuthFailures == nil || s.limiters.ProviderFailures == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
@@ -167,8 +168,8 @@ func deliveryJSON(d webhook.Delivery) map[string]any {
 	return out
 }
 
-func (s *server) testWebhook(w http.ResponseWriter, r *http.Request, key *heldKey) {
-	d, err := s.webhooks.Test(r.Context(), mux.Vars(r)["accountId"], answerWith(key, deliveryAcceptedAnswer))
+func (s *server) testWebhook(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	d, err := s.webhooks.Test(r.Context(), mux.Vars(r)["accountId"], edge.AnswerWith(key, deliveryAcceptedAnswer))
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -215,9 +216,9 @@ func (s *server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "total_count": total, "has_more": offset+len(list) < total})
 }
 
-func (s *server) replayWebhookDelivery(w http.ResponseWriter, r *http.Request, key *heldKey) {
+func (s *server) replayWebhookDelivery(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	vars := mux.Vars(r)
-	d, err := s.webhooks.Replay(r.Context(), vars["accountId"], vars["deliveryId"], answerWith(key, deliveryAcceptedAnswer))
+	d, err := s.webhooks.Replay(r.Context(), vars["accountId"], vars["deliveryId"], edge.AnswerWith(key, deliveryAcceptedAnswer))
 	if err != nil {
 		writeError(w, r, err)
 		return

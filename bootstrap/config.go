@@ -19,7 +19,6 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
-	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
@@ -54,7 +53,7 @@ type Config struct {
 	AllowPrivateURLs []netip.Prefix
 	LogLevel         slog.Level
 	LogFormat        string
-	Limits           rest.Limits
+	Limits           edge.Limits
 	AuthCacheTTL     time.Duration
 	ShutdownTimeout  time.Duration
 	// IdempotencyLock is how long a request holds its Idempotency-Key
@@ -153,7 +152,7 @@ func Defaults() Config {
 		Mailbox:         appemail.DefaultMailboxLimits,
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "text",
-		Limits:          rest.DefaultLimits,
+		Limits:          edge.DefaultLimits,
 		AuthCacheTTL:    5 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
 		IdempotencyLock: edge.DefaultIdempotencyLock,

@@ -7,7 +7,6 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/dashboard"
-	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
@@ -25,7 +24,7 @@ var sessionsModule = fx.Module("sessions",
 			return sessions.NewService(db.SessionStore(), a, k, sessions.Options{IdleTimeout: c.SessionIdleTimeout, MaxAge: c.SessionMaxAge})
 		},
 		func(k *keyring.Keyring) edge.CSRF { return edge.NewCSRF(k) },
-		func(c Config, s *sessions.Service, csrf edge.CSRF, a *accounts.Service, l rest.Limiters, log *slog.Logger) dashboard.Deps {
+		func(c Config, s *sessions.Service, csrf edge.CSRF, a *accounts.Service, l edge.Limiters, log *slog.Logger) dashboard.Deps {
 			return dashboard.Deps{
 				Sessions: s, CSRF: csrf, Accounts: a, AuthFailures: l.AuthFailures,
 				TrustedProxies: c.Limits.TrustedProxies, Logger: log,

@@ -6,7 +6,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/edge"
-	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
@@ -29,7 +28,7 @@ var graphModule = fx.Module("graphql-deps",
 		newLive,
 		func(in graphInputs) graph.Deps {
 			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
-				Idempotency: edge.NewIdempotency(in.DB, in.Config.IdempotencyLock, nil, in.Logger)}
+				Idempotency: in.Idempotency}
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -43,7 +42,7 @@ var graphModule = fx.Module("graphql-deps",
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
-		func(c Config, l rest.Limiters, s *sessions.Service) graph.PublicOptions {
+		func(c Config, l edge.Limiters, s *sessions.Service) graph.PublicOptions {
 			return graph.PublicOptions{
 				Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout,
 				Limits:   graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
@@ -66,9 +65,9 @@ type graphInputs struct {
 	Webhooks *webhooks.Service `optional:"true"`
 	Email    *appemail.Service `optional:"true"`
 	DB       *store.DB
-	Limiters rest.Limiters
-	Config   Config
-	Logger   *slog.Logger
+	Limiters edge.Limiters
+	// Idempotency is the idempotency-key protocol REST's routes use too.
+	Idempotency *edge.Idempotency
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

@@ -36,7 +36,7 @@ type LiveFeed interface {
 
 var _ LiveFeed = (*appmessaging.Live)(nil)
 
-// Authenticator checks API credentials, as the REST middleware does;
+// Authenticator checks API credentials, as the edge's authentication does;
 // *accounts.Service implements it.
 type Authenticator interface {
 	Authenticate(ctx context.Context, key, secret string, keyOnly bool) (accounts.Principal, error)
@@ -111,7 +111,7 @@ type PublicOptions struct {
 // SocketLimits hold a WebSocket to the rules of an HTTP request: each
 // connection is an authentication attempt of its client address, and
 // each operation on it (query, mutation, subscription start) spends one
-// of its account's request tokens. The REST adapter's limiters implement
+// of its account's request tokens. The edge's limiters implement
 // them, so both transports draw on one budget.
 type SocketLimits struct {
 	AuthFailures interface {
@@ -120,7 +120,7 @@ type SocketLimits struct {
 	Operations RequestBudget
 }
 
-// RequestBudget spends an account's request tokens; the REST adapter's
+// RequestBudget spends an account's request tokens; the edge's
 // account limiter implements it.
 type RequestBudget interface {
 	Take(ctx context.Context, key string) ratelimit.Quota
@@ -176,7 +176,7 @@ func recheckCredentials(ctx context.Context, cancel context.CancelFunc, interval
 	}
 }
 
-// NewPublicHandler serves what cannot sit behind the REST authentication
+// NewPublicHandler serves what cannot sit behind the edge's authentication
 // middleware: WebSocket connections to /graphql (graphql-transport-ws; a
 // browser cannot set headers on the upgrade, so the credentials come in
 // the connection_init payload, or else from the upgrade's headers, or
@@ -342,7 +342,7 @@ func sessionToken(h http.Header) string {
 // payload: the header names as keys ("X-API-Key", "X-API-Secret", any
 // case), possibly under "headers"; when the payload has no key, from the
 // upgrade request's headers. A bearer key is no credential here: the key
-// alone authenticates only the cron routes (see the REST adapter), so an
+// alone authenticates only the cron routes (see the edge's authentication), so an
 // Authorization header is ignored and the socket is refused like one that
 // carries nothing.
 func initCredentials(payload transport.InitPayload, h http.Header) (key, secret string) {

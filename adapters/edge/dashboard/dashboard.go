@@ -49,7 +49,7 @@ var _ Accounts = (*accounts.Service)(nil)
 
 // AttemptLimiter admits sign-in attempts from a client address while its
 // failed authentications stay within their budget; done reports whether
-// the attempt failed. The REST adapter's failed-authentication limiter
+// the attempt failed. The edge's failed-authentication limiter
 // implements it, so sign-in and the APIs share one budget.
 type AttemptLimiter interface {
 	Attempt(ctx context.Context, addr string) (q ratelimit.Quota, done func(failed bool))
@@ -62,7 +62,7 @@ type Deps struct {
 	CSRF     edge.CSRF
 	Accounts Accounts
 	// AuthFailures limits failed sign-ins per client address; nil limits
-	// nothing. The address is the one the REST adapter in front records
+	// nothing. The address is the one the edge's host in front records
 	// (ratelimit.WithClient), else the connection's peer.
 	AuthFailures AttemptLimiter
 	// TrustedProxies are the peers whose X-Forwarded-Proto is believed:
@@ -126,27 +126,7 @@ func clientAddress(r *http.Request) string {
 // overTLS reports whether the browser reached the server over TLS: to
 // this server, or to a trusted proxy that says so.
 func (h *handler) overTLS(r *http.Request) bool {
-	if r.TLS != nil {
-		return true
-	}
-	if r.Header.Get("X-Forwarded-Proto") != "https" || len(h.deps.TrustedProxies) == 0 {
-		return false
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	peer = peer.Unmap().WithZone("")
-	for _, p := range h.deps.TrustedProxies {
-		if p.Contains(peer) {
-			return true
-		}
-	}
-	return false
+	return edge.ForwardedTLS(r, h.deps.TrustedProxies)
 }
 
 // fromOwnOrigin reports whether the browser says r comes from the

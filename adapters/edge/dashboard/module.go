@@ -7,7 +7,7 @@ import (
 )
 
 // Module provides, named "dashboard", the http.Handler of /dashboard/,
-// which the REST adapter mounts on its listener. It needs Deps from the
+// which the edge's host mounts on its router. It needs Deps from the
 // composition root.
 var Module = fx.Module("dashboard",
 	fx.Provide(

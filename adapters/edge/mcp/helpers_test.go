@@ -21,8 +21,8 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
-	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
@@ -79,7 +79,7 @@ func setupWith(t *testing.T, dialect store.Dialect, opts appOptions) *testBundle
 	cfg.DatabaseURL = dbtest.URL(t, dialect)
 	cfg.SecretKey = strings.Repeat("ab", 32)
 	cfg.LogLevel = 12 // quiet
-	cfg.Limits = rest.Limits{MaxBodyBytes: 1 << 20, RequestTimeout: 10 * time.Second}
+	cfg.Limits = edge.Limits{MaxBodyBytes: 1 << 20, RequestTimeout: 10 * time.Second}
 	cfg.AllowPrivateURLs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	if opts.configure != nil {
 		opts.configure(&cfg)
@@ -106,7 +106,7 @@ func setupWith(t *testing.T, dialect store.Dialect, opts appOptions) *testBundle
 func startApp(t *testing.T, cfg bootstrap.Config, extra ...fx.Option) *testBundle {
 	t.Helper()
 	b := &testBundle{cfg: cfg}
-	var ln *rest.Listener
+	var ln *edge.Listener
 	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp, &b.threads)}, extra...)...)
 	app.RequireStart()
 	b.stop = sync.OnceFunc(app.RequireStop)

@@ -39,7 +39,7 @@ const callSlack = 10 * time.Second
 // DELETE that ends a session.
 //
 // Each HTTP request spends one of the account's request tokens in the
-// authentication in front (the REST adapter's, as for every route), which
+// authentication in front (the edge's host, as for every route), which
 // hands the quota on, admitted or not. A POST carrying a tools/call or
 // resources/read beyond the budget goes on to the SDK, and the call is
 // answered as its own error (rate_limited, with retry_after_seconds)
@@ -164,7 +164,7 @@ func (h *Handler) recheck(ctx context.Context, end context.CancelFunc, sessionID
 	}
 }
 
-// writeError answers in the REST adapter's flat error shape.
+// writeError answers in the edge's flat error shape (REST's).
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	body, _ := json.Marshal(map[string]string{"detail": message, "status": "error", "message": message, "code": code})
 	w.Header().Set("Content-Type", "application/json")

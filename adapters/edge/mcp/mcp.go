@@ -2,7 +2,7 @@
 // LLM agents: tools over the messaging, email and cron use cases, and each
 // thread as a resource whose content is its transcript. Handler serves
 // them over Streamable HTTP; the composition root mounts it at /mcp behind
-// the REST adapter's authentication, limits and request log, so that the
+// the edge's authentication, limits and request log, so that the
 // account is always the credentials' own. Proxy serves the same tools over
 // standard input and output, for desktop clients, by calling a remote
 // /mcp.
@@ -91,7 +91,7 @@ type CronJobs interface {
 
 var _ CronJobs = (*cron.Service)(nil)
 
-// Authenticator checks API credentials again, as the REST middleware
+// Authenticator checks API credentials again, as the edge's authentication
 // did; *accounts.Service implements it. A refusal is a *failure.Error of
 // kind Unauthenticated.
 type Authenticator interface {

@@ -7,7 +7,7 @@ import (
 )
 
 // Module provides the *Handler and, named "mcp", the same handler as the
-// http.Handler the REST adapter mounts at /mcp. It needs Deps from the
+// http.Handler the edge's host mounts at /mcp. It needs Deps from the
 // composition root, which must also call Close before the HTTP server
 // shuts down (a session's event stream stays open until then).
 var Module = fx.Module("mcp",

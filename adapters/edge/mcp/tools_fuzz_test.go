@@ -16,7 +16,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
@@ -123,9 +123,9 @@ func fuzzApp(f *testing.F) *sdk.ClientSession {
 	cfg.DatabaseURL = dbtest.URL(f, store.SQLite)
 	cfg.SecretKey = strings.Repeat("ab", 32)
 	cfg.LogLevel = 12 // quiet
-	cfg.Limits = rest.Limits{MaxBodyBytes: 1 << 20, RequestTimeout: 10 * time.Second}
+	cfg.Limits = edge.Limits{MaxBodyBytes: 1 << 20, RequestTimeout: 10 * time.Second}
 	var (
-		ln  *rest.Listener
+		ln  *edge.Listener
 		acc *accounts.Service
 	)
 	app := fxtest.New(f, bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &acc),

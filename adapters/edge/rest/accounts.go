@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -75,10 +76,10 @@ func (s *server) accountResponse(o accounts.Overview) accountResponse {
 func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 	o, err := s.accounts.Overview(r.Context(), mux.Vars(r)["accountId"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.accountResponse(o))
+	edge.WriteJSON(w, http.StatusOK, s.accountResponse(o))
 }
 
 type patchAccountRequest struct {
@@ -88,24 +89,24 @@ type patchAccountRequest struct {
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var req patchAccountRequest
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
 	required(&p, req.Name, "name")
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	id := mux.Vars(r)["accountId"]
 	if _, err := s.accounts.Rename(r.Context(), id, *req.Name); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	o, err := s.accounts.Overview(r.Context(), id)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.accountResponse(o))
+	edge.WriteJSON(w, http.StatusOK, s.accountResponse(o))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/cache"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -47,10 +48,9 @@ func benchmarkFailedAuthentication(b *testing.B, dialect store.Dialect) {
 	svc := accounts.NewService(caches.Accounts(db.AccountStore()), keys, accounts.Options{})
 	a, cred, err := svc.CreateAccount(context.Background(), "Acme")
 	require.NoError(b, err)
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: svc, Ready: db.Ready, Registry: prometheus.NewRegistry(),
-		Limits: unlimited, EmailDomain: "mail.example.test", Logger: slog.New(slog.DiscardHandler),
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: svc, Ready: db.Ready, Registry: prometheus.NewRegistry(), Limits: unlimited, Logger: slog.New(slog.DiscardHandler),
+	}, rest.Deps{Accounts: svc, EmailDomain: "mail.example.test"})
 	require.NoError(b, err)
 
 	path := "/v1/accounts/" + a.ID

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram/telegramfake"
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp"
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
@@ -102,7 +103,7 @@ func (n numbers) NumberSettings(num account.Number) (map[string]string, error) {
 	return n.acc.NumberSettings(num)
 }
 
-func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *chanBundle {
+func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *chanBundle {
 	t.Helper()
 	ctx := context.Background()
 	db := dbtest.Open(t, dialect)
@@ -171,10 +172,9 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...rest.Limits) *
 		_ = jobs.Stop(stopCtx)
 	})
 
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Messaging: svc, Providers: providerRoutes{tgIn, waIn}, Idempotency: db, Ready: db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
+	}, rest.Deps{Accounts: acc, Messaging: svc, Providers: providerRoutes{tgIn, waIn}})
 	require.NoError(t, err)
 	srv := newTestServer(t, h)
 	b.url = srv
@@ -424,7 +424,7 @@ func newMediaServer(t *testing.T) string {
 }
 
 func TestProviderRouteLimits(t *testing.T) {
-	b := setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 2048, RatePerSecond: 0.001, RateBurst: 100, AuthFailuresPerMinute: 2})
+	b := setupChannels(t, store.SQLite, edge.Limits{MaxBodyBytes: 2048, RatePerSecond: 0.001, RateBurst: 100, AuthFailuresPerMinute: 2})
 	path := "/v1/providers/telegram/" + b.tgNumber.ID + "/webhook"
 	big := telegramfake.PrivateText(1, 1, 7, "big", "Big", strings.Repeat("x", 4096))
 	requireError(t, b.client.Do(http.MethodPost, path, big, "X-Telegram-Bot-Api-Secret-Token", b.tgSecret), http.StatusRequestEntityTooLarge, "payload_too_large")
@@ -440,7 +440,7 @@ func TestProviderRouteLimits(t *testing.T) {
 
 	// Each agent number has a request budget of its own (a fresh bundle:
 	// this client address is blocked on the first one).
-	b = setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 2048, RatePerSecond: 0.001, RateBurst: 3, AuthFailuresPerMinute: 100})
+	b = setupChannels(t, store.SQLite, edge.Limits{MaxBodyBytes: 2048, RatePerSecond: 0.001, RateBurst: 3, AuthFailuresPerMinute: 100})
 	wa := "/v1/providers/whatsapp/" + b.waNumber.ID + "/webhook?hub.mode=subscribe&hub.verify_token=" + waVerify + "&hub.challenge=1"
 	for range 3 {
 		require.Equal(t, http.StatusOK, b.client.Do(http.MethodGet, wa, nil).StatusCode)
@@ -474,7 +474,7 @@ func TestProviderRoutesVerifyBeforeTheNumberLimit(t *testing.T) {
 	t.Parallel()
 	// A number budget of 200 requests that does not refill during the
 	// test, and a budget of failed signatures too large to stop the flood.
-	b := setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.001, RateBurst: 200, AuthFailuresPerMinute: 1000})
+	b := setupChannels(t, store.SQLite, edge.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.001, RateBurst: 200, AuthFailuresPerMinute: 1000})
 	body := whatsappfake.TextMessage(waPNID, "+1 415-555-0120", "14155550111", "Sheena Nelson", "wamid.flood", "signed")
 	update := telegramfake.PrivateText(7001, 1, 777000111, "Alice_W", "Alice", "signed")
 	for range 250 {
@@ -490,7 +490,7 @@ func TestProviderRoutesVerifyBeforeTheNumberLimit(t *testing.T) {
 
 func TestProviderRoutesLimitFailedSignaturesPerAddress(t *testing.T) {
 	t.Parallel()
-	b := setupChannels(t, store.SQLite, rest.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.001, RateBurst: 200, AuthFailuresPerMinute: 5})
+	b := setupChannels(t, store.SQLite, edge.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.001, RateBurst: 200, AuthFailuresPerMinute: 5})
 	wa := "/v1/providers/whatsapp/" + b.waNumber.ID + "/webhook"
 	body := whatsappfake.TextMessage(waPNID, "+1 415-555-0120", "14155550111", "Sheena Nelson", "wamid.address", "signed")
 	forged := []string{"Content-Type", "application/json", "X-Hub-Signature-256", whatsappfake.Sign(body, "forged")}

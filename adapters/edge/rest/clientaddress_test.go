@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -40,12 +41,11 @@ func (refusingAccounts) Rename(context.Context, string, string) (account.Account
 // request as it would arrive from peer (ip:port) with the given headers.
 type addressBundle struct{ h http.Handler }
 
-func setupAddresses(t *testing.T, limits rest.Limits) *addressBundle {
+func setupAddresses(t *testing.T, limits edge.Limits) *addressBundle {
 	t.Helper()
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: refusingAccounts{}, Registry: prometheus.NewRegistry(),
-		Limits: limits, Logger: slog.New(slog.DiscardHandler),
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: refusingAccounts{}, Registry: prometheus.NewRegistry(), Limits: limits, Logger: slog.New(slog.DiscardHandler),
+	}, rest.Deps{Accounts: refusingAccounts{}})
 	require.NoError(t, err)
 	return &addressBundle{h: h}
 }
@@ -67,7 +67,7 @@ func (b *addressBundle) status(peer string, headers ...string) int {
 // another /64, and each IPv4 address, has its own.
 func TestFailedAuthenticationLimitCountsIPv6ByPrefix(t *testing.T) {
 	t.Parallel()
-	b := setupAddresses(t, rest.Limits{AuthFailuresPerMinute: 3})
+	b := setupAddresses(t, edge.Limits{AuthFailuresPerMinute: 3})
 	for i := range 11 {
 		want := http.StatusUnauthorized
 		if i >= 3 {
@@ -81,7 +81,7 @@ func TestFailedAuthenticationLimitCountsIPv6ByPrefix(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, b.status(fmt.Sprintf("192.0.2.%d:4000", i+1)), "IPv4 address %d", i+1)
 	}
 
-	wide := setupAddresses(t, rest.Limits{AuthFailuresPerMinute: 3, AuthFailuresIPv6Prefix: 48})
+	wide := setupAddresses(t, edge.Limits{AuthFailuresPerMinute: 3, AuthFailuresIPv6Prefix: 48})
 	for i := range 3 {
 		require.Equal(t, http.StatusUnauthorized, wide.status(fmt.Sprintf("[2001:db8:1:%x::1]:4000", i+1)))
 	}
@@ -94,7 +94,7 @@ func TestFailedAuthenticationLimitCountsIPv6ByPrefix(t *testing.T) {
 func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
 	t.Parallel()
 	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
-	b := setupAddresses(t, rest.Limits{AuthFailuresPerMinute: 2, TrustedProxies: proxies})
+	b := setupAddresses(t, edge.Limits{AuthFailuresPerMinute: 2, TrustedProxies: proxies})
 
 	// An untrusted peer names a new client each time: still one budget.
 	for i := range 3 {
@@ -116,7 +116,7 @@ func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, b.status("[fd00::1]:4000", "X-Forwarded-For", "[2001:db8:9::1]:5555"), "an IPv6 client with a port")
 
 	// Without trusted proxies the header is never believed.
-	plain := setupAddresses(t, rest.Limits{AuthFailuresPerMinute: 1})
+	plain := setupAddresses(t, edge.Limits{AuthFailuresPerMinute: 1})
 	require.Equal(t, http.StatusUnauthorized, plain.status("10.0.0.1:4000", "X-Forwarded-For", "203.0.113.1"))
 	require.Equal(t, http.StatusTooManyRequests, plain.status("10.0.0.1:4000", "X-Forwarded-For", "203.0.113.2"))
 }
@@ -125,11 +125,9 @@ func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
 func TestRequestLogNamesTheForwardedClient(t *testing.T) {
 	t.Parallel()
 	var log bytes.Buffer
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: refusingAccounts{}, Registry: prometheus.NewRegistry(),
-		Limits: rest.Limits{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
-		Logger: slog.New(slog.NewJSONHandler(&log, nil)),
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: refusingAccounts{}, Registry: prometheus.NewRegistry(), Limits: edge.Limits{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, Logger: slog.New(slog.NewJSONHandler(&log, nil)),
+	}, rest.Deps{Accounts: refusingAccounts{}})
 	require.NoError(t, err)
 	for _, peer := range []string{"10.0.0.1:4000", "192.0.2.1:4000"} {
 		r := httptest.NewRequest(http.MethodGet, "/healthz", nil)

@@ -30,12 +30,12 @@ type CronUseCases interface {
 	Executions(ctx context.Context, accountID string, q appcron.ExecutionQuery) ([]cron.Execution, int, error)
 }
 
-func (s *server) mountCron(api *routes) {
+func (s *server) mountCron(api *edge.Routes) {
 	if s.cron == nil {
 		return
 	}
-	// The cron routes alone take a bearer key as a full credential.
-	api = &routes{router: api.router, prefix: api.prefix, wrap: s.authenticateCron}
+	// The cron routes alone take a bearer key as a full credential
+	// (api is the host's APIWithBearerKey).
 	api.Handle(http.MethodPost, "/cron-jobs", s.idempotentAnswering(s.createCronJob))
 	api.Handle(http.MethodGet, "/cron-jobs", s.listCronJobs)
 	api.Handle(http.MethodGet, "/cron-jobs/{id}", s.getCronJob)
@@ -84,7 +84,7 @@ func timeoutOf(seconds *int) time.Duration {
 func (s *server) createCronJob(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b cronJobBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	j := cron.Job{
@@ -103,7 +103,7 @@ func (s *server) createCronJob(w http.ResponseWriter, r *http.Request, key *edge
 	}
 	created, err := s.cron.Create(r.Context(), principalAccount(r), j, edge.AnswerWith(key, cronCreatedAnswer))
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, cronCreatedAnswer(created))
@@ -126,28 +126,28 @@ func (s *server) listCronJobs(w http.ResponseWriter, r *http.Request) {
 		p = append(p, failure.FieldError{In: "query", Path: []any{"status"}, Message: "status must be one of active, paused", Type: "enum"})
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	jobs, total, err := s.cron.List(r.Context(), appcron.JobQuery{AccountID: principalAccount(r), Status: cron.Status(status), Limit: limit, Offset: offset})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	data := make([]map[string]any, len(jobs))
 	for i, j := range jobs {
 		data[i] = cronJobJSON(j, nil, false)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]int{"total": total, "limit": limit, "offset": offset}})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]int{"total": total, "limit": limit, "offset": offset}})
 }
 
 func (s *server) getCronJob(w http.ResponseWriter, r *http.Request) {
 	d, err := s.cron.Get(r.Context(), principalAccount(r), mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, cronJobJSON(d.Job, d.Last, true))
+	edge.WriteJSON(w, http.StatusOK, cronJobJSON(d.Job, d.Last, true))
 }
 
 // cronPatchBody is the update body: each field raw, so that absent, null
@@ -188,7 +188,7 @@ func patchValue[T any](raw json.RawMessage, field string, p *failure.Problems) a
 func (s *server) patchCronJob(w http.ResponseWriter, r *http.Request) {
 	var b cronPatchBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
@@ -209,15 +209,15 @@ func (s *server) patchCronJob(w http.ResponseWriter, r *http.Request) {
 		patch.Body = appcron.Value[json.RawMessage]{Set: true, Null: isNull(b.Body), V: b.Body}
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	j, err := s.cron.Update(r.Context(), principalAccount(r), mux.Vars(r)["id"], patch)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, cronJobJSON(j, nil, true))
+	edge.WriteJSON(w, http.StatusOK, cronJobJSON(j, nil, true))
 }
 
 func (s *server) pauseCronJob(w http.ResponseWriter, r *http.Request) {
@@ -231,19 +231,19 @@ func (s *server) resumeCronJob(w http.ResponseWriter, r *http.Request) {
 func (s *server) cronStatus(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, accountID, id string) (cron.Job, error)) {
 	j, err := change(r.Context(), principalAccount(r), mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": j.ID, "status": j.Status, "next_execution": nextExecution(j)})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"id": j.ID, "status": j.Status, "next_execution": nextExecution(j)})
 }
 
 func (s *server) deleteCronJob(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	if err := s.cron.Delete(r.Context(), principalAccount(r), id); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
 func (s *server) cronExecutions(w http.ResponseWriter, r *http.Request) {
@@ -257,21 +257,21 @@ func (s *server) cronExecutions(w http.ResponseWriter, r *http.Request) {
 		p = append(p, failure.FieldError{In: "query", Path: []any{"status"}, Message: "status must be one of success, failed", Type: "enum"})
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	execs, total, err := s.cron.Executions(r.Context(), principalAccount(r), appcron.ExecutionQuery{
 		JobID: mux.Vars(r)["id"], Status: cron.ExecutionStatus(status), Limit: limit, Offset: offset,
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	data := make([]map[string]any, len(execs))
 	for i, e := range execs {
 		data[i] = executionJSON(e)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]int{"total": total, "limit": limit, "offset": offset}})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"data": data, "meta": map[string]int{"total": total, "limit": limit, "offset": offset}})
 }
 
 // nextExecution is the next run in the job's zone, with its UTC offset;

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
@@ -101,10 +102,9 @@ func setupCron(t *testing.T, dialect store.Dialect, o cronOptions) *cronBundle {
 		<-done
 	})
 
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Cron: svc, Idempotency: db, Ready: db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+	}, rest.Deps{Accounts: acc, Cron: svc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

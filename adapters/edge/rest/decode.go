@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
+
 	"net/http"
 	"reflect"
 	"strings"
@@ -115,16 +115,6 @@ func expectedType(t reflect.Type) (typ, msg string) {
 		return "dict_type", "Input should be a valid dictionary"
 	}
 	return "value_error", "Input has the wrong type"
-}
-
-// isJSON reports whether a Content-Type header names JSON. The plain
-// header most clients send is recognised without parsing it.
-func isJSON(contentType string) bool {
-	if contentType == "application/json" {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // required records a missing field when v is nil.

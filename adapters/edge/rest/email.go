@@ -21,7 +21,7 @@ type EmailUseCases interface {
 	Email(ctx context.Context, accountID, id string) (email.Email, error)
 }
 
-func (s *server) mountEmail(api *routes) {
+func (s *server) mountEmail(api *edge.Routes) {
 	if s.email == nil {
 		return
 	}
@@ -47,22 +47,22 @@ type createEmailResult struct {
 func (s *server) createEmailAddress(w http.ResponseWriter, r *http.Request) {
 	var b createEmailBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
 	required(&p, b.Address, "address")
 	required(&p, b.DomainName, "domain_name")
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	a, err := s.email.CreateAddress(r.Context(), mux.Vars(r)["account_id"], *b.Address, *b.DomainName)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, createEmailResult{
+	edge.WriteJSON(w, http.StatusOK, createEmailResult{
 		Status: "success", Address: a.Address(), EmailID: a.ID, LocalPart: a.LocalPart, DomainName: a.Domain,
 		CreatedAt: timestamp(a.CreatedAt),
 	})
@@ -90,7 +90,7 @@ type sendEmailResult struct {
 func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sendEmailBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
@@ -99,7 +99,7 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Hel
 	required(&p, b.Subject, "subject")
 	required(&p, b.Body, "body")
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	e, err := s.email.Send(r.Context(), appemail.SendInput{
@@ -108,7 +108,7 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Hel
 		Idempotency: edge.AnswerWith(key, sendEmailAnswer),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, sendEmailAnswer(e))
@@ -150,7 +150,7 @@ func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
 	e, err := s.email.Email(r.Context(), vars["account_id"], vars["email_id"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	d := emailDetails{
@@ -166,7 +166,7 @@ func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 	if e.SentAt != nil {
 		d.DateSent = timestamp(*e.SentAt)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": d})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": d})
 }
 
 func nonNil(v []string) []string {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
@@ -87,10 +88,9 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 		_ = jr.Stop(stopCtx)
 	})
 
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Email: svc, Idempotency: db, Ready: db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited, EmailDomain: serviceDomain,
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+	}, rest.Deps{Accounts: acc, Email: svc, EmailDomain: serviceDomain})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

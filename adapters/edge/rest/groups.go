@@ -5,6 +5,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
@@ -66,7 +67,7 @@ func (b groupBody) given() map[string]bool {
 func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
 	var b groupBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
@@ -93,7 +94,7 @@ func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
 		required(&p, b.Setting, "setting")
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	cmd := messaging.GroupCommand{
@@ -106,7 +107,7 @@ func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.messaging.ManageGroup(r.Context(), cmd)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	g := res.Group
@@ -119,7 +120,7 @@ func (s *server) manageGroup(w http.ResponseWriter, r *http.Request) {
 	if admins == nil {
 		admins = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	edge.WriteJSON(w, http.StatusOK, map[string]any{
 		"status": "success", "message": res.Message,
 		"data": map[string]any{
 			"thread_id": g.Thread.ID, "title": g.Thread.Name, "participants": addresses(g.Members),

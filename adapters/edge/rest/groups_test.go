@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
@@ -562,10 +563,9 @@ func withService(t *testing.T, b *msgBundle, providers messaging.ProviderSet, gu
 		deps.URLs, deps.Media = guard, guard.NewProber(5*time.Second)
 	}
 	svc := messaging.NewService(deps)
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Messaging: svc, Idempotency: b.db, Ready: b.db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Idempotency: edge.NewIdempotency(b.db, 0, nil, quiet), Ready: b.db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+	}, rest.Deps{Accounts: acc, Messaging: svc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -97,7 +97,7 @@ func (s *server) keyed(next answeringHandler, keep func([]byte) []byte, answers 
 		if len(key) <= edge.MaxIdempotencyKey {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
-				writeError(w, r, decodeBodyError(err))
+				edge.WriteError(w, r, decodeBodyError(err))
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -105,7 +105,7 @@ func (s *server) keyed(next answeringHandler, keep func([]byte) []byte, answers 
 		}
 		held, replay, err := s.idempotency.Begin(r.Context(), edge.HeaderWords, principal.AccountID, key, fingerprint)
 		if err != nil {
-			writeError(w, r, err)
+			edge.WriteError(w, r, err)
 			return
 		}
 		if replay != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	emailsandbox "github.com/switchboard-dev/switchboard/adapters/email/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
@@ -120,10 +121,9 @@ func (b *crashBundle) handler(t *testing.T, p process) http.Handler {
 	if p.webhooks == nil {
 		p.webhooks = b.hooks
 	}
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: b.acc, Messaging: p.messaging, Email: p.email, Cron: p.cron, Webhooks: p.webhooks, Idempotency: p.idempotency, IdempotencyLock: crashLock,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited, EmailDomain: "mail.example.com", Now: p.now,
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: b.acc, Idempotency: edge.NewIdempotency(p.idempotency, crashLock, p.now, quiet), Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited, Now: p.now,
+	}, rest.Deps{Accounts: b.acc, Messaging: p.messaging, Email: p.email, Cron: p.cron, Webhooks: p.webhooks, EmailDomain: "mail.example.com", Now: p.now})
 	require.NoError(t, err)
 	return h
 }

@@ -33,7 +33,7 @@ type MessagingUseCases interface {
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 }
 
-func (s *server) mountMessaging(api *routes) {
+func (s *server) mountMessaging(api *edge.Routes) {
 	if s.messaging == nil {
 		return
 	}
@@ -180,7 +180,7 @@ func kindFromURL(raw string) domain.Kind {
 func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, p *failure.Problems)) (sendBody, domain.Content, domain.Fields, bool) {
 	var b sendBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return b, domain.Content{}, domain.Fields{}, false
 	}
 	var p failure.Problems
@@ -191,7 +191,7 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 	}
 	content, fields := b.content(&p)
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return b, content, fields, false
 	}
 	return b, content, fields, true
@@ -213,7 +213,7 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *edg
 		Idempotency: edge.AnswerWith(key, individualAnswer),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, individualAnswer(m))
@@ -234,7 +234,7 @@ func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *edge.Hel
 		Idempotency: edge.AnswerWith(key, groupAnswer),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, groupAnswer(m))
@@ -322,7 +322,7 @@ func (c universalContent) content(p *failure.Problems) (domain.Content, domain.F
 func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b universalBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
@@ -350,7 +350,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 		p.Add("enum", "type must be individual or group", "type")
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	accountID := mux.Vars(r)["accountId"]
@@ -360,7 +360,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 			Idempotency: edge.AnswerWith(key, individualAnswer),
 		})
 		if err != nil {
-			writeError(w, r, err)
+			edge.WriteError(w, r, err)
 			return
 		}
 		writeAnswer(w, individualAnswer(m))
@@ -371,7 +371,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 		Idempotency: edge.AnswerWith(key, groupAnswer),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, groupAnswer(m))
@@ -437,7 +437,7 @@ func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
 	d, err := s.messaging.Message(r.Context(), vars["accountId"], vars["messageId"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	m := d.Message
@@ -451,7 +451,7 @@ func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
 	// stays the envelope's.
 	top := data
 	top.Status = "success"
-	writeJSON(w, http.StatusOK, messageDetailsResponse{messageDetailsBody: top, Data: data})
+	edge.WriteJSON(w, http.StatusOK, messageDetailsResponse{messageDetailsBody: top, Data: data})
 }
 
 // messageDetailsBody is a message as get-details shows it; its fields are
@@ -488,11 +488,11 @@ func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
 	t, parts, err := s.messaging.ThreadDetails(r.Context(), vars["accountId"], vars["threadId"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	data := map[string]any{"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts)}
-	writeJSON(w, http.StatusOK, map[string]any{
+	edge.WriteJSON(w, http.StatusOK, map[string]any{
 		"status": "success", "data": data,
 		"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts), "thread_id": t.ID,
 		"thread_type": string(t.Type), "service": string(t.Service),
@@ -541,7 +541,7 @@ func limitParam(r *http.Request, p *failure.Problems, def, maxLimit int) int {
 func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
 	limit, offset, err := listParams(r)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	vars := mux.Vars(r)
@@ -554,7 +554,7 @@ func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
 	}
 	list, total, err := s.messaging.Threads(r.Context(), messaging.ThreadQuery{AccountID: vars["accountId"], Phone: phone, Limit: limit, Offset: offset})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	items := make([]map[string]any, len(list))
@@ -569,7 +569,7 @@ func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
 		}
 		items[i] = item
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	edge.WriteJSON(w, http.StatusOK, map[string]any{
 		"status": "success", "data": items, "threads": items, "total_count": total, "has_more": offset+len(items) < total,
 	})
 }
@@ -585,11 +585,11 @@ func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
 	msgs, err := s.messaging.Recent(r.Context(), vars["accountId"], vars["threadId"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	items := threadMessageItems(msgs)
-	writeJSON(w, http.StatusOK, recentMessagesResponse{AccountID: vars["accountId"], Data: items, Messages: items, Status: "success", ThreadID: vars["threadId"]})
+	edge.WriteJSON(w, http.StatusOK, recentMessagesResponse{AccountID: vars["accountId"], Data: items, Messages: items, Status: "success", ThreadID: vars["threadId"]})
 }
 
 // threadMessageItems lists messages as get-recent and get-messages show
@@ -651,7 +651,7 @@ func (s *server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		p = append(p, failure.FieldError{In: "query", Path: []any{"format"}, Message: "format must be json or transcript", Type: "enum"})
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	vars := mux.Vars(r)
@@ -659,7 +659,7 @@ func (s *server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		AccountID: vars["accountId"], ThreadID: vars["threadId"], Limit: limit, Before: r.URL.Query().Get("before"),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	next := page.NextCursor()
@@ -667,14 +667,14 @@ func (s *server) threadMessages(w http.ResponseWriter, r *http.Request) {
 		if next != "" {
 			w.Header().Set(nextCursorHeader, next)
 		}
-		writeText(w, http.StatusOK, domain.Transcript(page.Messages))
+		edge.WriteText(w, http.StatusOK, domain.Transcript(page.Messages))
 		return
 	}
 	body := threadMessagesResponse{Data: threadMessageItems(page.Messages), Status: "success"}
 	if next != "" {
 		body.NextCursor = &next
 	}
-	writeJSON(w, http.StatusOK, body)
+	edge.WriteJSON(w, http.StatusOK, body)
 }
 
 // threadMessagesResponse is a page of a thread's history; next_cursor is
@@ -688,7 +688,7 @@ type threadMessagesResponse struct {
 func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sendBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
@@ -697,7 +697,7 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	required(&p, b.To, "to")
 	content, fields := b.content(&p)
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	principal, _ := accounts.PrincipalFrom(r.Context())
@@ -707,7 +707,7 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 		Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, sandboxInboundAnswer(m))
@@ -729,7 +729,7 @@ type sandboxGroupBody struct {
 func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sandboxGroupBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
@@ -740,7 +740,7 @@ func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *edge.
 		p.Add("missing", "Field required", "participants")
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	t, parts, err := s.messaging.CreateGroup(r.Context(), messaging.GroupInput{
@@ -748,7 +748,7 @@ func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *edge.
 		Idempotency: edge.AnswerWith(key, sandboxGroupAnswer),
 	})
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, sandboxGroupAnswer(domain.GroupState{Thread: t, Members: parts}))

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
@@ -105,10 +106,9 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 		_ = jobs.Stop(stopCtx)
 	})
 
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Messaging: svc, Idempotency: db, Ready: db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+	}, rest.Deps{Accounts: acc, Messaging: svc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 )
@@ -45,7 +46,7 @@ type providerAnswer func(w http.ResponseWriter, r *http.Request) error
 // The signature is checked first: verified requests are charged to their
 // agent number's rate limit, failed ones to their client address's budget
 // of failed signatures.
-func (s *server) mountProviders(top *routes) {
+func (s *server) mountProviders(top *edge.Routes) {
 	if s.providers == nil {
 		return
 	}
@@ -58,19 +59,18 @@ func (s *server) mountProviders(top *routes) {
 // which checks the request's signature and returns what answers it.
 func (s *server) providerRoute(verify func(r *http.Request, numberID string) (providerAnswer, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ri := infoFrom(r.Context())
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
-			ri.route = tmpl
+			edge.NameRoute(r.Context(), tmpl)
 		}
-		attempt, done := s.limiters.ProviderFailures.Attempt(r.Context(), clientAddress(r))
+		attempt, done := s.limiters.ProviderFailures.Attempt(r.Context(), edge.ClientAddress(r))
 		if !attempt.Admitted() {
-			writeError(w, r, failure.RateLimited("too many failed webhook signatures from this address", attempt.RetryAfter))
+			edge.WriteError(w, r, failure.RateLimited("too many failed webhook signatures from this address", attempt.RetryAfter))
 			return
 		}
 		numberID := mux.Vars(r)["numberId"]
 		if !ident.Valid(ident.Number, numberID) {
 			done(false)
-			writeError(w, r, failure.NotFound("number"))
+			edge.WriteError(w, r, failure.NotFound("number"))
 			return
 		}
 		answer, err := verify(r, numberID)
@@ -78,17 +78,17 @@ func (s *server) providerRoute(verify func(r *http.Request, numberID string) (pr
 		// address: a provider's own addresses also carry good traffic.
 		done(err != nil && (failure.Is(err, failure.KindUnauthenticated) || failure.As(err).Code == "verification_failed"))
 		if err != nil {
-			writeError(w, r, err)
+			edge.WriteError(w, r, err)
 			return
 		}
 		// Only verified requests spend the number's budget: posts anyone
 		// can forge must not crowd out the provider's.
 		if quota := s.limiters.Accounts.Take(r.Context(), "provider:"+numberID); !quota.Admitted() {
-			writeError(w, r, failure.RateLimited("rate limit exceeded for this agent number", quota.RetryAfter))
+			edge.WriteError(w, r, failure.RateLimited("rate limit exceeded for this agent number", quota.RetryAfter))
 			return
 		}
 		if err := answer(w, r); err != nil {
-			writeError(w, r, err)
+			edge.WriteError(w, r, err)
 		}
 	}
 }
@@ -151,7 +151,7 @@ func deliver(post VerifiedPost) providerAnswer {
 		if err := post.Deliver(r.Context()); err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		edge.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
@@ -39,7 +40,7 @@ type testBundle struct {
 // auth returns the headers of the first account's credentials.
 func (b *testBundle) auth() []string { return []string{"X-API-Key", b.key, "X-API-Secret", b.secret} }
 
-func setup(t *testing.T, dialect store.Dialect, limits rest.Limits) *testBundle {
+func setup(t *testing.T, dialect store.Dialect, limits edge.Limits) *testBundle {
 	t.Helper()
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
@@ -53,10 +54,9 @@ func setup(t *testing.T, dialect store.Dialect, limits rest.Limits) *testBundle 
 	o, oCred, err := svc.CreateAccount(ctx, "Other")
 	require.NoError(t, err)
 
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: svc, Ready: db.Ready, Registry: prometheus.NewRegistry(),
-		Limits: limits, EmailDomain: "mail.example.test", Logger: slog.New(slog.DiscardHandler),
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: svc, Ready: db.Ready, Registry: prometheus.NewRegistry(), Limits: limits, Logger: slog.New(slog.DiscardHandler),
+	}, rest.Deps{Accounts: svc, EmailDomain: "mail.example.test"})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -68,7 +68,7 @@ func setup(t *testing.T, dialect store.Dialect, limits rest.Limits) *testBundle 
 }
 
 // unlimited turns the rate limits off for tests that are not about them.
-var unlimited = rest.Limits{MaxBodyBytes: 1 << 20}
+var unlimited = edge.Limits{MaxBodyBytes: 1 << 20}
 
 func requireError(t *testing.T, r openapitest.Response, status int, code string) {
 	t.Helper()
@@ -292,7 +292,7 @@ func TestOperationalEndpoints(t *testing.T) {
 
 func TestAccountRateLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, store.SQLite, rest.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.01, RateBurst: 2})
+	b := setup(t, store.SQLite, edge.Limits{MaxBodyBytes: 1 << 20, RatePerSecond: 0.01, RateBurst: 2})
 	path := "/v1/accounts/" + b.account.ID
 	require.Equal(t, 200, b.client.Do(http.MethodGet, path, nil, b.auth()...).StatusCode)
 	require.Equal(t, 200, b.client.Do(http.MethodGet, path, nil, b.auth()...).StatusCode)
@@ -307,7 +307,7 @@ func TestAccountRateLimit(t *testing.T) {
 
 func TestFailedAuthenticationLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, store.SQLite, rest.Limits{MaxBodyBytes: 1 << 20, AuthFailuresPerMinute: 3})
+	b := setup(t, store.SQLite, edge.Limits{MaxBodyBytes: 1 << 20, AuthFailuresPerMinute: 3})
 	path := "/v1/accounts/" + b.account.ID
 	for i := 0; i < 3; i++ {
 		requireError(t, b.client.Do(http.MethodGet, path, nil, "X-API-Key", b.key, "X-API-Secret", "guess"), 401, "unauthorized")
@@ -348,7 +348,9 @@ func TestInternalFailuresDoNotLeak(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			h, err := rest.NewHandler(rest.Deps{Accounts: fakeAccounts{overview: overview}, Limits: unlimited, Logger: slog.New(slog.DiscardHandler)})
+			h, err := rest.NewHandler(edge.Deps{
+				Accounts: fakeAccounts{overview: overview}, Limits: unlimited, Logger: slog.New(slog.DiscardHandler),
+			}, rest.Deps{Accounts: fakeAccounts{overview: overview}})
 			require.NoError(t, err)
 			srv := httptest.NewServer(h)
 			defer srv.Close()

@@ -36,7 +36,7 @@ type sessionBundle struct {
 	keyID     string
 }
 
-func setupSessions(t *testing.T, dialect store.Dialect, limits rest.Limits) *sessionBundle {
+func setupSessions(t *testing.T, dialect store.Dialect, limits edge.Limits) *sessionBundle {
 	t.Helper()
 	db := dbtest.Open(t, dialect)
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
@@ -49,10 +49,9 @@ func setupSessions(t *testing.T, dialect store.Dialect, limits rest.Limits) *ses
 	o, _, err := acc.CreateAccount(ctx, "Other")
 	require.NoError(t, err)
 	csrf := edge.NewCSRF(keys)
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Sessions: sess, CSRF: csrf, Ready: db.Ready, Registry: prometheus.NewRegistry(),
-		Limits: limits, Logger: slog.New(slog.DiscardHandler),
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Sessions: sess, CSRF: csrf, Ready: db.Ready, Registry: prometheus.NewRegistry(), Limits: limits, Logger: slog.New(slog.DiscardHandler),
+	}, rest.Deps{Accounts: acc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -171,7 +170,7 @@ func TestSessionsAndTheFailedAuthenticationBudget(t *testing.T) {
 func TestSessionsKeepTheLimits(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		limits := rest.Limits{MaxBodyBytes: 1 << 10, RatePerSecond: 0.001, RateBurst: 2}
+		limits := edge.Limits{MaxBodyBytes: 1 << 10, RatePerSecond: 0.001, RateBurst: 2}
 		b := setupSessions(t, dialect, limits)
 		path := "/v1/accounts/" + b.accountID
 		token := b.signIn(t)

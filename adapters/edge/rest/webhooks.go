@@ -29,7 +29,7 @@ type WebhookUseCases interface {
 	Acknowledge(ctx context.Context, accountID, messageID string) error
 }
 
-func (s *server) mountWebhooks(api *routes) {
+func (s *server) mountWebhooks(api *edge.Routes) {
 	if s.webhooks == nil {
 		return
 	}
@@ -85,10 +85,10 @@ func webhookJSON(v webhooks.View) map[string]any {
 func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) {
 	v, err := s.webhooks.Get(r.Context(), mux.Vars(r)["accountId"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, webhookJSON(v))
+	edge.WriteJSON(w, http.StatusOK, webhookJSON(v))
 }
 
 type webhookBody struct {
@@ -100,13 +100,13 @@ type webhookBody struct {
 func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 	var b webhookBody
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var p failure.Problems
 	required(&p, b.URL, "url")
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	in := webhooks.PutInput{AccountID: mux.Vars(r)["accountId"], URL: *b.URL, Enabled: b.Enabled}
@@ -115,10 +115,10 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.webhooks.Put(r.Context(), in)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, webhookJSON(v))
+	edge.WriteJSON(w, http.StatusOK, webhookJSON(v))
 }
 
 // withoutSecret drops the secret from a stored rotate-secret answer: a
@@ -143,10 +143,10 @@ func withoutSecret(body []byte) []byte {
 func (s *server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
 	v, err := s.webhooks.RotateSecret(r.Context(), mux.Vars(r)["accountId"])
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, webhookJSON(v))
+	edge.WriteJSON(w, http.StatusOK, webhookJSON(v))
 }
 
 func deliveryJSON(d webhook.Delivery) map[string]any {
@@ -171,7 +171,7 @@ func deliveryJSON(d webhook.Delivery) map[string]any {
 func (s *server) testWebhook(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	d, err := s.webhooks.Test(r.Context(), mux.Vars(r)["accountId"], edge.AnswerWith(key, deliveryAcceptedAnswer))
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, deliveryAcceptedAnswer(d))
@@ -201,26 +201,26 @@ func (s *server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		q.EventType = event.Type(v)
 	}
 	if err := p.Err(); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	list, total, err := s.webhooks.Deliveries(r.Context(), q)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	items := make([]map[string]any, len(list))
 	for i, d := range list {
 		items[i] = deliveryJSON(d)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "total_count": total, "has_more": offset+len(list) < total})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "total_count": total, "has_more": offset+len(list) < total})
 }
 
 func (s *server) replayWebhookDelivery(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	vars := mux.Vars(r)
 	d, err := s.webhooks.Replay(r.Context(), vars["accountId"], vars["deliveryId"], edge.AnswerWith(key, deliveryAcceptedAnswer))
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	writeAnswer(w, deliveryAcceptedAnswer(d))
@@ -232,14 +232,14 @@ func (s *server) messageUpdates(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			writeError(w, r, failure.Invalid(failure.FieldError{In: "query", Path: []any{"limit"}, Message: "limit must be an integer of at least 1", Type: "greater_than_equal"}))
+			edge.WriteError(w, r, failure.Invalid(failure.FieldError{In: "query", Path: []any{"limit"}, Message: "limit must be an integer of at least 1", Type: "greater_than_equal"}))
 			return
 		}
 		limit = n
 	}
 	evs, next, err := s.webhooks.Updates(r.Context(), principal.AccountID, r.URL.Query().Get("after"), limit)
 	if err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	items := make([]json.RawMessage, len(evs))
@@ -250,7 +250,7 @@ func (s *server) messageUpdates(w http.ResponseWriter, r *http.Request) {
 	if next != "" {
 		cursor = next
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "next_cursor": cursor})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "next_cursor": cursor})
 }
 
 // acknowledgeIncoming takes a webhook payload the client received, with
@@ -258,23 +258,23 @@ func (s *server) messageUpdates(w http.ResponseWriter, r *http.Request) {
 func (s *server) acknowledgeIncoming(w http.ResponseWriter, r *http.Request) {
 	var b map[string]json.RawMessage
 	if err := decodeJSON(r, &b); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
 	var id string
 	raw, ok := b["message_id"]
 	if !ok {
-		writeError(w, r, failure.Invalid(failure.Field("missing", "Field required", "message_id")))
+		edge.WriteError(w, r, failure.Invalid(failure.Field("missing", "Field required", "message_id")))
 		return
 	}
 	if err := json.Unmarshal(raw, &id); err != nil || id == "" {
-		writeError(w, r, failure.Invalid(failure.Field("string_type", "message_id must be a message id string", "message_id")))
+		edge.WriteError(w, r, failure.Invalid(failure.Field("string_type", "message_id must be a message id string", "message_id")))
 		return
 	}
 	principal, _ := accounts.PrincipalFrom(r.Context())
 	if err := s.webhooks.Acknowledge(r.Context(), principal.AccountID, id); err != nil {
-		writeError(w, r, err)
+		edge.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "received", "message_id": id})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "received", "message_id": id})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
@@ -110,10 +111,9 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 		defer cancel()
 		_ = jobs.Stop(stopCtx)
 	})
-	h, err := rest.NewHandler(rest.Deps{
-		Accounts: acc, Messaging: svc, Webhooks: hooks, Idempotency: db, Ready: db.Ready,
-		Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
-	})
+	h, err := rest.NewHandler(edge.Deps{
+		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+	}, rest.Deps{Accounts: acc, Messaging: svc, Webhooks: hooks})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -1,4 +1,4 @@
-package rest
+package edge
 
 import (
 	"encoding/json"
@@ -103,7 +103,7 @@ type cronError struct {
 
 // writeError answers err in the route's error shape. Internal errors are
 // logged with the request id and answered without their text.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	fe := failure.As(err)
 	style := styleOf(r)
 	status := statusFor(fe.Kind, style)
@@ -120,7 +120,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 			name := fieldName(f)
 			details[name] = append(details[name], f.Message)
 		}
-		writeJSON(w, status, cronErrorBody{Error: cronError{Code: fe.Code, Message: fe.Message, Details: details}})
+		WriteJSON(w, status, cronErrorBody{Error: cronError{Code: fe.Code, Message: fe.Message, Details: details}})
 		return
 	}
 	if fe.Kind == failure.KindInvalid {
@@ -135,10 +135,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if len(items) == 0 {
 			items = append(items, validationItem{Loc: []any{"body"}, Msg: fe.Message, Type: "value_error"})
 		}
-		writeJSON(w, status, map[string]any{"detail": items})
+		WriteJSON(w, status, map[string]any{"detail": items})
 		return
 	}
-	writeJSON(w, status, flatError{Detail: fe.Message, Status: "error", Message: fe.Message, Code: fe.Code})
+	WriteJSON(w, status, flatError{Detail: fe.Message, Status: "error", Message: fe.Message, Code: fe.Code})
 }
 
 // fieldName renders a field path as the cron details key: "headers.X-Id",
@@ -157,7 +157,7 @@ func fieldName(f failure.FieldError) string {
 // writeJSON writes v as the response body, with its length: without one,
 // net/http sends a body over 2 KiB (five recent messages) in chunks, which
 // cost the answer a second write to the socket.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
@@ -173,7 +173,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeText writes a plain text body, with its length as writeJSON does.
-func writeText(w http.ResponseWriter, status int, text string) {
+func WriteText(w http.ResponseWriter, status int, text string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")

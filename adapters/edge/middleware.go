@@ -1,4 +1,4 @@
-package rest
+package edge
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"mime"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -18,7 +19,6 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -44,6 +44,21 @@ func infoFrom(ctx context.Context) *requestInfo {
 }
 
 func requestIDFrom(ctx context.Context) string { return infoFrom(ctx).id }
+
+// NameRoute names the route that serves the request of ctx, for the
+// request log and metrics; names come from a bounded set (route
+// templates), never from a raw path.
+func NameRoute(ctx context.Context, route string) { infoFrom(ctx).route = route }
+
+// isJSON reports whether a Content-Type header names JSON. The plain
+// header most clients send is recognised without parsing it.
+func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
 
 // validRequestID accepts a caller's X-Request-Id only when it is short and
 // plain, so it can be logged and echoed safely.
@@ -113,10 +128,10 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 
 // observe is the outermost layer: it assigns the request id, recovers
 // panics, and writes one log line and the metrics per request.
-func (s *server) observe(next http.Handler) http.Handler {
+func (h *Host) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched", client: clientOf(r, s.limits.TrustedProxies)}
+		ri := &requestInfo{id: r.Header.Get("X-Request-Id"), route: "unmatched", client: clientOf(r, h.limits.TrustedProxies)}
 		if !validRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
@@ -128,16 +143,16 @@ func (s *server) observe(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.ErrorContext(r.Context(), "panic serving request", "request_id", ri.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				h.log.ErrorContext(r.Context(), "panic serving request", "request_id", ri.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if rec.status == 0 {
-					writeError(rec, r, fmt.Errorf("panic: %v", p))
+					WriteError(rec, r, fmt.Errorf("panic: %v", p))
 				}
 			}
 			elapsed := time.Since(start)
-			s.metrics.requests.WithLabelValues(ri.route, r.Method, strconv.Itoa(rec.status)).Inc()
-			s.metrics.duration.WithLabelValues(ri.route, r.Method).Observe(elapsed.Seconds())
-			if s.log.Enabled(r.Context(), slog.LevelInfo) {
-				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			h.metrics.requests.WithLabelValues(ri.route, r.Method, strconv.Itoa(rec.status)).Inc()
+			h.metrics.duration.WithLabelValues(ri.route, r.Method).Observe(elapsed.Seconds())
+			if h.log.Enabled(r.Context(), slog.LevelInfo) {
+				h.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("request_id", ri.id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 					slog.String("route", ri.route), slog.Int("status", rec.status), slog.Int("bytes", rec.bytes),
 					slog.Duration("duration", elapsed), slog.String("account_id", ri.accountID), slog.String("remote", ri.client))
@@ -153,8 +168,8 @@ func (s *server) observe(next http.Handler) http.Handler {
 // /mcp: its event stream lives as long as its session and a long poll
 // (wait_for_message) outlasts the deadline; the MCP adapter gives each
 // call its own.
-func (s *server) withDeadline(next http.Handler) http.Handler {
-	timeout := s.limits.RequestTimeout
+func (h *Host) withDeadline(next http.Handler) http.Handler {
+	timeout := h.limits.RequestTimeout
 	if timeout <= 0 {
 		return next
 	}
@@ -172,7 +187,7 @@ func (s *server) withDeadline(next http.Handler) http.Handler {
 // guardBody enforces the body rules of every API route: JSON only (but
 // for the providers' callbacks), and at most MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
 // length is declared, and while reading when it is not).
-func (s *server) guardBody(next http.Handler) http.Handler {
+func (h *Host) guardBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
 		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
@@ -182,17 +197,17 @@ func (s *server) guardBody(next http.Handler) http.Handler {
 			return
 		}
 		if hasBody && !isJSON(r.Header.Get("Content-Type")) && !strings.HasPrefix(r.URL.Path, "/v1/providers/") {
-			writeError(w, r, &failure.Error{Kind: failure.KindUnsupportedMediaType, Code: "unsupported_media_type",
+			WriteError(w, r, &failure.Error{Kind: failure.KindUnsupportedMediaType, Code: "unsupported_media_type",
 				Message: "request body must be JSON (Content-Type: application/json)"})
 			return
 		}
-		if r.ContentLength > s.limits.MaxBodyBytes {
-			writeError(w, r, &failure.Error{Kind: failure.KindTooLarge, Code: "payload_too_large",
-				Message: fmt.Sprintf("request body is larger than %d bytes", s.limits.MaxBodyBytes)})
+		if r.ContentLength > h.limits.MaxBodyBytes {
+			WriteError(w, r, &failure.Error{Kind: failure.KindTooLarge, Code: "payload_too_large",
+				Message: fmt.Sprintf("request body is larger than %d bytes", h.limits.MaxBodyBytes)})
 			return
 		}
 		if hasBody {
-			r.Body = http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, h.limits.MaxBodyBytes)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -216,22 +231,22 @@ func credentials(r *http.Request, bearerKey bool) (key, secret string, keyOnly b
 // or the dashboard's session cookie) for the account in its path, within
 // the account's rate limit. Clients that keep failing to authenticate are
 // slowed down before their credentials are even checked.
-func (s *server) authenticate(next http.Handler) http.Handler {
-	return s.admit(next, admission{})
+func (h *Host) authenticate(next http.Handler) http.Handler {
+	return h.admit(next, admission{})
 }
 
 // authenticateCron is authenticate for the cron routes, where a bearer
 // key alone is also a credential.
-func (s *server) authenticateCron(next http.Handler) http.Handler {
-	return s.admit(next, admission{bearerKey: true})
+func (h *Host) authenticateCron(next http.Handler) http.Handler {
+	return h.admit(next, admission{bearerKey: true})
 }
 
 // authenticateHandingOnRefusals is authenticate for a handler that
 // answers a refused request itself (/mcp): a request beyond the
 // account's budget reaches it too, its refused quota in the context
 // (ratelimit.QuotaFrom), as every admitted one's.
-func (s *server) authenticateHandingOnRefusals(next http.Handler) http.Handler {
-	return s.admit(next, admission{handOn: true})
+func (h *Host) authenticateHandingOnRefusals(next http.Handler) http.Handler {
+	return h.admit(next, admission{handOn: true})
 }
 
 // admission is how a route admits requests: bearerKey takes the key
@@ -244,34 +259,34 @@ type admission struct {
 }
 
 // admit is authenticate, as a route's admission says.
-func (s *server) admit(next http.Handler, a admission) http.Handler {
+func (h *Host) admit(next http.Handler, a admission) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
 		if tmpl, err := mux.CurrentRoute(r).GetPathTemplate(); err == nil {
 			ri.route = tmpl
 		}
-		attempt, done := s.limiters.AuthFailures.Attempt(r.Context(), clientAddress(r))
+		attempt, done := h.limiters.AuthFailures.Attempt(r.Context(), ClientAddress(r))
 		if !attempt.Admitted() {
-			writeError(w, r, failure.RateLimited("too many failed authentication attempts from this address", attempt.RetryAfter))
+			WriteError(w, r, failure.RateLimited("too many failed authentication attempts from this address", attempt.RetryAfter))
 			return
 		}
-		principal, err := s.principal(r, a.bearerKey, done)
+		principal, err := h.principal(r, a.bearerKey, done)
 		if err != nil {
-			writeError(w, r, err)
+			WriteError(w, r, err)
 			return
 		}
 		ri.accountID = principal.AccountID
 		vars := mux.Vars(r)
 		for _, name := range []string{"accountId", "account_id"} {
 			if id, ok := vars[name]; ok && id != principal.AccountID {
-				writeError(w, r, failure.Forbidden("account_mismatch", "these credentials do not belong to account "+truncate(id, 80)))
+				WriteError(w, r, failure.Forbidden("account_mismatch", "these credentials do not belong to account "+truncate(id, 80)))
 				return
 			}
 		}
-		quota := s.limiters.Accounts.Take(r.Context(), principal.AccountID)
+		quota := h.limiters.Accounts.Take(r.Context(), principal.AccountID)
 		rateLimitHeaders(w, quota)
 		if !quota.Admitted() && !a.handOn {
-			writeError(w, r, failure.RateLimited("rate limit exceeded for this account", quota.RetryAfter))
+			WriteError(w, r, failure.RateLimited("rate limit exceeded for this account", quota.RetryAfter))
 			return
 		}
 		ctx := accounts.WithPrincipal(r.Context(), principal)
@@ -285,18 +300,18 @@ func (s *server) admit(next http.Handler, a admission) http.Handler {
 // principal authenticates r and reports to done whether that failed: with
 // the API key headers, or, when r has none, with the session cookie of a
 // browser signed in to the dashboard (sessionPrincipal).
-func (s *server) principal(r *http.Request, bearerKey bool, done func(failed bool)) (accounts.Principal, error) {
+func (h *Host) principal(r *http.Request, bearerKey bool, done func(failed bool)) (accounts.Principal, error) {
 	key, secret, keyOnly := credentials(r, bearerKey)
-	if key == "" && s.sessions != nil {
-		if c, err := r.Cookie(edge.SessionCookie); err == nil {
+	if key == "" && h.sessions != nil {
+		if c, err := r.Cookie(SessionCookie); err == nil {
 			// A refused session token does not count as a failed
 			// authentication: it has 256 random bits, nothing to guess,
 			// and a tab whose session ended sends a burst of them.
 			done(false)
-			return s.sessionPrincipal(r, c.Value)
+			return h.sessionPrincipal(r, c.Value)
 		}
 	}
-	principal, err := s.accounts.Authenticate(r.Context(), key, secret, keyOnly)
+	principal, err := h.accounts.Authenticate(r.Context(), key, secret, keyOnly)
 	done(failure.Is(err, failure.KindUnauthenticated))
 	return principal, err
 }
@@ -307,16 +322,16 @@ func (s *server) principal(r *http.Request, bearerKey bool, done func(failed boo
 // must repeat the session's CSRF token in X-CSRF-Token. Forbidden when
 // either fails (cross_site_request, csrf_token_invalid); Unauthenticated
 // when the session is unknown, ended or its key revoked.
-func (s *server) sessionPrincipal(r *http.Request, token string) (accounts.Principal, error) {
-	if !edge.FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
+func (h *Host) sessionPrincipal(r *http.Request, token string) (accounts.Principal, error) {
+	if !FromOwnOrigin(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), r.Host, r.TLS != nil) {
 		return accounts.Principal{}, failure.Forbidden("cross_site_request", "a request with the dashboard's session cookie must come from the dashboard's own origin")
 	}
-	p, err := s.sessions.Resume(r.Context(), token)
+	p, err := h.sessions.Resume(r.Context(), token)
 	if err != nil {
 		return accounts.Principal{}, err
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.csrf.Check(token, r.Header.Get(edge.CSRFHeader)) {
-		return accounts.Principal{}, failure.Forbidden("csrf_token_invalid", "a request with the dashboard's session cookie that changes state must carry the session's CSRF token in "+edge.CSRFHeader)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.csrf.Check(token, r.Header.Get(CSRFHeader)) {
+		return accounts.Principal{}, failure.Forbidden("csrf_token_invalid", "a request with the dashboard's session cookie that changes state must carry the session's CSRF token in "+CSRFHeader)
 	}
 	return p, nil
 }

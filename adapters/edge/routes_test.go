@@ -1,4 +1,4 @@
-package rest
+package edge
 
 import (
 	"net/http/httptest"
@@ -13,7 +13,7 @@ func TestWriteJSONStatesTheLength(t *testing.T) {
 	t.Parallel()
 	w := httptest.NewRecorder()
 	long := map[string]string{"text": strings.Repeat("é", 3000)}
-	writeJSON(w, 201, long)
+	WriteJSON(w, 201, long)
 	if got, want := w.Header().Get("Content-Length"), strconv.Itoa(w.Body.Len()); got != want || w.Code != 201 {
 		t.Fatalf("status %d, Content-Length %q for a body of %s bytes", w.Code, got, want)
 	}

@@ -1,4 +1,4 @@
-package rest
+package edge
 
 import (
 	"net"
@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// clientAddress is the address of the client a request comes from, as
-// observe decided it (see clientOf) for the per-address limits and the
+// ClientAddress is the address of the client a request comes from, as
+// the host decided it (see clientOf) for the per-address limits and the
 // request log.
-func clientAddress(r *http.Request) string {
+func ClientAddress(r *http.Request) string {
 	if c := infoFrom(r.Context()).client; c != "" {
 		return c
 	}
@@ -55,6 +55,15 @@ func clientOf(r *http.Request, trusted []netip.Prefix) string {
 		}
 	}
 	return client
+}
+
+// ForwardedTLS reports whether the client reached the server over TLS: to
+// this server, or to a trusted proxy that says so in X-Forwarded-Proto.
+func ForwardedTLS(r *http.Request, trusted []netip.Prefix) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return r.Header.Get("X-Forwarded-Proto") == "https" && len(trusted) > 0 && isTrusted(peerAddress(r), trusted)
 }
 
 // parseHop reads one X-Forwarded-For entry: an address, possibly with a

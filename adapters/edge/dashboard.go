@@ -1,28 +1,23 @@
-package rest
+package edge
 
 import (
 	"net/http"
 	"strings"
 
-	"github.com/gorilla/mux"
-
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 )
 
-// mountDashboard routes /dashboard and everything below it, every method,
-// to h, which authenticates its requests itself (sign-in, sessions) and
+// MountDashboard routes /dashboard and everything below it, every method,
+// to handler, which authenticates its requests itself (sign-in, sessions) and
 // applies the failed-authentication budget to the client address it finds
 // in the context.
-func (s *server) mountDashboard(root *mux.Router, h http.Handler) {
-	if h == nil {
-		return
-	}
+func (h *Host) MountDashboard(handler http.Handler) {
 	named := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		infoFrom(r.Context()).route = dashboardRoute(r.URL.Path)
-		h.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), clientAddress(r))))
+		NameRoute(r.Context(), dashboardRoute(r.URL.Path))
+		handler.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), ClientAddress(r))))
 	})
-	root.Handle("/dashboard", named)
-	root.PathPrefix("/dashboard/").Handler(named)
+	h.router.Handle("/dashboard", named)
+	h.router.PathPrefix("/dashboard/").Handler(named)
 }
 
 // dashboardRoute names a dashboard path for the request log and metrics,

@@ -1,4 +1,4 @@
-package rest
+package edge
 
 import (
 	"context"
@@ -27,23 +27,41 @@ type ServerConfig struct {
 // MaxHeaderBytes bounds request headers; larger ones get 431 from net/http.
 const MaxHeaderBytes = 64 << 10
 
-// Module provides the HTTP handler and runs the server for the app's
-// lifetime: it listens on start (so a taken port fails start-up) and drains
-// in-flight requests on stop.
-var Module = fx.Module("rest",
+// Mount adds a handler set's routes to the host.
+type Mount func(*Host) error
+
+// Module builds the host from the Deps the composition root supplies,
+// mounts every handler set (the Mounts of group "edge.mounts", and the
+// GraphQL, dashboard and MCP handlers when the app has them) and runs the
+// server for the app's lifetime: it listens on start (so a taken port
+// fails start-up) and drains in-flight requests on stop.
+var Module = fx.Module("edge",
 	fx.Provide(
-		fx.Annotate(newModuleHandler, fx.ParamTags(``, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`, `name:"dashboard" optional:"true"`, `name:"mcp" optional:"true"`)),
+		New,
+		fx.Annotate(newModuleHandler, fx.ParamTags(``, `group:"edge.mounts"`, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`, `name:"dashboard" optional:"true"`, `name:"mcp" optional:"true"`)),
 		runServer,
 	),
 	fx.Invoke(func(*Listener) {}),
 )
 
-// newModuleHandler builds the handler from the Deps the composition root
-// supplies, adding the GraphQL, dashboard and MCP handlers when the app
-// has them.
-func newModuleHandler(deps Deps, graphql, graphqlPublic, dashboard, mcp http.Handler) (http.Handler, error) {
-	deps.GraphQL, deps.GraphQLPublic, deps.Dashboard, deps.MCP = graphql, graphqlPublic, dashboard, mcp
-	return NewHandler(deps)
+// newModuleHandler mounts the handler sets on host and returns its
+// handler.
+func newModuleHandler(host *Host, mounts []Mount, graphql, graphqlPublic, dashboard, mcp http.Handler) (http.Handler, error) {
+	for _, mount := range mounts {
+		if err := mount(host); err != nil {
+			return nil, err
+		}
+	}
+	if graphql != nil {
+		host.MountGraphQL(graphql, graphqlPublic)
+	}
+	if dashboard != nil {
+		host.MountDashboard(dashboard)
+	}
+	if mcp != nil {
+		host.MountMCP(mcp)
+	}
+	return host.Handler(), nil
 }
 
 // Listener is the address the server listens on, known once it started

@@ -7,17 +7,21 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 )
 
-// MountDashboard routes /dashboard and everything below it, every method,
-// to handler, which authenticates its requests itself (sign-in, sessions) and
-// applies the failed-authentication budget to the client address it finds
-// in the context.
-func (h *Host) MountDashboard(handler http.Handler) {
-	named := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		NameRoute(r.Context(), dashboardRoute(r.URL.Path))
-		handler.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), ClientAddress(r))))
-	})
-	h.router.Handle("/dashboard", named)
-	h.router.PathPrefix("/dashboard/").Handler(named)
+// Pages are the routes of the dashboard: /dashboard and below. Their
+// handlers authenticate requests themselves (sign-in, sessions) and apply
+// the failed-authentication budget to the client address they find in the
+// context (ratelimit.ClientFrom). The body rules of the API do not apply
+// to them (see guardBody). around goes around every response below
+// /dashboard, whichever route answers it (the dashboard's security
+// headers).
+func (h *Host) Pages(around func(http.Handler) http.Handler) *Routes {
+	h.pages = around
+	return &Routes{router: h.router, wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			NameRoute(r.Context(), dashboardRoute(r.URL.Path))
+			next.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), ClientAddress(r))))
+		})
+	}}
 }
 
 // dashboardRoute names a dashboard path for the request log and metrics,

@@ -180,6 +180,8 @@ type Host struct {
 	limiters    Limiters
 	registry    *prometheus.Registry
 	router      *mux.Router
+	// pages goes around every response below /dashboard (Pages).
+	pages func(http.Handler) http.Handler
 }
 
 // New builds the host with its own routes (/healthz, /readyz, /metrics)
@@ -272,13 +274,30 @@ type Routes struct {
 	wrap func(http.Handler) http.Handler
 }
 
-// Handle registers h for method on path, below the prefix.
+// Handle registers h for method on path, below the prefix; method ""
+// takes every method.
 func (rt *Routes) Handle(method, path string, h http.HandlerFunc) {
-	var handler http.Handler = h
-	if rt.wrap != nil {
-		handler = rt.wrap(handler)
+	route := rt.router.Handle(rt.prefix+path, rt.wrapped(h))
+	if method != "" {
+		route.Methods(method)
 	}
-	rt.router.Handle(rt.prefix+path, handler).Methods(method)
+}
+
+// HandlePrefix registers h for every path that starts with prefix (below
+// the routes' own), for the given methods or, with none, for every method.
+// Routes are tried in the order they were registered.
+func (rt *Routes) HandlePrefix(prefix string, h http.Handler, methods ...string) {
+	route := rt.router.PathPrefix(rt.prefix + prefix).Handler(rt.wrapped(h))
+	if len(methods) > 0 {
+		route.Methods(methods...)
+	}
+}
+
+func (rt *Routes) wrapped(h http.Handler) http.Handler {
+	if rt.wrap == nil {
+		return h
+	}
+	return rt.wrap(h)
 }
 
 // allowedMethods are the methods of the routes whose path matches r's,

@@ -188,12 +188,17 @@ func (h *Host) withDeadline(next http.Handler) http.Handler {
 // for the providers' callbacks), and at most MaxBodyBytes (413 beyond, decided before the handler reads a byte when the
 // length is declared, and while reading when it is not).
 func (h *Host) guardBody(next http.Handler) http.Handler {
+	page := next
+	if h.pages != nil {
+		page = h.pages(next)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
 		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
 			// The dashboard's HTML forms: it bounds them itself, and
-			// answers in HTML with its security headers.
-			next.ServeHTTP(w, r)
+			// answers in HTML with its security headers (Pages), the
+			// router's redirects to a clean path included.
+			page.ServeHTTP(w, r)
 			return
 		}
 		if hasBody && !isJSON(r.Header.Get("Content-Type")) && !strings.HasPrefix(r.URL.Path, "/v1/providers/") {

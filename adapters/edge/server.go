@@ -32,13 +32,13 @@ type Mount func(*Host) error
 
 // Module builds the host from the Deps the composition root supplies,
 // mounts every handler set (the Mounts of group "edge.mounts", and the
-// GraphQL, dashboard and MCP handlers when the app has them) and runs the
+// GraphQL and MCP handlers when the app has them) and runs the
 // server for the app's lifetime: it listens on start (so a taken port
 // fails start-up) and drains in-flight requests on stop.
 var Module = fx.Module("edge",
 	fx.Provide(
 		New,
-		fx.Annotate(newModuleHandler, fx.ParamTags(``, `group:"edge.mounts"`, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`, `name:"dashboard" optional:"true"`, `name:"mcp" optional:"true"`)),
+		fx.Annotate(newModuleHandler, fx.ParamTags(``, `group:"edge.mounts"`, `name:"graphql" optional:"true"`, `name:"graphql-public" optional:"true"`, `name:"mcp" optional:"true"`)),
 		runServer,
 	),
 	fx.Invoke(func(*Listener) {}),
@@ -46,7 +46,7 @@ var Module = fx.Module("edge",
 
 // newModuleHandler mounts the handler sets on host and returns its
 // handler.
-func newModuleHandler(host *Host, mounts []Mount, graphql, graphqlPublic, dashboard, mcp http.Handler) (http.Handler, error) {
+func newModuleHandler(host *Host, mounts []Mount, graphql, graphqlPublic, mcp http.Handler) (http.Handler, error) {
 	for _, mount := range mounts {
 		if err := mount(host); err != nil {
 			return nil, err
@@ -54,9 +54,6 @@ func newModuleHandler(host *Host, mounts []Mount, graphql, graphqlPublic, dashbo
 	}
 	if graphql != nil {
 		host.MountGraphQL(graphql, graphqlPublic)
-	}
-	if dashboard != nil {
-		host.MountDashboard(dashboard)
 	}
 	if mcp != nil {
 		host.MountMCP(mcp)

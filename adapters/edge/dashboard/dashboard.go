@@ -75,33 +75,40 @@ type Deps struct {
 // Base is where the dashboard is mounted.
 const Base = "/dashboard/"
 
-// NewHandler serves the dashboard: every path below /dashboard/.
-func NewHandler(d Deps) (http.Handler, error) {
+// Mount serves the dashboard on host: every path below /dashboard/.
+func Mount(host *edge.Host, d Deps) error {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	assets, err := loadAssets()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pages, err := parseTemplates(assets)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h := &handler{deps: d, assets: assets, pages: pages}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Base, http.StatusPermanentRedirect)
-	})
-	mux.HandleFunc("GET /dashboard/sign-in", h.signInPage)
-	mux.HandleFunc("POST /dashboard/sign-in", h.signIn)
-	mux.HandleFunc("POST /dashboard/sign-out", h.signOut)
-	mux.Handle("GET /dashboard/assets/", assets)
-	mux.HandleFunc("GET /dashboard/", h.shell)
-	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
+	routes := host.Pages(secure)
+	// A GET route takes HEAD too; routes are tried in turn, the catch-all
+	// that answers any other method last.
+	get := []string{http.MethodGet, http.MethodHead}
+	for _, m := range get {
+		routes.Handle(m, "/dashboard", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, Base, http.StatusPermanentRedirect)
+		})
+		routes.Handle(m, "/dashboard/sign-in", h.signInPage)
+	}
+	routes.Handle(http.MethodPost, "/dashboard/sign-in", h.signIn)
+	routes.Handle(http.MethodPost, "/dashboard/sign-out", h.signOut)
+	routes.HandlePrefix("/dashboard/assets/", assets, get...)
+	routes.HandlePrefix("/dashboard/", http.HandlerFunc(h.shell), get...)
+	notAllowed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusMethodNotAllowed, "This page does not take "+r.Method+" requests.")
 	})
-	return secure(mux), nil
+	routes.HandlePrefix("/dashboard/", notAllowed)
+	routes.Handle("", "/dashboard", notAllowed)
+	return nil
 }
 
 type handler struct {

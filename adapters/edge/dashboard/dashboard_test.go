@@ -78,9 +78,10 @@ func setup(t *testing.T, dialect store.Dialect, o options) *testBundle {
 		policy := ratelimit.Policy{Name: "auth-failures", PerSecond: float64(o.authFailures) / 60, Burst: o.authFailures}
 		d.AuthFailures = ratelimit.PerAddress{Limiter: ratelimit.New(policy, ratelimit.NewMemoryBuckets(), ratelimit.Options{})}
 	}
-	h, err := dashboard.NewHandler(d)
+	host, err := edge.New(edge.Deps{Logger: slog.New(slog.DiscardHandler), Limits: edge.Limits{TrustedProxies: o.trustedProxies}})
 	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(h)
+	require.NoError(t, dashboard.Mount(host, d))
+	srv := httptest.NewUnstartedServer(host.Handler())
 	if o.tls {
 		srv.StartTLS()
 	} else {

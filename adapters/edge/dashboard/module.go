@@ -1,16 +1,17 @@
 package dashboard
 
 import (
-	"net/http"
-
 	"go.uber.org/fx"
+
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 )
 
-// Module provides, named "dashboard", the http.Handler of /dashboard/,
-// which the edge's host mounts on its router. It needs Deps from the
-// composition root.
+// Module mounts the dashboard's pages on the edge's host (an edge.Mount of
+// group "edge.mounts"). It needs Deps from the composition root.
 var Module = fx.Module("dashboard",
 	fx.Provide(
-		fx.Annotate(func(d Deps) (http.Handler, error) { return NewHandler(d) }, fx.ResultTags(`name:"dashboard"`)),
+		fx.Annotate(func(d Deps) edge.Mount {
+			return func(host *edge.Host) error { return Mount(host, d) }
+		}, fx.ResultTags(`group:"edge.mounts"`)),
 	),
 )

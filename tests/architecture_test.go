@@ -26,7 +26,27 @@ const module = "github.com/switchboard-dev/switchboard/"
 // another, and the policy never imports a handler set.
 func TestDependenciesPointInward(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
+	eachSourceFile(t, "..", func(rel string, src []byte) {
+		f, err := parser.ParseFile(token.NewFileSet(), rel, src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if why := forbidden(dir, p); why != "" {
+				t.Errorf("%s imports %s: %s", rel, p, why)
+			}
+		}
+	})
+}
+
+// eachSourceFile calls check with every non-test Go file below dir (its
+// path relative to dir, and its source), and fails when it finds fewer
+// than 20.
+func eachSourceFile(t *testing.T, dir string, check func(rel string, src []byte)) {
+	t.Helper()
+	root, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +55,6 @@ func TestDependenciesPointInward(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
 			if strings.HasPrefix(d.Name(), ".") || d.Name() == "var" || d.Name() == "bin" || d.Name() == "node_modules" {
 				return filepath.SkipDir
@@ -45,17 +64,12 @@ func TestDependenciesPointInward(t *testing.T) {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			if why := forbidden(dir, p); why != "" {
-				t.Errorf("%s imports %s: %s", rel, p, why)
-			}
-		}
+		rel, _ := filepath.Rel(root, path)
+		check(rel, src)
 		checked++
 		return nil
 	})
@@ -160,32 +174,11 @@ var inboundHTTP = map[string]bool{"Request": true, "ResponseWriter": true, "Hand
 // CSRF rules (a name containing CSRF).
 func TestApplicationHasNoInboundHTTP(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("../application")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	eachSourceFile(t, "../application", func(rel string, src []byte) {
 		for _, why := range edgePolicyIn(t, rel, src) {
 			t.Errorf("application/%s: %s", rel, why)
 		}
-		checked++
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if checked < 20 {
-		t.Fatalf("checked only %d files; is the walk rooted right?", checked)
-	}
 }
 
 // edgePolicyIn lists what in the source of file (a path below

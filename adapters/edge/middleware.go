@@ -166,7 +166,7 @@ func (h *Host) observe(next http.Handler) http.Handler {
 // A WebSocket upgrade is exempt: the socket lives as long as its
 // subscriptions, and each operation on it gets its own deadline. So is
 // /mcp: its event stream lives as long as its session and a long poll
-// (wait_for_message) outlasts the deadline; the MCP adapter gives each
+// (wait_for_message) outlasts the deadline; the MCP handler set gives each
 // call its own.
 func (h *Host) withDeadline(next http.Handler) http.Handler {
 	timeout := h.limits.RequestTimeout

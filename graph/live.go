@@ -181,8 +181,9 @@ func recheckCredentials(ctx context.Context, cancel context.CancelFunc, interval
 // browser cannot set headers on the upgrade, so the credentials come in
 // the connection_init payload, or else from the upgrade's headers, or
 // else from its dashboard session cookie) and,
-// when enabled, the playground page at /graphql/playground.
-func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.Handler {
+// when enabled, the playground page at /graphql/playground. The edge's
+// host routes to each (edge.Host.MountGraphQL).
+func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) edge.GraphQLPublic {
 	srv := newServer(r)
 	// Registered first, so it runs first: a refused operation costs nothing
 	// more.
@@ -266,8 +267,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 			return ctx, nil, nil
 		},
 	})
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	public := edge.GraphQLPublic{Socket: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
 			http.Error(w, "only WebSocket upgrades are served here", http.StatusBadRequest)
 			return
@@ -284,12 +284,11 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		defer done(false)
 		ctx := context.WithValue(req.Context(), upgradeHeadersKey{}, req.Header)
 		closeAccepted(w, req.WithContext(context.WithValue(ctx, attemptKey{}, done)), srv)
-	}))
+	})}
 	if opts.Playground {
-		mux.Handle("/graphql/playground", playgroundPage())
-		mux.Handle("/graphql/playground/assets/", playgroundAssets())
+		public.Playground, public.PlaygroundAssets = playgroundPage(), playgroundAssets()
 	}
-	return mux
+	return public
 }
 
 // WebSocket close codes: graphql-transport-ws's Forbidden and Too Many

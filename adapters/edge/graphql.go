@@ -7,30 +7,48 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
+// GraphQLPublic are the GraphQL handlers that authenticate otherwise than
+// the API's routes. A nil handler is not mounted.
+type GraphQLPublic struct {
+	// Socket serves WebSocket upgrades of /graphql: credentials come in
+	// connection_init, or from the session cookie of the upgrade.
+	Socket http.Handler
+	// Playground serves the playground page at /graphql/playground, and
+	// PlaygroundAssets its files below /graphql/playground/assets/.
+	Playground, PlaygroundAssets http.Handler
+}
+
 // MountGraphQL routes /graphql (GET and POST) to authenticated behind the
-// API's authentication and limits. When public is set, it routes to
-// public, ahead of that, the GraphQL requests that authenticate
-// otherwise: WebSocket upgrades of /graphql (credentials in
-// connection_init, or the session cookie of the upgrade) and the
-// playground page.
-func (h *Host) MountGraphQL(authenticated, public http.Handler) {
-	if public != nil {
-		h.mountGraphQLPublic(public)
+// API's authentication and limits, and, ahead of that, the requests of
+// public.
+func (h *Host) MountGraphQL(authenticated http.Handler, public GraphQLPublic) {
+	if public.Socket != nil {
+		h.mountGraphQLSocket(public.Socket)
+	}
+	if public.Playground != nil {
+		h.router.Handle("/graphql/playground", h.withClient("/graphql/playground", public.Playground)).Methods(http.MethodGet)
+	}
+	if public.PlaygroundAssets != nil {
+		h.router.PathPrefix("/graphql/playground/assets/").Handler(h.withClient("/graphql/playground/assets", public.PlaygroundAssets)).Methods(http.MethodGet)
 	}
 	h.router.Handle("/graphql", h.authenticate(authenticated)).Methods(http.MethodGet, http.MethodPost)
 }
 
-func (h *Host) mountGraphQLPublic(public http.Handler) {
+// withClient names the route of next's requests and records their client
+// address in the context (ratelimit.WithClient), for a handler that
+// authenticates its requests itself.
+func (h *Host) withClient(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		NameRoute(r.Context(), route)
+		next.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), ClientAddress(r))))
+	})
+}
+
+func (h *Host) mountGraphQLSocket(handler http.Handler) {
 	root := h.router
-	named := func(route string) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			NameRoute(r.Context(), route)
-			// The socket's own authentication counts against the same
-			// client address as a request's.
-			public.ServeHTTP(w, r.WithContext(ratelimit.WithClient(r.Context(), ClientAddress(r))))
-		})
-	}
-	socket := named("/graphql (websocket)")
+	// The socket's own authentication counts against the same client
+	// address as a request's.
+	socket := h.withClient("/graphql (websocket)", handler)
 	root.Handle("/graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A browser opens a socket to any origin with its cookies, and
 		// the socket's operations carry no CSRF token: an upgrade that
@@ -46,6 +64,4 @@ func (h *Host) mountGraphQLPublic(public http.Handler) {
 		}
 		socket.ServeHTTP(w, r)
 	})).Methods(http.MethodGet).HeadersRegexp("Upgrade", "(?i)^websocket$")
-	root.Handle("/graphql/playground", named("/graphql/playground")).Methods(http.MethodGet)
-	root.PathPrefix("/graphql/playground/assets/").Handler(named("/graphql/playground/assets")).Methods(http.MethodGet)
 }

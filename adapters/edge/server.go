@@ -46,7 +46,7 @@ var Module = fx.Module("edge",
 
 // newModuleHandler mounts the handler sets on host and returns its
 // handler.
-func newModuleHandler(host *Host, mounts []Mount, graphql, graphqlPublic, mcp http.Handler) (http.Handler, error) {
+func newModuleHandler(host *Host, mounts []Mount, graphql http.Handler, graphqlPublic GraphQLPublic, mcp http.Handler) (http.Handler, error) {
 	for _, mount := range mounts {
 		if err := mount(host); err != nil {
 			return nil, err

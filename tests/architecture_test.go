@@ -163,6 +163,54 @@ func isEdgePolicy(part string) bool {
 	return false
 }
 
+// TestOneRouter keeps the inbound HTTP edge on one router: only the host
+// (adapters/edge) builds one; handler sets register their routes on it.
+// cmd may build the router of its separate debug listener.
+func TestOneRouter(t *testing.T) {
+	t.Parallel()
+	eachSourceFile(t, "..", func(rel string, src []byte) {
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if dir == "adapters/edge" || strings.HasPrefix(dir, "cmd/") {
+			return
+		}
+		if routers := routersIn(t, rel, src); len(routers) > 0 {
+			t.Errorf("%s builds a router (%s): handler sets mount on the edge's host", rel, strings.Join(routers, ", "))
+		}
+	})
+}
+
+// routersIn lists the calls of the source of file to the constructors of
+// a serving router: net/http's ServeMux and gorilla/mux's Router.
+func routersIn(t *testing.T, file string, src []byte) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	constructors := map[string]string{"net/http": "NewServeMux", "github.com/gorilla/mux": "NewRouter"}
+	local := map[string]string{} // the file's name of a package -> its constructor
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		if c, ok := constructors[p]; ok {
+			name := p[strings.LastIndex(p, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			local[name] = c
+		}
+	}
+	var found []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && local[x.Name] == sel.Sel.Name {
+				found = append(found, x.Name+"."+sel.Sel.Name)
+			}
+		}
+		return true
+	})
+	return found
+}
+
 // inboundHTTP are the net/http names of a server: application/ never uses
 // them (it may read the status of an outbound call's response).
 var inboundHTTP = map[string]bool{"Request": true, "ResponseWriter": true, "Handler": true, "HandlerFunc": true,
@@ -273,6 +321,15 @@ func TestForbiddenCatchesViolations(t *testing.T) {
 		if len(edgePolicyIn(t, file, []byte(src))) == 0 {
 			t.Errorf("application/%s must be refused", file)
 		}
+	}
+	if len(routersIn(t, "dashboard/dashboard.go", []byte("package dashboard\nimport \"net/http\"\nvar m = http.NewServeMux()"))) == 0 {
+		t.Error("a handler set's own ServeMux must be refused")
+	}
+	if len(routersIn(t, "rest/server.go", []byte("package rest\nimport gm \"github.com/gorilla/mux\"\nvar r = gm.NewRouter()"))) == 0 {
+		t.Error("a handler set's own gorilla/mux router must be refused")
+	}
+	if found := routersIn(t, "rest/openapitest/openapitest.go", []byte("package openapitest\nimport \"github.com/getkin/kin-openapi/routers/gorillamux\"\nvar r, _ = gorillamux.NewRouter(nil)")); len(found) != 0 {
+		t.Errorf("a contract's validation router serves nothing and must be allowed, got %v", found)
 	}
 	outbound := "package webhooks\nimport \"net/http\"\nfunc gone(status int) bool { return status == http.StatusGone }"
 	if why := edgePolicyIn(t, "webhooks/deliver.go", []byte(outbound)); len(why) != 0 {

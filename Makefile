@@ -57,7 +57,7 @@ FUZZ_TARGETS := \
 	./adapters/httpguard:FuzzCheckURL \
 	./adapters/channels/whatsapp:FuzzWebhook \
 	./adapters/channels/telegram:FuzzWebhook \
-	./adapters/mcp:FuzzToolArguments
+	./adapters/edge/mcp:FuzzToolArguments
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "$$name in $$pkg for $(FUZZTIME)"; \

@@ -14,13 +14,14 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
-	"github.com/switchboard-dev/switchboard/adapters/dashboard"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
+	"github.com/switchboard-dev/switchboard/adapters/edge/dashboard"
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/graph"
 )
@@ -30,11 +31,14 @@ func Options(cfg Config) fx.Option {
 	return fx.Options(
 		core(cfg),
 		fx.Provide(
-			func(c Config) rest.ServerConfig {
-				return rest.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}
+			func(c Config) edge.ServerConfig {
+				return edge.ServerConfig{Addr: c.Addr, TLSCertFile: c.TLSCertFile, TLSKeyFile: c.TLSKeyFile, ShutdownTimeout: c.ShutdownTimeout}
 			},
 			newRegistry,
+			newEdgeDeps,
+			newIdempotency,
 			newRESTDeps,
+			fx.Annotate(mountREST, fx.ResultTags(`group:"edge.mounts"`)),
 			newLimiters,
 		),
 		fx.Invoke(registerSharedMetrics),
@@ -52,7 +56,7 @@ func Options(cfg Config) fx.Option {
 		mcpModule,
 		sessionsModule,
 		dashboard.Module,
-		rest.Module,
+		edge.Module,
 	)
 }
 
@@ -207,8 +211,46 @@ func registerSharedMetrics(db *store.DB, reg *prometheus.Registry) {
 	}
 }
 
-// restInputs is what the HTTP interface is built from: each feature's use
-// cases, bound to the port the REST adapter declares for them.
+// edgeInputs are what the HTTP host is built from: authentication,
+// sessions, limits, the idempotency-key protocol, readiness and metrics.
+type edgeInputs struct {
+	fx.In
+	Config      Config
+	Accounts    *accounts.Service
+	DB          *store.DB
+	Limiters    edge.Limiters
+	Idempotency *edge.Idempotency
+	Sessions    *sessions.Service `optional:"true"`
+	CSRF        edge.CSRF         `optional:"true"`
+	Registry    *prometheus.Registry
+	Logger      *slog.Logger
+}
+
+func newEdgeDeps(in edgeInputs) edge.Deps {
+	db := in.DB
+	d := edge.Deps{
+		Accounts:    in.Accounts,
+		Idempotency: in.Idempotency,
+		Ready:       func(ctx context.Context) error { return db.Ready(ctx) },
+		Registry:    in.Registry,
+		Logger:      in.Logger,
+		Limits:      in.Config.Limits,
+		Limiters:    in.Limiters,
+	}
+	if in.Sessions != nil {
+		d.Sessions, d.CSRF = in.Sessions, in.CSRF
+	}
+	return d
+}
+
+// newIdempotency is the idempotency-key protocol of every transport, over
+// the database.
+func newIdempotency(c Config, db *store.DB, log *slog.Logger) *edge.Idempotency {
+	return edge.NewIdempotency(db, c.IdempotencyLock, nil, log)
+}
+
+// restInputs are the use cases of the REST handler set, bound to the
+// ports it declares for them.
 type restInputs struct {
 	fx.In
 	Config    Config
@@ -217,46 +259,37 @@ type restInputs struct {
 	Providers rest.ProviderWebhooks
 	Email     rest.EmailUseCases
 	Cron      rest.CronUseCases
-	DB        *store.DB
-	Limiters  rest.Limiters
-	Sessions  *sessions.Service `optional:"true"`
-	Registry  *prometheus.Registry
-	Logger    *slog.Logger
 }
 
 func newRESTDeps(in restInputs) rest.Deps {
-	c, db := in.Config, in.DB
-	d := rest.Deps{
-		Accounts:        in.Accounts,
-		Messaging:       in.Messaging,
-		Providers:       in.Providers,
-		Email:           in.Email,
-		Cron:            in.Cron,
-		Idempotency:     db,
-		IdempotencyLock: c.IdempotencyLock,
-		Ready:           func(ctx context.Context) error { return db.Ready(ctx) },
-		Registry:        in.Registry,
-		Logger:          in.Logger,
-		Limits:          c.Limits,
-		Limiters:        in.Limiters,
-		EmailDomain:     c.EmailDomain,
+	return rest.Deps{
+		Accounts:    in.Accounts,
+		Messaging:   in.Messaging,
+		Providers:   in.Providers,
+		Email:       in.Email,
+		Cron:        in.Cron,
+		EmailDomain: in.Config.EmailDomain,
 	}
-	if in.Sessions != nil {
-		d.Sessions = in.Sessions
+}
+
+// mountREST mounts the REST handler set on the host.
+func mountREST(d rest.Deps) edge.Mount {
+	return func(h *edge.Host) error {
+		rest.Mount(h, d)
+		return nil
 	}
-	return d
 }
 
 // newLimiters builds the request and failure budgets once, for REST and
 // GraphQL's WebSockets alike. On Postgres their buckets are in the
 // database, so that every replica draws on one budget; a SQLite
 // deployment is one process and keeps them in memory.
-func newLimiters(c Config, db *store.DB, log *slog.Logger) rest.Limiters {
+func newLimiters(c Config, db *store.DB, log *slog.Logger) edge.Limiters {
 	var buckets ratelimit.Buckets = ratelimit.NewMemoryBuckets()
 	if db.Dialect() == store.Postgres {
 		buckets = db
 	}
-	return rest.NewLimiters(c.Limits, buckets, ratelimit.Options{Logger: log})
+	return edge.NewLimiters(c.Limits, buckets, ratelimit.Options{Logger: log})
 }
 
 func randomBytes(n int) []byte {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram"
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/channels"

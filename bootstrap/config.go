@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
+	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/mcp"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 )
@@ -53,11 +53,11 @@ type Config struct {
 	AllowPrivateURLs []netip.Prefix
 	LogLevel         slog.Level
 	LogFormat        string
-	Limits           rest.Limits
+	Limits           edge.Limits
 	AuthCacheTTL     time.Duration
 	ShutdownTimeout  time.Duration
 	// IdempotencyLock is how long a request holds its Idempotency-Key
-	// before a retry may take it over (rest.Deps.IdempotencyLock).
+	// before a retry may take it over (edge.Idempotency).
 	IdempotencyLock time.Duration
 	MigrateOnStart  bool
 	DBMaxConns      int
@@ -152,10 +152,10 @@ func Defaults() Config {
 		Mailbox:         appemail.DefaultMailboxLimits,
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "text",
-		Limits:          rest.DefaultLimits,
+		Limits:          edge.DefaultLimits,
 		AuthCacheTTL:    5 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
-		IdempotencyLock: rest.DefaultIdempotencyLock,
+		IdempotencyLock: edge.DefaultIdempotencyLock,
 		MigrateOnStart:  true,
 		RunJobs:         true,
 		Fair: Fairness{

@@ -6,8 +6,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/domain/cron"

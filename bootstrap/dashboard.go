@@ -5,9 +5,9 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/switchboard-dev/switchboard/adapters/dashboard"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
+	"github.com/switchboard-dev/switchboard/adapters/edge/dashboard"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/sessions"
@@ -23,9 +23,10 @@ var sessionsModule = fx.Module("sessions",
 		func(c Config, db *store.DB, a *accounts.Service, k *keyring.Keyring) *sessions.Service {
 			return sessions.NewService(db.SessionStore(), a, k, sessions.Options{IdleTimeout: c.SessionIdleTimeout, MaxAge: c.SessionMaxAge})
 		},
-		func(c Config, s *sessions.Service, a *accounts.Service, l rest.Limiters, log *slog.Logger) dashboard.Deps {
+		func(k *keyring.Keyring) edge.CSRF { return edge.NewCSRF(k) },
+		func(c Config, s *sessions.Service, csrf edge.CSRF, a *accounts.Service, l edge.Limiters, log *slog.Logger) dashboard.Deps {
 			return dashboard.Deps{
-				Sessions: s, Accounts: a, AuthFailures: l.AuthFailures,
+				Sessions: s, CSRF: csrf, Accounts: a, AuthFailures: l.AuthFailures,
 				TrustedProxies: c.Limits.TrustedProxies, Logger: log,
 			}
 		},

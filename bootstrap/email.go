@@ -11,11 +11,11 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/email/smtp"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 )

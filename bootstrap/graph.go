@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
@@ -27,7 +27,8 @@ var graphModule = fx.Module("graphql-deps",
 		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
 		newLive,
 		func(in graphInputs) graph.Deps {
-			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts}
+			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
+				Idempotency: in.Idempotency}
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -41,7 +42,7 @@ var graphModule = fx.Module("graphql-deps",
 			return d
 		},
 		func(a *accounts.Service) graph.Authenticator { return a },
-		func(c Config, l rest.Limiters, s *sessions.Service) graph.PublicOptions {
+		func(c Config, l edge.Limiters, s *sessions.Service) graph.PublicOptions {
 			return graph.PublicOptions{
 				Playground: !c.Production, OperationTimeout: c.Limits.RequestTimeout,
 				Limits:   graph.SocketLimits{AuthFailures: l.AuthFailures, Operations: l.Accounts},
@@ -64,7 +65,9 @@ type graphInputs struct {
 	Webhooks *webhooks.Service `optional:"true"`
 	Email    *appemail.Service `optional:"true"`
 	DB       *store.DB
-	Limiters rest.Limiters
+	Limiters edge.Limiters
+	// Idempotency is the idempotency-key protocol REST's routes use too.
+	Idempotency *edge.Idempotency
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

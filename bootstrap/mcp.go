@@ -6,8 +6,8 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/switchboard-dev/switchboard/adapters/mcp"
-	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
+	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
@@ -70,6 +70,6 @@ func newMCPDeps(in mcpInputs) mcp.Deps {
 // hold the drain until its timeout. Stop hooks run in the reverse order
 // of their registration, and this one is registered after the server's
 // (it needs the listener).
-func closeMCPFirst(lc fx.Lifecycle, _ *rest.Listener, h *mcp.Handler) {
+func closeMCPFirst(lc fx.Lifecycle, _ *edge.Listener, h *mcp.Handler) {
 	lc.Append(fx.StopHook(func(context.Context) { h.Close() }))
 }

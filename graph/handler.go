@@ -30,13 +30,16 @@ const (
 )
 
 // NewHandler serves the GraphQL API over HTTP GET and POST (JSON). It expects
-// the request context to carry an accounts.Principal (the REST authentication
+// the request context to carry an accounts.Principal (the edge's authentication
 // middleware sets it); without one every field answers "unauthenticated".
 // Errors are presented as {message, extensions: {code}} from the
 // *failure.Error they carry; internal errors and panics become "internal
 // server error", code "internal_error", and are logged with slog.
 func NewHandler(r *Resolver) http.Handler {
 	srv := newServer(r)
+	if r.keys != nil {
+		srv.AroundOperations(keyedMutations(r.keys))
+	}
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	return http.MaxBytesHandler(srv, MaxBodyBytes)

@@ -15,9 +15,10 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -35,7 +36,7 @@ type LiveFeed interface {
 
 var _ LiveFeed = (*appmessaging.Live)(nil)
 
-// Authenticator checks API credentials, as the REST middleware does;
+// Authenticator checks API credentials, as the edge's authentication does;
 // *accounts.Service implements it.
 type Authenticator interface {
 	Authenticate(ctx context.Context, key, secret string, keyOnly bool) (accounts.Principal, error)
@@ -110,7 +111,7 @@ type PublicOptions struct {
 // SocketLimits hold a WebSocket to the rules of an HTTP request: each
 // connection is an authentication attempt of its client address, and
 // each operation on it (query, mutation, subscription start) spends one
-// of its account's request tokens. The REST adapter's limiters implement
+// of its account's request tokens. The edge's limiters implement
 // them, so both transports draw on one budget.
 type SocketLimits struct {
 	AuthFailures interface {
@@ -119,7 +120,7 @@ type SocketLimits struct {
 	Operations RequestBudget
 }
 
-// RequestBudget spends an account's request tokens; the REST adapter's
+// RequestBudget spends an account's request tokens; the edge's
 // account limiter implements it.
 type RequestBudget interface {
 	Take(ctx context.Context, key string) ratelimit.Quota
@@ -175,13 +176,14 @@ func recheckCredentials(ctx context.Context, cancel context.CancelFunc, interval
 	}
 }
 
-// NewPublicHandler serves what cannot sit behind the REST authentication
+// NewPublicHandler serves what cannot sit behind the edge's authentication
 // middleware: WebSocket connections to /graphql (graphql-transport-ws; a
 // browser cannot set headers on the upgrade, so the credentials come in
 // the connection_init payload, or else from the upgrade's headers, or
 // else from its dashboard session cookie) and,
-// when enabled, the playground page at /graphql/playground.
-func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.Handler {
+// when enabled, the playground page at /graphql/playground. The edge's
+// host routes to each (edge.Host.MountGraphQL).
+func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) edge.GraphQLPublic {
 	srv := newServer(r)
 	// Registered first, so it runs first: a refused operation costs nothing
 	// more.
@@ -265,8 +267,7 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 			return ctx, nil, nil
 		},
 	})
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	public := edge.GraphQLPublic{Socket: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
 			http.Error(w, "only WebSocket upgrades are served here", http.StatusBadRequest)
 			return
@@ -283,12 +284,11 @@ func NewPublicHandler(r *Resolver, auth Authenticator, opts PublicOptions) http.
 		defer done(false)
 		ctx := context.WithValue(req.Context(), upgradeHeadersKey{}, req.Header)
 		closeAccepted(w, req.WithContext(context.WithValue(ctx, attemptKey{}, done)), srv)
-	}))
+	})}
 	if opts.Playground {
-		mux.Handle("/graphql/playground", playgroundPage())
-		mux.Handle("/graphql/playground/assets/", playgroundAssets())
+		public.Playground, public.PlaygroundAssets = playgroundPage(), playgroundAssets()
 	}
-	return mux
+	return public
 }
 
 // WebSocket close codes: graphql-transport-ws's Forbidden and Too Many
@@ -330,7 +330,7 @@ func sessionToken(h http.Header) string {
 	if h == nil {
 		return ""
 	}
-	c, err := (&http.Request{Header: h}).Cookie(sessions.CookieName)
+	c, err := (&http.Request{Header: h}).Cookie(edge.SessionCookie)
 	if err != nil {
 		return ""
 	}
@@ -341,7 +341,7 @@ func sessionToken(h http.Header) string {
 // payload: the header names as keys ("X-API-Key", "X-API-Secret", any
 // case), possibly under "headers"; when the payload has no key, from the
 // upgrade request's headers. A bearer key is no credential here: the key
-// alone authenticates only the cron routes (see the REST adapter), so an
+// alone authenticates only the cron routes (see the edge's authentication), so an
 // Authorization header is ignored and the socket is refused like one that
 // carries nothing.
 func initCredentials(payload transport.InitPayload, h http.Header) (key, secret string) {

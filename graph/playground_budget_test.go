@@ -8,7 +8,7 @@ import (
 )
 
 // playgroundBudget bounds the playground's embedded files, compressed:
-// with the console's (adapters/dashboard, about 50 KB), the binary's web
+// with the console's (adapters/edge/dashboard, about 50 KB), the binary's web
 // assets stay within the 500 KB of the dashboard issue.
 const playgroundBudget = 450 << 10
 

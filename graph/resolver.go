@@ -7,6 +7,7 @@ package graph
 import (
 	"context"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -68,6 +69,9 @@ type Deps struct {
 	// queue's health; without them those fields answer not_implemented.
 	Email EmailReader
 	Queue QueueHealthReader
+	// Idempotency, when set, honours the Idempotency-Key header on
+	// mutations over HTTP (see keyedMutations).
+	Idempotency *edge.Idempotency
 }
 
 // Resolver is the root resolver; it holds the use cases the schema reaches.
@@ -81,12 +85,13 @@ type Resolver struct {
 	webhooks WebhookUseCases
 	email    EmailReader
 	queue    QueueHealthReader
+	keys     *edge.Idempotency
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
-		requests: d.Requests}
+		requests: d.Requests, keys: d.Idempotency}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

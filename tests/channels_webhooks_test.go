@@ -16,7 +16,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram/telegramfake"
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
-	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )

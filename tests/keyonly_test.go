@@ -16,7 +16,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 )
 

@@ -25,8 +25,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/adapters/rest"
-	"github.com/switchboard-dev/switchboard/adapters/rest/openapitest"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
+	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )

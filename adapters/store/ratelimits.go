@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 )
-
-var _ ratelimit.Buckets = (*DB)(nil)
 
 // bucketSQL writes REFILL, a bucket's tokens refilled since updated_at
 // and capped at the burst, and the dialect's functions into expr, whose
@@ -29,15 +25,15 @@ func (db *DB) bucketSQL(expr string) string {
 	return expr
 }
 
-func bucketArgs(key string, p ratelimit.Policy, now time.Time, count int) []any {
-	return []any{key, float64(max(p.Burst, 1)), micros(now), p.PerSecond / 1e6, count}
+func bucketArgs(key string, perSecond float64, burst int, now time.Time, count int) []any {
+	return []any{key, float64(max(burst, 1)), micros(now), perSecond / 1e6, count}
 }
 
-// TakeTokens refills key's bucket and takes up to want whole tokens from
-// it, in one statement (the row lock orders concurrent replicas). Errors:
-// the database's.
-func (db *DB) TakeTokens(ctx context.Context, key string, want int, p ratelimit.Policy, now time.Time) (int, float64, error) {
-	args := bucketArgs(key, p, now, want)
+// TakeTokens refills key's bucket at perSecond up to burst and takes up
+// to want whole tokens from it, in one statement (the row lock orders
+// concurrent replicas). Errors: the database's.
+func (db *DB) TakeTokens(ctx context.Context, key string, want int, perSecond float64, burst int, now time.Time) (int, float64, error) {
+	args := bucketArgs(key, perSecond, burst, now, want)
 	query := db.bucketSQL(`INSERT INTO rate_buckets (key, tokens, taken, updated_at)
 		VALUES (?0, ?1 - LEAST(?4, ?1), LEAST(?4, ?1), ?2)
 		ON CONFLICT (key) DO UPDATE SET
@@ -57,8 +53,8 @@ func (db *DB) TakeTokens(ctx context.Context, key string, want int, p ratelimit.
 
 // ReturnTokens gives n unspent tokens back to key's bucket, capped at the
 // burst; a bucket pruned meanwhile is full already. Errors: the database's.
-func (db *DB) ReturnTokens(ctx context.Context, key string, n int, p ratelimit.Policy, now time.Time) error {
-	args := bucketArgs(key, p, now, n)
+func (db *DB) ReturnTokens(ctx context.Context, key string, n int, perSecond float64, burst int, now time.Time) error {
+	args := bucketArgs(key, perSecond, burst, now, n)
 	_, err := db.write.NewRaw(db.bucketSQL(`UPDATE rate_buckets
 		SET tokens = LEAST(?1, REFILL + ?4), updated_at = GREATEST(rate_buckets.updated_at, ?2)
 		WHERE key = ?0`), args...).Exec(ctx)

@@ -3,9 +3,9 @@ package store_test
 import (
 	"testing"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 )
 
 func TestRateBucketsContract(t *testing.T) {
@@ -13,11 +13,11 @@ func TestRateBucketsContract(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
-			storetest.RateBuckets(t, func(t *testing.T) ratelimit.Buckets { return dbtest.Open(t, dialect) })
+			storetest.RateBuckets(t, func(t *testing.T) storetest.Buckets { return dbtest.Open(t, dialect) })
 		})
 	}
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
-		storetest.RateBuckets(t, func(*testing.T) ratelimit.Buckets { return ratelimit.NewMemoryBuckets() })
+		storetest.RateBuckets(t, func(*testing.T) storetest.Buckets { return ratelimit.NewMemoryBuckets() })
 	})
 }

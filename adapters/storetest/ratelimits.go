@@ -7,18 +7,24 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/switchboard-dev/switchboard/application/ratelimit"
 )
 
-// RateBuckets runs the contract of ratelimit.Buckets against the store
-// that open returns; each call must give its own empty store.
-func RateBuckets(t *testing.T, open func(t *testing.T) ratelimit.Buckets) {
+// Buckets is the rate limiter's token-bucket store (the edge's
+// ratelimit.Buckets): a bucket that does not exist is full.
+type Buckets interface {
+	TakeTokens(ctx context.Context, key string, want int, perSecond float64, burst int, now time.Time) (taken int, left float64, err error)
+	ReturnTokens(ctx context.Context, key string, n int, perSecond float64, burst int, now time.Time) error
+	PruneBuckets(ctx context.Context, before time.Time) (int, error)
+}
+
+// RateBuckets runs the contract of Buckets against the store that open
+// returns; each call must give its own empty store.
+func RateBuckets(t *testing.T, open func(t *testing.T) Buckets) {
 	ctx := context.Background()
-	p := ratelimit.Policy{Name: "test", PerSecond: 2, Burst: 5}
-	take := func(t *testing.T, b ratelimit.Buckets, key string, want int, now time.Time) (int, float64) {
+	const perSecond, burst = 2, 5
+	take := func(t *testing.T, b Buckets, key string, want int, now time.Time) (int, float64) {
 		t.Helper()
-		taken, left, err := b.TakeTokens(ctx, key, want, p, now)
+		taken, left, err := b.TakeTokens(ctx, key, want, perSecond, burst, now)
 		require.NoError(t, err)
 		return taken, left
 	}
@@ -55,13 +61,13 @@ func RateBuckets(t *testing.T, open func(t *testing.T) ratelimit.Buckets) {
 		t.Parallel()
 		b := open(t)
 		take(t, b, "k", 5, at)
-		require.NoError(t, b.ReturnTokens(ctx, "k", 2, p, at))
+		require.NoError(t, b.ReturnTokens(ctx, "k", 2, perSecond, burst, at))
 		taken, _ := take(t, b, "k", 5, at)
 		require.Equal(t, 2, taken)
-		require.NoError(t, b.ReturnTokens(ctx, "k", 9, p, at))
+		require.NoError(t, b.ReturnTokens(ctx, "k", 9, perSecond, burst, at))
 		taken, _ = take(t, b, "k", 9, at)
 		require.Equal(t, 5, taken, "returns never fill above the burst")
-		require.NoError(t, b.ReturnTokens(ctx, "absent", 3, p, at), "a bucket that is gone is full already")
+		require.NoError(t, b.ReturnTokens(ctx, "absent", 3, perSecond, burst, at), "a bucket that is gone is full already")
 		taken, _ = take(t, b, "absent", 9, at)
 		require.Equal(t, 5, taken)
 	})
@@ -90,7 +96,7 @@ func RateBuckets(t *testing.T, open func(t *testing.T) ratelimit.Buckets) {
 		)
 		for range 12 {
 			wg.Go(func() {
-				taken, _, err := b.TakeTokens(ctx, "k", 1, p, at)
+				taken, _, err := b.TakeTokens(ctx, "k", 1, perSecond, burst, at)
 				require.NoError(t, err)
 				mu.Lock()
 				total += taken

@@ -1,7 +1,8 @@
 // Package sessions holds the use cases of browser sessions (the
 // dashboard's): signing in with an API key and secret, resuming a session
-// from its token on each request, signing out, and the session's CSRF
-// token.
+// from its token on each request, and signing out. The cookie that
+// carries the token and the session's CSRF token are the HTTP edge's
+// (adapters/edge).
 //
 // A session lives in the database (Store), so every replica knows it; the
 // browser holds only a random token, and the database only the token's
@@ -22,28 +23,15 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
-// The names a session's token and CSRF token travel under, the same for
-// every inbound adapter: the cookie that holds the token, and the request
-// header that must repeat the CSRF token on every state change.
-const (
-	CookieName = "sb_session"
-	CSRFHeader = "X-CSRF-Token"
-	// CSRFField is the form field of the CSRF token, for HTML forms that
-	// post without script (sign-out).
-	CSRFField = "csrf_token"
-)
-
 // Defaults of Options.
 const (
 	DefaultIdleTimeout = 30 * time.Minute
 	DefaultMaxAge      = 12 * time.Hour
 )
 
-// Hash purposes, apart from every other keyed hash of the server key.
-const (
-	purposeToken = "session-token"
-	purposeCSRF  = "session-csrf"
-)
+// purposeToken keeps the token hash apart from every other keyed hash of
+// the server key.
+const purposeToken = "session-token"
 
 // tokenBytes is the randomness of a token: 256 bits, so that a token can
 // be neither guessed nor enumerated, and a fast keyed hash is a safe way
@@ -193,23 +181,6 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil
-}
-
-// CSRFToken is the CSRF token of the session of token: a keyed hash of
-// the session token, so that it needs no storage, changes with every
-// session, and cannot be computed from anything but the token and the
-// server key (not from the stored token hash, another purpose's hash).
-func (s *Service) CSRFToken(token string) string {
-	return base64.RawURLEncoding.EncodeToString(s.keys.Hash(purposeCSRF, token))
-}
-
-// CheckCSRF reports whether presented is the CSRF token of the session of
-// token, compared in constant time.
-func (s *Service) CheckCSRF(token, presented string) bool {
-	if !wellFormed(token) || presented == "" {
-		return false
-	}
-	return hmac.Equal([]byte(s.CSRFToken(token)), []byte(presented))
 }
 
 // expiry is when a session created at created and last seen at seen ends.

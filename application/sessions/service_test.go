@@ -226,19 +226,3 @@ func TestSignOutEndsTheSessionOnly(t *testing.T) {
 	require.NoError(t, b.svc.SignOut(ctx, mine.Token), "signing out twice is no error")
 	require.NoError(t, b.svc.SignOut(ctx, "garbage"))
 }
-
-func TestCSRFTokens(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	mine, other := b.signIn(t), b.signIn(t)
-	csrf := b.svc.CSRFToken(mine.Token)
-	require.Len(t, csrf, 43)
-	require.Equal(t, csrf, b.svc.CSRFToken(mine.Token), "the same for the whole session")
-	require.True(t, b.svc.CheckCSRF(mine.Token, csrf))
-	require.NotEqual(t, csrf, b.svc.CSRFToken(other.Token))
-	require.False(t, b.svc.CheckCSRF(mine.Token, b.svc.CSRFToken(other.Token)), "another session's token")
-	require.False(t, b.svc.CheckCSRF(mine.Token, ""))
-	require.False(t, b.svc.CheckCSRF(mine.Token, csrf[:42]))
-	require.False(t, b.svc.CheckCSRF("", b.svc.CSRFToken("")))
-	require.NotContains(t, csrf, mine.Token)
-}

@@ -7,7 +7,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-dev/switchboard/adapters/mcp"
+	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
 )
 
 // The credentials of `switchboard mcp` come from these variables only: a

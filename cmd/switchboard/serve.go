@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/fx"
 
-	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/bootstrap"
@@ -117,7 +117,7 @@ func serve(ctx context.Context, s *settings, demo bool, out io.Writer) error {
 	defer signal.Stop(sig)
 	var (
 		svc      *accounts.Service
-		listener *rest.Listener
+		listener *edge.Listener
 	)
 	s.cfg.Version = version
 	app := fx.New(bootstrap.Options(s.cfg), fx.Populate(&svc, &listener))

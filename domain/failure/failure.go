@@ -1,6 +1,6 @@
 // Package failure holds the typed errors every layer speaks. The domain and the
 // use cases say what went wrong (a Kind and a stable snake_case Code); the
-// adapters decide what that means on their wire (one table in adapters/rest
+// adapters decide what that means on their wire (one table in adapters/edge/rest
 // turns a Kind into an HTTP status and a body shape).
 package failure
 

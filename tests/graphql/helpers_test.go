@@ -19,7 +19,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/switchboard-dev/switchboard/adapters/rest"
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
@@ -111,13 +111,13 @@ func startApp(t *testing.T, dialect store.Dialect, dbURL string, opts appOptions
 	cfg.DatabaseURL = dbURL
 	cfg.SecretKey = strings.Repeat("ab", 32)
 	cfg.LogLevel = 12 // quiet
-	cfg.Limits = rest.Limits{MaxBodyBytes: 1 << 20}
+	cfg.Limits = edge.Limits{MaxBodyBytes: 1 << 20}
 	cfg.AllowPrivateURLs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	if opts.configure != nil {
 		opts.configure(&cfg)
 	}
 	var (
-		ln  *rest.Listener
+		ln  *edge.Listener
 		acc *accounts.Service
 		db  *store.DB
 	)

@@ -1,0 +1,762 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/switchboard-dev/switchboard/adapters/edge"
+	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// MessagingUseCases is what the REST adapter needs from messaging.
+type MessagingUseCases interface {
+	SendIndividual(ctx context.Context, in messaging.SendInput) (domain.Message, error)
+	SendGroup(ctx context.Context, in messaging.GroupSendInput) (domain.Message, error)
+	Receive(ctx context.Context, in messaging.InboundInput) (domain.Message, error)
+	CreateGroup(ctx context.Context, in messaging.GroupInput) (domain.Thread, []domain.Participant, error)
+	Message(ctx context.Context, accountID, id string) (messaging.MessageDetails, error)
+	ThreadDetails(ctx context.Context, accountID, id string) (domain.Thread, []domain.Participant, error)
+	Threads(ctx context.Context, q messaging.ThreadQuery) ([]messaging.ThreadSummary, int, error)
+	Recent(ctx context.Context, accountID, threadID string) ([]domain.Message, error)
+	History(ctx context.Context, q messaging.HistoryQuery) (messaging.MessagePage, error)
+	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
+}
+
+func (s *server) mountMessaging(api *edge.Routes) {
+	if s.messaging == nil {
+		return
+	}
+	for _, p := range []string{"/messages/individual/{accountId}/send", "/individual/{accountId}/send"} {
+		api.Handle(http.MethodPost, p, s.idempotentAnswering(s.sendIndividual))
+	}
+	for _, p := range []string{"/messages/group/{accountId}/send", "/group/{accountId}/send"} {
+		api.Handle(http.MethodPost, p, s.idempotentAnswering(s.sendGroup))
+	}
+	api.Handle(http.MethodPost, "/send/{accountId}", s.idempotentAnswering(s.sendUniversal))
+	api.Handle(http.MethodGet, "/messages/individual/{accountId}/get-details/{messageId}", s.messageDetails)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-details/{threadId}", s.threadDetails)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all", s.threadList)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all/{phone_number}", s.threadList)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages)
+	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-messages/{threadId}", s.threadMessages)
+	for _, p := range []string{"/whatsapp/{accountId}/group-management", "/group-management/{accountId}"} {
+		api.Handle(http.MethodPost, p, s.idempotent(s.manageGroup))
+	}
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/inbound", s.idempotentAnswering(s.sandboxInbound))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/groups", s.idempotentAnswering(s.sandboxGroup))
+}
+
+// sendBody is both body forms of the per-type send paths: text in
+// "content" or "message", or message_type "media" with media_url,
+// media_type and caption; attachment_uri attaches a file to a text.
+type sendBody struct {
+	Content       *string `json:"content"`
+	Message       *string `json:"message"`
+	MessageType   *string `json:"message_type"`
+	MediaURL      *string `json:"media_url"`
+	MediaType     *string `json:"media_type"`
+	Caption       *string `json:"caption"`
+	AttachmentURI *string `json:"attachment_uri"`
+	From          *string `json:"from"`
+	To            *string `json:"to"`
+	ThreadID      *string `json:"thread_id"`
+	Service       *string `json:"service"`
+	SenderName    *string `json:"sender_name"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// mediaKind maps a media_type value to a media kind; anything else maps to
+// a kind the content check reports as an unknown media_type.
+func mediaKind(v string) domain.Kind {
+	if k := domain.Kind(v); k.IsMedia() {
+		return k
+	}
+	return domain.Kind("unknown media type")
+}
+
+// content turns the body's content fields into message content, and says
+// which fields it came from.
+func (b sendBody) content(p *failure.Problems) (domain.Content, domain.Fields) {
+	text, fields := b.Content, domain.Fields{Text: "content", MediaURL: "media_url"}
+	if text == nil && b.Message != nil {
+		text, fields.Text = b.Message, "message"
+	}
+	mediaGiven := b.MediaURL != nil || b.MediaType != nil || b.Caption != nil
+	switch mt := str(b.MessageType); {
+	case mt == "media", mt == "" && b.MediaURL != nil && b.AttachmentURI == nil:
+		// A media_url without message_type is a media message too: its
+		// fields are not silently dropped.
+		required(p, b.MediaURL, "media_url")
+		kind := mediaKind(str(b.MediaType))
+		if b.MediaType == nil {
+			if mt == "media" {
+				p.Add("missing", "Field required", "media_type")
+			}
+			kind = kindFromURL(str(b.MediaURL))
+		}
+		return domain.Content{Kind: kind, MediaURL: str(b.MediaURL), Caption: firstNonEmpty(str(b.Caption), str(text))}, fields
+	case mt == "" || mt == "text":
+		if b.AttachmentURI != nil {
+			if b.MediaURL != nil {
+				p.Add("extra_forbidden", "give the file in attachment_uri or media_url, not both", "media_url")
+			}
+			kind := kindFromURL(*b.AttachmentURI)
+			if b.MediaType != nil {
+				kind = mediaKind(*b.MediaType)
+			}
+			fields.MediaURL = "attachment_uri"
+			return domain.Content{Kind: kind, MediaURL: *b.AttachmentURI, Caption: firstNonEmpty(str(b.Caption), str(text))}, fields
+		}
+		if mediaGiven {
+			p.Add("extra_forbidden", "media_url, media_type and caption belong to message_type media", firstGiven(b))
+		}
+		if text == nil {
+			p.Add("missing", "Field required", "content")
+		}
+		return domain.Content{Kind: domain.KindText, Text: str(text)}, fields
+	default:
+		p.Add("enum", "message_type must be text or media", "message_type")
+		return domain.Content{Kind: domain.KindText, Text: "-"}, fields
+	}
+}
+
+// firstGiven names the first media field present, for an error location.
+func firstGiven(b sendBody) string {
+	switch {
+	case b.MediaURL != nil:
+		return "media_url"
+	case b.MediaType != nil:
+		return "media_type"
+	}
+	return "caption"
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// kindFromURL guesses an attachment's media kind from its file extension.
+func kindFromURL(raw string) domain.Kind {
+	u := strings.ToLower(raw)
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	switch path.Ext(u) {
+	case ".jpg", ".jpeg", ".png", ".gif", ".webp":
+		return domain.KindImage
+	case ".mp4", ".3gp", ".mov":
+		return domain.KindVideo
+	case ".mp3", ".ogg", ".aac", ".m4a", ".amr", ".opus":
+		return domain.KindAudio
+	}
+	return domain.KindDocument
+}
+
+// sendRequest decodes a per-type send body: the fields both forms share,
+// then the send's own (check); it answers the error itself and returns
+// false when the request is refused.
+func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, p *failure.Problems)) (sendBody, domain.Content, domain.Fields, bool) {
+	var b sendBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return b, domain.Content{}, domain.Fields{}, false
+	}
+	var p failure.Problems
+	required(&p, b.From, "from")
+	check(b, &p)
+	if b.SenderName != nil {
+		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
+	}
+	content, fields := b.content(&p)
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return b, content, fields, false
+	}
+	return b, content, fields, true
+}
+
+func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
+		required(p, b.To, "to")
+		required(p, b.Service, "service")
+		if b.ThreadID != nil {
+			p.Add("extra_forbidden", "thread_id is for group sends; an individual send names the user in to", "thread_id")
+		}
+	})
+	if !ok {
+		return
+	}
+	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
+		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
+		Idempotency: edge.AnswerWith(key, individualAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, individualAnswer(m))
+}
+
+func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	b, content, fields, ok := sendRequest(w, r, func(b sendBody, p *failure.Problems) {
+		required(p, b.ThreadID, "thread_id")
+		if b.To != nil {
+			p.Add("extra_forbidden", "to is for individual sends; a group send names the group in thread_id", "to")
+		}
+	})
+	if !ok {
+		return
+	}
+	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
+		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
+		Idempotency: edge.AnswerWith(key, groupAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, groupAnswer(m))
+}
+
+// universalBody is the universal send: type individual (with to) or group
+// (with thread_id), and a content object.
+type universalBody struct {
+	From     *string           `json:"from"`
+	Service  *string           `json:"service"`
+	Type     *string           `json:"type"`
+	To       *string           `json:"to"`
+	ThreadID *string           `json:"thread_id"`
+	Content  *universalContent `json:"content"`
+}
+
+type universalContent struct {
+	Type      *string  `json:"type"`
+	Text      *string  `json:"text"`
+	Message   *string  `json:"message"`
+	MediaURL  *string  `json:"media_url"`
+	MediaType *string  `json:"media_type"`
+	Caption   *string  `json:"caption"`
+	Latitude  *float64 `json:"latitude"`
+	Longitude *float64 `json:"longitude"`
+	Name      *string  `json:"name"`
+	Address   *string  `json:"address"`
+}
+
+// UnmarshalJSON decodes the content object strictly, so that an unknown
+// field inside it is reported at ["body", "content", name].
+func (c *universalContent) UnmarshalJSON(data []byte) error {
+	type plain universalContent
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var v plain
+	if err := dec.Decode(&v); err != nil {
+		return &nestedError{field: "content", err: err}
+	}
+	*c = universalContent(v)
+	return nil
+}
+
+func (c universalContent) content(p *failure.Problems) (domain.Content, domain.Fields) {
+	fields := domain.Fields{Base: []any{"content"}, Text: "text", MediaURL: "media_url"}
+	switch t := str(c.Type); t {
+	case "", "text":
+		text := c.Text
+		if text == nil && c.Message != nil {
+			text, fields.Text = c.Message, "message"
+		}
+		if text == nil {
+			p.Add("missing", "Field required", "content", "text")
+		}
+		return domain.Content{Kind: domain.KindText, Text: str(text)}, fields
+	case "media":
+		if c.MediaURL == nil {
+			p.Add("missing", "Field required", "content", "media_url")
+		}
+		if c.MediaType == nil {
+			p.Add("missing", "Field required", "content", "media_type")
+		}
+		return domain.Content{Kind: mediaKind(str(c.MediaType)), MediaURL: str(c.MediaURL), Caption: str(c.Caption)}, fields
+	case "location":
+		if c.Latitude == nil {
+			p.Add("missing", "Field required", "content", "latitude")
+		}
+		if c.Longitude == nil {
+			p.Add("missing", "Field required", "content", "longitude")
+		}
+		var lat, lng float64
+		if c.Latitude != nil {
+			lat = *c.Latitude
+		}
+		if c.Longitude != nil {
+			lng = *c.Longitude
+		}
+		return domain.Content{Kind: domain.KindLocation, Latitude: lat, Longitude: lng, PlaceName: str(c.Name), Address: str(c.Address)}, fields
+	default:
+		p.Add("enum", "content.type must be one of text, media, location", "content", "type")
+		return domain.Content{Kind: domain.KindText, Text: "-"}, fields
+	}
+}
+
+func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	var b universalBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.From, "from")
+	required(&p, b.Type, "type")
+	required(&p, b.Content, "content")
+	var (
+		content domain.Content
+		fields  domain.Fields
+	)
+	if b.Content != nil {
+		content, fields = b.Content.content(&p)
+	}
+	if b.To != nil && b.ThreadID != nil {
+		p.Add("value_error", "give either to (individual) or thread_id (group), not both", "thread_id")
+	}
+	switch str(b.Type) {
+	case "individual":
+		required(&p, b.To, "to")
+		required(&p, b.Service, "service")
+	case "group":
+		required(&p, b.ThreadID, "thread_id")
+	case "":
+	default:
+		p.Add("enum", "type must be individual or group", "type")
+	}
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	accountID := mux.Vars(r)["accountId"]
+	if *b.Type == "individual" {
+		m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
+			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
+			Idempotency: edge.AnswerWith(key, individualAnswer),
+		})
+		if err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+		writeAnswer(w, individualAnswer(m))
+		return
+	}
+	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
+		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
+		Idempotency: edge.AnswerWith(key, groupAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, groupAnswer(m))
+}
+
+// body is the text a message shows: its text or caption.
+func body(m domain.Message) string { return m.Content.Summary() }
+
+// individualAnswer is the answer to a send to a user, as written and as
+// recorded for its Idempotency-Key.
+func individualAnswer(m domain.Message) idempotency.Response {
+	return jsonAnswer(http.StatusOK, individualResult(m))
+}
+
+// groupAnswer is the answer to a send to a group, as written and as
+// recorded for its Idempotency-Key.
+func groupAnswer(m domain.Message) idempotency.Response {
+	return jsonAnswer(http.StatusOK, groupResult(m))
+}
+
+// individualResult answers a send to a user; the fields are in name order,
+// as the response always had them.
+func individualResult(m domain.Message) individualSendBody {
+	return individualSendBody{Body: body(m), DateCreated: timestamp(m.CreatedAt), From: m.From, MessageID: m.ID,
+		Status: string(m.Status), ThreadID: m.ThreadID, To: m.To}
+}
+
+type individualSendBody struct {
+	Body        string `json:"body"`
+	DateCreated string `json:"date_created"`
+	From        string `json:"from"`
+	MessageID   string `json:"message_id"`
+	Status      string `json:"status"`
+	ThreadID    string `json:"thread_id"`
+	To          string `json:"to"`
+}
+
+// groupResult answers a send to a group, its fields in name order.
+func groupResult(m domain.Message) groupSendBody {
+	return groupSendBody{Body: body(m), ChatGroupID: m.ThreadID, DateCreated: timestamp(m.CreatedAt), From: m.From,
+		MessageID: m.ID, Status: string(m.Status), ThreadID: m.ThreadID}
+}
+
+type groupSendBody struct {
+	Body        string `json:"body"`
+	ChatGroupID string `json:"chat_group_id"`
+	DateCreated string `json:"date_created"`
+	From        string `json:"from"`
+	MessageID   string `json:"message_id"`
+	Status      string `json:"status"`
+	ThreadID    string `json:"thread_id"`
+}
+
+func addresses(parts []domain.Participant) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.Address
+	}
+	return out
+}
+
+func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	d, err := s.messaging.Message(r.Context(), vars["accountId"], vars["messageId"])
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	m := d.Message
+	data := messageDetailsBody{
+		AccountID: m.AccountID, AttachmentURI: m.Content.MediaURL, Body: body(m), ChatID: d.Thread.ID, ChatName: d.Thread.Name,
+		DateCreated: timestamp(m.CreatedAt), DateUpdated: timestamp(m.UpdatedAt), Direction: string(m.Direction),
+		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText, From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind),
+		Participants: addresses(d.Participants), Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, To: m.To,
+	}
+	// Existing clients read the fields at the top level too; status there
+	// stays the envelope's.
+	top := data
+	top.Status = "success"
+	edge.WriteJSON(w, http.StatusOK, messageDetailsResponse{messageDetailsBody: top, Data: data})
+}
+
+// messageDetailsBody is a message as get-details shows it; its fields are
+// in name order, as the response always had them.
+type messageDetailsBody struct {
+	AccountID     string   `json:"account_id"`
+	AttachmentURI string   `json:"attachment_uri"`
+	Body          string   `json:"body"`
+	ChatID        string   `json:"chat_id"`
+	ChatName      string   `json:"chat_name"`
+	DateCreated   string   `json:"date_created"`
+	DateUpdated   string   `json:"date_updated"`
+	Direction     string   `json:"direction"`
+	ErrorCode     string   `json:"error_code"`
+	ErrorMessage  string   `json:"error_message"`
+	From          string   `json:"from"`
+	MessageID     string   `json:"message_id"`
+	MessageType   string   `json:"message_type"`
+	Participants  []string `json:"participants"`
+	Service       string   `json:"service"`
+	Status        string   `json:"status"`
+	ThreadID      string   `json:"thread_id"`
+	To            string   `json:"to"`
+}
+
+// messageDetailsResponse is the message's fields at the top level, with
+// the envelope's status, and again under data.
+type messageDetailsResponse struct {
+	messageDetailsBody
+	Data messageDetailsBody `json:"data"`
+}
+
+func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	t, parts, err := s.messaging.ThreadDetails(r.Context(), vars["accountId"], vars["threadId"])
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	data := map[string]any{"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts)}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{
+		"status": "success", "data": data,
+		"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts), "thread_id": t.ID,
+		"thread_type": string(t.Type), "service": string(t.Service),
+	})
+}
+
+// listParams reads limit and offset: limit 1-100 (larger is clamped,
+// default 20), offset ≥ 0.
+func listParams(r *http.Request) (limit, offset int, err error) {
+	var p failure.Problems
+	limit, offset = limitParam(r, &p, messaging.DefaultListLimit, messaging.MaxListLimit), 0
+	if v := r.URL.Query().Get("offset"); v != "" {
+		n, convErr := strconv.Atoi(v)
+		switch {
+		case convErr != nil:
+			p = append(p, failure.FieldError{In: "query", Path: []any{"offset"}, Message: "Input should be a valid integer", Type: "int_parsing"})
+		case n < 0:
+			p = append(p, failure.FieldError{In: "query", Path: []any{"offset"}, Message: "offset must be at least 0", Type: "greater_than_equal"})
+		default:
+			offset = n
+		}
+	}
+	return limit, offset, p.Err()
+}
+
+// limitParam reads the query parameter limit: at least 1, def when
+// absent, larger than maxLimit clamped to it (as decisions.md has list
+// limits). Anything else is recorded in p.
+func limitParam(r *http.Request, p *failure.Problems, def, maxLimit int) int {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		*p = append(*p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "Input should be a valid integer", Type: "int_parsing"})
+	case n < 1:
+		*p = append(*p, failure.FieldError{In: "query", Path: []any{"limit"}, Message: "limit must be at least 1", Type: "greater_than_equal"})
+	default:
+		return min(n, maxLimit)
+	}
+	return def
+}
+
+func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
+	limit, offset, err := listParams(r)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	vars := mux.Vars(r)
+	phone, byPhone := vars["phone_number"]
+	if byPhone {
+		phone = strings.TrimSpace(phone)
+		if !strings.HasPrefix(phone, "+") && !strings.HasPrefix(phone, "@") && !strings.HasPrefix(phone, "-") {
+			phone = "+" + phone // a "+" in a path is often sent as a space or dropped
+		}
+	}
+	list, total, err := s.messaging.Threads(r.Context(), messaging.ThreadQuery{AccountID: vars["accountId"], Phone: phone, Limit: limit, Offset: offset})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	items := make([]map[string]any, len(list))
+	for i, ts := range list {
+		t := ts.Thread
+		item := map[string]any{
+			"thread_id": t.ID, "chat_id": t.ID, "thread_type": string(t.Type), "chat_name": t.Name,
+			"participants": addresses(ts.Participants), "service": string(t.Service), "created_at": timestamp(t.CreatedAt),
+		}
+		if lm := ts.LastMessage; lm != nil {
+			item["last_message"] = map[string]any{"content": body(*lm), "timestamp": timestamp(lm.CreatedAt), "sender_name": senderName(*lm)}
+		}
+		items[i] = item
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{
+		"status": "success", "data": items, "threads": items, "total_count": total, "has_more": offset+len(items) < total,
+	})
+}
+
+func senderName(m domain.Message) string {
+	if m.SenderName != "" {
+		return m.SenderName
+	}
+	return m.From
+}
+
+func (s *server) recentMessages(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	msgs, err := s.messaging.Recent(r.Context(), vars["accountId"], vars["threadId"])
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	items := threadMessageItems(msgs)
+	edge.WriteJSON(w, http.StatusOK, recentMessagesResponse{AccountID: vars["accountId"], Data: items, Messages: items, Status: "success", ThreadID: vars["threadId"]})
+}
+
+// threadMessageItems lists messages as get-recent and get-messages show
+// them.
+func threadMessageItems(msgs []domain.Message) []threadMessageBody {
+	items := make([]threadMessageBody, len(msgs))
+	for i, m := range msgs {
+		created := timestamp(m.CreatedAt)
+		items[i] = threadMessageBody{
+			AttachmentURI: m.Content.MediaURL, Body: body(m), Content: body(m), DateSent: created, Direction: string(m.Direction),
+			From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind), SenderName: senderName(m), SenderNumber: m.From,
+			Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, Timestamp: created, To: m.To,
+		}
+	}
+	return items
+}
+
+// threadMessageBody is a message as get-recent and get-messages list it;
+// its fields are in name order, as the response always had them.
+type threadMessageBody struct {
+	AttachmentURI string `json:"attachment_uri"`
+	Body          string `json:"body"`
+	Content       string `json:"content"`
+	DateSent      string `json:"date_sent"`
+	Direction     string `json:"direction"`
+	From          string `json:"from"`
+	MessageID     string `json:"message_id"`
+	MessageType   string `json:"message_type"`
+	SenderName    string `json:"sender_name"`
+	SenderNumber  string `json:"sender_number"`
+	Service       string `json:"service"`
+	Status        string `json:"status"`
+	ThreadID      string `json:"thread_id"`
+	Timestamp     string `json:"timestamp"`
+	To            string `json:"to"`
+}
+
+// recentMessagesResponse lists the messages under data and, for existing
+// clients, again under messages.
+type recentMessagesResponse struct {
+	AccountID string              `json:"account_id"`
+	Data      []threadMessageBody `json:"data"`
+	Messages  []threadMessageBody `json:"messages"`
+	Status    string              `json:"status"`
+	ThreadID  string              `json:"thread_id"`
+}
+
+// nextCursorHeader carries the next page's cursor of a transcript, whose
+// body is plain text.
+const nextCursorHeader = "X-Next-Cursor"
+
+// threadMessages answers one page of a thread's history: JSON, or with
+// format=transcript plain text, one line per message, oldest first.
+func (s *server) threadMessages(w http.ResponseWriter, r *http.Request) {
+	var p failure.Problems
+	limit := limitParam(r, &p, messaging.DefaultPageSize, messaging.MaxPageSize)
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "transcript" {
+		p = append(p, failure.FieldError{In: "query", Path: []any{"format"}, Message: "format must be json or transcript", Type: "enum"})
+	}
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	vars := mux.Vars(r)
+	page, err := s.messaging.History(r.Context(), messaging.HistoryQuery{
+		AccountID: vars["accountId"], ThreadID: vars["threadId"], Limit: limit, Before: r.URL.Query().Get("before"),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	next := page.NextCursor()
+	if format == "transcript" {
+		if next != "" {
+			w.Header().Set(nextCursorHeader, next)
+		}
+		edge.WriteText(w, http.StatusOK, domain.Transcript(page.Messages))
+		return
+	}
+	body := threadMessagesResponse{Data: threadMessageItems(page.Messages), Status: "success"}
+	if next != "" {
+		body.NextCursor = &next
+	}
+	edge.WriteJSON(w, http.StatusOK, body)
+}
+
+// threadMessagesResponse is a page of a thread's history; next_cursor is
+// null on the last page.
+type threadMessagesResponse struct {
+	Data       []threadMessageBody `json:"data"`
+	NextCursor *string             `json:"next_cursor"`
+	Status     string              `json:"status"`
+}
+
+func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	var b sendBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.From, "from")
+	required(&p, b.To, "to")
+	content, fields := b.content(&p)
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	principal, _ := accounts.PrincipalFrom(r.Context())
+	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
+		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
+		ThreadID: str(b.ThreadID), Content: content, Fields: fields, Provider: "sandbox",
+		Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, sandboxInboundAnswer(m))
+}
+
+// sandboxInboundAnswer is the answer to a sandbox inbound message, as
+// written and as recorded for its Idempotency-Key.
+func sandboxInboundAnswer(m domain.Message) idempotency.Response {
+	return jsonAnswer(http.StatusOK, map[string]any{"status": "success", "message_id": m.ID, "thread_id": m.ThreadID, "date_created": timestamp(m.CreatedAt)})
+}
+
+type sandboxGroupBody struct {
+	Service      *string  `json:"service"`
+	AgentNumber  *string  `json:"agent_number"`
+	Title        *string  `json:"title"`
+	Participants []string `json:"participants"`
+}
+
+func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	var b sandboxGroupBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.AgentNumber, "agent_number")
+	required(&p, b.Title, "title")
+	if b.Participants == nil {
+		p.Add("missing", "Field required", "participants")
+	}
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	t, parts, err := s.messaging.CreateGroup(r.Context(), messaging.GroupInput{
+		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, AgentNumber: *b.AgentNumber, Title: *b.Title, Participants: b.Participants,
+		Idempotency: edge.AnswerWith(key, sandboxGroupAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, sandboxGroupAnswer(domain.GroupState{Thread: t, Members: parts}))
+}
+
+// sandboxGroupAnswer is the answer to a simulated group, as written and
+// as recorded for its Idempotency-Key.
+func sandboxGroupAnswer(g domain.GroupState) idempotency.Response {
+	return jsonAnswer(http.StatusCreated, map[string]any{"status": "success",
+		"data": map[string]any{"thread_id": g.Thread.ID, "title": g.Thread.Name, "participants": addresses(g.Members)}})
+}

@@ -430,7 +430,9 @@ func (r *Runner) fetchLoop() {
 		if claimed == limit {
 			continue // more may be due right now
 		}
-		if !r.fair.bound(filter) {
+		// Counting the jobs just claimed: an account the claim filled to
+		// its ceiling has due jobs left that wait for one of its jobs to end.
+		if !r.fair.bound(r.claimFilter(r.cfg.Now())) {
 			r.sleep(wake, nil, r.idleWait())
 			continue
 		}

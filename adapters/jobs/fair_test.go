@@ -278,7 +278,7 @@ func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
 		var started atomic.Int64
 		q := &countingQueue{Queue: b.db.JobQueue()}
 		// Workers 16 with a share of 0.25: a ceiling of 14, two workers kept.
-		r, err := runner.New(q, b.db, runner.Config{Now: b.clock.Now, Workers: 16, AccountShare: 0.25, PollInterval: time.Minute},
+		b.startOn(t, q, runner.Config{Workers: 16, AccountShare: 0.25, PollInterval: time.Minute},
 			runner.Kind{Name: "hold", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 				started.Add(1)
 				select {
@@ -288,13 +288,6 @@ func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
 					return ctx.Err()
 				}
 			})})
-		require.NoError(t, err)
-		require.NoError(t, r.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = r.Stop(ctx)
-		})
 		require.Eventually(t, func() bool { return started.Load() == 14 }, 10*time.Second, 5*time.Millisecond)
 		time.Sleep(100 * time.Millisecond)
 		require.Equal(t, int64(14), started.Load())

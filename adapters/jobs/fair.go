@@ -168,8 +168,8 @@ func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 	return c
 }
 
-// bound says whether a claim with filter c may have left due jobs waiting
-// for room: keys it skipped or bounded, or an account at its ceiling.
+// bound says whether due jobs may be waiting for room under filter c:
+// keys it skips or bounds, or an account at its ceiling.
 func (f *fairness) bound(c jobs.ClaimFilter) bool {
 	if len(c.SkipEndpoints)+len(c.SkipPaceKeys) > 0 {
 		return true

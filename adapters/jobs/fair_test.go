@@ -252,3 +252,46 @@ func TestPaceLimitHoldsNoWorker(t *testing.T) {
 		}
 	})
 }
+
+// countingQueue counts the runner's looks for the next due job.
+type countingQueue struct {
+	runner.Queue
+	nextLooks atomic.Int64
+}
+
+func (q *countingQueue) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
+	q.nextLooks.Add(1)
+	return q.Queue.NextJobAt(ctx, kinds)
+}
+
+// A lone account whose claim filled it to its ceiling has due jobs left:
+// the runner waits for one of its jobs to end (or the poll interval)
+// instead of looking for the next due job and claiming again at once.
+func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		for range 30 {
+			b.enqueue(t, jobs.EnqueueParams{Kind: "hold", AccountID: "acc_a"})
+		}
+		release := make(chan struct{})
+		var started atomic.Int64
+		q := &countingQueue{Queue: b.db.JobQueue()}
+		// Workers 16 with a share of 0.25: a ceiling of 14, two workers kept.
+		b.startOn(t, q, runner.Config{Workers: 16, AccountShare: 0.25, PollInterval: time.Minute},
+			runner.Kind{Name: "hold", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				started.Add(1)
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})})
+		require.Eventually(t, func() bool { return started.Load() == 14 }, 10*time.Second, 5*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		require.Equal(t, int64(14), started.Load())
+		require.Zero(t, q.nextLooks.Load(), "due jobs are left: no look for the next one")
+		close(release)
+	})
+}

@@ -259,7 +259,11 @@ type Runner struct {
 	inflight  atomic.Int64
 	held      heldJobs
 	slotFreed chan struct{}
-	done      chan int64 // completed job ids, recorded in batches
+	// claimed hands claimed jobs to the Workers goroutines that run them,
+	// which live as long as the runner (a goroutine per job would start
+	// each on a small stack that its handler grows again).
+	claimed chan claimedJob
+	done    chan int64 // completed job ids, recorded in batches
 
 	// Outages of the database, each logged once.
 	claimOutage, renewOutage, rescueOutage *outage.Tracker
@@ -277,7 +281,7 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 	cfg.defaults()
 	r := &Runner{
 		cfg: cfg, queue: queue, wake: wake, kinds: map[string]Kind{}, pace: newPacers(),
-		slotFreed: make(chan struct{}, 1), done: make(chan int64, 4096),
+		slotFreed: make(chan struct{}, 1), done: make(chan int64, 4096), claimed: make(chan claimedJob, cfg.Workers),
 	}
 	for _, k := range kinds {
 		if k.Name == "" || k.Handler == nil {
@@ -345,6 +349,13 @@ func (r *Runner) Start(context.Context) error {
 	go r.recordCompletions()
 	r.beatWG.Add(1)
 	go r.heartbeat()
+	for range r.cfg.Workers {
+		go func() {
+			for c := range r.claimed {
+				r.work(c.job, c.held)
+			}
+		}()
+	}
 	r.fetchWG.Add(3)
 	go r.fetchLoop()
 	go func() {
@@ -366,6 +377,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	r.stopFetch()
 	r.fetchWG.Wait()
+	close(r.claimed) // the workers end with their last job
 	finished := make(chan struct{})
 	go func() { r.workWG.Wait(); close(finished) }()
 	var err error
@@ -430,7 +442,9 @@ func (r *Runner) fetchLoop() {
 		if claimed == limit {
 			continue // more may be due right now
 		}
-		if !r.fair.bound(filter) {
+		// Counting the jobs just claimed: an account the claim filled to
+		// its ceiling has due jobs left that wait for one of its jobs to end.
+		if !r.fair.bound(r.claimFilter(r.cfg.Now())) {
 			r.sleep(wake, nil, r.idleWait())
 			continue
 		}
@@ -496,7 +510,9 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 		r.inflight.Add(1)
 		r.workWG.Add(1)
 		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))
-		go r.work(job, h)
+		// Never blocks: the jobs held, waiting or running, are at most
+		// Workers, the channel's room.
+		r.claimed <- claimedJob{job, h}
 	}
 	if len(over) > 0 {
 		// More of an endpoint's jobs than it had room for: the rest go
@@ -536,6 +552,12 @@ func (r *Runner) sleep(wake, freed <-chan struct{}, d time.Duration) (wasFreed b
 	case <-t.C:
 	}
 	return false
+}
+
+// claimedJob is a claimed job on its way to a worker.
+type claimedJob struct {
+	job  jobs.Job
+	held *heldJob
 }
 
 // work runs one claimed job and records its outcome. The job's lease is

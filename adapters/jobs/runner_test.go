@@ -79,6 +79,13 @@ func setup(t *testing.T, dialect store.Dialect) *testBundle {
 // start runs a runner over the bundle's database until the test ends.
 func (b *testBundle) start(t *testing.T, cfg runner.Config, kinds ...runner.Kind) *runner.Runner {
 	t.Helper()
+	return b.startOn(t, b.db.JobQueue(), cfg, kinds...)
+}
+
+// startOn runs a runner over q, woken by the bundle's database, until the
+// test ends.
+func (b *testBundle) startOn(t *testing.T, q runner.Queue, cfg runner.Config, kinds ...runner.Kind) *runner.Runner {
+	t.Helper()
 	if cfg.Now == nil {
 		cfg.Now = b.clock.Now
 	}
@@ -88,7 +95,7 @@ func (b *testBundle) start(t *testing.T, cfg runner.Config, kinds ...runner.Kind
 	if cfg.RescueInterval == 0 {
 		cfg.RescueInterval = 20 * time.Millisecond
 	}
-	r, err := runner.New(b.db.JobQueue(), b.db, cfg, kinds...)
+	r, err := runner.New(q, b.db, cfg, kinds...)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background()))
 	t.Cleanup(func() {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -140,16 +141,18 @@ func (r JobQueue) ClaimJobs(ctx context.Context, worker string, leases []jobs.Le
 		return nil, nil
 	}
 	c := newClaim(leases, limit, now, f)
-	until, untilArgs := leaseUntil(leases)
-	set := `UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = ` + until
-	args := append([]any{jobs.StateRunning, micros(now), worker}, untilArgs...)
 	var rows []jobRow
 	var err error
 	if r.dialect == Postgres {
-		q, qArgs := c.postgres()
-		err = r.write.NewRaw(q+set+` WHERE id IN (SELECT id FROM locked) RETURNING `+jobColumns,
-			append(qArgs, args...)...).Scan(ctx, &rows)
+		var args []any
+		if args, err = c.postgresArgs(worker, leases); err == nil {
+			// On Postgres the read pool is the writer.
+			err = r.selectAll(ctx, &rows, claimPostgres, args...)
+		}
 	} else {
+		until, untilArgs := leaseUntil(leases)
+		set := `UPDATE jobs SET state = ?, attempt = attempt + 1, attempted_at = ?, lease_owner = ?, lease_expires_at = ` + until
+		args := append([]any{jobs.StateRunning, micros(now), worker}, untilArgs...)
 		var ids []int64
 		if ids, err = c.pick(ctx, r.write); err == nil && len(ids) > 0 {
 			err = r.write.NewRaw(set+` WHERE id IN (?) AND state IN (?) RETURNING `+jobColumns,
@@ -176,7 +179,9 @@ type claim struct {
 	now                   int64
 	kinds                 []string
 	running, endpointRoom map[string]int
-	skip                  string // the SQL condition leaving skipped keys out
+	skipEndpoints         []string
+	skipPaceKeys          []string
+	skip                  string // SQLite's condition leaving skipped keys out
 	skipArgs              []any
 }
 
@@ -192,7 +197,7 @@ func (c claim) roomOf(endpoint string) int {
 func newClaim(leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) claim {
 	c := claim{limit: limit, share: f.AccountShare, ceiling: f.AccountCeiling, now: micros(now),
 		kinds: leaseKinds(leases), running: f.AccountsRunning,
-		endpointRoom: f.EndpointRoom}
+		endpointRoom: f.EndpointRoom, skipEndpoints: f.SkipEndpoints, skipPaceKeys: f.SkipPaceKeys}
 	// An unbounded ceiling is one no account's room can reach past the
 	// claim's limit.
 	if unbounded := limit + maxRunning(c.running); c.ceiling <= 0 || c.ceiling > unbounded {
@@ -227,16 +232,16 @@ func maxRunning(running map[string]int) int {
 // the accounts with pending jobs (the empty account, of jobs for none,
 // first), as a recursive CTE named accounts(a) with a NULL row last.
 const accountsWithPending = `accounts(a) AS (
-	SELECT MIN(account_id) FROM jobs WHERE state IN (?)
+	SELECT MIN(account_id) FROM jobs WHERE state IN (` + pendingSQL + `)
 	UNION ALL
-	SELECT (SELECT MIN(account_id) FROM jobs WHERE state IN (?) AND account_id > accounts.a)
+	SELECT (SELECT MIN(account_id) FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > accounts.a)
 	FROM accounts WHERE accounts.a IS NOT NULL
 )`
 
-// accountRoom is, in the claim on Postgres, how many jobs of account v.a
-// the claim may take: up to its ceiling, at most the claim's limit, and
-// the limit for jobs of no account.
-const accountRoom = `CASE WHEN v.a = '' THEN ? ELSE LEAST(GREATEST(? - v.held, 0), ?) END`
+// pendingSQL is the pending states as an SQL list, for statements whose
+// text is fixed: a partial index on the pending states serves a statement
+// only when its text names them.
+const pendingSQL = `'` + string(jobs.StateAvailable) + `', '` + string(jobs.StateRetryable) + `'`
 
 // claimScanBeyond is how many of an account's due jobs past its room a
 // claim reads to find jobs of keys it does not skip. Deeper, a skipped
@@ -246,7 +251,7 @@ const accountRoom = `CASE WHEN v.a = '' THEN ? ELSE LEAST(GREATEST(? - v.held, 0
 const claimScanBeyond = 256
 
 func (c claim) scanBeyond() int {
-	if len(c.skipArgs) == 0 {
+	if len(c.skipEndpoints)+len(c.skipPaceKeys) == 0 {
 		return 0
 	}
 	return claimScanBeyond
@@ -255,20 +260,21 @@ func (c claim) scanBeyond() int {
 // dueOfAccount is the condition on an account's jobs that a claim may take.
 const dueOfAccount = `state IN (?) AND run_at <= ? AND kind IN (?)`
 
-// postgres is the claim's CTEs, ending in locked(id), to prefix the
-// UPDATE that takes them. Each account's oldest due jobs are read up to
-// the room under its ceiling (past the skipped keys' jobs, up to
-// claimScanBeyond more); rn numbers them within the account, so that rn
-// plus what the account runs already says which are within its share, and
-// ern within their endpoint, for its room. Only the picked jobs are
-// locked, still pending, and those another claimer holds are passed over
-// (SKIP LOCKED). The running counts and rooms are VALUES lists.
-func (c claim) postgres() (string, []any) {
-	running, runningArgs := valuesOf(c.running)
-	room, roomArgs := valuesOf(c.endpointRoom)
-	q := `WITH RECURSIVE ` + accountsWithPending + `,
-	running(a, n) AS (` + running + `),
-	endpoint_room(k, n) AS (` + room + `),
+// claimPostgres is the claim on Postgres: one statement whose text never
+// changes, so that each connection prepares it once and Postgres plans it
+// once (a generic plan) instead of on every claim. Each account's oldest
+// due jobs are read up to the room under its ceiling (past the skipped
+// keys' jobs, up to claimScanBeyond more); rn numbers them within the
+// account, so that rn plus what the account runs already says which are
+// within its share, and ern within their endpoint, for its room. Only the
+// picked jobs are locked, still pending, and those another claimer holds
+// are passed over (SKIP LOCKED); the lock reads them by primary key
+// whatever the plan. The sets (accounts running, endpoint rooms, kinds,
+// skipped keys, lease ends by kind) are JSON parameters; see postgresArgs
+// for the order.
+const claimPostgres = `WITH RECURSIVE ` + accountsWithPending + `,
+	running(a, n) AS (SELECT key, value::int FROM jsonb_each_text($1::jsonb)),
+	endpoint_room(k, n) AS (SELECT key, value::int FROM jsonb_each_text($2::jsonb)),
 	visited AS (
 		SELECT accounts.a, COALESCE(running.n, 0) AS held FROM accounts LEFT JOIN running ON running.a = accounts.a
 		WHERE accounts.a IS NOT NULL
@@ -280,29 +286,66 @@ func (c claim) postgres() (string, []any) {
 		FROM visited v CROSS JOIN LATERAL (
 			SELECT id, run_at, endpoint_key FROM (
 				SELECT id, run_at, endpoint_key, pace_key FROM jobs
-				WHERE account_id = v.a AND ` + dueOfAccount + `
+				WHERE account_id = v.a AND state IN (` + pendingSQL + `) AND run_at <= $3
+					AND kind = ANY(ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))
 				ORDER BY run_at, id
-				LIMIT ` + accountRoom + ` + ?
-			) d WHERE true` + c.skip + `
+				LIMIT CASE WHEN v.a = '' THEN $5 ELSE LEAST(GREATEST($6 - v.held, 0), $5) END + $7
+			) d
+			WHERE (endpoint_key IS NULL OR endpoint_key <> ALL(ARRAY(SELECT jsonb_array_elements_text($8::jsonb))))
+				AND (pace_key IS NULL OR pace_key <> ALL(ARRAY(SELECT jsonb_array_elements_text($9::jsonb))))
 			ORDER BY run_at, id
-			LIMIT ` + accountRoom + `
+			LIMIT CASE WHEN v.a = '' THEN $5 ELSE LEAST(GREATEST($6 - v.held, 0), $5) END
 		) j
 	),
 	picked(id) AS (
 		SELECT c.id FROM candidates c
 		LEFT JOIN endpoint_room er ON er.k = c.endpoint_key
 		WHERE er.n IS NULL OR c.ern <= er.n
-		ORDER BY c.a <> '' AND c.held + c.rn > ?, c.rn, c.run_at, c.id LIMIT ?
+		ORDER BY c.a <> '' AND c.held + c.rn > $10, c.rn, c.run_at, c.id LIMIT $5
 	),
-	locked(id) AS (SELECT id FROM jobs WHERE id IN (SELECT id FROM picked) AND state IN (?) FOR UPDATE SKIP LOCKED)
-	`
-	args := []any{bun.List(pending), bun.List(pending)}
-	args = append(args, runningArgs...)
-	args = append(args, roomArgs...)
-	args = append(args, bun.List(pending), c.now, bun.List(c.kinds), c.limit, c.ceiling, c.limit, c.scanBeyond())
-	args = append(args, c.skipArgs...)
-	args = append(args, c.limit, c.ceiling, c.limit, c.share, c.limit, bun.List(pending))
-	return q, args
+	locked(id) AS (
+		SELECT id FROM jobs WHERE id = ANY(ARRAY(SELECT id FROM picked)) AND state IN (` + pendingSQL + `)
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE jobs SET state = '` + string(jobs.StateRunning) + `', attempt = attempt + 1, attempted_at = $3, lease_owner = $11,
+		lease_expires_at = ($12::jsonb ->> kind)::bigint
+	WHERE id IN (SELECT id FROM locked) RETURNING ` + jobColumns
+
+// postgresArgs are claimPostgres's parameters for worker's claim with
+// these leases: $1 the jobs each account runs, $2 each bounded endpoint's
+// room, $3 now, $4 the kinds, $5 the limit, $6 the ceiling, $7 how far
+// past an account's room to read, $8 and $9 the skipped endpoints and pace
+// keys, $10 the share, $11 the worker and $12 each kind's lease end.
+func (c claim) postgresArgs(worker string, leases []jobs.Lease) ([]any, error) {
+	until := make(map[string]int64, len(leases))
+	for _, l := range leases {
+		until[l.Kind] = micros(l.Until)
+	}
+	sets := []any{nonNilMap(c.running), nonNilMap(c.endpointRoom), c.kinds, nonNil(c.skipEndpoints), nonNil(c.skipPaceKeys), until}
+	encoded := make([]string, len(sets))
+	for i, v := range sets {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("claim parameters: %w", err)
+		}
+		encoded[i] = string(b)
+	}
+	return []any{encoded[0], encoded[1], c.now, encoded[2], c.limit, c.ceiling, c.scanBeyond(),
+		encoded[3], encoded[4], c.share, worker, encoded[5]}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilMap(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
 }
 
 // pick is the claim's choice made in Go from the same reads, for SQLite:
@@ -311,8 +354,8 @@ func (c claim) postgres() (string, []any) {
 // share first.
 func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
 	var accounts []string
-	if err := db.NewRaw(`WITH RECURSIVE `+accountsWithPending+` SELECT a FROM accounts WHERE a IS NOT NULL`,
-		bun.List(pending), bun.List(pending)).Scan(ctx, &accounts); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := db.NewRaw(`WITH RECURSIVE `+accountsWithPending+` SELECT a FROM accounts WHERE a IS NOT NULL`).
+		Scan(ctx, &accounts); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("list accounts with pending jobs: %w", err)
 	}
 	var q strings.Builder
@@ -382,34 +425,6 @@ func (c claim) pick(ctx context.Context, db bun.IDB) ([]int64, error) {
 		ids = append(ids, j.id)
 	}
 	return ids, nil
-}
-
-// valuesOf is a VALUES list of m's keys and counts, for a CTE of two
-// columns, and its arguments; a query of no rows when m is empty.
-func valuesOf(m map[string]int) (string, []any) {
-	if len(m) == 0 {
-		return `SELECT NULL::text, 0 WHERE false`, nil
-	}
-	var b strings.Builder
-	args := make([]any, 0, 2*len(m))
-	b.WriteString("VALUES ")
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?::text, ?::int)")
-		args = append(args, k, m[k])
-	}
-	return b.String(), args
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // RenewLeases is the heartbeat of a runner: it extends the leases worker

@@ -1,11 +1,17 @@
 package store_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 func TestJobLeasesContract(t *testing.T) {
@@ -21,3 +27,62 @@ func TestJobLeasesContract(t *testing.T) {
 }
 
 var _ storetest.JobQueue = store.JobQueue{}
+
+// A claim on Postgres is one statement whose text does not depend on its
+// filter, so each connection prepares it once and Postgres plans it once:
+// claims under every kind of filter run the same text and take what the
+// filter allows, each job leased until its kind's lease ends.
+func TestPostgresClaimsRunOneStatementText(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Postgres)
+	q := db.JobQueue()
+	ctx := context.Background()
+	now := time.Now()
+	// Job i is acc_{i%2}'s, of endpoint ep_{i%3} and pace key pace_{i%2},
+	// due in the order of i.
+	ids := make([]int64, 8)
+	for i := range ids {
+		var err error
+		ids[i], err = q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "deliver", AccountID: fmt.Sprintf("acc_%d", i%2),
+			EndpointKey: fmt.Sprintf("ep_%d", i%3), PaceKey: fmt.Sprintf("pace_%d", i%2), RunAt: now.Add(-time.Duration(10-i) * time.Second)})
+		require.NoError(t, err)
+	}
+	claims := &capturedQueries{marker: "UPDATE jobs SET state"}
+	db.AddQueryHook(claims)
+	leases := []jobs.Lease{{Kind: "deliver", Until: now.Add(time.Minute)}, {Kind: "other", Until: now.Add(time.Hour)}}
+	for _, c := range []struct {
+		filter jobs.ClaimFilter
+		want   []int
+	}{
+		// acc_0 runs one job already and may hold two.
+		{jobs.ClaimFilter{AccountShare: 1, AccountCeiling: 2, AccountsRunning: map[string]int{"acc_0": 1}}, []int{0, 1, 3}},
+		// ep_1 has room for one, ep_0 is skipped.
+		{jobs.ClaimFilter{EndpointRoom: map[string]int{"ep_1": 1}, SkipEndpoints: []string{"ep_0"}}, []int{2, 4, 5}},
+		{jobs.ClaimFilter{SkipPaceKeys: []string{"pace_1"}}, []int{6}},
+	} {
+		claimed, err := q.ClaimJobs(ctx, "w", leases, 10, now, c.filter)
+		require.NoError(t, err)
+		var got []int64
+		for _, j := range claimed {
+			got = append(got, j.ID)
+			require.Equal(t, now.Add(time.Minute).UnixMicro(), jobLeaseEnd(t, db, j.ID), "job %d is leased for its kind's lease", j.ID)
+		}
+		var want []int64
+		for _, i := range c.want {
+			want = append(want, ids[i])
+		}
+		require.ElementsMatch(t, want, got, "filter %+v", c.filter)
+	}
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	require.Len(t, claims.seen, 3)
+	require.Equal(t, claims.seen[0], claims.seen[1])
+	require.Equal(t, claims.seen[0], claims.seen[2])
+}
+
+func jobLeaseEnd(t *testing.T, db *store.DB, id int64) int64 {
+	t.Helper()
+	var until int64
+	require.NoError(t, db.Bun().NewRaw("SELECT lease_expires_at FROM jobs WHERE id = ?", id).Scan(context.Background(), &until))
+	return until
+}

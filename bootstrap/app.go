@@ -69,6 +69,7 @@ func Options(cfg Config) fx.Option {
 func OperatorOptions(cfg Config) fx.Option {
 	cfg.MigrateOnStart = true
 	cfg.DBMaxConns = 4
+	cfg.oneShot = true
 	if cfg.LogLevel >= slog.LevelInfo && cfg.LogLevel < slog.LevelWarn {
 		cfg.LogLevel = slog.LevelWarn
 	}
@@ -100,7 +101,7 @@ func core(cfg Config) fx.Option {
 		fx.Provide(
 			func(c Config) store.Config {
 				return store.Config{URL: c.DatabaseURL, MaxConns: c.DBMaxConns, MigrateOnStart: c.MigrateOnStart,
-					ReadTimeout: c.DBReadTimeout, StatementTimeout: c.DBStatementTimeout}
+					ReadTimeout: c.DBReadTimeout, StatementTimeout: c.DBStatementTimeout, Background: !c.oneShot}
 			},
 			func(c Config) (*keyring.Keyring, error) { return c.Keyring() },
 			func(c Config) *httpguard.Guard {

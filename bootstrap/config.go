@@ -65,6 +65,9 @@ type Config struct {
 	// store.Options); 0 picks the defaults.
 	DBReadTimeout      time.Duration
 	DBStatementTimeout time.Duration
+	// oneShot marks an operator command's app (OperatorOptions): no
+	// database health watcher or maintenance loop runs in it.
+	oneShot bool
 	// RunJobs runs the job runner in this process (deliveries, webhooks,
 	// cron); JobWorkers bounds its concurrent jobs (0: from the CPU count).
 	RunJobs    bool

@@ -17,6 +17,9 @@ type Config struct {
 	MigrateOnStart bool
 	// ReadTimeout and StatementTimeout bound Postgres's answers (Options).
 	ReadTimeout, StatementTimeout time.Duration
+	// Background runs the health watcher and the maintenance loop: a
+	// server's, not a one-shot command's.
+	Background bool
 }
 
 // migrateOnStartTimeout bounds the migrations run at start, the wait for
@@ -52,8 +55,10 @@ func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
 		}
 	}
 	lc.Append(fx.StopHook(db.Close))
-	go db.maintain(db.background, log)
-	db.watchHealth(log)
+	if cfg.Background {
+		go db.maintain(db.background, log)
+		db.watchHealth(log)
+	}
 	return db, nil
 }
 

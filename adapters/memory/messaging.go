@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -371,22 +372,25 @@ func unique(ids []string) []string {
 
 // UpsertContact records a user, keeping the newest non-empty name.
 func (r *Repos) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
-	return r.write(ctx, func(t *tables) error {
-		if err := t.needAccount(accountID); err != nil {
-			return err
-		}
-		key := [3]string{accountID, string(service), address}
-		c, ok := t.contacts[key]
-		if !ok {
-			c.createdAt = utc(at)
-		}
-		if name != "" || !ok {
-			c.name = name
-		}
-		c.updatedAt = utc(at)
-		t.contacts[key] = c
-		return nil
-	})
+	return r.write(ctx, func(t *tables) error { return t.upsertContact(accountID, service, address, name, at) })
+}
+
+// upsertContact records a user (UpsertContact).
+func (t *tables) upsertContact(accountID string, service account.Service, address, name string, at time.Time) error {
+	if err := t.needAccount(accountID); err != nil {
+		return err
+	}
+	key := [3]string{accountID, string(service), address}
+	c, ok := t.contacts[key]
+	if !ok {
+		c.createdAt = utc(at)
+	}
+	if name != "" || !ok {
+		c.name = name
+	}
+	c.updatedAt = utc(at)
+	t.contacts[key] = c
+	return nil
 }
 
 // Group reads a group thread of the account with its members.
@@ -420,35 +424,41 @@ func (r *Repos) group(ctx context.Context, match func(threadRow) bool) (messagin
 
 // InsertGroup stores a new group thread and its members.
 func (r *Repos) InsertGroup(ctx context.Context, g messaging.GroupState) error {
-	return r.write(ctx, func(t *tables) error {
-		if err := t.insertThread(g.Thread, g.Members); err != nil {
-			return err
-		}
-		return t.saveGroupColumns(g)
-	})
+	return r.write(ctx, func(t *tables) error { return t.insertGroup(g) })
+}
+
+// insertGroup stores a new group thread and its members (InsertGroup).
+func (t *tables) insertGroup(g messaging.GroupState) error {
+	if err := t.insertThread(g.Thread, g.Members); err != nil {
+		return err
+	}
+	return t.saveGroupColumns(g)
 }
 
 // SaveGroup stores a group's state and its members: members who stay keep
 // their name, and take their new roles.
 func (r *Repos) SaveGroup(ctx context.Context, g messaging.GroupState) error {
-	return r.write(ctx, func(t *tables) error {
-		if err := t.saveGroupColumns(g); err != nil {
-			return err
+	return r.write(ctx, func(t *tables) error { return t.saveGroup(g) })
+}
+
+// saveGroup writes a group's state and its members (SaveGroup).
+func (t *tables) saveGroup(g messaging.GroupState) error {
+	if err := t.saveGroupColumns(g); err != nil {
+		return err
+	}
+	current := map[string]messaging.Participant{}
+	for _, p := range t.participants[g.Thread.ID] {
+		current[p.Address] = p
+	}
+	members := make([]messaging.Participant, len(g.Members))
+	for i, m := range g.Members {
+		if c, stays := current[m.Address]; stays {
+			m.Name = c.Name
 		}
-		current := map[string]messaging.Participant{}
-		for _, p := range t.participants[g.Thread.ID] {
-			current[p.Address] = p
-		}
-		members := make([]messaging.Participant, len(g.Members))
-		for i, m := range g.Members {
-			if c, stays := current[m.Address]; stays {
-				m.Name = c.Name
-			}
-			members[i] = m
-		}
-		t.setParticipants(g.Thread.ID, members)
-		return nil
-	})
+		members[i] = m
+	}
+	t.setParticipants(g.Thread.ID, members)
+	return nil
 }
 
 // saveGroupColumns writes a group's own columns; NotFound when it is not a
@@ -560,7 +570,23 @@ func (r *Repos) MessagesByID(ctx context.Context, accountID string, ids []string
 
 // MessagingStore is the messaging use cases' store (messaging.Store), as store.DB.MessagingStore is.
 func (db *DB) MessagingStore() appmessaging.Store {
-	return bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }}
+	return messagingStore{bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }}}
+}
+
+// messagingStore adds the messaging use cases' decisions to their
+// repositories.
+type messagingStore struct{ bound[appmessaging.Repos] }
+
+// Decide runs decide in a transaction and writes the batch it returns
+// there (appmessaging.Store).
+func (s messagingStore) Decide(ctx context.Context, decide func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error)) error {
+	return s.db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+		b, err := decide(ctx, r)
+		if err != nil {
+			return err
+		}
+		return r.WriteBatch(ctx, b)
+	})
 }
 
 // MessageEvents reads, oldest first, up to limit message.sent and

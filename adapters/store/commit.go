@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
 // The write pipeline's committers (application/writes).
@@ -74,13 +75,21 @@ func (db *DB) react(ctx context.Context, c *Conn, b *writes.Batch) error {
 	return db.reactingOn(c).React(ctx, b)
 }
 
-// WriteBatch writes b, with its reactions, in r's transaction (or, outside
-// one, atomically on its own), for use cases whose decision reads inside a
+// decide runs decide in a transaction and writes the batch it returns
+// there (see writeInTx); nothing is written when decide fails.
+func (db *DB) decide(ctx context.Context, decide func(ctx context.Context, c *Conn) (writes.Batch, error)) error {
+	return db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		b, err := decide(ctx, c)
+		if err != nil {
+			return err
+		}
+		return c.writeInTx(ctx, b)
+	})
+}
+
+// writeInTx writes b, with its reactions reading on r, in r's
 // transaction.
-func (r *Conn) WriteBatch(ctx context.Context, b writes.Batch) error {
-	if r.tx == nil {
-		return r.db.commitAlone(ctx, b)
-	}
+func (r *Conn) writeInTx(ctx context.Context, b writes.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return err
 	}
@@ -198,6 +207,9 @@ func explainBatch(err error) error {
 	if isUniqueViolation(err) && violatesIn(err, "idempotency_responses") {
 		return idempotency.ErrAnsweredElsewhere
 	}
+	if isUniqueViolation(err) && violatesIndividualThread(err) {
+		return writes.ErrThreadExists
+	}
 	return translate(err, "row")
 }
 
@@ -214,6 +226,20 @@ func violatesIn(err error, table string) bool {
 	return false
 }
 
+// violatesIndividualThread tells whether a unique violation is of the one
+// individual thread of an agent number and a user (threads_individual).
+func violatesIndividualThread(err error) bool {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('n') == "threads_individual"
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return strings.Contains(liteErr.Error(), "threads.contact")
+	}
+	return false
+}
+
 // batchStatements returns the statements that write b on db, in an order
 // in which every row exists before a statement refers to it.
 func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time) []batchStatement {
@@ -223,8 +249,11 @@ func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time)
 			out = append(out, batchStatement{name: name, query: q})
 		}
 	}
+	add("insert threads", insertThreads(db, b.Threads, b.Groups)...)
+	add("save group states", saveGroupStates(db, b.GroupStates)...)
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
-	add("record thread activity", touchThreads(db, dialect, b.ThreadActivity)...)
+	add("record thread activity", touchThreads(db, dialect, b.ThreadActivity, false)...)
+	add("record inbound activity", recordInbound(db, dialect, b.Inbound)...)
 	add("move message statuses", moveStatuses(db, dialect, b.Statuses)...)
 	add("insert events", insertRows(db, b.Events, eventToRow)...)
 	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
@@ -304,9 +333,124 @@ func latestByID[T any](changes []T, id func(T) string) []T {
 	return out
 }
 
-// touchThreads moves threads' last activity forward: on Postgres one
-// UPDATE for all, elsewhere one per thread.
-func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity) []batchQuery {
+// insertThreads inserts new threads and groups, then their participants.
+func insertThreads(db bun.IDB, threads []writes.NewThread, groups []messaging.GroupState) []batchQuery {
+	if len(threads) == 0 && len(groups) == 0 {
+		return nil
+	}
+	rows := make([]groupRow, 0, len(threads)+len(groups))
+	var members []participantRow
+	for _, n := range threads {
+		rows = append(rows, groupRow{threadRow: threadToRow(n.Thread)})
+		members = appendParticipants(members, n.Thread.ID, n.Participants, n.Thread.CreatedAt)
+	}
+	for _, g := range groups {
+		rows = append(rows, groupToRow(g))
+		members = appendParticipants(members, g.Thread.ID, g.Members, g.Thread.CreatedAt)
+	}
+	out := []batchQuery{db.NewInsert().Model(&rows).Returning("NULL")}
+	if len(members) > 0 {
+		out = append(out, db.NewInsert().Model(&members).Returning("NULL"))
+	}
+	return out
+}
+
+// appendParticipants appends the rows of members of thread, joined at.
+func appendParticipants(rows []participantRow, thread string, members []messaging.Participant, at time.Time) []participantRow {
+	for _, m := range members {
+		rows = append(rows, participantRow{ThreadID: thread, Address: m.Address, Name: m.Name, Admin: m.Admin, IsAgent: m.IsAgent, JoinedAt: at})
+	}
+	return rows
+}
+
+// saveGroupStates writes groups' columns and replaces their members: a
+// member who stays keeps the name and join time stored with it and takes
+// their new roles; a new one joins at the group's UpdatedAt. A thread that
+// is not a group is left as it is. Three statements per group.
+func saveGroupStates(db bun.IDB, groups []messaging.GroupState) []batchQuery {
+	var out []batchQuery
+	for _, g := range latestByID(groups, func(g messaging.GroupState) string { return g.Thread.ID }) {
+		out = append(out, db.NewUpdate().Model((*threadRow)(nil)).
+			Set("name = ?", g.Thread.Name).Set("description = ?", g.Description).Set("picture_url = ?", g.PictureURL).
+			Set("invite_code = ?", nullable(g.InviteCode)).Set("announcement = ?", g.Announcement).Set("locked = ?", g.Locked).
+			Set("updated_at = ?", g.Thread.UpdatedAt).
+			Where("id = ? AND type = 'group'", g.Thread.ID))
+		addresses := make([]string, len(g.Members))
+		for i, m := range g.Members {
+			addresses[i] = m.Address
+		}
+		gone := db.NewDelete().Model((*participantRow)(nil)).
+			Where("thread_id IN (SELECT id FROM threads WHERE id = ? AND type = 'group')", g.Thread.ID)
+		if len(addresses) > 0 {
+			gone = gone.Where("address NOT IN (?)", bun.In(addresses))
+		}
+		out = append(out, gone)
+		if len(g.Members) == 0 {
+			continue
+		}
+		// The members as a VALUES list, whose columns are named column1
+		// to column4 on both databases; new members join at the group's
+		// updated_at, which the UPDATE above has just set.
+		var values strings.Builder
+		args := make([]any, 0, 4*len(g.Members)+1)
+		for i, m := range g.Members {
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString("(?, ?, ?, ?)")
+			args = append(args, m.Address, m.Name, m.Admin, m.IsAgent)
+		}
+		args = append(args, g.Thread.ID)
+		out = append(out, db.NewRaw(`INSERT INTO thread_participants (thread_id, address, name, admin, is_agent, joined_at)
+		SELECT t.id, v.column1, v.column2, v.column3, v.column4, t.updated_at
+		FROM threads AS t CROSS JOIN (VALUES `+values.String()+`) AS v
+		WHERE t.id = ? AND t.type = 'group'
+		ON CONFLICT (thread_id, address) DO UPDATE SET admin = excluded.admin, is_agent = excluded.is_agent`, args...))
+	}
+	return out
+}
+
+// recordInbound records users who wrote: one upsert of their contacts
+// (the newest non-empty name of each stays), and their threads' activity.
+func recordInbound(db bun.IDB, dialect Dialect, activity []writes.InboundActivity) []batchQuery {
+	if len(activity) == 0 {
+		return nil
+	}
+	type contactKey struct{ account, service, address string }
+	latest := map[contactKey]contactRow{}
+	var order []contactKey
+	threads := make([]writes.ThreadActivity, len(activity))
+	for i, a := range activity {
+		threads[i] = writes.ThreadActivity{ThreadID: a.ThreadID, At: a.At}
+		k := contactKey{a.AccountID, string(a.Service), a.Address}
+		c, seen := latest[k]
+		if !seen {
+			order = append(order, k)
+			c = contactRow{AccountID: a.AccountID, Service: string(a.Service), Address: a.Address, CreatedAt: a.At, UpdatedAt: a.At}
+		}
+		if a.Name != "" {
+			c.Name = a.Name
+		}
+		if a.At.After(c.UpdatedAt) {
+			c.UpdatedAt = a.At
+		}
+		latest[k] = c
+	}
+	contacts := make([]contactRow, len(order))
+	for i, k := range order {
+		contacts[i] = latest[k]
+	}
+	upsert := db.NewInsert().Model(&contacts).ModelTableExpr("contacts").
+		On("CONFLICT (account_id, service, address) DO UPDATE").
+		Set("name = CASE WHEN EXCLUDED.name = '' THEN contacts.name ELSE EXCLUDED.name END").
+		Set("updated_at = EXCLUDED.updated_at").Returning("NULL")
+	return append([]batchQuery{upsert}, touchThreads(db, dialect, threads, true)...)
+}
+
+// touchThreads moves threads' last activity forward, and for inbound
+// messages their last inbound message: on Postgres one UPDATE for all,
+// elsewhere one per thread.
+func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity, inbound bool) []batchQuery {
 	if len(activity) == 0 {
 		return nil
 	}
@@ -322,10 +466,14 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity)
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
 		kept = append(kept, writes.ThreadActivity{ThreadID: id, At: newest[id]})
 	}
+	set := "last_message_at = ?0, updated_at = ?0"
+	if inbound {
+		set += ", last_inbound_at = ?0"
+	}
 	if dialect != Postgres {
 		out := make([]batchQuery, len(kept))
 		for i, a := range kept {
-			out[i] = db.NewRaw("UPDATE threads SET last_message_at = ?, updated_at = ? WHERE id = ?", a.At, a.At, a.ThreadID)
+			out[i] = db.NewRaw("UPDATE threads SET "+set+" WHERE id = ?1", a.At, a.ThreadID)
 		}
 		return out
 	}
@@ -333,7 +481,7 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity)
 	for i, a := range kept {
 		ids[i], ats[i] = a.ThreadID, a.At
 	}
-	return []batchQuery{db.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
+	return []batchQuery{db.NewRaw("UPDATE threads AS t SET "+strings.ReplaceAll(set, "?0", "u.at")+`
 		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
 		pgdialect.Array(ids), pgdialect.Array(ats))}
 }

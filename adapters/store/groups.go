@@ -126,3 +126,20 @@ type eventRow struct {
 	Payload       string         `bun:"payload"`
 	CreatedAt     time.Time      `bun:"created_at"`
 }
+
+// groupRow is a thread with its group columns (empty for an individual
+// thread), as a new thread is inserted.
+type groupRow struct {
+	bun.BaseModel `bun:"table:threads"`
+	threadRow
+	Description  string         `bun:"description"`
+	PictureURL   string         `bun:"picture_url"`
+	InviteCode   sql.NullString `bun:"invite_code"`
+	Announcement bool           `bun:"announcement"`
+	Locked       bool           `bun:"locked"`
+}
+
+func groupToRow(g messaging.GroupState) groupRow {
+	return groupRow{threadRow: threadToRow(g.Thread), Description: g.Description, PictureURL: g.PictureURL,
+		InviteCode: nullable(g.InviteCode), Announcement: g.Announcement, Locked: g.Locked}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -27,12 +28,14 @@ var _ appmessaging.Store = MessagingStore{}
 func (db *DB) MessagingStore() MessagingStore { return MessagingStore{db.base} }
 
 // Repos is s itself: its methods run each as its own statement outside a
-// transaction, and inside the one Transact runs.
+// transaction, and inside the one Decide runs.
 func (s MessagingStore) Repos() appmessaging.Repos { return s }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s MessagingStore) Transact(ctx context.Context, fn func(ctx context.Context, r appmessaging.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, MessagingStore{c}) })
+// Decide runs decide in a transaction, reading through s on it, and
+// writes the batch it returns there, with its reactions
+// (appmessaging.Store).
+func (s MessagingStore) Decide(ctx context.Context, decide func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error)) error {
+	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, MessagingStore{c}) })
 }
 
 // NumberByAddress finds an agent number by service and number.
@@ -113,15 +116,19 @@ type participantRow struct {
 	JoinedAt      time.Time `bun:"joined_at"`
 }
 
+func threadToRow(t messaging.Thread) threadRow {
+	return threadRow{
+		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
+		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+}
+
 // InsertThread stores a thread and its participants. A thread that
 // already exists (the individual thread another request created at the
 // same moment) is a Conflict that leaves the transaction usable, so the
 // caller can read that thread instead.
 func (r MessagingStore) InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error {
-	row := threadRow{
-		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
-		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-	}
+	row := threadToRow(t)
 	res, err := r.write.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
 		return translate(err, "thread")
@@ -299,6 +306,17 @@ func (r MessagingStore) RecentMessages(ctx context.Context, accountID, threadID 
 		out[i] = row.domain()
 	}
 	return out, nil
+}
+
+// contactRow is a user known to an account on a service.
+type contactRow struct {
+	bun.BaseModel `bun:"table:contacts"`
+	AccountID     string    `bun:"account_id"`
+	Service       string    `bun:"service"`
+	Address       string    `bun:"address"`
+	Name          string    `bun:"name"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
 // UpsertContact records a user, keeping the newest non-empty name.

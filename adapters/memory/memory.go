@@ -45,7 +45,7 @@ type DB struct {
 	now       func() time.Time
 	onEnqueue func(js []jobs.Job)
 	// reactions add to every batch what other features do about its
-	// events (SetReactions).
+	// events (Options.Reactions).
 	reactions writes.Reactions
 
 	// writer lets one transaction write at a time.
@@ -65,22 +65,21 @@ type Options struct {
 	// can run them; rolled-back jobs never reach it. DB.Jobs lists every
 	// job enqueued either way.
 	OnEnqueue func(js []jobs.Job)
+	// Reactions, when set, add to every batch with events what other
+	// features do about them before it is written, as store.Options'
+	// Reactions do; they read the committed tables.
+	Reactions writes.Reactions
 }
 
 // New returns an empty database.
 func New(opts Options) *DB {
-	db := &DB{now: opts.Now, onEnqueue: opts.OnEnqueue}
+	db := &DB{now: opts.Now, onEnqueue: opts.OnEnqueue, reactions: opts.Reactions}
 	if db.now == nil {
 		db.now = time.Now
 	}
 	db.committed.Store(newTables())
 	return db
 }
-
-// SetReactions makes every batch with events go through reactions before
-// it is written (writes.Reactions), as store.DB.SetReactions does. Set it
-// once, before the first commit.
-func (db *DB) SetReactions(reactions writes.Reactions) { db.reactions = reactions }
 
 // Repos returns repositories that run each call on its own: a read sees
 // the committed tables, a write commits at once.

@@ -57,16 +57,6 @@ func (db *DB) Commit(ctx context.Context, b writes.Batch) error {
 	return db.shared.commit(ctx, b)
 }
 
-// SetReactions makes every batch with events go through reactions before
-// it is written (writes.Reactions), those reactingOn returns for the
-// connection the batch is written on: inside a transaction, the
-// transaction's. A reaction that read on a connection of its own would
-// wait for one while its caller's transaction holds one, and a pool full
-// of such transactions waits on itself until their deadlines (ten inbound
-// messages at once on a pool of eight did). Set it once, before the first
-// commit.
-func (db *DB) SetReactions(reactingOn func(*Conn) writes.Reactions) { db.reactingOn = reactingOn }
-
 // react adds to b the writes of the reactions reading on c.
 func (db *DB) react(ctx context.Context, c *Conn, b *writes.Batch) error {
 	if db.reactingOn == nil || len(b.Events) == 0 {

@@ -52,6 +52,7 @@ type Service struct {
 	log          *slog.Logger
 	// batched serves the hot reads and writes (hot.go).
 	batched Batched
+	fanOut  FanOut
 	// opened keeps endpoints' opened secrets by account (signer).
 	openedMu sync.Mutex
 	opened   map[string]*openedEndpoint
@@ -107,6 +108,7 @@ func NewService(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.fanOut = FanOut{now: s.now}
 	s.batched = d.Batched
 	if s.batched == nil {
 		s.batched = inline{store: d.Store}
@@ -371,16 +373,38 @@ type EndpointsReader interface {
 }
 
 // ReactingThrough returns the reactions of React, reading the endpoints
+// through r (FanOut.Through) with the service's clock.
+func (s *Service) ReactingThrough(r EndpointsReader) writes.Reactions {
+	return s.fanOut.Through(r)
+}
+
+// FanOut is the webhook feature's reaction to committed events: for each
+// event of a batch that its account's endpoint is enabled and subscribed
+// to, it adds a pending delivery and its job to the batch, so that the
+// event and its delivery commit together. It needs no store, so that the
+// committer that runs it can be built with it.
+type FanOut struct{ now func() time.Time }
+
+// NewFanOut returns the fan-out stamping deliveries with now (time.Now
+// when nil), in UTC to the microsecond.
+func NewFanOut(now func() time.Time) FanOut {
+	if now == nil {
+		now = time.Now
+	}
+	return FanOut{now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
+}
+
+// Through returns the fan-out's writes.Reactions, reading the endpoints
 // through r: for a batch written inside a transaction, the store hands the
 // transaction's connection, so that the reaction does not wait for a
 // second connection while the transaction holds one.
-func (s *Service) ReactingThrough(r EndpointsReader) writes.Reactions {
-	return reactions{s: s, endpoints: r}
+func (f FanOut) Through(r EndpointsReader) writes.Reactions {
+	return reactions{now: f.now, endpoints: r}
 }
 
-// reactions are the service's writes.Reactions reading through endpoints.
+// reactions are the fan-out's writes.Reactions reading through endpoints.
 type reactions struct {
-	s         *Service
+	now       func() time.Time
 	endpoints EndpointsReader
 }
 
@@ -409,10 +433,10 @@ func (x reactions) React(ctx context.Context, b *writes.Batch) error {
 		if !ok || !ep.Enabled || !ep.Subscribed(e.Type) {
 			continue
 		}
-		d := x.s.newDelivery(e)
+		d := newDelivery(e, x.now())
 		b.Deliveries = append(b.Deliveries, d)
 		// No unique key: the delivery is new, so nothing else enqueues it.
-		b.Jobs = append(b.Jobs, x.s.deliveryJob(d, ""))
+		b.Jobs = append(b.Jobs, deliveryJob(d, ""))
 	}
 	return nil
 }
@@ -429,8 +453,7 @@ type deliverPayload struct {
 }
 
 // newDelivery is a pending delivery of e, due now.
-func (s *Service) newDelivery(e event.Event) webhook.Delivery {
-	now := s.now()
+func newDelivery(e event.Event, now time.Time) webhook.Delivery {
 	return webhook.Delivery{
 		ID: ident.New(ident.Webhook), AccountID: e.AccountID, EventID: e.ID, EventType: e.Type, ThreadID: e.ThreadID,
 		Status: webhook.Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
@@ -439,7 +462,7 @@ func (s *Service) newDelivery(e event.Event) webhook.Delivery {
 
 // enqueue stores a pending delivery of e and its job.
 func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (webhook.Delivery, error) {
-	d := s.newDelivery(e)
+	d := newDelivery(e, s.now())
 	if err := r.InsertWebhookDelivery(ctx, d); err != nil {
 		return webhook.Delivery{}, err
 	}
@@ -448,7 +471,7 @@ func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (we
 
 // deliveryJob is d's delivery job; uniqueKey, when set, keeps it from
 // being enqueued twice while one is pending or running.
-func (s *Service) deliveryJob(d webhook.Delivery, uniqueKey string) jobs.EnqueueParams {
+func deliveryJob(d webhook.Delivery, uniqueKey string) jobs.EnqueueParams {
 	payload, _ := json.Marshal(deliverPayload{DeliveryID: d.ID})
 	return jobs.EnqueueParams{
 		Kind: DeliverKind, Payload: payload, UniqueKey: uniqueKey, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
@@ -458,7 +481,7 @@ func (s *Service) deliveryJob(d webhook.Delivery, uniqueKey string) jobs.Enqueue
 
 // enqueueJob enqueues d's delivery job (see deliveryJob).
 func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery, uniqueKey string) error {
-	_, err := r.EnqueueJob(ctx, s.deliveryJob(d, uniqueKey))
+	_, err := r.EnqueueJob(ctx, deliveryJob(d, uniqueKey))
 	return err
 }
 

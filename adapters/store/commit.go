@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 
@@ -27,10 +26,11 @@ import (
 //
 // A batch is written by a fixed list of named statements, one per kind of
 // write, each for all the batch's rows of that kind: multi-row INSERTs,
-// and on Postgres one UPDATE … FROM unnest(…) per kind of change. On
-// Postgres the statements go as one multi-statement query, which Postgres
-// runs as one implicit transaction: one round trip whatever the batch's
-// size. On SQLite they run in a transaction.
+// and on Postgres one UPDATE … FROM (VALUES …) per kind of change. On
+// Postgres the statements are fixed text with bound parameters (bound.go)
+// and go as one multi-statement query, which Postgres runs as one
+// implicit transaction: one round trip whatever the batch's size. On
+// SQLite they are bun's queries and run in a transaction.
 
 var (
 	_ writes.Committer = InlineCommitter{}
@@ -86,7 +86,13 @@ func (r *Conn) writeInTx(ctx context.Context, b writes.Batch) error {
 	if err := r.db.react(ctx, r, &b); err != nil {
 		return err
 	}
-	if err := execEach(ctx, batchStatements(r.write, r.dialect, b, r.clock())); err != nil {
+	var err error
+	if r.dialect == Postgres {
+		err = r.execBound(ctx, r.write, pgStatements(r.scanner.Dialect().Tables(), b, r.clock(), func() *binder { return &binder{} }))
+	} else {
+		err = execEach(ctx, batchStatements(r.write, b, r.clock()))
+	}
+	if err != nil {
 		return err
 	}
 	if wakes(b) {
@@ -110,10 +116,10 @@ func (db *DB) commitAlone(ctx context.Context, b writes.Batch) error {
 func (db *DB) writeBatch(ctx context.Context, b writes.Batch) error {
 	var err error
 	if db.dialect == Postgres {
-		err = db.execAsOne(ctx, batchStatements(db.write, db.dialect, b, db.now()))
+		err = db.execAsOne(ctx, b)
 	} else {
 		err = db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			return execEach(ctx, batchStatements(tx, db.dialect, b, db.now()))
+			return execEach(ctx, batchStatements(tx, b, db.now()))
 		})
 	}
 	if err == nil && wakes(b) {
@@ -132,25 +138,24 @@ func execEach(ctx context.Context, statements []batchStatement) error {
 	return nil
 }
 
-// execAsOne runs statements as one multi-statement query on the pool:
-// Postgres runs it as one implicit transaction. bun formats each statement
-// with its arguments, and the text runs without any left to substitute,
-// so nothing in the rows is read as a placeholder.
-func (db *DB) execAsOne(ctx context.Context, statements []batchStatement) error {
+// execAsOne runs b's Postgres statements as one multi-statement query on
+// the pool, their parameters numbered across all of them: Postgres runs it
+// as one implicit transaction.
+func (db *DB) execAsOne(ctx context.Context, b writes.Batch) error {
+	all := &binder{}
+	statements := pgStatements(db.write.Dialect().Tables(), b, db.now(), func() *binder { return all })
 	if len(statements) == 0 {
 		return nil
 	}
-	var q []byte
+	texts := make([]string, len(statements))
 	for i, s := range statements {
-		if i > 0 {
-			q = append(q, ";\n"...)
-		}
-		var err error
-		if q, err = s.query.AppendQuery(db.write.QueryGen(), q); err != nil {
-			return s.explain(err)
-		}
+		texts[i] = s.text
 	}
-	if _, err := db.write.ExecContext(ctx, string(q)); err != nil {
+	q := strings.Join(texts, ";\n")
+	done := db.base.observePrepared(ctx, q, all.args)
+	_, err := execWithArgs(ctx, db.write, q, all.args)
+	done(err)
+	if err != nil {
 		return explainBatch(err)
 	}
 	return nil
@@ -230,9 +235,10 @@ func violatesIndividualThread(err error) bool {
 	return false
 }
 
-// batchStatements returns the statements that write b on db, in an order
-// in which every row exists before a statement refers to it.
-func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time) []batchStatement {
+// batchStatements returns the SQLite statements that write b on db, in an
+// order in which every row exists before a statement refers to it
+// (pgStatements are Postgres's, in the same order).
+func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement {
 	var out []batchStatement
 	add := func(name string, queries ...batchQuery) {
 		for _, q := range queries {
@@ -242,18 +248,21 @@ func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time)
 	add("insert threads", insertThreads(db, b.Threads, b.Groups)...)
 	add("save group states", saveGroupStates(db, b.GroupStates)...)
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
-	add("record thread activity", touchThreads(db, dialect, b.ThreadActivity, false)...)
-	add("record inbound activity", recordInbound(db, dialect, b.Inbound)...)
-	add("move message statuses", moveStatuses(db, dialect, b.Statuses)...)
+	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
+	add("record inbound activity", recordInbound(db, b.Inbound)...)
+	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("insert events", insertRows(db, b.Events, eventToRow)...)
 	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
-	add("record email deliveries", recordEmailOutcomes(db, dialect, b.EmailOutcomes)...)
+	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
-	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow {
-		return idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
-	})...)
+	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)
 	return out
+}
+
+// answerRow is the stored response to an Idempotency-Key.
+func answerRow(a writes.Answer, now time.Time) idempotencyResponseRow {
+	return idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
 }
 
 // insertRows is the multi-row INSERT of items as rows of their table
@@ -264,10 +273,7 @@ func insertRows[T, R any](db bun.IDB, items []T, row func(T) R) []batchQuery {
 	if len(items) == 0 {
 		return nil
 	}
-	rows := make([]R, len(items))
-	for i, it := range items {
-		rows[i] = row(it)
-	}
+	rows := mapRows(items, row)
 	q := db.NewInsert().Model(&rows).Returning("NULL")
 	return []batchQuery{q}
 }
@@ -328,6 +334,17 @@ func insertThreads(db bun.IDB, threads []writes.NewThread, groups []messaging.Gr
 	if len(threads) == 0 && len(groups) == 0 {
 		return nil
 	}
+	rows, members := threadRows(threads, groups)
+	out := []batchQuery{db.NewInsert().Model(&rows).Returning("NULL")}
+	if len(members) > 0 {
+		out = append(out, db.NewInsert().Model(&members).Returning("NULL"))
+	}
+	return out
+}
+
+// threadRows are the rows of new threads and groups, and of their
+// participants, who join at the creation.
+func threadRows(threads []writes.NewThread, groups []messaging.GroupState) ([]groupRow, []participantRow) {
 	rows := make([]groupRow, 0, len(threads)+len(groups))
 	var members []participantRow
 	for _, n := range threads {
@@ -338,11 +355,7 @@ func insertThreads(db bun.IDB, threads []writes.NewThread, groups []messaging.Gr
 		rows = append(rows, groupToRow(g))
 		members = appendParticipants(members, g.Thread.ID, g.Members, g.Thread.CreatedAt)
 	}
-	out := []batchQuery{db.NewInsert().Model(&rows).Returning("NULL")}
-	if len(members) > 0 {
-		out = append(out, db.NewInsert().Model(&members).Returning("NULL"))
-	}
-	return out
+	return rows, members
 }
 
 // appendParticipants appends the rows of members of thread, joined at.
@@ -402,10 +415,27 @@ func saveGroupStates(db bun.IDB, groups []messaging.GroupState) []batchQuery {
 
 // recordInbound records users who wrote: one upsert of their contacts
 // (the newest non-empty name of each stays), and their threads' activity.
-func recordInbound(db bun.IDB, dialect Dialect, activity []writes.InboundActivity) []batchQuery {
+func recordInbound(db bun.IDB, activity []writes.InboundActivity) []batchQuery {
 	if len(activity) == 0 {
 		return nil
 	}
+	contacts, threads := inboundRows(activity)
+	upsert := db.NewInsert().Model(&contacts).ModelTableExpr("contacts").On(contactConflict).Returning("NULL")
+	return append([]batchQuery{upsert}, touchThreads(db, threads, true)...)
+}
+
+// contactConflict is what the upsert of a known contact changes: the name,
+// unless the new one is empty, and the time it last wrote. contactUpsert
+// is the clause as it follows an INSERT.
+const (
+	contactConflict = "CONFLICT (account_id, service, address) DO UPDATE SET " +
+		"name = CASE WHEN EXCLUDED.name = '' THEN contacts.name ELSE EXCLUDED.name END, updated_at = EXCLUDED.updated_at"
+	contactUpsert = " ON " + contactConflict
+)
+
+// inboundRows are the contacts that activity records, one per user (the
+// newest non-empty name and time of each), and the threads' activity.
+func inboundRows(activity []writes.InboundActivity) ([]contactRow, []writes.ThreadActivity) {
 	type contactKey struct{ account, service, address string }
 	latest := map[contactKey]contactRow{}
 	var order []contactKey
@@ -430,22 +460,12 @@ func recordInbound(db bun.IDB, dialect Dialect, activity []writes.InboundActivit
 	for i, k := range order {
 		contacts[i] = latest[k]
 	}
-	upsert := db.NewInsert().Model(&contacts).ModelTableExpr("contacts").
-		On("CONFLICT (account_id, service, address) DO UPDATE").
-		Set("name = CASE WHEN EXCLUDED.name = '' THEN contacts.name ELSE EXCLUDED.name END").
-		Set("updated_at = EXCLUDED.updated_at").Returning("NULL")
-	return append([]batchQuery{upsert}, touchThreads(db, dialect, threads, true)...)
+	return contacts, threads
 }
 
-// touchThreads moves threads' last activity forward, and for inbound
-// messages their last inbound message: on Postgres one UPDATE for all,
-// elsewhere one per thread.
-func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity, inbound bool) []batchQuery {
-	if len(activity) == 0 {
-		return nil
-	}
-	// The newest activity of each thread wins; threads in id order (see
-	// latestByID).
+// newestActivity keeps the newest activity of each thread, threads in id
+// order (see latestByID).
+func newestActivity(activity []writes.ThreadActivity) []writes.ThreadActivity {
 	newest := map[string]time.Time{}
 	for _, a := range activity {
 		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev) {
@@ -456,90 +476,44 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity,
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
 		kept = append(kept, writes.ThreadActivity{ThreadID: id, At: newest[id]})
 	}
+	return kept
+}
+
+// touchThreads moves threads' last activity forward, and for inbound
+// messages their last inbound message: one UPDATE per thread.
+func touchThreads(db bun.IDB, activity []writes.ThreadActivity, inbound bool) []batchQuery {
 	set := "last_message_at = ?0, updated_at = ?0"
 	if inbound {
 		set += ", last_inbound_at = ?0"
 	}
-	if dialect != Postgres {
-		out := make([]batchQuery, len(kept))
-		for i, a := range kept {
-			out[i] = db.NewRaw("UPDATE threads SET "+set+" WHERE id = ?1", a.At, a.ThreadID)
-		}
-		return out
-	}
-	ids, ats := make([]string, len(kept)), make([]time.Time, len(kept))
+	kept := newestActivity(activity)
+	out := make([]batchQuery, len(kept))
 	for i, a := range kept {
-		ids[i], ats[i] = a.ThreadID, a.At
+		out[i] = db.NewRaw("UPDATE threads SET "+set+" WHERE id = ?1", a.At, a.ThreadID)
 	}
-	return []batchQuery{db.NewRaw("UPDATE threads AS t SET "+strings.ReplaceAll(set, "?0", "u.at")+`
-		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
-		pgdialect.Array(ids), pgdialect.Array(ats))}
+	return out
 }
 
 // moveStatuses writes messages' new statuses.
-func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) []batchQuery {
-	if len(changes) == 0 {
-		return nil
-	}
+func moveStatuses(db bun.IDB, changes []writes.MessageStatus) []batchQuery {
 	kept := latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID })
-	if dialect != Postgres {
-		out := make([]batchQuery, len(kept))
-		for i, c := range kept {
-			out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
+	out := make([]batchQuery, len(kept))
+	for i, c := range kept {
+		out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
 		provider_message_id = COALESCE(?, provider_message_id), updated_at = ? WHERE id = ?`,
-				string(c.Status), c.FailureCode, c.FailureText, nullable(c.ProviderMessageID), c.UpdatedAt, c.MessageID)
-		}
-		return out
+			string(c.Status), c.FailureCode, c.FailureText, nullable(c.ProviderMessageID), c.UpdatedAt, c.MessageID)
 	}
-	var id, status, code, text, provider []string
-	var at []time.Time
-	for _, c := range kept {
-		id, status, code, text = append(id, c.MessageID), append(status, string(c.Status)), append(code, c.FailureCode), append(text, c.FailureText)
-		provider, at = append(provider, c.ProviderMessageID), append(at, c.UpdatedAt)
-	}
-	return []batchQuery{db.NewRaw(`UPDATE messages AS m SET status = u.status,
-		failure_code = u.failure_code, failure_text = u.failure_text,
-		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
-			AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
-		WHERE m.id = u.id`,
-		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(code),
-		pgdialect.Array(text), pgdialect.Array(provider), pgdialect.Array(at))}
+	return out
 }
 
 // recordEmailOutcomes writes emails' deliveries, to emails still queued.
-func recordEmailOutcomes(db bun.IDB, dialect Dialect, outcomes []email.Email) []batchQuery {
-	if len(outcomes) == 0 {
-		return nil
-	}
+func recordEmailOutcomes(db bun.IDB, outcomes []email.Email) []batchQuery {
 	kept := latestByID(outcomes, func(e email.Email) string { return e.ID })
-	if dialect != Postgres {
-		out := make([]batchQuery, len(kept))
-		for i, e := range kept {
-			out[i] = db.NewRaw(`UPDATE emails SET status = ?, reply = ?, failure_code = ?, attempts = ?, sent_at = ?, updated_at = ?
+	out := make([]batchQuery, len(kept))
+	for i, e := range kept {
+		out[i] = db.NewRaw(`UPDATE emails SET status = ?, reply = ?, failure_code = ?, attempts = ?, sent_at = ?, updated_at = ?
 		WHERE id = ? AND status = ?`,
-				string(e.Status), e.Reply, e.FailureCode, e.Attempts, e.SentAt, e.UpdatedAt, e.ID, string(email.Queued))
-		}
-		return out
+			string(e.Status), e.Reply, e.FailureCode, e.Attempts, e.SentAt, e.UpdatedAt, e.ID, string(email.Queued))
 	}
-	var id, status, reply, code, sentAt []string
-	var attempts []int
-	var updatedAt []time.Time
-	for _, e := range kept {
-		id, status, reply, code = append(id, e.ID), append(status, string(e.Status)), append(reply, e.Reply), append(code, e.FailureCode)
-		attempts, updatedAt = append(attempts, e.Attempts), append(updatedAt, e.UpdatedAt)
-		at := "" // NULL
-		if e.SentAt != nil {
-			at = e.SentAt.UTC().Format(time.RFC3339Nano)
-		}
-		sentAt = append(sentAt, at)
-	}
-	return []batchQuery{db.NewRaw(`UPDATE emails AS e SET status = u.status, reply = u.reply,
-		failure_code = u.failure_code, attempts = u.attempts,
-		sent_at = NULLIF(u.sent_at, '')::timestamptz, updated_at = u.updated_at
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::timestamptz[])
-			AS u(id, status, reply, failure_code, attempts, sent_at, updated_at)
-		WHERE e.id = u.id AND e.status = ?`,
-		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(reply), pgdialect.Array(code),
-		pgdialect.Array(attempts), pgdialect.Array(sentAt), pgdialect.Array(updatedAt), string(email.Queued))}
+	return out
 }

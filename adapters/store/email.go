@@ -158,7 +158,7 @@ func (r EmailStore) EmailByID(ctx context.Context, id string) (email.Email, erro
 
 // UpdateEmailDelivery saves the delivery outcome of a still-queued email.
 func (r EmailStore) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
-	for _, q := range recordEmailOutcomes(r.write, r.dialect, []email.Email{e}) {
+	for _, q := range recordEmailOutcomes(r.write, []email.Email{e}) {
 		if _, err := q.Exec(ctx); err != nil {
 			return translate(err, "email")
 		}

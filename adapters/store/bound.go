@@ -1,0 +1,288 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+)
+
+// A batch on Postgres: each statement is fixed SQL text with $N
+// placeholders, and the values of the batch's rows are handed to the
+// driver as parameters, never written into the text. (pgdriver puts them
+// in on the client, quoting each by its type, and sends the result with
+// the simple protocol, which runs several statements in one round trip.)
+// The texts hold no comments and no quoted text but fixed literals, since
+// the driver looks for placeholders outside quotes only.
+
+// boundStatement is one named statement of a batch with its parameters.
+type boundStatement struct {
+	name string
+	text string
+	// args are the values of the placeholders $1 to $len(args).
+	args []any
+}
+
+// binder numbers placeholders and keeps the values bound to them.
+type binder struct{ args []any }
+
+// bind returns the placeholder of v's parameter.
+func (p *binder) bind(v any) string {
+	p.args = append(p.args, v)
+	return "$" + strconv.Itoa(len(p.args))
+}
+
+// pgStatements returns the Postgres statements that write b, in
+// batchStatements' order, their placeholders numbered by the binder next
+// gives each: one for all, to run them as one query, or a new one each, to
+// run them one by one.
+func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next func() *binder) []boundStatement {
+	var out []boundStatement
+	add := func(name string, build func(p *binder) string) {
+		p := next()
+		from := len(p.args)
+		out = append(out, boundStatement{name: name, text: build(p), args: p.args[from:]})
+	}
+	if len(b.Threads) > 0 || len(b.Groups) > 0 {
+		rows, members := threadRows(b.Threads, b.Groups)
+		add("insert threads", func(p *binder) string { return boundInsert(tables, p, rows, "") })
+		if len(members) > 0 {
+			add("insert threads", func(p *binder) string { return boundInsert(tables, p, members, "") })
+		}
+	}
+	for _, g := range latestByID(b.GroupStates, func(g messaging.GroupState) string { return g.Thread.ID }) {
+		add("save group states", func(p *binder) string { return saveGroupColumnsBound(p, g) })
+		add("save group states", func(p *binder) string { return removeGoneMembersBound(p, g) })
+		if len(g.Members) > 0 {
+			add("save group states", func(p *binder) string { return upsertMembersBound(p, g) })
+		}
+	}
+	if len(b.Messages) > 0 {
+		add("insert messages", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Messages, messageToRow), "") })
+	}
+	if len(b.ThreadActivity) > 0 {
+		add("record thread activity", func(p *binder) string { return touchThreadsBound(p, newestActivity(b.ThreadActivity), false) })
+	}
+	if len(b.Inbound) > 0 {
+		contacts, threads := inboundRows(b.Inbound)
+		add("record inbound activity", func(p *binder) string { return boundInsert(tables, p, contacts, contactUpsert) })
+		add("record inbound activity", func(p *binder) string { return touchThreadsBound(p, newestActivity(threads), true) })
+	}
+	if len(b.Statuses) > 0 {
+		add("move message statuses", func(p *binder) string { return moveStatusesBound(p, b.Statuses) })
+	}
+	if len(b.Events) > 0 {
+		add("insert events", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Events, eventToRow), "") })
+	}
+	if len(b.Deliveries) > 0 {
+		add("insert webhook deliveries", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Deliveries, deliveryToRow), "") })
+	}
+	if len(b.Emails) > 0 {
+		add("insert emails", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Emails, emailToRow), "") })
+	}
+	if len(b.EmailOutcomes) > 0 {
+		add("record email deliveries", func(p *binder) string { return recordEmailOutcomesBound(p, b.EmailOutcomes) })
+	}
+	if len(b.Jobs) > 0 {
+		add("enqueue jobs", func(p *binder) string {
+			return boundInsert(tables, p, mapRows(b.Jobs, func(j jobs.EnqueueParams) newJobRow { return newJob(j, now) }), "")
+		})
+	}
+	if len(b.Answers) > 0 {
+		add("record idempotent answers", func(p *binder) string {
+			return boundInsert(tables, p, mapRows(b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) }), "")
+		})
+	}
+	return out
+}
+
+// mapRows is items as rows of their table.
+func mapRows[T, R any](items []T, row func(T) R) []R {
+	rows := make([]R, len(items))
+	for i, it := range items {
+		rows[i] = row(it)
+	}
+	return rows
+}
+
+// boundInsert is the multi-row INSERT of rows into their model's table,
+// every column of every row a parameter, followed by suffix.
+func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix string) string {
+	t := tables.Get(reflect.TypeFor[R]())
+	var q strings.Builder
+	q.WriteString("INSERT INTO ")
+	q.WriteString(string(t.SQLName))
+	q.WriteString(" (")
+	for i, f := range t.Fields {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(string(f.SQLName))
+	}
+	q.WriteString(") VALUES ")
+	for i := range rows {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		row := reflect.ValueOf(&rows[i]).Elem()
+		q.WriteByte('(')
+		for j, f := range t.Fields {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(p.bind(f.Value(row).Interface()))
+		}
+		q.WriteByte(')')
+	}
+	q.WriteString(suffix)
+	return q.String()
+}
+
+// valuesList writes one parenthesized row per item, the placeholders of
+// columns(item), each followed by its cast.
+func valuesList[T any](q *strings.Builder, p *binder, items []T, casts []string, columns func(T) []any) {
+	for i, it := range items {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteByte('(')
+		for j, v := range columns(it) {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(p.bind(v))
+			q.WriteString(casts[j])
+		}
+		q.WriteByte(')')
+	}
+}
+
+// touchThreadsBound moves threads' last activity (and, for inbound
+// messages, their last inbound message) to the newest of activity.
+func touchThreadsBound(p *binder, activity []writes.ThreadActivity, inbound bool) string {
+	var q strings.Builder
+	q.WriteString("UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at")
+	if inbound {
+		q.WriteString(", last_inbound_at = u.at")
+	}
+	q.WriteString(" FROM (VALUES ")
+	valuesList(&q, p, activity, []string{"::text", "::timestamptz"}, func(a writes.ThreadActivity) []any { return []any{a.ThreadID, a.At} })
+	q.WriteString(") AS u(id, at) WHERE t.id = u.id")
+	return q.String()
+}
+
+// moveStatusesBound writes messages' new statuses.
+func moveStatusesBound(p *binder, changes []writes.MessageStatus) string {
+	var q strings.Builder
+	q.WriteString(`UPDATE messages AS m SET status = u.status,
+		failure_code = u.failure_code, failure_text = u.failure_text,
+		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at
+		FROM (VALUES `)
+	valuesList(&q, p, latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID }),
+		[]string{"::text", "::text", "::text", "::text", "::text", "::timestamptz"},
+		func(c writes.MessageStatus) []any {
+			return []any{c.MessageID, string(c.Status), c.FailureCode, c.FailureText, c.ProviderMessageID, c.UpdatedAt}
+		})
+	q.WriteString(`) AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
+		WHERE m.id = u.id`)
+	return q.String()
+}
+
+// recordEmailOutcomesBound writes emails' deliveries, to emails still
+// queued.
+func recordEmailOutcomesBound(p *binder, outcomes []email.Email) string {
+	var q strings.Builder
+	q.WriteString(`UPDATE emails AS e SET status = u.status, reply = u.reply,
+		failure_code = u.failure_code, attempts = u.attempts, sent_at = u.sent_at, updated_at = u.updated_at
+		FROM (VALUES `)
+	valuesList(&q, p, latestByID(outcomes, func(e email.Email) string { return e.ID }),
+		[]string{"::text", "::text", "::text", "::text", "::int", "::timestamptz", "::timestamptz"},
+		func(e email.Email) []any {
+			var sentAt sql.NullTime
+			if e.SentAt != nil {
+				sentAt = sql.NullTime{Time: *e.SentAt, Valid: true}
+			}
+			return []any{e.ID, string(e.Status), e.Reply, e.FailureCode, int64(e.Attempts), sentAt, e.UpdatedAt}
+		})
+	q.WriteString(`) AS u(id, status, reply, failure_code, attempts, sent_at, updated_at)
+		WHERE e.id = u.id AND e.status = `)
+	q.WriteString(p.bind(string(email.Queued)))
+	return q.String()
+}
+
+// saveGroupColumnsBound writes a group's own columns (see
+// saveGroupStates).
+func saveGroupColumnsBound(p *binder, g messaging.GroupState) string {
+	return "UPDATE threads SET name = " + p.bind(g.Thread.Name) + ", description = " + p.bind(g.Description) +
+		", picture_url = " + p.bind(g.PictureURL) + ", invite_code = " + p.bind(nullable(g.InviteCode)) +
+		", announcement = " + p.bind(g.Announcement) + ", locked = " + p.bind(g.Locked) +
+		", updated_at = " + p.bind(g.Thread.UpdatedAt) + " WHERE id = " + p.bind(g.Thread.ID) + " AND type = 'group'"
+}
+
+// removeGoneMembersBound deletes the members of a group that its state no
+// longer lists.
+func removeGoneMembersBound(p *binder, g messaging.GroupState) string {
+	q := "DELETE FROM thread_participants WHERE thread_id IN (SELECT id FROM threads WHERE id = " + p.bind(g.Thread.ID) + " AND type = 'group')"
+	if len(g.Members) == 0 {
+		return q
+	}
+	placeholders := make([]string, len(g.Members))
+	for i, m := range g.Members {
+		placeholders[i] = p.bind(m.Address)
+	}
+	return q + " AND address NOT IN (" + strings.Join(placeholders, ", ") + ")"
+}
+
+// upsertMembersBound adds a group's new members and gives those who stay
+// their roles (see saveGroupStates).
+func upsertMembersBound(p *binder, g messaging.GroupState) string {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO thread_participants (thread_id, address, name, admin, is_agent, joined_at)
+		SELECT t.id, v.address, v.name, v.admin, v.is_agent, t.updated_at
+		FROM threads AS t CROSS JOIN (VALUES `)
+	valuesList(&q, p, g.Members, []string{"::text", "::text", "::boolean", "::boolean"},
+		func(m messaging.Participant) []any { return []any{m.Address, m.Name, m.Admin, m.IsAgent} })
+	q.WriteString(`) AS v(address, name, admin, is_agent)
+		WHERE t.id = `)
+	q.WriteString(p.bind(g.Thread.ID))
+	q.WriteString(` AND t.type = 'group'
+		ON CONFLICT (thread_id, address) DO UPDATE SET admin = excluded.admin, is_agent = excluded.is_agent`)
+	return q.String()
+}
+
+// execBound runs statements on db one after the other, each with its own
+// parameters, telling the query hooks about each.
+func (r *Conn) execBound(ctx context.Context, db bun.IDB, statements []boundStatement) error {
+	for _, s := range statements {
+		done := r.observePrepared(ctx, s.text, s.args)
+		_, err := execWithArgs(ctx, db, s.text, s.args)
+		done(err)
+		if err != nil {
+			return batchStatement{name: s.name}.explain(err)
+		}
+	}
+	return nil
+}
+
+// execWithArgs runs text with args on db's database/sql connection or
+// transaction, handing the parameters to the driver (bun's own Exec
+// would write them into the text).
+func execWithArgs(ctx context.Context, db bun.IDB, text string, args []any) (sql.Result, error) {
+	switch d := db.(type) {
+	case *bun.DB:
+		return d.DB.ExecContext(ctx, text, args...)
+	case bun.Tx:
+		return d.Tx.ExecContext(ctx, text, args...)
+	}
+	return db.ExecContext(ctx, text, args...)
+}

@@ -128,6 +128,9 @@ func (t *tables) writeBatch(b writes.Batch, now time.Time) error {
 			return fmt.Errorf("insert webhook deliveries: %w", err)
 		}
 	}
+	for _, d := range b.DeliveryStates {
+		t.updateDelivery(d) // one that does not exist is left out
+	}
 	for _, e := range b.Emails {
 		if _, ok := t.emails[e.ID]; ok {
 			return fmt.Errorf("insert emails: %w", taken("row"))

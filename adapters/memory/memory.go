@@ -232,6 +232,25 @@ func (b bound[R]) Transact(ctx context.Context, fn func(ctx context.Context, r R
 	return b.db.Transact(ctx, func(ctx context.Context, r *Repos) error { return fn(ctx, b.view(r)) })
 }
 
+// decidingStore is a bound store that also runs its consumer's decisions,
+// reads narrows a transaction's repositories to the consumer's TxReads.
+type decidingStore[R, T any] struct {
+	bound[R]
+	reads func(*Repos) T
+}
+
+// Decide runs decide in a transaction and writes the batch it returns
+// there, with its reactions.
+func (s decidingStore[R, T]) Decide(ctx context.Context, decide func(ctx context.Context, tx T) (writes.Batch, error)) error {
+	return s.db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+		b, err := decide(ctx, s.reads(r))
+		if err != nil {
+			return err
+		}
+		return r.WriteBatch(ctx, b)
+	})
+}
+
 // pair is a key of two columns.
 type pair struct{ a, b string }
 

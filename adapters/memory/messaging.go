@@ -8,7 +8,6 @@ import (
 	"time"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
-	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -191,23 +190,6 @@ func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.
 	return out, err
 }
 
-// TouchThread records activity in a thread (and, for an inbound message,
-// that its user wrote).
-func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
-	return r.write(ctx, func(t *tables) error {
-		th, ok := t.threads[threadID]
-		if !ok {
-			return failure.NotFound("thread")
-		}
-		th.lastMessageAt, th.UpdatedAt = utc(at), utc(at)
-		if inbound {
-			th.LastInboundAt = utcPtr(&at)
-		}
-		t.threads[threadID] = th
-		return nil
-	})
-}
-
 // takesPart tells whether phone is the thread's agent number, its user or
 // one of its participants.
 func (t *tables) takesPart(th threadRow, phone string) bool {
@@ -370,12 +352,7 @@ func unique(ids []string) []string {
 	return out
 }
 
-// UpsertContact records a user, keeping the newest non-empty name.
-func (r *Repos) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
-	return r.write(ctx, func(t *tables) error { return t.upsertContact(accountID, service, address, name, at) })
-}
-
-// upsertContact records a user (UpsertContact).
+// upsertContact records a user, keeping the newest non-empty name.
 func (t *tables) upsertContact(accountID string, service account.Service, address, name string, at time.Time) error {
 	if err := t.needAccount(accountID); err != nil {
 		return err
@@ -570,23 +547,10 @@ func (r *Repos) MessagesByID(ctx context.Context, accountID string, ids []string
 
 // MessagingStore is the messaging use cases' store (messaging.Store), as store.DB.MessagingStore is.
 func (db *DB) MessagingStore() appmessaging.Store {
-	return messagingStore{bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }}}
-}
-
-// messagingStore adds the messaging use cases' decisions to their
-// repositories.
-type messagingStore struct{ bound[appmessaging.Repos] }
-
-// Decide runs decide in a transaction and writes the batch it returns
-// there (appmessaging.Store).
-func (s messagingStore) Decide(ctx context.Context, decide func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error)) error {
-	return s.db.Transact(ctx, func(ctx context.Context, r *Repos) error {
-		b, err := decide(ctx, r)
-		if err != nil {
-			return err
-		}
-		return r.WriteBatch(ctx, b)
-	})
+	return decidingStore[appmessaging.Repos, appmessaging.TxReads]{
+		bound: bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }},
+		reads: func(r *Repos) appmessaging.TxReads { return r },
+	}
 }
 
 // MessageEvents reads, oldest first, up to limit message.sent and

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // A batch on Postgres: each statement is fixed SQL text with $N
@@ -87,6 +88,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	if len(b.Deliveries) > 0 {
 		add("insert webhook deliveries", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Deliveries, deliveryToRow), "") })
 	}
+	if len(b.DeliveryStates) > 0 {
+		add("save webhook delivery states", func(p *binder) string { return saveDeliveryStatesBound(p, b.DeliveryStates) })
+	}
 	if len(b.Emails) > 0 {
 		add("insert emails", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Emails, emailToRow), "") })
 	}
@@ -148,6 +152,19 @@ func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix strin
 	return q.String()
 }
 
+// updateFrom is the UPDATE set that takes its rows from a VALUES list:
+// one parenthesized row per item, the placeholders of columns(item) each
+// followed by its cast, named as alias says ("u(id, at) WHERE …").
+func updateFrom[T any](p *binder, set string, items []T, casts []string, columns func(T) []any, alias string) string {
+	var q strings.Builder
+	q.WriteString(set)
+	q.WriteString(" FROM (VALUES ")
+	valuesList(&q, p, items, casts, columns)
+	q.WriteString(") AS ")
+	q.WriteString(alias)
+	return q.String()
+}
+
 // valuesList writes one parenthesized row per item, the placeholders of
 // columns(item), each followed by its cast.
 func valuesList[T any](q *strings.Builder, p *binder, items []T, casts []string, columns func(T) []any) {
@@ -170,42 +187,45 @@ func valuesList[T any](q *strings.Builder, p *binder, items []T, casts []string,
 // touchThreadsBound moves threads' last activity (and, for inbound
 // messages, their last inbound message) to the newest of activity.
 func touchThreadsBound(p *binder, activity []writes.ThreadActivity, inbound bool) string {
-	var q strings.Builder
-	q.WriteString("UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at")
+	set := "UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at"
 	if inbound {
-		q.WriteString(", last_inbound_at = u.at")
+		set += ", last_inbound_at = u.at"
 	}
-	q.WriteString(" FROM (VALUES ")
-	valuesList(&q, p, activity, []string{"::text", "::timestamptz"}, func(a writes.ThreadActivity) []any { return []any{a.ThreadID, a.At} })
-	q.WriteString(") AS u(id, at) WHERE t.id = u.id")
-	return q.String()
+	return updateFrom(p, set, activity, []string{"::text", "::timestamptz"},
+		func(a writes.ThreadActivity) []any { return []any{a.ThreadID, a.At} }, "u(id, at) WHERE t.id = u.id")
 }
 
 // moveStatusesBound writes messages' new statuses.
 func moveStatusesBound(p *binder, changes []writes.MessageStatus) string {
-	var q strings.Builder
-	q.WriteString(`UPDATE messages AS m SET status = u.status,
+	return updateFrom(p, `UPDATE messages AS m SET status = u.status,
 		failure_code = u.failure_code, failure_text = u.failure_text,
-		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at
-		FROM (VALUES `)
-	valuesList(&q, p, latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID }),
+		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at`,
+		latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID }),
 		[]string{"::text", "::text", "::text", "::text", "::text", "::timestamptz"},
 		func(c writes.MessageStatus) []any {
 			return []any{c.MessageID, string(c.Status), c.FailureCode, c.FailureText, c.ProviderMessageID, c.UpdatedAt}
-		})
-	q.WriteString(`) AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
-		WHERE m.id = u.id`)
-	return q.String()
+		},
+		"u(id, status, failure_code, failure_text, provider_message_id, updated_at) WHERE m.id = u.id")
+}
+
+// saveDeliveryStatesBound writes webhook deliveries' new states.
+func saveDeliveryStatesBound(p *binder, ds []webhook.Delivery) string {
+	return updateFrom(p, `UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
+		last_status_code = u.code, last_error = u.err, next_attempt_at = u.next, updated_at = u.updated`,
+		latestByID(ds, func(d webhook.Delivery) string { return d.ID }),
+		[]string{"::text", "::text", "::int", "::int", "::text", "::timestamptz", "::timestamptz"},
+		func(d webhook.Delivery) []any {
+			return []any{d.ID, string(d.Status), int64(d.Attempts), int64(d.LastStatusCode), d.LastError, d.NextAttemptAt, d.UpdatedAt}
+		},
+		"u(id, status, attempts, code, err, next, updated) WHERE d.id = u.id")
 }
 
 // recordEmailOutcomesBound writes emails' deliveries, to emails still
 // queued.
 func recordEmailOutcomesBound(p *binder, outcomes []email.Email) string {
-	var q strings.Builder
-	q.WriteString(`UPDATE emails AS e SET status = u.status, reply = u.reply,
-		failure_code = u.failure_code, attempts = u.attempts, sent_at = u.sent_at, updated_at = u.updated_at
-		FROM (VALUES `)
-	valuesList(&q, p, latestByID(outcomes, func(e email.Email) string { return e.ID }),
+	q := updateFrom(p, `UPDATE emails AS e SET status = u.status, reply = u.reply,
+		failure_code = u.failure_code, attempts = u.attempts, sent_at = u.sent_at, updated_at = u.updated_at`,
+		latestByID(outcomes, func(e email.Email) string { return e.ID }),
 		[]string{"::text", "::text", "::text", "::text", "::int", "::timestamptz", "::timestamptz"},
 		func(e email.Email) []any {
 			var sentAt sql.NullTime
@@ -213,11 +233,9 @@ func recordEmailOutcomesBound(p *binder, outcomes []email.Email) string {
 				sentAt = sql.NullTime{Time: *e.SentAt, Valid: true}
 			}
 			return []any{e.ID, string(e.Status), e.Reply, e.FailureCode, int64(e.Attempts), sentAt, e.UpdatedAt}
-		})
-	q.WriteString(`) AS u(id, status, reply, failure_code, attempts, sent_at, updated_at)
-		WHERE e.id = u.id AND e.status = `)
-	q.WriteString(p.bind(string(email.Queued)))
-	return q.String()
+		},
+		"u(id, status, reply, failure_code, attempts, sent_at, updated_at) WHERE e.id = u.id AND e.status = ")
+	return q + p.bind(string(email.Queued))
 }
 
 // saveGroupColumnsBound writes a group's own columns (see

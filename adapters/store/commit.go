@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // The write pipeline's committers (application/writes).
@@ -253,6 +254,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("insert events", insertRows(db, b.Events, eventToRow)...)
 	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
+	add("save webhook delivery states", saveDeliveryStates(db, b.DeliveryStates)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
@@ -344,11 +346,11 @@ func insertThreads(db bun.IDB, threads []writes.NewThread, groups []messaging.Gr
 
 // threadRows are the rows of new threads and groups, and of their
 // participants, who join at the creation.
-func threadRows(threads []writes.NewThread, groups []messaging.GroupState) ([]groupRow, []participantRow) {
-	rows := make([]groupRow, 0, len(threads)+len(groups))
+func threadRows(threads []writes.NewThread, groups []messaging.GroupState) ([]groupColumnsRow, []participantRow) {
+	rows := make([]groupColumnsRow, 0, len(threads)+len(groups))
 	var members []participantRow
 	for _, n := range threads {
-		rows = append(rows, groupRow{threadRow: threadToRow(n.Thread)})
+		rows = append(rows, groupColumnsRow{threadRow: threadToRow(n.Thread)})
 		members = appendParticipants(members, n.Thread.ID, n.Participants, n.Thread.CreatedAt)
 	}
 	for _, g := range groups {
@@ -502,6 +504,20 @@ func moveStatuses(db bun.IDB, changes []writes.MessageStatus) []batchQuery {
 		out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
 		provider_message_id = COALESCE(?, provider_message_id), updated_at = ? WHERE id = ?`,
 			string(c.Status), c.FailureCode, c.FailureText, nullable(c.ProviderMessageID), c.UpdatedAt, c.MessageID)
+	}
+	return out
+}
+
+// saveDeliveryStates writes webhook deliveries' new states.
+func saveDeliveryStates(db bun.IDB, ds []webhook.Delivery) []batchQuery {
+	kept := latestByID(ds, func(d webhook.Delivery) string { return d.ID })
+	out := make([]batchQuery, len(kept))
+	for i, d := range kept {
+		out[i] = db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+			Set("status = ?", string(d.Status)).Set("attempts = ?", d.Attempts).
+			Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
+			Set("next_attempt_at = ?", d.NextAttemptAt).Set("updated_at = ?", d.UpdatedAt).
+			Where("id = ?", d.ID)
 	}
 	return out
 }

@@ -11,7 +11,10 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
+// groupColumnsRow is a thread with its group columns (empty for an
+// individual thread).
 type groupColumnsRow struct {
+	bun.BaseModel `bun:"table:threads"`
 	threadRow
 	Description  string         `bun:"description"`
 	PictureURL   string         `bun:"picture_url"`
@@ -127,19 +130,8 @@ type eventRow struct {
 	CreatedAt     time.Time      `bun:"created_at"`
 }
 
-// groupRow is a thread with its group columns (empty for an individual
-// thread), as a new thread is inserted.
-type groupRow struct {
-	bun.BaseModel `bun:"table:threads"`
-	threadRow
-	Description  string         `bun:"description"`
-	PictureURL   string         `bun:"picture_url"`
-	InviteCode   sql.NullString `bun:"invite_code"`
-	Announcement bool           `bun:"announcement"`
-	Locked       bool           `bun:"locked"`
-}
-
-func groupToRow(g messaging.GroupState) groupRow {
-	return groupRow{threadRow: threadToRow(g.Thread), Description: g.Description, PictureURL: g.PictureURL,
+// groupToRow is a new group as inserted.
+func groupToRow(g messaging.GroupState) groupColumnsRow {
+	return groupColumnsRow{threadRow: threadToRow(g.Thread), Description: g.Description, PictureURL: g.PictureURL,
 		InviteCode: nullable(g.InviteCode), Announcement: g.Announcement, Locked: g.Locked}
 }

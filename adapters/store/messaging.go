@@ -160,20 +160,6 @@ func (r MessagingStore) Participants(ctx context.Context, threadID string) ([]me
 	return out, nil
 }
 
-// TouchThread records activity in a thread (and, for an inbound message,
-// that its user wrote).
-func (r MessagingStore) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
-	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
-	if inbound {
-		q = q.Set("last_inbound_at = ?", at)
-	}
-	res, err := q.Exec(ctx)
-	if err != nil {
-		return translate(err, "thread")
-	}
-	return requireOneRow(res, "thread")
-}
-
 // Threads lists threads with their participants and last message.
 func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
 	base := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
@@ -317,18 +303,6 @@ type contactRow struct {
 	Name          string    `bun:"name"`
 	CreatedAt     time.Time `bun:"created_at"`
 	UpdatedAt     time.Time `bun:"updated_at"`
-}
-
-// UpsertContact records a user, keeping the newest non-empty name.
-func (r MessagingStore) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
-	_, err := r.write.NewRaw(
-		`INSERT INTO contacts (account_id, service, address, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (account_id, service, address) DO UPDATE SET
-			name = CASE WHEN excluded.name = '' THEN contacts.name ELSE excluded.name END,
-			updated_at = excluded.updated_at`,
-		accountID, string(service), address, name, at, at,
-	).Exec(ctx)
-	return translate(err, "contact")
 }
 
 // deliverableRow is a message with its thread's type and its sending

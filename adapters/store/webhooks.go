@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -30,6 +31,12 @@ func (db *DB) WebhookStore() WebhookStore { return WebhookStore{db.base} }
 // Repos is s itself: its methods run each as its own statement outside a
 // transaction, and inside the one Transact runs.
 func (s WebhookStore) Repos() webhooks.Repos { return s }
+
+// Decide runs decide in a transaction, reading through s on it, and
+// writes the batch it returns there, with its reactions (webhooks.Store).
+func (s WebhookStore) Decide(ctx context.Context, decide func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error)) error {
+	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, WebhookStore{c}) })
+}
 
 // Transact runs fn with s on one transaction (DB.Transact).
 func (s WebhookStore) Transact(ctx context.Context, fn func(ctx context.Context, r webhooks.Repos) error) error {
@@ -160,13 +167,6 @@ func deliveryToRow(d webhook.Delivery) newDeliveryRow {
 		ID: d.ID, AccountID: d.AccountID, EventID: d.EventID, EventType: string(d.EventType), ThreadID: d.ThreadID,
 		Status: string(d.Status), Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
-}
-
-// InsertWebhookDelivery stores a new delivery.
-func (r WebhookStore) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
-	row := deliveryToRow(d)
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "delivery")
 }
 
 // WebhookDelivery reads a delivery with its event's payload; an empty
@@ -466,14 +466,14 @@ func (r WebhookStore) InsertEvent(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-// EnqueueJob enqueues on the job queue, in s's transaction when it has one
-// (JobQueue.EnqueueJob).
-func (r WebhookStore) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
-	return JobQueue(r).EnqueueJob(ctx, p)
-}
-
 // Message reads a message of the account, for a replay's check
 // (MessagingStore.Message).
 func (r WebhookStore) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
 	return MessagingStore(r).Message(ctx, accountID, id)
+}
+
+// EnqueueJob enqueues on the job queue, in s's transaction when it has one
+// (JobQueue.EnqueueJob).
+func (r WebhookStore) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
+	return JobQueue(r).EnqueueJob(ctx, p)
 }

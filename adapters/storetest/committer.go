@@ -190,6 +190,24 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 	})
 
+	t.Run("DeliveryStatesMoveDeliveriesThatExist", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_hook")))
+		d, err := f.Webhooks.Repos().WebhookDelivery(ctx, f.account, "whk_msg_hook")
+		require.NoError(t, err)
+		at := f.now.Add(time.Minute)
+		d.Status, d.Attempts, d.LastStatusCode, d.LastError, d.NextAttemptAt, d.UpdatedAt = webhook.Failed, 3, 500, "it's down", at.Add(time.Hour), at
+		missing := d
+		missing.ID = "whk_missing"
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{DeliveryStates: []webhook.Delivery{missing, d}}))
+		got, err := f.Webhooks.Repos().WebhookDelivery(ctx, f.account, d.ID)
+		require.NoError(t, err)
+		require.Equal(t, d, got)
+		_, err = f.Webhooks.Repos().WebhookDelivery(ctx, f.account, missing.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "a delivery that does not exist is left out: %v", err)
+	})
+
 	t.Run("ATakenAnswerWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

@@ -54,8 +54,14 @@ type Batch struct {
 	Statuses []MessageStatus
 	// Events are new entries of accounts' event logs.
 	Events []event.Event
-	// Deliveries are new webhook deliveries of Events.
+	// Deliveries are new webhook deliveries of events (of Events, or
+	// recorded before).
 	Deliveries []webhook.Delivery
+	// DeliveryStates are the new states of webhook deliveries that
+	// exist: their status, attempts, last status code and error, next
+	// attempt and updated time. Deliveries that do not exist are left
+	// out.
+	DeliveryStates []webhook.Delivery
 	// Emails are new emails; EmailOutcomes record the delivery of emails
 	// still queued (one no longer queued is left as it is).
 	Emails        []email.Email
@@ -126,6 +132,7 @@ func (b *Batch) Add(o Batch) {
 	b.Statuses = append(b.Statuses, o.Statuses...)
 	b.Events = append(b.Events, o.Events...)
 	b.Deliveries = append(b.Deliveries, o.Deliveries...)
+	b.DeliveryStates = append(b.DeliveryStates, o.DeliveryStates...)
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
@@ -147,8 +154,8 @@ type Committer interface {
 
 // Reactions add to a batch, before it is written, what other features
 // do about its events: the webhook feature adds a delivery and its job
-// for each event an account's endpoint subscribes to
-// (webhooks.Service.React). A Committer, and a store's Decide, run them
+// for each event an account's endpoint subscribes to and the batch has
+// no delivery of (webhooks.FanOut). A Committer, and a store's Decide, run them
 // on every batch with events, so no event can miss them; a batch merged
 // from concurrent callers' runs them once.
 type Reactions interface {

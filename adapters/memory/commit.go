@@ -131,6 +131,21 @@ func (t *tables) writeBatch(b writes.Batch, now time.Time) error {
 	for _, d := range b.DeliveryStates {
 		t.updateDelivery(d) // one that does not exist is left out
 	}
+	for _, a := range b.Attempts {
+		if err := t.insertAttempt(a.DeliveryID, a.Attempt); err != nil {
+			return fmt.Errorf("log webhook attempts: %w", err)
+		}
+	}
+	for _, e := range b.EndpointHealth {
+		rec, ok := t.endpoints[e.AccountID]
+		if !ok {
+			continue // no endpoint: left out
+		}
+		rec = cloneRecord(rec)
+		rec.Endpoint.Enabled, rec.Endpoint.DisabledReason, rec.Endpoint.UpdatedAt = e.Enabled, e.DisabledReason, utc(e.UpdatedAt)
+		rec.Endpoint.DisabledAt, rec.Endpoint.FailingSince = utcPtr(e.DisabledAt), utcPtr(e.FailingSince)
+		t.endpoints[e.AccountID] = rec
+	}
 	for _, e := range b.Emails {
 		if _, ok := t.emails[e.ID]; ok {
 			return fmt.Errorf("insert emails: %w", taken("row"))

@@ -180,11 +180,6 @@ func (t *tables) updateDelivery(d webhook.Delivery) bool {
 	return true
 }
 
-// InsertWebhookAttempt appends to a delivery's log.
-func (r *Repos) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
-	return r.write(ctx, func(t *tables) error { return t.insertAttempt(deliveryID, a) })
-}
-
 func (t *tables) insertAttempt(deliveryID string, a webhook.Attempt) error {
 	if _, ok := t.deliveries[deliveryID]; !ok {
 		return foreignKey("webhook delivery", deliveryID)

@@ -91,6 +91,12 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	if len(b.DeliveryStates) > 0 {
 		add("save webhook delivery states", func(p *binder) string { return saveDeliveryStatesBound(p, b.DeliveryStates) })
 	}
+	if len(b.Attempts) > 0 {
+		add("log webhook attempts", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Attempts, attemptToRow), "") })
+	}
+	if len(b.EndpointHealth) > 0 {
+		add("record endpoint health", func(p *binder) string { return recordEndpointHealthBound(p, b.EndpointHealth) })
+	}
 	if len(b.Emails) > 0 {
 		add("insert emails", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Emails, emailToRow), "") })
 	}
@@ -220,6 +226,26 @@ func saveDeliveryStatesBound(p *binder, ds []webhook.Delivery) string {
 		"u(id, status, attempts, code, err, next, updated) WHERE d.id = u.id")
 }
 
+// recordEndpointHealthBound writes webhook endpoints' health.
+func recordEndpointHealthBound(p *binder, es []webhook.Endpoint) string {
+	return updateFrom(p, `UPDATE webhook_endpoints AS e SET enabled = u.enabled, disabled_reason = u.reason,
+		disabled_at = u.disabled_at, failing_since = u.failing_since, updated_at = u.updated_at`,
+		latestByID(es, func(e webhook.Endpoint) string { return e.AccountID }),
+		[]string{"::text", "::boolean", "::text", "::timestamptz", "::timestamptz", "::timestamptz"},
+		func(e webhook.Endpoint) []any {
+			return []any{e.AccountID, e.Enabled, e.DisabledReason, nullableTime(e.DisabledAt), nullableTime(e.FailingSince), e.UpdatedAt}
+		},
+		"u(account_id, enabled, reason, disabled_at, failing_since, updated_at) WHERE e.account_id = u.account_id")
+}
+
+// nullableTime is t, or NULL when t is nil.
+func nullableTime(t *time.Time) sql.NullTime {
+	if t == nil {
+		return sql.NullTime{}
+	}
+	return sql.NullTime{Time: *t, Valid: true}
+}
+
 // recordEmailOutcomesBound writes emails' deliveries, to emails still
 // queued.
 func recordEmailOutcomesBound(p *binder, outcomes []email.Email) string {
@@ -228,11 +254,7 @@ func recordEmailOutcomesBound(p *binder, outcomes []email.Email) string {
 		latestByID(outcomes, func(e email.Email) string { return e.ID }),
 		[]string{"::text", "::text", "::text", "::text", "::int", "::timestamptz", "::timestamptz"},
 		func(e email.Email) []any {
-			var sentAt sql.NullTime
-			if e.SentAt != nil {
-				sentAt = sql.NullTime{Time: *e.SentAt, Valid: true}
-			}
-			return []any{e.ID, string(e.Status), e.Reply, e.FailureCode, int64(e.Attempts), sentAt, e.UpdatedAt}
+			return []any{e.ID, string(e.Status), e.Reply, e.FailureCode, int64(e.Attempts), nullableTime(e.SentAt), e.UpdatedAt}
 		},
 		"u(id, status, reply, failure_code, attempts, sent_at, updated_at) WHERE e.id = u.id AND e.status = ")
 	return q + p.bind(string(email.Queued))

@@ -255,6 +255,8 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("insert events", insertRows(db, b.Events, eventToRow)...)
 	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
 	add("save webhook delivery states", saveDeliveryStates(db, b.DeliveryStates)...)
+	add("log webhook attempts", insertRows(db, b.Attempts, attemptToRow)...)
+	add("record endpoint health", recordEndpointHealth(db, b.EndpointHealth)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
@@ -518,6 +520,19 @@ func saveDeliveryStates(db bun.IDB, ds []webhook.Delivery) []batchQuery {
 			Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
 			Set("next_attempt_at = ?", d.NextAttemptAt).Set("updated_at = ?", d.UpdatedAt).
 			Where("id = ?", d.ID)
+	}
+	return out
+}
+
+// recordEndpointHealth writes webhook endpoints' health.
+func recordEndpointHealth(db bun.IDB, es []webhook.Endpoint) []batchQuery {
+	kept := latestByID(es, func(e webhook.Endpoint) string { return e.AccountID })
+	out := make([]batchQuery, len(kept))
+	for i, e := range kept {
+		out[i] = db.NewUpdate().Model((*webhookEndpointRow)(nil)).
+			Set("enabled = ?", e.Enabled).Set("disabled_reason = ?", e.DisabledReason).Set("disabled_at = ?", e.DisabledAt).
+			Set("failing_since = ?", e.FailingSince).Set("updated_at = ?", e.UpdatedAt).
+			Where("account_id = ?", e.AccountID)
 	}
 	return out
 }

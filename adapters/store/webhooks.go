@@ -198,9 +198,9 @@ func (r WebhookStore) UpdateWebhookDelivery(ctx context.Context, d webhook.Deliv
 	return requireOneRow(res, "delivery")
 }
 
-type webhookAttemptRow struct {
+// newAttemptRow is an attempt as inserted (its seq is the table's).
+type newAttemptRow struct {
 	bun.BaseModel `bun:"table:webhook_attempts"`
-	Seq           int64     `bun:"seq,pk,autoincrement"`
 	DeliveryID    string    `bun:"delivery_id"`
 	AttemptedAt   time.Time `bun:"attempted_at"`
 	StatusCode    int       `bun:"status_code"`
@@ -209,14 +209,18 @@ type webhookAttemptRow struct {
 	Response      string    `bun:"response"`
 }
 
-// InsertWebhookAttempt appends to a delivery's log.
-func (r WebhookStore) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
-	row := webhookAttemptRow{
-		DeliveryID: deliveryID, AttemptedAt: a.At, StatusCode: a.StatusCode, LatencyUS: a.Latency.Microseconds(),
-		Error: a.Error, Response: a.Response,
+func attemptToRow(a writes.Attempt) newAttemptRow {
+	return newAttemptRow{
+		DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
+		Error: a.Attempt.Error, Response: a.Attempt.Response,
 	}
-	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq").Exec(ctx)
-	return translate(err, "attempt")
+}
+
+// webhookAttemptRow is an attempt as read, with its seq.
+type webhookAttemptRow struct {
+	bun.BaseModel `bun:"table:webhook_attempts"`
+	Seq           int64 `bun:"seq,pk,autoincrement"`
+	newAttemptRow
 }
 
 // WebhookDeliveries lists deliveries newest first with their attempts.
@@ -365,7 +369,7 @@ func (r WebhookStore) insertWebhookAttempts(ctx context.Context, attempts []webh
 	if len(attempts) == 0 {
 		return nil
 	}
-	_, err := r.write.NewInsert().Model(attemptRows(attempts)).ExcludeColumn("seq").Exec(ctx)
+	_, err := r.write.NewInsert().Model(attemptRows(attempts)).Exec(ctx)
 	return translate(err, "attempt")
 }
 
@@ -382,7 +386,7 @@ func (r WebhookStore) RecordWebhookAttempts(ctx context.Context, attempts []webh
 			return WebhookStore{c}.recordWebhookAttempts(ctx, attempts, ds)
 		})
 	}
-	q := r.write.NewInsert().Model(attemptRows(attempts)).ExcludeColumn("seq").String() + ";\n" + r.updateDeliveriesQuery(ds).String()
+	q := r.write.NewInsert().Model(attemptRows(attempts)).String() + ";\n" + r.updateDeliveriesQuery(ds).String()
 	_, err := r.write.ExecContext(ctx, q)
 	return translate(err, "delivery")
 }
@@ -394,13 +398,10 @@ func (r WebhookStore) recordWebhookAttempts(ctx context.Context, attempts []webh
 	return r.updateWebhookDeliveries(ctx, ds)
 }
 
-func attemptRows(attempts []webhooks.LoggedAttempt) *[]webhookAttemptRow {
-	rows := make([]webhookAttemptRow, len(attempts))
+func attemptRows(attempts []webhooks.LoggedAttempt) *[]newAttemptRow {
+	rows := make([]newAttemptRow, len(attempts))
 	for i, a := range attempts {
-		rows[i] = webhookAttemptRow{
-			DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
-			Error: a.Attempt.Error, Response: a.Attempt.Response,
-		}
+		rows[i] = attemptToRow(writes.Attempt(a))
 	}
 	return &rows
 }

@@ -208,6 +208,32 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "a delivery that does not exist is left out: %v", err)
 	})
 
+	t.Run("AttemptsAndEndpointHealth", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_try")))
+		ep := webhook.Endpoint{AccountID: f.account, URL: "https://hooks.example.com/in", Enabled: true, CreatedAt: f.now, UpdatedAt: f.now}
+		require.NoError(t, f.Webhooks.Repos().SaveWebhookEndpoint(ctx, webhooks.Record{Endpoint: ep, SealedSecret: []byte{1, 2}}))
+		at := f.now.Add(time.Minute)
+		attempt := webhook.Attempt{At: at, StatusCode: 503, Latency: 1500 * time.Microsecond, Error: "status 503", Response: "it's busy"}
+		failing := ep
+		failing.Enabled, failing.DisabledReason, failing.DisabledAt, failing.FailingSince, failing.UpdatedAt = false, webhook.ReasonFailing, &at, &f.now, at
+		elsewhere := failing
+		elsewhere.AccountID = "acc_without_endpoint"
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{
+			Attempts:       []writes.Attempt{{DeliveryID: "whk_msg_try", Attempt: attempt}},
+			EndpointHealth: []webhook.Endpoint{failing, elsewhere},
+		}))
+		ds, _, err := f.Webhooks.Repos().WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: f.account, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Equal(t, []webhook.Attempt{attempt}, ds[0].Log, "the attempt is in the delivery's log")
+		rec, err := f.Webhooks.Repos().WebhookEndpoint(ctx, f.account)
+		require.NoError(t, err)
+		require.Equal(t, failing, rec.Endpoint, "the endpoint's health, the rest as it was")
+		require.Equal(t, []byte{1, 2}, rec.SealedSecret)
+	})
+
 	t.Run("ATakenAnswerWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

@@ -128,7 +128,10 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 
 		ds[0].Attempts, ds[0].LastStatusCode, ds[0].LastError, ds[0].NextAttemptAt = 1, 500, "status 500", at.Add(5*time.Second)
 		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[0]))
-		require.NoError(t, r.InsertWebhookAttempt(ctx, ds[0].ID, webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}))
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
+			return writes.Batch{Attempts: []writes.Attempt{{DeliveryID: ds[0].ID,
+				Attempt: webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}}}}, nil
+		}))
 		require.False(t, earlier(ds[1]), "once tried, the earlier event no longer holds the thread")
 
 		ds[1].Status, ds[1].Attempts, ds[1].LastStatusCode, ds[1].UpdatedAt = webhook.Succeeded, 1, 204, at.Add(time.Second)
@@ -189,8 +192,9 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		var ids []string
 		for i := range 5 {
 			e := newEvent(acc, "thr_x", event.MessageSent, i)
-			require.NoError(t, r.InsertEvent(ctx, e))
-			require.NoError(t, r.InsertEvent(ctx, newEvent(other, "thr_y", event.MessageSent, i)))
+			require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
+				return writes.Batch{Events: []event.Event{e, newEvent(other, "thr_y", event.MessageSent, i)}}, nil
+			}))
 			ids = append(ids, e.ID)
 		}
 		page, err := r.EventsAfter(ctx, acc, "", 3)

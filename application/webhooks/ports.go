@@ -50,8 +50,6 @@ type Repos interface {
 	// error, next attempt and updated time. NotFound when the delivery
 	// does not exist.
 	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error
-	// InsertWebhookAttempt appends an attempt to a delivery's log.
-	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
 	// RecordWebhookAttempts logs attempts and saves their deliveries (as
 	// UpdateWebhookDelivery does; a delivery that does not exist is
 	// skipped) atomically, in a transaction of its own when called
@@ -64,8 +62,6 @@ type Repos interface {
 	// afterID (from the first when empty), oldest first. NotFound when
 	// afterID is not an event of the account.
 	EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error)
-	// InsertEvent appends to an account's event log.
-	InsertEvent(ctx context.Context, e event.Event) error
 	// Message reads a message of the account (for a replay's check).
 	// NotFound.
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)

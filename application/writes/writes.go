@@ -62,6 +62,14 @@ type Batch struct {
 	// attempt and updated time. Deliveries that do not exist are left
 	// out.
 	DeliveryStates []webhook.Delivery
+	// Attempts are appended to the logs of webhook deliveries that exist
+	// (or are new in the batch).
+	Attempts []Attempt
+	// EndpointHealth records the health of webhook endpoints that exist:
+	// whether they are enabled, why and since when they are disabled,
+	// since when they fail, and their updated time. Endpoints that do
+	// not exist are left out.
+	EndpointHealth []webhook.Endpoint
 	// Emails are new emails; EmailOutcomes record the delivery of emails
 	// still queued (one no longer queued is left as it is).
 	Emails        []email.Email
@@ -103,6 +111,12 @@ type InboundActivity struct {
 	At        time.Time
 }
 
+// Attempt is one attempt of the webhook delivery DeliveryID.
+type Attempt struct {
+	DeliveryID string
+	Attempt    webhook.Attempt
+}
+
 // MessageStatus is a message's new status, its failure (empty when none)
 // and the provider's id for it (empty: unchanged).
 type MessageStatus struct {
@@ -133,6 +147,8 @@ func (b *Batch) Add(o Batch) {
 	b.Events = append(b.Events, o.Events...)
 	b.Deliveries = append(b.Deliveries, o.Deliveries...)
 	b.DeliveryStates = append(b.DeliveryStates, o.DeliveryStates...)
+	b.Attempts = append(b.Attempts, o.Attempts...)
+	b.EndpointHealth = append(b.EndpointHealth, o.EndpointHealth...)
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
 	b.Jobs = append(b.Jobs, o.Jobs...)

@@ -389,7 +389,7 @@ func saveGroupStates(db bun.IDB, groups []messaging.GroupState) []batchQuery {
 		gone := db.NewDelete().Model((*participantRow)(nil)).
 			Where("thread_id IN (SELECT id FROM threads WHERE id = ? AND type = 'group')", g.Thread.ID)
 		if len(addresses) > 0 {
-			gone = gone.Where("address NOT IN (?)", bun.In(addresses))
+			gone = gone.Where("address NOT IN (?)", bun.List(addresses))
 		}
 		out = append(out, gone)
 		if len(g.Members) == 0 {

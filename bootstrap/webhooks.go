@@ -28,9 +28,9 @@ var webhooksModule = fx.Module("webhooks",
 )
 
 // webhooksServing adds what serving needs: the delivery job kind, the
-// REST routes, and the fan-out (the service is the write pipeline's
-// Reactions, so every event committed gets its deliveries in the same
-// commit).
+// REST routes, and the fan-out (webhooks.FanOut), which the store's
+// committer is built with, so every event committed gets its deliveries in
+// the same commit.
 var webhooksServing = fx.Options(
 	fx.Provide(fx.Annotate(func(s *webhooks.Service) runner.Kind {
 		return runner.Kind{
@@ -42,8 +42,9 @@ var webhooksServing = fx.Options(
 			PaceFor: func(string) runner.Pace { return runner.Pace{MaxConcurrent: 1} },
 		}
 	}, fx.ResultTags(runner.KindGroup))),
-	fx.Invoke(func(db *store.DB, s *webhooks.Service) {
-		db.SetReactions(func(c *store.Conn) writes.Reactions { return s.ReactingThrough(store.WebhookStore{Conn: c}) })
+	fx.Provide(func() store.ReactingOn {
+		fanOut := webhooks.NewFanOut(nil)
+		return func(c *store.Conn) writes.Reactions { return fanOut.Through(store.WebhookStore{Conn: c}) }
 	}),
 	fx.Decorate(func(d rest.Deps, s *webhooks.Service) rest.Deps {
 		d.Webhooks = s

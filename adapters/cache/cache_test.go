@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
@@ -318,19 +319,19 @@ func TestThreadsAreKeptOnceSendable(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	r := b.replica(ttl)
-	raw := b.db.MessagingStore().Repos()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	th := domain.Thread{ID: "thr_cache", AccountID: "acc_cache", Service: account.WhatsApp, Type: domain.Individual,
 		AgentNumber: "+15550001111", Contact: "+15550002222", CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, account.Account{ID: th.AccountID, Name: "c", Version: 1, CreatedAt: now, UpdatedAt: now}))
-	require.NoError(t, raw.InsertThread(ctx, th, nil))
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: th}}}))
 	sendable := func() bool {
 		got, err := r.messaging(b).IndividualThread(ctx, th.AccountID, th.Service, th.AgentNumber, th.Contact)
 		require.NoError(t, err)
 		return domain.CheckIndividualSend(&got) == nil
 	}
 	require.False(t, sendable())
-	require.NoError(t, raw.TouchThread(ctx, th.ID, now, true))
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Inbound: []writes.InboundActivity{
+		{AccountID: th.AccountID, Service: th.Service, Address: th.Contact, ThreadID: th.ID, At: now}}}))
 	require.True(t, sendable(), "a thread not yet sendable is not kept")
 
 	stopped := time.Now()

@@ -55,6 +55,27 @@ func checkBatch(b writes.Batch) error {
 // every row exists before a statement refers to it; the first refused row
 // fails the batch.
 func (t *tables) writeBatch(b writes.Batch, now time.Time) error {
+	for _, n := range b.Threads {
+		if n.Thread.Type == messaging.Individual && t.individualThread(n.Thread.AccountID, n.Thread.Service, n.Thread.AgentNumber, n.Thread.Contact) != nil {
+			return writes.ErrThreadExists
+		}
+		if err := t.insertThread(n.Thread, n.Participants); err != nil {
+			return fmt.Errorf("insert threads: %w", err)
+		}
+	}
+	for _, g := range b.Groups {
+		if err := t.insertGroup(g); err != nil {
+			return fmt.Errorf("insert groups: %w", err)
+		}
+	}
+	for _, g := range b.GroupStates {
+		if th, ok := t.threads[g.Thread.ID]; !ok || th.Type != messaging.Group {
+			continue // not a group: left as it is
+		}
+		if err := t.saveGroup(g); err != nil {
+			return fmt.Errorf("save group states: %w", err)
+		}
+	}
 	for _, m := range b.Messages {
 		if err := t.insertMessage(m); err != nil {
 			return fmt.Errorf("insert messages: %w", err)
@@ -74,6 +95,23 @@ func (t *tables) writeBatch(b writes.Batch, now time.Time) error {
 			t.threads[id] = th
 		}
 	}
+	// The newest inbound message of each thread wins; threads that do not
+	// exist are left out.
+	newestInbound := map[string]time.Time{}
+	for _, a := range b.Inbound {
+		if err := t.upsertContact(a.AccountID, a.Service, a.Address, a.Name, a.At); err != nil {
+			return fmt.Errorf("record inbound activity: %w", err)
+		}
+		if prev, ok := newestInbound[a.ThreadID]; !ok || a.At.After(prev) {
+			newestInbound[a.ThreadID] = a.At
+		}
+	}
+	for id, at := range newestInbound {
+		if th, ok := t.threads[id]; ok {
+			th.lastMessageAt, th.UpdatedAt, th.LastInboundAt = utc(at), utc(at), utcPtr(&at)
+			t.threads[id] = th
+		}
+	}
 	// Changes of one message apply in order: the last one stays.
 	for _, s := range b.Statuses {
 		if err := t.moveStatus(s); err != nil {
@@ -89,6 +127,24 @@ func (t *tables) writeBatch(b writes.Batch, now time.Time) error {
 		if err := t.insertDelivery(d); err != nil {
 			return fmt.Errorf("insert webhook deliveries: %w", err)
 		}
+	}
+	for _, d := range b.DeliveryStates {
+		t.updateDelivery(d) // one that does not exist is left out
+	}
+	for _, a := range b.Attempts {
+		if err := t.insertAttempt(a.DeliveryID, a.Attempt); err != nil {
+			return fmt.Errorf("log webhook attempts: %w", err)
+		}
+	}
+	for _, e := range b.EndpointHealth {
+		rec, ok := t.endpoints[e.AccountID]
+		if !ok {
+			continue // no endpoint: left out
+		}
+		rec = cloneRecord(rec)
+		rec.Endpoint.Enabled, rec.Endpoint.DisabledReason, rec.Endpoint.UpdatedAt = e.Enabled, e.DisabledReason, utc(e.UpdatedAt)
+		rec.Endpoint.DisabledAt, rec.Endpoint.FailingSince = utcPtr(e.DisabledAt), utcPtr(e.FailingSince)
+		t.endpoints[e.AccountID] = rec
 	}
 	for _, e := range b.Emails {
 		if _, ok := t.emails[e.ID]; ok {

@@ -76,11 +76,6 @@ func (r *Repos) email(ctx context.Context, id string, match func(email.Email) bo
 	return out, err
 }
 
-// UpdateEmailDelivery saves the delivery outcome of a still-queued email.
-func (r *Repos) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
-	return r.write(ctx, func(t *tables) error { t.recordEmailOutcome(e); return nil })
-}
-
 // recordEmailOutcome saves e's delivery if the stored email is still
 // queued; any other is left as it is.
 func (t *tables) recordEmailOutcome(e email.Email) {

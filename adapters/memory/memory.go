@@ -45,7 +45,7 @@ type DB struct {
 	now       func() time.Time
 	onEnqueue func(js []jobs.Job)
 	// reactions add to every batch what other features do about its
-	// events (SetReactions).
+	// events (Options.Reactions).
 	reactions writes.Reactions
 
 	// writer lets one transaction write at a time.
@@ -65,22 +65,21 @@ type Options struct {
 	// can run them; rolled-back jobs never reach it. DB.Jobs lists every
 	// job enqueued either way.
 	OnEnqueue func(js []jobs.Job)
+	// Reactions, when set, add to every batch with events what other
+	// features do about them before it is written, as store.Options'
+	// Reactions do; they read the committed tables.
+	Reactions writes.Reactions
 }
 
 // New returns an empty database.
 func New(opts Options) *DB {
-	db := &DB{now: opts.Now, onEnqueue: opts.OnEnqueue}
+	db := &DB{now: opts.Now, onEnqueue: opts.OnEnqueue, reactions: opts.Reactions}
 	if db.now == nil {
 		db.now = time.Now
 	}
 	db.committed.Store(newTables())
 	return db
 }
-
-// SetReactions makes every batch with events go through reactions before
-// it is written (writes.Reactions), as store.DB.SetReactions does. Set it
-// once, before the first commit.
-func (db *DB) SetReactions(reactions writes.Reactions) { db.reactions = reactions }
 
 // Repos returns repositories that run each call on its own: a read sees
 // the committed tables, a write commits at once.
@@ -231,6 +230,25 @@ func (b bound[R]) Repos() R { return b.view(b.db.Repos()) }
 // Transact runs fn with the consumer's repositories inside one transaction.
 func (b bound[R]) Transact(ctx context.Context, fn func(ctx context.Context, r R) error) error {
 	return b.db.Transact(ctx, func(ctx context.Context, r *Repos) error { return fn(ctx, b.view(r)) })
+}
+
+// decidingStore is a bound store that also runs its consumer's decisions,
+// reads narrows a transaction's repositories to the consumer's TxReads.
+type decidingStore[R, T any] struct {
+	bound[R]
+	reads func(*Repos) T
+}
+
+// Decide runs decide in a transaction and writes the batch it returns
+// there, with its reactions.
+func (s decidingStore[R, T]) Decide(ctx context.Context, decide func(ctx context.Context, tx T) (writes.Batch, error)) error {
+	return s.db.Transact(ctx, func(ctx context.Context, r *Repos) error {
+		b, err := decide(ctx, s.reads(r))
+		if err != nil {
+			return err
+		}
+		return r.WriteBatch(ctx, b)
+	})
 }
 
 // pair is a key of two columns.

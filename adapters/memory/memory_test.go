@@ -176,11 +176,12 @@ func TestEnqueuedJobsReachTheHookAfterTheirCommit(t *testing.T) {
 func TestReactionsReadBesideTheirTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := memory.New(memory.Options{})
-	acc := newAccount(t, db)
-	hooks := db.WebhookStore()
-	db.SetReactions(reactFunc(func(ctx context.Context, b *writes.Batch) error {
-		recs, err := hooks.Repos().WebhookEndpoints(ctx, []string{acc})
+	var (
+		db  *memory.DB
+		acc string
+	)
+	db = memory.New(memory.Options{Reactions: reactFunc(func(ctx context.Context, b *writes.Batch) error {
+		recs, err := db.WebhookStore().Repos().WebhookEndpoints(ctx, []string{acc})
 		if err != nil {
 			return err
 		}
@@ -189,7 +190,8 @@ func TestReactionsReadBesideTheirTransaction(t *testing.T) {
 		}
 		require.Empty(t, recs)
 		return nil
-	}))
+	})})
+	acc = newAccount(t, db)
 	e := event.Event{ID: ident.New(ident.Event), AccountID: acc, Type: event.MessageSent, Payload: []byte(`{}`), CreatedAt: time.Now()}
 	require.NoError(t, db.Transact(ctx, func(ctx context.Context, r *memory.Repos) error {
 		return r.WriteBatch(ctx, writes.Batch{Events: []event.Event{e}})

@@ -190,23 +190,6 @@ func (r *Repos) Participants(ctx context.Context, threadID string) ([]messaging.
 	return out, err
 }
 
-// TouchThread records activity in a thread (and, for an inbound message,
-// that its user wrote).
-func (r *Repos) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
-	return r.write(ctx, func(t *tables) error {
-		th, ok := t.threads[threadID]
-		if !ok {
-			return failure.NotFound("thread")
-		}
-		th.lastMessageAt, th.UpdatedAt = utc(at), utc(at)
-		if inbound {
-			th.LastInboundAt = utcPtr(&at)
-		}
-		t.threads[threadID] = th
-		return nil
-	})
-}
-
 // takesPart tells whether phone is the thread's agent number, its user or
 // one of its participants.
 func (t *tables) takesPart(th threadRow, phone string) bool {
@@ -369,24 +352,22 @@ func unique(ids []string) []string {
 	return out
 }
 
-// UpsertContact records a user, keeping the newest non-empty name.
-func (r *Repos) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
-	return r.write(ctx, func(t *tables) error {
-		if err := t.needAccount(accountID); err != nil {
-			return err
-		}
-		key := [3]string{accountID, string(service), address}
-		c, ok := t.contacts[key]
-		if !ok {
-			c.createdAt = utc(at)
-		}
-		if name != "" || !ok {
-			c.name = name
-		}
-		c.updatedAt = utc(at)
-		t.contacts[key] = c
-		return nil
-	})
+// upsertContact records a user, keeping the newest non-empty name.
+func (t *tables) upsertContact(accountID string, service account.Service, address, name string, at time.Time) error {
+	if err := t.needAccount(accountID); err != nil {
+		return err
+	}
+	key := [3]string{accountID, string(service), address}
+	c, ok := t.contacts[key]
+	if !ok {
+		c.createdAt = utc(at)
+	}
+	if name != "" || !ok {
+		c.name = name
+	}
+	c.updatedAt = utc(at)
+	t.contacts[key] = c
+	return nil
 }
 
 // Group reads a group thread of the account with its members.
@@ -420,35 +401,41 @@ func (r *Repos) group(ctx context.Context, match func(threadRow) bool) (messagin
 
 // InsertGroup stores a new group thread and its members.
 func (r *Repos) InsertGroup(ctx context.Context, g messaging.GroupState) error {
-	return r.write(ctx, func(t *tables) error {
-		if err := t.insertThread(g.Thread, g.Members); err != nil {
-			return err
-		}
-		return t.saveGroupColumns(g)
-	})
+	return r.write(ctx, func(t *tables) error { return t.insertGroup(g) })
+}
+
+// insertGroup stores a new group thread and its members (InsertGroup).
+func (t *tables) insertGroup(g messaging.GroupState) error {
+	if err := t.insertThread(g.Thread, g.Members); err != nil {
+		return err
+	}
+	return t.saveGroupColumns(g)
 }
 
 // SaveGroup stores a group's state and its members: members who stay keep
 // their name, and take their new roles.
 func (r *Repos) SaveGroup(ctx context.Context, g messaging.GroupState) error {
-	return r.write(ctx, func(t *tables) error {
-		if err := t.saveGroupColumns(g); err != nil {
-			return err
+	return r.write(ctx, func(t *tables) error { return t.saveGroup(g) })
+}
+
+// saveGroup writes a group's state and its members (SaveGroup).
+func (t *tables) saveGroup(g messaging.GroupState) error {
+	if err := t.saveGroupColumns(g); err != nil {
+		return err
+	}
+	current := map[string]messaging.Participant{}
+	for _, p := range t.participants[g.Thread.ID] {
+		current[p.Address] = p
+	}
+	members := make([]messaging.Participant, len(g.Members))
+	for i, m := range g.Members {
+		if c, stays := current[m.Address]; stays {
+			m.Name = c.Name
 		}
-		current := map[string]messaging.Participant{}
-		for _, p := range t.participants[g.Thread.ID] {
-			current[p.Address] = p
-		}
-		members := make([]messaging.Participant, len(g.Members))
-		for i, m := range g.Members {
-			if c, stays := current[m.Address]; stays {
-				m.Name = c.Name
-			}
-			members[i] = m
-		}
-		t.setParticipants(g.Thread.ID, members)
-		return nil
-	})
+		members[i] = m
+	}
+	t.setParticipants(g.Thread.ID, members)
+	return nil
 }
 
 // saveGroupColumns writes a group's own columns; NotFound when it is not a
@@ -560,7 +547,10 @@ func (r *Repos) MessagesByID(ctx context.Context, accountID string, ids []string
 
 // MessagingStore is the messaging use cases' store (messaging.Store), as store.DB.MessagingStore is.
 func (db *DB) MessagingStore() appmessaging.Store {
-	return bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }}
+	return decidingStore[appmessaging.Repos, appmessaging.TxReads]{
+		bound: bound[appmessaging.Repos]{db: db, view: func(r *Repos) appmessaging.Repos { return r }},
+		reads: func(r *Repos) appmessaging.TxReads { return r },
+	}
 }
 
 // MessageEvents reads, oldest first, up to limit message.sent and

@@ -76,11 +76,6 @@ func (r *Repos) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) er
 	})
 }
 
-// InsertWebhookDelivery stores a new delivery.
-func (r *Repos) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
-	return r.write(ctx, func(t *tables) error { return t.insertDelivery(d) })
-}
-
 func (t *tables) insertDelivery(d webhook.Delivery) error {
 	if _, ok := t.deliveries[d.ID]; ok {
 		return taken("delivery")
@@ -183,11 +178,6 @@ func (t *tables) updateDelivery(d webhook.Delivery) bool {
 	cur.NextAttemptAt, cur.UpdatedAt = utc(d.NextAttemptAt), utc(d.UpdatedAt)
 	t.deliveries[d.ID] = cur
 	return true
-}
-
-// InsertWebhookAttempt appends to a delivery's log.
-func (r *Repos) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
-	return r.write(ctx, func(t *tables) error { return t.insertAttempt(deliveryID, a) })
 }
 
 func (t *tables) insertAttempt(deliveryID string, a webhook.Attempt) error {
@@ -338,5 +328,8 @@ func (t *tables) enqueue(p jobs.EnqueueParams, now time.Time) int64 {
 
 // WebhookStore is the webhook use cases' store (webhooks.Store), as store.DB.WebhookStore is.
 func (db *DB) WebhookStore() webhooks.Store {
-	return bound[webhooks.Repos]{db: db, view: func(r *Repos) webhooks.Repos { return r }}
+	return decidingStore[webhooks.Repos, webhooks.TxReads]{
+		bound: bound[webhooks.Repos]{db: db, view: func(r *Repos) webhooks.Repos { return r }},
+		reads: func(r *Repos) webhooks.TxReads { return r },
+	}
 }

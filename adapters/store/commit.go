@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 
@@ -20,16 +19,19 @@ import (
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // The write pipeline's committers (application/writes).
 //
 // A batch is written by a fixed list of named statements, one per kind of
 // write, each for all the batch's rows of that kind: multi-row INSERTs,
-// and on Postgres one UPDATE … FROM unnest(…) per kind of change. On
-// Postgres the statements go as one multi-statement query, which Postgres
-// runs as one implicit transaction: one round trip whatever the batch's
-// size. On SQLite they run in a transaction.
+// and on Postgres one UPDATE … FROM (VALUES …) per kind of change. On
+// Postgres the statements are fixed text with bound parameters (bound.go)
+// and go as one multi-statement query, which Postgres runs as one
+// implicit transaction: one round trip whatever the batch's size. On
+// SQLite they are bun's queries and run in a transaction.
 
 var (
 	_ writes.Committer = InlineCommitter{}
@@ -56,16 +58,6 @@ func (db *DB) Commit(ctx context.Context, b writes.Batch) error {
 	return db.shared.commit(ctx, b)
 }
 
-// SetReactions makes every batch with events go through reactions before
-// it is written (writes.Reactions), those reactingOn returns for the
-// connection the batch is written on: inside a transaction, the
-// transaction's. A reaction that read on a connection of its own would
-// wait for one while its caller's transaction holds one, and a pool full
-// of such transactions waits on itself until their deadlines (ten inbound
-// messages at once on a pool of eight did). Set it once, before the first
-// commit.
-func (db *DB) SetReactions(reactingOn func(*Conn) writes.Reactions) { db.reactingOn = reactingOn }
-
 // react adds to b the writes of the reactions reading on c.
 func (db *DB) react(ctx context.Context, c *Conn, b *writes.Batch) error {
 	if db.reactingOn == nil || len(b.Events) == 0 {
@@ -74,20 +66,34 @@ func (db *DB) react(ctx context.Context, c *Conn, b *writes.Batch) error {
 	return db.reactingOn(c).React(ctx, b)
 }
 
-// WriteBatch writes b, with its reactions, in r's transaction (or, outside
-// one, atomically on its own), for use cases whose decision reads inside a
+// decide runs decide in a transaction and writes the batch it returns
+// there (see writeInTx); nothing is written when decide fails.
+func (db *DB) decide(ctx context.Context, decide func(ctx context.Context, c *Conn) (writes.Batch, error)) error {
+	return db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		b, err := decide(ctx, c)
+		if err != nil {
+			return err
+		}
+		return c.writeInTx(ctx, b)
+	})
+}
+
+// writeInTx writes b, with its reactions reading on r, in r's
 // transaction.
-func (r *Conn) WriteBatch(ctx context.Context, b writes.Batch) error {
-	if r.tx == nil {
-		return r.db.commitAlone(ctx, b)
-	}
+func (r *Conn) writeInTx(ctx context.Context, b writes.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return err
 	}
 	if err := r.db.react(ctx, r, &b); err != nil {
 		return err
 	}
-	if err := execEach(ctx, batchStatements(r.write, r.dialect, b, r.clock())); err != nil {
+	var err error
+	if r.dialect == Postgres {
+		err = r.execBound(ctx, r.write, pgStatements(r.scanner.Dialect().Tables(), b, r.clock(), func() *binder { return &binder{} }))
+	} else {
+		err = execEach(ctx, batchStatements(r.write, b, r.clock()))
+	}
+	if err != nil {
 		return err
 	}
 	if wakes(b) {
@@ -111,10 +117,10 @@ func (db *DB) commitAlone(ctx context.Context, b writes.Batch) error {
 func (db *DB) writeBatch(ctx context.Context, b writes.Batch) error {
 	var err error
 	if db.dialect == Postgres {
-		err = db.execAsOne(ctx, batchStatements(db.write, db.dialect, b, db.now()))
+		err = db.execAsOne(ctx, b)
 	} else {
 		err = db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			return execEach(ctx, batchStatements(tx, db.dialect, b, db.now()))
+			return execEach(ctx, batchStatements(tx, b, db.now()))
 		})
 	}
 	if err == nil && wakes(b) {
@@ -133,25 +139,24 @@ func execEach(ctx context.Context, statements []batchStatement) error {
 	return nil
 }
 
-// execAsOne runs statements as one multi-statement query on the pool:
-// Postgres runs it as one implicit transaction. bun formats each statement
-// with its arguments, and the text runs without any left to substitute,
-// so nothing in the rows is read as a placeholder.
-func (db *DB) execAsOne(ctx context.Context, statements []batchStatement) error {
+// execAsOne runs b's Postgres statements as one multi-statement query on
+// the pool, their parameters numbered across all of them: Postgres runs it
+// as one implicit transaction.
+func (db *DB) execAsOne(ctx context.Context, b writes.Batch) error {
+	all := &binder{}
+	statements := pgStatements(db.write.Dialect().Tables(), b, db.now(), func() *binder { return all })
 	if len(statements) == 0 {
 		return nil
 	}
-	var q []byte
+	texts := make([]string, len(statements))
 	for i, s := range statements {
-		if i > 0 {
-			q = append(q, ";\n"...)
-		}
-		var err error
-		if q, err = s.query.AppendQuery(db.write.QueryGen(), q); err != nil {
-			return s.explain(err)
-		}
+		texts[i] = s.text
 	}
-	if _, err := db.write.ExecContext(ctx, string(q)); err != nil {
+	q := strings.Join(texts, ";\n")
+	done := db.base.observePrepared(ctx, q, all.args)
+	_, err := execWithArgs(ctx, db.write, q, all.args)
+	done(err)
+	if err != nil {
 		return explainBatch(err)
 	}
 	return nil
@@ -198,6 +203,9 @@ func explainBatch(err error) error {
 	if isUniqueViolation(err) && violatesIn(err, "idempotency_responses") {
 		return idempotency.ErrAnsweredElsewhere
 	}
+	if isUniqueViolation(err) && violatesIndividualThread(err) {
+		return writes.ErrThreadExists
+	}
 	return translate(err, "row")
 }
 
@@ -214,27 +222,51 @@ func violatesIn(err error, table string) bool {
 	return false
 }
 
-// batchStatements returns the statements that write b on db, in an order
-// in which every row exists before a statement refers to it.
-func batchStatements(db bun.IDB, dialect Dialect, b writes.Batch, now time.Time) []batchStatement {
+// violatesIndividualThread tells whether a unique violation is of the one
+// individual thread of an agent number and a user (threads_individual).
+func violatesIndividualThread(err error) bool {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('n') == "threads_individual"
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return strings.Contains(liteErr.Error(), "threads.contact")
+	}
+	return false
+}
+
+// batchStatements returns the SQLite statements that write b on db, in an
+// order in which every row exists before a statement refers to it
+// (pgStatements are Postgres's, in the same order).
+func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement {
 	var out []batchStatement
 	add := func(name string, queries ...batchQuery) {
 		for _, q := range queries {
 			out = append(out, batchStatement{name: name, query: q})
 		}
 	}
+	add("insert threads", insertThreads(db, b.Threads, b.Groups)...)
+	add("save group states", saveGroupStates(db, b.GroupStates)...)
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
-	add("record thread activity", touchThreads(db, dialect, b.ThreadActivity)...)
-	add("move message statuses", moveStatuses(db, dialect, b.Statuses)...)
+	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
+	add("record inbound activity", recordInbound(db, b.Inbound)...)
+	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("insert events", insertRows(db, b.Events, eventToRow)...)
 	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
+	add("save webhook delivery states", saveDeliveryStates(db, b.DeliveryStates)...)
+	add("log webhook attempts", insertRows(db, b.Attempts, attemptToRow)...)
+	add("record endpoint health", recordEndpointHealth(db, b.EndpointHealth)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
-	add("record email deliveries", recordEmailOutcomes(db, dialect, b.EmailOutcomes)...)
+	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
-	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow {
-		return idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
-	})...)
+	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)
 	return out
+}
+
+// answerRow is the stored response to an Idempotency-Key.
+func answerRow(a writes.Answer, now time.Time) idempotencyResponseRow {
+	return idempotencyResponseRow{AccountID: a.AccountID, Key: a.Key, StatusCode: a.Response.Status, Body: nonNilBytes(a.Response.Body), CreatedAt: now.UTC()}
 }
 
 // insertRows is the multi-row INSERT of items as rows of their table
@@ -245,10 +277,7 @@ func insertRows[T, R any](db bun.IDB, items []T, row func(T) R) []batchQuery {
 	if len(items) == 0 {
 		return nil
 	}
-	rows := make([]R, len(items))
-	for i, it := range items {
-		rows[i] = row(it)
-	}
+	rows := mapRows(items, row)
 	q := db.NewInsert().Model(&rows).Returning("NULL")
 	return []batchQuery{q}
 }
@@ -304,14 +333,143 @@ func latestByID[T any](changes []T, id func(T) string) []T {
 	return out
 }
 
-// touchThreads moves threads' last activity forward: on Postgres one
-// UPDATE for all, elsewhere one per thread.
-func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity) []batchQuery {
+// insertThreads inserts new threads and groups, then their participants.
+func insertThreads(db bun.IDB, threads []writes.NewThread, groups []messaging.GroupState) []batchQuery {
+	if len(threads) == 0 && len(groups) == 0 {
+		return nil
+	}
+	rows, members := threadRows(threads, groups)
+	out := []batchQuery{db.NewInsert().Model(&rows).Returning("NULL")}
+	if len(members) > 0 {
+		out = append(out, db.NewInsert().Model(&members).Returning("NULL"))
+	}
+	return out
+}
+
+// threadRows are the rows of new threads and groups, and of their
+// participants, who join at the creation.
+func threadRows(threads []writes.NewThread, groups []messaging.GroupState) ([]groupColumnsRow, []participantRow) {
+	rows := make([]groupColumnsRow, 0, len(threads)+len(groups))
+	var members []participantRow
+	for _, n := range threads {
+		rows = append(rows, groupColumnsRow{threadRow: threadToRow(n.Thread)})
+		members = appendParticipants(members, n.Thread.ID, n.Participants, n.Thread.CreatedAt)
+	}
+	for _, g := range groups {
+		rows = append(rows, groupToRow(g))
+		members = appendParticipants(members, g.Thread.ID, g.Members, g.Thread.CreatedAt)
+	}
+	return rows, members
+}
+
+// appendParticipants appends the rows of members of thread, joined at.
+func appendParticipants(rows []participantRow, thread string, members []messaging.Participant, at time.Time) []participantRow {
+	for _, m := range members {
+		rows = append(rows, participantRow{ThreadID: thread, Address: m.Address, Name: m.Name, Admin: m.Admin, IsAgent: m.IsAgent, JoinedAt: at})
+	}
+	return rows
+}
+
+// saveGroupStates writes groups' columns and replaces their members: a
+// member who stays keeps the name and join time stored with it and takes
+// their new roles; a new one joins at the group's UpdatedAt. A thread that
+// is not a group is left as it is. Three statements per group.
+func saveGroupStates(db bun.IDB, groups []messaging.GroupState) []batchQuery {
+	var out []batchQuery
+	for _, g := range latestByID(groups, func(g messaging.GroupState) string { return g.Thread.ID }) {
+		out = append(out, db.NewUpdate().Model((*threadRow)(nil)).
+			Set("name = ?", g.Thread.Name).Set("description = ?", g.Description).Set("picture_url = ?", g.PictureURL).
+			Set("invite_code = ?", nullable(g.InviteCode)).Set("announcement = ?", g.Announcement).Set("locked = ?", g.Locked).
+			Set("updated_at = ?", g.Thread.UpdatedAt).
+			Where("id = ? AND type = 'group'", g.Thread.ID))
+		addresses := make([]string, len(g.Members))
+		for i, m := range g.Members {
+			addresses[i] = m.Address
+		}
+		gone := db.NewDelete().Model((*participantRow)(nil)).
+			Where("thread_id IN (SELECT id FROM threads WHERE id = ? AND type = 'group')", g.Thread.ID)
+		if len(addresses) > 0 {
+			gone = gone.Where("address NOT IN (?)", bun.List(addresses))
+		}
+		out = append(out, gone)
+		if len(g.Members) == 0 {
+			continue
+		}
+		// The members as a VALUES list, whose columns are named column1
+		// to column4 on both databases; new members join at the group's
+		// updated_at, which the UPDATE above has just set.
+		var values strings.Builder
+		args := make([]any, 0, 4*len(g.Members)+1)
+		for i, m := range g.Members {
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString("(?, ?, ?, ?)")
+			args = append(args, m.Address, m.Name, m.Admin, m.IsAgent)
+		}
+		args = append(args, g.Thread.ID)
+		out = append(out, db.NewRaw(`INSERT INTO thread_participants (thread_id, address, name, admin, is_agent, joined_at)
+		SELECT t.id, v.column1, v.column2, v.column3, v.column4, t.updated_at
+		FROM threads AS t CROSS JOIN (VALUES `+values.String()+`) AS v
+		WHERE t.id = ? AND t.type = 'group'
+		ON CONFLICT (thread_id, address) DO UPDATE SET admin = excluded.admin, is_agent = excluded.is_agent`, args...))
+	}
+	return out
+}
+
+// recordInbound records users who wrote: one upsert of their contacts
+// (the newest non-empty name of each stays), and their threads' activity.
+func recordInbound(db bun.IDB, activity []writes.InboundActivity) []batchQuery {
 	if len(activity) == 0 {
 		return nil
 	}
-	// The newest activity of each thread wins; threads in id order (see
-	// latestByID).
+	contacts, threads := inboundRows(activity)
+	upsert := db.NewInsert().Model(&contacts).ModelTableExpr("contacts").On(contactConflict).Returning("NULL")
+	return append([]batchQuery{upsert}, touchThreads(db, threads, true)...)
+}
+
+// contactConflict is what the upsert of a known contact changes: the name,
+// unless the new one is empty, and the time it last wrote. contactUpsert
+// is the clause as it follows an INSERT.
+const (
+	contactConflict = "CONFLICT (account_id, service, address) DO UPDATE SET " +
+		"name = CASE WHEN EXCLUDED.name = '' THEN contacts.name ELSE EXCLUDED.name END, updated_at = EXCLUDED.updated_at"
+	contactUpsert = " ON " + contactConflict
+)
+
+// inboundRows are the contacts that activity records, one per user (the
+// newest non-empty name and time of each), and the threads' activity.
+func inboundRows(activity []writes.InboundActivity) ([]contactRow, []writes.ThreadActivity) {
+	type contactKey struct{ account, service, address string }
+	latest := map[contactKey]contactRow{}
+	var order []contactKey
+	threads := make([]writes.ThreadActivity, len(activity))
+	for i, a := range activity {
+		threads[i] = writes.ThreadActivity{ThreadID: a.ThreadID, At: a.At}
+		k := contactKey{a.AccountID, string(a.Service), a.Address}
+		c, seen := latest[k]
+		if !seen {
+			order = append(order, k)
+			c = contactRow{AccountID: a.AccountID, Service: string(a.Service), Address: a.Address, CreatedAt: a.At, UpdatedAt: a.At}
+		}
+		if a.Name != "" {
+			c.Name = a.Name
+		}
+		if a.At.After(c.UpdatedAt) {
+			c.UpdatedAt = a.At
+		}
+		latest[k] = c
+	}
+	contacts := make([]contactRow, len(order))
+	for i, k := range order {
+		contacts[i] = latest[k]
+	}
+	return contacts, threads
+}
+
+// newestActivity keeps the newest activity of each thread, threads in id
+// order (see latestByID).
+func newestActivity(activity []writes.ThreadActivity) []writes.ThreadActivity {
 	newest := map[string]time.Time{}
 	for _, a := range activity {
 		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev) {
@@ -322,86 +480,71 @@ func touchThreads(db bun.IDB, dialect Dialect, activity []writes.ThreadActivity)
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
 		kept = append(kept, writes.ThreadActivity{ThreadID: id, At: newest[id]})
 	}
-	if dialect != Postgres {
-		out := make([]batchQuery, len(kept))
-		for i, a := range kept {
-			out[i] = db.NewRaw("UPDATE threads SET last_message_at = ?, updated_at = ? WHERE id = ?", a.At, a.At, a.ThreadID)
-		}
-		return out
+	return kept
+}
+
+// touchThreads moves threads' last activity forward, and for inbound
+// messages their last inbound message: one UPDATE per thread.
+func touchThreads(db bun.IDB, activity []writes.ThreadActivity, inbound bool) []batchQuery {
+	set := "last_message_at = ?0, updated_at = ?0"
+	if inbound {
+		set += ", last_inbound_at = ?0"
 	}
-	ids, ats := make([]string, len(kept)), make([]time.Time, len(kept))
+	kept := newestActivity(activity)
+	out := make([]batchQuery, len(kept))
 	for i, a := range kept {
-		ids[i], ats[i] = a.ThreadID, a.At
+		out[i] = db.NewRaw("UPDATE threads SET "+set+" WHERE id = ?1", a.At, a.ThreadID)
 	}
-	return []batchQuery{db.NewRaw(`UPDATE threads AS t SET last_message_at = u.at, updated_at = u.at
-		FROM unnest(?::text[], ?::timestamptz[]) AS u(id, at) WHERE t.id = u.id`,
-		pgdialect.Array(ids), pgdialect.Array(ats))}
+	return out
 }
 
 // moveStatuses writes messages' new statuses.
-func moveStatuses(db bun.IDB, dialect Dialect, changes []writes.MessageStatus) []batchQuery {
-	if len(changes) == 0 {
-		return nil
-	}
+func moveStatuses(db bun.IDB, changes []writes.MessageStatus) []batchQuery {
 	kept := latestByID(changes, func(c writes.MessageStatus) string { return c.MessageID })
-	if dialect != Postgres {
-		out := make([]batchQuery, len(kept))
-		for i, c := range kept {
-			out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
+	out := make([]batchQuery, len(kept))
+	for i, c := range kept {
+		out[i] = db.NewRaw(`UPDATE messages SET status = ?, failure_code = ?, failure_text = ?,
 		provider_message_id = COALESCE(?, provider_message_id), updated_at = ? WHERE id = ?`,
-				string(c.Status), c.FailureCode, c.FailureText, nullable(c.ProviderMessageID), c.UpdatedAt, c.MessageID)
-		}
-		return out
+			string(c.Status), c.FailureCode, c.FailureText, nullable(c.ProviderMessageID), c.UpdatedAt, c.MessageID)
 	}
-	var id, status, code, text, provider []string
-	var at []time.Time
-	for _, c := range kept {
-		id, status, code, text = append(id, c.MessageID), append(status, string(c.Status)), append(code, c.FailureCode), append(text, c.FailureText)
-		provider, at = append(provider, c.ProviderMessageID), append(at, c.UpdatedAt)
+	return out
+}
+
+// saveDeliveryStates writes webhook deliveries' new states.
+func saveDeliveryStates(db bun.IDB, ds []webhook.Delivery) []batchQuery {
+	kept := latestByID(ds, func(d webhook.Delivery) string { return d.ID })
+	out := make([]batchQuery, len(kept))
+	for i, d := range kept {
+		out[i] = db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+			Set("status = ?", string(d.Status)).Set("attempts = ?", d.Attempts).
+			Set("last_status_code = ?", d.LastStatusCode).Set("last_error = ?", d.LastError).
+			Set("next_attempt_at = ?", d.NextAttemptAt).Set("updated_at = ?", d.UpdatedAt).
+			Where("id = ?", d.ID)
 	}
-	return []batchQuery{db.NewRaw(`UPDATE messages AS m SET status = u.status,
-		failure_code = u.failure_code, failure_text = u.failure_text,
-		provider_message_id = COALESCE(NULLIF(u.provider_message_id, ''), m.provider_message_id), updated_at = u.updated_at
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
-			AS u(id, status, failure_code, failure_text, provider_message_id, updated_at)
-		WHERE m.id = u.id`,
-		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(code),
-		pgdialect.Array(text), pgdialect.Array(provider), pgdialect.Array(at))}
+	return out
+}
+
+// recordEndpointHealth writes webhook endpoints' health.
+func recordEndpointHealth(db bun.IDB, es []webhook.Endpoint) []batchQuery {
+	kept := latestByID(es, func(e webhook.Endpoint) string { return e.AccountID })
+	out := make([]batchQuery, len(kept))
+	for i, e := range kept {
+		out[i] = db.NewUpdate().Model((*webhookEndpointRow)(nil)).
+			Set("enabled = ?", e.Enabled).Set("disabled_reason = ?", e.DisabledReason).Set("disabled_at = ?", e.DisabledAt).
+			Set("failing_since = ?", e.FailingSince).Set("updated_at = ?", e.UpdatedAt).
+			Where("account_id = ?", e.AccountID)
+	}
+	return out
 }
 
 // recordEmailOutcomes writes emails' deliveries, to emails still queued.
-func recordEmailOutcomes(db bun.IDB, dialect Dialect, outcomes []email.Email) []batchQuery {
-	if len(outcomes) == 0 {
-		return nil
-	}
+func recordEmailOutcomes(db bun.IDB, outcomes []email.Email) []batchQuery {
 	kept := latestByID(outcomes, func(e email.Email) string { return e.ID })
-	if dialect != Postgres {
-		out := make([]batchQuery, len(kept))
-		for i, e := range kept {
-			out[i] = db.NewRaw(`UPDATE emails SET status = ?, reply = ?, failure_code = ?, attempts = ?, sent_at = ?, updated_at = ?
+	out := make([]batchQuery, len(kept))
+	for i, e := range kept {
+		out[i] = db.NewRaw(`UPDATE emails SET status = ?, reply = ?, failure_code = ?, attempts = ?, sent_at = ?, updated_at = ?
 		WHERE id = ? AND status = ?`,
-				string(e.Status), e.Reply, e.FailureCode, e.Attempts, e.SentAt, e.UpdatedAt, e.ID, string(email.Queued))
-		}
-		return out
+			string(e.Status), e.Reply, e.FailureCode, e.Attempts, e.SentAt, e.UpdatedAt, e.ID, string(email.Queued))
 	}
-	var id, status, reply, code, sentAt []string
-	var attempts []int
-	var updatedAt []time.Time
-	for _, e := range kept {
-		id, status, reply, code = append(id, e.ID), append(status, string(e.Status)), append(reply, e.Reply), append(code, e.FailureCode)
-		attempts, updatedAt = append(attempts, e.Attempts), append(updatedAt, e.UpdatedAt)
-		at := "" // NULL
-		if e.SentAt != nil {
-			at = e.SentAt.UTC().Format(time.RFC3339Nano)
-		}
-		sentAt = append(sentAt, at)
-	}
-	return []batchQuery{db.NewRaw(`UPDATE emails AS e SET status = u.status, reply = u.reply,
-		failure_code = u.failure_code, attempts = u.attempts,
-		sent_at = NULLIF(u.sent_at, '')::timestamptz, updated_at = u.updated_at
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::timestamptz[])
-			AS u(id, status, reply, failure_code, attempts, sent_at, updated_at)
-		WHERE e.id = u.id AND e.status = ?`,
-		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(reply), pgdialect.Array(code),
-		pgdialect.Array(attempts), pgdialect.Array(sentAt), pgdialect.Array(updatedAt), string(email.Queued))}
+	return out
 }

@@ -57,8 +57,8 @@ type DB struct {
 	wake       *wakeHub
 	batched    *Batched
 	// reactingOn gives the reactions that add to every batch what other
-	// features do about its events (SetReactions).
-	reactingOn func(*Conn) writes.Reactions
+	// features do about its events (Options.Reactions).
+	reactingOn ReactingOn
 	hooks      preparedHooks
 	shared     *committer
 	listenOnce sync.Once
@@ -95,7 +95,18 @@ type Options struct {
 	// first and the connection stays usable. 0 picks the defaults.
 	ReadTimeout      time.Duration
 	StatementTimeout time.Duration
+	// Reactions, when set, add to every batch with events what other
+	// features do about them before the batch is written (see
+	// ReactingOn); none when nil.
+	Reactions ReactingOn
 }
+
+// ReactingOn gives the reactions (writes.Reactions) that read on c, the
+// connection a batch is written on: inside a transaction (Decide), the
+// transaction's. A reaction that read on a connection of its own would
+// wait for one while its caller's transaction holds one, and a pool full
+// of such transactions would wait on itself until their deadlines.
+type ReactingOn func(c *Conn) writes.Reactions
 
 // The defaults of Options' timeouts.
 const (
@@ -224,6 +235,7 @@ func (db *DB) init(opts Options, maxConns int) {
 		db.read.AddQueryHook(hookDispatch{&db.hooks})
 	}
 	db.now = opts.Now
+	db.reactingOn = opts.Reactions
 	if db.now == nil {
 		db.now = time.Now
 	}

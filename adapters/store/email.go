@@ -156,16 +156,6 @@ func (r EmailStore) EmailByID(ctx context.Context, id string) (email.Email, erro
 	return row.domain()
 }
 
-// UpdateEmailDelivery saves the delivery outcome of a still-queued email.
-func (r EmailStore) UpdateEmailDelivery(ctx context.Context, e email.Email) error {
-	for _, q := range recordEmailOutcomes(r.write, r.dialect, []email.Email{e}) {
-		if _, err := q.Exec(ctx); err != nil {
-			return translate(err, "email")
-		}
-	}
-	return nil
-}
-
 // Domains lists the custom domains of an account (AccountStore.Domains).
 func (r EmailStore) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
 	return AccountStore(r).Domains(ctx, accountID)

@@ -11,7 +11,10 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
+// groupColumnsRow is a thread with its group columns (empty for an
+// individual thread).
 type groupColumnsRow struct {
+	bun.BaseModel `bun:"table:threads"`
 	threadRow
 	Description  string         `bun:"description"`
 	PictureURL   string         `bun:"picture_url"`
@@ -125,4 +128,10 @@ type eventRow struct {
 	ThreadID      sql.NullString `bun:"thread_id"`
 	Payload       string         `bun:"payload"`
 	CreatedAt     time.Time      `bun:"created_at"`
+}
+
+// groupToRow is a new group as inserted.
+func groupToRow(g messaging.GroupState) groupColumnsRow {
+	return groupColumnsRow{threadRow: threadToRow(g.Thread), Description: g.Description, PictureURL: g.PictureURL,
+		InviteCode: nullable(g.InviteCode), Announcement: g.Announcement, Locked: g.Locked}
 }

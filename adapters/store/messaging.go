@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -27,12 +28,14 @@ var _ appmessaging.Store = MessagingStore{}
 func (db *DB) MessagingStore() MessagingStore { return MessagingStore{db.base} }
 
 // Repos is s itself: its methods run each as its own statement outside a
-// transaction, and inside the one Transact runs.
+// transaction, and inside the one Decide runs.
 func (s MessagingStore) Repos() appmessaging.Repos { return s }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s MessagingStore) Transact(ctx context.Context, fn func(ctx context.Context, r appmessaging.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, MessagingStore{c}) })
+// Decide runs decide in a transaction, reading through s on it, and
+// writes the batch it returns there, with its reactions
+// (appmessaging.Store).
+func (s MessagingStore) Decide(ctx context.Context, decide func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error)) error {
+	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, MessagingStore{c}) })
 }
 
 // NumberByAddress finds an agent number by service and number.
@@ -113,15 +116,19 @@ type participantRow struct {
 	JoinedAt      time.Time `bun:"joined_at"`
 }
 
+func threadToRow(t messaging.Thread) threadRow {
+	return threadRow{
+		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
+		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+}
+
 // InsertThread stores a thread and its participants. A thread that
 // already exists (the individual thread another request created at the
 // same moment) is a Conflict that leaves the transaction usable, so the
 // caller can read that thread instead.
 func (r MessagingStore) InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error {
-	row := threadRow{
-		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
-		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-	}
+	row := threadToRow(t)
 	res, err := r.write.NewInsert().Model(&row).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
 		return translate(err, "thread")
@@ -151,20 +158,6 @@ func (r MessagingStore) Participants(ctx context.Context, threadID string) ([]me
 		out[i] = messaging.Participant{Address: p.Address, Name: p.Name, Admin: p.Admin, IsAgent: p.IsAgent}
 	}
 	return out, nil
-}
-
-// TouchThread records activity in a thread (and, for an inbound message,
-// that its user wrote).
-func (r MessagingStore) TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error {
-	q := r.write.NewUpdate().Model((*threadRow)(nil)).Set("last_message_at = ?", at).Set("updated_at = ?", at).Where("id = ?", threadID)
-	if inbound {
-		q = q.Set("last_inbound_at = ?", at)
-	}
-	res, err := q.Exec(ctx)
-	if err != nil {
-		return translate(err, "thread")
-	}
-	return requireOneRow(res, "thread")
 }
 
 // Threads lists threads with their participants and last message.
@@ -301,16 +294,15 @@ func (r MessagingStore) RecentMessages(ctx context.Context, accountID, threadID 
 	return out, nil
 }
 
-// UpsertContact records a user, keeping the newest non-empty name.
-func (r MessagingStore) UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error {
-	_, err := r.write.NewRaw(
-		`INSERT INTO contacts (account_id, service, address, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (account_id, service, address) DO UPDATE SET
-			name = CASE WHEN excluded.name = '' THEN contacts.name ELSE excluded.name END,
-			updated_at = excluded.updated_at`,
-		accountID, string(service), address, name, at, at,
-	).Exec(ctx)
-	return translate(err, "contact")
+// contactRow is a user known to an account on a service.
+type contactRow struct {
+	bun.BaseModel `bun:"table:contacts"`
+	AccountID     string    `bun:"account_id"`
+	Service       string    `bun:"service"`
+	Address       string    `bun:"address"`
+	Name          string    `bun:"name"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
 // deliverableRow is a message with its thread's type and its sending

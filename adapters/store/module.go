@@ -32,11 +32,22 @@ var Module = fx.Module("store",
 	fx.Provide(newModuleDB),
 )
 
-func newModuleDB(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*DB, error) {
+// moduleDeps are what the module's *DB is built from: the reactions are
+// optional (an app without the webhooks feature has none).
+type moduleDeps struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    Config
+	Log       *slog.Logger
+	Reactions ReactingOn `optional:"true"`
+}
+
+func newModuleDB(d moduleDeps) (*DB, error) {
+	lc, cfg, log := d.Lifecycle, d.Config, d.Log
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	db, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns,
-		ReadTimeout: cfg.ReadTimeout, StatementTimeout: cfg.StatementTimeout})
+		ReadTimeout: cfg.ReadTimeout, StatementTimeout: cfg.StatementTimeout, Reactions: d.Reactions})
 	if err != nil {
 		return nil, err
 	}

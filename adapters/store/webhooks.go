@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -30,6 +31,12 @@ func (db *DB) WebhookStore() WebhookStore { return WebhookStore{db.base} }
 // Repos is s itself: its methods run each as its own statement outside a
 // transaction, and inside the one Transact runs.
 func (s WebhookStore) Repos() webhooks.Repos { return s }
+
+// Decide runs decide in a transaction, reading through s on it, and
+// writes the batch it returns there, with its reactions (webhooks.Store).
+func (s WebhookStore) Decide(ctx context.Context, decide func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error)) error {
+	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, WebhookStore{c}) })
+}
 
 // Transact runs fn with s on one transaction (DB.Transact).
 func (s WebhookStore) Transact(ctx context.Context, fn func(ctx context.Context, r webhooks.Repos) error) error {
@@ -162,13 +169,6 @@ func deliveryToRow(d webhook.Delivery) newDeliveryRow {
 	}
 }
 
-// InsertWebhookDelivery stores a new delivery.
-func (r WebhookStore) InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error {
-	row := deliveryToRow(d)
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "delivery")
-}
-
 // WebhookDelivery reads a delivery with its event's payload; an empty
 // accountID reads it whatever its account.
 func (r WebhookStore) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
@@ -198,9 +198,9 @@ func (r WebhookStore) UpdateWebhookDelivery(ctx context.Context, d webhook.Deliv
 	return requireOneRow(res, "delivery")
 }
 
-type webhookAttemptRow struct {
+// newAttemptRow is an attempt as inserted (its seq is the table's).
+type newAttemptRow struct {
 	bun.BaseModel `bun:"table:webhook_attempts"`
-	Seq           int64     `bun:"seq,pk,autoincrement"`
 	DeliveryID    string    `bun:"delivery_id"`
 	AttemptedAt   time.Time `bun:"attempted_at"`
 	StatusCode    int       `bun:"status_code"`
@@ -209,14 +209,18 @@ type webhookAttemptRow struct {
 	Response      string    `bun:"response"`
 }
 
-// InsertWebhookAttempt appends to a delivery's log.
-func (r WebhookStore) InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
-	row := webhookAttemptRow{
-		DeliveryID: deliveryID, AttemptedAt: a.At, StatusCode: a.StatusCode, LatencyUS: a.Latency.Microseconds(),
-		Error: a.Error, Response: a.Response,
+func attemptToRow(a writes.Attempt) newAttemptRow {
+	return newAttemptRow{
+		DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
+		Error: a.Attempt.Error, Response: a.Attempt.Response,
 	}
-	_, err := r.write.NewInsert().Model(&row).ExcludeColumn("seq").Exec(ctx)
-	return translate(err, "attempt")
+}
+
+// webhookAttemptRow is an attempt as read, with its seq.
+type webhookAttemptRow struct {
+	bun.BaseModel `bun:"table:webhook_attempts"`
+	Seq           int64 `bun:"seq,pk,autoincrement"`
+	newAttemptRow
 }
 
 // WebhookDeliveries lists deliveries newest first with their attempts.
@@ -365,7 +369,7 @@ func (r WebhookStore) insertWebhookAttempts(ctx context.Context, attempts []webh
 	if len(attempts) == 0 {
 		return nil
 	}
-	_, err := r.write.NewInsert().Model(attemptRows(attempts)).ExcludeColumn("seq").Exec(ctx)
+	_, err := r.write.NewInsert().Model(attemptRows(attempts)).Exec(ctx)
 	return translate(err, "attempt")
 }
 
@@ -382,7 +386,7 @@ func (r WebhookStore) RecordWebhookAttempts(ctx context.Context, attempts []webh
 			return WebhookStore{c}.recordWebhookAttempts(ctx, attempts, ds)
 		})
 	}
-	q := r.write.NewInsert().Model(attemptRows(attempts)).ExcludeColumn("seq").String() + ";\n" + r.updateDeliveriesQuery(ds).String()
+	q := r.write.NewInsert().Model(attemptRows(attempts)).String() + ";\n" + r.updateDeliveriesQuery(ds).String()
 	_, err := r.write.ExecContext(ctx, q)
 	return translate(err, "delivery")
 }
@@ -394,13 +398,10 @@ func (r WebhookStore) recordWebhookAttempts(ctx context.Context, attempts []webh
 	return r.updateWebhookDeliveries(ctx, ds)
 }
 
-func attemptRows(attempts []webhooks.LoggedAttempt) *[]webhookAttemptRow {
-	rows := make([]webhookAttemptRow, len(attempts))
+func attemptRows(attempts []webhooks.LoggedAttempt) *[]newAttemptRow {
+	rows := make([]newAttemptRow, len(attempts))
 	for i, a := range attempts {
-		rows[i] = webhookAttemptRow{
-			DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
-			Error: a.Attempt.Error, Response: a.Attempt.Response,
-		}
+		rows[i] = attemptToRow(writes.Attempt(a))
 	}
 	return &rows
 }
@@ -466,14 +467,14 @@ func (r WebhookStore) InsertEvent(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-// EnqueueJob enqueues on the job queue, in s's transaction when it has one
-// (JobQueue.EnqueueJob).
-func (r WebhookStore) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
-	return JobQueue(r).EnqueueJob(ctx, p)
-}
-
 // Message reads a message of the account, for a replay's check
 // (MessagingStore.Message).
 func (r WebhookStore) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
 	return MessagingStore(r).Message(ctx, accountID, id)
+}
+
+// EnqueueJob enqueues on the job queue, in s's transaction when it has one
+// (JobQueue.EnqueueJob).
+func (r WebhookStore) EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error) {
+	return JobQueue(r).EnqueueJob(ctx, p)
 }

@@ -65,7 +65,7 @@ func newCommitBundle(t *testing.T, open func(t *testing.T) CommitterFixture) com
 	require.NoError(t, f.Accounts.Repos().InsertAccount(ctx, acc))
 	th := messaging.Thread{ID: "thr_commit", AccountID: acc.ID, Service: account.WhatsApp, Type: messaging.Individual,
 		AgentNumber: "+15550001000", Contact: "+15550002000", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, f.Messaging.Repos().InsertThread(ctx, th, nil))
+	require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: th}}}))
 	return commitBundle{CommitterFixture: f, account: acc.ID, thread: th, now: now}
 }
 
@@ -137,6 +137,101 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.NoError(t, err)
 		require.Equal(t, idempotency.Replay, res.Outcome)
 		require.Equal(t, []byte("msg_all"), res.Response.Body)
+	})
+
+	t.Run("WritesThreadsGroupsAndInboundActivity", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		at := f.now.Add(time.Minute)
+		agent, user := f.thread.AgentNumber, "+15550003000"
+		th := messaging.Thread{ID: "thr_new", AccountID: f.account, Service: account.WhatsApp, Type: messaging.Individual,
+			AgentNumber: agent, Contact: user, Name: "Ann", CreatedAt: at, UpdatedAt: at}
+		group := messaging.GroupState{
+			Thread: messaging.Thread{ID: "thr_group", AccountID: f.account, Service: account.WhatsApp, Type: messaging.Group,
+				AgentNumber: agent, Name: "Team", CreatedAt: at, UpdatedAt: at},
+			Description: "it's ours", InviteCode: "inv-commit",
+			Members: []messaging.Participant{{Address: agent, IsAgent: true, Admin: true}, {Address: user, Name: "Ann"}},
+		}
+		in := chatMessage(th, messaging.Inbound, "hello", at)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{
+			Threads:  []writes.NewThread{{Thread: th, Participants: []messaging.Participant{{Address: agent, IsAgent: true}, {Address: user, Name: "Ann"}}}},
+			Groups:   []messaging.GroupState{group},
+			Messages: []messaging.Message{in},
+			Inbound:  []writes.InboundActivity{{AccountID: f.account, Service: account.WhatsApp, Address: user, Name: "Ann", ThreadID: th.ID, At: at}},
+		}))
+		r := f.Messaging.Repos()
+		got, err := r.IndividualThread(ctx, f.account, account.WhatsApp, agent, user)
+		require.NoError(t, err)
+		th.LastInboundAt = &at
+		require.Equal(t, th, got, "the new thread, with the user's activity")
+		parts, err := r.Participants(ctx, th.ID)
+		require.NoError(t, err)
+		require.Equal(t, []messaging.Participant{{Address: agent, IsAgent: true}, {Address: user, Name: "Ann"}}, parts)
+		gotGroup, err := r.Group(ctx, f.account, group.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, group, gotGroup, "the new group, with its members")
+
+		// The group's new state: one member leaves, one joins, the agent
+		// is no longer an admin.
+		group.Thread.Name, group.Thread.UpdatedAt, group.InviteCode, group.Locked = "Team 2", at.Add(time.Minute), "", true
+		group.Members = []messaging.Participant{{Address: agent, IsAgent: true}, {Address: "+15550004000", Name: "Bo"}}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{GroupStates: []messaging.GroupState{group}}))
+		gotGroup, err = r.Group(ctx, f.account, group.Thread.ID)
+		require.NoError(t, err)
+		require.Equal(t, group, gotGroup)
+
+		// A second individual thread of the pair is refused, with nothing
+		// of its batch.
+		dup := th
+		dup.ID, dup.LastInboundAt = "thr_dup", nil
+		err = f.Committer.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: dup}}, Messages: []messaging.Message{chatMessage(dup, messaging.Inbound, "again", at)}})
+		require.ErrorIs(t, err, writes.ErrThreadExists)
+		_, err = r.Thread(ctx, f.account, dup.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+	})
+
+	t.Run("DeliveryStatesMoveDeliveriesThatExist", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_hook")))
+		d, err := f.Webhooks.Repos().WebhookDelivery(ctx, f.account, "whk_msg_hook")
+		require.NoError(t, err)
+		at := f.now.Add(time.Minute)
+		d.Status, d.Attempts, d.LastStatusCode, d.LastError, d.NextAttemptAt, d.UpdatedAt = webhook.Failed, 3, 500, "it's down", at.Add(time.Hour), at
+		missing := d
+		missing.ID = "whk_missing"
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{DeliveryStates: []webhook.Delivery{missing, d}}))
+		got, err := f.Webhooks.Repos().WebhookDelivery(ctx, f.account, d.ID)
+		require.NoError(t, err)
+		require.Equal(t, d, got)
+		_, err = f.Webhooks.Repos().WebhookDelivery(ctx, f.account, missing.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "a delivery that does not exist is left out: %v", err)
+	})
+
+	t.Run("AttemptsAndEndpointHealth", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_try")))
+		ep := webhook.Endpoint{AccountID: f.account, URL: "https://hooks.example.com/in", Enabled: true, CreatedAt: f.now, UpdatedAt: f.now}
+		require.NoError(t, f.Webhooks.Repos().SaveWebhookEndpoint(ctx, webhooks.Record{Endpoint: ep, SealedSecret: []byte{1, 2}}))
+		at := f.now.Add(time.Minute)
+		attempt := webhook.Attempt{At: at, StatusCode: 503, Latency: 1500 * time.Microsecond, Error: "status 503", Response: "it's busy"}
+		failing := ep
+		failing.Enabled, failing.DisabledReason, failing.DisabledAt, failing.FailingSince, failing.UpdatedAt = false, webhook.ReasonFailing, &at, &f.now, at
+		elsewhere := failing
+		elsewhere.AccountID = "acc_without_endpoint"
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{
+			Attempts:       []writes.Attempt{{DeliveryID: "whk_msg_try", Attempt: attempt}},
+			EndpointHealth: []webhook.Endpoint{failing, elsewhere},
+		}))
+		ds, _, err := f.Webhooks.Repos().WebhookDeliveries(ctx, webhooks.DeliveryQuery{AccountID: f.account, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Equal(t, []webhook.Attempt{attempt}, ds[0].Log, "the attempt is in the delivery's log")
+		rec, err := f.Webhooks.Repos().WebhookEndpoint(ctx, f.account)
+		require.NoError(t, err)
+		require.Equal(t, failing, rec.Endpoint, "the endpoint's health, the rest as it was")
+		require.Equal(t, []byte{1, 2}, rec.SealedSecret)
 	})
 
 	t.Run("ATakenAnswerWritesNothing", func(t *testing.T) {

@@ -55,8 +55,26 @@ func (f MessagingFixture) agent(t *testing.T, accountID string, service account.
 // thread stores th with its participants.
 func (f MessagingFixture) thread(t *testing.T, th messaging.Thread, participants ...messaging.Participant) messaging.Thread {
 	t.Helper()
-	require.NoError(t, f.Store.Repos().InsertThread(context.Background(), th, participants))
+	require.NoError(t, f.Committer.Commit(context.Background(), writes.Batch{Threads: []writes.NewThread{{Thread: th, Participants: participants}}}))
 	return th
+}
+
+// decideAlone is the decision of one inbound message from user to agent
+// (what receiving a user's message writes): it finds or makes their
+// thread, and returns the batch of the message with the user's activity.
+func decideAlone(ctx context.Context, tx appmessaging.TxReads, accountID, agent, user string, sent time.Time) (writes.Batch, messaging.Thread, error) {
+	var b writes.Batch
+	th, err := tx.IndividualThread(ctx, accountID, account.WhatsApp, agent, user)
+	if failure.Is(err, failure.KindNotFound) {
+		th, err = individualThread(accountID, account.WhatsApp, agent, user, sent), nil
+		b.Threads = []writes.NewThread{{Thread: th, Participants: []messaging.Participant{{Address: agent, IsAgent: true}, {Address: user}}}}
+	}
+	if err != nil {
+		return writes.Batch{}, messaging.Thread{}, err
+	}
+	b.Messages = []messaging.Message{chatMessage(th, messaging.Inbound, "hi", sent)}
+	b.Inbound = []writes.InboundActivity{{AccountID: accountID, Service: account.WhatsApp, Address: user, ThreadID: th.ID, At: sent}}
+	return b, th, nil
 }
 
 // commit writes messages as a send or an inbound message does.
@@ -171,8 +189,9 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		}
 
 		dup := individualThread(a, account.WhatsApp, agent, user, at.Add(time.Minute))
-		err = r.InsertThread(ctx, dup, []messaging.Participant{{Address: "+4917099999999"}})
-		require.True(t, failure.Is(err, failure.KindConflict), "a second individual thread of the pair: %v", err)
+		err = f.Committer.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: dup, Participants: []messaging.Participant{{Address: "+4917099999999"}}}}})
+		require.ErrorIs(t, err, writes.ErrThreadExists, "a second individual thread of the pair")
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
 		_, err = r.Thread(ctx, a, dup.ID)
 		notFound(t, err, "the refused thread")
 		parts, err := r.Participants(ctx, th.ID)
@@ -188,16 +207,15 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		f.thread(t, groupThread(a, account.WhatsApp, agent, at))
 		f.thread(t, groupThread(a, account.WhatsApp, agent, at))
 
-		// Two first messages of a user race: the loser's conflict leaves
-		// its transaction usable, to read the winner's thread and go on.
+		// A decision reads the thread in its transaction and writes its
+		// batch there.
 		later := at.Add(2 * time.Minute)
-		err = f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-			err := r.InsertThread(ctx, individualThread(a, account.WhatsApp, agent, user, later), nil)
-			require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
-			got, err := r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
+		err = f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+			b, got, err := decideAlone(ctx, tx, a, agent, user, later)
 			require.NoError(t, err)
 			require.Equal(t, th, got)
-			return r.TouchThread(ctx, got.ID, later, true)
+			require.Empty(t, b.Threads)
+			return b, nil
 		})
 		require.NoError(t, err)
 		got, err = r.Thread(ctx, a, th.ID)
@@ -288,7 +306,7 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.Empty(t, parts, "a thread that does not exist has none")
 	})
 
-	t.Run("TouchThreadRecordsActivity", func(t *testing.T) {
+	t.Run("ThreadActivityAndInboundActivity", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)
 		a := f.owner(t)
@@ -303,19 +321,29 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 
 		want := th
 		want.UpdatedAt = at.Add(time.Minute)
-		require.NoError(t, r.TouchThread(ctx, th.ID, at.Add(time.Minute), false))
+		outbound := func(at time.Time) writes.Batch {
+			return writes.Batch{ThreadActivity: []writes.ThreadActivity{{ThreadID: th.ID, At: at}}}
+		}
+		require.NoError(t, f.Committer.Commit(ctx, outbound(at.Add(time.Minute))))
 		require.Equal(t, want, read(), "an outbound message moves the activity only")
 
 		inbound := at.Add(2 * time.Minute)
 		want.UpdatedAt, want.LastInboundAt = inbound, &inbound
-		require.NoError(t, r.TouchThread(ctx, th.ID, inbound, true))
-		require.Equal(t, want, read(), "an inbound one records that the user wrote")
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Inbound: []writes.InboundActivity{
+			{AccountID: a, Service: account.WhatsApp, Address: th.Contact, Name: "Ann", ThreadID: th.ID, At: inbound.Add(-time.Second)},
+			{AccountID: a, Service: account.WhatsApp, Address: th.Contact, ThreadID: th.ID, At: inbound},
+		}}))
+		require.Equal(t, want, read(), "an inbound one records that the user wrote, the newest of a batch winning")
 
 		want.UpdatedAt = at.Add(3 * time.Minute)
-		require.NoError(t, r.TouchThread(ctx, th.ID, at.Add(3*time.Minute), false))
+		require.NoError(t, f.Committer.Commit(ctx, outbound(at.Add(3*time.Minute))))
 		require.Equal(t, want, read(), "the user's last message stays recorded")
 
-		notFound(t, r.TouchThread(ctx, "thr_missing", at, true), "touching a missing thread")
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{
+			ThreadActivity: []writes.ThreadActivity{{ThreadID: "thr_missing", At: at}},
+			Inbound:        []writes.InboundActivity{{AccountID: a, Service: account.WhatsApp, Address: th.Contact, ThreadID: "thr_missing", At: at}},
+		}), "threads that do not exist are left out")
+		require.Equal(t, want, read())
 	})
 
 	t.Run("ThreadsListMostRecentlyActiveFirst", func(t *testing.T) {
@@ -338,7 +366,8 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Messages: []messaging.Message{newest},
 			ThreadActivity: []writes.ThreadActivity{{ThreadID: t1.ID, At: newest.CreatedAt}}}))
 		f.commit(t, older)
-		require.NoError(t, f.Store.Repos().TouchThread(ctx, t2.ID, at.Add(8*time.Second), true))
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Inbound: []writes.InboundActivity{
+			{AccountID: a, Service: account.WhatsApp, Address: bob, ThreadID: t2.ID, At: at.Add(8 * time.Second)}}}))
 		r := f.Store.Repos()
 
 		list, total, err := r.Threads(ctx, appmessaging.ThreadQuery{AccountID: a, Limit: 10})
@@ -424,7 +453,7 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		// channel use cases take this conflict for a repeated report.
 		again := chatMessage(th, messaging.Inbound, "hello", at.Add(time.Minute))
 		again.ProviderMessageID = "wamid.in1"
-		err = r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{again}})
+		err = f.Committer.Commit(ctx, writes.Batch{Messages: []messaging.Message{again}})
 		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
 		require.Equal(t, "already_exists", failure.As(err).Code)
 		_, err = r.Message(ctx, a, again.ID)
@@ -651,26 +680,31 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.False(t, got[0].Number.Enabled)
 	})
 
-	t.Run("UpsertContactIsRepeatable", func(t *testing.T) {
+	t.Run("InboundActivityIsRepeatable", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)
 		a, b := f.owner(t), f.owner(t)
-		r := f.Store.Repos()
 		user := "+4917012345678"
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", user, at))
 		// Nothing reads contacts back through this port: what the
 		// contract holds is that recording a user again, with or without
-		// a name, on another service or account, or in a transaction,
-		// always succeeds.
-		require.NoError(t, r.UpsertContact(ctx, a, account.WhatsApp, user, "Ann", at))
-		require.NoError(t, r.UpsertContact(ctx, a, account.WhatsApp, user, "", at.Add(time.Minute)))
-		require.NoError(t, r.UpsertContact(ctx, a, account.WhatsApp, user, "Ann B", at.Add(2*time.Minute)))
-		require.NoError(t, r.UpsertContact(ctx, a, account.Telegram, user, "Ann", at))
-		require.NoError(t, r.UpsertContact(ctx, b, account.WhatsApp, user, "Ann", at))
-		require.NoError(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-			if err := r.UpsertContact(ctx, a, account.WhatsApp, user, "Ann C", at.Add(3*time.Minute)); err != nil {
-				return err
-			}
-			return r.UpsertContact(ctx, a, account.WhatsApp, user, "", at.Add(4*time.Minute))
+		// a name, on another service or account, twice in one batch, or
+		// in a decision, always succeeds.
+		wrote := func(accountID string, service account.Service, name string, at time.Time) writes.InboundActivity {
+			return writes.InboundActivity{AccountID: accountID, Service: service, Address: user, Name: name, ThreadID: th.ID, At: at}
+		}
+		for _, activity := range [][]writes.InboundActivity{
+			{wrote(a, account.WhatsApp, "Ann", at)},
+			{wrote(a, account.WhatsApp, "", at.Add(time.Minute))},
+			{wrote(a, account.WhatsApp, "Ann B", at.Add(2*time.Minute))},
+			{wrote(a, account.Telegram, "Ann", at)},
+			{wrote(b, account.WhatsApp, "Ann", at)},
+			{wrote(a, account.WhatsApp, "Ann C", at.Add(3*time.Minute)), wrote(a, account.WhatsApp, "", at.Add(4*time.Minute))},
+		} {
+			require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Inbound: activity}))
+		}
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+			return writes.Batch{Inbound: []writes.InboundActivity{wrote(a, account.WhatsApp, "Ann D", at.Add(5*time.Minute))}}, nil
 		}))
 	})
 
@@ -689,7 +723,8 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 			},
 		}
 		r := f.Store.Repos()
-		require.NoError(t, r.InsertGroup(ctx, g))
+		groups := func(gs ...messaging.GroupState) writes.Batch { return writes.Batch{Groups: gs} }
+		require.NoError(t, f.Committer.Commit(ctx, groups(g)))
 
 		got, err := r.Group(ctx, a, g.Thread.ID)
 		require.NoError(t, err)
@@ -715,23 +750,20 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		ind := f.thread(t, individualThread(a, account.WhatsApp, agent, "+4917000000001", at))
 		_, err = r.Group(ctx, a, ind.ID)
 		notFound(t, err, "an individual thread")
-		notFound(t, r.SaveGroup(ctx, messaging.GroupState{Thread: ind, Members: []messaging.Participant{{Address: agent, IsAgent: true}}}), "saving an individual thread as a group")
-		notFound(t, r.SaveGroup(ctx, messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at)}), "saving a missing group")
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{GroupStates: []messaging.GroupState{{Thread: ind}}}))
 		th, err = r.IndividualThread(ctx, a, account.WhatsApp, agent, "+4917000000001")
 		require.NoError(t, err)
-		require.Equal(t, ind, th, "the individual thread is left as it was")
+		require.Equal(t, ind, th, "the state of a group is not written on an individual thread")
 
-		// The use cases insert groups in a transaction, which the
-		// conflict rolls back.
+		// A taken invite code refuses the batch, and nothing of it stays.
 		taken := messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at), InviteCode: "inv-1",
 			Members: []messaging.Participant{{Address: agent, IsAgent: true, Admin: true}}}
-		err = f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error { return r.InsertGroup(ctx, taken) })
+		err = f.Committer.Commit(ctx, groups(taken))
 		require.True(t, failure.Is(err, failure.KindConflict), "a taken invite code: %v", err)
 		_, err = r.Thread(ctx, a, taken.Thread.ID)
 		notFound(t, err, "the refused group")
-		for range 2 {
-			require.NoError(t, r.InsertGroup(ctx, messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at)}), "groups without invite codes")
-		}
+		require.NoError(t, f.Committer.Commit(ctx, groups(messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at)},
+			messaging.GroupState{Thread: groupThread(a, account.WhatsApp, agent, at)})), "groups without invite codes")
 
 		// Saving replaces the state and the members: one leaves, one
 		// joins, one is demoted.
@@ -742,7 +774,7 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 			{Address: "+4917000000001", Name: "Ann"},
 			{Address: "+4917000000003", Name: "Cy", Admin: true},
 		}
-		require.NoError(t, r.SaveGroup(ctx, g))
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{GroupStates: []messaging.GroupState{g}}))
 		got, err = r.Group(ctx, a, g.Thread.ID)
 		require.NoError(t, err)
 		require.Equal(t, g, got)
@@ -755,14 +787,14 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.NoError(t, err)
 		require.Equal(t, g.Members, parts)
 
-		// Read and saved in one transaction, as the group use cases do.
-		require.NoError(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-			cur, err := r.Group(ctx, a, g.Thread.ID)
+		// Read and saved in one decision, as the group use cases do.
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+			cur, err := tx.Group(ctx, a, g.Thread.ID)
 			if err != nil {
-				return err
+				return writes.Batch{}, err
 			}
 			cur.InviteCode, cur.Members = "", cur.Members[:1]
-			return r.SaveGroup(ctx, cur)
+			return writes.Batch{GroupStates: []messaging.GroupState{cur}}, nil
 		}))
 		got, err = r.Group(ctx, a, g.Thread.ID)
 		require.NoError(t, err)
@@ -772,107 +804,62 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		notFound(t, err, "a revoked invite code")
 	})
 
-	t.Run("WriteBatchGoesWithItsTransaction", func(t *testing.T) {
+	t.Run("DecideWritesItsBatchInItsTransaction", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)
 		a := f.owner(t)
-		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
-		m := chatMessage(th, messaging.OutboundAPI, "maybe", at.Add(time.Minute))
-		batch := writes.Batch{Messages: []messaging.Message{m}, ThreadActivity: []writes.ThreadActivity{{ThreadID: th.ID, At: m.CreatedAt}}}
+		agent := "+14155550100"
+		th := f.thread(t, individualThread(a, account.WhatsApp, agent, "+4917012345678", at))
+		r := f.Store.Repos()
 		boom := errors.New("boom")
-		err := f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-			require.NoError(t, r.WriteBatch(ctx, batch))
-			got, err := r.Message(ctx, a, m.ID)
-			require.NoError(t, err)
-			require.Equal(t, m, got, "the transaction reads what it wrote")
-			return boom
+		decided := false
+		err := f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+			decided = true
+			return writes.Batch{Messages: []messaging.Message{chatMessage(th, messaging.OutboundAPI, "maybe", at)}}, boom
 		})
 		require.ErrorIs(t, err, boom)
-		r := f.Store.Repos()
-		_, err = r.Message(ctx, a, m.ID)
-		notFound(t, err, "a message rolled back with its transaction")
-		got, err := r.Thread(ctx, a, th.ID)
+		require.True(t, decided)
+		recent, err := r.RecentMessages(ctx, a, th.ID, 10)
 		require.NoError(t, err)
-		require.Equal(t, th, got, "and the thread's activity")
+		require.Empty(t, recent, "a failed decision writes nothing")
 
-		// Committed with it: a thread made in the transaction, and the
+		// Committed together: a thread made by the decision, and the
 		// batch's message in it.
-		th2 := individualThread(a, account.WhatsApp, "+14155550100", "+4917012345679", at)
-		m2 := chatMessage(th2, messaging.Inbound, "yes", at.Add(time.Minute))
-		require.NoError(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-			if err := r.InsertThread(ctx, th2, nil); err != nil {
-				return err
-			}
-			return r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m2}, ThreadActivity: []writes.ThreadActivity{{ThreadID: th2.ID, At: m2.CreatedAt}}})
+		var made messaging.Thread
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+			b, th, err := decideAlone(ctx, tx, a, agent, "+4917012345679", at.Add(time.Minute))
+			made = th
+			return b, err
 		}))
-		gotM, err := r.Message(ctx, a, m2.ID)
+		got, err := r.Thread(ctx, a, made.ID)
 		require.NoError(t, err)
-		require.Equal(t, m2, gotM)
-		got, err = r.Thread(ctx, a, th2.ID)
+		require.True(t, got.UpdatedAt.Equal(at.Add(time.Minute)), "got %v", got.UpdatedAt)
+		recent, err = r.RecentMessages(ctx, a, made.ID, 10)
 		require.NoError(t, err)
-		require.True(t, got.UpdatedAt.Equal(m2.CreatedAt), "got %v", got.UpdatedAt)
+		require.Len(t, recent, 1)
 
-		// Outside a transaction, a batch is written alone, all or nothing.
-		m3 := chatMessage(th, messaging.OutboundAPI, "third", at.Add(2*time.Minute))
-		err = r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m3, m2}})
+		// A refused batch writes nothing of the decision.
+		third := chatMessage(th, messaging.OutboundAPI, "third", at.Add(2*time.Minute))
+		err = f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+			return writes.Batch{Messages: []messaging.Message{third, recent[0]}}, nil
+		})
 		require.True(t, failure.Is(err, failure.KindConflict), "a taken message id: %v", err)
-		_, err = r.Message(ctx, a, m3.ID)
+		_, err = r.Message(ctx, a, third.ID)
 		notFound(t, err, "the refused batch's other message")
-		require.NoError(t, r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m3}}))
-		gotM, err = r.Message(ctx, a, m3.ID)
-		require.NoError(t, err)
-		require.Equal(t, m3, gotM)
-	})
 
-	t.Run("RecordResponseAnswersAKeyOnce", func(t *testing.T) {
-		t.Parallel()
-		f := open(t)
-		a, b := f.owner(t), f.owner(t)
-		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		// The answers a batch holds are the same answers in a decision
+		// and through the committer.
 		answer := idempotency.Response{Status: 202, Body: []byte(`{"id":"msg_1"}`)}
-		record := func(accountID, key string, work ...messaging.Message) error {
-			return f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-				if len(work) > 0 {
-					if err := r.WriteBatch(ctx, writes.Batch{Messages: work}); err != nil {
-						return err
-					}
-				}
-				return r.RecordResponse(ctx, accountID, key, answer)
-			})
-		}
-		first := chatMessage(th, messaging.OutboundAPI, "first", at)
-		require.NoError(t, record(a, "k1", first))
-		_, err := f.Store.Repos().Message(ctx, a, first.ID)
-		require.NoError(t, err, "the work committed with its answer")
-
-		second := chatMessage(th, messaging.OutboundAPI, "second", at)
-		require.ErrorIs(t, record(a, "k1", second), idempotency.ErrAnsweredElsewhere)
-		_, err = f.Store.Repos().Message(ctx, a, second.ID)
-		notFound(t, err, "the work of a second answer rolled back")
-		require.NoError(t, record(b, "k1"), "keys are per account")
-
-		// The answers a batch holds are the same answers, in a
-		// transaction, outside one, and through the committer.
-		third := chatMessage(th, messaging.OutboundAPI, "third", at)
 		keyed := writes.Batch{Messages: []messaging.Message{third}, Answers: []writes.Answer{{AccountID: a, Key: "k1", Response: answer}}}
-		require.ErrorIs(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error { return r.WriteBatch(ctx, keyed) }),
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Answers: keyed.Answers}))
+		require.ErrorIs(t, f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) { return keyed, nil }),
 			idempotency.ErrAnsweredElsewhere)
-		require.ErrorIs(t, f.Store.Repos().WriteBatch(ctx, keyed), idempotency.ErrAnsweredElsewhere)
-		require.ErrorIs(t, f.Committer.Commit(ctx, keyed), idempotency.ErrAnsweredElsewhere)
-		_, err = f.Store.Repos().Message(ctx, a, third.ID)
+		_, err = r.Message(ctx, a, third.ID)
 		notFound(t, err, "no refused batch wrote its message")
-
-		// An answer rolled back with its work is not kept.
-		boom := errors.New("boom")
-		require.ErrorIs(t, f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-			if err := r.RecordResponse(ctx, a, "k2", answer); err != nil {
-				return err
-			}
-			return boom
-		}), boom)
-		require.NoError(t, record(a, "k2"), "k2 has no answer yet")
-		require.ErrorIs(t, f.Committer.Commit(ctx, writes.Batch{Answers: []writes.Answer{{AccountID: a, Key: "k2", Response: answer}}}),
-			idempotency.ErrAnsweredElsewhere, "the committer sees the recorder's answers")
+		keyed.Answers[0].Key = "k2"
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) { return keyed, nil }))
+		require.ErrorIs(t, f.Committer.Commit(ctx, writes.Batch{Answers: keyed.Answers}),
+			idempotency.ErrAnsweredElsewhere, "the committer sees a decision's answers")
 	})
 
 	t.Run("ConcurrentFirstMessagesShareOneThread", func(t *testing.T) {
@@ -886,26 +873,18 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				// What receiving a user's first message does.
-				errs[i] = f.Store.Transact(ctx, func(ctx context.Context, r appmessaging.Repos) error {
-					th, err := r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
-					if failure.Is(err, failure.KindNotFound) {
-						th = individualThread(a, account.WhatsApp, agent, user, at)
-						err = r.InsertThread(ctx, th, []messaging.Participant{{Address: agent, IsAgent: true}, {Address: user}})
-						if failure.Is(err, failure.KindConflict) {
-							th, err = r.IndividualThread(ctx, a, account.WhatsApp, agent, user)
-						}
-					}
-					if err != nil {
-						return err
-					}
+				// What receiving a user's first message does: a thread
+				// made by a concurrent decision fails the batch with
+				// ErrThreadExists, and deciding again finds it.
+				decide := func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+					b, th, err := decideAlone(ctx, tx, a, agent, user, at.Add(time.Duration(i)*time.Second))
 					threads[i] = th.ID
-					m := chatMessage(th, messaging.Inbound, "hi", at.Add(time.Duration(i)*time.Second))
-					if err := r.WriteBatch(ctx, writes.Batch{Messages: []messaging.Message{m}}); err != nil {
-						return err
-					}
-					return r.TouchThread(ctx, th.ID, m.CreatedAt, true)
-				})
+					return b, err
+				}
+				errs[i] = f.Store.Decide(ctx, decide)
+				if errors.Is(errs[i], writes.ErrThreadExists) {
+					errs[i] = f.Store.Decide(ctx, decide)
+				}
 			})
 		}
 		wg.Wait()

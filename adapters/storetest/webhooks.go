@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -78,9 +79,10 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		var ds []webhook.Delivery
 		for i, thread := range []string{"thr_a", "thr_a", "thr_b"} {
 			e := newEvent(acc, thread, event.MessageReceived, i)
-			require.NoError(t, r.InsertEvent(ctx, e))
 			d := newDelivery(e)
-			require.NoError(t, r.InsertWebhookDelivery(ctx, d))
+			require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
+				return writes.Batch{Events: []event.Event{e}, Deliveries: []webhook.Delivery{d}}, nil
+			}))
 			got, err := r.WebhookDelivery(ctx, "", d.ID)
 			require.NoError(t, err)
 			require.Equal(t, e.Payload, got.Payload, "the delivery reads its event's payload")
@@ -126,7 +128,10 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 
 		ds[0].Attempts, ds[0].LastStatusCode, ds[0].LastError, ds[0].NextAttemptAt = 1, 500, "status 500", at.Add(5*time.Second)
 		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[0]))
-		require.NoError(t, r.InsertWebhookAttempt(ctx, ds[0].ID, webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}))
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
+			return writes.Batch{Attempts: []writes.Attempt{{DeliveryID: ds[0].ID,
+				Attempt: webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}}}}, nil
+		}))
 		require.False(t, earlier(ds[1]), "once tried, the earlier event no longer holds the thread")
 
 		ds[1].Status, ds[1].Attempts, ds[1].LastStatusCode, ds[1].UpdatedAt = webhook.Succeeded, 1, 204, at.Add(time.Second)
@@ -187,8 +192,9 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		var ids []string
 		for i := range 5 {
 			e := newEvent(acc, "thr_x", event.MessageSent, i)
-			require.NoError(t, r.InsertEvent(ctx, e))
-			require.NoError(t, r.InsertEvent(ctx, newEvent(other, "thr_y", event.MessageSent, i)))
+			require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
+				return writes.Batch{Events: []event.Event{e, newEvent(other, "thr_y", event.MessageSent, i)}}, nil
+			}))
 			ids = append(ids, e.ID)
 		}
 		page, err := r.EventsAfter(ctx, acc, "", 3)
@@ -214,10 +220,8 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		e := newEvent(acc, "thr_a", event.MessageReceived, 0)
 		d := newDelivery(e)
 		boom := errors.New("boom")
-		err := f.Store.Transact(ctx, func(ctx context.Context, r webhooks.Repos) error {
-			require.NoError(t, r.InsertEvent(ctx, e))
-			require.NoError(t, r.InsertWebhookDelivery(ctx, d))
-			return boom
+		err := f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
+			return writes.Batch{Events: []event.Event{e}, Deliveries: []webhook.Delivery{d}}, boom
 		})
 		require.ErrorIs(t, err, boom)
 		_, err = f.Store.Repos().WebhookDelivery(ctx, "", d.ID)
@@ -240,12 +244,9 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 			go func() {
 				defer wg.Done()
 				for i := range each {
-					errs <- f.Store.Transact(ctx, func(ctx context.Context, r webhooks.Repos) error {
+					errs <- f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
 						e := newEvent(acc, fmt.Sprintf("thr_%d", w), event.MessageReceived, i)
-						if err := r.InsertEvent(ctx, e); err != nil {
-							return err
-						}
-						return r.InsertWebhookDelivery(ctx, newDelivery(e))
+						return writes.Batch{Events: []event.Event{e}, Deliveries: []webhook.Delivery{newDelivery(e)}}, nil
 					})
 				}
 			}()

@@ -125,7 +125,9 @@ func plainLoopback(host string) bool {
 
 func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 	t.Helper()
-	db := dbtest.Open(t, dialect)
+	fanOut := webhooks.NewFanOut(o.now)
+	db := dbtest.OpenWith(t, dialect, store.Options{
+		Reactions: func(c *store.Conn) writes.Reactions { return fanOut.Through(store.WebhookStore{Conn: c}) }})
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	keys, err := keyring.New(key)
@@ -146,7 +148,6 @@ func setup(t *testing.T, dialect store.Dialect, o options) *bundle {
 		deps.URLs = nil
 	}
 	b := &bundle{db: db, svc: webhooks.NewService(deps), sender: snd}
-	db.SetReactions(func(c *store.Conn) writes.Reactions { return b.svc.ReactingThrough(store.WebhookStore{Conn: c}) })
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	a := account.Account{ID: ident.New(ident.Account), Name: "hooks", CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, db.AccountStore().InsertAccount(context.Background(), a))

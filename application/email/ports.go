@@ -37,10 +37,6 @@ type Repos interface {
 	// Emails lists an account's emails, newest first (by creation, then
 	// id), after the position after when it is set; at most limit.
 	Emails(ctx context.Context, accountID string, after *EmailCursor, limit int) ([]email.Email, error)
-	// UpdateEmailDelivery saves an email's status, reply, failure code,
-	// attempts and sent time, only while the stored email is still queued:
-	// an email already sent or failed is left as it is (no error).
-	UpdateEmailDelivery(ctx context.Context, e email.Email) error
 }
 
 // Store gives the use cases their repositories, directly or in one

@@ -315,7 +315,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err == nil {
 		at := s.now()
 		e.Status, e.Reply, e.FailureCode, e.SentAt, e.UpdatedAt = email.Sent, receipt.Reply, "", &at, at
-		return s.committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{e}})
+		return s.recordOutcome(ctx, e)
 	}
 
 	var (
@@ -325,20 +325,20 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	last := job.Attempt >= job.MaxAttempts
 	switch {
 	case errors.As(err, &smtpErr) && !smtpErr.Temporary():
-		return s.fail(ctx, r, e, "rejected", smtpErr.Reply, err)
+		return s.fail(ctx, e, "rejected", smtpErr.Reply, err)
 	case errors.As(err, &fetchErr):
-		return s.fail(ctx, r, e, fetchErr.Code, fetchErr.Message, err)
+		return s.fail(ctx, e, fetchErr.Code, fetchErr.Message, err)
 	case errors.Is(err, ErrUnsendable):
-		return s.fail(ctx, r, e, "unsendable", err.Error(), err)
+		return s.fail(ctx, e, "unsendable", err.Error(), err)
 	case errors.Is(err, ErrAttachmentTooLarge):
-		return s.fail(ctx, r, e, "attachment_too_large", fmt.Sprintf("attachments may be at most %d MB", MaxAttachmentBytes>>20), err)
+		return s.fail(ctx, e, "attachment_too_large", fmt.Sprintf("attachments may be at most %d MB", MaxAttachmentBytes>>20), err)
 	case last:
-		return s.fail(ctx, r, e, "retries_exhausted", "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+replyOf(err), err)
+		return s.fail(ctx, e, "retries_exhausted", "gave up after "+fmt.Sprint(job.Attempt)+" attempts: "+replyOf(err), err)
 	}
 	// A 4xx or a connection failure: keep the email queued, note why, and
 	// retry with the kind's back-off.
 	e.Reply, e.UpdatedAt = replyOf(err), s.now()
-	if uerr := r.UpdateEmailDelivery(ctx, e); uerr != nil {
+	if uerr := s.recordOutcome(ctx, e); uerr != nil {
 		return errors.Join(err, uerr)
 	}
 	return err
@@ -354,12 +354,17 @@ func replyOf(err error) string {
 }
 
 // fail marks the email failed with the reply, and stops the job.
-func (s *Service) fail(ctx context.Context, r Repos, e email.Email, code, reply string, cause error) error {
+func (s *Service) fail(ctx context.Context, e email.Email, code, reply string, cause error) error {
 	e.Status, e.FailureCode, e.Reply, e.UpdatedAt = email.Failed, code, reply, s.now()
-	if err := r.UpdateEmailDelivery(ctx, e); err != nil {
+	if err := s.recordOutcome(ctx, e); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)
+}
+
+// recordOutcome commits e's delivery, to e while it is still queued.
+func (s *Service) recordOutcome(ctx context.Context, e email.Email) error {
+	return s.committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{e}})
 }
 
 // outgoing builds what the Sender gets, fetching the attachment.

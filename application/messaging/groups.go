@@ -112,31 +112,29 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		return GroupResult{}, err
 	}
 	var out GroupResult
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		g, err := r.Group(ctx, cmd.AccountID, g.Thread.ID)
+	err = s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		g, err := tx.Group(ctx, cmd.AccountID, g.Thread.ID)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
 		typ, named, message, err := applyGroupAction(&g, action, cmd)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
 		g.Thread.UpdatedAt = s.now().UTC()
-		if err := r.SaveGroup(ctx, g); err != nil {
-			return err
-		}
-		if err := s.recordGroupEvent(ctx, r, typ, g, cmd.AgentNumber, action, named); err != nil {
-			return err
+		e, err := s.groupEvent(typ, g, cmd.AgentNumber, action, named)
+		if err != nil {
+			return writes.Batch{}, err
 		}
 		out = GroupResult{Group: g, Message: message}
-		return nil
+		return writes.Batch{GroupStates: []messaging.GroupState{g}, Events: []event.Event{e}}, nil
 	})
 	return out, err
 }
 
 // groupOf reads the group a command names: by its invite code for a join
 // that gives one, else by its thread.
-func (s *Service) groupOf(ctx context.Context, r Repos, cmd GroupCommand, action messaging.GroupAction) (messaging.GroupState, error) {
+func (s *Service) groupOf(ctx context.Context, r TxReads, cmd GroupCommand, action messaging.GroupAction) (messaging.GroupState, error) {
 	if isJoin(action) && cmd.InviteCode != "" {
 		g, err := r.GroupByInviteCode(ctx, cmd.AccountID, cmd.InviteCode)
 		if failure.Is(err, failure.KindNotFound) {
@@ -170,7 +168,7 @@ func (s *Service) precheckEdit(ctx context.Context, cmd GroupCommand) error {
 // refuseOwnNumbers refuses to add the account's own agent numbers as plain
 // participants: an agent number becomes a member by joining, so that it
 // is known as an agent and can send.
-func (s *Service) refuseOwnNumbers(ctx context.Context, r Repos, accountID string, service account.Service, numbers []string) error {
+func (s *Service) refuseOwnNumbers(ctx context.Context, r TxReads, accountID string, service account.Service, numbers []string) error {
 	var p failure.Problems
 	for i, n := range numbers {
 		own, err := r.NumberByAddress(ctx, service, n)
@@ -367,21 +365,21 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		return GroupResult{}, err
 	}
 	var out GroupResult
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
 		// The route is WhatsApp's; the number decides the channel.
-		number, err := s.sendingNumber(ctx, r, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
+		number, err := s.sendingNumber(ctx, tx, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
 		if err != nil {
 			// A Telegram bot's provider is asked, so that it says what it
 			// can do (bots cannot create groups: 501).
-			if bot, botErr := s.sendingNumber(ctx, r, cmd.AccountID, account.Telegram, cmd.AgentNumber); botErr == nil && bot.Provider != account.ProviderSandbox {
+			if bot, botErr := s.sendingNumber(ctx, tx, cmd.AccountID, account.Telegram, cmd.AgentNumber); botErr == nil && bot.Provider != account.ProviderSandbox {
 				if perr := s.tellProvider(ctx, bot, messaging.ActionCreate, messaging.GroupState{}, cmd.Participants); perr != nil {
-					return perr
+					return writes.Batch{}, perr
 				}
 			}
-			return err
+			return writes.Batch{}, err
 		}
-		if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, number.Service, cmd.Participants); err != nil {
-			return err
+		if err := s.refuseOwnNumbers(ctx, tx, cmd.AccountID, number.Service, cmd.Participants); err != nil {
+			return writes.Batch{}, err
 		}
 		now := s.now().UTC()
 		g := messaging.GroupState{
@@ -396,25 +394,22 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			g.Members = append(g.Members, messaging.Participant{Address: a})
 		}
 		if err := s.tellProvider(ctx, number, messaging.ActionCreate, g, cmd.Participants); err != nil {
-			return err
+			return writes.Batch{}, err
 		}
-		if err := r.InsertGroup(ctx, g); err != nil {
-			return err
+		e, err := s.groupEvent(event.GroupCreated, g, cmd.AgentNumber, messaging.ActionCreate, cmd.Participants)
+		if err != nil {
+			return writes.Batch{}, err
 		}
-		if err := s.recordGroupEvent(ctx, r, event.GroupCreated, g, cmd.AgentNumber, messaging.ActionCreate, cmd.Participants); err != nil {
-			return err
-		}
+		b := writes.Batch{Groups: []messaging.GroupState{g}, Events: []event.Event{e}}
 		if cmd.InitialMessage != "" {
-			_, b, err := s.queued(g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage})
+			_, sent, err := s.queued(g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage})
 			if err != nil {
-				return err
+				return writes.Batch{}, err
 			}
-			if err := r.WriteBatch(ctx, b); err != nil {
-				return err
-			}
+			b.Add(sent)
 		}
 		out = GroupResult{Group: g, Message: "group created"}
-		return nil
+		return b, nil
 	})
 	return out, err
 }
@@ -428,16 +423,6 @@ func inviteCode() string {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
 	return string(b)
-}
-
-// recordGroupEvent stores the change on the group's event log, for the
-// webhooks to deliver.
-func (s *Service) recordGroupEvent(ctx context.Context, r Repos, typ event.Type, g messaging.GroupState, agent string, action messaging.GroupAction, named []string) error {
-	e, err := s.groupEvent(typ, g, agent, action, named)
-	if err != nil {
-		return err
-	}
-	return r.WriteBatch(ctx, writes.Batch{Events: []event.Event{e}})
 }
 
 // groupEvent is the event on the group's log about a change.

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
@@ -62,93 +63,103 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 		return messaging.Message{}, err
 	}
 	var out messaging.Message
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		n, err := r.NumberByAddress(ctx, service, in.To)
-		if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
-			return failure.NotFound("agent number " + in.To + " on " + string(service))
-		}
-		if err != nil {
-			return err
-		}
-		if !n.Enabled {
-			return failure.Forbidden("number_disabled", "agent number "+in.To+" is disabled")
-		}
-		if in.Provider != "" && n.Provider != in.Provider {
-			return failure.Forbidden("wrong_provider", "agent number "+in.To+" is not on the "+string(in.Provider)+" provider")
-		}
-		now := s.now().UTC()
-		if in.ProviderMessageID != "" {
-			if existing, err := r.MessageByProviderID(ctx, service, in.ProviderMessageID); err == nil {
-				out = existing // a repeated report: stored once
-				return in.Idempotency.Record(ctx, r, out)
-			}
-		}
-		var thread messaging.Thread
-		if in.ThreadID != "" {
-			if thread, err = s.thread(ctx, r, n.AccountID, in.ThreadID); err != nil {
-				return err
-			}
-			if thread.Type != messaging.Group || thread.Service != service {
-				return failure.Invalid(failure.Field("value_error", "thread_id must name a group thread on "+string(service), "thread_id"))
-			}
-			members, err := r.Participants(ctx, thread.ID)
-			if err != nil {
-				return err
-			}
-			if messaging.CheckGroupSend(in.To, members) != nil {
-				return failure.Conflict("not_group_member", "agent number "+in.To+" is not a member of this group")
-			}
-		} else {
-			thread, err = s.individualThread(ctx, r, n, in.From, in.SenderName)
-			if err != nil {
-				return err
-			}
-		}
-		if err := r.UpsertContact(ctx, n.AccountID, service, in.From, strings.TrimSpace(in.SenderName), now); err != nil {
-			return err
-		}
-		out = messaging.Message{
-			ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
-			Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: strings.TrimSpace(in.SenderName),
-			Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID,
-			CreatedAt: now, UpdatedAt: now,
-		}
-		if err := r.WriteBatch(ctx, writes.Batch{
-			Messages: []messaging.Message{out},
-			Events:   []event.Event{s.messageEvent(event.MessageReceived, out, thread.Type)},
-			Answers:  writes.Answering(in.Idempotency, out),
-		}); err != nil {
-			return err
-		}
-		// The thread's activity and that its user wrote.
-		return r.TouchThread(ctx, thread.ID, now, true)
-	})
+	decide := func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		b, m, err := s.receive(ctx, tx, in, service)
+		out = m
+		return b, err
+	}
+	err := s.store.Decide(ctx, decide)
+	if errors.Is(err, writes.ErrThreadExists) {
+		// Another message of this user created the thread a moment ago:
+		// deciding again finds it.
+		err = s.store.Decide(ctx, decide)
+	}
 	return out, err
 }
 
-// individualThread finds or creates the thread of an agent number and a user.
-func (s *Service) individualThread(ctx context.Context, r Repos, n account.Number, user, name string) (messaging.Thread, error) {
-	t, err := r.IndividualThread(ctx, n.AccountID, n.Service, n.Number, user)
-	if err == nil || !failure.Is(err, failure.KindNotFound) {
-		return t, err
+// receive decides what storing an inbound message writes: the message,
+// its event, the user's activity, and the thread when the user has none.
+// A report of a message stored before writes only its answer.
+func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, service account.Service) (writes.Batch, messaging.Message, error) {
+	n, err := tx.NumberByAddress(ctx, service, in.To)
+	if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
+		return writes.Batch{}, messaging.Message{}, failure.NotFound("agent number " + in.To + " on " + string(service))
+	}
+	if err != nil {
+		return writes.Batch{}, messaging.Message{}, err
+	}
+	if !n.Enabled {
+		return writes.Batch{}, messaging.Message{}, failure.Forbidden("number_disabled", "agent number "+in.To+" is disabled")
+	}
+	if in.Provider != "" && n.Provider != in.Provider {
+		return writes.Batch{}, messaging.Message{}, failure.Forbidden("wrong_provider", "agent number "+in.To+" is not on the "+string(in.Provider)+" provider")
 	}
 	now := s.now().UTC()
-	t = messaging.Thread{
+	if in.ProviderMessageID != "" {
+		if existing, err := tx.MessageByProviderID(ctx, service, in.ProviderMessageID); err == nil {
+			// A repeated report: stored once.
+			return writes.Batch{Answers: writes.Answering(in.Idempotency, existing)}, existing, nil
+		}
+	}
+	var (
+		b      writes.Batch
+		thread messaging.Thread
+	)
+	if in.ThreadID != "" {
+		if thread, err = s.thread(ctx, tx, n.AccountID, in.ThreadID); err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+		if thread.Type != messaging.Group || thread.Service != service {
+			return writes.Batch{}, messaging.Message{}, failure.Invalid(failure.Field("value_error", "thread_id must name a group thread on "+string(service), "thread_id"))
+		}
+		members, err := tx.Participants(ctx, thread.ID)
+		if err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+		if messaging.CheckGroupSend(in.To, members) != nil {
+			return writes.Batch{}, messaging.Message{}, failure.Conflict("not_group_member", "agent number "+in.To+" is not a member of this group")
+		}
+	} else {
+		thread, err = tx.IndividualThread(ctx, n.AccountID, n.Service, n.Number, in.From)
+		if failure.Is(err, failure.KindNotFound) {
+			var created writes.NewThread
+			created, thread = s.newIndividualThread(n, in.From, in.SenderName)
+			b.Threads = append(b.Threads, created)
+		} else if err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+	}
+	name := strings.TrimSpace(in.SenderName)
+	m := messaging.Message{
+		ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
+		Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: name,
+		Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	b.Add(writes.Batch{
+		Messages: []messaging.Message{m},
+		Inbound:  []writes.InboundActivity{{AccountID: n.AccountID, Service: service, Address: in.From, Name: name, ThreadID: thread.ID, At: now}},
+		Events:   []event.Event{s.messageEvent(event.MessageReceived, m, thread.Type)},
+		Answers:  writes.Answering(in.Idempotency, m),
+	})
+	return b, m, nil
+}
+
+// newIndividualThread is a new thread of an agent number and a user, with
+// both as its participants.
+func (s *Service) newIndividualThread(n account.Number, user, name string) (writes.NewThread, messaging.Thread) {
+	now := s.now().UTC()
+	t := messaging.Thread{
 		ID: ident.New(ident.Thread), AccountID: n.AccountID, Service: n.Service, Type: messaging.Individual,
 		AgentNumber: n.Number, Contact: user, Name: strings.TrimSpace(name), CreatedAt: now, UpdatedAt: now,
 	}
 	if t.Name == "" {
 		t.Name = user
 	}
-	err = r.InsertThread(ctx, t, []messaging.Participant{
+	return writes.NewThread{Thread: t, Participants: []messaging.Participant{
 		{Address: n.Number, IsAgent: true},
 		{Address: user, Name: strings.TrimSpace(name)},
-	})
-	if failure.Is(err, failure.KindConflict) {
-		// Another message from this user created it a moment ago.
-		return r.IndividualThread(ctx, n.AccountID, n.Service, n.Number, user)
-	}
-	return t, err
+	}}, t
 }
 
 // GroupInput describes a group the agent number was added to (the sandbox
@@ -205,13 +216,13 @@ func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (messaging.Thr
 		t       messaging.Thread
 		members []messaging.Participant
 	)
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		n, err := s.sendingNumber(ctx, r, in.AccountID, service, in.AgentNumber)
+	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		n, err := s.sendingNumber(ctx, tx, in.AccountID, service, in.AgentNumber)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
 		if n.Provider != account.ProviderSandbox {
-			return failure.Forbidden("wrong_provider", "agent number "+n.Number+" is not on the sandbox provider")
+			return writes.Batch{}, failure.Forbidden("wrong_provider", "agent number "+n.Number+" is not on the sandbox provider")
 		}
 		now := s.now().UTC()
 		t = messaging.Thread{
@@ -223,10 +234,7 @@ func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (messaging.Thr
 			members = append(members, messaging.Participant{Address: part})
 		}
 		group := messaging.GroupState{Thread: t, InviteCode: inviteCode(), Members: members}
-		if err := r.InsertGroup(ctx, group); err != nil {
-			return err
-		}
-		return in.Idempotency.Record(ctx, r, group)
+		return writes.Batch{Groups: []messaging.GroupState{group}, Answers: writes.Answering(in.Idempotency, group)}, nil
 	})
 	return t, members, err
 }

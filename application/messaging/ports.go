@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -22,34 +21,46 @@ type Deliverable struct {
 	NumberFound bool
 }
 
-// Repos is the storage of conversations.
+// TxReads are the reads a decision makes inside its transaction (see
+// Store.Decide). They see the transaction's snapshot.
 //
 // Errors: a lookup returns a failure of kind NotFound for a missing row and
-// for a row of another account alike; an insert of a taken unique value
-// returns one of kind Conflict; when the database is away, every method
-// returns a failure of kind Unavailable. Other errors are infrastructure
-// failures.
-type Repos interface {
+// for a row of another account alike; when the database is away, every
+// method returns a failure of kind Unavailable. Other errors are
+// infrastructure failures.
+type TxReads interface {
 	// NumberByAddress finds an agent number by service and E.164 number,
 	// whichever account owns it. NotFound when none has it.
 	NumberByAddress(ctx context.Context, service account.Service, number string) (account.Number, error)
-	// NumberByID reads an agent number of any account. NotFound.
-	NumberByID(ctx context.Context, id string) (account.Number, error)
-
 	// IndividualThread finds the thread of an agent number and a user.
 	// NotFound when they have none.
 	IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (messaging.Thread, error)
 	// Thread reads a thread of the account. NotFound.
 	Thread(ctx context.Context, accountID, id string) (messaging.Thread, error)
-	// InsertThread stores a new thread with its participants. Conflict
-	// when the individual thread exists already.
-	InsertThread(ctx context.Context, t messaging.Thread, participants []messaging.Participant) error
 	// Participants lists a thread's participants (none for a thread that
 	// does not exist).
 	Participants(ctx context.Context, threadID string) ([]messaging.Participant, error)
-	// TouchThread records a message in the thread (and, for inbound ones,
-	// that the user wrote). NotFound when the thread does not exist.
-	TouchThread(ctx context.Context, threadID string, at time.Time, inbound bool) error
+	// MessageByProviderID finds the message a provider knows by its id.
+	// NotFound.
+	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
+	// Group reads a group thread of an account with its members. NotFound,
+	// for an individual thread too. Inside a decision it locks the
+	// group's row until the decision ends: changes of one group are
+	// decided one after another.
+	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
+	// GroupByInviteCode finds a group of the account by its invite code.
+	// NotFound.
+	GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error)
+}
+
+// Repos is the storage of conversations, read outside a transaction. It
+// writes nothing: writes go through a writes.Committer or Store.Decide.
+//
+// Errors: those of TxReads.
+type Repos interface {
+	TxReads
+	// NumberByID reads an agent number of any account. NotFound.
+	NumberByID(ctx context.Context, id string) (account.Number, error)
 	// Threads lists an account's threads, most recently active first,
 	// optionally those a phone number takes part in, with the number
 	// matching.
@@ -63,9 +74,6 @@ type Repos interface {
 	// MessageDetails reads a message of the account, its thread and the
 	// thread's participants. NotFound.
 	MessageDetails(ctx context.Context, accountID, id string) (MessageDetails, error)
-	// MessageByProviderID finds the message a provider knows by its id.
-	// NotFound.
-	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
 	// RecentMessages returns the newest messages of a thread of the
 	// account (none for another account's thread).
 	RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error)
@@ -79,33 +87,6 @@ type Repos interface {
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.
 	MessagesToDeliver(ctx context.Context, ids []string) ([]Deliverable, error)
-
-	// UpsertContact records a user's latest name and when they last wrote.
-	UpsertContact(ctx context.Context, accountID string, service account.Service, address, name string, at time.Time) error
-
-	// Group reads a group thread of an account with its members. NotFound,
-	// for an individual thread too.
-	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
-	// GroupByInviteCode finds a group of the account by its invite code.
-	// NotFound.
-	GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error)
-	// InsertGroup stores a new group thread with its members. Conflict
-	// when its invite code is taken.
-	InsertGroup(ctx context.Context, g messaging.GroupState) error
-	// SaveGroup stores a group's state and replaces its members; a
-	// member who stays keeps the name stored with it (a change of roles
-	// carries no names). NotFound when the group does not exist.
-	SaveGroup(ctx context.Context, g messaging.GroupState) error
-
-	// WriteBatch writes b with its reactions in the transaction
-	// (atomically on its own outside one): the use cases that decide
-	// inside a transaction write their messages, events and jobs with it,
-	// as the others commit theirs. Its errors are writes.Committer's.
-	WriteBatch(ctx context.Context, b writes.Batch) error
-
-	// Recorder records a request's Idempotency-Key answer with its work;
-	// idempotency.ErrAnsweredElsewhere when the key has an answer.
-	idempotency.Recorder
 }
 
 // ThreadQuery selects threads.
@@ -125,11 +106,15 @@ type ThreadSummary struct {
 	LastMessage *messaging.Message
 }
 
-// Store gives the use cases their repositories, directly or in one
-// transaction.
+// Store gives the use cases their reads, and runs the decisions that must
+// read inside a transaction.
 type Store interface {
 	Repos() Repos
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// Decide runs decide in a transaction, reading through tx, and writes
+	// the batch it returns in that transaction, with the batch's
+	// reactions. When decide fails, nothing is written and Decide returns
+	// its error. Otherwise Decide returns writes.Committer's errors.
+	Decide(ctx context.Context, decide func(ctx context.Context, tx TxReads) (writes.Batch, error)) error
 }
 
 // Outbound is a message handed to a channel provider.

@@ -248,7 +248,7 @@ func (s *Service) checkContent(ctx context.Context, c messaging.Content, f messa
 
 // sendingNumber is the from number, which the account must own and have
 // enabled on the service.
-func (s *Service) sendingNumber(ctx context.Context, r Repos, accountID string, service account.Service, from string) (account.Number, error) {
+func (s *Service) sendingNumber(ctx context.Context, r TxReads, accountID string, service account.Service, from string) (account.Number, error) {
 	n, err := r.NumberByAddress(ctx, service, from)
 	if failure.Is(err, failure.KindNotFound) || (err == nil && (n.AccountID != accountID || !n.Enabled)) {
 		return account.Number{}, messaging.NumberNotPermitted(from, service)
@@ -256,7 +256,7 @@ func (s *Service) sendingNumber(ctx context.Context, r Repos, accountID string, 
 	return n, err
 }
 
-func (s *Service) thread(ctx context.Context, r Repos, accountID, id string) (messaging.Thread, error) {
+func (s *Service) thread(ctx context.Context, r TxReads, accountID, id string) (messaging.Thread, error) {
 	if !ident.Valid(ident.Thread, id) {
 		return messaging.Thread{}, failure.NotFound("thread")
 	}
@@ -488,14 +488,14 @@ func (s *Service) moveStatus(ctx context.Context, m messaging.Message, to messag
 // ApplyStatus records a status a provider reported for one of its message
 // ids; unknown ids and backward moves are ignored.
 func (s *Service) ApplyStatus(ctx context.Context, service account.Service, providerID string, to messaging.Status, code, text string) error {
-	return s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		m, err := r.MessageByProviderID(ctx, service, providerID)
+	return s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		m, err := tx.MessageByProviderID(ctx, service, providerID)
 		if failure.Is(err, failure.KindNotFound) {
-			return nil
+			return writes.Batch{}, nil
 		}
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
-		return r.WriteBatch(ctx, s.statusMove(m, to, code, text, ""))
+		return s.statusMove(m, to, code, text, ""), nil
 	})
 }

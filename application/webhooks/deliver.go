@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -113,40 +114,32 @@ func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, 
 	var again bool
 	// The outcome is recorded even when the job's context is ending.
 	ctx = context.WithoutCancel(ctx)
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if err := r.InsertWebhookAttempt(ctx, d.ID, attempt); err != nil {
-			return err
-		}
+	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
 		now := s.now()
 		d.Attempts++
 		d.LastStatusCode, d.LastError, d.UpdatedAt = res.StatusCode, attempt.Error, now
-		rec, err := r.WebhookEndpoint(ctx, d.AccountID)
+		rec, err := tx.WebhookEndpoint(ctx, d.AccountID)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
+		b := writes.Batch{Attempts: []writes.Attempt{{DeliveryID: d.ID, Attempt: attempt}}}
 		e := &rec.Endpoint
 		switch {
 		case success:
 			d.Status = webhook.Succeeded
 			if e.FailingSince != nil {
 				e.FailingSince = nil
-				if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
-					return err
-				}
+				b.EndpointHealth = []webhook.Endpoint{*e}
 			}
 		case res.StatusCode == http.StatusGone:
 			d.Status = webhook.Failed
-			if err := s.disable(ctx, r, rec, webhook.ReasonGone, now, "the receiver answered 410 Gone"); err != nil {
-				return err
-			}
+			b.Add(s.disable(*e, webhook.ReasonGone, now, "the receiver answered 410 Gone"))
 		default:
 			failing := e.RecordFailure(now, s.disableAfter)
 			if failing && e.Enabled {
-				if err := s.disable(ctx, r, rec, webhook.ReasonFailing, now, "every attempt failed since "+e.FailingSince.Format(time.RFC3339)); err != nil {
-					return err
-				}
-			} else if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
-				return err
+				b.Add(s.disable(*e, webhook.ReasonFailing, now, "every attempt failed since "+e.FailingSince.Format(time.RFC3339)))
+			} else {
+				b.EndpointHealth = []webhook.Endpoint{*e}
 			}
 			if retry, again = webhook.NextDelay(s.schedule, d.Attempts, res.RetryAfter); again && !failing {
 				d.NextAttemptAt = now.Add(retry)
@@ -154,7 +147,8 @@ func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, 
 				d.Status, again = webhook.Failed, false
 			}
 		}
-		return r.UpdateWebhookDelivery(ctx, d)
+		b.DeliveryStates = []webhook.Delivery{d}
+		return b, nil
 	})
 	if err != nil {
 		return err
@@ -172,20 +166,20 @@ func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, 
 	return nil
 }
 
-// disable turns the endpoint off and keeps an endpoint.disabled record on
-// the account's event log.
-func (s *Service) disable(ctx context.Context, r Repos, rec Record, reason string, now time.Time, why string) error {
-	rec.Endpoint.Disable(reason, now)
-	if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
-		return err
-	}
+// disable is what turning the endpoint off writes: its health, and an
+// endpoint.disabled record on the account's event log.
+func (s *Service) disable(e webhook.Endpoint, reason string, now time.Time, why string) writes.Batch {
+	e.Disable(reason, now)
 	id := ident.New(ident.Event)
 	payload, _ := json.Marshal(map[string]any{
-		"event": event.EndpointDisabled, "event_id": id, "a1_account_id": rec.Endpoint.AccountID,
-		"url": rec.Endpoint.URL, "reason": reason, "detail": why, "timestamp": now.Format(webhook.TimeFormat),
+		"event": event.EndpointDisabled, "event_id": id, "a1_account_id": e.AccountID,
+		"url": e.URL, "reason": reason, "detail": why, "timestamp": now.Format(webhook.TimeFormat),
 	})
-	s.log.Warn("webhook endpoint disabled", "account_id", rec.Endpoint.AccountID, "reason", reason)
-	return r.InsertEvent(ctx, event.Event{ID: id, AccountID: rec.Endpoint.AccountID, Type: event.EndpointDisabled, Payload: payload, CreatedAt: now})
+	s.log.Warn("webhook endpoint disabled", "account_id", e.AccountID, "reason", reason)
+	return writes.Batch{
+		EndpointHealth: []webhook.Endpoint{e},
+		Events:         []event.Event{{ID: id, AccountID: e.AccountID, Type: event.EndpointDisabled, Payload: payload, CreatedAt: now}},
+	}
 }
 
 // printable keeps the response prefix storable as text.

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/event"
-	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
@@ -19,9 +18,14 @@ type Record struct {
 	SealedPrevious []byte
 }
 
-// FanoutRepos is what turning an event into a delivery needs (a test
-// delivery, a replay).
-type FanoutRepos interface {
+// Repos is the storage of webhooks. It writes no event, delivery or
+// answer: those are batch operations (writes.Batch, Store.Decide).
+//
+// Errors: a lookup returns a failure of kind NotFound for a missing row and
+// for a row of another account alike; when the database is away, every
+// method returns a failure of kind Unavailable. Other errors are
+// infrastructure failures.
+type Repos interface {
 	// WebhookEndpoint reads an account's endpoint; inside a transaction
 	// the endpoint stays locked until it ends, so two attempts that fail
 	// at once cannot both disable it. NotFound when it has none.
@@ -29,26 +33,6 @@ type FanoutRepos interface {
 	// WebhookEndpoints reads the endpoints of those of the accounts that
 	// have one, in one query.
 	WebhookEndpoints(ctx context.Context, accountIDs []string) ([]Record, error)
-	// InsertWebhookDelivery stores a new delivery. Conflict when its id
-	// is taken.
-	InsertWebhookDelivery(ctx context.Context, d webhook.Delivery) error
-	// EnqueueJob adds a job; with a unique key held by a pending or
-	// running job, it adds nothing and returns that job's id.
-	EnqueueJob(ctx context.Context, p jobs.EnqueueParams) (int64, error)
-}
-
-// Repos is the storage of webhooks.
-//
-// Errors: a lookup returns a failure of kind NotFound for a missing row and
-// for a row of another account alike; when the database is away, every
-// method returns a failure of kind Unavailable. Other errors are
-// infrastructure failures.
-type Repos interface {
-	FanoutRepos
-	// Recorder records a test's or a replay's answer under its
-	// Idempotency-Key; idempotency.ErrAnsweredElsewhere when the key has
-	// an answer.
-	idempotency.Recorder
 	// SaveWebhookEndpoint inserts or replaces an account's endpoint.
 	SaveWebhookEndpoint(ctx context.Context, r Record) error
 	// WebhookDelivery reads a delivery with its event's payload; an empty
@@ -66,8 +50,6 @@ type Repos interface {
 	// error, next attempt and updated time. NotFound when the delivery
 	// does not exist.
 	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error
-	// InsertWebhookAttempt appends an attempt to a delivery's log.
-	InsertWebhookAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error
 	// RecordWebhookAttempts logs attempts and saves their deliveries (as
 	// UpdateWebhookDelivery does; a delivery that does not exist is
 	// skipped) atomically, in a transaction of its own when called
@@ -80,8 +62,6 @@ type Repos interface {
 	// afterID (from the first when empty), oldest first. NotFound when
 	// afterID is not an event of the account.
 	EventsAfter(ctx context.Context, accountID, afterID string, limit int) ([]event.Event, error)
-	// InsertEvent appends to an account's event log.
-	InsertEvent(ctx context.Context, e event.Event) error
 	// Message reads a message of the account (for a replay's check).
 	// NotFound.
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
@@ -113,11 +93,26 @@ type DeliveryQuery struct {
 	Limit, Offset int
 }
 
+// TxReads are the reads a decision makes inside its transaction (see
+// Store.Decide); their errors are Repos'.
+type TxReads interface {
+	// WebhookEndpoint reads an account's endpoint, locked until the
+	// decision ends. NotFound when it has none.
+	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
+	// WebhookDelivery reads a delivery of the account. NotFound.
+	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
+}
+
 // Store gives the use cases their repositories, directly or in one
-// transaction.
+// transaction, and runs the decisions that write a batch.
 type Store interface {
 	Repos() Repos
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// Decide runs decide in a transaction, reading through tx, and
+	// writes the batch it returns in that transaction, with the batch's
+	// reactions. When decide fails, nothing is written and Decide returns
+	// its error. Otherwise Decide returns writes.Committer's errors.
+	Decide(ctx context.Context, decide func(ctx context.Context, tx TxReads) (writes.Batch, error)) error
 }
 
 // Keyring seals the signing secrets at rest.

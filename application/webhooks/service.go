@@ -52,6 +52,7 @@ type Service struct {
 	log          *slog.Logger
 	// batched serves the hot reads and writes (hot.go).
 	batched Batched
+	fanOut  FanOut
 	// opened keeps endpoints' opened secrets by account (signer).
 	openedMu sync.Mutex
 	opened   map[string]*openedEndpoint
@@ -107,6 +108,7 @@ func NewService(d Deps) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.fanOut = FanOut{now: s.now}
 	s.batched = d.Batched
 	if s.batched == nil {
 		s.batched = inline{store: d.Store}
@@ -329,13 +331,13 @@ func (s *Service) signer(rec Record, now time.Time) (webhook.Endpoint, *webhook.
 // transaction that enqueues the delivery (Replay too).
 func (s *Service) Test(ctx context.Context, accountID string, answer *idempotency.Completion[webhook.Delivery]) (webhook.Delivery, error) {
 	var out webhook.Delivery
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		rec, err := r.WebhookEndpoint(ctx, accountID)
+	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		rec, err := tx.WebhookEndpoint(ctx, accountID)
 		if err != nil {
-			return notConfigured(err)
+			return writes.Batch{}, notConfigured(err)
 		}
 		if !rec.Endpoint.Enabled {
-			return failure.Conflict("webhook_disabled", "the webhook is disabled; enable it with PUT first")
+			return writes.Batch{}, failure.Conflict("webhook_disabled", "the webhook is disabled; enable it with PUT first")
 		}
 		now := s.now()
 		id := ident.New(ident.Event)
@@ -344,13 +346,13 @@ func (s *Service) Test(ctx context.Context, accountID string, answer *idempotenc
 			"timestamp": now.Format(webhook.TimeFormat), "message": "test delivery from Switchboard",
 		})
 		e := event.Event{ID: id, AccountID: accountID, Type: event.WebhookTest, Payload: payload, CreatedAt: now}
-		if err := r.InsertEvent(ctx, e); err != nil {
-			return err
-		}
-		if out, err = s.enqueue(ctx, r, e); err != nil {
-			return err
-		}
-		return answer.Record(ctx, r, out)
+		out = newDelivery(e, now)
+		return writes.Batch{
+			Events: []event.Event{e}, Deliveries: []webhook.Delivery{out},
+			// No unique key: the delivery is new, so nothing else enqueues it.
+			Jobs:    []jobs.EnqueueParams{deliveryJob(out, "")},
+			Answers: writes.Answering(answer, out),
+		}, nil
 	})
 	return out, err
 }
@@ -371,16 +373,38 @@ type EndpointsReader interface {
 }
 
 // ReactingThrough returns the reactions of React, reading the endpoints
+// through r (FanOut.Through) with the service's clock.
+func (s *Service) ReactingThrough(r EndpointsReader) writes.Reactions {
+	return s.fanOut.Through(r)
+}
+
+// FanOut is the webhook feature's reaction to committed events: for each
+// event of a batch that its account's endpoint is enabled and subscribed
+// to, it adds a pending delivery and its job to the batch, so that the
+// event and its delivery commit together. It needs no store, so that the
+// committer that runs it can be built with it.
+type FanOut struct{ now func() time.Time }
+
+// NewFanOut returns the fan-out stamping deliveries with now (time.Now
+// when nil), in UTC to the microsecond.
+func NewFanOut(now func() time.Time) FanOut {
+	if now == nil {
+		now = time.Now
+	}
+	return FanOut{now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
+}
+
+// Through returns the fan-out's writes.Reactions, reading the endpoints
 // through r: for a batch written inside a transaction, the store hands the
 // transaction's connection, so that the reaction does not wait for a
 // second connection while the transaction holds one.
-func (s *Service) ReactingThrough(r EndpointsReader) writes.Reactions {
-	return reactions{s: s, endpoints: r}
+func (f FanOut) Through(r EndpointsReader) writes.Reactions {
+	return reactions{now: f.now, endpoints: r}
 }
 
-// reactions are the service's writes.Reactions reading through endpoints.
+// reactions are the fan-out's writes.Reactions reading through endpoints.
 type reactions struct {
-	s         *Service
+	now       func() time.Time
 	endpoints EndpointsReader
 }
 
@@ -388,13 +412,21 @@ func (x reactions) React(ctx context.Context, b *writes.Batch) error {
 	if len(b.Events) == 0 {
 		return nil
 	}
+	// An event the batch delivers already (a test delivery) is left.
+	delivered := make(map[string]bool, len(b.Deliveries))
+	for _, d := range b.Deliveries {
+		delivered[d.EventID] = true
+	}
 	var accounts []string
 	seen := map[string]bool{}
 	for _, e := range b.Events {
-		if !seen[e.AccountID] {
+		if !seen[e.AccountID] && !delivered[e.ID] {
 			seen[e.AccountID] = true
 			accounts = append(accounts, e.AccountID)
 		}
+	}
+	if len(accounts) == 0 {
+		return nil
 	}
 	recs, err := x.endpoints.WebhookEndpoints(ctx, accounts)
 	if err != nil {
@@ -406,13 +438,13 @@ func (x reactions) React(ctx context.Context, b *writes.Batch) error {
 	}
 	for _, e := range b.Events {
 		ep, ok := endpoints[e.AccountID]
-		if !ok || !ep.Enabled || !ep.Subscribed(e.Type) {
+		if !ok || !ep.Enabled || !ep.Subscribed(e.Type) || delivered[e.ID] {
 			continue
 		}
-		d := x.s.newDelivery(e)
+		d := newDelivery(e, x.now())
 		b.Deliveries = append(b.Deliveries, d)
 		// No unique key: the delivery is new, so nothing else enqueues it.
-		b.Jobs = append(b.Jobs, x.s.deliveryJob(d, ""))
+		b.Jobs = append(b.Jobs, deliveryJob(d, ""))
 	}
 	return nil
 }
@@ -429,37 +461,21 @@ type deliverPayload struct {
 }
 
 // newDelivery is a pending delivery of e, due now.
-func (s *Service) newDelivery(e event.Event) webhook.Delivery {
-	now := s.now()
+func newDelivery(e event.Event, now time.Time) webhook.Delivery {
 	return webhook.Delivery{
 		ID: ident.New(ident.Webhook), AccountID: e.AccountID, EventID: e.ID, EventType: e.Type, ThreadID: e.ThreadID,
 		Status: webhook.Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
 	}
 }
 
-// enqueue stores a pending delivery of e and its job.
-func (s *Service) enqueue(ctx context.Context, r FanoutRepos, e event.Event) (webhook.Delivery, error) {
-	d := s.newDelivery(e)
-	if err := r.InsertWebhookDelivery(ctx, d); err != nil {
-		return webhook.Delivery{}, err
-	}
-	return d, s.enqueueJob(ctx, r, d, "whk:"+d.ID)
-}
-
 // deliveryJob is d's delivery job; uniqueKey, when set, keeps it from
 // being enqueued twice while one is pending or running.
-func (s *Service) deliveryJob(d webhook.Delivery, uniqueKey string) jobs.EnqueueParams {
+func deliveryJob(d webhook.Delivery, uniqueKey string) jobs.EnqueueParams {
 	payload, _ := json.Marshal(deliverPayload{DeliveryID: d.ID})
 	return jobs.EnqueueParams{
 		Kind: DeliverKind, Payload: payload, UniqueKey: uniqueKey, PaceKey: PaceKey(d), MaxAttempts: jobAttempts, RunAt: d.NextAttemptAt,
 		AccountID: d.AccountID, EndpointKey: EndpointKey(d.AccountID),
 	}
-}
-
-// enqueueJob enqueues d's delivery job (see deliveryJob).
-func (s *Service) enqueueJob(ctx context.Context, r FanoutRepos, d webhook.Delivery, uniqueKey string) error {
-	_, err := r.EnqueueJob(ctx, s.deliveryJob(d, uniqueKey))
-	return err
 }
 
 // PaceKey groups the deliveries of one thread (or, without a thread, of
@@ -483,23 +499,20 @@ func (s *Service) Replay(ctx context.Context, accountID, id string, answer *idem
 		return webhook.Delivery{}, failure.NotFound("delivery")
 	}
 	var out webhook.Delivery
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		rec, err := r.WebhookEndpoint(ctx, accountID)
+	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		rec, err := tx.WebhookEndpoint(ctx, accountID)
 		if err != nil {
-			return notConfigured(err)
+			return writes.Batch{}, notConfigured(err)
 		}
 		if !rec.Endpoint.Enabled {
-			return failure.Conflict("webhook_disabled", "the webhook is disabled; enable it with PUT first")
+			return writes.Batch{}, failure.Conflict("webhook_disabled", "the webhook is disabled; enable it with PUT first")
 		}
-		d, err := r.WebhookDelivery(ctx, accountID, id)
+		d, err := tx.WebhookDelivery(ctx, accountID, id)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
 		now := s.now()
 		d.Status, d.Attempts, d.NextAttemptAt, d.UpdatedAt = webhook.Pending, 0, now, now
-		if err := r.UpdateWebhookDelivery(ctx, d); err != nil {
-			return err
-		}
 		d.Payload = nil
 		out = d
 		// Its own job, without the delivery's unique key: the job that
@@ -507,10 +520,11 @@ func (s *Service) Replay(ctx context.Context, accountID, id string, answer *idem
 		// in batches, after the delivery is marked), and a replay must
 		// not be folded into it. A second replay's job finds the delivery
 		// sent by the first and leaves it.
-		if err := s.enqueueJob(ctx, r, d, ""); err != nil {
-			return err
-		}
-		return answer.Record(ctx, r, out)
+		return writes.Batch{
+			DeliveryStates: []webhook.Delivery{d},
+			Jobs:           []jobs.EnqueueParams{deliveryJob(d, "")},
+			Answers:        writes.Answering(answer, out),
+		}, nil
 	})
 	return out, err
 }

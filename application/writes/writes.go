@@ -1,9 +1,14 @@
 // Package writes is the contract of the write pipeline. A use case first
 // decides: it validates its input, checks every rule and reads what it
-// needs. What it decided to write (new messages and events, status
-// changes, new emails, webhook deliveries, jobs to enqueue, the answer to
-// an Idempotency-Key) it hands as one Batch value to a Committer, which
-// writes the Batch atomically: all of it or nothing.
+// needs. What it decided to write (new threads, groups and messages,
+// events, status changes, users' activity, new emails and their outcomes,
+// webhook deliveries, their attempts and states, jobs to enqueue, the
+// answer to an Idempotency-Key) it hands as one Batch value to a
+// Committer, which writes the Batch atomically: all of it or nothing. A
+// use case that must read inside the transaction that writes (a thread
+// to find or create, a group to lock) decides through its store's Decide,
+// which gives it the transaction's reads only and writes the Batch it
+// returns in that transaction.
 //
 // A Committer may write the batches of concurrent callers in one database
 // transaction (group commit: one commit for many sends). It works on the
@@ -18,6 +23,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -28,17 +36,45 @@ import (
 
 // Batch is what one decision writes. The zero Batch writes nothing.
 type Batch struct {
-	// Messages are new messages; their threads exist.
+	// Threads are new threads with their participants. A new individual
+	// thread of an agent number and a user who have one already fails the
+	// batch with ErrThreadExists.
+	Threads []NewThread
+	// Groups are new group threads with their state and members.
+	Groups []messaging.GroupState
+	// GroupStates replace the state and members of groups that exist. A
+	// member who stays keeps the name and join time stored with it; a new
+	// member joins at the group's UpdatedAt.
+	GroupStates []messaging.GroupState
+	// Messages are new messages; their threads exist or are new in the
+	// batch.
 	Messages []messaging.Message
 	// ThreadActivity moves threads' last activity forward (a message
 	// sent in them).
 	ThreadActivity []ThreadActivity
+	// Inbound records users who wrote: their contacts and their threads'
+	// activity.
+	Inbound []InboundActivity
 	// Statuses change messages' statuses.
 	Statuses []MessageStatus
 	// Events are new entries of accounts' event logs.
 	Events []event.Event
-	// Deliveries are new webhook deliveries of Events.
+	// Deliveries are new webhook deliveries of events (of Events, or
+	// recorded before).
 	Deliveries []webhook.Delivery
+	// DeliveryStates are the new states of webhook deliveries that
+	// exist: their status, attempts, last status code and error, next
+	// attempt and updated time. Deliveries that do not exist are left
+	// out.
+	DeliveryStates []webhook.Delivery
+	// Attempts are appended to the logs of webhook deliveries that exist
+	// (or are new in the batch).
+	Attempts []Attempt
+	// EndpointHealth records the health of webhook endpoints that exist:
+	// whether they are enabled, why and since when they are disabled,
+	// since when they fail, and their updated time. Endpoints that do
+	// not exist are left out.
+	EndpointHealth []webhook.Endpoint
 	// Emails are new emails; EmailOutcomes record the delivery of emails
 	// still queued (one no longer queued is left as it is).
 	Emails        []email.Email
@@ -54,6 +90,36 @@ type Batch struct {
 type ThreadActivity struct {
 	ThreadID string
 	At       time.Time
+}
+
+// NewThread is a thread and its participants, who join at its creation.
+type NewThread struct {
+	Thread       messaging.Thread
+	Participants []messaging.Participant
+}
+
+// ErrThreadExists is the failure of a batch with a new individual thread
+// whose agent number and user have one already (created by a concurrent
+// batch). Deciding again finds that thread.
+var ErrThreadExists = &failure.Error{Kind: failure.KindConflict, Code: "thread_exists", Message: "the thread exists already"}
+
+// InboundActivity is a message a user sent in a thread at At. It records
+// the user as a contact of the account on the service (with Name, unless
+// Name is empty) and moves the thread's last activity and last inbound
+// message to At.
+type InboundActivity struct {
+	AccountID string
+	Service   account.Service
+	Address   string
+	Name      string
+	ThreadID  string
+	At        time.Time
+}
+
+// Attempt is one attempt of the webhook delivery DeliveryID.
+type Attempt struct {
+	DeliveryID string
+	Attempt    webhook.Attempt
 }
 
 // MessageStatus is a message's new status, its failure (empty when none)
@@ -76,11 +142,18 @@ type Answer struct {
 
 // Add appends o's writes to b's.
 func (b *Batch) Add(o Batch) {
+	b.Threads = append(b.Threads, o.Threads...)
+	b.Groups = append(b.Groups, o.Groups...)
+	b.GroupStates = append(b.GroupStates, o.GroupStates...)
 	b.Messages = append(b.Messages, o.Messages...)
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
+	b.Inbound = append(b.Inbound, o.Inbound...)
 	b.Statuses = append(b.Statuses, o.Statuses...)
 	b.Events = append(b.Events, o.Events...)
 	b.Deliveries = append(b.Deliveries, o.Deliveries...)
+	b.DeliveryStates = append(b.DeliveryStates, o.DeliveryStates...)
+	b.Attempts = append(b.Attempts, o.Attempts...)
+	b.EndpointHealth = append(b.EndpointHealth, o.EndpointHealth...)
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
@@ -91,7 +164,8 @@ func (b *Batch) Add(o Batch) {
 type Committer interface {
 	// Commit writes b atomically. It returns
 	// idempotency.ErrAnsweredElsewhere when one of b's Answers is for a
-	// key that has a response already, a failure of kind Conflict when a
+	// key that has a response already, ErrThreadExists (see Batch.Threads),
+	// a failure of kind Conflict when a
 	// new row's id is taken, and one of kind Unavailable when the
 	// database is away or did not say whether it committed (also when
 	// ctx ends first); nothing is written on any error but the last,
@@ -101,10 +175,10 @@ type Committer interface {
 
 // Reactions add to a batch, before it is written, what other features
 // do about its events: the webhook feature adds a delivery and its job
-// for each event an account's endpoint subscribes to
-// (webhooks.Service.React). A Committer, and a transaction's WriteBatch,
-// run them on every batch with events, so no event can miss them; a
-// batch merged from concurrent callers' runs them once.
+// for each event an account's endpoint subscribes to and the batch has
+// no delivery of (webhooks.FanOut). A Committer, and a store's Decide, run them
+// on every batch with events, so no event can miss them; a batch merged
+// from concurrent callers' runs them once.
 type Reactions interface {
 	React(ctx context.Context, b *Batch) error
 }

@@ -55,8 +55,8 @@ func TestThreadTranscript(t *testing.T) {
 		at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 		th := messaging.Thread{ID: ident.New(ident.Thread), AccountID: b.acme.accountID, Service: account.WhatsApp, Type: messaging.Individual,
 			AgentNumber: agentA, Contact: userA, CreatedAt: at, UpdatedAt: at}
-		require.NoError(t, b.db.MessagingStore().Repos().InsertThread(ctx, th,
-			[]messaging.Participant{{Address: agentA, IsAgent: true}, {Address: userA}}))
+		require.NoError(t, b.db.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: th,
+			Participants: []messaging.Participant{{Address: agentA, IsAgent: true}, {Address: userA}}}}}))
 		message := func(dir messaging.Direction, c messaging.Content, after time.Duration) messaging.Message {
 			m := messaging.Message{ID: ident.New(ident.Message), AccountID: th.AccountID, ThreadID: th.ID, Service: th.Service, Direction: dir,
 				From: agentA, To: userA, Content: c, Status: messaging.Delivered, CreatedAt: at.Add(after), UpdatedAt: at.Add(after)}

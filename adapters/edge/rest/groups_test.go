@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
@@ -588,7 +589,7 @@ func (b *msgBundle) insertGroup(t *testing.T, service account.Service, agent str
 	for _, u := range users {
 		g.Members = append(g.Members, domain.Participant{Address: u})
 	}
-	require.NoError(t, b.db.MessagingStore().Transact(context.Background(), func(ctx context.Context, r messaging.Repos) error { return r.InsertGroup(ctx, g) }))
+	require.NoError(t, b.db.Commit(context.Background(), writes.Batch{Groups: []domain.GroupState{g}}))
 	return g.Thread.ID
 }
 

@@ -447,21 +447,17 @@ func TestThreadListLimitIsClamped(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setupMessaging(t, dialect, msgOptions{})
-		// 101 groups, stored in one transaction to keep the test quick.
+		// 101 groups, stored in one batch to keep the test quick.
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		require.NoError(t, b.db.MessagingStore().Transact(context.Background(), func(ctx context.Context, r messaging.Repos) error {
-			for i := 0; i < messaging.MaxListLimit+1; i++ {
-				at := now.Add(time.Duration(i) * time.Millisecond)
-				err := r.InsertThread(ctx, domain.Thread{
-					ID: ident.New(ident.Thread), AccountID: b.account, Service: account.WhatsApp, Type: domain.Group,
-					AgentNumber: agentA, Name: fmt.Sprint("Group ", i), CreatedAt: at, UpdatedAt: at,
-				}, []domain.Participant{{Address: agentA, IsAgent: true, Admin: true}, {Address: userA}})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}))
+		var groups writes.Batch
+		for i := 0; i < messaging.MaxListLimit+1; i++ {
+			at := now.Add(time.Duration(i) * time.Millisecond)
+			groups.Threads = append(groups.Threads, writes.NewThread{Thread: domain.Thread{
+				ID: ident.New(ident.Thread), AccountID: b.account, Service: account.WhatsApp, Type: domain.Group,
+				AgentNumber: agentA, Name: fmt.Sprint("Group ", i), CreatedAt: at, UpdatedAt: at,
+			}, Participants: []domain.Participant{{Address: agentA, IsAgent: true, Admin: true}, {Address: userA}}})
+		}
+		require.NoError(t, b.db.Commit(context.Background(), groups))
 		r := b.get("/v1/messages/threads/" + b.account + "/get-all?limit=1000")
 		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
 		body := r.JSON(t)
@@ -551,9 +547,8 @@ func (b *msgBundle) seedThread(t *testing.T, user string, messages func(th domai
 	created := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	th := domain.Thread{ID: ident.New(ident.Thread), AccountID: b.account, Service: account.WhatsApp, Type: domain.Individual,
 		AgentNumber: agentA, Contact: user, CreatedAt: created, UpdatedAt: created}
-	require.NoError(t, b.db.MessagingStore().Repos().InsertThread(ctx, th,
-		[]domain.Participant{{Address: agentA, IsAgent: true}, {Address: user}}))
-	require.NoError(t, b.db.Commit(ctx, writes.Batch{Messages: messages(th)}))
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: th,
+		Participants: []domain.Participant{{Address: agentA, IsAgent: true}, {Address: user}}}}, Messages: messages(th)}))
 	return th
 }
 

@@ -72,7 +72,9 @@ type hookBundle struct {
 func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 	t.Helper()
 	ctx := context.Background()
-	db := dbtest.Open(t, dialect)
+	fanOut := webhooks.NewFanOut(nil)
+	db := dbtest.OpenWith(t, dialect, store.Options{
+		Reactions: func(c *store.Conn) writes.Reactions { return fanOut.Through(store.WebhookStore{Conn: c}) }})
 	keys, err := keyring.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
@@ -94,7 +96,6 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 		PlainHTTPAllowed: func(host string) bool { return host == "127.0.0.1" },
 		Sender:           whsender.NewSender(guard.DialContext, nil), Logger: quiet,
 	})
-	db.SetReactions(func(c *store.Conn) writes.Reactions { return hooks.ReactingThrough(store.WebhookStore{Conn: c}) })
 	svc := messaging.NewService(messaging.Deps{
 		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},

@@ -37,7 +37,13 @@ var Dialects = []store.Dialect{store.SQLite, store.Postgres}
 // Open returns a fresh migrated database, closed and removed on cleanup.
 func Open(t testing.TB, dialect store.Dialect) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), URL(t, dialect), store.Options{})
+	return OpenWith(t, dialect, store.Options{})
+}
+
+// OpenWith is Open with opts.
+func OpenWith(t testing.TB, dialect store.Dialect, opts store.Options) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), URL(t, dialect), opts)
 	if err != nil {
 		t.Fatalf("open %s test database: %v", dialect, err)
 	}

@@ -247,7 +247,7 @@ func newEdgeDeps(in edgeInputs) edge.Deps {
 // newIdempotency is the idempotency-key protocol of every transport, over
 // the database.
 func newIdempotency(c Config, db *store.DB, log *slog.Logger) *edge.Idempotency {
-	return edge.NewIdempotency(db, c.IdempotencyLock, nil, log)
+	return edge.NewIdempotency(db.IdempotencyKeys(), c.IdempotencyLock, nil, log)
 }
 
 // restInputs are the use cases of the REST handler set, bound to the
@@ -288,7 +288,7 @@ func mountREST(d rest.Deps) edge.Mount {
 func newLimiters(c Config, db *store.DB, log *slog.Logger) edge.Limiters {
 	var buckets ratelimit.Buckets = ratelimit.NewMemoryBuckets()
 	if db.Dialect() == store.Postgres {
-		buckets = db
+		buckets = db.RateBuckets()
 	}
 	return edge.NewLimiters(c.Limits, buckets, ratelimit.Options{Logger: log})
 }

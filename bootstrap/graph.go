@@ -71,7 +71,7 @@ type graphInputs struct {
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {
-	live := messaging.NewLive(db, db.MessagingStore(), messaging.LiveOptions{Logger: log})
+	live := messaging.NewLive(db.EventLog(), db.MessagingStore(), messaging.LiveOptions{Logger: log})
 	runWhileUp(lc, live.Run)
 	return live
 }

@@ -46,11 +46,11 @@ type mcpInputs struct {
 }
 
 func newMCPDeps(in mcpInputs) mcp.Deps {
-	live := messaging.NewLive(in.DB, in.DB.MessagingStore(), messaging.LiveOptions{Logger: in.Logger, Buffer: mcpLiveBuffer})
+	live := messaging.NewLive(in.DB.EventLog(), in.DB.MessagingStore(), messaging.LiveOptions{Logger: in.Logger, Buffer: mcpLiveBuffer})
 	runWhileUp(in.Lifecycle, live.Run)
 	d := mcp.Deps{
 		Messaging: in.Messaging, Threads: in.Threads, Live: live, Authenticator: in.Accounts,
-		Idempotency: in.DB, IdempotencyLock: in.Config.IdempotencyLock, CallTimeout: in.Config.Limits.RequestTimeout,
+		Idempotency: in.DB.IdempotencyKeys(), IdempotencyLock: in.Config.IdempotencyLock, CallTimeout: in.Config.Limits.RequestTimeout,
 		MaxBodyBytes:   in.Config.Limits.MaxBodyBytes,
 		AllowedOrigins: in.Config.MCP.AllowedOrigins, AllowedHosts: in.Config.MCP.AllowedHosts,
 		MaxSessionsPerAccount: in.Config.MCP.MaxSessionsPerAccount,

@@ -38,7 +38,7 @@ func TestCommitterContract(t *testing.T) {
 						Messaging: db.MessagingStore(),
 						Webhooks:  db.WebhookStore(),
 						Email:     db.EmailStore(),
-						Keys:      db,
+						Keys:      db.IdempotencyKeys(),
 						Jobs:      db.JobQueue(),
 					}
 				})

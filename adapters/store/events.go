@@ -12,9 +12,16 @@ import (
 )
 
 var (
-	_ appmessaging.EventLog     = (*DB)(nil)
+	_ appmessaging.EventLog     = EventLog{}
 	_ appmessaging.LiveMessages = MessagingStore{}
 )
+
+// EventLog reads the events every account's commits appended, in the
+// order of their position (seq), for the live feeds.
+type EventLog struct{ db *DB }
+
+// EventLog returns the event log.
+func (db *DB) EventLog() EventLog { return EventLog{db} }
 
 // loggedEventRow is an events row with its position.
 type loggedEventRow struct {
@@ -30,7 +37,8 @@ type loggedEventRow struct {
 
 // EventsAfter reads, in seq order, up to limit events after a position or
 // at the given missing positions.
-func (db *DB) EventsAfter(ctx context.Context, after int64, also []int64, limit int) ([]appmessaging.LoggedEvent, error) {
+func (l EventLog) EventsAfter(ctx context.Context, after int64, also []int64, limit int) ([]appmessaging.LoggedEvent, error) {
+	db := l.db
 	q := db.read.NewSelect().Model((*loggedEventRow)(nil))
 	if len(also) > 0 {
 		q = q.Where("seq > ? OR seq IN (?)", after, bun.List(also))
@@ -52,7 +60,8 @@ func (db *DB) EventsAfter(ctx context.Context, after int64, also []int64, limit 
 }
 
 // LastEventSeq is the highest seq in the log.
-func (db *DB) LastEventSeq(ctx context.Context) (int64, error) {
+func (l EventLog) LastEventSeq(ctx context.Context) (int64, error) {
+	db := l.db
 	var seq sql.NullInt64
 	if err := db.read.NewRaw("SELECT MAX(seq) FROM events").Scan(ctx, &seq); err != nil {
 		return 0, translate(err, "event")
@@ -64,7 +73,7 @@ func (db *DB) LastEventSeq(ctx context.Context) (int64, error) {
 // transaction that appends an event signals it after its commit, in this
 // process directly and in other processes through LISTEN/NOTIFY on
 // Postgres (SQLite processes sharing a file rely on the reader's poll).
-func (db *DB) EventWakeups() (<-chan struct{}, func()) { return db.JobWakeups() }
+func (l EventLog) EventWakeups() (<-chan struct{}, func()) { return l.db.JobWakeups() }
 
 // eventAppended makes the commit of the current transaction (or, outside
 // one, the event itself) wake the event log's readers.

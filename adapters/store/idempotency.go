@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	_ idempotency.Store    = (*DB)(nil)
+	_ idempotency.Store    = IdempotencyKeys{}
 	_ idempotency.Recorder = (*Conn)(nil)
 )
 
@@ -21,6 +21,12 @@ var (
 // the key was first used), idempotency_responses its answer. The answer's
 // primary key is what makes a key answer once: a second answer fails its
 // transaction, and with it the work it would have answered.
+
+// IdempotencyKeys keeps idempotency keys, their claims and their answers.
+type IdempotencyKeys struct{ db *DB }
+
+// IdempotencyKeys returns the idempotency key store.
+func (db *DB) IdempotencyKeys() IdempotencyKeys { return IdempotencyKeys{db} }
 
 // idempotencyResponseRow is one key's answer.
 type idempotencyResponseRow struct {
@@ -36,7 +42,8 @@ type idempotencyResponseRow struct {
 // comes first, with ON CONFLICT DO NOTHING, so that two first uses of a key
 // cannot both win; the loser then reads (on Postgres, locks) the winner's
 // claim with its answer, if any, and decides from them.
-func (db *DB) ReserveKey(ctx context.Context, accountID, key, fingerprint string, now time.Time, lockFor time.Duration) (idempotency.Reservation, error) {
+func (k IdempotencyKeys) ReserveKey(ctx context.Context, accountID, key, fingerprint string, now time.Time, lockFor time.Duration) (idempotency.Reservation, error) {
+	db := k.db
 	var out idempotency.Reservation
 	err := db.Transact(ctx, func(ctx context.Context, r *Conn) error {
 		res, err := r.write.NewRaw(`INSERT INTO idempotency_keys (account_id, key, fingerprint, locked_until, created_at)
@@ -111,7 +118,8 @@ func (db *DB) ReserveKey(ctx context.Context, accountID, key, fingerprint string
 // CompleteKey records the response of a reserved key; an answer recorded
 // first (in the work's own transaction, or by a request that took the key
 // over) is kept.
-func (db *DB) CompleteKey(ctx context.Context, accountID, key string, res idempotency.Response) error {
+func (k IdempotencyKeys) CompleteKey(ctx context.Context, accountID, key string, res idempotency.Response) error {
+	db := k.db
 	_, err := db.write.NewInsert().Model(&idempotencyResponseRow{
 		AccountID: accountID, Key: key, StatusCode: res.Status, Body: nonNilBytes(res.Body), CreatedAt: db.now().UTC(),
 	}).On("CONFLICT (account_id, key) DO NOTHING").Returning("NULL").Exec(ctx)
@@ -124,7 +132,8 @@ func (db *DB) CompleteKey(ctx context.Context, accountID, key string, res idempo
 // ReleaseKey frees a reserved key: its claim lapses at once. The claim row
 // stays, so that an answer that did commit (a commit whose outcome the
 // request could not see) is still found and replayed.
-func (db *DB) ReleaseKey(ctx context.Context, accountID, key string) error {
+func (k IdempotencyKeys) ReleaseKey(ctx context.Context, accountID, key string) error {
+	db := k.db
 	_, err := db.write.NewRaw("UPDATE idempotency_keys SET locked_until = NULL WHERE account_id = ? AND key = ?", accountID, key).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
@@ -155,7 +164,8 @@ func nonNilBytes(b []byte) []byte {
 
 // PruneIdempotencyKeys deletes keys older than the replay window, with
 // their answers.
-func (db *DB) PruneIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+func (k IdempotencyKeys) PruneIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+	db := k.db
 	cutoff := now.Add(-idempotency.Window)
 	var n int64
 	err := db.Transact(ctx, func(ctx context.Context, r *Conn) error {

@@ -84,7 +84,7 @@ func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := db.PruneIdempotencyKeys(ctx, db.now()); err != nil && ctx.Err() == nil {
+			if _, err := db.IdempotencyKeys().PruneIdempotencyKeys(ctx, db.now()); err != nil && ctx.Err() == nil {
 				log.Warn("database maintenance", "error", err)
 			}
 			if _, err := db.SessionStore().PruneSessions(ctx, db.now()); err != nil && ctx.Err() == nil {

@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// RateBuckets keeps the token buckets of rate limits shared by replicas.
+type RateBuckets struct{ db *DB }
+
+// RateBuckets returns the rate-limit bucket store.
+func (db *DB) RateBuckets() RateBuckets { return RateBuckets{db} }
+
 // bucketSQL writes REFILL, a bucket's tokens refilled since updated_at
 // and capped at the burst, and the dialect's functions into expr, whose
 // arguments are bucketArgs: ?0 the key, ?1 the burst, ?2 now in
@@ -32,7 +38,8 @@ func bucketArgs(key string, perSecond float64, burst int, now time.Time, count i
 // TakeTokens refills key's bucket at perSecond up to burst and takes up
 // to want whole tokens from it, in one statement (the row lock orders
 // concurrent replicas). Errors: the database's.
-func (db *DB) TakeTokens(ctx context.Context, key string, want int, perSecond float64, burst int, now time.Time) (int, float64, error) {
+func (b RateBuckets) TakeTokens(ctx context.Context, key string, want int, perSecond float64, burst int, now time.Time) (int, float64, error) {
+	db := b.db
 	args := bucketArgs(key, perSecond, burst, now, want)
 	query := db.bucketSQL(`INSERT INTO rate_buckets (key, tokens, taken, updated_at)
 		VALUES (?0, ?1 - LEAST(?4, ?1), LEAST(?4, ?1), ?2)
@@ -53,7 +60,8 @@ func (db *DB) TakeTokens(ctx context.Context, key string, want int, perSecond fl
 
 // ReturnTokens gives n unspent tokens back to key's bucket, capped at the
 // burst; a bucket pruned meanwhile is full already. Errors: the database's.
-func (db *DB) ReturnTokens(ctx context.Context, key string, n int, perSecond float64, burst int, now time.Time) error {
+func (b RateBuckets) ReturnTokens(ctx context.Context, key string, n int, perSecond float64, burst int, now time.Time) error {
+	db := b.db
 	args := bucketArgs(key, perSecond, burst, now, n)
 	_, err := db.write.NewRaw(db.bucketSQL(`UPDATE rate_buckets
 		SET tokens = LEAST(?1, REFILL + ?4), updated_at = GREATEST(rate_buckets.updated_at, ?2)
@@ -66,7 +74,8 @@ func (db *DB) ReturnTokens(ctx context.Context, key string, n int, perSecond flo
 
 // PruneBuckets deletes the buckets untouched since before. Errors: the
 // database's.
-func (db *DB) PruneBuckets(ctx context.Context, before time.Time) (int, error) {
+func (b RateBuckets) PruneBuckets(ctx context.Context, before time.Time) (int, error) {
+	db := b.db
 	res, err := db.write.NewRaw("DELETE FROM rate_buckets WHERE updated_at < ?", micros(before)).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("prune rate-limit buckets: %w", err)

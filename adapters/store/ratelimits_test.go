@@ -13,7 +13,7 @@ func TestRateBucketsContract(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
-			storetest.RateBuckets(t, func(t *testing.T) storetest.Buckets { return dbtest.Open(t, dialect) })
+			storetest.RateBuckets(t, func(t *testing.T) storetest.Buckets { return dbtest.Open(t, dialect).RateBuckets() })
 		})
 	}
 	t.Run("memory", func(t *testing.T) {

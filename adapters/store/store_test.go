@@ -139,7 +139,7 @@ func TestIdempotencyContract(t *testing.T) {
 				transact := func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error {
 					return db.Transact(ctx, func(ctx context.Context, c *store.Conn) error { return fn(ctx, c) })
 				}
-				return storetest.IdempotencyStores{Keys: db, Transact: transact, Committer: db, Prune: db.PruneIdempotencyKeys}
+				return storetest.IdempotencyStores{Keys: db.IdempotencyKeys(), Transact: transact, Committer: db, Prune: db.IdempotencyKeys().PruneIdempotencyKeys}
 			})
 		})
 	}

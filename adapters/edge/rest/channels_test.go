@@ -173,7 +173,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 	})
 
 	h, err := rest.NewHandler(edge.Deps{
-		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
+		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
 	}, rest.Deps{Accounts: acc, Messaging: svc, Providers: providerRoutes{tgIn, waIn}})
 	require.NoError(t, err)
 	srv := newTestServer(t, h)

@@ -103,7 +103,7 @@ func setupCron(t *testing.T, dialect store.Dialect, o cronOptions) *cronBundle {
 	})
 
 	h, err := rest.NewHandler(edge.Deps{
-		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
 	}, rest.Deps{Accounts: acc, Cron: svc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -89,7 +89,7 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 	})
 
 	h, err := rest.NewHandler(edge.Deps{
-		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
 	}, rest.Deps{Accounts: acc, Email: svc, EmailDomain: serviceDomain})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

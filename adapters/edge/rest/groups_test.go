@@ -565,7 +565,7 @@ func withService(t *testing.T, b *msgBundle, providers messaging.ProviderSet, gu
 	}
 	svc := messaging.NewService(deps)
 	h, err := rest.NewHandler(edge.Deps{
-		Accounts: acc, Idempotency: edge.NewIdempotency(b.db, 0, nil, quiet), Ready: b.db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+		Accounts: acc, Idempotency: edge.NewIdempotency(b.db.IdempotencyKeys(), 0, nil, quiet), Ready: b.db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
 	}, rest.Deps{Accounts: acc, Messaging: svc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -107,7 +107,7 @@ type process struct {
 func (b *crashBundle) handler(t *testing.T, p process) http.Handler {
 	t.Helper()
 	if p.idempotency == nil {
-		p.idempotency = b.db
+		p.idempotency = b.db.IdempotencyKeys()
 	}
 	if p.messaging == nil {
 		p.messaging = b.messaging
@@ -332,7 +332,7 @@ func TestIdempotencyKeyCrashes(t *testing.T) {
 		}
 		crashes := []crash{
 			{name: "AfterReserve", process: func(b *crashBundle) process {
-				return process{idempotency: killAfterReserve{b.db}}
+				return process{idempotency: killAfterReserve{b.db.IdempotencyKeys()}}
 			}},
 			{name: "AfterCommit", committed: true, process: func(b *crashBundle) process {
 				k := killAfterSend{b.messaging, b.email, b.cron}

@@ -107,7 +107,7 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 	})
 
 	h, err := rest.NewHandler(edge.Deps{
-		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
 	}, rest.Deps{Accounts: acc, Messaging: svc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

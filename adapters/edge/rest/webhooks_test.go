@@ -113,7 +113,7 @@ func setupWebhooks(t *testing.T, dialect store.Dialect) *hookBundle {
 		_ = jobs.Stop(stopCtx)
 	})
 	h, err := rest.NewHandler(edge.Deps{
-		Accounts: acc, Idempotency: edge.NewIdempotency(db, 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
+		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: unlimited,
 	}, rest.Deps{Accounts: acc, Messaging: svc, Webhooks: hooks})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -114,10 +114,11 @@ func (t *table[V]) get(ctx context.Context, key string, read func(ctx context.Co
 	if t == nil {
 		return read(ctx)
 	}
+	anyKept := func(answer[V]) bool { return true }
 	if a, ok := t.entries.Get(key); ok {
 		return a.value, a.err
 	}
-	return t.load(ctx, key, read, keep)
+	return t.load(ctx, key, anyKept, read, keep)
 }
 
 // getIf is get that answers from a kept value only when use(value) is
@@ -127,17 +128,24 @@ func (t *table[V]) getIf(ctx context.Context, key string, use func(V) bool, read
 	if t == nil {
 		return read(ctx)
 	}
-	if a, ok := t.entries.Get(key); ok && a.err == nil && use(a.value) {
+	usable := func(a answer[V]) bool { return a.err == nil && use(a.value) }
+	if a, ok := t.entries.Get(key); ok && usable(a) {
 		return a.value, nil
 	}
-	return t.load(ctx, key, read, keep)
+	return t.load(ctx, key, usable, read, keep)
 }
 
 // load reads key, shared with the concurrent loads of key, and keeps the
-// answer when keep says so and nothing forgot the key meanwhile.
-func (t *table[V]) load(ctx context.Context, key string, read func(ctx context.Context) (V, error), keep func(answer[V]) bool) (V, error) {
+// answer when keep says so and nothing forgot the key meanwhile. A miss
+// that reaches the shared read after another one ended answers from what
+// that one kept, when usable accepts it: a miss is seen before joining,
+// and the read it would have joined may end in between.
+func (t *table[V]) load(ctx context.Context, key string, usable func(answer[V]) bool, read func(ctx context.Context) (V, error), keep func(answer[V]) bool) (V, error) {
 	generation := t.generation.Load()
 	shared := t.loads.DoChan(key, func() (any, error) {
+		if a, ok := t.entries.Get(key); ok && usable(a) {
+			return a, nil
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		defer cancel()
 		var a answer[V]

@@ -72,12 +72,12 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		add("insert messages", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Messages, messageToRow), "") })
 	}
 	if len(b.ThreadActivity) > 0 {
-		add("record thread activity", func(p *binder) string { return touchThreadsBound(p, newestActivity(b.ThreadActivity), false) })
+		add("record thread activity", func(p *binder) string { return touchThreadsBound(p, b.ThreadActivity, false) })
 	}
 	if len(b.Inbound) > 0 {
 		contacts, threads := inboundRows(b.Inbound)
 		add("record inbound activity", func(p *binder) string { return boundInsert(tables, p, contacts, contactUpsert) })
-		add("record inbound activity", func(p *binder) string { return touchThreadsBound(p, newestActivity(threads), true) })
+		add("record inbound activity", func(p *binder) string { return touchThreadsBound(p, threads, true) })
 	}
 	if len(b.Statuses) > 0 {
 		add("move message statuses", func(p *binder) string { return moveStatusesBound(p, b.Statuses) })
@@ -197,7 +197,7 @@ func touchThreadsBound(p *binder, activity []writes.ThreadActivity, inbound bool
 	if inbound {
 		set += ", last_inbound_at = u.at"
 	}
-	return updateFrom(p, set, activity, []string{"::text", "::timestamptz"},
+	return updateFrom(p, set, newestActivity(activity), []string{"::text", "::timestamptz"},
 		func(a writes.ThreadActivity) []any { return []any{a.ThreadID, a.At} }, "u(id, at) WHERE t.id = u.id")
 }
 

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeScreenshot is the picture of the Threads page the README shows,
-// written when SWITCHBOARD_UPDATE_SCREENSHOT=1:
+// readmeScreenshot is the picture of the Threads page that the README's
+// tour and docs/dashboard.md show, written when
+// SWITCHBOARD_UPDATE_SCREENSHOT=1:
 //
 //	SWITCHBOARD_UPDATE_SCREENSHOT=1 go test ./tests/browser -run TestREADMEScreenshot
 const readmeScreenshot = "../../docs/dashboard-threads.png"

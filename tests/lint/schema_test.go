@@ -1,7 +1,8 @@
 // Package lint holds checks of the repository's non-Go sources that
 // `make lint` runs: the GraphQL schema against the GraphQL specification's
-// schema rules (gqlparser's validator, the one gqlgen builds on), and the
-// README's example operations against that schema.
+// schema rules (gqlparser's validator, the one gqlgen builds on), the
+// example operations of the README and docs/ against that schema, and the
+// relative links of those pages.
 package lint
 
 import (
@@ -63,15 +64,18 @@ func TestSchemaCheckCatchesErrors(t *testing.T) {
 
 var graphqlBlock = regexp.MustCompile("(?s)```graphql\n(.*?)```")
 
-func TestREADMEOperationsAreValid(t *testing.T) {
+// Every GraphQL operation of the README and of docs/ is valid against the
+// schema.
+func TestDocsOperationsAreValid(t *testing.T) {
 	t.Parallel()
 	schema := loadSchema(t)
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	blocks := graphqlBlock.FindAllStringSubmatch(string(readme), -1)
-	require.GreaterOrEqual(t, len(blocks), 3, "the README shows at least three GraphQL examples")
-	for _, b := range blocks {
-		_, errs := gqlparser.LoadQueryWithRules(schema, b[1], rules.NewDefaultRules())
-		require.Empty(t, errs, "README operation:\n%s", b[1])
+	count := 0
+	for name, text := range markdownPages(t) {
+		for _, b := range graphqlBlock.FindAllStringSubmatch(text, -1) {
+			count++
+			_, errs := gqlparser.LoadQueryWithRules(schema, b[1], rules.NewDefaultRules())
+			require.Empty(t, errs, "%s operation:\n%s", name, b[1])
+		}
 	}
+	require.GreaterOrEqual(t, count, 6, "the docs show at least six GraphQL examples")
 }

@@ -68,7 +68,7 @@ fuzz:
 bench:
 	$(WITH_PG) $(GO) run ./bench $(BENCH_FLAGS)
 
-## lint: formatting, vet, staticcheck, and the GraphQL schema and README operations against the spec's rules
+## lint: formatting, vet, staticcheck, the GraphQL schema and the docs' operations against the spec's rules, the docs' links
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

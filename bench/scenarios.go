@@ -289,15 +289,13 @@ var history = messaging.History{Clients: 2, Large: 1_000_000, Small: 10_000, Lim
 
 // fanout's server, like dispatch's, runs only during its slices. A delivery's job
 // mostly waits (the claim, the receiver, the shared commit of its outcome), so the
-// runner gets many workers: 512 measured ~1.5× the rate of 128 on the shared machine;
-// 1024 no better.
+// runner gets many workers (bench/RESULTS.md compares 512 with 128 and 1024).
 var fanout = webhooks.Fanout{MinQueued: 30_000, Workers: 512, MaxConns: 32, Settle: 250 * time.Millisecond}
 
 // dispatch's server runs only during its slices, so its pool does not meet pgbench's.
 // Its deliveries, like fanout's, mostly wait on shared commits, so more of them in
-// flight make larger batches: 512 workers measured 1.10× (1.04-1.34) the rate of
-// 256 (Postgres 183 µs per message against 205 in an earlier run with 256); 1024
-// 0.98× and a pool of 16 0.95× the rate of 512 (6 rounds each with -against).
+// flight make larger batches (bench/RESULTS.md compares 512 workers with 256 and
+// 1024, and a pool of 32 with 16).
 // Its 500 numbers, paced at 80 messages a second each, could take 40,000 a second:
 // pacing binds at no rate the machine reaches (pgbench's inserts, which a ratio of
 // 1 would have to match, at most 24,000). Each number is added by a CLI command, a

@@ -172,10 +172,10 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	if _, set := params["statement_timeout"]; !set {
 		params["statement_timeout"] = statementTimeout.Milliseconds()
 	}
-	// Short statements only: the JIT compiler, which Postgres starts on a
-	// plan's cost estimate, spends tens of milliseconds compiling what
-	// runs in a few (the job claim's recursive account scan is estimated
-	// far above jit_above_cost and took 95 ms with JIT against 5 without).
+	// JIT is off unless the URL sets it. Postgres starts its JIT compiler
+	// on a plan's cost estimate, and compiling takes longer than the
+	// statements here run: the job claim's recursive account scan is
+	// estimated far above jit_above_cost (bench/RESULTS.md has the figures).
 	if _, set := params["jit"]; !set {
 		params["jit"] = "off"
 	}

@@ -276,11 +276,11 @@ func (r MessagingStore) MessageByProviderID(ctx context.Context, service account
 // RecentMessages returns a thread's newest messages, newest first, if the
 // thread is the account's.
 //
-// The limit is written into the statement, not bound: with LIMIT $3,
-// Postgres judged the generic plan of the prepared statement (which cannot
-// know the limit) costlier than a plan for the values, and planned the
-// statement again at every execution: most of a get-recent's database
-// CPU. The callers use few limits (5 and 1), so few statements.
+// The limit is written into the statement, not bound, so that Postgres
+// keeps a plan per limit. With LIMIT $3, Postgres judges the generic plan
+// of the prepared statement (which cannot know the limit) costlier than a
+// plan for the values, and plans the statement again at every execution.
+// The callers use few limits (5 and 1), so few statements.
 func (r MessagingStore) RecentMessages(ctx context.Context, accountID, threadID string, limit int) ([]messaging.Message, error) {
 	var rows []messageRow
 	query := "SELECT " + messageColumns + " FROM messages WHERE thread_id = $1 AND account_id = $2 ORDER BY " + messagesNewestFirst + " LIMIT " + strconv.Itoa(max(limit, 0))

@@ -157,18 +157,15 @@ func (c *committer) lookAgain() {
 // mayOverlap reports whether the waiting units should start a batch beside
 // the running ones rather than wait for one of them to end (c.mu held).
 //
-// Every batch costs a round trip, a commit and, on the database, the
-// parsing and planning of its statements, whatever its size. Leaders that
-// start as soon as a unit waits split the units into many small batches:
-// with 64 clients sending emails, two such leaders made batches of 14
-// units, one leader batches of 28, and the larger batches cost Postgres
-// 12 µs less per email (the server 8 µs less). So a batch starts beside a
-// running one for a quorum of units, which keeps the database busy when
-// arrivals outgrow one batch at a time, or once the running batch has
-// stalled (a lock wait), so that one slow batch does not hold up others.
-// Against 64 clients in alternating runs, a quorum of half a batch (32)
-// accepted 2-5% more emails and sends than a quarter; a quorum of a whole
-// batch 12-16% fewer, one leader alone 3% fewer.
+// It does when no batch runs, when a quorum of units waits, or when the
+// running batch has run for the stall time (a lock wait, say). Every batch
+// costs a round trip, a commit and, on the database, the parsing and
+// planning of its statements, whatever its size, so a unit costs less in a
+// larger batch. The quorum keeps the database busy when arrivals outgrow
+// one batch at a time without splitting them into many small batches. The
+// stall time keeps one slow batch from holding up the others.
+// bench/RESULTS.md holds the measurements behind the default quorum, half
+// a batch.
 func (c *committer) mayOverlap(now time.Time) bool {
 	return c.running == 0 || len(c.queue) >= c.quorum || now.Sub(c.started) >= c.stall
 }

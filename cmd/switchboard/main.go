@@ -17,10 +17,10 @@ import (
 )
 
 // defaultGCPercent is the garbage collector's target unless GOGC is set.
-// A request allocates a few kilobytes that die with it, and at Go's default
-// of 100 a busy server spends a tenth of its CPU collecting them; the live
-// heap is a few tens of megabytes, so letting it grow fourfold between
-// collections costs little memory. GOMEMLIMIT, when set, still caps it.
+// A request allocates a few kilobytes that die with it, so collecting less
+// often than Go's default of 100 saves CPU. The live heap is a few tens of
+// megabytes, so letting it grow fourfold between collections costs little
+// memory. GOMEMLIMIT, when set, still caps it.
 const defaultGCPercent = 400
 
 func main() {

@@ -71,6 +71,10 @@ type DB struct {
 	// health watcher's own; health is its verdict (health.go).
 	connector driver.Connector
 	health    health
+	// migrationConnector opens the Postgres connections migrations run on
+	// (nil on SQLite): without the pool's read and statement timeouts, so
+	// that a migration is bounded by its context alone.
+	migrationConnector driver.Connector
 }
 
 // Options tune Open.
@@ -179,6 +183,29 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	if _, set := params["jit"]; !set {
 		params["jit"] = "off"
 	}
+	connector := postgresConnector(rawURL, readTimeout, params)
+	// Migrations (an index built over a large table) may run longer than
+	// any request: their connections have no read timeout and, unless the
+	// URL sets one, no statement timeout.
+	migrationParams := maps.Clone(params)
+	if _, set := pgdriver.NewConnector(pgdriver.WithDSN(rawURL)).Config().ConnParams["statement_timeout"]; !set {
+		migrationParams["statement_timeout"] = int64(0)
+	}
+	migrationConnector := postgresConnector(rawURL, 0, migrationParams)
+	sqldb := sql.OpenDB(connector)
+	sqldb.SetMaxOpenConns(maxConns)
+	sqldb.SetMaxIdleConns(maxConns)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	bdb := bun.NewDB(sqldb, pgdialect.New())
+	db := &DB{dialect: Postgres, write: bdb, read: bdb, connector: connector, migrationConnector: migrationConnector}
+	db.base = &Conn{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
+	return db, nil
+}
+
+// postgresConnector opens guarded Postgres connections to rawURL with
+// the session settings params; readTimeout bounds each wait for a reply
+// that has no earlier deadline of its own (0: only the context's).
+func postgresConnector(rawURL string, readTimeout time.Duration, params map[string]any) *guardedConnector {
 	pg := pgdriver.NewConnector(
 		pgdriver.WithDSN(rawURL),
 		pgdriver.WithDialTimeout(5*time.Second),
@@ -186,15 +213,7 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 		pgdriver.WithApplicationName("switchboard"),
 		pgdriver.WithConnParams(params),
 	)
-	connector := &guardedConnector{connect: closingFailedDials(pg), drv: pg.Driver(), rules: postgresRules{}}
-	sqldb := sql.OpenDB(connector)
-	sqldb.SetMaxOpenConns(maxConns)
-	sqldb.SetMaxIdleConns(maxConns)
-	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	bdb := bun.NewDB(sqldb, pgdialect.New())
-	db := &DB{dialect: Postgres, write: bdb, read: bdb, connector: connector}
-	db.base = &Conn{read: bdb, write: bdb, dialect: Postgres, stmts: newStmtCache(sqldb), scanner: bdb}
-	return db, nil
+	return &guardedConnector{connect: closingFailedDials(pg), drv: pg.Driver(), rules: postgresRules{}}
 }
 
 // closingFailedDials connects with pg and, when the connection fails after

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/migrate"
 )
 
@@ -26,9 +29,19 @@ const migrationLockPoll = 200 * time.Millisecond
 // Migrate applies every pending migration. It holds a lock for the whole
 // run (a Postgres advisory lock, or an flock beside the SQLite file), so
 // replicas starting at once apply each migration exactly once: the first
-// applies, the others wait and then find nothing to do.
+// applies, the others wait and then find nothing to do. On Postgres the
+// lock and the migrations use connections of their own, without the
+// pool's read and statement timeouts: ctx alone bounds how long a
+// migration, or the wait for another replica's, may take.
 func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
-	unlock, err := db.lockMigrations(ctx)
+	on := db.write
+	if db.migrationConnector != nil {
+		sqldb := sql.OpenDB(db.migrationConnector)
+		sqldb.SetMaxOpenConns(2) // the lock's session and the migrations'
+		on = bun.NewDB(sqldb, pgdialect.New())
+		defer on.Close()
+	}
+	unlock, err := db.lockMigrations(ctx, on)
 	if err != nil {
 		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
@@ -46,7 +59,7 @@ func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
 	if err := migrations.Discover(sub); err != nil {
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
-	m := migrate.NewMigrator(db.write, migrations, migrate.WithMarkAppliedOnSuccess(true))
+	m := migrate.NewMigrator(on, migrations, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return nil, fmt.Errorf("create migration tables: %w", err)
 	}
@@ -83,7 +96,7 @@ func (db *DB) PendingMigrations(ctx context.Context) ([]string, error) {
 	return pending, nil
 }
 
-func (db *DB) lockMigrations(ctx context.Context) (func() error, error) {
+func (db *DB) lockMigrations(ctx context.Context, on *bun.DB) (func() error, error) {
 	if db.dialect == SQLite {
 		f, err := os.OpenFile(db.sqlitePath+".migrate-lock", os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
@@ -99,11 +112,9 @@ func (db *DB) lockMigrations(ctx context.Context) (func() error, error) {
 		}, nil
 	}
 	// The advisory lock belongs to a session, so it is taken and released on
-	// one pinned connection. It is polled rather than awaited: another
-	// replica's migrations may run longer than the read timeout, and a
-	// blocking pg_advisory_lock would read nothing for that long and be cut
-	// as a dead connection.
-	conn, err := db.write.Conn(ctx)
+	// one pinned connection. It is polled rather than awaited, so that a
+	// cancelled ctx ends the wait at once.
+	conn, err := on.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,44 @@ func TestMigrateWaitsOutALongMigration(t *testing.T) {
 	require.Empty(t, pending)
 }
 
+// A migration runs as long as it must: the pool's read and statement
+// timeouts, meant for requests, do not cut it (an index built over a
+// large table, here a migration table another session keeps locked).
+func TestMigrationsOutliveTheRequestTimeouts(t *testing.T) {
+	t.Parallel()
+	url := dbtest.EmptyURL(t, store.Postgres)
+	ctx := context.Background()
+	setup, err := store.Open(ctx, url, store.Options{})
+	require.NoError(t, err)
+	_, err = setup.Migrate(ctx)
+	require.NoError(t, err)
+	require.NoError(t, setup.Close())
+
+	holder := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(url)))
+	defer holder.Close()
+	tx, err := holder.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	_, err = tx.ExecContext(ctx, "LOCK TABLE bun_migrations IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	db, err := store.Open(ctx, url, store.Options{ReadTimeout: 400 * time.Millisecond, StatementTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer db.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Migrate(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Migrate returned while its table was locked: %v", err)
+	case <-time.After(time.Second): // longer than both timeouts
+	}
+	require.NoError(t, tx.Commit())
+	require.NoError(t, <-done)
+}
+
 func TestIdempotencyContract(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {

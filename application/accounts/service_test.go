@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/memory"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -30,7 +31,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type testBundle struct {
-	db    *memory.DB
+	db    *store.DB
 	keys  *keyring.Keyring
 	clock *clock
 	svc   *accounts.Service
@@ -38,7 +39,7 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := memory.New(memory.Options{})
+	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
 	b := &testBundle{db: db, keys: keys, clock: &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}

@@ -239,9 +239,7 @@ func (b *bundle) allExecutions(t *testing.T) []cron.Execution {
 // account, closed when the test ends.
 func sqliteCron(t *testing.T, created time.Time) (*store.DB, string) {
 	t.Helper()
-	db, err := store.Open(context.Background(), dbtest.URL(t, store.SQLite), store.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	db := dbtest.Open(t, store.SQLite)
 	return db, insertAccount(t, db, created)
 }
 

@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/memory"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -38,7 +39,7 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := memory.New(memory.Options{})
+	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
@@ -157,7 +158,7 @@ func (c *countingCommitter) Commit(ctx context.Context, b writes.Batch) error {
 // A send is one commit: the email, its job (and its answer, with a key).
 func TestSendIsOneCommit(t *testing.T) {
 	t.Parallel()
-	db := memory.New(memory.Options{})
+	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})

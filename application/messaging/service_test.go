@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/memory"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -40,12 +41,12 @@ type testBundle struct {
 	account  account.Account
 	number   account.Number
 	provider *fakeProvider
-	db       *memory.DB
+	db       *store.DB
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := memory.New(memory.Options{})
+	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{3}, 32))
 	require.NoError(t, err)
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
@@ -153,14 +154,14 @@ func TestDeliveryOutcomes(t *testing.T) {
 		// The timeline is the message's steps as the event log has them,
 		// the refused backward move left out.
 		got = b.status(t, m.ID)
-		steps, err := messaging.NewReader(b.db.Repos()).Timelines(ctx, b.account.ID, []domain.Message{got})
+		steps, err := messaging.NewReader(b.db.MessagingStore()).Timelines(ctx, b.account.ID, []domain.Message{got})
 		require.NoError(t, err)
 		var statuses []domain.Status
 		for _, s := range steps[m.ID] {
 			statuses = append(statuses, s.Status)
 		}
 		require.Equal(t, []domain.Status{domain.Queued, domain.Sent, domain.Read}, statuses)
-		none, err := messaging.NewReader(b.db.Repos()).Timelines(ctx, "acc_other", []domain.Message{got})
+		none, err := messaging.NewReader(b.db.MessagingStore()).Timelines(ctx, "acc_other", []domain.Message{got})
 		require.NoError(t, err)
 		require.Empty(t, none, "another account's message has no timeline")
 	})

@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
-	"github.com/switchboard-dev/switchboard/adapters/memory"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -31,7 +32,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type testBundle struct {
-	db       *memory.DB
+	db       *store.DB
 	clock    *clock
 	accounts *accounts.Service
 	svc      *sessions.Service
@@ -47,7 +48,7 @@ const (
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	db := memory.New(memory.Options{})
+	db := dbtest.Open(t, store.SQLite)
 	keys, err := keyring.New(bytes.Repeat([]byte{7}, 32))
 	require.NoError(t, err)
 	c := &clock{now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)}

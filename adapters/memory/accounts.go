@@ -57,28 +57,38 @@ func mapped[T, U any](rows []T, f func(T) U) []U {
 }
 
 // InsertAccount stores a new account.
-func (r *Repos) InsertAccount(ctx context.Context, a account.Account) error {
+func (r *Repos) InsertAccount(ctx context.Context, a account.Account, credentials ...account.Credential) error {
 	return r.write(ctx, func(t *tables) error {
 		if _, ok := t.accounts[a.ID]; ok {
 			return taken("account")
 		}
 		t.accounts[a.ID] = cloneAccount(a)
+		for _, c := range credentials {
+			if _, ok := t.credentials[c.ID]; ok || t.credentialByHash(c.KeyHash) != nil {
+				return taken("credential")
+			}
+			t.credentials[c.ID] = cloneCredential(c)
+		}
 		return nil
 	})
 }
 
-// UpdateAccount saves an account's name and time and moves its version on.
-func (r *Repos) UpdateAccount(ctx context.Context, a account.Account) error {
-	return r.write(ctx, func(t *tables) error {
-		cur, ok := t.accounts[a.ID]
+// RenameAccount saves an account's name and time, moves its version on
+// and returns it.
+func (r *Repos) RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error) {
+	var out account.Account
+	err := r.write(ctx, func(t *tables) error {
+		cur, ok := t.accounts[id]
 		if !ok {
 			return failure.NotFound("account")
 		}
-		cur.Name, cur.UpdatedAt = a.Name, utc(a.UpdatedAt)
+		cur.Name, cur.UpdatedAt = name, utc(at)
 		cur.Version++
-		t.accounts[a.ID] = cur
+		t.accounts[id] = cur
+		out = cloneAccount(cur)
 		return nil
 	})
+	return out, err
 }
 
 // Account reads one account.
@@ -116,6 +126,9 @@ func (r *Repos) CountAccounts(ctx context.Context) (int, error) {
 // InsertCredential stores a new credential; its id and key hash are unique.
 func (r *Repos) InsertCredential(ctx context.Context, c account.Credential) error {
 	return r.write(ctx, func(t *tables) error {
+		if _, ok := t.accounts[c.AccountID]; !ok {
+			return failure.NotFound("account")
+		}
 		if _, ok := t.credentials[c.ID]; ok || t.credentialByHash(c.KeyHash) != nil {
 			return taken("credential")
 		}
@@ -210,6 +223,9 @@ func (r *Repos) RevokedSince(ctx context.Context, since time.Time) ([]account.Cr
 // InsertNumber stores a new agent number; a number is unique per service.
 func (r *Repos) InsertNumber(ctx context.Context, n account.Number) error {
 	return r.write(ctx, func(t *tables) error {
+		if _, ok := t.accounts[n.AccountID]; !ok {
+			return failure.NotFound("account")
+		}
 		if _, ok := t.numbers[n.ID]; ok || t.numberByAddress(n.Service, n.Number) != nil {
 			return taken("number")
 		}
@@ -267,6 +283,9 @@ func (r *Repos) SetNumberEnabled(ctx context.Context, accountID, id string, enab
 // InsertDomain stores a custom email domain; a name is unique.
 func (r *Repos) InsertDomain(ctx context.Context, d account.Domain) error {
 	return r.write(ctx, func(t *tables) error {
+		if _, ok := t.accounts[d.AccountID]; !ok {
+			return failure.NotFound("account")
+		}
 		if _, ok := t.domains[d.ID]; ok {
 			return taken("domain")
 		}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
@@ -15,8 +16,11 @@ var (
 )
 
 // InsertEmailAddress stores an address; a taken local@domain is a Conflict.
-func (r *Repos) InsertEmailAddress(ctx context.Context, a account.EmailAddress) error {
+func (r *Repos) InsertEmailAddress(ctx context.Context, a account.EmailAddress, customDomain bool) error {
 	return r.write(ctx, func(t *tables) error {
+		if customDomain && !slices.ContainsFunc(t.domainsOf(a.AccountID), func(d account.Domain) bool { return d.Name == a.Domain }) {
+			return failure.NotFound("domain")
+		}
 		if _, ok := t.addresses[a.ID]; ok || t.addressOf(a.LocalPart, a.Domain) != nil {
 			return taken("email address")
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -135,27 +136,25 @@ func (r *Repos) MoveGroupChat(ctx context.Context, numberID, from, to string) er
 	})
 }
 
-// InsertGroupChat links a provider group chat to its group thread; a chat
-// and a thread are linked once.
-func (r *Repos) InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error {
-	return r.write(ctx, func(t *tables) error {
-		if _, ok := t.chats[pair{numberID, chatID}]; ok {
+// insertGroupChat links a provider group chat to its group thread
+// (writes.Batch.GroupChats); a chat and a thread are linked once.
+func (t *tables) insertGroupChat(c writes.GroupChat) error {
+	if _, ok := t.chats[pair{c.NumberID, c.ChatID}]; ok {
+		return taken("group chat")
+	}
+	for _, row := range t.chats {
+		if row.threadID == c.ThreadID {
 			return taken("group chat")
 		}
-		for _, c := range t.chats {
-			if c.threadID == threadID {
-				return taken("group chat")
-			}
-		}
-		if err := t.needNumber(numberID); err != nil {
-			return err
-		}
-		if _, ok := t.threads[threadID]; !ok {
-			return foreignKey("thread", threadID)
-		}
-		t.chats[pair{numberID, chatID}] = chatRow{threadID: threadID, createdAt: utc(at)}
-		return nil
-	})
+	}
+	if err := t.needNumber(c.NumberID); err != nil {
+		return err
+	}
+	if _, ok := t.threads[c.ThreadID]; !ok {
+		return foreignKey("thread", c.ThreadID)
+	}
+	t.chats[pair{c.NumberID, c.ChatID}] = chatRow{threadID: c.ThreadID, createdAt: utc(c.At)}
+	return nil
 }
 
 // MarkUpdate records a provider update as handled; false when it was
@@ -200,5 +199,8 @@ func (r *Repos) PruneUpdates(ctx context.Context, before time.Time) (int64, erro
 
 // ChannelStore is the channel use cases' store (channels.Store), as store.DB.ChannelStore is.
 func (db *DB) ChannelStore() channels.Store {
-	return bound[channels.Repos]{db: db, view: func(r *Repos) channels.Repos { return r }}
+	return decidingStore[channels.Repos, channels.TxReads]{
+		bound: bound[channels.Repos]{db: db, view: func(r *Repos) channels.Repos { return r }},
+		reads: func(r *Repos) channels.TxReads { return r },
+	}
 }

@@ -76,6 +76,11 @@ func (t *tables) writeBatch(b writes.Batch, now time.Time) error {
 			return fmt.Errorf("save group states: %w", err)
 		}
 	}
+	for _, c := range b.GroupChats {
+		if err := t.insertGroupChat(c); err != nil {
+			return fmt.Errorf("link group chats: %w", err)
+		}
+	}
 	for _, m := range b.Messages {
 		if err := t.insertMessage(m); err != nil {
 			return fmt.Errorf("insert messages: %w", err)

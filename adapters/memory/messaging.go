@@ -399,12 +399,7 @@ func (r *Repos) group(ctx context.Context, match func(threadRow) bool) (messagin
 	return out, err
 }
 
-// InsertGroup stores a new group thread and its members.
-func (r *Repos) InsertGroup(ctx context.Context, g messaging.GroupState) error {
-	return r.write(ctx, func(t *tables) error { return t.insertGroup(g) })
-}
-
-// insertGroup stores a new group thread and its members (InsertGroup).
+// insertGroup stores a new group thread and its members.
 func (t *tables) insertGroup(g messaging.GroupState) error {
 	if err := t.insertThread(g.Thread, g.Members); err != nil {
 		return err
@@ -412,13 +407,8 @@ func (t *tables) insertGroup(g messaging.GroupState) error {
 	return t.saveGroupColumns(g)
 }
 
-// SaveGroup stores a group's state and its members: members who stay keep
-// their name, and take their new roles.
-func (r *Repos) SaveGroup(ctx context.Context, g messaging.GroupState) error {
-	return r.write(ctx, func(t *tables) error { return t.saveGroup(g) })
-}
-
-// saveGroup writes a group's state and its members (SaveGroup).
+// saveGroup writes a group's state and its members: members who stay
+// keep their name, and take their new roles.
 func (t *tables) saveGroup(g messaging.GroupState) error {
 	if err := t.saveGroupColumns(g); err != nil {
 		return err

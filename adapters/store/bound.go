@@ -68,6 +68,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 			add("save group states", func(p *binder) string { return upsertMembersBound(p, g) })
 		}
 	}
+	if len(b.GroupChats) > 0 {
+		add("link group chats", func(p *binder) string { return insertGroupChatsBound(tables, p, b.GroupChats) })
+	}
 	if len(b.Messages) > 0 {
 		add("insert messages", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Messages, messageToRow), "") })
 	}

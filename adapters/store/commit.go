@@ -248,6 +248,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	}
 	add("insert threads", insertThreads(db, b.Threads, b.Groups)...)
 	add("save group states", saveGroupStates(db, b.GroupStates)...)
+	add("link group chats", insertGroupChats(db, b.GroupChats)...)
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
 	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
 	add("record inbound activity", recordInbound(db, b.Inbound)...)

@@ -35,6 +35,7 @@ func TestCommitterContract(t *testing.T) {
 					return storetest.CommitterFixture{
 						Committer: committer(db),
 						Accounts:  db.AccountStore(),
+						Channels:  db.ChannelStore(),
 						Messaging: db.MessagingStore(),
 						Webhooks:  db.WebhookStore(),
 						Email:     db.EmailStore(),

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/channels"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
@@ -36,6 +37,7 @@ type JobClaimer interface {
 type CommitterFixture struct {
 	Committer writes.Committer
 	Accounts  accounts.Store
+	Channels  channels.Store
 	Messaging appmessaging.Store
 	Webhooks  webhooks.Store
 	Email     appemail.Store
@@ -188,6 +190,45 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.ErrorIs(t, err, writes.ErrThreadExists)
 		_, err = r.Thread(ctx, f.account, dup.ID)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+	})
+
+	t.Run("LinksGroupChats", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		at := f.now.Add(time.Minute)
+		bot := account.Number{ID: "num_bot", AccountID: f.account, Number: "+15550009000", Service: account.Telegram,
+			Provider: account.ProviderTelegram, SealedSettings: []byte{1}, Enabled: true, CreatedAt: at}
+		require.NoError(t, f.Accounts.Repos().InsertNumber(ctx, bot))
+		group := func(id string) messaging.GroupState {
+			return messaging.GroupState{
+				Thread: messaging.Thread{ID: id, AccountID: f.account, Service: account.Telegram, Type: messaging.Group,
+					AgentNumber: bot.Number, Name: "Team", CreatedAt: at, UpdatedAt: at},
+				Members: []messaging.Participant{{Address: bot.Number, IsAgent: true, Admin: true}},
+			}
+		}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{
+			Groups:     []messaging.GroupState{group("thr_chat")},
+			GroupChats: []writes.GroupChat{{NumberID: bot.ID, ChatID: "-100123", ThreadID: "thr_chat", At: at}},
+		}))
+		r := f.Channels.Repos()
+		id, err := r.GroupChatThread(ctx, bot.ID, "-100123")
+		require.NoError(t, err)
+		require.Equal(t, "thr_chat", id, "the chat is linked to the group made in the same batch")
+		chat, err := r.ThreadGroupChat(ctx, bot.ID, "thr_chat")
+		require.NoError(t, err)
+		require.Equal(t, "-100123", chat)
+
+		// A chat linked already is a Conflict, with nothing of its batch.
+		err = f.Committer.Commit(ctx, writes.Batch{
+			Groups:     []messaging.GroupState{group("thr_again")},
+			GroupChats: []writes.GroupChat{{NumberID: bot.ID, ChatID: "-100123", ThreadID: "thr_again", At: at}},
+		})
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+		_, err = f.Messaging.Repos().Group(ctx, f.account, "thr_again")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		id, err = r.GroupChatThread(ctx, bot.ID, "-100123")
+		require.NoError(t, err)
+		require.Equal(t, "thr_chat", id)
 	})
 
 	t.Run("DeliveryStatesMoveDeliveriesThatExist", func(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package writes is the contract of the write pipeline. A use case first
 // decides: it validates its input, checks every rule and reads what it
-// needs. What it decided to write (new threads, groups and messages,
+// needs. What it decided to write (new threads, groups, their provider
+// chats and messages,
 // events, status changes, users' activity, new emails and their outcomes,
 // webhook deliveries, their attempts and states, jobs to enqueue, the
 // answer to an Idempotency-Key) it hands as one Batch value to a
@@ -46,6 +47,10 @@ type Batch struct {
 	// member who stays keeps the name and join time stored with it; a new
 	// member joins at the group's UpdatedAt.
 	GroupStates []messaging.GroupState
+	// GroupChats link provider group chats to their group threads (which
+	// exist or are new in the batch). A chat of an agent number that is
+	// linked already fails the batch with a Conflict.
+	GroupChats []GroupChat
 	// Messages are new messages; their threads exist or are new in the
 	// batch.
 	Messages []messaging.Message
@@ -88,6 +93,15 @@ type Batch struct {
 
 // ThreadActivity is a message sent in a thread at At.
 type ThreadActivity struct {
+	ThreadID string
+	At       time.Time
+}
+
+// GroupChat is the provider group chat ChatID of the agent number
+// NumberID, kept as the group thread ThreadID since At.
+type GroupChat struct {
+	NumberID string
+	ChatID   string
 	ThreadID string
 	At       time.Time
 }
@@ -145,6 +159,7 @@ func (b *Batch) Add(o Batch) {
 	b.Threads = append(b.Threads, o.Threads...)
 	b.Groups = append(b.Groups, o.Groups...)
 	b.GroupStates = append(b.GroupStates, o.GroupStates...)
+	b.GroupChats = append(b.GroupChats, o.GroupChats...)
 	b.Messages = append(b.Messages, o.Messages...)
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
 	b.Inbound = append(b.Inbound, o.Inbound...)

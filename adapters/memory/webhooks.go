@@ -59,6 +59,27 @@ func (r *Repos) WebhookEndpoints(ctx context.Context, accountIDs []string) ([]we
 	return out, err
 }
 
+// ChangeWebhookEndpoint reads an account's endpoint and saves what change
+// makes of it, in one transaction.
+func (r *Repos) ChangeWebhookEndpoint(ctx context.Context, accountID string, change func(webhooks.Record, bool) (webhooks.Record, error)) (webhooks.Record, error) {
+	var saved webhooks.Record
+	err := r.db.Transact(ctx, func(ctx context.Context, tx *Repos) error {
+		current, err := tx.WebhookEndpoint(ctx, accountID)
+		found := err == nil
+		if err != nil && !failure.Is(err, failure.KindNotFound) {
+			return err
+		}
+		if saved, err = change(current, found); err != nil {
+			return err
+		}
+		return tx.SaveWebhookEndpoint(ctx, saved)
+	})
+	if err != nil {
+		return webhooks.Record{}, err
+	}
+	return saved, nil
+}
+
 // SaveWebhookEndpoint inserts or replaces an account's endpoint; a
 // replaced one keeps its creation time.
 func (r *Repos) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Record) error {

@@ -254,7 +254,7 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		f := newCommitBundle(t, open)
 		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_try")))
 		ep := webhook.Endpoint{AccountID: f.account, URL: "https://hooks.example.com/in", Enabled: true, CreatedAt: f.now, UpdatedAt: f.now}
-		require.NoError(t, f.Webhooks.Repos().SaveWebhookEndpoint(ctx, webhooks.Record{Endpoint: ep, SealedSecret: []byte{1, 2}}))
+		saveEndpoint(t, f.Webhooks, webhooks.Record{Endpoint: ep, SealedSecret: []byte{1, 2}})
 		at := f.now.Add(time.Minute)
 		attempt := webhook.Attempt{At: at, StatusCode: 503, Latency: 1500 * time.Microsecond, Error: "status 503", Response: "it's busy"}
 		failing := ep

@@ -111,6 +111,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 			return boundInsert(tables, p, mapRows(b.Jobs, func(j jobs.EnqueueParams) newJobRow { return newJob(j, now) }), "")
 		})
 	}
+	if len(b.CronJobs) > 0 {
+		add("insert cron jobs", func(p *binder) string { return insertCronJobsBound(tables, p, b.CronJobs) })
+	}
 	if len(b.Answers) > 0 {
 		add("record idempotent answers", func(p *binder) string {
 			return boundInsert(tables, p, mapRows(b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) }), "")

@@ -261,6 +261,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
+	add("insert cron jobs", insertCronJobs(db, b.CronJobs)...)
 	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/uptrace/bun/schema"
 
 	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
 // The batch operations of the features beside messaging, webhooks and
@@ -24,4 +25,14 @@ func insertGroupChatsBound(tables *schema.Tables, p *binder, chats []writes.Grou
 
 func groupChatToRow(c writes.GroupChat) channelChatRow {
 	return channelChatRow{NumberID: c.NumberID, ChatID: c.ChatID, ThreadID: c.ThreadID, CreatedAt: c.At}
+}
+
+// insertCronJobs stores new cron jobs.
+func insertCronJobs(db bun.IDB, jobs []cron.Job) []batchQuery {
+	return insertRows(db, jobs, cronJobToRow)
+}
+
+// insertCronJobsBound is insertCronJobs on Postgres.
+func insertCronJobsBound(tables *schema.Tables, p *binder, jobs []cron.Job) string {
+	return boundInsert(tables, p, mapRows(jobs, cronJobToRow), "")
 }

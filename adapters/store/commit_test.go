@@ -36,6 +36,7 @@ func TestCommitterContract(t *testing.T) {
 						Committer: committer(db),
 						Accounts:  db.AccountStore(),
 						Channels:  db.ChannelStore(),
+						Cron:      db.CronStore(),
 						Messaging: db.MessagingStore(),
 						Webhooks:  db.WebhookStore(),
 						Email:     db.EmailStore(),

@@ -11,12 +11,14 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/channels"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -38,6 +40,9 @@ type CommitterFixture struct {
 	Committer writes.Committer
 	Accounts  accounts.Store
 	Channels  channels.Store
+	// Cron reads back cron jobs; the case of Batch.CronJobs is skipped
+	// without it.
+	Cron      appcron.Store
 	Messaging appmessaging.Store
 	Webhooks  webhooks.Store
 	Email     appemail.Store
@@ -273,6 +278,35 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.NoError(t, err)
 		require.Equal(t, failing, rec.Endpoint, "the endpoint's health, the rest as it was")
 		require.Equal(t, []byte{1, 2}, rec.SealedSecret)
+	})
+
+	t.Run("InsertsCronJobsWithTheirAnswers", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		if f.Cron == nil {
+			t.Skip("no cron store")
+		}
+		j := newCronJob(f.account, f.now.Add(time.Hour))
+		answer := writes.Answer{AccountID: f.account, Key: "key-cron", Response: idempotency.Response{Status: 201, Body: []byte(j.ID)}}
+		_, err := f.Keys.ReserveKey(ctx, f.account, "key-cron", "fp", f.now, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{CronJobs: []cron.Job{j}, Answers: []writes.Answer{answer}}))
+		got, err := f.Cron.Repos().Job(ctx, f.account, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, j, got, "the job reads back as written")
+		res, err := f.Keys.ReserveKey(ctx, f.account, "key-cron", "fp", f.now.Add(time.Second), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Replay, res.Outcome)
+		require.Equal(t, []byte(j.ID), res.Response.Body, "the answer committed with its job")
+
+		// A second job under the same key writes nothing; a taken id is a
+		// Conflict.
+		other := newCronJob(f.account, f.now.Add(time.Hour))
+		require.ErrorIs(t, f.Committer.Commit(ctx, writes.Batch{CronJobs: []cron.Job{other}, Answers: []writes.Answer{answer}}), idempotency.ErrAnsweredElsewhere)
+		_, err = f.Cron.Repos().Job(ctx, f.account, other.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "the refused batch's job is not there: %v", err)
+		err = f.Committer.Commit(ctx, writes.Batch{CronJobs: []cron.Job{j}})
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
 	})
 
 	t.Run("ATakenAnswerWritesNothing", func(t *testing.T) {

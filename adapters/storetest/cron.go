@@ -50,6 +50,47 @@ func Cron(t *testing.T, open CronOpen) {
 		return s, a.ID, b.ID
 	}
 
+	t.Run("ChangeJobSavesWhatTheChangeMakes", func(t *testing.T) {
+		t.Parallel()
+		s, acc, other := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at.Add(time.Hour))
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+
+		same, err := s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
+			require.Equal(t, j, cur)
+			cur.Retries = 9
+			return cur, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, j, same, "a change that leaves the version saves nothing")
+
+		upd := at.Add(time.Minute)
+		want := j
+		want.Status, want.NextRunAt, want.UpdatedAt, want.Version = cron.Paused, nil, &upd, 1
+		saved, err := s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
+			cur.Status, cur.NextRunAt, cur.UpdatedAt, cur.Version = cron.Paused, nil, &upd, cur.Version+1
+			return cur, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, want, saved)
+		got, err := s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+
+		boom := errors.New("boom")
+		_, err = s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
+			cur.Version++
+			return cur, boom
+		})
+		require.ErrorIs(t, err, boom)
+		_, err = s.Repos().ChangeJob(ctx, other, j.ID, func(cur cron.Job) (cron.Job, error) { return cur, nil })
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's job is not found: %v", err)
+		got, err = s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "failed changes save nothing")
+	})
+
 	t.Run("JobRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		s, acc, other := setup(t)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
@@ -15,12 +15,7 @@ import (
 // method returns a failure of kind Unavailable. Other errors are
 // infrastructure failures.
 type Repos interface {
-	// LockAccountJobs serialises the job creations of one account until
-	// the transaction ends, so the per-account limit holds under
-	// concurrent creates.
-	LockAccountJobs(ctx context.Context, accountID string) error
-	// CountJobs counts an account's jobs.
-	CountJobs(ctx context.Context, accountID string) (int, error)
+	TxReads
 	// InsertJob stores a new job. Conflict when its id is taken.
 	InsertJob(ctx context.Context, j cron.Job) error
 	// Job reads one job of an account; inside a transaction on Postgres
@@ -31,6 +26,12 @@ type Repos interface {
 	Jobs(ctx context.Context, q JobQuery) ([]cron.Job, int, error)
 	// UpdateJob saves every field of a job (NotFound when it is gone).
 	UpdateJob(ctx context.Context, j cron.Job) error
+	// ChangeJob reads a job of an account, locked, and saves every field
+	// of what change returns when change moved its Version on, atomically.
+	// It returns the job as saved, or as read when change left the
+	// Version. NotFound; when change fails, nothing is saved and its error
+	// is returned.
+	ChangeJob(ctx context.Context, accountID, id string, change func(cron.Job) (cron.Job, error)) (cron.Job, error)
 	// DeleteJob removes a job with its executions, pending retries
 	// included. NotFound when it is gone.
 	DeleteJob(ctx context.Context, accountID, id string) error
@@ -39,10 +40,6 @@ type Repos interface {
 	LastExecution(ctx context.Context, jobID string) (e cron.Execution, ok bool, err error)
 	// Executions lists a job's finished executions, newest slot first.
 	Executions(ctx context.Context, q ExecutionQuery) ([]cron.Execution, int, error)
-	// Recorder records a creation's answer under its Idempotency-Key;
-	// idempotency.ErrAnsweredElsewhere when the key has an answer.
-	idempotency.Recorder
-
 	SchedulerRepos
 }
 
@@ -104,11 +101,28 @@ type Lease struct {
 	Until time.Time
 }
 
+// TxReads are the reads and locks a job's creation makes inside its
+// transaction (see Store.Decide); their errors are Repos'.
+type TxReads interface {
+	// LockAccountJobs serialises the job creations of one account until
+	// the transaction ends, so the per-account limit holds under
+	// concurrent creates.
+	LockAccountJobs(ctx context.Context, accountID string) error
+	// CountJobs counts an account's jobs.
+	CountJobs(ctx context.Context, accountID string) (int, error)
+}
+
 // Store gives the use cases their repositories, directly or in one
-// transaction.
+// transaction, and runs the decisions that write a batch.
 type Store interface {
 	Repos() Repos
+	// Transact runs the scheduler's claims in one transaction.
 	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// Decide runs decide in a transaction, reading through tx, and writes
+	// the batch it returns in that transaction. When decide fails,
+	// nothing is written and Decide returns its error. Otherwise Decide
+	// returns writes.Committer's errors.
+	Decide(ctx context.Context, decide func(ctx context.Context, tx TxReads) (writes.Batch, error)) error
 }
 
 // JobQuery selects an account's jobs.

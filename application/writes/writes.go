@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -87,6 +88,9 @@ type Batch struct {
 	// Jobs are new jobs. A batch enqueues only new work: its jobs have no
 	// UniqueKey.
 	Jobs []jobs.EnqueueParams
+	// CronJobs are new cron jobs. A taken id fails the batch with a
+	// Conflict.
+	CronJobs []cron.Job
 	// Answers record the responses to Idempotency-Keys.
 	Answers []Answer
 }
@@ -172,6 +176,7 @@ func (b *Batch) Add(o Batch) {
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
+	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	b.Answers = append(b.Answers, o.Answers...)
 }
 

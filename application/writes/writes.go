@@ -1,15 +1,15 @@
 // Package writes is the contract of the write pipeline. A use case first
 // decides: it validates its input, checks every rule and reads what it
 // needs. What it decided to write (new threads, groups, their provider
-// chats and messages,
-// events, status changes, users' activity, new emails and their outcomes,
-// webhook deliveries, their attempts and states, jobs to enqueue, the
-// answer to an Idempotency-Key) it hands as one Batch value to a
-// Committer, which writes the Batch atomically: all of it or nothing. A
-// use case that must read inside the transaction that writes (a thread
-// to find or create, a group to lock) decides through its store's Decide,
-// which gives it the transaction's reads only and writes the Batch it
-// returns in that transaction.
+// chats and messages, events, status changes, users' activity, new emails
+// and their outcomes, webhook deliveries, their attempts and states, jobs
+// to enqueue, new cron jobs, the answer to an Idempotency-Key) it hands
+// as one Batch value to a Committer, which writes the Batch atomically:
+// all of it or nothing. A use case that must read inside the transaction
+// that writes (a thread to find or create, a group to lock, the cron jobs
+// to count) decides through its store's Decide, which gives it the
+// transaction's reads only and writes the Batch it returns in that
+// transaction.
 //
 // A Committer may write the batches of concurrent callers in one database
 // transaction (group commit: one commit for many sends). It works on the

@@ -34,9 +34,28 @@ func (s CronStore) Decide(ctx context.Context, decide func(ctx context.Context, 
 	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, CronStore{c}) })
 }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s CronStore) Transact(ctx context.Context, fn func(ctx context.Context, r appcron.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, CronStore{c}) })
+// Claim runs claim in a transaction, taking rows through s on it, and
+// writes the Runs it returns there (appcron.Store).
+func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
+	var stored []string
+	err := s.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		tx := CronStore{c}
+		runs, err := claim(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if stored, err = tx.InsertExecutions(ctx, runs.Executions); err != nil {
+			return err
+		}
+		if err := tx.SetNextRuns(ctx, runs.NextRuns); err != nil {
+			return err
+		}
+		return tx.FinishExecutions(ctx, owner, runs.Finished)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at"

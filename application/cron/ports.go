@@ -112,12 +112,41 @@ type TxReads interface {
 	CountJobs(ctx context.Context, accountID string) (int, error)
 }
 
-// Store gives the use cases their repositories, directly or in one
-// transaction, and runs the decisions that write a batch.
+// Claims are what a scheduler's claim does inside its transaction (see
+// Store.Claim): it takes rows, locked and leased to it until the
+// transaction ends, and reads the jobs of what it took. Their errors are
+// Repos'.
+type Claims interface {
+	// ClaimDueJobs is SchedulerRepos.ClaimDueJobs.
+	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
+	// ClaimRetries is SchedulerRepos.ClaimRetries.
+	ClaimRetries(ctx context.Context, now time.Time, lease Lease, limit int) ([]cron.Execution, error)
+	// TakeOverExpired is SchedulerRepos.TakeOverExpired.
+	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
+	// JobsByID is SchedulerRepos.JobsByID.
+	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
+}
+
+// Runs is what a claim writes besides its leases, in this order: new
+// executions (one for a (job, slot) that has one already is not stored),
+// jobs' next runs, and outcomes of executions leased to the claiming
+// scheduler (SchedulerRepos.FinishExecutions).
+type Runs struct {
+	Executions []cron.Execution
+	NextRuns   []NextRun
+	Finished   []Outcome
+}
+
+// Store gives the use cases their repositories, runs the decisions that
+// write a batch, and the scheduler's claims.
 type Store interface {
 	Repos() Repos
-	// Transact runs the scheduler's claims in one transaction.
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// Claim runs claim in a transaction, taking rows through tx, and
+	// writes the Runs it returns, their outcomes as owner's, in that
+	// transaction. It returns the ids of the executions it stored. When
+	// claim fails, nothing is taken or written and Claim returns its
+	// error.
+	Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx Claims) (Runs, error)) (stored []string, err error)
 	// Decide runs decide in a transaction, reading through tx, and writes
 	// the batch it returns in that transaction. When decide fails,
 	// nothing is written and Decide returns its error. Otherwise Decide

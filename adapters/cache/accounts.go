@@ -28,19 +28,7 @@ func (s *accountsStore) Repos() accounts.Repos {
 	return accountsRepos{Repos: s.next.Repos(), c: s.c}
 }
 
-// Transact reads the database inside the transaction and forgets what
-// it changed once it has ended (committed or not), so that no read racing
-// the commit keeps the state before it.
-func (s *accountsStore) Transact(ctx context.Context, fn func(ctx context.Context, r accounts.Repos) error) error {
-	changed := &accountChanges{}
-	err := s.next.Transact(ctx, func(ctx context.Context, r accounts.Repos) error {
-		return fn(ctx, accountsRepos{Repos: r, c: s.c, inTx: changed})
-	})
-	changed.forget(s.c)
-	return err
-}
-
-// accountChanges is what a transaction changed that the caches keep.
+// accountChanges is what a write changed that the caches keep.
 type accountChanges struct {
 	// credentials changed (revoked): forgotten by key hash and by id.
 	credentials []account.Credential
@@ -57,12 +45,11 @@ func (ch *accountChanges) forget(c *Caches) {
 	}
 }
 
-// accountsRepos answers the cached lookups from the caches outside a
-// transaction (inTx nil) and records what changes forget.
+// accountsRepos answers the cached lookups from the caches and forgets
+// what writes change once they are written.
 type accountsRepos struct {
 	accounts.Repos
-	c    *Caches
-	inTx *accountChanges
+	c *Caches
 }
 
 // CredentialByKeyHash answers from the credential cache only with a kept
@@ -74,9 +61,6 @@ type accountsRepos struct {
 // stops at once, one revoked elsewhere within the TTL, or within
 // WatchRevocations' interval where it runs.
 func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte, accept func(account.Credential) bool) (account.Credential, error) {
-	if r.inTx != nil {
-		return r.Repos.CredentialByKeyHash(ctx, keyHash, accept)
-	}
 	return r.c.credentials.getIf(ctx, string(keyHash), accept, func(ctx context.Context) (account.Credential, error) {
 		return r.Repos.CredentialByKeyHash(ctx, keyHash, accept)
 	}, found)
@@ -87,9 +71,6 @@ func (r accountsRepos) CredentialByKeyHash(ctx context.Context, keyHash []byte, 
 // CredentialByKeyHash's answers are: a revocation seen through the port
 // forgets both.
 func (r accountsRepos) Credential(ctx context.Context, accountID, id string) (account.Credential, error) {
-	if r.inTx != nil {
-		return r.Repos.Credential(ctx, accountID, id)
-	}
 	c, err := r.c.credentialsByID.get(ctx, id, func(ctx context.Context) (account.Credential, error) {
 		// Read whatever account it belongs to, so that the kept answer
 		// serves any caller; the account is checked below.
@@ -138,22 +119,14 @@ func (r accountsRepos) SetNumberEnabled(ctx context.Context, accountID, id strin
 // never served once anything the account owns changed, whichever process
 // changed it.
 func (r accountsRepos) Holdings(ctx context.Context, a account.Account) (accounts.Holdings, error) {
-	if r.inTx != nil {
-		return r.Repos.Holdings(ctx, a)
-	}
 	key := a.ID + "@" + strconv.FormatInt(a.Version, 10)
 	return r.c.holdings.get(ctx, key, func(ctx context.Context) (accounts.Holdings, error) {
 		return r.Repos.Holdings(ctx, a)
 	}, found)
 }
 
-// changed applies a change at once outside a transaction, and after it
-// inside one.
+// changed forgets what a write changed.
 func (r accountsRepos) changed(record func(*accountChanges)) {
-	if r.inTx != nil {
-		record(r.inTx)
-		return
-	}
 	ch := &accountChanges{}
 	record(ch)
 	ch.forget(r.c)

@@ -356,7 +356,7 @@ func TestSenderAddressesAreKeptOnceFound(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, account.Account{ID: "acc_mail", Name: "m", Version: 1, CreatedAt: now, UpdatedAt: now}))
 	addr := account.EmailAddress{ID: "eml_cache", AccountID: "acc_mail", LocalPart: "sales", Domain: "mail.example.com", CreatedAt: now}
-	require.NoError(t, b.db.EmailStore().InsertEmailAddress(ctx, addr))
+	require.NoError(t, b.db.EmailStore().InsertEmailAddress(ctx, addr, false))
 	got, err := r.email(b).EmailAddressByAddress(ctx, "sales", "mail.example.com")
 	require.NoError(t, err)
 	require.Equal(t, addr.AccountID, got.AccountID)

@@ -22,13 +22,24 @@ var _ accounts.Store = AccountStore{}
 // AccountStore is db's AccountStore, outside any transaction.
 func (db *DB) AccountStore() AccountStore { return AccountStore{db.base} }
 
-// Repos is s itself: its methods run each as its own statement outside a
-// transaction, and inside the one Transact runs.
+// Repos is s itself: each of its methods is atomic by itself.
 func (s AccountStore) Repos() accounts.Repos { return s }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s AccountStore) Transact(ctx context.Context, fn func(ctx context.Context, r accounts.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, AccountStore{c}) })
+// owned runs write in one transaction after checking there that the
+// account accountID exists (NotFound otherwise).
+func (r AccountStore) owned(ctx context.Context, accountID string, write func(ctx context.Context, c *Conn) error) error {
+	return r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		if _, err := (AccountStore{c}).Account(ctx, accountID); err != nil {
+			return err
+		}
+		return write(ctx, c)
+	})
+}
+
+// insertRow inserts one row on c.
+func insertRow(ctx context.Context, c *Conn, row any, what string) error {
+	_, err := c.write.NewInsert().Model(row).Exec(ctx)
+	return translate(err, what)
 }
 
 type accountRow struct {
@@ -44,22 +55,44 @@ func (r accountRow) domain() account.Account {
 	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
-// InsertAccount stores a new account.
-func (r AccountStore) InsertAccount(ctx context.Context, a account.Account) error {
+// InsertAccount stores a new account and its credentials in one
+// transaction.
+func (r AccountStore) InsertAccount(ctx context.Context, a account.Account, credentials ...account.Credential) error {
 	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "account")
+	if len(credentials) == 0 {
+		return insertRow(ctx, r.Conn, &row, "account")
+	}
+	return r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		if err := insertRow(ctx, c, &row, "account"); err != nil {
+			return err
+		}
+		for _, cred := range credentials {
+			if err := insertRow(ctx, c, credentialToRow(cred), "credential"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-// UpdateAccount saves an account's mutable fields and moves its version on.
-func (r AccountStore) UpdateAccount(ctx context.Context, a account.Account) error {
-	res, err := r.write.NewUpdate().Model((*accountRow)(nil)).
-		Set("name = ?", a.Name).Set("updated_at = ?", a.UpdatedAt).Set("version = version + 1").
-		Where("id = ?", a.ID).Exec(ctx)
-	if err != nil {
-		return translate(err, "account")
-	}
-	return requireOneRow(res, "account")
+// RenameAccount saves an account's name, moves its version on and reads
+// it back, in one transaction.
+func (r AccountStore) RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error) {
+	var out account.Account
+	err := r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		res, err := c.write.NewUpdate().Model((*accountRow)(nil)).
+			Set("name = ?", name).Set("updated_at = ?", at).Set("version = version + 1").
+			Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return translate(err, "account")
+		}
+		if err := requireOneRow(res, "account"); err != nil {
+			return err
+		}
+		out, err = AccountStore{c}.Account(ctx, id)
+		return err
+	})
+	return out, err
 }
 
 // Account reads one account.
@@ -116,14 +149,18 @@ func (r credentialRow) domain() account.Credential {
 	return c
 }
 
-// InsertCredential stores a new credential.
+// InsertCredential stores a new credential of an account that exists.
 func (r AccountStore) InsertCredential(ctx context.Context, c account.Credential) error {
-	row := credentialRow{
+	return r.owned(ctx, c.AccountID, func(ctx context.Context, tx *Conn) error {
+		return insertRow(ctx, tx, credentialToRow(c), "credential")
+	})
+}
+
+func credentialToRow(c account.Credential) *credentialRow {
+	return &credentialRow{
 		ID: c.ID, AccountID: c.AccountID, Label: c.Label, KeyPrefix: c.KeyPrefix,
 		KeyHash: c.KeyHash, SecretHash: c.SecretHash, CreatedAt: c.CreatedAt, RevokedAt: c.RevokedAt,
 	}
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "credential")
 }
 
 // CredentialByKeyHash finds the credential whose key hashes to keyHash;
@@ -223,14 +260,13 @@ func (r numberRow) domain() account.Number {
 	}
 }
 
-// InsertNumber stores a new agent number.
+// InsertNumber stores a new agent number of an account that exists.
 func (r AccountStore) InsertNumber(ctx context.Context, n account.Number) error {
 	row := numberRow{
 		ID: n.ID, AccountID: n.AccountID, Number: n.Number, Service: string(n.Service),
 		Provider: string(n.Provider), SealedSettings: n.SealedSettings, Enabled: n.Enabled, CreatedAt: n.CreatedAt,
 	}
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "number")
+	return r.owned(ctx, n.AccountID, func(ctx context.Context, c *Conn) error { return insertRow(ctx, c, &row, "number") })
 }
 
 // Numbers lists an account's numbers, oldest first.
@@ -273,11 +309,10 @@ type domainRow struct {
 	CreatedAt     time.Time `bun:"created_at"`
 }
 
-// InsertDomain stores a custom email domain.
+// InsertDomain stores a custom email domain of an account that exists.
 func (r AccountStore) InsertDomain(ctx context.Context, d account.Domain) error {
 	row := domainRow{ID: d.ID, AccountID: d.AccountID, Name: d.Name, CreatedAt: d.CreatedAt}
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "domain")
+	return r.owned(ctx, d.AccountID, func(ctx context.Context, c *Conn) error { return insertRow(ctx, c, &row, "domain") })
 }
 
 // Domains lists an account's custom domains by name.

@@ -68,6 +68,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 			add("save group states", func(p *binder) string { return upsertMembersBound(p, g) })
 		}
 	}
+	if len(b.GroupChats) > 0 {
+		add("link group chats", func(p *binder) string { return insertGroupChatsBound(tables, p, b.GroupChats) })
+	}
 	if len(b.Messages) > 0 {
 		add("insert messages", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Messages, messageToRow), "") })
 	}
@@ -107,6 +110,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		add("enqueue jobs", func(p *binder) string {
 			return boundInsert(tables, p, mapRows(b.Jobs, func(j jobs.EnqueueParams) newJobRow { return newJob(j, now) }), "")
 		})
+	}
+	if len(b.CronJobs) > 0 {
+		add("insert cron jobs", func(p *binder) string { return insertCronJobsBound(tables, p, b.CronJobs) })
 	}
 	if len(b.Answers) > 0 {
 		add("record idempotent answers", func(p *binder) string {

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
@@ -19,12 +20,15 @@ var _ channels.Store = ChannelStore{}
 func (db *DB) ChannelStore() ChannelStore { return ChannelStore{MessagingStore{db.base}} }
 
 // Repos is s itself: its methods run each as its own statement outside a
-// transaction, and inside the one Transact runs.
+// transaction, and inside the one Decide runs.
 func (s ChannelStore) Repos() channels.Repos { return s }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s ChannelStore) Transact(ctx context.Context, fn func(ctx context.Context, r channels.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, ChannelStore{MessagingStore{c}}) })
+// Decide runs decide in a transaction, reading through s on it, and
+// writes the batch it returns there, with its reactions (channels.Store).
+func (s ChannelStore) Decide(ctx context.Context, decide func(ctx context.Context, tx channels.TxReads) (writes.Batch, error)) error {
+	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) {
+		return decide(ctx, ChannelStore{MessagingStore{c}})
+	})
 }
 
 // NumbersByProvider lists the agent numbers on a provider, every account's,
@@ -125,12 +129,6 @@ func (r ChannelStore) ThreadGroupChat(ctx context.Context, numberID, threadID st
 // MoveGroupChat gives a group chat its new chat id.
 func (r ChannelStore) MoveGroupChat(ctx context.Context, numberID, from, to string) error {
 	_, err := r.write.NewRaw("UPDATE channel_chats SET chat_id = ? WHERE number_id = ? AND chat_id = ?", to, numberID, from).Exec(ctx)
-	return translate(err, "group chat")
-}
-
-// InsertGroupChat links a provider group chat to its group thread.
-func (r ChannelStore) InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error {
-	_, err := r.write.NewInsert().Model(&channelChatRow{NumberID: numberID, ChatID: chatID, ThreadID: threadID, CreatedAt: at}).Exec(ctx)
 	return translate(err, "group chat")
 }
 

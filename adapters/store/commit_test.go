@@ -35,6 +35,8 @@ func TestCommitterContract(t *testing.T) {
 					return storetest.CommitterFixture{
 						Committer: committer(db),
 						Accounts:  db.AccountStore(),
+						Channels:  db.ChannelStore(),
+						Cron:      db.CronStore(),
 						Messaging: db.MessagingStore(),
 						Webhooks:  db.WebhookStore(),
 						Email:     db.EmailStore(),

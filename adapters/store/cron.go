@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
@@ -27,9 +28,34 @@ func (db *DB) CronStore() CronStore { return CronStore{db.base} }
 // transaction, and inside the one Transact runs.
 func (s CronStore) Repos() appcron.Repos { return s }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s CronStore) Transact(ctx context.Context, fn func(ctx context.Context, r appcron.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, CronStore{c}) })
+// Decide runs decide in a transaction, reading through s on it, and
+// writes the batch it returns there (appcron.Store).
+func (s CronStore) Decide(ctx context.Context, decide func(ctx context.Context, tx appcron.TxReads) (writes.Batch, error)) error {
+	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, CronStore{c}) })
+}
+
+// Claim runs claim in a transaction, taking rows through s on it, and
+// writes the Runs it returns there (appcron.Store).
+func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
+	var stored []string
+	err := s.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		tx := CronStore{c}
+		runs, err := claim(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if stored, err = tx.InsertExecutions(ctx, runs.Executions); err != nil {
+			return err
+		}
+		if err := tx.SetNextRuns(ctx, runs.NextRuns); err != nil {
+			return err
+		}
+		return tx.FinishExecutions(ctx, owner, runs.Finished)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at"
@@ -87,15 +113,13 @@ func timeOf(n sql.NullInt64) *time.Time {
 	return &t
 }
 
-func cronJobToRow(j cron.Job) (cronJobRow, error) {
+func cronJobToRow(j cron.Job) cronJobRow {
 	headers := j.Headers
 	if headers == nil {
 		headers = map[string]string{}
 	}
-	h, err := json.Marshal(headers)
-	if err != nil {
-		return cronJobRow{}, fmt.Errorf("encode headers: %w", err)
-	}
+	// A map of strings always encodes.
+	h, _ := json.Marshal(headers)
 	row := cronJobRow{
 		ID: j.ID, AccountID: j.AccountID, EndpointURL: j.EndpointURL, Method: j.Method, Headers: string(h),
 		Frequency: string(j.Frequency), TimeOfDay: j.Time, Timezone: j.Timezone,
@@ -106,7 +130,7 @@ func cronJobToRow(j cron.Job) (cronJobRow, error) {
 	if j.Body != nil {
 		row.Body = sql.NullString{String: string(j.Body), Valid: true}
 	}
-	return row, nil
+	return row
 }
 
 func (r cronJobRow) domain() cron.Job {
@@ -153,11 +177,8 @@ func (r CronStore) CountJobs(ctx context.Context, accountID string) (int, error)
 
 // InsertJob stores a new job.
 func (r CronStore) InsertJob(ctx context.Context, j cron.Job) error {
-	row, err := cronJobToRow(j)
-	if err != nil {
-		return err
-	}
-	_, err = r.write.NewInsert().Model(&row).Exec(ctx)
+	row := cronJobToRow(j)
+	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
 	return translate(err, "cron job")
 }
 
@@ -199,15 +220,39 @@ func (r CronStore) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, in
 
 // UpdateJob saves every field of a job.
 func (r CronStore) UpdateJob(ctx context.Context, j cron.Job) error {
-	row, err := cronJobToRow(j)
-	if err != nil {
-		return err
-	}
+	row := cronJobToRow(j)
 	res, err := r.write.NewUpdate().Model(&row).ExcludeColumn("id", "account_id", "created_at").WherePK().Where("account_id = ?", j.AccountID).Exec(ctx)
 	if err != nil {
 		return translate(err, "cron job")
 	}
 	return requireOneRow(res, "cron job")
+}
+
+// ChangeJob reads a job locked and saves what change makes of it, in one
+// transaction.
+func (r CronStore) ChangeJob(ctx context.Context, accountID, id string, change func(cron.Job) (cron.Job, error)) (cron.Job, error) {
+	var out cron.Job
+	err := r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		tx := CronStore{c}
+		j, err := tx.Job(ctx, accountID, id)
+		if err != nil {
+			return err
+		}
+		changed, err := change(j)
+		if err != nil {
+			return err
+		}
+		out = changed
+		if changed.Version == j.Version {
+			out = j
+			return nil
+		}
+		return tx.UpdateJob(ctx, changed)
+	})
+	if err != nil {
+		return cron.Job{}, err
+	}
+	return out, nil
 }
 
 // DeleteJob removes a job and, by cascade, its executions.

@@ -17,7 +17,7 @@ func TestCronContract(t *testing.T) {
 			t.Parallel()
 			storetest.Cron(t, func(t *testing.T) (appcron.Store, func(context.Context, account.Account) error) {
 				db := dbtest.Open(t, dialect)
-				return db.CronStore(), db.AccountStore().InsertAccount
+				return db.CronStore(), func(ctx context.Context, a account.Account) error { return db.AccountStore().InsertAccount(ctx, a) }
 			})
 		})
 	}

@@ -369,7 +369,7 @@ func (db *DB) Close() error {
 // transactions never deadlock upgrading from read to write.
 func (db *DB) Transact(ctx context.Context, fn func(ctx context.Context, r *Conn) error) error {
 	state := &txState{}
-	err := db.write.RunInTx(holding(ctx), nil, func(ctx context.Context, tx bun.Tx) error {
+	err := db.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		r := &Conn{read: tx, write: tx, dialect: db.dialect, scanner: db.write, db: db, tx: state}
 		return fn(ctx, r)
 	})

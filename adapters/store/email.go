@@ -10,6 +10,7 @@ import (
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 // EmailStore is the storage of email addresses and emails (email.Store).
@@ -20,20 +21,27 @@ var _ appemail.Store = EmailStore{}
 // EmailStore is db's EmailStore, outside any transaction.
 func (db *DB) EmailStore() EmailStore { return EmailStore{db.base} }
 
-// Repos is s itself: its methods run each as its own statement outside a
-// transaction, and inside the one Transact runs.
+// Repos is s itself: each of its methods is atomic by itself.
 func (s EmailStore) Repos() appemail.Repos { return s }
 
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s EmailStore) Transact(ctx context.Context, fn func(ctx context.Context, r appemail.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, EmailStore{c}) })
-}
-
-// InsertEmailAddress stores an address; a taken local@domain is a Conflict.
-func (r EmailStore) InsertEmailAddress(ctx context.Context, a account.EmailAddress) error {
+// InsertEmailAddress stores an address, with customDomain after checking
+// in the same transaction that its domain is one of its account's; a
+// taken local@domain is a Conflict.
+func (r EmailStore) InsertEmailAddress(ctx context.Context, a account.EmailAddress, customDomain bool) error {
 	row := emailAddressRow{ID: a.ID, AccountID: a.AccountID, LocalPart: a.LocalPart, Domain: a.Domain, CreatedAt: a.CreatedAt}
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "email address")
+	if !customDomain {
+		return insertRow(ctx, r.Conn, &row, "email address")
+	}
+	return r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		var found []domainRow
+		if err := c.selectAll(ctx, &found, "SELECT id, account_id, name, created_at FROM domains WHERE account_id = $1 AND name = $2", a.AccountID, a.Domain); err != nil {
+			return translate(err, "domain")
+		}
+		if len(found) == 0 {
+			return failure.NotFound("domain")
+		}
+		return insertRow(ctx, c, &row, "email address")
+	})
 }
 
 // EmailAddressByAddress finds an address of any account.
@@ -154,11 +162,6 @@ func (r EmailStore) EmailByID(ctx context.Context, id string) (email.Email, erro
 		return email.Email{}, translate(err, "email")
 	}
 	return row.domain()
-}
-
-// Domains lists the custom domains of an account (AccountStore.Domains).
-func (r EmailStore) Domains(ctx context.Context, accountID string) ([]account.Domain, error) {
-	return AccountStore(r).Domains(ctx, accountID)
 }
 
 // Emails reads up to limit of the account's emails, newest first, after

@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"sync/atomic"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/uptrace/bun/driver/pgdriver"
@@ -83,7 +82,7 @@ func (c *guardedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		_ = cn.Close()
 		return nil, errors.New("store: the database driver lacks context-aware connections")
 	}
-	return &guardedConn{inner: inner, rules: c.rules, pool: c}, nil
+	return &guardedConn{inner: inner, rules: c.rules}, nil
 }
 
 // Driver returns the wrapped driver, so that code reaching for it
@@ -95,64 +94,9 @@ type guardedConn struct {
 	inner  innerConn
 	rules  errRules
 	broken atomic.Bool
-	pool   *guardedConnector
 }
 
 var _ innerConn = (*guardedConn)(nil)
-
-// Nested connections. A transaction holds a connection of its pool; a
-// query that its code sends to another connection of the same pool (a
-// read through the store outside the transaction, a second transaction)
-// waits for one, and a pool full of such transactions waits on itself
-// until the deadlines: ten inbound messages at once did, when the webhook
-// fan-out read outside its transaction. In test binaries such a query
-// panics, so that the suite finds it; servers skip the check.
-var checkNested = testing.Testing()
-
-// heldKey marks the context of a transaction (DB.Transact) with the
-// connection it holds.
-type heldKey struct{}
-
-type held struct{ conn *guardedConn }
-
-// holding returns ctx marked for a transaction, unless it is already
-// inside one (a nested transaction then counts as a second connection).
-func holding(ctx context.Context) context.Context {
-	if !checkNested {
-		return ctx
-	}
-	if h, _ := ctx.Value(heldKey{}).(*held); h != nil {
-		return ctx
-	}
-	return context.WithValue(ctx, heldKey{}, &held{})
-}
-
-// checkHeld panics, in test binaries, when ctx is a transaction's that
-// holds another connection of g's pool.
-func (g *guardedConn) checkHeld(ctx context.Context, query string) {
-	if !checkNested {
-		return
-	}
-	if h, _ := ctx.Value(heldKey{}).(*held); h != nil && h.conn != nil && h.conn != g && h.conn.pool == g.pool {
-		panic("store: a query on a second connection of the pool while the transaction of its context holds one (a pool full of these waits on itself): " + query)
-	}
-}
-
-// began notes the connection a transaction's BEGIN ran on; a BEGIN on a
-// second one is a nested transaction.
-func (g *guardedConn) began(ctx context.Context) {
-	if !checkNested {
-		return
-	}
-	h, _ := ctx.Value(heldKey{}).(*held)
-	switch {
-	case h == nil:
-	case h.conn == nil:
-		h.conn = g
-	default:
-		g.checkHeld(ctx, "BEGIN")
-	}
-}
 
 // check closes the connection when err leaves it out of step and turns
 // an unavailable database into the domain failure. It returns
@@ -189,7 +133,6 @@ func (g *guardedConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (g *guardedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	g.checkHeld(ctx, query)
 	s, err := g.inner.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, g.check(err)
@@ -207,7 +150,6 @@ func (g *guardedConn) Begin() (driver.Tx, error) {
 // of ctx: database/sql runs them without a context, and pgdriver then
 // waits its whole read timeout for an answer, past the request's deadline.
 func (g *guardedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	g.began(ctx)
 	tx, err := g.inner.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, g.check(err)
@@ -217,13 +159,11 @@ func (g *guardedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 func (g *guardedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	g.checkHeld(ctx, query)
 	res, err := g.inner.ExecContext(ctx, query, args)
 	return res, g.check(err)
 }
 
 func (g *guardedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	g.checkHeld(ctx, query)
 	rows, err := g.inner.QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, g.check(err)
@@ -300,7 +240,6 @@ func (s *guardedStmt) Query([]driver.Value) (driver.Rows, error) {
 }
 
 func (s *guardedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	s.conn.checkHeld(ctx, "a prepared statement")
 	e, ok := s.inner.(driver.StmtExecContext)
 	if !ok {
 		return nil, errors.New("store: the database driver lacks context-aware statements")
@@ -310,7 +249,6 @@ func (s *guardedStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 }
 
 func (s *guardedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	s.conn.checkHeld(ctx, "a prepared statement")
 	q, ok := s.inner.(driver.StmtQueryContext)
 	if !ok {
 		return nil, errors.New("store: the database driver lacks context-aware statements")

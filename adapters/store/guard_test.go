@@ -200,49 +200,6 @@ func TestFailedConnectsLeaveNoSocketBehind(t *testing.T) {
 		"%d links open, %d before the stall: failed connects left their sockets open", proxy.Conns(), before)
 }
 
-// In test binaries, a query that a transaction's code sends to a second
-// connection of the pool panics: a pool full of such transactions waits
-// on itself. The transaction's own queries, and queries outside it, do
-// not.
-func TestQueryOnASecondConnectionInsideATransactionPanics(t *testing.T) {
-	t.Parallel()
-	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		db, err := store.Open(context.Background(), dbtest.URL(t, dialect), store.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = db.Close() })
-		ctx := context.Background()
-		require.NoError(t, db.Transact(ctx, func(ctx context.Context, c *store.Conn) error {
-			_, err := store.AccountStore{Conn: c}.Account(ctx, "acc_none")
-			require.True(t, failure.Is(err, failure.KindNotFound), "the transaction's own read: %v", err)
-			return nil
-		}))
-		_, err = db.AccountStore().Account(ctx, "acc_none")
-		require.True(t, failure.Is(err, failure.KindNotFound), "a read outside: %v", err)
-
-		if dialect == store.SQLite {
-			// Reads outside a transaction go to a pool of their own, and a
-			// second transaction would wait for the one writer's
-			// connection before any check could run.
-			return
-		}
-		require.PanicsWithValue(t, secondConnectionPanic("BEGIN"), func() {
-			_ = db.Transact(ctx, func(ctx context.Context, _ *store.Conn) error {
-				return db.Transact(ctx, func(context.Context, *store.Conn) error { return nil })
-			})
-		}, "a transaction inside a transaction")
-		require.Panics(t, func() {
-			_ = db.Transact(ctx, func(ctx context.Context, _ *store.Conn) error {
-				_, err := db.AccountStore().Account(ctx, "acc_none")
-				return err
-			})
-		}, "a read outside the transaction, with its context")
-	})
-}
-
-func secondConnectionPanic(query string) string {
-	return "store: a query on a second connection of the pool while the transaction of its context holds one (a pool full of these waits on itself): " + query
-}
-
 // openBehindProxy opens a fresh Postgres database through a fault proxy;
 // direct is its URL without the proxy.
 func openBehindProxy(t *testing.T, opts store.Options) (db *store.DB, proxy *faultproxy.Proxy, direct string) {

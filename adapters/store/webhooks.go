@@ -29,18 +29,13 @@ var _ webhooks.Store = WebhookStore{}
 func (db *DB) WebhookStore() WebhookStore { return WebhookStore{db.base} }
 
 // Repos is s itself: its methods run each as its own statement outside a
-// transaction, and inside the one Transact runs.
+// transaction, and inside the one Decide runs.
 func (s WebhookStore) Repos() webhooks.Repos { return s }
 
 // Decide runs decide in a transaction, reading through s on it, and
 // writes the batch it returns there, with its reactions (webhooks.Store).
 func (s WebhookStore) Decide(ctx context.Context, decide func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error)) error {
 	return s.db.decide(ctx, func(ctx context.Context, c *Conn) (writes.Batch, error) { return decide(ctx, WebhookStore{c}) })
-}
-
-// Transact runs fn with s on one transaction (DB.Transact).
-func (s WebhookStore) Transact(ctx context.Context, fn func(ctx context.Context, r webhooks.Repos) error) error {
-	return s.db.Transact(ctx, func(ctx context.Context, c *Conn) error { return fn(ctx, WebhookStore{c}) })
 }
 
 type webhookEndpointRow struct {
@@ -92,6 +87,28 @@ func (r WebhookStore) WebhookEndpoint(ctx context.Context, accountID string) (we
 		return webhooks.Record{}, translate(err, "webhook")
 	}
 	return row.record(), nil
+}
+
+// ChangeWebhookEndpoint reads an account's endpoint locked, and saves what
+// change makes of it, in one transaction.
+func (r WebhookStore) ChangeWebhookEndpoint(ctx context.Context, accountID string, change func(webhooks.Record, bool) (webhooks.Record, error)) (webhooks.Record, error) {
+	var saved webhooks.Record
+	err := r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		tx := WebhookStore{c}
+		current, err := tx.WebhookEndpoint(ctx, accountID)
+		found := err == nil
+		if err != nil && !failure.Is(err, failure.KindNotFound) {
+			return err
+		}
+		if saved, err = change(current, found); err != nil {
+			return err
+		}
+		return tx.SaveWebhookEndpoint(ctx, saved)
+	})
+	if err != nil {
+		return webhooks.Record{}, err
+	}
+	return saved, nil
 }
 
 // SaveWebhookEndpoint inserts or replaces an account's endpoint.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/channels"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -49,6 +50,17 @@ func newChannelsBundle(t *testing.T, open func(t *testing.T) ChannelsFixture) ch
 	require.NoError(t, f.Accounts.Repos().InsertNumber(ctx, tg))
 	require.NoError(t, f.Accounts.Repos().InsertNumber(ctx, sb))
 	return channelsBundle{ChannelsFixture: f, account: acc.ID, tg: tg, sb: sb}
+}
+
+// link commits g as a new group with its provider chat chatID of the bot,
+// through a decision.
+func (b channelsBundle) link(ctx context.Context, g messaging.GroupState, chatID string) error {
+	return b.Store.Decide(ctx, func(context.Context, channels.TxReads) (writes.Batch, error) {
+		return writes.Batch{
+			Groups:     []messaging.GroupState{g},
+			GroupChats: []writes.GroupChat{{NumberID: b.tg.ID, ChatID: chatID, ThreadID: g.Thread.ID, At: at}},
+		}, nil
+	})
 }
 
 // group is a new Telegram group thread of the bundle's bot.
@@ -131,9 +143,8 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		f := newChannelsBundle(t, open)
 		r := f.Store.Repos()
 		g := f.group("Team")
-		require.NoError(t, r.InsertGroup(ctx, g))
-		require.NoError(t, r.InsertGroupChat(ctx, f.tg.ID, "-100123", g.Thread.ID, at))
-		err := r.InsertGroupChat(ctx, f.tg.ID, "-100123", g.Thread.ID, at)
+		require.NoError(t, f.link(ctx, g, "-100123"))
+		err := f.link(ctx, f.group("Other"), "-100123")
 		require.True(t, failure.Is(err, failure.KindConflict), "%v", err)
 		id, err := r.GroupChatThread(ctx, f.tg.ID, "-100123")
 		require.NoError(t, err)
@@ -151,7 +162,14 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		require.Equal(t, g, got)
 		g.Members = append(g.Members, messaging.Participant{Address: "+491701234567", Name: "Alice"})
 		g.Thread.Name, g.Thread.UpdatedAt = "Team 2", at.Add(time.Minute)
-		require.NoError(t, r.SaveGroup(ctx, g))
+		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx channels.TxReads) (writes.Batch, error) {
+			id, err := tx.GroupChatThread(ctx, f.tg.ID, "-100123")
+			require.NoError(t, err)
+			cur, err := tx.Group(ctx, f.account, id)
+			require.NoError(t, err)
+			require.Equal(t, "Team", cur.Thread.Name)
+			return writes.Batch{GroupStates: []messaging.GroupState{g}}, nil
+		}))
 		got, err = r.Group(ctx, f.account, id)
 		require.NoError(t, err)
 		require.Equal(t, g, got)
@@ -173,8 +191,7 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		// Moving onto a chat id that has a thread of its own is a Conflict,
 		// and both chats stay as they were.
 		g2 := f.group("Team")
-		require.NoError(t, r.InsertGroup(ctx, g2))
-		require.NoError(t, r.InsertGroupChat(ctx, f.tg.ID, "-100777", g2.Thread.ID, at))
+		require.NoError(t, f.link(ctx, g2, "-100777"))
 		err = r.MoveGroupChat(ctx, f.tg.ID, "-100777", "-100999")
 		require.True(t, failure.Is(err, failure.KindConflict), "%v", err)
 		id, err = r.GroupChatThread(ctx, f.tg.ID, "-100777")
@@ -223,26 +240,22 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		f := newChannelsBundle(t, open)
 		g := f.group("Team")
 		boom := errors.New("boom")
-		err := f.Store.Transact(ctx, func(ctx context.Context, r channels.Repos) error {
-			require.NoError(t, r.InsertGroup(ctx, g))
-			require.NoError(t, r.InsertGroupChat(ctx, f.tg.ID, "-100123", g.Thread.ID, at))
-			require.NoError(t, r.UpsertChannelContact(ctx, channels.Contact{NumberID: f.tg.ID, ChatID: "777", Username: "alice", UpdatedAt: at}))
-			fresh, err := r.MarkUpdate(ctx, f.tg.ID, "tg-update:1", at)
-			require.NoError(t, err)
-			require.True(t, fresh)
-			return boom
+		err := f.Store.Decide(ctx, func(ctx context.Context, tx channels.TxReads) (writes.Batch, error) {
+			_, err := tx.GroupChatThread(ctx, f.tg.ID, "-100123")
+			require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
+			return writes.Batch{Groups: []messaging.GroupState{g}}, boom
 		})
 		require.ErrorIs(t, err, boom)
 		r := f.Store.Repos()
-		_, err = r.GroupChatThread(ctx, f.tg.ID, "-100123")
-		require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
 		_, err = r.Group(ctx, f.account, g.Thread.ID)
-		require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
-		_, err = r.ChannelContactByChat(ctx, f.tg.ID, "777")
-		require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
-		seen, err := r.UpdateSeen(ctx, f.tg.ID, "tg-update:1")
-		require.NoError(t, err)
-		require.False(t, seen)
+		require.True(t, failure.Is(err, failure.KindNotFound), "a failed decision writes nothing: %v", err)
+
+		// A batch whose chat is linked already writes nothing of its own.
+		require.NoError(t, f.link(ctx, f.group("Team"), "-100123"))
+		err = f.link(ctx, g, "-100123")
+		require.True(t, failure.Is(err, failure.KindConflict), "%v", err)
+		_, err = r.Group(ctx, f.account, g.Thread.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "the group rolled back with its chat: %v", err)
 	})
 
 	t.Run("ConcurrentFirstMessagesOfAGroupChatMakeOneThread", func(t *testing.T) {
@@ -256,12 +269,7 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		for i := range n {
 			groups[i] = f.group("Team")
 			wg.Go(func() {
-				errs[i] = f.Store.Transact(ctx, func(ctx context.Context, r channels.Repos) error {
-					if err := r.InsertGroup(ctx, groups[i]); err != nil {
-						return err
-					}
-					return r.InsertGroupChat(ctx, f.tg.ID, "-100123", groups[i].Thread.ID, at)
-				})
+				errs[i] = f.link(ctx, groups[i], "-100123")
 				var err error
 				marks[i], err = f.Store.Repos().MarkUpdate(ctx, f.tg.ID, "tg-update:1", at)
 				if errs[i] == nil {

@@ -10,12 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/channels"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -36,6 +39,10 @@ type JobClaimer interface {
 type CommitterFixture struct {
 	Committer writes.Committer
 	Accounts  accounts.Store
+	Channels  channels.Store
+	// Cron reads back cron jobs; the case of Batch.CronJobs is skipped
+	// without it.
+	Cron      appcron.Store
 	Messaging appmessaging.Store
 	Webhooks  webhooks.Store
 	Email     appemail.Store
@@ -190,6 +197,45 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 	})
 
+	t.Run("LinksGroupChats", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		at := f.now.Add(time.Minute)
+		bot := account.Number{ID: "num_bot", AccountID: f.account, Number: "+15550009000", Service: account.Telegram,
+			Provider: account.ProviderTelegram, SealedSettings: []byte{1}, Enabled: true, CreatedAt: at}
+		require.NoError(t, f.Accounts.Repos().InsertNumber(ctx, bot))
+		group := func(id string) messaging.GroupState {
+			return messaging.GroupState{
+				Thread: messaging.Thread{ID: id, AccountID: f.account, Service: account.Telegram, Type: messaging.Group,
+					AgentNumber: bot.Number, Name: "Team", CreatedAt: at, UpdatedAt: at},
+				Members: []messaging.Participant{{Address: bot.Number, IsAgent: true, Admin: true}},
+			}
+		}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{
+			Groups:     []messaging.GroupState{group("thr_chat")},
+			GroupChats: []writes.GroupChat{{NumberID: bot.ID, ChatID: "-100123", ThreadID: "thr_chat", At: at}},
+		}))
+		r := f.Channels.Repos()
+		id, err := r.GroupChatThread(ctx, bot.ID, "-100123")
+		require.NoError(t, err)
+		require.Equal(t, "thr_chat", id, "the chat is linked to the group made in the same batch")
+		chat, err := r.ThreadGroupChat(ctx, bot.ID, "thr_chat")
+		require.NoError(t, err)
+		require.Equal(t, "-100123", chat)
+
+		// A chat linked already is a Conflict, with nothing of its batch.
+		err = f.Committer.Commit(ctx, writes.Batch{
+			Groups:     []messaging.GroupState{group("thr_again")},
+			GroupChats: []writes.GroupChat{{NumberID: bot.ID, ChatID: "-100123", ThreadID: "thr_again", At: at}},
+		})
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
+		_, err = f.Messaging.Repos().Group(ctx, f.account, "thr_again")
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		id, err = r.GroupChatThread(ctx, bot.ID, "-100123")
+		require.NoError(t, err)
+		require.Equal(t, "thr_chat", id)
+	})
+
 	t.Run("DeliveryStatesMoveDeliveriesThatExist", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)
@@ -213,7 +259,7 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		f := newCommitBundle(t, open)
 		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_try")))
 		ep := webhook.Endpoint{AccountID: f.account, URL: "https://hooks.example.com/in", Enabled: true, CreatedAt: f.now, UpdatedAt: f.now}
-		require.NoError(t, f.Webhooks.Repos().SaveWebhookEndpoint(ctx, webhooks.Record{Endpoint: ep, SealedSecret: []byte{1, 2}}))
+		saveEndpoint(t, f.Webhooks, webhooks.Record{Endpoint: ep, SealedSecret: []byte{1, 2}})
 		at := f.now.Add(time.Minute)
 		attempt := webhook.Attempt{At: at, StatusCode: 503, Latency: 1500 * time.Microsecond, Error: "status 503", Response: "it's busy"}
 		failing := ep
@@ -232,6 +278,35 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.NoError(t, err)
 		require.Equal(t, failing, rec.Endpoint, "the endpoint's health, the rest as it was")
 		require.Equal(t, []byte{1, 2}, rec.SealedSecret)
+	})
+
+	t.Run("InsertsCronJobsWithTheirAnswers", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		if f.Cron == nil {
+			t.Skip("no cron store")
+		}
+		j := newCronJob(f.account, f.now.Add(time.Hour))
+		answer := writes.Answer{AccountID: f.account, Key: "key-cron", Response: idempotency.Response{Status: 201, Body: []byte(j.ID)}}
+		_, err := f.Keys.ReserveKey(ctx, f.account, "key-cron", "fp", f.now, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{CronJobs: []cron.Job{j}, Answers: []writes.Answer{answer}}))
+		got, err := f.Cron.Repos().Job(ctx, f.account, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, j, got, "the job reads back as written")
+		res, err := f.Keys.ReserveKey(ctx, f.account, "key-cron", "fp", f.now.Add(time.Second), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Replay, res.Outcome)
+		require.Equal(t, []byte(j.ID), res.Response.Body, "the answer committed with its job")
+
+		// A second job under the same key writes nothing; a taken id is a
+		// Conflict.
+		other := newCronJob(f.account, f.now.Add(time.Hour))
+		require.ErrorIs(t, f.Committer.Commit(ctx, writes.Batch{CronJobs: []cron.Job{other}, Answers: []writes.Answer{answer}}), idempotency.ErrAnsweredElsewhere)
+		_, err = f.Cron.Repos().Job(ctx, f.account, other.ID)
+		require.True(t, failure.Is(err, failure.KindNotFound), "the refused batch's job is not there: %v", err)
+		err = f.Committer.Commit(ctx, writes.Batch{CronJobs: []cron.Job{j}})
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
 	})
 
 	t.Run("ATakenAnswerWritesNothing", func(t *testing.T) {

@@ -50,6 +50,47 @@ func Cron(t *testing.T, open CronOpen) {
 		return s, a.ID, b.ID
 	}
 
+	t.Run("ChangeJobSavesWhatTheChangeMakes", func(t *testing.T) {
+		t.Parallel()
+		s, acc, other := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at.Add(time.Hour))
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+
+		same, err := s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
+			require.Equal(t, j, cur)
+			cur.Retries = 9
+			return cur, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, j, same, "a change that leaves the version saves nothing")
+
+		upd := at.Add(time.Minute)
+		want := j
+		want.Status, want.NextRunAt, want.UpdatedAt, want.Version = cron.Paused, nil, &upd, 1
+		saved, err := s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
+			cur.Status, cur.NextRunAt, cur.UpdatedAt, cur.Version = cron.Paused, nil, &upd, cur.Version+1
+			return cur, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, want, saved)
+		got, err := s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+
+		boom := errors.New("boom")
+		_, err = s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
+			cur.Version++
+			return cur, boom
+		})
+		require.ErrorIs(t, err, boom)
+		_, err = s.Repos().ChangeJob(ctx, other, j.ID, func(cur cron.Job) (cron.Job, error) { return cur, nil })
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's job is not found: %v", err)
+		got, err = s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "failed changes save nothing")
+	})
+
 	t.Run("JobRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		s, acc, other := setup(t)
@@ -163,15 +204,12 @@ func Cron(t *testing.T, open CronOpen) {
 		j := newCronJob(acc, at)
 		require.NoError(t, s.Repos().InsertJob(ctx, j))
 		boom := errors.New("boom")
-		err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			if _, err := r.InsertExecutions(ctx, []cron.Execution{cronExec(j.ID, acc, at)}); err != nil {
-				return err
-			}
-			next := at.Add(time.Hour)
-			if err := r.SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}); err != nil {
-				return err
-			}
-			return boom
+		next := at.Add(time.Hour)
+		_, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+			got, err := tx.ClaimDueJobs(ctx, at, 10)
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			return appcron.Runs{Executions: []cron.Execution{cronExec(j.ID, acc, at)}, NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, boom
 		})
 		require.ErrorIs(t, err, boom)
 		got, err := s.Repos().Job(ctx, acc, j.ID)
@@ -180,6 +218,35 @@ func Cron(t *testing.T, open CronOpen) {
 		ids, err := s.Repos().InsertExecutions(ctx, []cron.Execution{cronExec(j.ID, acc, at)})
 		require.NoError(t, err)
 		require.Len(t, ids, 1, "the rolled-back execution is gone")
+	})
+
+	t.Run("ClaimWritesItsRunsAndSaysWhichExecutionsItStored", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		taken := cronExec(j.ID, acc, at)
+		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{taken})
+		require.NoError(t, err)
+		again, fresh := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
+		next := at.Add(2 * time.Minute)
+		stored, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+			return appcron.Runs{
+				Executions: []cron.Execution{again, fresh},
+				NextRuns:   []appcron.NextRun{{JobID: j.ID, At: &next}},
+				Finished:   []appcron.Outcome{{ExecutionID: taken.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}},
+			}, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, []string{fresh.ID}, stored, "a slot that already has an execution is skipped")
+		got, err := s.Repos().Job(ctx, acc, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, next, *got.NextRunAt)
+		last, ok, err := s.Repos().LastExecution(ctx, j.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, taken.ID, last.ID, "the outcome was recorded as the owner's")
 	})
 
 	t.Run("ConcurrentClaimsAreDisjoint", func(t *testing.T) {
@@ -199,10 +266,10 @@ func Cron(t *testing.T, open CronOpen) {
 				defer wg.Done()
 				for {
 					var n int
-					err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-						got, err := r.ClaimDueJobs(ctx, at, 7)
+					_, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+						got, err := tx.ClaimDueJobs(ctx, at, 7)
 						if err != nil {
-							return err
+							return appcron.Runs{}, err
 						}
 						n = len(got)
 						next := at.Add(time.Hour)
@@ -210,15 +277,12 @@ func Cron(t *testing.T, open CronOpen) {
 						for i, j := range got {
 							runs[i] = appcron.NextRun{JobID: j.ID, At: &next}
 						}
-						if err := r.SetNextRuns(ctx, runs); err != nil {
-							return err
-						}
 						mu.Lock()
 						for _, j := range got {
 							seen[j.ID]++
 						}
 						mu.Unlock()
-						return nil
+						return appcron.Runs{NextRuns: runs}, nil
 					})
 					if err != nil {
 						t.Error(err)
@@ -251,13 +315,14 @@ func Cron(t *testing.T, open CronOpen) {
 		require.False(t, ok, "running executions are not shown")
 
 		retryAt := at.Add(5 * time.Minute)
-		require.NoError(t, s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-			return r.FinishExecutions(ctx, owner, []appcron.Outcome{
+		_, err = s.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+			return appcron.Runs{Finished: []appcron.Outcome{
 				{ExecutionID: e1.ID, Status: cron.Success, ResponseCode: 200, ResponseTimeMs: 12, ResponseBody: []byte(`{"ok":true}`), FinishedAt: at},
 				{ExecutionID: e2.ID, Status: cron.Failed, ResponseCode: 500, ResponseTimeMs: 7, ResponseBody: []byte(`"oops"`), Error: "the endpoint answered 500", FinishedAt: at},
 				{ExecutionID: e3.ID, Status: cron.Retrying, ResponseCode: 503, Error: "the endpoint answered 503", RetryAt: &retryAt, FinishedAt: at},
-			})
-		}))
+			}}, nil
+		})
+		require.NoError(t, err)
 		list, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, 2, total)
@@ -465,15 +530,15 @@ func Cron(t *testing.T, open CronOpen) {
 				lease := appcron.Lease{Owner: fmt.Sprintf("sch_%d", w), Until: now.Add(time.Hour)}
 				for {
 					var n int
-					err := s.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
-						taken, _, err := r.TakeOverExpired(ctx, now, lease, "gone", 3)
+					_, err := s.Claim(ctx, lease.Owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+						taken, _, err := tx.TakeOverExpired(ctx, now, lease, "gone", 3)
 						n = len(taken)
 						mu.Lock()
 						for _, e := range taken {
 							seen[e.ID] = append(seen[e.ID], lease.Owner)
 						}
 						mu.Unlock()
-						return err
+						return appcron.Runs{}, err
 					})
 					if err != nil {
 						t.Error(err)

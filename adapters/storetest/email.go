@@ -64,7 +64,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		ctx := context.Background()
 		a, b := owner(t, s, "A"), owner(t, s, "B")
 		addr := account.EmailAddress{ID: ident.New(ident.Email), AccountID: a.ID, LocalPart: "sales", Domain: "mail.example.com", CreatedAt: at}
-		require.NoError(t, s.Email.Repos().InsertEmailAddress(ctx, addr))
+		require.NoError(t, s.Email.Repos().InsertEmailAddress(ctx, addr, false))
 
 		got, err := s.Email.Repos().EmailAddressByAddress(ctx, "sales", "mail.example.com")
 		require.NoError(t, err)
@@ -74,12 +74,33 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 
 		dup := addr
 		dup.ID, dup.AccountID = ident.New(ident.Email), b.ID
-		err = s.Email.Repos().InsertEmailAddress(ctx, dup)
+		err = s.Email.Repos().InsertEmailAddress(ctx, dup, false)
 		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
 
 		listed, err := s.Accounts.Repos().EmailAddresses(ctx, a.ID)
 		require.NoError(t, err)
 		require.Equal(t, []account.EmailAddress{addr}, listed, "the account overview lists the new address")
+	})
+
+	t.Run("AddressOnACustomDomainNeedsTheDomain", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, b := owner(t, s, "A"), owner(t, s, "B")
+		require.NoError(t, s.Accounts.Repos().InsertDomain(ctx, account.Domain{ID: ident.New(ident.Domain), AccountID: b.ID, Name: "b.example.com", CreatedAt: at}))
+		addr := account.EmailAddress{ID: ident.New(ident.Email), AccountID: a.ID, LocalPart: "sales", Domain: "b.example.com", CreatedAt: at}
+		err := s.Email.Repos().InsertEmailAddress(ctx, addr, true)
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's domain is not this one's, got %v", err)
+		_, err = s.Email.Repos().EmailAddressByAddress(ctx, "sales", "b.example.com")
+		require.True(t, failure.Is(err, failure.KindNotFound), "nothing was stored, got %v", err)
+
+		require.NoError(t, s.Accounts.Repos().InsertDomain(ctx, account.Domain{ID: ident.New(ident.Domain), AccountID: a.ID, Name: "a.example.com", CreatedAt: at}))
+		addr.Domain = "a.example.com"
+		require.NoError(t, s.Email.Repos().InsertEmailAddress(ctx, addr, true))
+		dup := addr
+		dup.ID = ident.New(ident.Email)
+		err = s.Email.Repos().InsertEmailAddress(ctx, dup, true)
+		require.True(t, failure.Is(err, failure.KindConflict), "got %v", err)
 	})
 
 	t.Run("ConcurrentCreatesOfOneAddressLetOneWin", func(t *testing.T) {
@@ -94,9 +115,7 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = s.Email.Transact(ctx, func(ctx context.Context, r appemail.Repos) error {
-					return r.InsertEmailAddress(ctx, account.EmailAddress{ID: ident.New(ident.Email), AccountID: a.ID, LocalPart: "race", Domain: "mail.example.com", CreatedAt: at})
-				})
+				errs[i] = s.Email.Repos().InsertEmailAddress(ctx, account.EmailAddress{ID: ident.New(ident.Email), AccountID: a.ID, LocalPart: "race", Domain: "mail.example.com", CreatedAt: at}, false)
 			}()
 		}
 		wg.Wait()

@@ -53,7 +53,13 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 				Events: []event.Type{event.MessageReceived, event.GroupCreated}, CreatedAt: at, UpdatedAt: at},
 			SealedSecret: []byte{1, 2, 3, 0, 255},
 		}
-		require.NoError(t, r.SaveWebhookEndpoint(ctx, rec))
+		saved, err := r.ChangeWebhookEndpoint(ctx, acc, func(cur webhooks.Record, found bool) (webhooks.Record, error) {
+			require.False(t, found)
+			require.Zero(t, cur)
+			return rec, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, rec, saved)
 		got, err := r.WebhookEndpoint(ctx, acc)
 		require.NoError(t, err)
 		require.Equal(t, rec, got)
@@ -64,10 +70,25 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		rec.Endpoint.Disable(webhook.ReasonGone, at.Add(time.Hour))
 		rec.SealedPrevious, rec.Endpoint.PreviousUntil = rec.SealedSecret, at.Add(24*time.Hour)
 		rec.SealedSecret = []byte{9, 9}
-		require.NoError(t, r.SaveWebhookEndpoint(ctx, rec), "saving again replaces")
+		_, err = r.ChangeWebhookEndpoint(ctx, acc, func(cur webhooks.Record, found bool) (webhooks.Record, error) {
+			require.True(t, found)
+			require.Equal(t, got, cur, "the change starts from what is stored")
+			return rec, nil
+		})
+		require.NoError(t, err, "saving again replaces")
 		got, err = r.WebhookEndpoint(ctx, acc)
 		require.NoError(t, err)
 		require.Equal(t, rec, got)
+
+		boom := errors.New("boom")
+		_, err = r.ChangeWebhookEndpoint(ctx, acc, func(cur webhooks.Record, _ bool) (webhooks.Record, error) {
+			cur.Endpoint.URL = "https://example.com/other"
+			return cur, boom
+		})
+		require.ErrorIs(t, err, boom)
+		got, err = r.WebhookEndpoint(ctx, acc)
+		require.NoError(t, err)
+		require.Equal(t, rec, got, "a failed change saves nothing")
 	})
 
 	t.Run("DeliveriesInOrderPerThread", func(t *testing.T) {
@@ -108,7 +129,7 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.NoError(t, err)
 		require.Equal(t, []webhooks.Sendable{{Delivery: ds[1], EarlierUntried: true}}, send, "no endpoint yet")
 		rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: acc, URL: "https://example.com/h", Enabled: true, CreatedAt: at, UpdatedAt: at}, SealedSecret: []byte{7}}
-		require.NoError(t, r.SaveWebhookEndpoint(ctx, rec))
+		saveEndpoint(t, f.Store, rec)
 		send, err = r.DeliveriesToSend(ctx, []string{ds[2].ID})
 		require.NoError(t, err)
 		require.Equal(t, []webhooks.Sendable{{Delivery: ds[2], Endpoint: rec, Found: true}}, send)
@@ -127,9 +148,8 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		require.Empty(t, send)
 
 		ds[0].Attempts, ds[0].LastStatusCode, ds[0].LastError, ds[0].NextAttemptAt = 1, 500, "status 500", at.Add(5*time.Second)
-		require.NoError(t, r.UpdateWebhookDelivery(ctx, ds[0]))
 		require.NoError(t, f.Store.Decide(ctx, func(ctx context.Context, tx webhooks.TxReads) (writes.Batch, error) {
-			return writes.Batch{Attempts: []writes.Attempt{{DeliveryID: ds[0].ID,
+			return writes.Batch{DeliveryStates: []webhook.Delivery{ds[0]}, Attempts: []writes.Attempt{{DeliveryID: ds[0].ID,
 				Attempt: webhook.Attempt{At: at, StatusCode: 500, Latency: 1500 * time.Microsecond, Error: "status 500", Response: "oops"}}}}, nil
 		}))
 		require.False(t, earlier(ds[1]), "once tried, the earlier event no longer holds the thread")
@@ -268,4 +288,13 @@ func eventIDs(evs []event.Event) []string {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// saveEndpoint inserts or replaces rec's account's endpoint with rec.
+func saveEndpoint(t *testing.T, s webhooks.Store, rec webhooks.Record) {
+	t.Helper()
+	_, err := s.Repos().ChangeWebhookEndpoint(context.Background(), rec.Endpoint.AccountID, func(webhooks.Record, bool) (webhooks.Record, error) {
+		return rec, nil
+	})
+	require.NoError(t, err)
 }

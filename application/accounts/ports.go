@@ -7,7 +7,9 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
-// Repos is the storage the account use cases read and write.
+// Repos is the storage the account use cases read and write. Each method
+// is atomic by itself: a write that needs its account checks that it
+// exists in the same transaction.
 //
 // Errors: a lookup returns a failure of kind NotFound for a missing row and
 // for a row of another account alike; an insert of a taken unique value
@@ -15,11 +17,13 @@ import (
 // is away, every method returns a failure of kind Unavailable. Other
 // errors are infrastructure failures.
 type Repos interface {
-	// InsertAccount stores a new account. Conflict when its id is taken.
-	InsertAccount(ctx context.Context, a account.Account) error
-	// UpdateAccount saves an account's name (and moves its version on).
-	// NotFound.
-	UpdateAccount(ctx context.Context, a account.Account) error
+	// InsertAccount stores a new account with its credentials, all or
+	// none. Conflict when the account's id or a credential's key hash is
+	// taken.
+	InsertAccount(ctx context.Context, a account.Account, credentials ...account.Credential) error
+	// RenameAccount gives an account a new name, updated at at, moves its
+	// version on, and returns it as stored. NotFound.
+	RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error)
 	// Account reads an account. NotFound.
 	Account(ctx context.Context, id string) (account.Account, error)
 	// Accounts lists every account, oldest first.
@@ -27,8 +31,8 @@ type Repos interface {
 	// CountAccounts counts the accounts.
 	CountAccounts(ctx context.Context) (int, error)
 
-	// InsertCredential stores a new credential. Conflict when its key
-	// hash is taken.
+	// InsertCredential stores a new credential. NotFound when its account
+	// does not exist; Conflict when its key hash is taken.
 	InsertCredential(ctx context.Context, c account.Credential) error
 	// CredentialByKeyHash finds a credential, revoked or not, by its
 	// key's hash. NotFound. A cache in front of the database answers with
@@ -49,8 +53,9 @@ type Repos interface {
 	// whatever their account, oldest revocation first.
 	RevokedSince(ctx context.Context, since time.Time) ([]account.Credential, error)
 
-	// InsertNumber stores a new agent number. Conflict when the number is
-	// taken on its service, on any account.
+	// InsertNumber stores a new agent number. NotFound when its account
+	// does not exist; Conflict when the number is taken on its service,
+	// on any account.
 	InsertNumber(ctx context.Context, n account.Number) error
 	// Numbers lists an account's numbers, oldest first.
 	Numbers(ctx context.Context, accountID string) ([]account.Number, error)
@@ -58,8 +63,9 @@ type Repos interface {
 	// returns it. NotFound.
 	SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error)
 
-	// InsertDomain stores a custom email domain. Conflict when it is
-	// taken, on any account.
+	// InsertDomain stores a custom email domain. NotFound when its
+	// account does not exist; Conflict when the domain is taken, on any
+	// account.
 	InsertDomain(ctx context.Context, d account.Domain) error
 	// Domains lists an account's custom domains.
 	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
@@ -81,12 +87,9 @@ type Holdings struct {
 	Domains        []account.Domain
 }
 
-// Store gives the use cases their repositories, either directly (each call
-// its own statement) or inside one transaction that commits only if fn
-// returns nil.
+// Store gives the use cases their repositories.
 type Store interface {
 	Repos() Repos
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
 
 // Keyring derives the service's secrets from the server key: keyed hashes

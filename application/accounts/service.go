@@ -82,13 +82,7 @@ func (s *Service) CreateAccount(ctx context.Context, name string) (account.Accou
 	now := s.now().UTC()
 	a := account.Account{ID: ident.New(ident.Account), Name: strings.TrimSpace(name), CreatedAt: now, UpdatedAt: now}
 	issued := s.newCredential(a.ID, "default", now)
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if err := r.InsertAccount(ctx, a); err != nil {
-			return err
-		}
-		return r.InsertCredential(ctx, issued.Credential)
-	})
-	if err != nil {
+	if err := s.store.Repos().InsertAccount(ctx, a, issued.Credential); err != nil {
 		return account.Account{}, IssuedCredential{}, fmt.Errorf("create account: %w", err)
 	}
 	return a, issued, nil
@@ -112,18 +106,7 @@ func (s *Service) Rename(ctx context.Context, id, name string) (account.Account,
 	if err := account.CheckName(name); err != nil {
 		return account.Account{}, err
 	}
-	var out account.Account
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		a, err := r.Account(ctx, id)
-		if err != nil {
-			return err
-		}
-		a.Name = strings.TrimSpace(name)
-		a.UpdatedAt = s.now().UTC()
-		out = a
-		return r.UpdateAccount(ctx, a)
-	})
-	return out, err
+	return s.store.Repos().RenameAccount(ctx, id, strings.TrimSpace(name), s.now().UTC())
 }
 
 // Overview is an account with everything it owns that a client needs to
@@ -178,13 +161,7 @@ func (s *Service) IssueCredential(ctx context.Context, accountID, label string) 
 		return IssuedCredential{}, failure.Invalid(failure.Field("string_too_long", "label must be at most 100 characters", "label"))
 	}
 	issued := s.newCredential(accountID, label, s.now().UTC())
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if _, err := r.Account(ctx, accountID); err != nil {
-			return err
-		}
-		return r.InsertCredential(ctx, issued.Credential)
-	})
-	if err != nil {
+	if err := s.store.Repos().InsertCredential(ctx, issued.Credential); err != nil {
 		return IssuedCredential{}, err
 	}
 	return issued, nil
@@ -319,12 +296,7 @@ func (s *Service) AddNumber(ctx context.Context, in NumberInput) (account.Number
 		return account.Number{}, fmt.Errorf("encode provider settings: %w", err)
 	}
 	n.SealedSettings = s.keys.Seal(raw, n.ID)
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if _, err := r.Account(ctx, in.AccountID); err != nil {
-			return err
-		}
-		return r.InsertNumber(ctx, n)
-	})
+	err = s.store.Repos().InsertNumber(ctx, n)
 	if failure.Is(err, failure.KindConflict) {
 		return account.Number{}, failure.Conflict("number_exists", "number "+n.Number+" is already registered for "+string(service))
 	}
@@ -388,12 +360,7 @@ func (s *Service) AddDomain(ctx context.Context, accountID, name string) (accoun
 		return account.Domain{}, err
 	}
 	d := account.Domain{ID: ident.New(ident.Domain), AccountID: accountID, Name: n, CreatedAt: s.now().UTC()}
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if _, err := r.Account(ctx, accountID); err != nil {
-			return err
-		}
-		return r.InsertDomain(ctx, d)
-	})
+	err = s.store.Repos().InsertDomain(ctx, d)
 	if failure.Is(err, failure.KindConflict) {
 		return account.Domain{}, failure.Conflict("domain_exists", "domain "+n+" is already authorised")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/writes"
 )
 
 // Contact is what a provider showed about a user of an agent number: the
@@ -47,18 +48,12 @@ type Repos interface {
 	ChannelContactByUsername(ctx context.Context, numberID, username string) (Contact, error)
 	ChannelContactByPhone(ctx context.Context, numberID, phone string) (Contact, error)
 
-	// GroupChatThread finds the group thread of a provider group chat.
-	GroupChatThread(ctx context.Context, numberID, chatID string) (string, error)
+	TxReads
 	// ThreadGroupChat finds the provider group chat of a group thread.
 	ThreadGroupChat(ctx context.Context, numberID, threadID string) (string, error)
 	// MoveGroupChat gives a group chat its new chat id; unknown chats are
 	// left alone.
 	MoveGroupChat(ctx context.Context, numberID, from, to string) error
-	// InsertGroupChat links a provider group chat to its group thread.
-	InsertGroupChat(ctx context.Context, numberID, chatID, threadID string, at time.Time) error
-	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
-	InsertGroup(ctx context.Context, g messaging.GroupState) error
-	SaveGroup(ctx context.Context, g messaging.GroupState) error
 
 	// MarkUpdate records a provider update as handled; it reports false
 	// when it was recorded before.
@@ -68,11 +63,26 @@ type Repos interface {
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
 }
 
-// Store gives the use cases their repositories, directly or in one
-// transaction.
+// TxReads are the reads a decision about a provider group chat makes
+// inside its transaction (see Store.Decide). Lookups that find nothing
+// return failure NotFound.
+type TxReads interface {
+	// GroupChatThread finds the group thread of a provider group chat.
+	GroupChatThread(ctx context.Context, numberID, chatID string) (string, error)
+	// Group reads a group thread of an account with its members. Inside
+	// a decision it locks the group's row until the decision ends.
+	Group(ctx context.Context, accountID, threadID string) (messaging.GroupState, error)
+}
+
+// Store gives the use cases their repositories, and runs the decisions
+// about group chats, which read inside the transaction that writes.
 type Store interface {
 	Repos() Repos
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// Decide runs decide in a transaction, reading through tx, and writes
+	// the batch it returns in that transaction. When decide fails, nothing
+	// is written and Decide returns its error. Otherwise Decide returns
+	// writes.Committer's errors.
+	Decide(ctx context.Context, decide func(ctx context.Context, tx TxReads) (writes.Batch, error)) error
 }
 
 // Opener opens a number's sealed provider settings.
@@ -304,13 +314,13 @@ func (s *Service) MarkUpdate(ctx context.Context, n account.Number, key string) 
 // and makes sure the agent number and the sender are members of it.
 func (s *Service) groupThread(ctx context.Context, n account.Number, chat, title, member, memberName string) (string, error) {
 	var threadID string
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
 		now := s.now().UTC().Truncate(time.Microsecond)
-		id, err := r.GroupChatThread(ctx, n.ID, chat)
+		id, err := tx.GroupChatThread(ctx, n.ID, chat)
 		if err == nil {
-			g, err := r.Group(ctx, n.AccountID, id)
+			g, err := tx.Group(ctx, n.AccountID, id)
 			if err != nil {
-				return err
+				return writes.Batch{}, err
 			}
 			threadID = id
 			changed := false
@@ -327,13 +337,13 @@ func (s *Service) groupThread(ctx context.Context, n account.Number, chat, title
 				changed = true
 			}
 			if !changed {
-				return nil
+				return writes.Batch{}, nil
 			}
 			g.Thread.UpdatedAt = now
-			return r.SaveGroup(ctx, g)
+			return writes.Batch{GroupStates: []messaging.GroupState{g}}, nil
 		}
 		if !failure.Is(err, failure.KindNotFound) {
-			return err
+			return writes.Batch{}, err
 		}
 		name := truncate(strings.TrimSpace(title), messaging.MaxGroupNameLength)
 		if name == "" {
@@ -351,11 +361,11 @@ func (s *Service) groupThread(ctx context.Context, n account.Number, chat, title
 		if member != n.Number {
 			g.Members = append(g.Members, messaging.Participant{Address: member, Name: truncate(memberName, 200)})
 		}
-		if err := r.InsertGroup(ctx, g); err != nil {
-			return err
-		}
 		threadID = g.Thread.ID
-		return r.InsertGroupChat(ctx, n.ID, chat, g.Thread.ID, now)
+		return writes.Batch{
+			Groups:     []messaging.GroupState{g},
+			GroupChats: []writes.GroupChat{{NumberID: n.ID, ChatID: chat, ThreadID: g.Thread.ID, At: now}},
+		}, nil
 	})
 	return threadID, err
 }
@@ -363,23 +373,23 @@ func (s *Service) groupThread(ctx context.Context, n account.Number, chat, title
 // LeftGroup records that the agent number is no longer in a provider
 // group chat (removed, or it left): it can no longer send there.
 func (s *Service) LeftGroup(ctx context.Context, n account.Number, chat string) error {
-	return s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		id, err := r.GroupChatThread(ctx, n.ID, chat)
+	return s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		id, err := tx.GroupChatThread(ctx, n.ID, chat)
 		if failure.Is(err, failure.KindNotFound) {
-			return nil
+			return writes.Batch{}, nil
 		}
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
-		g, err := r.Group(ctx, n.AccountID, id)
+		g, err := tx.Group(ctx, n.AccountID, id)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
 		if g.Leave(n.Number) != nil {
-			return nil
+			return writes.Batch{}, nil
 		}
 		g.Thread.UpdatedAt = s.now().UTC().Truncate(time.Microsecond)
-		return r.SaveGroup(ctx, g)
+		return writes.Batch{GroupStates: []messaging.GroupState{g}}, nil
 	})
 }
 

@@ -166,12 +166,12 @@ type flakyStore struct {
 
 var errDown = errors.New("connection refused")
 
-func (f flakyStore) Transact(ctx context.Context, fn func(ctx context.Context, r appcron.Repos) error) error {
+func (f flakyStore) Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
 	if f.down.Load() {
 		f.attempts.Add(1)
-		return errDown
+		return nil, errDown
 	}
-	return f.Store.Transact(ctx, fn)
+	return f.Store.Claim(ctx, owner, claim)
 }
 
 func (f flakyStore) Repos() appcron.Repos { return flakyRepos{Repos: f.Store.Repos(), down: f.down} }

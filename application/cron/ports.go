@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
@@ -15,12 +15,7 @@ import (
 // method returns a failure of kind Unavailable. Other errors are
 // infrastructure failures.
 type Repos interface {
-	// LockAccountJobs serialises the job creations of one account until
-	// the transaction ends, so the per-account limit holds under
-	// concurrent creates.
-	LockAccountJobs(ctx context.Context, accountID string) error
-	// CountJobs counts an account's jobs.
-	CountJobs(ctx context.Context, accountID string) (int, error)
+	TxReads
 	// InsertJob stores a new job. Conflict when its id is taken.
 	InsertJob(ctx context.Context, j cron.Job) error
 	// Job reads one job of an account; inside a transaction on Postgres
@@ -31,6 +26,12 @@ type Repos interface {
 	Jobs(ctx context.Context, q JobQuery) ([]cron.Job, int, error)
 	// UpdateJob saves every field of a job (NotFound when it is gone).
 	UpdateJob(ctx context.Context, j cron.Job) error
+	// ChangeJob reads a job of an account, locked, and saves every field
+	// of what change returns when change moved its Version on, atomically.
+	// It returns the job as saved, or as read when change left the
+	// Version. NotFound; when change fails, nothing is saved and its error
+	// is returned.
+	ChangeJob(ctx context.Context, accountID, id string, change func(cron.Job) (cron.Job, error)) (cron.Job, error)
 	// DeleteJob removes a job with its executions, pending retries
 	// included. NotFound when it is gone.
 	DeleteJob(ctx context.Context, accountID, id string) error
@@ -39,10 +40,6 @@ type Repos interface {
 	LastExecution(ctx context.Context, jobID string) (e cron.Execution, ok bool, err error)
 	// Executions lists a job's finished executions, newest slot first.
 	Executions(ctx context.Context, q ExecutionQuery) ([]cron.Execution, int, error)
-	// Recorder records a creation's answer under its Idempotency-Key;
-	// idempotency.ErrAnsweredElsewhere when the key has an answer.
-	idempotency.Recorder
-
 	SchedulerRepos
 }
 
@@ -104,11 +101,57 @@ type Lease struct {
 	Until time.Time
 }
 
-// Store gives the use cases their repositories, directly or in one
-// transaction.
+// TxReads are the reads and locks a job's creation makes inside its
+// transaction (see Store.Decide); their errors are Repos'.
+type TxReads interface {
+	// LockAccountJobs serialises the job creations of one account until
+	// the transaction ends, so the per-account limit holds under
+	// concurrent creates.
+	LockAccountJobs(ctx context.Context, accountID string) error
+	// CountJobs counts an account's jobs.
+	CountJobs(ctx context.Context, accountID string) (int, error)
+}
+
+// Claims are what a scheduler's claim does inside its transaction (see
+// Store.Claim): it takes rows, locked and leased to it until the
+// transaction ends, and reads the jobs of what it took. Their errors are
+// Repos'.
+type Claims interface {
+	// ClaimDueJobs is SchedulerRepos.ClaimDueJobs.
+	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
+	// ClaimRetries is SchedulerRepos.ClaimRetries.
+	ClaimRetries(ctx context.Context, now time.Time, lease Lease, limit int) ([]cron.Execution, error)
+	// TakeOverExpired is SchedulerRepos.TakeOverExpired.
+	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
+	// JobsByID is SchedulerRepos.JobsByID.
+	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
+}
+
+// Runs is what a claim writes besides its leases, in this order: new
+// executions (one for a (job, slot) that has one already is not stored),
+// jobs' next runs, and outcomes of executions leased to the claiming
+// scheduler (SchedulerRepos.FinishExecutions).
+type Runs struct {
+	Executions []cron.Execution
+	NextRuns   []NextRun
+	Finished   []Outcome
+}
+
+// Store gives the use cases their repositories, runs the decisions that
+// write a batch, and the scheduler's claims.
 type Store interface {
 	Repos() Repos
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
+	// Claim runs claim in a transaction, taking rows through tx, and
+	// writes the Runs it returns, their outcomes as owner's, in that
+	// transaction. It returns the ids of the executions it stored. When
+	// claim fails, nothing is taken or written and Claim returns its
+	// error.
+	Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx Claims) (Runs, error)) (stored []string, err error)
+	// Decide runs decide in a transaction, reading through tx, and writes
+	// the batch it returns in that transaction. When decide fails,
+	// nothing is written and Decide returns its error. Otherwise Decide
+	// returns writes.Committer's errors.
+	Decide(ctx context.Context, decide func(ctx context.Context, tx TxReads) (writes.Batch, error)) error
 }
 
 // JobQuery selects an account's jobs.

@@ -402,19 +402,20 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err error) {
 	now := s.clock.Now()
 	lease := s.lease(now)
-	err = s.cfg.Store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		calls, full = nil, false
-		jobs, err := r.ClaimDueJobs(ctx, now.Add(s.cfg.Lookahead), s.cfg.Batch)
+	// planned are the calls of new executions, retried those of retries.
+	var planned, retried []call
+	stored, err := s.cfg.Store.Claim(ctx, s.owner, func(ctx context.Context, tx Claims) (Runs, error) {
+		planned, retried, full = nil, nil, false
+		jobs, err := tx.ClaimDueJobs(ctx, now.Add(s.cfg.Lookahead), s.cfg.Batch)
 		if err != nil {
-			return err
+			return Runs{}, err
 		}
 		full = len(jobs) == s.cfg.Batch
-		next := make([]NextRun, 0, len(jobs))
-		execs := make([]cron.Execution, 0, len(jobs))
-		byExec := map[string]call{}
+		var runs Runs
+		runs.NextRuns = make([]NextRun, 0, len(jobs))
 		for _, j := range jobs {
 			slot, nextAt, run := s.plan(j, now)
-			next = append(next, NextRun{JobID: j.ID, At: nextAt})
+			runs.NextRuns = append(runs.NextRuns, NextRun{JobID: j.ID, At: nextAt})
 			if !run {
 				continue
 			}
@@ -422,49 +423,47 @@ func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err err
 				ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: slot,
 				StartedAt: now, Status: cron.Running, Attempt: 1, LeaseOwner: lease.Owner, LeaseUntil: lease.Until,
 			}
-			execs = append(execs, e)
-			byExec[e.ID] = call{job: j, exec: e, nextSlot: nextAt}
-		}
-		if len(execs) > 0 {
-			ids, err := r.InsertExecutions(ctx, execs)
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				calls = append(calls, byExec[id])
-			}
-		}
-		if err := r.SetNextRuns(ctx, next); err != nil {
-			return err
+			runs.Executions = append(runs.Executions, e)
+			planned = append(planned, call{job: j, exec: e, nextSlot: nextAt})
 		}
 		if full {
-			return nil
+			return runs, nil
 		}
-		retries, err := r.ClaimRetries(ctx, now.Add(s.cfg.Lookahead), lease, s.cfg.Batch)
+		retries, err := tx.ClaimRetries(ctx, now.Add(s.cfg.Lookahead), lease, s.cfg.Batch)
 		if err != nil || len(retries) == 0 {
-			return err
+			return runs, err
 		}
 		full = len(retries) == s.cfg.Batch
-		more, err := s.withJobs(ctx, r, retries, now, "retry cancelled: the job was paused")
-		calls = append(calls, more...)
-		return err
+		retried, runs.Finished, err = s.withJobs(ctx, tx, retries, now, "retry cancelled: the job was paused")
+		return runs, err
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return calls, full, nil
+	// A new execution is called only if it was stored.
+	isStored := make(map[string]bool, len(stored))
+	for _, id := range stored {
+		isStored[id] = true
+	}
+	for _, c := range planned {
+		if isStored[c.exec.ID] {
+			calls = append(calls, c)
+		}
+	}
+	return append(calls, retried...), full, nil
 }
 
-// withJobs pairs leased executions with their jobs; those whose job is
-// gone or paused are recorded failed, their error followed by why.
-func (s *Scheduler) withJobs(ctx context.Context, r Repos, execs []cron.Execution, now time.Time, why string) ([]call, error) {
+// withJobs pairs leased executions with their jobs, read through tx;
+// those whose job is gone or paused are cancelled: their outcome is
+// failed, their error followed by why.
+func (s *Scheduler) withJobs(ctx context.Context, tx Claims, execs []cron.Execution, now time.Time, why string) ([]call, []Outcome, error) {
 	ids := make([]string, len(execs))
 	for i, e := range execs {
 		ids[i] = e.JobID
 	}
-	jobs, err := r.JobsByID(ctx, ids)
+	jobs, err := tx.JobsByID(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID := map[string]cron.Job{}
 	for _, j := range jobs {
@@ -485,12 +484,7 @@ func (s *Scheduler) withJobs(ctx context.Context, r Repos, execs []cron.Executio
 		}
 		calls = append(calls, call{job: j, exec: e, nextSlot: j.NextRunAt})
 	}
-	if len(cancelled) > 0 {
-		if err := r.FinishExecutions(ctx, s.owner, cancelled); err != nil {
-			return nil, err
-		}
-	}
-	return calls, nil
+	return calls, cancelled, nil
 }
 
 // takeOverDue takes over, in batches, the runs whose leases expired, if
@@ -506,18 +500,19 @@ func (s *Scheduler) takeOverDue(ctx context.Context) (int, error) {
 	for {
 		var calls []call
 		var taken, failed int
-		err := s.cfg.Store.Transact(ctx, func(ctx context.Context, r Repos) error {
+		_, err := s.cfg.Store.Claim(ctx, s.owner, func(ctx context.Context, tx Claims) (Runs, error) {
 			calls, taken, failed = nil, 0, 0
-			execs, n, err := r.TakeOverExpired(ctx, now, s.lease(now), AbandonedError, s.cfg.Batch)
+			execs, n, err := tx.TakeOverExpired(ctx, now, s.lease(now), AbandonedError, s.cfg.Batch)
 			if err != nil {
-				return err
+				return Runs{}, err
 			}
 			failed, taken = n, len(execs)
 			if taken == 0 {
-				return nil
+				return Runs{}, nil
 			}
-			calls, err = s.withJobs(ctx, r, execs, now, pausedError)
-			return err
+			var cancelled []Outcome
+			calls, cancelled, err = s.withJobs(ctx, tx, execs, now, pausedError)
+			return Runs{Finished: cancelled}, err
 		})
 		if err != nil {
 			return started, err
@@ -752,8 +747,8 @@ func (s *Scheduler) record(ctx context.Context) {
 		var gaveUpAt time.Time
 		for attempt := 0; ; attempt++ {
 			tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err := s.cfg.Store.Transact(tctx, func(ctx context.Context, r Repos) error {
-				return r.FinishExecutions(ctx, s.owner, batch)
+			_, err := s.cfg.Store.Claim(tctx, s.owner, func(context.Context, Claims) (Runs, error) {
+				return Runs{Finished: batch}, nil
 			})
 			cancel()
 			if err == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -115,22 +116,19 @@ func (s *Service) Create(ctx context.Context, accountID string, j cron.Job, answ
 	if err != nil {
 		return cron.Job{}, err
 	}
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if err := r.LockAccountJobs(ctx, accountID); err != nil {
-			return err
+	err = s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		if err := tx.LockAccountJobs(ctx, accountID); err != nil {
+			return writes.Batch{}, err
 		}
-		n, err := r.CountJobs(ctx, accountID)
+		n, err := tx.CountJobs(ctx, accountID)
 		if err != nil {
-			return err
+			return writes.Batch{}, err
 		}
 		if n >= s.maxJobs {
-			return &failure.Error{Kind: failure.KindRateLimited, Code: "cron_job_limit_reached",
+			return writes.Batch{}, &failure.Error{Kind: failure.KindRateLimited, Code: "cron_job_limit_reached",
 				Message: "this account has the most cron jobs allowed; delete one first"}
 		}
-		if err := r.InsertJob(ctx, j); err != nil {
-			return err
-		}
-		return answer.Record(ctx, r, j)
+		return writes.Batch{CronJobs: []cron.Job{j}, Answers: writes.Answering(answer, j)}, nil
 	})
 	if err != nil {
 		return cron.Job{}, err
@@ -279,32 +277,24 @@ func (s *Service) Update(ctx context.Context, accountID, id string, p Patch) (cr
 	if p.EndpointURL.Set && !p.EndpointURL.Null {
 		urlErr = s.checkURL(ctx, p.EndpointURL.V)
 	}
-	var out cron.Job
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		j, err := r.Job(ctx, accountID, id)
-		if err != nil {
-			return err
-		}
+	out, err := s.store.Repos().ChangeJob(ctx, accountID, id, func(j cron.Job) (cron.Job, error) {
 		oldURL := j.EndpointURL
 		j, probs := p.apply(j)
 		if err := probs.Err(); err != nil {
-			return err
+			return j, err
 		}
 		verdict := urlErr
 		if j.EndpointURL == oldURL {
 			verdict = nil
 		}
-		if j, err = s.check(j, verdict); err != nil {
-			return err
+		j, err := s.check(j, verdict)
+		if err != nil {
+			return j, err
 		}
 		now := s.now()
 		j.UpdatedAt = &now
 		j.Version++
-		if err := r.UpdateJob(ctx, j); err != nil {
-			return err
-		}
-		out = j
-		return nil
+		return j, nil
 	})
 	if err != nil {
 		return cron.Job{}, err
@@ -332,30 +322,20 @@ func (s *Service) setStatus(ctx context.Context, accountID, id string, status cr
 	if !ident.Valid(ident.CronJob, id) {
 		return cron.Job{}, failure.NotFound("cron job")
 	}
-	var out cron.Job
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		j, err := r.Job(ctx, accountID, id)
-		if err != nil {
-			return err
-		}
+	return s.store.Repos().ChangeJob(ctx, accountID, id, func(j cron.Job) (cron.Job, error) {
 		if j.Status == status {
-			out = j
-			return nil
+			return j, nil
 		}
 		j.Status = status
-		if j, err = s.check(j, nil); err != nil {
-			return err
+		j, err := s.check(j, nil)
+		if err != nil {
+			return j, err
 		}
 		now := s.now()
 		j.UpdatedAt = &now
 		j.Version++
-		if err := r.UpdateJob(ctx, j); err != nil {
-			return err
-		}
-		out = j
-		return nil
+		return j, nil
 	})
-	return out, err
 }
 
 // Delete removes a job; its pending runs and retries are cancelled and

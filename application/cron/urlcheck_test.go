@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -21,11 +22,27 @@ type watchedStore struct {
 	open atomic.Int32
 }
 
-func (s *watchedStore) Transact(ctx context.Context, fn func(ctx context.Context, r appcron.Repos) error) error {
-	return s.Store.Transact(ctx, func(ctx context.Context, r appcron.Repos) error {
+func (s *watchedStore) Decide(ctx context.Context, decide func(ctx context.Context, tx appcron.TxReads) (writes.Batch, error)) error {
+	return s.Store.Decide(ctx, func(ctx context.Context, tx appcron.TxReads) (writes.Batch, error) {
 		s.open.Add(1)
 		defer s.open.Add(-1)
-		return fn(ctx, r)
+		return decide(ctx, tx)
+	})
+}
+
+func (s *watchedStore) Repos() appcron.Repos { return watchedRepos{Repos: s.Store.Repos(), s: s} }
+
+// watchedRepos tells its store when a change's transaction is open.
+type watchedRepos struct {
+	appcron.Repos
+	s *watchedStore
+}
+
+func (r watchedRepos) ChangeJob(ctx context.Context, accountID, id string, change func(cron.Job) (cron.Job, error)) (cron.Job, error) {
+	return r.Repos.ChangeJob(ctx, accountID, id, func(j cron.Job) (cron.Job, error) {
+		r.s.open.Add(1)
+		defer r.s.open.Add(-1)
+		return change(j)
 	})
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // Repos is the storage of email addresses and emails; new emails are
-// written by the committer (writes.Batch.Emails).
+// written by the committer (writes.Batch.Emails). Each method is atomic
+// by itself.
 //
 // Errors: a lookup returns a failure of kind NotFound for a missing row and
 // for a row of another account alike; an insert of a taken unique value
@@ -19,12 +20,11 @@ import (
 // returns a failure of kind Unavailable. Other errors are infrastructure
 // failures.
 type Repos interface {
-	// Domains lists the custom domains authorised for an account (none
-	// for an account that does not exist).
-	Domains(ctx context.Context, accountID string) ([]account.Domain, error)
-	// InsertEmailAddress stores a new address. Conflict when it exists,
-	// on any account.
-	InsertEmailAddress(ctx context.Context, a account.EmailAddress) error
+	// InsertEmailAddress stores a new address. With customDomain, the
+	// address's domain must be one of its account's custom domains,
+	// checked in the same transaction: NotFound otherwise. Conflict when
+	// the address exists, on any account.
+	InsertEmailAddress(ctx context.Context, a account.EmailAddress, customDomain bool) error
 	// EmailAddressByAddress finds an address by local part and domain,
 	// whichever account owns it. NotFound.
 	EmailAddressByAddress(ctx context.Context, localPart, domain string) (account.EmailAddress, error)
@@ -39,11 +39,9 @@ type Repos interface {
 	Emails(ctx context.Context, accountID string, after *EmailCursor, limit int) ([]email.Email, error)
 }
 
-// Store gives the use cases their repositories, directly or in one
-// transaction.
+// Store gives the use cases their repositories.
 type Store interface {
 	Repos() Repos
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 }
 
 // EmailCursor is a position in the newest-first order of an account's

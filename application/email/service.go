@@ -119,26 +119,13 @@ func (s *Service) CreateAddress(ctx context.Context, accountID, local, domainNam
 		return account.EmailAddress{}, err
 	}
 	addr := account.EmailAddress{ID: ident.New(ident.Email), AccountID: accountID, LocalPart: l, Domain: d, CreatedAt: s.now()}
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		if d != s.domain {
-			domains, err := r.Domains(ctx, accountID)
-			if err != nil {
-				return err
-			}
-			authorised := false
-			for _, cd := range domains {
-				authorised = authorised || cd.Name == d
-			}
-			if !authorised {
-				return failure.Forbidden("domain_not_authorized", "the domain "+d+" is not authorised for this account; use "+s.domainExample()+" or ask the operator to add a custom domain")
-			}
-		}
-		err := r.InsertEmailAddress(ctx, addr)
-		if failure.Is(err, failure.KindConflict) {
-			return failure.Conflict("email_exists", "the email address "+addr.Address()+" already exists")
-		}
-		return err
-	})
+	err = s.store.Repos().InsertEmailAddress(ctx, addr, d != s.domain)
+	if failure.Is(err, failure.KindNotFound) {
+		return account.EmailAddress{}, failure.Forbidden("domain_not_authorized", "the domain "+d+" is not authorised for this account; use "+s.domainExample()+" or ask the operator to add a custom domain")
+	}
+	if failure.Is(err, failure.KindConflict) {
+		return account.EmailAddress{}, failure.Conflict("email_exists", "the email address "+addr.Address()+" already exists")
+	}
 	if err != nil {
 		return account.EmailAddress{}, err
 	}

@@ -26,7 +26,6 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("webhook delivery payload: %w", err))
 	}
-	r := s.store.Repos()
 	sendable, err := s.batched.Sendable(ctx, p.DeliveryID)
 	if failure.Is(err, failure.KindNotFound) {
 		return nil // deleted with its account
@@ -41,7 +40,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if !sendable.Found || !rec.Endpoint.Enabled {
 		// Disabled (or removed) since the event: nothing is sent.
 		d.Status, d.LastError, d.UpdatedAt = webhook.Failed, "endpoint disabled", s.now()
-		return r.UpdateWebhookDelivery(ctx, d)
+		return s.saveDelivery(ctx, d)
 	}
 	if d.Attempts == 0 && sendable.EarlierUntried {
 		// Keep a thread's events in order while the receiver is healthy:
@@ -54,7 +53,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		// Retrying cannot help (another server key?); the delivery fails
 		// so it does not hold its thread's later events back.
 		d.Status, d.LastError, d.UpdatedAt = webhook.Failed, err.Error(), s.now()
-		if uerr := r.UpdateWebhookDelivery(ctx, d); uerr != nil {
+		if uerr := s.saveDelivery(ctx, d); uerr != nil {
 			return uerr
 		}
 		return jobs.Permanent(err)
@@ -70,6 +69,13 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		return s.batched.RecordSuccess(ctx, LoggedSuccess{Delivery: d, Attempt: webhook.Attempt{At: started, StatusCode: res.StatusCode, Latency: latency, Response: printable(res.Body)}})
 	}
 	return s.record(ctx, d, res, sendErr, started, latency)
+}
+
+// saveDelivery writes d's new state (writes.Batch.DeliveryStates).
+func (s *Service) saveDelivery(ctx context.Context, d webhook.Delivery) error {
+	return s.store.Decide(ctx, func(context.Context, TxReads) (writes.Batch, error) {
+		return writes.Batch{DeliveryStates: []webhook.Delivery{d}}, nil
+	})
 }
 
 // post signs and sends one attempt within the attempt timeout.

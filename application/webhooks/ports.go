@@ -33,8 +33,12 @@ type Repos interface {
 	// WebhookEndpoints reads the endpoints of those of the accounts that
 	// have one, in one query.
 	WebhookEndpoints(ctx context.Context, accountIDs []string) ([]Record, error)
-	// SaveWebhookEndpoint inserts or replaces an account's endpoint.
-	SaveWebhookEndpoint(ctx context.Context, r Record) error
+	// ChangeWebhookEndpoint reads an account's endpoint (found false and
+	// a zero Record when it has none), locked, and inserts or replaces it
+	// with what change returns, atomically; it returns the endpoint as
+	// saved. When change fails, nothing is saved and its error is
+	// returned.
+	ChangeWebhookEndpoint(ctx context.Context, accountID string, change func(current Record, found bool) (Record, error)) (Record, error)
 	// WebhookDelivery reads a delivery with its event's payload; an empty
 	// accountID reads it whatever the account (for the delivery job).
 	// NotFound.
@@ -46,14 +50,10 @@ type Repos interface {
 	// not had its first attempt finished yet. Ids that do not exist are
 	// left out; the order is the store's.
 	DeliveriesToSend(ctx context.Context, ids []string) ([]Sendable, error)
-	// UpdateWebhookDelivery saves status, attempts, last status code and
-	// error, next attempt and updated time. NotFound when the delivery
-	// does not exist.
-	UpdateWebhookDelivery(ctx context.Context, d webhook.Delivery) error
-	// RecordWebhookAttempts logs attempts and saves their deliveries (as
-	// UpdateWebhookDelivery does; a delivery that does not exist is
-	// skipped) atomically, in a transaction of its own when called
-	// outside one.
+	// RecordWebhookAttempts logs attempts and saves their deliveries'
+	// status, attempts, last status code and error, next attempt and
+	// updated time (a delivery that does not exist is skipped)
+	// atomically, in a transaction of its own when called outside one.
 	RecordWebhookAttempts(ctx context.Context, attempts []LoggedAttempt, ds []webhook.Delivery) error
 	// WebhookDeliveries lists an account's deliveries, newest first, with
 	// their attempt logs, and the number matching.
@@ -103,11 +103,10 @@ type TxReads interface {
 	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
 }
 
-// Store gives the use cases their repositories, directly or in one
-// transaction, and runs the decisions that write a batch.
+// Store gives the use cases their repositories, and runs the decisions
+// that write a batch.
 type Store interface {
 	Repos() Repos
-	Transact(ctx context.Context, fn func(ctx context.Context, r Repos) error) error
 	// Decide runs decide in a transaction, reading through tx, and
 	// writes the batch it returns in that transaction, with the batch's
 	// reactions. When decide fails, nothing is written and Decide returns

@@ -168,16 +168,11 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 			return View{}, failure.Invalid(urlForbidden(err))
 		}
 	}
-	var out View
-	err = s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
+	newSecret := ""
+	rec, err := s.store.Repos().ChangeWebhookEndpoint(ctx, in.AccountID, func(rec Record, found bool) (Record, error) {
 		now := s.now()
-		rec, err := r.WebhookEndpoint(ctx, in.AccountID)
-		fresh := failure.Is(err, failure.KindNotFound)
-		if err != nil && !fresh {
-			return err
-		}
-		newSecret := ""
-		if fresh {
+		newSecret = ""
+		if !found {
 			newSecret = webhook.NewSecret()
 			rec = Record{Endpoint: webhook.Endpoint{AccountID: in.AccountID, CreatedAt: now}, SealedSecret: s.seal(in.AccountID, newSecret)}
 		}
@@ -186,16 +181,15 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 		switch {
 		case enabled && !e.Enabled:
 			e.Enabled, e.DisabledReason, e.DisabledAt, e.FailingSince = true, "", nil, nil
-		case !enabled && e.Enabled, !enabled && fresh:
+		case !enabled && e.Enabled, !enabled && !found:
 			e.Disable(webhook.ReasonOperator, now)
 		}
-		if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
-			return err
-		}
-		out = view(rec.Endpoint, newSecret)
-		return nil
+		return rec, nil
 	})
-	return out, err
+	if err != nil {
+		return View{}, err
+	}
+	return view(rec.Endpoint, newSecret), nil
 }
 
 func urlForbidden(err error) failure.FieldError {
@@ -234,24 +228,22 @@ func (s *Service) forbiddenOverScheme(ctx context.Context, rawURL string, err er
 // RotateSecret makes a new signing secret, returned once; the previous
 // one keeps signing for webhook.RotationOverlap.
 func (s *Service) RotateSecret(ctx context.Context, accountID string) (View, error) {
-	var out View
-	err := s.store.Transact(ctx, func(ctx context.Context, r Repos) error {
-		rec, err := r.WebhookEndpoint(ctx, accountID)
-		if err != nil {
-			return notConfigured(err)
+	next := ""
+	rec, err := s.store.Repos().ChangeWebhookEndpoint(ctx, accountID, func(rec Record, found bool) (Record, error) {
+		if !found {
+			return Record{}, notConfigured(failure.NotFound("webhook"))
 		}
 		now := s.now()
-		next := webhook.NewSecret()
+		next = webhook.NewSecret()
 		rec.SealedPrevious, rec.Endpoint.PreviousUntil = rec.SealedSecret, now.Add(webhook.RotationOverlap)
 		rec.SealedSecret = s.seal(accountID, next)
 		rec.Endpoint.UpdatedAt = now
-		if err := r.SaveWebhookEndpoint(ctx, rec); err != nil {
-			return err
-		}
-		out = view(rec.Endpoint, next)
-		return nil
+		return rec, nil
 	})
-	return out, err
+	if err != nil {
+		return View{}, err
+	}
+	return view(rec.Endpoint, next), nil
 }
 
 func (s *Service) seal(accountID, secret string) []byte {

@@ -1,14 +1,15 @@
 // Package writes is the contract of the write pipeline. A use case first
 // decides: it validates its input, checks every rule and reads what it
-// needs. What it decided to write (new threads, groups and messages,
-// events, status changes, users' activity, new emails and their outcomes,
-// webhook deliveries, their attempts and states, jobs to enqueue, the
-// answer to an Idempotency-Key) it hands as one Batch value to a
-// Committer, which writes the Batch atomically: all of it or nothing. A
-// use case that must read inside the transaction that writes (a thread
-// to find or create, a group to lock) decides through its store's Decide,
-// which gives it the transaction's reads only and writes the Batch it
-// returns in that transaction.
+// needs. What it decided to write (new threads, groups, their provider
+// chats and messages, events, status changes, users' activity, new emails
+// and their outcomes, webhook deliveries, their attempts and states, jobs
+// to enqueue, new cron jobs, the answer to an Idempotency-Key) it hands
+// as one Batch value to a Committer, which writes the Batch atomically:
+// all of it or nothing. A use case that must read inside the transaction
+// that writes (a thread to find or create, a group to lock, the cron jobs
+// to count) decides through its store's Decide, which gives it the
+// transaction's reads only and writes the Batch it returns in that
+// transaction.
 //
 // A Committer may write the batches of concurrent callers in one database
 // transaction (group commit: one commit for many sends). It works on the
@@ -27,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -46,6 +48,10 @@ type Batch struct {
 	// member who stays keeps the name and join time stored with it; a new
 	// member joins at the group's UpdatedAt.
 	GroupStates []messaging.GroupState
+	// GroupChats link provider group chats to their group threads (which
+	// exist or are new in the batch). A chat of an agent number that is
+	// linked already fails the batch with a Conflict.
+	GroupChats []GroupChat
 	// Messages are new messages; their threads exist or are new in the
 	// batch.
 	Messages []messaging.Message
@@ -82,12 +88,24 @@ type Batch struct {
 	// Jobs are new jobs. A batch enqueues only new work: its jobs have no
 	// UniqueKey.
 	Jobs []jobs.EnqueueParams
+	// CronJobs are new cron jobs. A taken id fails the batch with a
+	// Conflict.
+	CronJobs []cron.Job
 	// Answers record the responses to Idempotency-Keys.
 	Answers []Answer
 }
 
 // ThreadActivity is a message sent in a thread at At.
 type ThreadActivity struct {
+	ThreadID string
+	At       time.Time
+}
+
+// GroupChat is the provider group chat ChatID of the agent number
+// NumberID, kept as the group thread ThreadID since At.
+type GroupChat struct {
+	NumberID string
+	ChatID   string
 	ThreadID string
 	At       time.Time
 }
@@ -145,6 +163,7 @@ func (b *Batch) Add(o Batch) {
 	b.Threads = append(b.Threads, o.Threads...)
 	b.Groups = append(b.Groups, o.Groups...)
 	b.GroupStates = append(b.GroupStates, o.GroupStates...)
+	b.GroupChats = append(b.GroupChats, o.GroupChats...)
 	b.Messages = append(b.Messages, o.Messages...)
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
 	b.Inbound = append(b.Inbound, o.Inbound...)
@@ -157,6 +176,7 @@ func (b *Batch) Add(o Batch) {
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
+	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	b.Answers = append(b.Answers, o.Answers...)
 }
 

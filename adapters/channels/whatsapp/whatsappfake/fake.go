@@ -28,10 +28,12 @@ type Server struct {
 	Token         string
 	Display       string
 
-	mu     sync.Mutex
-	sends  []map[string]any
-	nextID int
-	// failures maps a recipient (digits) to a Graph error code.
+	mu       sync.Mutex
+	sends    []map[string]any
+	statuses []map[string]any
+	nextID   int
+	// failures maps a recipient (digits), or the message id of a read
+	// status, to a Graph error code.
 	failures map[string]int
 }
 
@@ -53,7 +55,8 @@ func (s *Server) Settings(appSecret, verifyToken string) map[string]string {
 	}
 }
 
-// Fail makes sends to recipient (digits, no +) answer the error code.
+// Fail makes sends to recipient (digits, no +), or read statuses of the
+// message id recipient, answer the error code.
 func (s *Server) Fail(recipient string, code int) {
 	s.mu.Lock()
 	s.failures[recipient] = code
@@ -65,6 +68,14 @@ func (s *Server) Sends() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]map[string]any(nil), s.sends...)
+}
+
+// Statuses returns the recorded read status bodies (read receipts and
+// typing indicators), as they were posted.
+func (s *Server) Statuses() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.statuses...)
 }
 
 // graphErrors are error bodies as the Cloud API answers them.
@@ -110,7 +121,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/"+Version+"/"+s.PhoneNumberID+"/messages":
 		var body map[string]any
 		raw, _ := io.ReadAll(r.Body)
-		if json.Unmarshal(raw, &body) != nil || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil {
+		parsed := json.Unmarshal(raw, &body) == nil
+		if parsed && body["status"] != nil {
+			s.readStatus(w, body)
+			return
+		}
+		if !parsed || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil {
 			graphError(w, 100)
 			return
 		}
@@ -136,6 +152,42 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		graphError(w, 100)
 	}
+}
+
+// readStatus answers a status update of an inbound message, as the Cloud
+// API does: exactly messaging_product "whatsapp", status "read", the
+// message_id of a received message, and optionally typing_indicator
+// {"type": "text"}; it answers {"success": true}, and (#100) Invalid
+// parameter for any other shape.
+func (s *Server) readStatus(w http.ResponseWriter, body map[string]any) {
+	id, _ := body["message_id"].(string)
+	valid := body["messaging_product"] == "whatsapp" && body["status"] == "read" && strings.HasPrefix(id, "wamid.")
+	for k, v := range body {
+		switch k {
+		case "messaging_product", "status", "message_id":
+		case "typing_indicator":
+			ti, ok := v.(map[string]any)
+			valid = valid && ok && len(ti) == 1 && ti["type"] == "text"
+		default:
+			valid = false
+		}
+	}
+	if !valid {
+		graphError(w, 100)
+		return
+	}
+	s.mu.Lock()
+	code, failing := s.failures[id]
+	if !failing {
+		s.statuses = append(s.statuses, body)
+	}
+	s.mu.Unlock()
+	if failing {
+		graphError(w, code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"success": true})
 }
 
 // LastID is the wamid of the last accepted send.

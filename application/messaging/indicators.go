@@ -84,6 +84,10 @@ type ReadResult struct {
 	MarkedRead int
 }
 
+// NoReadReceipts is what an answer says when the channel has no read
+// receipts.
+const NoReadReceipts = "this channel has no read receipts (Telegram bots cannot mark messages read): nothing was sent and no message changed"
+
 // TypingResult is the answer to showing typing in a thread.
 type TypingResult struct {
 	ThreadID string
@@ -102,6 +106,15 @@ type TypingResult struct {
 	// (providers whose typing call marks read).
 	MarkedRead int
 }
+
+// WindowSeconds is Window in whole seconds, rounded up.
+func (r TypingResult) WindowSeconds() int { return ceilSeconds(r.Window) }
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up (0 when
+// the call was sent).
+func (r TypingResult) RetryAfterSeconds() int { return ceilSeconds(r.RetryAfter) }
+
+func ceilSeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 
 // unreadScanLimit bounds the messages one read receipt looks through
 // for inbound messages still received, newest first.

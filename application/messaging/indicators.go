@@ -143,7 +143,7 @@ type indicationTarget struct {
 // mark; NotImplemented when the provider has no indicators; Unavailable
 // provider_refused when the provider refused.
 func (s *Service) MarkRead(ctx context.Context, accountID, threadID string) (ReadResult, error) {
-	t, err := s.indicationTarget(ctx, accountID, threadID)
+	t, err := s.indicationTarget(ctx, accountID, threadID, func(c Indicators) bool { return c.ReadReceipts })
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -167,7 +167,7 @@ func (s *Service) MarkRead(ctx context.Context, accountID, threadID string) (Rea
 // Errors: those of MarkRead, and Unavailable when the throttle's store
 // is away.
 func (s *Service) Typing(ctx context.Context, accountID, threadID string) (TypingResult, error) {
-	t, err := s.indicationTarget(ctx, accountID, threadID)
+	t, err := s.indicationTarget(ctx, accountID, threadID, func(c Indicators) bool { return c.TypingMarksRead })
 	if err != nil {
 		return TypingResult{}, err
 	}
@@ -199,8 +199,8 @@ func (s *Service) Typing(ctx context.Context, accountID, threadID string) (Typin
 
 // indicationTarget checks a read receipt or typing call and reads what
 // it needs: the thread, its number and provider, the latest inbound
-// message and the unread ones.
-func (s *Service) indicationTarget(ctx context.Context, accountID, threadID string) (indicationTarget, error) {
+// message and, when marks says the call marks read, the unread ones.
+func (s *Service) indicationTarget(ctx context.Context, accountID, threadID string, marks func(Indicators) bool) (indicationTarget, error) {
 	r := s.store.Repos()
 	thread, err := s.thread(ctx, r, accountID, threadID)
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *Service) indicationTarget(ctx context.Context, accountID, threadID stri
 	if err := messaging.CheckIndication(thread); err != nil {
 		return indicationTarget{}, err
 	}
-	latest, unread, err := s.inboundTail(ctx, r, thread)
+	latest, unread, err := s.inboundTail(ctx, r, thread, marks(caps))
 	if err != nil {
 		return indicationTarget{}, err
 	}
@@ -239,18 +239,19 @@ func (s *Service) indicationTarget(ctx context.Context, accountID, threadID stri
 }
 
 // inboundTail reads a thread's messages newest first: the latest inbound
-// one, and the inbound ones still received, up to the first one read or
-// unreadScanLimit messages. A thread whose inbound messages are all gone
-// answers ErrNoInboundMessage.
-func (s *Service) inboundTail(ctx context.Context, r Repos, t messaging.Thread) (messaging.Message, []messaging.Message, error) {
+// one and, with unreadToo, the inbound ones still received, up to the
+// first one read or unreadScanLimit messages. A thread whose inbound
+// messages are all gone answers ErrNoInboundMessage.
+func (s *Service) inboundTail(ctx context.Context, r Repos, t messaging.Thread, unreadToo bool) (messaging.Message, []messaging.Message, error) {
 	var (
 		latest  *messaging.Message
 		unread  []messaging.Message
 		before  *MessageCursor
 		scanned int
 	)
-	for {
-		page, err := r.ThreadMessages(ctx, t.AccountID, t.ID, before, MaxPageSize)
+	// The user's latest message is most often among the newest few.
+	for limit := DefaultPageSize; ; limit = MaxPageSize {
+		page, err := r.ThreadMessages(ctx, t.AccountID, t.ID, before, limit)
 		if err != nil {
 			return messaging.Message{}, nil, err
 		}
@@ -262,7 +263,7 @@ func (s *Service) inboundTail(ctx context.Context, r Repos, t messaging.Thread) 
 			if latest == nil {
 				latest = &m
 			}
-			if !m.Unread() {
+			if !unreadToo || !m.Unread() {
 				return *latest, unread, nil
 			}
 			unread = append(unread, m)
@@ -270,7 +271,7 @@ func (s *Service) inboundTail(ctx context.Context, r Repos, t messaging.Thread) 
 		if latest != nil && scanned >= unreadScanLimit {
 			return *latest, unread, nil
 		}
-		if len(page) < MaxPageSize {
+		if len(page) < limit {
 			break
 		}
 		c := MessageCursorOf(page[len(page)-1])

@@ -238,3 +238,17 @@ func TestIndicationsAreRefusedBeforeTheProvider(t *testing.T) {
 		require.Equal(t, domain.Received, b.status(t, m.ID), "nothing is faked")
 	})
 }
+
+func TestMarkReadPagesThroughTheThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupIndicators(t, whatsappLike)
+	var last domain.Message
+	for i := range messaging.DefaultPageSize + 5 {
+		last = b.inbound(t, "+14155550111", "message "+string(rune('a'+i)))
+	}
+	res, err := b.svc.MarkRead(ctx, b.account.ID, last.ThreadID)
+	require.NoError(t, err)
+	require.Equal(t, messaging.DefaultPageSize+5, res.MarkedRead, "every unread message, past the first page")
+	require.Equal(t, last.ID, res.MessageID)
+}

@@ -39,6 +39,10 @@ func TestTypingAndReadEndToEnd(t *testing.T) {
 			"--access-token", chWAToken, "--app-secret", chWASecret, "--verify-token", chWAVerify, "--api-base-url", wa.URL)
 		const sandboxAgent = "+14155550122"
 		b.addNumber(t, acct.AccountID, sandboxAgent)
+		hooks := newHookReceiver(t)
+		var hook webhookOut
+		b.cliJSON(t, &hook, "webhook", "set", "--account", acct.AccountID, "--url", hooks.URL, "--allow-private-urls", "127.0.0.1/32")
+		hooks.setSecret(t, hook.Secret)
 
 		srv := b.serve(t, "--allow-private-urls", "127.0.0.1/32", "--public-url", chPublicURL)
 		api := &chAPI{client: srv.client(t), base: srv.URL, account: acct.AccountID, headers: auth(acct.APIKey, acct.APISecret)}
@@ -82,6 +86,13 @@ func TestTypingAndReadEndToEnd(t *testing.T) {
 			"message_id": second, "marked_read": float64(1)}, data(r))
 		require.Equal(t, map[string]any{"messaging_product": "whatsapp", "status": "read", "message_id": "wamid.e2e-typing-2"}, wa.Statuses()[1])
 		require.Equal(t, "read", api.details(t, second)["status"])
+		// Each message that moved to read is a message.status event.
+		hooks.waitStatuses(t, first, "read")
+		hooks.waitStatuses(t, second, "read")
+		requireEventFields(t, hooks.find("message.status", second)[0], map[string]any{
+			"thread_id": waThread, "message_id": second, "direction": "inbound", "status": "read", "is_from_agent": false,
+			"sender_number": "+14155550111", "service": "whatsapp",
+		})
 
 		// GraphQL: the same receipt; typing shares REST's window.
 		gql := func(query string) map[string]any {
@@ -191,6 +202,7 @@ func TestTypingAndReadEndToEnd(t *testing.T) {
 		require.Contains(t, data(r)["note"], "no read receipts")
 		require.Len(t, tg.Calls(""), before, "nothing is sent to Telegram")
 		require.Equal(t, "received", api.recent(t, tgThread)[0]["status"], "nothing is faked")
+		require.Empty(t, hooks.rejections())
 		srv.stop(t)
 	})
 }

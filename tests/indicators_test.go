@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -96,18 +94,8 @@ func TestTypingAndReadEndToEnd(t *testing.T) {
 
 		// GraphQL: the same receipt; typing shares REST's window.
 		gql := func(query string) map[string]any {
-			body, err := json.Marshal(map[string]any{"query": query})
-			require.NoError(t, err)
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/graphql", bytes.NewReader(body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-API-Key", acct.APIKey)
-			req.Header.Set("X-API-Secret", acct.APISecret)
-			res, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer res.Body.Close()
 			var out map[string]any
-			require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+			postGraphQL(t, srv.URL, acct, query, &out)
 			return out
 		}
 		got := gql(`mutation { markThreadRead(threadId: "` + waThread + `") { threadId service readReceipts messageId markedRead note } }`)

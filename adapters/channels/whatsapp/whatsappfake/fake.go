@@ -132,15 +132,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		to := fmt.Sprint(body["to"])
 		s.mu.Lock()
-		code, failing := s.failures[to]
 		s.nextID++
 		id := fmt.Sprintf("wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI%06d", s.nextID)
-		if !failing {
-			s.sends = append(s.sends, body)
-		}
 		s.mu.Unlock()
-		if failing {
-			graphError(w, code)
+		if s.refused(w, to, &s.sends, body) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -176,18 +171,26 @@ func (s *Server) readStatus(w http.ResponseWriter, body map[string]any) {
 		graphError(w, 100)
 		return
 	}
-	s.mu.Lock()
-	code, failing := s.failures[id]
-	if !failing {
-		s.statuses = append(s.statuses, body)
-	}
-	s.mu.Unlock()
-	if failing {
-		graphError(w, code)
+	if s.refused(w, id, &s.statuses, body) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"success": true})
+}
+
+// refused answers the Graph error Fail set for key and returns true;
+// otherwise it records body in list and returns false.
+func (s *Server) refused(w http.ResponseWriter, key string, list *[]map[string]any, body map[string]any) bool {
+	s.mu.Lock()
+	code, failing := s.failures[key]
+	if !failing {
+		*list = append(*list, body)
+	}
+	s.mu.Unlock()
+	if failing {
+		graphError(w, code)
+	}
+	return failing
 }
 
 // LastID is the wamid of the last accepted send.

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/channels/sandbox"
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram"
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp"
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
@@ -54,6 +55,9 @@ var messagingModule = fx.Module("messaging",
 			return messaging.NewService(messaging.Deps{
 				Store: caches.Messaging(s), Committer: db, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
 				Recipients: d,
+				// Typing windows are kept in the database's rate buckets,
+				// so that they hold across replicas.
+				Throttle: ratelimit.NewSpacing(db.RateBuckets()),
 			})
 		},
 		fx.Annotate(func(s *messaging.Service) *messaging.Service { return s }, fx.As(new(rest.MessagingUseCases))),

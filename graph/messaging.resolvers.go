@@ -74,6 +74,48 @@ func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMess
 	return &m, nil
 }
 
+// MarkThreadRead is the resolver for the markThreadRead field.
+func (r *mutationResolver) MarkThreadRead(ctx context.Context, threadID string) (*model.ThreadReadResult, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.indicator == nil {
+		return nil, errNoIndicator
+	}
+	res, err := r.indicator.MarkRead(ctx, p.AccountID, threadID)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.ThreadReadResult{ThreadID: res.ThreadID, Service: res.Service, ReadReceipts: res.ReadReceipts, MessageID: res.MessageID, MarkedRead: res.MarkedRead}
+	if !res.ReadReceipts {
+		note := appmessaging.NoReadReceipts
+		out.Note = &note
+	}
+	return out, nil
+}
+
+// SendTyping is the resolver for the sendTyping field.
+func (r *mutationResolver) SendTyping(ctx context.Context, threadID string) (*model.TypingResult, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.indicator == nil {
+		return nil, errNoIndicator
+	}
+	res, err := r.indicator.Typing(ctx, p.AccountID, threadID)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.TypingResult{ThreadID: res.ThreadID, Service: res.Service, Sent: res.Sent, WindowSeconds: res.WindowSeconds(), MessageID: res.MessageID, MarkedRead: res.MarkedRead}
+	if !res.Sent {
+		wait := res.RetryAfterSeconds()
+		out.RetryAfterSeconds = &wait
+	}
+	return out, nil
+}
+
 // Threads is the resolver for the threads field.
 func (r *queryResolver) Threads(ctx context.Context, filter *model.ThreadFilter, first *int, after *string) (*model.ThreadConnection, error) {
 	p, err := principal(ctx)

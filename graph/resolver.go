@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -47,11 +48,29 @@ type MessageSender interface {
 
 var _ MessageSender = (*appmessaging.Service)(nil)
 
+// ThreadIndicator marks threads read and shows typing, as REST does;
+// *messaging.Service implements it. Both return *failure.Error values for
+// everything the caller can fix, and answer other accounts' threads as
+// not found.
+type ThreadIndicator interface {
+	MarkRead(ctx context.Context, accountID, threadID string) (appmessaging.ReadResult, error)
+	Typing(ctx context.Context, accountID, threadID string) (appmessaging.TypingResult, error)
+}
+
+var _ ThreadIndicator = (*appmessaging.Service)(nil)
+
+// errNoIndicator answers markThreadRead and sendTyping on a server built
+// without them.
+var errNoIndicator = &failure.Error{Kind: failure.KindNotImplemented, Code: "not_implemented", Message: "read receipts and typing are not configured on this server"}
+
 // Deps are the use cases the schema reaches.
 type Deps struct {
 	Accounts AccountReader
 	Threads  ThreadReader
 	Sender   MessageSender
+	// Indicator, when set, serves markThreadRead and sendTyping; without
+	// it they answer not_implemented.
+	Indicator ThreadIndicator
 	// Live feeds the subscriptions; without it they answer not_implemented.
 	Live LiveFeed
 	// Subscriptions bound the subscriptions open on this process.
@@ -79,19 +98,21 @@ type Resolver struct {
 	accounts AccountReader
 	threads  ThreadReader
 	sender   MessageSender
-	hub      *liveHub
-	requests RequestBudget
-	cron     CronUseCases
-	webhooks WebhookUseCases
-	email    EmailReader
-	queue    QueueHealthReader
-	keys     *edge.Idempotency
+	// indicator marks threads read and shows typing.
+	indicator ThreadIndicator
+	hub       *liveHub
+	requests  RequestBudget
+	cron      CronUseCases
+	webhooks  WebhookUseCases
+	email     EmailReader
+	queue     QueueHealthReader
+	keys      *edge.Idempotency
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
-		requests: d.Requests, keys: d.Idempotency}
+		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

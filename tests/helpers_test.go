@@ -457,3 +457,20 @@ func numbersOf(t *testing.T, data map[string]any) []string {
 	}
 	return out
 }
+
+// postGraphQL posts query to a server's GraphQL endpoint as acct and
+// decodes the answer into out.
+func postGraphQL(t *testing.T, base string, acct createdAccount, query string, out any) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/graphql", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", acct.APIKey)
+	req.Header.Set("X-API-Secret", acct.APISecret)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.NoError(t, json.NewDecoder(res.Body).Decode(out))
+}

@@ -93,8 +93,8 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(steps["tools"], &tools))
 	require.Equal(t, []string{
-		"create_cron_job", "delete_cron_job", "get_messages", "list_cron_jobs", "list_threads", "manage_group",
-		"pause_cron_job", "resume_cron_job", "send_email", "send_message", "wait_for_message",
+		"create_cron_job", "delete_cron_job", "get_messages", "list_cron_jobs", "list_threads", "manage_group", "mark_read",
+		"pause_cron_job", "resume_cron_job", "send_email", "send_message", "send_typing", "wait_for_message",
 	}, tools.Names)
 
 	type outcome struct {
@@ -128,6 +128,14 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 	list := messages.Result["messages"].([]any)
 	require.Len(t, list, 2)
 	require.Equal(t, "Hello from TypeScript", list[0].(map[string]any)["text"], "newest first")
+
+	marked := read("marked")
+	require.False(t, marked.IsError, "%v", marked.Result)
+	require.Equal(t, true, marked.Result["read_receipts"])
+	require.Equal(t, float64(1), marked.Result["marked_read"], "the user's one message became read")
+	typing := read("typing")
+	require.False(t, typing.IsError, "%v", typing.Result)
+	require.Equal(t, true, typing.Result["sent"])
 
 	waited := read("waited")
 	require.False(t, waited.IsError, "%v", waited.Result)

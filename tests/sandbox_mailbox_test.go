@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -54,23 +52,13 @@ type mailboxPage struct {
 // GraphQL endpoint.
 func sandboxMailbox(t *testing.T, base string, acct createdAccount) mailboxPage {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"query": "{ sandboxMailbox(first: 10) { enabled totalCount nodes { subject } } }"})
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-API-Key", acct.APIKey)
-	req.Header.Set("X-API-Secret", acct.APISecret)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
 	var out struct {
 		Data struct {
 			SandboxMailbox mailboxPage `json:"sandboxMailbox"`
 		} `json:"data"`
 		Errors []any `json:"errors"`
 	}
-	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	postGraphQL(t, base, acct, "{ sandboxMailbox(first: 10) { enabled totalCount nodes { subject } } }", &out)
 	require.Empty(t, out.Errors)
 	return out.Data.SandboxMailbox
 }

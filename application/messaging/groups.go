@@ -314,12 +314,7 @@ func (s *Service) tellProvider(ctx context.Context, n account.Number, action mes
 	if errors.Is(err, ErrNotSupported) {
 		return notSupported(n.Provider, action)
 	}
-	var pe *ProviderError
-	if errors.As(err, &pe) {
-		return &failure.Error{Kind: failure.KindUnavailable, Code: "provider_refused",
-			Message: "the provider refused the change: " + pe.Message, RetryAfter: pe.RetryAfter, Err: err}
-	}
-	return err
+	return providerRefused("the change", err)
 }
 
 func notSupported(p account.Provider, action messaging.GroupAction) error {

@@ -46,6 +46,8 @@ type Service struct {
 	recipients RecipientResolver
 	// batched reads what deliveries need.
 	batched Batched
+	// throttle spaces typing calls; nil calls the provider every time.
+	throttle Throttle
 }
 
 // Deps are what the messaging use cases are built from.
@@ -64,6 +66,10 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Recipients, when set, resolves the recipient of individual sends.
 	Recipients RecipientResolver
+	// Throttle, when set, lets each thread have one typing call per
+	// provider typing window; without it every typing call reaches the
+	// provider.
+	Throttle Throttle
 }
 
 // NewService builds the messaging use cases.
@@ -78,7 +84,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients}
+	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle}
 	if s.batched = d.Batched; s.batched == nil {
 		s.batched = inline{store: d.Store}
 	}
@@ -466,6 +472,12 @@ func (s *Service) statusMove(m messaging.Message, to messaging.Status, code, tex
 	if !messaging.CanMove(m.Status, to) {
 		return writes.Batch{}
 	}
+	return s.statusChange(m, to, code, text, providerID, outboundThreadType(m))
+}
+
+// statusChange is a move of m's status that its caller checked: the
+// change and its message.status event about m in a thread of type tt.
+func (s *Service) statusChange(m messaging.Message, to messaging.Status, code, text, providerID string, tt messaging.ThreadType) writes.Batch {
 	m.Status = to
 	m.FailureCode, m.FailureText = code, text
 	if providerID != "" {
@@ -475,7 +487,7 @@ func (s *Service) statusMove(m messaging.Message, to messaging.Status, code, tex
 	return writes.Batch{
 		Statuses: []writes.MessageStatus{{MessageID: m.ID, Status: to, FailureCode: code, FailureText: text,
 			ProviderMessageID: providerID, UpdatedAt: m.UpdatedAt}},
-		Events: []event.Event{s.messageEvent(event.MessageStatus, m, outboundThreadType(m))},
+		Events: []event.Event{s.messageEvent(event.MessageStatus, m, tt)},
 	}
 }
 

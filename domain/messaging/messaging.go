@@ -285,6 +285,41 @@ type Message struct {
 	UpdatedAt         time.Time
 }
 
+// Unread reports whether m is an inbound message the agent has not marked
+// read. Inbound messages are received, and read once the agent marks their
+// thread read; provider reports never move them (see CanMove).
+func (m Message) Unread() bool { return m.Direction == Inbound && m.Status == Received }
+
+// ErrNoInboundMessage refuses a read receipt or a typing indicator in a
+// thread whose user never wrote: providers show them only in answer to a
+// user's message.
+var ErrNoInboundMessage = threadRefusal("no_inbound_message",
+	"the thread has no message from a user yet: read receipts and typing answer a user's message")
+
+// threadRefusal is a failure of kind Invalid about the thread a request
+// names in its path: its code is also the field error's type.
+func threadRefusal(code, message string) *failure.Error {
+	return &failure.Error{Kind: failure.KindInvalid, Code: code, Message: message,
+		Fields: []failure.FieldError{{In: "path", Path: []any{"threadId"}, Type: code, Message: message}}}
+}
+
+// GroupIndicationsNotSupported refuses a read receipt or typing indicator
+// in a group thread of a provider that shows them only in one-to-one
+// chats.
+func GroupIndicationsNotSupported(provider account.Provider) error {
+	return threadRefusal("not_supported_by_provider",
+		fmt.Sprintf("the %s provider shows read receipts and typing only in one-to-one chats, and this is a group thread", provider))
+}
+
+// CheckIndication applies the precondition of read receipts and typing
+// indicators: a user has written in the thread.
+func CheckIndication(t Thread) error {
+	if t.LastInboundAt == nil {
+		return ErrNoInboundMessage
+	}
+	return nil
+}
+
 // Precondition failures of sending, with the codes clients rely on.
 var (
 	ErrConversationNotStarted = failure.Conflict("conversation_not_started",

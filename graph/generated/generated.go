@@ -233,11 +233,13 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CreateCronJob         func(childComplexity int, input model.CronJobInput) int
 		DeleteCronJob         func(childComplexity int, id string) int
+		MarkThreadRead        func(childComplexity int, threadID string) int
 		PauseCronJob          func(childComplexity int, id string) int
 		ReplayWebhookDelivery func(childComplexity int, id string) int
 		ResumeCronJob         func(childComplexity int, id string) int
 		RotateWebhookSecret   func(childComplexity int) int
 		SendMessage           func(childComplexity int, input model.SendMessageInput) int
+		SendTyping            func(childComplexity int, threadID string) int
 		TestWebhook           func(childComplexity int) int
 		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
 		UpdateWebhook         func(childComplexity int, input model.WebhookInput) int
@@ -353,9 +355,28 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ThreadReadResult struct {
+		MarkedRead   func(childComplexity int) int
+		MessageID    func(childComplexity int) int
+		Note         func(childComplexity int) int
+		ReadReceipts func(childComplexity int) int
+		Service      func(childComplexity int) int
+		ThreadID     func(childComplexity int) int
+	}
+
 	ThreadTranscript struct {
 		NextCursor func(childComplexity int) int
 		Text       func(childComplexity int) int
+	}
+
+	TypingResult struct {
+		MarkedRead        func(childComplexity int) int
+		MessageID         func(childComplexity int) int
+		RetryAfterSeconds func(childComplexity int) int
+		Sent              func(childComplexity int) int
+		Service           func(childComplexity int) int
+		ThreadID          func(childComplexity int) int
+		WindowSeconds     func(childComplexity int) int
 	}
 
 	Webhook struct {
@@ -442,6 +463,8 @@ type MessageResolver interface {
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error)
+	MarkThreadRead(ctx context.Context, threadID string) (*model.ThreadReadResult, error)
+	SendTyping(ctx context.Context, threadID string) (*model.TypingResult, error)
 	CreateCronJob(ctx context.Context, input model.CronJobInput) (*cron.Job, error)
 	UpdateCronJob(ctx context.Context, id string, input model.CronJobPatch) (*cron.Job, error)
 	PauseCronJob(ctx context.Context, id string) (*cron.Job, error)
@@ -1257,6 +1280,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.markThreadRead":
+		if e.ComplexityRoot.Mutation.MarkThreadRead == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_markThreadRead_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MarkThreadRead(childComplexity, args["threadId"].(string)), true
 	case "Mutation.pauseCronJob":
 		if e.ComplexityRoot.Mutation.PauseCronJob == nil {
 			break
@@ -1307,6 +1341,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
+	case "Mutation.sendTyping":
+		if e.ComplexityRoot.Mutation.SendTyping == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendTyping_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendTyping(childComplexity, args["threadId"].(string)), true
 	case "Mutation.testWebhook":
 		if e.ComplexityRoot.Mutation.TestWebhook == nil {
 			break
@@ -1853,6 +1898,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ThreadEdge.Node(childComplexity), true
 
+	case "ThreadReadResult.markedRead":
+		if e.ComplexityRoot.ThreadReadResult.MarkedRead == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadReadResult.MarkedRead(childComplexity), true
+	case "ThreadReadResult.messageId":
+		if e.ComplexityRoot.ThreadReadResult.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadReadResult.MessageID(childComplexity), true
+	case "ThreadReadResult.note":
+		if e.ComplexityRoot.ThreadReadResult.Note == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadReadResult.Note(childComplexity), true
+	case "ThreadReadResult.readReceipts":
+		if e.ComplexityRoot.ThreadReadResult.ReadReceipts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadReadResult.ReadReceipts(childComplexity), true
+	case "ThreadReadResult.service":
+		if e.ComplexityRoot.ThreadReadResult.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadReadResult.Service(childComplexity), true
+	case "ThreadReadResult.threadId":
+		if e.ComplexityRoot.ThreadReadResult.ThreadID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ThreadReadResult.ThreadID(childComplexity), true
+
 	case "ThreadTranscript.nextCursor":
 		if e.ComplexityRoot.ThreadTranscript.NextCursor == nil {
 			break
@@ -1865,6 +1947,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ThreadTranscript.Text(childComplexity), true
+
+	case "TypingResult.markedRead":
+		if e.ComplexityRoot.TypingResult.MarkedRead == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.MarkedRead(childComplexity), true
+	case "TypingResult.messageId":
+		if e.ComplexityRoot.TypingResult.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.MessageID(childComplexity), true
+	case "TypingResult.retryAfterSeconds":
+		if e.ComplexityRoot.TypingResult.RetryAfterSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.RetryAfterSeconds(childComplexity), true
+	case "TypingResult.sent":
+		if e.ComplexityRoot.TypingResult.Sent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.Sent(childComplexity), true
+	case "TypingResult.service":
+		if e.ComplexityRoot.TypingResult.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.Service(childComplexity), true
+	case "TypingResult.threadId":
+		if e.ComplexityRoot.TypingResult.ThreadID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.ThreadID(childComplexity), true
+	case "TypingResult.windowSeconds":
+		if e.ComplexityRoot.TypingResult.WindowSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypingResult.WindowSeconds(childComplexity), true
 
 	case "Webhook.createdAt":
 		if e.ComplexityRoot.Webhook.CreatedAt == nil {
@@ -2566,6 +2691,56 @@ type Mutation {
   extensions.fields.
   """
   sendMessage(input: SendMessageInput!): Message!
+  """
+  Mark a thread read up to its latest inbound message: the user is shown
+  the message was read (WhatsApp's blue ticks; recorded in the sandbox),
+  and the thread's inbound messages still RECEIVED move to READ, each with
+  its message.status event. Telegram bots have no read receipts: the
+  answer has readReceipts false and a note, and nothing is sent or
+  changed. Errors (extensions.code): no_inbound_message when the user
+  never wrote; not_supported_by_provider for a WhatsApp group thread;
+  not_found for another account's or an unknown thread; provider_refused
+  when the provider refused.
+  """
+  markThreadRead(threadId: ID!): ThreadReadResult!
+  """
+  Show the thread's user that the agent is typing (WhatsApp: up to 25 s,
+  and it marks the latest inbound message read; Telegram: sendChatAction,
+  up to 5 s; sandbox: recorded, 5 s). At most one provider call per thread
+  and window, across replicas: a repeat inside the window calls nothing
+  and answers sent false with retryAfterSeconds. Errors as markThreadRead.
+  """
+  sendTyping(threadId: ID!): TypingResult!
+}
+
+"The answer to markThreadRead."
+type ThreadReadResult {
+  threadId: ID!
+  service: Service!
+  "False when the channel has no read receipts (Telegram bots): nothing was sent."
+  readReceipts: Boolean!
+  "The thread's latest inbound message, which the receipt names."
+  messageId: ID!
+  "How many inbound messages moved from RECEIVED to READ."
+  markedRead: Int!
+  "Why nothing was sent, when readReceipts is false."
+  note: String
+}
+
+"The answer to sendTyping."
+type TypingResult {
+  threadId: ID!
+  service: Service!
+  "False when a typing call of this thread is inside its window: the provider was not called."
+  sent: Boolean!
+  "How long one typing call shows at most, and the least time between two of a thread."
+  windowSeconds: Int!
+  "With sent false, seconds until a typing call would be sent again."
+  retryAfterSeconds: Int
+  "The thread's latest inbound message."
+  messageId: ID!
+  "How many inbound messages moved to READ (WhatsApp's typing marks read)."
+  markedRead: Int!
 }
 
 "Narrows a thread listing; every field given must match."
@@ -3451,6 +3626,24 @@ func (ec *executionContext) childFields_ThreadEdge(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type ThreadEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_ThreadReadResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "threadId":
+		return ec.fieldContext_ThreadReadResult_threadId(ctx, field)
+	case "service":
+		return ec.fieldContext_ThreadReadResult_service(ctx, field)
+	case "readReceipts":
+		return ec.fieldContext_ThreadReadResult_readReceipts(ctx, field)
+	case "messageId":
+		return ec.fieldContext_ThreadReadResult_messageId(ctx, field)
+	case "markedRead":
+		return ec.fieldContext_ThreadReadResult_markedRead(ctx, field)
+	case "note":
+		return ec.fieldContext_ThreadReadResult_note(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ThreadReadResult", field.Name)
+}
+
 func (ec *executionContext) childFields_ThreadTranscript(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "text":
@@ -3459,6 +3652,26 @@ func (ec *executionContext) childFields_ThreadTranscript(ctx context.Context, fi
 		return ec.fieldContext_ThreadTranscript_nextCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ThreadTranscript", field.Name)
+}
+
+func (ec *executionContext) childFields_TypingResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "threadId":
+		return ec.fieldContext_TypingResult_threadId(ctx, field)
+	case "service":
+		return ec.fieldContext_TypingResult_service(ctx, field)
+	case "sent":
+		return ec.fieldContext_TypingResult_sent(ctx, field)
+	case "windowSeconds":
+		return ec.fieldContext_TypingResult_windowSeconds(ctx, field)
+	case "retryAfterSeconds":
+		return ec.fieldContext_TypingResult_retryAfterSeconds(ctx, field)
+	case "messageId":
+		return ec.fieldContext_TypingResult_messageId(ctx, field)
+	case "markedRead":
+		return ec.fieldContext_TypingResult_markedRead(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TypingResult", field.Name)
 }
 
 func (ec *executionContext) childFields_Webhook(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3741,6 +3954,20 @@ func (ec *executionContext) field_Mutation_deleteCronJob_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_markThreadRead_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "threadId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["threadId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_pauseCronJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3794,6 +4021,20 @@ func (ec *executionContext) field_Mutation_sendMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_sendTyping_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "threadId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["threadId"] = arg0
 	return args, nil
 }
 
@@ -7063,6 +7304,94 @@ func (ec *executionContext) fieldContext_Mutation_sendMessage(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_markThreadRead(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_markThreadRead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MarkThreadRead(ctx, fc.Args["threadId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ThreadReadResult) graphql.Marshaler {
+			return ec.marshalNThreadReadResult2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐThreadReadResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_markThreadRead(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ThreadReadResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_markThreadRead_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_sendTyping(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendTyping(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendTyping(ctx, fc.Args["threadId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TypingResult) graphql.Marshaler {
+			return ec.marshalNTypingResult2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐTypingResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendTyping(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TypingResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendTyping_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createCronJob(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9573,6 +9902,144 @@ func (ec *executionContext) fieldContext_ThreadEdge_node(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _ThreadReadResult_threadId(ctx context.Context, field graphql.CollectedField, obj *model.ThreadReadResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadReadResult_threadId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ThreadID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadReadResult_threadId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadReadResult", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ThreadReadResult_service(ctx context.Context, field graphql.CollectedField, obj *model.ThreadReadResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadReadResult_service(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Service, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v account.Service) graphql.Marshaler {
+			return ec.marshalNService2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadReadResult_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadReadResult", field, false, false, "Service")
+}
+
+func (ec *executionContext) _ThreadReadResult_readReceipts(ctx context.Context, field graphql.CollectedField, obj *model.ThreadReadResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadReadResult_readReceipts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadReceipts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadReadResult_readReceipts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadReadResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ThreadReadResult_messageId(ctx context.Context, field graphql.CollectedField, obj *model.ThreadReadResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadReadResult_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadReadResult_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadReadResult", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ThreadReadResult_markedRead(ctx context.Context, field graphql.CollectedField, obj *model.ThreadReadResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadReadResult_markedRead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MarkedRead, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadReadResult_markedRead(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadReadResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ThreadReadResult_note(ctx context.Context, field graphql.CollectedField, obj *model.ThreadReadResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ThreadReadResult_note(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Note, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ThreadReadResult_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ThreadReadResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _ThreadTranscript_text(ctx context.Context, field graphql.CollectedField, obj *model.ThreadTranscript) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9617,6 +10084,167 @@ func (ec *executionContext) _ThreadTranscript_nextCursor(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_ThreadTranscript_nextCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ThreadTranscript", field, false, false, "String")
+}
+
+func (ec *executionContext) _TypingResult_threadId(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_threadId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ThreadID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_threadId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "ID")
+}
+
+func (ec *executionContext) _TypingResult_service(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_service(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Service, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v account.Service) graphql.Marshaler {
+			return ec.marshalNService2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "Service")
+}
+
+func (ec *executionContext) _TypingResult_sent(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_sent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_sent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _TypingResult_windowSeconds(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_windowSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WindowSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_windowSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TypingResult_retryAfterSeconds(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_retryAfterSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetryAfterSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_retryAfterSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TypingResult_messageId(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "ID")
+}
+
+func (ec *executionContext) _TypingResult_markedRead(ctx context.Context, field graphql.CollectedField, obj *model.TypingResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TypingResult_markedRead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MarkedRead, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TypingResult_markedRead(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TypingResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Webhook_url(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
@@ -13232,6 +13860,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "markThreadRead":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_markThreadRead(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sendTyping":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendTyping(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createCronJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createCronJob(ctx, field)
@@ -14048,6 +14690,64 @@ func (ec *executionContext) _ThreadEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var threadReadResultImplementors = []string{"ThreadReadResult"}
+
+func (ec *executionContext) _ThreadReadResult(ctx context.Context, sel ast.SelectionSet, obj *model.ThreadReadResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, threadReadResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ThreadReadResult")
+		case "threadId":
+			out.Values[i] = ec._ThreadReadResult_threadId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "service":
+			out.Values[i] = ec._ThreadReadResult_service(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "readReceipts":
+			out.Values[i] = ec._ThreadReadResult_readReceipts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "messageId":
+			out.Values[i] = ec._ThreadReadResult_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "markedRead":
+			out.Values[i] = ec._ThreadReadResult_markedRead(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "note":
+			out.Values[i] = ec._ThreadReadResult_note(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var threadTranscriptImplementors = []string{"ThreadTranscript"}
 
 func (ec *executionContext) _ThreadTranscript(ctx context.Context, sel ast.SelectionSet, obj *model.ThreadTranscript) graphql.Marshaler {
@@ -14067,6 +14767,69 @@ func (ec *executionContext) _ThreadTranscript(ctx context.Context, sel ast.Selec
 		case "nextCursor":
 			out.Values[i] = ec._ThreadTranscript_nextCursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var typingResultImplementors = []string{"TypingResult"}
+
+func (ec *executionContext) _TypingResult(ctx context.Context, sel ast.SelectionSet, obj *model.TypingResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, typingResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TypingResult")
+		case "threadId":
+			out.Values[i] = ec._TypingResult_threadId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "service":
+			out.Values[i] = ec._TypingResult_service(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sent":
+			out.Values[i] = ec._TypingResult_sent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "windowSeconds":
+			out.Values[i] = ec._TypingResult_windowSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryAfterSeconds":
+			out.Values[i] = ec._TypingResult_retryAfterSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "messageId":
+			out.Values[i] = ec._TypingResult_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "markedRead":
+			out.Values[i] = ec._TypingResult_markedRead(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -15651,6 +16414,14 @@ func (ec *executionContext) marshalNThreadEdge2ᚕgithubᚗcomᚋswitchboardᚑd
 	return ret
 }
 
+func (ec *executionContext) marshalNThreadReadResult2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐThreadReadResult(ctx context.Context, sel ast.SelectionSet, v *model.ThreadReadResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ThreadReadResult!")
+		return graphql.Null
+	}
+	return ec._ThreadReadResult(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNThreadTranscript2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐThreadTranscript(ctx context.Context, sel ast.SelectionSet, v *model.ThreadTranscript) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ThreadTranscript!")
@@ -15697,6 +16468,14 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNTypingResult2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐTypingResult(ctx context.Context, sel ast.SelectionSet, v *model.TypingResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TypingResult!")
+		return graphql.Null
+	}
+	return ec._TypingResult(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNWebhook2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋwebhookᚐEndpoint(ctx context.Context, sel ast.SelectionSet, v *webhook.Endpoint) graphql.Marshaler {

@@ -165,12 +165,42 @@ type ThreadFilter struct {
 	PhoneNumber *string `json:"phoneNumber,omitempty"`
 }
 
+// The answer to markThreadRead.
+type ThreadReadResult struct {
+	ThreadID string          `json:"threadId"`
+	Service  account.Service `json:"service"`
+	// False when the channel has no read receipts (Telegram bots): nothing was sent.
+	ReadReceipts bool `json:"readReceipts"`
+	// The thread's latest inbound message, which the receipt names.
+	MessageID string `json:"messageId"`
+	// How many inbound messages moved from RECEIVED to READ.
+	MarkedRead int `json:"markedRead"`
+	// Why nothing was sent, when readReceipts is false.
+	Note *string `json:"note,omitempty"`
+}
+
 // A page of a thread's messages as plain text (see Thread.transcript).
 type ThreadTranscript struct {
 	// One line per message, oldest first, each ended by a newline; empty for a thread without messages.
 	Text string `json:"text"`
 	// The cursor of the older messages, to pass as before; null on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// The answer to sendTyping.
+type TypingResult struct {
+	ThreadID string          `json:"threadId"`
+	Service  account.Service `json:"service"`
+	// False when a typing call of this thread is inside its window: the provider was not called.
+	Sent bool `json:"sent"`
+	// How long one typing call shows at most, and the least time between two of a thread.
+	WindowSeconds int `json:"windowSeconds"`
+	// With sent false, seconds until a typing call would be sent again.
+	RetryAfterSeconds *int `json:"retryAfterSeconds,omitempty"`
+	// The thread's latest inbound message.
+	MessageID string `json:"messageId"`
+	// How many inbound messages moved to READ (WhatsApp's typing marks read).
+	MarkedRead int `json:"markedRead"`
 }
 
 // A page of webhook deliveries, Relay-style.

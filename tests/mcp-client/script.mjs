@@ -49,6 +49,12 @@ print("invalid", { isError: invalid.isError ?? false, result: invalid.structured
 const messages = await client.callTool({ name: "get_messages", arguments: { thread_id: env("THREAD_ID") } });
 print("messages", { isError: messages.isError ?? false, result: messages.structuredContent });
 
+const marked = await client.callTool({ name: "mark_read", arguments: { thread_id: env("THREAD_ID") } });
+print("marked", { isError: marked.isError ?? false, result: marked.structuredContent });
+
+const typing = await client.callTool({ name: "send_typing", arguments: { thread_id: env("THREAD_ID") } });
+print("typing", { isError: typing.isError ?? false, result: typing.structuredContent });
+
 // The test sends a message 2 s after it reads this line.
 print("waiting", {});
 const started = Date.now();

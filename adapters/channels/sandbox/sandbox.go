@@ -7,12 +7,17 @@
 //	+15005550001  the recipient cannot be reached: the message fails at once
 //	+15005550009  the channel is down: every attempt fails and is retried
 //	+15005550429  the channel is rate limited: retry after one second
+//
+// Read receipts and typing indicators go to the same user numbers (the
+// unreachable and down numbers fail them likewise) and are recorded in
+// Indications when the provider has one.
 package sandbox
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/messaging"
@@ -31,7 +36,11 @@ const (
 const Name = account.ProviderSandbox
 
 // Provider is the sandbox channel.
-type Provider struct{}
+type Provider struct {
+	// Indications, when set, records the read receipts and typing
+	// indicators the sandbox was asked to show.
+	Indications *Indications
+}
 
 var _ messaging.Provider = Provider{}
 
@@ -48,13 +57,8 @@ func (Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Recei
 	if err := ctx.Err(); err != nil {
 		return messaging.Receipt{}, err
 	}
-	switch m.To {
-	case UnreachableNumber:
-		return messaging.Receipt{}, &messaging.ProviderError{Code: "recipient_unreachable", Message: "the sandbox recipient " + m.To + " cannot be reached", Permanent: true}
-	case DownNumber:
-		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the sandbox channel is down for " + m.To}
-	case RateLimitedNumber:
-		return messaging.Receipt{}, &messaging.ProviderError{Code: "rate_limited", Message: "the sandbox channel is rate limited", RetryAfter: time.Second}
+	if err := simulatedFailure(m.To); err != nil {
+		return messaging.Receipt{}, err
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -67,4 +71,107 @@ var _ messaging.GroupProvider = Provider{}
 // only in Switchboard's own tables.
 func (Provider) ApplyGroupChange(ctx context.Context, _ messaging.GroupChange) error {
 	return ctx.Err()
+}
+
+// simulatedFailure is the failure a reserved recipient simulates, or nil.
+func simulatedFailure(to string) error {
+	switch to {
+	case UnreachableNumber:
+		return &messaging.ProviderError{Code: "recipient_unreachable", Message: "the sandbox recipient " + to + " cannot be reached", Permanent: true}
+	case DownNumber:
+		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the sandbox channel is down for " + to}
+	case RateLimitedNumber:
+		return &messaging.ProviderError{Code: "rate_limited", Message: "the sandbox channel is rate limited", RetryAfter: time.Second}
+	}
+	return nil
+}
+
+// TypingWindow is how long the sandbox counts a typing indicator as
+// shown, as Telegram does.
+const TypingWindow = 5 * time.Second
+
+var _ messaging.Indicator = Provider{}
+
+// Indicators: read receipts and typing, in one-to-one chats and groups;
+// typing does not mark read.
+func (Provider) Indicators() messaging.Indicators {
+	return messaging.Indicators{ReadReceipts: true, Groups: true, TypingWindow: TypingWindow}
+}
+
+// MarkRead records the read receipt.
+func (p Provider) MarkRead(ctx context.Context, in messaging.Indication) error {
+	return p.indicate(ctx, IndicationRead, in)
+}
+
+// Typing records the typing indicator.
+func (p Provider) Typing(ctx context.Context, in messaging.Indication) error {
+	return p.indicate(ctx, IndicationTyping, in)
+}
+
+func (p Provider) indicate(ctx context.Context, kind string, in messaging.Indication) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := simulatedFailure(in.To); err != nil {
+		return err
+	}
+	p.Indications.add(Indication{Kind: kind, NumberID: in.Number.ID, ThreadID: in.ThreadID, To: in.To, MessageID: in.Latest.ID, At: time.Now().UTC()})
+	return nil
+}
+
+// The kinds of indications.
+const (
+	IndicationRead   = "read"
+	IndicationTyping = "typing"
+)
+
+// Indication is a read receipt or typing indicator the sandbox showed.
+type Indication struct {
+	// Kind is IndicationRead or IndicationTyping.
+	Kind     string
+	NumberID string
+	ThreadID string
+	// To is the user of an individual thread, empty in a group.
+	To string
+	// MessageID is the latest inbound message the indication answers.
+	MessageID string
+	At        time.Time
+}
+
+// maxIndications bounds what Indications keeps: the newest ones.
+const maxIndications = 1000
+
+// Indications records the indications the sandbox showed in this
+// process, the newest maxIndications. It is safe for concurrent use.
+type Indications struct {
+	mu   sync.Mutex
+	list []Indication
+}
+
+// NewIndications returns an empty record.
+func NewIndications() *Indications { return &Indications{} }
+
+func (r *Indications) add(in Indication) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.list) == maxIndications {
+		r.list = append(r.list[:0], r.list[1:]...)
+	}
+	r.list = append(r.list, in)
+}
+
+// Of returns the indications shown in thread, oldest first.
+func (r *Indications) Of(threadID string) []Indication {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Indication
+	for _, in := range r.list {
+		if in.ThreadID == threadID {
+			out = append(out, in)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -69,10 +70,7 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 	chat := m.To
 	if m.ThreadTyp == domain.Group {
 		var err error
-		if chat, err = p.Chats.ChatOfThread(ctx, m.Number, m.To); err != nil {
-			if failure.Is(err, failure.KindNotFound) {
-				return messaging.Receipt{}, &messaging.ProviderError{Code: "recipient_unreachable", Message: "the group is not a Telegram chat of this bot", Permanent: true}
-			}
+		if chat, err = p.groupChat(ctx, m.Number, m.To); err != nil {
 			return messaging.Receipt{}, err
 		}
 	}
@@ -241,4 +239,53 @@ func (p *Provider) setPhoto(ctx context.Context, settings map[string]string, cha
 		return &messaging.ProviderError{Code: "provider_misconfigured", Message: ErrNoToken.Error(), Permanent: true}
 	}
 	return p.Client.do(ctx, settings, "setChatPhoto", w.FormDataContentType(), &body, nil)
+}
+
+// groupChat is the Telegram chat of a group thread of the bot.
+func (p *Provider) groupChat(ctx context.Context, n account.Number, threadID string) (string, error) {
+	chat, err := p.Chats.ChatOfThread(ctx, n, threadID)
+	if failure.Is(err, failure.KindNotFound) {
+		return "", &messaging.ProviderError{Code: "recipient_unreachable", Message: "the group is not a Telegram chat of this bot", Permanent: true}
+	}
+	return chat, err
+}
+
+// TypingWindow is how long Telegram shows a chat action: 5 seconds, or
+// until the bot's next message.
+const TypingWindow = 5 * time.Second
+
+var _ messaging.Indicator = (*Provider)(nil)
+
+// Indicators: typing in private chats and groups. Bots have no read
+// receipts: the Bot API cannot show a user that the bot read a message.
+func (p *Provider) Indicators() messaging.Indicators {
+	return messaging.Indicators{ReadReceipts: false, Groups: true, TypingWindow: TypingWindow}
+}
+
+// MarkRead is never called (Indicators has no ReadReceipts); it answers
+// that bots have none.
+func (p *Provider) MarkRead(context.Context, messaging.Indication) error {
+	return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "Telegram bots have no read receipts", Permanent: true}
+}
+
+// Typing shows "typing…" in the chat: sendChatAction with action typing.
+func (p *Provider) Typing(ctx context.Context, in messaging.Indication) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	chat := in.To
+	if in.ThreadType == domain.Group {
+		var err error
+		if chat, err = p.groupChat(ctx, in.Number, in.ThreadID); err != nil {
+			return err
+		}
+	}
+	var done bool
+	if err := p.Client.Call(ctx, in.Settings, "sendChatAction", map[string]any{"chat_id": chat, "action": "typing"}, &done); err != nil {
+		return err
+	}
+	if !done {
+		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Bot API answered sendChatAction without true"}
+	}
+	return nil
 }

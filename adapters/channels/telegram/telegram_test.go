@@ -357,3 +357,29 @@ func (f numbersFunc) NumberSettings(n account.Number) (map[string]string, error)
 	}
 	return nil, errors.New("no settings")
 }
+
+func TestTypingRequests(t *testing.T) {
+	t.Parallel()
+	p, fake := newProvider(t)
+	ctx := context.Background()
+	in := messaging.Indication{Number: number, Settings: fake.Settings(), ThreadID: "thr_x", ThreadType: domain.Individual, To: "987654321"}
+	require.NoError(t, p.Typing(ctx, in))
+	group := in
+	group.ThreadType, group.ThreadID, group.To = domain.Group, "thr_group", ""
+	require.NoError(t, p.Typing(ctx, group))
+	calls := fake.Calls("sendChatAction")
+	require.Equal(t, []telegramfake.Call{
+		{Method: "sendChatAction", Params: map[string]any{"chat_id": "987654321", "action": "typing"}},
+		{Method: "sendChatAction", Params: map[string]any{"chat_id": "-1001234567890", "action": "typing"}},
+	}, calls)
+	caps := p.Indicators()
+	require.False(t, caps.ReadReceipts, "bots have no read receipts")
+	require.True(t, caps.Groups)
+	require.Equal(t, 5*time.Second, caps.TypingWindow)
+
+	fake.Block("987654321")
+	err := p.Typing(ctx, in)
+	var pe *messaging.ProviderError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "recipient_unreachable", pe.Code)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -81,4 +82,61 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API accepted the message without an id"}
 	}
 	return messaging.Receipt{ProviderMessageID: out.Messages[0].ID, Status: domain.Sent}, nil
+}
+
+// TypingWindow is how long the Cloud API shows a typing indicator: 25
+// seconds, or until the business's next message.
+const TypingWindow = 25 * time.Second
+
+var _ messaging.Indicator = (*Provider)(nil)
+
+// Indicators: read receipts and typing, in one-to-one chats; the typing
+// indicator marks the message it answers read.
+func (p *Provider) Indicators() messaging.Indicators {
+	return messaging.Indicators{ReadReceipts: true, TypingWindow: TypingWindow, TypingMarksRead: true}
+}
+
+// MarkRead marks the latest inbound message read (and with it every
+// earlier one): a status update of that message.
+func (p *Provider) MarkRead(ctx context.Context, in messaging.Indication) error {
+	return p.readStatus(ctx, in, false)
+}
+
+// Typing marks the latest inbound message read and shows the typing
+// indicator in answer to it.
+func (p *Provider) Typing(ctx context.Context, in messaging.Indication) error {
+	return p.readStatus(ctx, in, true)
+}
+
+// readStatus posts the read status of the latest inbound message, with
+// the typing indicator when typing is set:
+//
+//	{"messaging_product":"whatsapp","status":"read","message_id":"wamid…","typing_indicator":{"type":"text"}}
+//
+// The Cloud API answers {"success": true}.
+func (p *Provider) readStatus(ctx context.Context, in messaging.Indication, typing bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if in.ThreadType == domain.Group {
+		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API has no groups", Permanent: true}
+	}
+	wamid := in.Latest.ProviderMessageID
+	if wamid == "" {
+		return &messaging.ProviderError{Code: "provider_rejected", Message: "the latest inbound message has no WhatsApp message id", Permanent: true}
+	}
+	body := map[string]any{"messaging_product": "whatsapp", "status": "read", "message_id": wamid}
+	if typing {
+		body["typing_indicator"] = map[string]any{"type": "text"}
+	}
+	var out struct {
+		Success bool `json:"success"`
+	}
+	if err := p.Client.call(ctx, in.Settings, http.MethodPost, "/"+in.Settings[SettingPhoneNumberID]+"/messages", body, &out); err != nil {
+		return err
+	}
+	if !out.Success {
+		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API answered the read status without success"}
+	}
+	return nil
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -311,4 +314,61 @@ func TestInboundNeverDropsAMessage(t *testing.T) {
 	require.Equal(t, []string{"[unsupported order message]", "[unsupported unsupported message]", "[unsupported text message]",
 		"[unsupported sticker message]", "[reaction removed]", "[unsupported unknown message]"}, texts)
 	require.Equal(t, "https://graph.facebook.com/v23.0/..%2F..%2Fme%3Ffields=id", box.messages[6].Content.MediaURL)
+}
+
+func TestReadAndTypingRequests(t *testing.T) {
+	t.Parallel()
+	fake := whatsappfake.New(t, pnid, "EAAtoken", display)
+	p := &whatsapp.Provider{Client: whatsapp.NewClient()}
+	ctx := context.Background()
+	const wamid = "wamid.HBgLMTQxNTU1NTAxMTEVAgASGBQzQTFCMkMzRDRFNUY2RzdIOEk5SgA="
+	in := messaging.Indication{Number: number, Settings: fake.Settings(appSecret, verify), ThreadID: "thr_x", ThreadType: domain.Individual,
+		To: "+14155550111", Latest: domain.Message{ID: "msg_in", ProviderMessageID: wamid}}
+
+	require.NoError(t, p.MarkRead(ctx, in))
+	require.NoError(t, p.Typing(ctx, in))
+	require.Equal(t, []map[string]any{
+		{"messaging_product": "whatsapp", "status": "read", "message_id": wamid},
+		{"messaging_product": "whatsapp", "status": "read", "message_id": wamid, "typing_indicator": map[string]any{"type": "text"}},
+	}, fake.Statuses())
+	require.Empty(t, fake.Sends(), "a read status is no message")
+	caps := p.Indicators()
+	require.True(t, caps.ReadReceipts)
+	require.False(t, caps.Groups)
+	require.True(t, caps.TypingMarksRead)
+	require.Equal(t, 25*time.Second, caps.TypingWindow)
+
+	fake.Fail(wamid, 131000)
+	err := p.Typing(ctx, in)
+	var pe *messaging.ProviderError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "provider_unavailable", pe.Code)
+	require.False(t, pe.Permanent)
+}
+
+func TestFakeRefusesOtherStatusShapes(t *testing.T) {
+	t.Parallel()
+	fake := whatsappfake.New(t, pnid, "EAAtoken", display)
+	for name, body := range map[string]string{
+		"unknown status":      `{"messaging_product":"whatsapp","status":"delivered","message_id":"wamid.X"}`,
+		"no message id":       `{"messaging_product":"whatsapp","status":"read"}`,
+		"typing of a kind":    `{"messaging_product":"whatsapp","status":"read","message_id":"wamid.X","typing_indicator":{"type":"audio"}}`,
+		"typing as a flag":    `{"messaging_product":"whatsapp","status":"read","message_id":"wamid.X","typing_indicator":true}`,
+		"a recipient as well": `{"messaging_product":"whatsapp","status":"read","message_id":"wamid.X","to":"14155550111"}`,
+		"no product":          `{"status":"read","message_id":"wamid.X"}`,
+	} {
+		req, err := http.NewRequest(http.MethodPost, fake.URL+"/"+whatsappfake.Version+"/"+pnid+"/messages", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer EAAtoken")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var e struct {
+			Error whatsapp.GraphError `json:"error"`
+		}
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&e))
+		res.Body.Close()
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
+		require.Equal(t, 100, e.Error.Code, name)
+	}
+	require.Empty(t, fake.Statuses())
 }

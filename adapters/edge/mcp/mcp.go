@@ -47,6 +47,10 @@ type Messaging interface {
 	// History pages a thread's messages with the cursor tokens REST's
 	// get-messages and GraphQL's Thread.messages hand out.
 	History(ctx context.Context, q appmessaging.HistoryQuery) (appmessaging.MessagePage, error)
+	// MarkRead and Typing tell a thread's user that the agent read their
+	// messages or is typing.
+	MarkRead(ctx context.Context, accountID, threadID string) (appmessaging.ReadResult, error)
+	Typing(ctx context.Context, accountID, threadID string) (appmessaging.TypingResult, error)
 }
 
 var _ Messaging = (*appmessaging.Service)(nil)

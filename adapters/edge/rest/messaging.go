@@ -31,6 +31,8 @@ type MessagingUseCases interface {
 	Recent(ctx context.Context, accountID, threadID string) ([]domain.Message, error)
 	History(ctx context.Context, q messaging.HistoryQuery) (messaging.MessagePage, error)
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
+	MarkRead(ctx context.Context, accountID, threadID string) (messaging.ReadResult, error)
+	Typing(ctx context.Context, accountID, threadID string) (messaging.TypingResult, error)
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -50,6 +52,8 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-all/{phone_number}", s.threadList)
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-recent/{threadId}", s.recentMessages)
 	api.Handle(http.MethodGet, "/messages/threads/{accountId}/get-messages/{threadId}", s.threadMessages)
+	api.Handle(http.MethodPost, "/messages/threads/{accountId}/read/{threadId}", s.idempotent(s.markRead))
+	api.Handle(http.MethodPost, "/messages/threads/{accountId}/typing/{threadId}", s.idempotent(s.typing))
 	for _, p := range []string{"/whatsapp/{accountId}/group-management", "/group-management/{accountId}"} {
 		api.Handle(http.MethodPost, p, s.idempotent(s.manageGroup))
 	}

@@ -53,7 +53,7 @@ func (s *Server) Settings() map[string]string {
 	return map[string]string{"bot_token": s.Token, "api_base_url": s.URL}
 }
 
-// Block makes sends to chat answer 403.
+// Block makes sends and chat actions to chat answer 403.
 func (s *Server) Block(chat string) { s.mu.Lock(); s.blocked[chat] = true; s.mu.Unlock() }
 
 // RateLimitNext makes the next send answer 429 with retry_after.
@@ -169,6 +169,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		reply(w, 200, map[string]any{"ok": true, "result": true})
+	case "sendChatAction":
+		s.chatAction(w, chat, params)
 	case "exportChatInviteLink":
 		reply(w, 200, map[string]any{"ok": true, "result": "https://t.me/+AbCdEfGhIjKlMnOp"})
 	default:
@@ -212,6 +214,34 @@ func (s *Server) send(w http.ResponseWriter, method, chat string, params map[str
 		msg["text"] = t
 	}
 	reply(w, 200, map[string]any{"ok": true, "result": msg})
+}
+
+// chatActions are the actions sendChatAction accepts.
+var chatActions = map[string]bool{
+	"typing": true, "upload_photo": true, "record_video": true, "upload_video": true, "record_voice": true,
+	"upload_voice": true, "upload_document": true, "choose_sticker": true, "find_location": true,
+	"record_video_note": true, "upload_video_note": true,
+}
+
+// chatAction answers sendChatAction as the Bot API does: True, or the
+// error of a missing chat, an unknown action or a blocked user.
+func (s *Server) chatAction(w http.ResponseWriter, chat string, params map[string]any) {
+	s.mu.Lock()
+	blocked := s.blocked[chat]
+	s.mu.Unlock()
+	action, _ := params["action"].(string)
+	switch {
+	case params["chat_id"] == nil:
+		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty", nil)
+	case action == "":
+		fail(w, http.StatusBadRequest, "Bad Request: action is empty", nil)
+	case !chatActions[action]:
+		fail(w, http.StatusBadRequest, "Bad Request: wrong parameter action in request", nil)
+	case blocked:
+		fail(w, http.StatusForbidden, "Forbidden: bot was blocked by the user", nil)
+	default:
+		reply(w, 200, map[string]any{"ok": true, "result": true})
+	}
 }
 
 // getUpdates answers the queued updates from offset on, waiting up to

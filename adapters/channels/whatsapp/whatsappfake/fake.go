@@ -28,10 +28,12 @@ type Server struct {
 	Token         string
 	Display       string
 
-	mu     sync.Mutex
-	sends  []map[string]any
-	nextID int
-	// failures maps a recipient (digits) to a Graph error code.
+	mu       sync.Mutex
+	sends    []map[string]any
+	statuses []map[string]any
+	nextID   int
+	// failures maps a recipient (digits), or the message id of a read
+	// status, to a Graph error code.
 	failures map[string]int
 }
 
@@ -53,7 +55,8 @@ func (s *Server) Settings(appSecret, verifyToken string) map[string]string {
 	}
 }
 
-// Fail makes sends to recipient (digits, no +) answer the error code.
+// Fail makes sends to recipient (digits, no +), or read statuses of the
+// message id recipient, answer the error code.
 func (s *Server) Fail(recipient string, code int) {
 	s.mu.Lock()
 	s.failures[recipient] = code
@@ -65,6 +68,14 @@ func (s *Server) Sends() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]map[string]any(nil), s.sends...)
+}
+
+// Statuses returns the recorded read status bodies (read receipts and
+// typing indicators), as they were posted.
+func (s *Server) Statuses() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.statuses...)
 }
 
 // graphErrors are error bodies as the Cloud API answers them.
@@ -110,21 +121,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/"+Version+"/"+s.PhoneNumberID+"/messages":
 		var body map[string]any
 		raw, _ := io.ReadAll(r.Body)
-		if json.Unmarshal(raw, &body) != nil || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil {
+		parsed := json.Unmarshal(raw, &body) == nil
+		if parsed && body["status"] != nil {
+			s.readStatus(w, body)
+			return
+		}
+		if !parsed || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil {
 			graphError(w, 100)
 			return
 		}
 		to := fmt.Sprint(body["to"])
 		s.mu.Lock()
-		code, failing := s.failures[to]
 		s.nextID++
 		id := fmt.Sprintf("wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI%06d", s.nextID)
-		if !failing {
-			s.sends = append(s.sends, body)
-		}
 		s.mu.Unlock()
-		if failing {
-			graphError(w, code)
+		if s.refused(w, to, &s.sends, body) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -136,6 +147,50 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		graphError(w, 100)
 	}
+}
+
+// readStatus answers a status update of an inbound message, as the Cloud
+// API does: exactly messaging_product "whatsapp", status "read", the
+// message_id of a received message, and optionally typing_indicator
+// {"type": "text"}; it answers {"success": true}, and (#100) Invalid
+// parameter for any other shape.
+func (s *Server) readStatus(w http.ResponseWriter, body map[string]any) {
+	id, _ := body["message_id"].(string)
+	valid := body["messaging_product"] == "whatsapp" && body["status"] == "read" && strings.HasPrefix(id, "wamid.")
+	for k, v := range body {
+		switch k {
+		case "messaging_product", "status", "message_id":
+		case "typing_indicator":
+			ti, ok := v.(map[string]any)
+			valid = valid && ok && len(ti) == 1 && ti["type"] == "text"
+		default:
+			valid = false
+		}
+	}
+	if !valid {
+		graphError(w, 100)
+		return
+	}
+	if s.refused(w, id, &s.statuses, body) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"success": true})
+}
+
+// refused answers the Graph error Fail set for key and returns true;
+// otherwise it records body in list and returns false.
+func (s *Server) refused(w http.ResponseWriter, key string, list *[]map[string]any, body map[string]any) bool {
+	s.mu.Lock()
+	code, failing := s.failures[key]
+	if !failing {
+		*list = append(*list, body)
+	}
+	s.mu.Unlock()
+	if failing {
+		graphError(w, code)
+	}
+	return failing
 }
 
 // LastID is the wamid of the last accepted send.

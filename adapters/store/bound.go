@@ -69,7 +69,7 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		}
 	}
 	if len(b.GroupChats) > 0 {
-		add("link group chats", func(p *binder) string { return insertGroupChatsBound(tables, p, b.GroupChats) })
+		add("link group chats", func(p *binder) string { return boundInsert(tables, p, mapRows(b.GroupChats, groupChatToRow), "") })
 	}
 	if len(b.Messages) > 0 {
 		add("insert messages", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Messages, messageToRow), "") })
@@ -112,7 +112,7 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		})
 	}
 	if len(b.CronJobs) > 0 {
-		add("insert cron jobs", func(p *binder) string { return insertCronJobsBound(tables, p, b.CronJobs) })
+		add("insert cron jobs", func(p *binder) string { return boundInsert(tables, p, mapRows(b.CronJobs, cronJobToRow), "") })
 	}
 	if len(b.Answers) > 0 {
 		add("record idempotent answers", func(p *binder) string {

@@ -248,7 +248,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	}
 	add("insert threads", insertThreads(db, b.Threads, b.Groups)...)
 	add("save group states", saveGroupStates(db, b.GroupStates)...)
-	add("link group chats", insertGroupChats(db, b.GroupChats)...)
+	add("link group chats", insertRows(db, b.GroupChats, groupChatToRow)...)
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
 	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
 	add("record inbound activity", recordInbound(db, b.Inbound)...)
@@ -261,7 +261,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
-	add("insert cron jobs", insertCronJobs(db, b.CronJobs)...)
+	add("insert cron jobs", insertRows(db, b.CronJobs, cronJobToRow)...)
 	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)
 	return out
 }

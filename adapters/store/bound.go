@@ -85,6 +85,11 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	if len(b.Statuses) > 0 {
 		add("move message statuses", func(p *binder) string { return moveStatusesBound(p, b.Statuses) })
 	}
+	if len(b.MessageReactions) > 0 {
+		add("set message reactions", func(p *binder) string {
+			return boundInsert(tables, p, reactionRows(b.MessageReactions), reactionUpsert)
+		})
+	}
 	if len(b.Events) > 0 {
 		add("insert events", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Events, eventToRow), "") })
 	}

@@ -194,7 +194,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, status, failure_code, failure_text, provider_message_id, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -218,6 +218,9 @@ type messageRow struct {
 	FailureCode       string         `bun:"failure_code"`
 	FailureText       string         `bun:"failure_text"`
 	ProviderMessageID sql.NullString `bun:"provider_message_id"`
+	ReplyToMessageID  string         `bun:"reply_to_message_id"`
+	ReplyToProviderID string         `bun:"reply_to_provider_id"`
+	QuotedText        string         `bun:"quoted_text"`
 	CreatedAt         time.Time      `bun:"created_at"`
 	UpdatedAt         time.Time      `bun:"updated_at"`
 }
@@ -229,7 +232,9 @@ func messageToRow(m messaging.Message) messageRow {
 		FromAddress: m.From, ToAddress: m.To, SenderName: m.SenderName, Kind: string(c.Kind), Body: c.Text,
 		MediaURL: c.MediaURL, Caption: c.Caption, Latitude: c.Latitude, Longitude: c.Longitude,
 		PlaceName: c.PlaceName, PlaceAddress: c.Address, Status: string(m.Status), FailureCode: m.FailureCode,
-		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID),
+		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 }
 
@@ -242,7 +247,9 @@ func (r messageRow) domain() messaging.Message {
 			Latitude: r.Latitude, Longitude: r.Longitude, PlaceName: r.PlaceName, Address: r.PlaceAddress,
 		},
 		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
-		ProviderMessageID: r.ProviderMessageID.String, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		ProviderMessageID: r.ProviderMessageID.String,
+		ReplyTo:           messaging.Reply{MessageID: r.ReplyToMessageID, ProviderMessageID: r.ReplyToProviderID, Text: r.QuotedText},
+		CreatedAt:         r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
 

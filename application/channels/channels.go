@@ -162,6 +162,7 @@ func (d *Directory) Numbers(ctx context.Context, p account.Provider) ([]account.
 // Receiver is what the channel use cases hand inbound traffic to.
 type Receiver interface {
 	Receive(ctx context.Context, in appmessaging.InboundInput) (messaging.Message, error)
+	ReceiveReaction(ctx context.Context, in appmessaging.InboundReaction) (messaging.Reaction, error)
 	ApplyStatus(ctx context.Context, service account.Service, providerID string, to messaging.Status, code, text string) error
 }
 
@@ -238,6 +239,20 @@ type Inbound struct {
 	Content     messaging.Content
 	// ProviderMessageID dedupes the message.
 	ProviderMessageID string
+	// ReplyTo is what the message quotes: the provider's id of the
+	// quoted message and, where the provider sends it, its text.
+	ReplyTo messaging.Reply
+	// Reaction, when set, makes the report a reaction rather than a
+	// message: Content is then not stored.
+	Reaction *Reaction
+}
+
+// Reaction is a reaction a user set on a message, or took back.
+type Reaction struct {
+	// TargetProviderID is the provider's id of the message reacted to.
+	TargetProviderID string
+	// Emoji is empty when the reaction was taken back.
+	Emoji string
 }
 
 // Receive stores an inbound message: remembers who the sender is, finds
@@ -279,10 +294,18 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 			return err
 		}
 	}
-	_, err := s.receiver.Receive(ctx, appmessaging.InboundInput{
-		AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
-		ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, Provider: n.Provider,
-	})
+	var err error
+	if in.Reaction != nil {
+		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
+			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
+		})
+	} else {
+		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
+			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
+		})
+	}
 	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {
 		// The same message, delivered twice at once, was stored by the
 		// other delivery (the unique index on inbound provider ids).

@@ -397,7 +397,7 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 		}
 		b := writes.Batch{Groups: []messaging.GroupState{g}, Events: []event.Event{e}}
 		if cmd.InitialMessage != "" {
-			_, sent, err := s.queued(g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage})
+			_, sent, err := s.queued(g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage}, messaging.Reply{})
 			if err != nil {
 				return writes.Batch{}, err
 			}

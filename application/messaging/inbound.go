@@ -31,6 +31,10 @@ type InboundInput struct {
 	Fields   messaging.Fields
 	// ProviderMessageID dedupes reports the provider sends twice.
 	ProviderMessageID string
+	// ReplyTo is the message this one quotes: by the provider's id (and
+	// the quoted text, where the provider sends it), or, from the
+	// sandbox, by Switchboard's id.
+	ReplyTo messaging.Reply
 	// Provider, when set, is the provider the agent number must be on.
 	Provider account.Provider
 	// Idempotency, when set, records the answer under its Idempotency-Key
@@ -81,59 +85,40 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 // its event, the user's activity, and the thread when the user has none.
 // A report of a message stored before writes only its answer.
 func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, service account.Service) (writes.Batch, messaging.Message, error) {
-	n, err := tx.NumberByAddress(ctx, service, in.To)
-	if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
-		return writes.Batch{}, messaging.Message{}, failure.NotFound("agent number " + in.To + " on " + string(service))
-	}
-	if err != nil {
-		return writes.Batch{}, messaging.Message{}, err
-	}
-	if !n.Enabled {
-		return writes.Batch{}, messaging.Message{}, failure.Forbidden("number_disabled", "agent number "+in.To+" is disabled")
-	}
-	if in.Provider != "" && n.Provider != in.Provider {
-		return writes.Batch{}, messaging.Message{}, failure.Forbidden("wrong_provider", "agent number "+in.To+" is not on the "+string(in.Provider)+" provider")
-	}
-	now := s.now().UTC()
 	if in.ProviderMessageID != "" {
 		if existing, err := tx.MessageByProviderID(ctx, service, in.ProviderMessageID); err == nil {
-			// A repeated report: stored once.
+			// A repeated report: stored once. The number's checks ran when
+			// it was stored.
+			if _, err := s.inboundNumber(ctx, tx, in, service); err != nil {
+				return writes.Batch{}, messaging.Message{}, err
+			}
 			return writes.Batch{Answers: writes.Answering(in.Idempotency, existing)}, existing, nil
 		}
 	}
-	var (
-		b      writes.Batch
-		thread messaging.Thread
-	)
-	if in.ThreadID != "" {
-		if thread, err = s.thread(ctx, tx, n.AccountID, in.ThreadID); err != nil {
-			return writes.Batch{}, messaging.Message{}, err
-		}
-		if thread.Type != messaging.Group || thread.Service != service {
-			return writes.Batch{}, messaging.Message{}, failure.Invalid(failure.Field("value_error", "thread_id must name a group thread on "+string(service), "thread_id"))
-		}
-		members, err := tx.Participants(ctx, thread.ID)
-		if err != nil {
-			return writes.Batch{}, messaging.Message{}, err
-		}
-		if messaging.CheckGroupSend(in.To, members) != nil {
-			return writes.Batch{}, messaging.Message{}, failure.Conflict("not_group_member", "agent number "+in.To+" is not a member of this group")
-		}
-	} else {
-		thread, err = tx.IndividualThread(ctx, n.AccountID, n.Service, n.Number, in.From)
-		if failure.Is(err, failure.KindNotFound) {
-			var created writes.NewThread
-			created, thread = s.newIndividualThread(n, in.From, in.SenderName)
-			b.Threads = append(b.Threads, created)
-		} else if err != nil {
-			return writes.Batch{}, messaging.Message{}, err
+	n, thread, b, err := s.inboundThread(ctx, tx, in, service)
+	if err != nil {
+		return writes.Batch{}, messaging.Message{}, err
+	}
+	reply, err := inboundReply(ctx, tx, n.AccountID, service, in.ReplyTo)
+	if err != nil {
+		return writes.Batch{}, messaging.Message{}, err
+	}
+	if reply.MessageID != "" {
+		if m, err := tx.Message(ctx, n.AccountID, reply.MessageID); err == nil && m.ThreadID != thread.ID {
+			if in.ReplyTo.MessageID != "" {
+				return writes.Batch{}, messaging.Message{}, messaging.ErrReplyToOtherThread("reply_to")
+			}
+			// A provider's quote of another chat's message keeps its id
+			// only.
+			reply.MessageID = ""
 		}
 	}
+	now := s.now().UTC()
 	name := strings.TrimSpace(in.SenderName)
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
 		Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: name,
-		Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID,
+		Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID, ReplyTo: reply,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	b.Add(writes.Batch{
@@ -143,6 +128,64 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 		Answers:  writes.Answering(in.Idempotency, m),
 	})
 	return b, m, nil
+}
+
+// inboundNumber is the agent number an inbound report is addressed to,
+// which must be enabled (and the account's and on the provider, when the
+// report names them).
+func (s *Service) inboundNumber(ctx context.Context, tx TxReads, in InboundInput, service account.Service) (account.Number, error) {
+	n, err := tx.NumberByAddress(ctx, service, in.To)
+	if failure.Is(err, failure.KindNotFound) || (err == nil && in.AccountID != "" && n.AccountID != in.AccountID) {
+		return account.Number{}, failure.NotFound("agent number " + in.To + " on " + string(service))
+	}
+	if err != nil {
+		return account.Number{}, err
+	}
+	if !n.Enabled {
+		return account.Number{}, failure.Forbidden("number_disabled", "agent number "+in.To+" is disabled")
+	}
+	if in.Provider != "" && n.Provider != in.Provider {
+		return account.Number{}, failure.Forbidden("wrong_provider", "agent number "+in.To+" is not on the "+string(in.Provider)+" provider")
+	}
+	return n, nil
+}
+
+// inboundThread finds the thread an inbound report belongs to: the group
+// it names, of which the agent number must be a member, or the user's
+// individual thread, which the returned batch creates when there is none.
+func (s *Service) inboundThread(ctx context.Context, tx TxReads, in InboundInput, service account.Service) (account.Number, messaging.Thread, writes.Batch, error) {
+	var (
+		b      writes.Batch
+		thread messaging.Thread
+	)
+	n, err := s.inboundNumber(ctx, tx, in, service)
+	if err != nil {
+		return account.Number{}, thread, b, err
+	}
+	if in.ThreadID != "" {
+		if thread, err = s.thread(ctx, tx, n.AccountID, in.ThreadID); err != nil {
+			return n, thread, b, err
+		}
+		if thread.Type != messaging.Group || thread.Service != service {
+			return n, thread, b, failure.Invalid(failure.Field("value_error", "thread_id must name a group thread on "+string(service), "thread_id"))
+		}
+		members, err := tx.Participants(ctx, thread.ID)
+		if err != nil {
+			return n, thread, b, err
+		}
+		if messaging.CheckGroupSend(in.To, members) != nil {
+			return n, thread, b, failure.Conflict("not_group_member", "agent number "+in.To+" is not a member of this group")
+		}
+		return n, thread, b, nil
+	}
+	thread, err = tx.IndividualThread(ctx, n.AccountID, n.Service, n.Number, in.From)
+	if failure.Is(err, failure.KindNotFound) {
+		var created writes.NewThread
+		created, thread = s.newIndividualThread(n, in.From, in.SenderName)
+		b.Threads = append(b.Threads, created)
+		err = nil
+	}
+	return n, thread, b, err
 }
 
 // newIndividualThread is a new thread of an agent number and a user, with

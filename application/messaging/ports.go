@@ -43,6 +43,8 @@ type TxReads interface {
 	// MessageByProviderID finds the message a provider knows by its id.
 	// NotFound.
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
+	// Message reads a message of the account. NotFound.
+	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// Group reads a group thread of an account with its members. NotFound,
 	// for an individual thread too. Inside a decision it locks the
 	// group's row until the decision ends: changes of one group are
@@ -66,8 +68,6 @@ type Repos interface {
 	// matching.
 	Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, int, error)
 
-	// Message reads a message of the account. NotFound.
-	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// MessageByID reads a message without account scoping, for delivery.
 	// NotFound.
 	MessageByID(ctx context.Context, id string) (messaging.Message, error)
@@ -87,6 +87,10 @@ type Repos interface {
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.
 	MessagesToDeliver(ctx context.Context, ids []string) ([]Deliverable, error)
+	// Reactions returns the current reactions on the account's messages
+	// ids (reactions taken back left out), by message id, oldest first;
+	// ids of other accounts have none.
+	Reactions(ctx context.Context, accountID string, messageIDs []string) (map[string][]messaging.Reaction, error)
 }
 
 // ThreadQuery selects threads.
@@ -127,6 +131,9 @@ type Outbound struct {
 	// To is the user, or the group's provider address.
 	To      string
 	Content messaging.Content
+	// ReplyTo, when it names a message, is the message this one answers,
+	// with the provider's id for it.
+	ReplyTo messaging.Reply
 }
 
 // Receipt is what a provider says about an accepted message.

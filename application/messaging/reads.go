@@ -29,7 +29,17 @@ func (s *Service) Message(ctx context.Context, accountID, id string) (MessageDet
 	if !ident.Valid(ident.Message, id) {
 		return MessageDetails{}, failure.NotFound("message")
 	}
-	return s.store.Repos().MessageDetails(ctx, accountID, id)
+	r := s.store.Repos()
+	d, err := r.MessageDetails(ctx, accountID, id)
+	if err != nil {
+		return MessageDetails{}, err
+	}
+	one := []messaging.Message{d.Message}
+	if err := s.withReactions(ctx, r, accountID, one); err != nil {
+		return MessageDetails{}, err
+	}
+	d.Message = one[0]
+	return d, nil
 }
 
 // ThreadDetails reads one thread of the account with its participants.
@@ -63,8 +73,11 @@ func (s *Service) Recent(ctx context.Context, accountID, threadID string) ([]mes
 	}
 	r := s.store.Repos()
 	msgs, err := r.RecentMessages(ctx, accountID, threadID, RecentLimit)
-	if err != nil || len(msgs) > 0 {
-		return msgs, err
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) > 0 {
+		return msgs, s.withReactions(ctx, r, accountID, msgs)
 	}
 	if _, err := r.Thread(ctx, accountID, threadID); err != nil {
 		return nil, err
@@ -121,5 +134,6 @@ func (s *Service) History(ctx context.Context, q HistoryQuery) (MessagePage, err
 			return MessagePage{}, err
 		}
 	}
-	return pageOf(q.ThreadID, rows, limit), nil
+	page := pageOf(q.ThreadID, rows, limit)
+	return page, s.withReactions(ctx, r, q.AccountID, page.Messages)
 }

@@ -48,6 +48,8 @@ type Service struct {
 	batched Batched
 	// throttle spaces typing calls; nil calls the provider every time.
 	throttle Throttle
+	// emoji checks the agent's reactions; nil refuses every reaction.
+	emoji EmojiCheck
 }
 
 // Deps are what the messaging use cases are built from.
@@ -70,6 +72,9 @@ type Deps struct {
 	// provider typing window; without it every typing call reaches the
 	// provider.
 	Throttle Throttle
+	// Emoji checks that the agent's reactions are one emoji each; without
+	// it every reaction is refused.
+	Emoji EmojiCheck
 }
 
 // NewService builds the messaging use cases.
@@ -84,7 +89,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle}
+	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle, emoji: d.Emoji}
 	if s.batched = d.Batched; s.batched == nil {
 		s.batched = inline{store: d.Store}
 	}
@@ -100,6 +105,9 @@ type SendInput struct {
 	Content   messaging.Content
 	// Fields names the request fields the content came in, for errors.
 	Fields messaging.Fields
+	// ReplyTo, when set, is a message of the same thread that this one
+	// answers.
+	ReplyTo string
 	// Idempotency, when set, records the answer to the send under its
 	// Idempotency-Key in the transaction that stores the message.
 	Idempotency *idempotency.Completion[messaging.Message]
@@ -114,6 +122,9 @@ type GroupSendInput struct {
 	ThreadID string
 	Content  messaging.Content
 	Fields   messaging.Fields
+	// ReplyTo, when set, is a message of the same group that this one
+	// answers.
+	ReplyTo string
 	// Idempotency, when set, records the answer to the send under its
 	// Idempotency-Key in the transaction that stores the message.
 	Idempotency *idempotency.Completion[messaging.Message]
@@ -155,14 +166,18 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	return s.send(ctx, thread, number, to, in.Content, in.Idempotency)
+	reply, err := s.replyTarget(ctx, s.store.Repos(), thread, in.ReplyTo, in.Fields.Path("reply_to"))
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	return s.send(ctx, thread, number, to, in.Content, reply, in.Idempotency)
 }
 
 // send commits an outbound message that passed its checks: the message,
 // its thread's activity, its event, its delivery job and, with a key, the
 // answer, in one commit. Individual and group sends end here.
-func (s *Service) send(ctx context.Context, t messaging.Thread, n account.Number, to string, c messaging.Content, idem *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
-	m, b, err := s.queued(t, n, to, c)
+func (s *Service) send(ctx context.Context, t messaging.Thread, n account.Number, to string, c messaging.Content, reply messaging.Reply, idem *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
+	m, b, err := s.queued(t, n, to, c, reply)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -235,7 +250,11 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 	if err := group.CheckSend(in.From); err != nil {
 		return messaging.Message{}, err
 	}
-	return s.send(ctx, thread, number, "", in.Content, in.Idempotency)
+	reply, err := s.replyTarget(ctx, r, thread, in.ReplyTo, in.Fields.Path("reply_to"))
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	return s.send(ctx, thread, number, "", in.Content, reply, in.Idempotency)
 }
 
 // checkContent validates content and, for media, that its URL is public.
@@ -289,14 +308,14 @@ type deliverPayload struct {
 // queued decides an outbound message from n in t: the message, queued,
 // the thread's activity, the message.sent event and the delivery job,
 // paced per agent number.
-func (s *Service) queued(t messaging.Thread, n account.Number, to string, c messaging.Content) (messaging.Message, writes.Batch, error) {
+func (s *Service) queued(t messaging.Thread, n account.Number, to string, c messaging.Content, reply messaging.Reply) (messaging.Message, writes.Batch, error) {
 	if err := s.checkCapabilities(n, t.Type, c.Kind); err != nil {
 		return messaging.Message{}, writes.Batch{}, err
 	}
 	now := s.now().UTC()
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: t.AccountID, ThreadID: t.ID, Service: t.Service,
-		Direction: messaging.OutboundAPI, From: n.Number, To: to, Content: c, Status: messaging.Queued,
+		Direction: messaging.OutboundAPI, From: n.Number, To: to, Content: c, Status: messaging.Queued, ReplyTo: reply,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	payload, err := json.Marshal(deliverPayload{MessageID: m.ID})
@@ -410,7 +429,11 @@ func (s *Service) deliver(ctx context.Context, d Deliverable) error {
 	if d.ThreadType == messaging.Group {
 		to = m.ThreadID
 	}
-	receipt, err := provider.Send(ctx, Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: d.ThreadType, To: to, Content: m.Content})
+	reply, err := s.replyAtDelivery(ctx, m.ReplyTo)
+	if err != nil {
+		return err
+	}
+	receipt, err := provider.Send(ctx, Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: d.ThreadType, To: to, Content: m.Content, ReplyTo: reply})
 	if err != nil {
 		return err
 	}
@@ -419,6 +442,28 @@ func (s *Service) deliver(ctx context.Context, d Deliverable) error {
 		status = messaging.Sent
 	}
 	return s.recordSent(ctx, m, status, receipt.ProviderMessageID)
+}
+
+// replyAtDelivery is what a message being delivered answers, with the
+// provider's id of the quoted message as it is now (the quoted message
+// may have been queued when the reply was sent). A quoted message the
+// provider never had is left out: the message goes without its quote.
+func (s *Service) replyAtDelivery(ctx context.Context, r messaging.Reply) (messaging.Reply, error) {
+	if r.MessageID == "" || r.ProviderMessageID != "" {
+		return r, nil
+	}
+	m, err := s.store.Repos().MessageByID(ctx, r.MessageID)
+	if failure.Is(err, failure.KindNotFound) {
+		return messaging.Reply{}, nil
+	}
+	if err != nil {
+		return messaging.Reply{}, err
+	}
+	if m.ProviderMessageID == "" {
+		return messaging.Reply{}, nil
+	}
+	r.ProviderMessageID = m.ProviderMessageID
+	return r, nil
 }
 
 // sentRecordWaits are the pauses before each try to record that the

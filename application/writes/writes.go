@@ -63,6 +63,10 @@ type Batch struct {
 	Inbound []InboundActivity
 	// Statuses change messages' statuses.
 	Statuses []MessageStatus
+	// MessageReactions set or take back reactions on messages that exist:
+	// each (message, reactor) keeps its newest reaction; an empty emoji
+	// takes it back.
+	MessageReactions []messaging.Reaction
 	// Events are new entries of accounts' event logs.
 	Events []event.Event
 	// Deliveries are new webhook deliveries of events (of Events, or
@@ -168,6 +172,7 @@ func (b *Batch) Add(o Batch) {
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
 	b.Inbound = append(b.Inbound, o.Inbound...)
 	b.Statuses = append(b.Statuses, o.Statuses...)
+	b.MessageReactions = append(b.MessageReactions, o.MessageReactions...)
 	b.Events = append(b.Events, o.Events...)
 	b.Deliveries = append(b.Deliveries, o.Deliveries...)
 	b.DeliveryStates = append(b.DeliveryStates, o.DeliveryStates...)

@@ -20,16 +20,18 @@ const (
 // The message events, the webhook test event and the record kept when an
 // endpoint is disabled.
 const (
-	MessageReceived  Type = "message.received"
-	MessageSent      Type = "message.sent"
-	MessageStatus    Type = "message.status"
+	MessageReceived Type = "message.received"
+	MessageSent     Type = "message.sent"
+	MessageStatus   Type = "message.status"
+	// MessageReaction is a reaction set on a message, or taken back.
+	MessageReaction  Type = "message.reaction"
 	WebhookTest      Type = "webhook.test"
 	EndpointDisabled Type = "endpoint.disabled"
 )
 
 // Types lists every event type a webhook may subscribe to.
 var Types = []Type{
-	MessageReceived, MessageSent, MessageStatus,
+	MessageReceived, MessageSent, MessageStatus, MessageReaction,
 	GroupCreated, GroupParticipantsAdded, GroupParticipantsRemoved, GroupAdminsChanged, GroupUpdated, GroupLeft,
 	WebhookTest, EndpointDisabled,
 }

@@ -281,8 +281,13 @@ type Message struct {
 	FailureText string
 	// ProviderMessageID is the channel's id, for status reports.
 	ProviderMessageID string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// ReplyTo is the message this one answers, if it quotes one.
+	ReplyTo Reply
+	// Reactions are the current reactions on this message, one per
+	// reactor (filled by the reads that list them).
+	Reactions []Reaction
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Unread reports whether m is an inbound message the agent has not marked
@@ -384,4 +389,53 @@ func AcceptsMediaType(service account.Service, kind Kind, contentType string) bo
 		}
 	}
 	return false
+}
+
+// Reaction is an emoji that a user or the agent set on a message. An empty
+// Emoji is a reaction taken back.
+type Reaction struct {
+	// MessageID is the message reacted to; empty when the provider named
+	// a message Switchboard does not have (TargetProviderID names it).
+	MessageID        string
+	TargetProviderID string
+	AccountID        string
+	ThreadID         string
+	Service          account.Service
+	// Reactor is the address of who reacted (the user, or the agent
+	// number); ReactorName is the user's name where the provider sends it.
+	Reactor     string
+	ReactorName string
+	FromAgent   bool
+	Emoji       string
+	At          time.Time
+}
+
+// Removed reports whether r takes a reaction back.
+func (r Reaction) Removed() bool { return r.Emoji == "" }
+
+// Reply is what a message quotes: the message it answers. MessageID is
+// empty when the provider named a message Switchboard does not have;
+// ProviderMessageID is the provider's id for it, when known; Text is the
+// quoted text, from the provider or from the stored message.
+type Reply struct {
+	MessageID         string
+	ProviderMessageID string
+	Text              string
+}
+
+// Quotes reports whether the reply names a message.
+func (r Reply) Quotes() bool { return r.MessageID != "" || r.ProviderMessageID != "" }
+
+// MaxQuotedTextLength bounds the quoted text kept with a reply.
+const MaxQuotedTextLength = MaxTextLength
+
+// ErrReplyToOtherThread refuses a reply_to naming a message of another
+// thread of the account.
+func ErrReplyToOtherThread(field ...any) error {
+	return failure.Invalid(failure.Field("value_error", "reply_to must name a message of the same thread", field...))
+}
+
+// ErrNotOneEmoji refuses a reaction that is not a single emoji.
+func ErrNotOneEmoji(field ...any) error {
+	return failure.Invalid(failure.Field("value_error", "emoji must be exactly one emoji (one grapheme cluster with emoji presentation)", field...))
 }

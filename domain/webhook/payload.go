@@ -36,6 +36,12 @@ type MessagePayload struct {
 	Recipient      string         `json:"recipient_number,omitempty"`
 	ErrorCode      string         `json:"error_code,omitempty"`
 	ErrorMessage   string         `json:"error_message,omitempty"`
+	// ReplyToMessageID is the message this one quotes (our id), and
+	// ReplyToProviderMessageID the provider's id of it when Switchboard
+	// does not have that message; QuotedText is its text where known.
+	ReplyToMessageID         string `json:"reply_to_message_id,omitempty"`
+	ReplyToProviderMessageID string `json:"reply_to_provider_message_id,omitempty"`
+	QuotedText               string `json:"quoted_text,omitempty"`
 }
 
 // NewMessagePayload builds the payload of event typ about m in a thread of
@@ -53,6 +59,10 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		IsFromAgent: fromAgent, MessageContent: contentObject(m.Content), Content: m.Content.Summary(),
 		Status: string(m.Status), Direction: string(m.Direction), Recipient: m.To,
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText,
+		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+	}
+	if m.ReplyTo.MessageID == "" {
+		p.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
 	}
 	if !fromAgent && tt == messaging.Group && agent != "" {
 		// A group message mentions the agent when it names its number.
@@ -87,4 +97,61 @@ func contentObject(c messaging.Content) map[string]any {
 		return map[string]any{"latitude": c.Latitude, "longitude": c.Longitude, "name": c.PlaceName, "address": c.Address}
 	}
 	return map[string]any{}
+}
+
+// ReactionType is the message_type of a reaction event.
+const ReactionType = "reaction"
+
+// ReactionPayload is the body of a message.reaction event: who set which
+// emoji on which message. MessageID and TargetMessageID are the message
+// reacted to (empty when Switchboard does not have it; then
+// TargetProviderMessageID names it); an empty Emoji with Removed true is a
+// reaction taken back.
+type ReactionPayload struct {
+	Event                   event.Type     `json:"event"`
+	EventID                 string         `json:"event_id"`
+	ThreadID                string         `json:"thread_id"`
+	MessageID               string         `json:"message_id"`
+	ThreadType              string         `json:"thread_type"`
+	SenderNumber            string         `json:"sender_number"`
+	SenderName              string         `json:"sender_name"`
+	AccountID               string         `json:"a1_account_id"`
+	PhoneNumber             string         `json:"a1_phone_number"`
+	Timestamp               string         `json:"timestamp"`
+	Service                 string         `json:"service"`
+	MessageType             string         `json:"message_type"`
+	IsFromAgent             bool           `json:"is_from_agent"`
+	MessageContent          map[string]any `json:"message_content"`
+	Content                 string         `json:"content"`
+	Direction               string         `json:"direction"`
+	TargetMessageID         string         `json:"target_message_id"`
+	TargetProviderMessageID string         `json:"target_provider_message_id,omitempty"`
+	Emoji                   string         `json:"emoji"`
+	Removed                 bool           `json:"removed"`
+}
+
+// NewReactionPayload builds the payload of the message.reaction event
+// about r in a thread of type tt whose agent number is agent, recorded at
+// now under event id.
+func NewReactionPayload(id string, r messaging.Reaction, tt messaging.ThreadType, agent string, now time.Time) ReactionPayload {
+	dir := messaging.Inbound
+	if r.FromAgent {
+		dir = messaging.OutboundAPI
+	}
+	return ReactionPayload{
+		Event: event.MessageReaction, EventID: id, ThreadID: r.ThreadID, MessageID: r.MessageID, ThreadType: string(tt),
+		SenderNumber: r.Reactor, SenderName: r.ReactorName, AccountID: r.AccountID, PhoneNumber: agent,
+		Timestamp: now.UTC().Format(TimeFormat), Service: string(r.Service), MessageType: ReactionType,
+		IsFromAgent: r.FromAgent, Content: r.Emoji, Direction: string(dir),
+		MessageContent: map[string]any{"emoji": r.Emoji, "removed": r.Removed(), "target_message_id": r.MessageID,
+			"target_provider_message_id": r.TargetProviderID},
+		TargetMessageID: r.MessageID, TargetProviderMessageID: r.TargetProviderID, Emoji: r.Emoji, Removed: r.Removed(),
+	}
+}
+
+// JSON encodes the payload with encoding/json (every field is a string
+// or a bool: it cannot fail).
+func (p ReactionPayload) JSON() []byte {
+	b, _ := json.Marshal(p)
+	return b
 }

@@ -20,6 +20,28 @@ type Update struct {
 	UpdateID     int64              `json:"update_id"`
 	Message      *Message           `json:"message,omitempty"`
 	MyChatMember *ChatMemberUpdated `json:"my_chat_member,omitempty"`
+	// MessageReaction is a user's change of their reactions on a message
+	// (sent only when allowed_updates asks for message_reaction).
+	MessageReaction *MessageReactionUpdated `json:"message_reaction,omitempty"`
+}
+
+// ReactionType is one reaction: an emoji, a custom emoji or a paid one.
+type ReactionType struct {
+	Type  string `json:"type"`
+	Emoji string `json:"emoji,omitempty"`
+}
+
+// MessageReactionUpdated is a change of a user's reactions on a message.
+type MessageReactionUpdated struct {
+	Chat      Chat  `json:"chat"`
+	MessageID int64 `json:"message_id"`
+	// User is absent when an anonymous admin reacted; ActorChat is then
+	// the chat on whose behalf.
+	User        *User          `json:"user,omitempty"`
+	ActorChat   *Chat          `json:"actor_chat,omitempty"`
+	Date        int64          `json:"date"`
+	OldReaction []ReactionType `json:"old_reaction"`
+	NewReaction []ReactionType `json:"new_reaction"`
 }
 
 // Chat is a Telegram chat.
@@ -60,7 +82,13 @@ type Message struct {
 		Emoji string `json:"emoji,omitempty"`
 	} `json:"sticker,omitempty"`
 	Location *Location `json:"location,omitempty"`
-	Venue    *struct {
+	// ReplyToMessage is the message this one answers; Quote, the part
+	// of it the user quoted.
+	ReplyToMessage *Message `json:"reply_to_message,omitempty"`
+	Quote          *struct {
+		Text string `json:"text"`
+	} `json:"quote,omitempty"`
+	Venue *struct {
 		Location Location `json:"location"`
 		Title    string   `json:"title"`
 		Address  string   `json:"address"`
@@ -208,6 +236,13 @@ func (in *Inbound) Handle(ctx context.Context, n account.Number, u Update) error
 		if err := in.Inbox.MovedGroup(ctx, n, from, to); err != nil {
 			return err
 		}
+	case u.MessageReaction != nil:
+		r, ok := reaction(n, u.MessageReaction)
+		if !ok {
+			return in.Inbox.MarkUpdate(ctx, n, key)
+		}
+		r.UpdateKey = key
+		return in.Inbox.Receive(ctx, r)
 	case u.Message != nil:
 		msg, ok := inbound(n, u.Message)
 		if !ok {
@@ -260,6 +295,51 @@ func inbound(n account.Number, m *Message) (channels.Inbound, bool) {
 	}
 	if isGroup(m.Chat.Type) {
 		out.GroupChatID, out.GroupTitle = strconv.FormatInt(m.Chat.ID, 10), m.Chat.Title
+	}
+	if q := m.ReplyToMessage; q != nil {
+		out.ReplyTo = domain.Reply{ProviderMessageID: MessageID(n.ID, q.Chat.ID, q.MessageID), Text: q.Text}
+		if out.ReplyTo.Text == "" {
+			out.ReplyTo.Text = q.Caption
+		}
+		if m.Quote != nil && m.Quote.Text != "" {
+			out.ReplyTo.Text = m.Quote.Text
+		}
+	}
+	return out, true
+}
+
+// reaction turns a reaction change into what the inbox stores: the
+// user's newest reaction on the message, or none (taken back) when
+// new_reaction is empty. A reaction that is not an emoji (a custom or
+// paid one) is kept as its type in brackets. Reactions outside private
+// chats and groups, and of bots, are not kept.
+func reaction(n account.Number, u *MessageReactionUpdated) (channels.Inbound, bool) {
+	if u.Chat.Type != "private" && !isGroup(u.Chat.Type) {
+		return channels.Inbound{}, false
+	}
+	var sender channels.Sender
+	switch {
+	case u.User != nil && !u.User.IsBot:
+		sender = channels.Sender{ChatID: strconv.FormatInt(u.User.ID, 10), Username: u.User.Username, Name: u.User.Name()}
+	case u.User == nil && u.ActorChat != nil:
+		sender = channels.Sender{ChatID: strconv.FormatInt(u.ActorChat.ID, 10), Username: u.ActorChat.Username, Name: u.ActorChat.Title}
+	default:
+		return channels.Inbound{}, false
+	}
+	emoji := ""
+	if len(u.NewReaction) > 0 {
+		last := u.NewReaction[len(u.NewReaction)-1]
+		emoji = last.Emoji
+		if last.Type != "emoji" || emoji == "" {
+			emoji = "[" + last.Type + "]"
+		}
+	}
+	out := channels.Inbound{
+		Number: n, Sender: sender,
+		Reaction: &channels.Reaction{TargetProviderID: MessageID(n.ID, u.Chat.ID, u.MessageID), Emoji: emoji},
+	}
+	if isGroup(u.Chat.Type) {
+		out.GroupChatID, out.GroupTitle = strconv.FormatInt(u.Chat.ID, 10), u.Chat.Title
 	}
 	return out, true
 }

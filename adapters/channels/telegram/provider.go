@@ -62,6 +62,18 @@ func MessageID(numberID string, chatID, messageID int64) string {
 	return fmt.Sprintf("%s:%d:%d", numberID, chatID, messageID)
 }
 
+// messageInChat is the Telegram message id within chat of a provider
+// message id (see MessageID); false when the id is of another chat or
+// not one of this form.
+func messageInChat(providerID, chat string) (int64, bool) {
+	parts := strings.Split(providerID, ":")
+	if len(parts) != 3 || parts[1] != chat {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(parts[2], 10, 64)
+	return id, err == nil
+}
+
 // Send delivers one message.
 func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Receipt, error) {
 	if err := ctx.Err(); err != nil {
@@ -97,6 +109,10 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 		}
 	default:
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "telegram cannot send " + string(c.Kind), Permanent: true}
+	}
+	if id, ok := messageInChat(m.ReplyTo.ProviderMessageID, chat); ok {
+		// A reply quotes the message it answers.
+		params["reply_parameters"] = map[string]any{"message_id": id}
 	}
 	var sent message
 	if err := p.Client.Call(ctx, m.Settings, method, params, &sent); err != nil {
@@ -286,6 +302,37 @@ func (p *Provider) Typing(ctx context.Context, in messaging.Indication) error {
 	}
 	if !done {
 		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Bot API answered sendChatAction without true"}
+	}
+	return nil
+}
+
+var _ messaging.Reactor = (*Provider)(nil)
+
+// React sets the bot's reaction on a message, or takes it back with an
+// empty emoji: setMessageReaction with reaction [{"type":"emoji","emoji":"👍"}],
+// or [] to remove it.
+func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	parts := strings.Split(in.Target.ProviderMessageID, ":")
+	if len(parts) != 3 {
+		return &messaging.ProviderError{Code: "provider_rejected", Message: "the message has no Telegram message id", Permanent: true}
+	}
+	id, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return &messaging.ProviderError{Code: "provider_rejected", Message: "the message has no Telegram message id", Permanent: true}
+	}
+	reaction := []map[string]any{}
+	if in.Emoji != "" {
+		reaction = append(reaction, map[string]any{"type": "emoji", "emoji": in.Emoji})
+	}
+	var done bool
+	if err := p.Client.Call(ctx, in.Settings, "setMessageReaction", map[string]any{"chat_id": parts[1], "message_id": id, "reaction": reaction}, &done); err != nil {
+		return err
+	}
+	if !done {
+		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Bot API answered setMessageReaction without true"}
 	}
 	return nil
 }

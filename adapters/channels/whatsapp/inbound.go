@@ -136,8 +136,15 @@ type Message struct {
 		} `json:"list_reply"`
 	} `json:"interactive"`
 	Reaction *struct {
-		Emoji string `json:"emoji"`
+		MessageID string `json:"message_id"`
+		Emoji     string `json:"emoji"`
 	} `json:"reaction"`
+	// Context is set on a message that quotes another (a reply): the
+	// quoted message's id and sender; the Cloud API sends no quoted text.
+	Context *struct {
+		From string `json:"from"`
+		ID   string `json:"id"`
+	} `json:"context"`
 }
 
 // StatusUpdate is a delivery status of a message the number sent.
@@ -250,12 +257,22 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, settings map[st
 		if m.From == "" || m.ID == "" {
 			continue
 		}
-		content := content(settings, m)
 		phone := "+" + m.From
-		err := in.Inbox.Receive(ctx, channels.Inbound{
+		report := channels.Inbound{
 			Number: n, Sender: channels.Sender{ChatID: phone, Phone: phone, Name: names[m.From]},
-			Content: content, ProviderMessageID: m.ID,
-		})
+			ProviderMessageID: m.ID,
+		}
+		if m.Reaction != nil {
+			// A reaction (an empty emoji takes it back) is about the
+			// message it names, never a message of its own.
+			report.Reaction = &channels.Reaction{TargetProviderID: m.Reaction.MessageID, Emoji: m.Reaction.Emoji}
+		} else {
+			report.Content = content(settings, m)
+		}
+		if m.Context != nil && m.Context.ID != "" {
+			report.ReplyTo = domain.Reply{ProviderMessageID: m.Context.ID}
+		}
+		err := in.Inbox.Receive(ctx, report)
 		if err != nil {
 			return err
 		}
@@ -345,10 +362,6 @@ func content(settings map[string]string, m Message) domain.Content {
 		return text(m.Interactive.ButtonReply.Title)
 	case m.Interactive != nil && m.Interactive.ListReply != nil:
 		return text(m.Interactive.ListReply.Title)
-	case m.Reaction != nil && m.Reaction.Emoji != "":
-		return text("[reaction " + m.Reaction.Emoji + "]")
-	case m.Reaction != nil:
-		return text("[reaction removed]")
 	}
 	return unsupported(m)
 }

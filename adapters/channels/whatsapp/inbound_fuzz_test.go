@@ -53,6 +53,7 @@ func FuzzWebhook(f *testing.F) {
 			got[m.ProviderMessageID] = true
 			c := m.Content
 			switch {
+			case m.Reaction != nil && c.Kind == "":
 			case c.Kind == domain.KindText, c.Kind == domain.KindLocation:
 			case c.Kind.IsMedia():
 				u, err := url.Parse(c.MediaURL)

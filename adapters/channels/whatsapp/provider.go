@@ -74,6 +74,10 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 	default:
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "whatsapp cannot send " + string(c.Kind), Permanent: true}
 	}
+	if m.ReplyTo.ProviderMessageID != "" {
+		// A reply quotes the message it answers.
+		body["context"] = map[string]any{"message_id": m.ReplyTo.ProviderMessageID}
+	}
 	var out sendResult
 	if err := p.Client.call(ctx, m.Settings, http.MethodPost, "/"+m.Settings[SettingPhoneNumberID]+"/messages", body, &out); err != nil {
 		return messaging.Receipt{}, err
@@ -139,4 +143,25 @@ func (p *Provider) readStatus(ctx context.Context, in messaging.Indication, typi
 		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API answered the read status without success"}
 	}
 	return nil
+}
+
+var _ messaging.Reactor = (*Provider)(nil)
+
+// React sends a reaction message to the user; an empty emoji takes the
+// reaction back:
+//
+//	{"messaging_product":"whatsapp","recipient_type":"individual","to":"14155550111","type":"reaction","reaction":{"message_id":"wamid…","emoji":"👍"}}
+func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if in.ThreadType == domain.Group {
+		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API has no groups", Permanent: true}
+	}
+	body := map[string]any{
+		"messaging_product": "whatsapp", "recipient_type": "individual", "to": strings.TrimPrefix(in.To, "+"), "type": "reaction",
+		"reaction": map[string]any{"message_id": in.Target.ProviderMessageID, "emoji": in.Emoji},
+	}
+	var out sendResult
+	return p.Client.call(ctx, in.Settings, http.MethodPost, "/"+in.Settings[SettingPhoneNumberID]+"/messages", body, &out)
 }

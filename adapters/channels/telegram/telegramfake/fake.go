@@ -37,11 +37,14 @@ type Server struct {
 	// retryAfter, when set, makes the next send answer 429.
 	retryAfter int
 	webhook    map[string]any
+	// known are the messages of each chat: those the fake sent and those
+	// of the updates it was given.
+	known map[string]map[int64]bool
 }
 
 // New starts a fake for the bot with token.
 func New(t testing.TB, token string) *Server {
-	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1)}
+	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1), known: map[string]map[int64]bool{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -59,8 +62,44 @@ func (s *Server) Block(chat string) { s.mu.Lock(); s.blocked[chat] = true; s.mu.
 // RateLimitNext makes the next send answer 429 with retry_after.
 func (s *Server) RateLimitNext(seconds int) { s.mu.Lock(); s.retryAfter = seconds; s.mu.Unlock() }
 
+// Remember records the message of an update a test delivered itself (by
+// webhook), so that replies and reactions may name it.
+func (s *Server) Remember(update []byte) {
+	var u struct {
+		Message *struct {
+			MessageID int64 `json:"message_id"`
+			Chat      struct {
+				ID int64 `json:"id"`
+			} `json:"chat"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(update, &u) != nil || u.Message == nil {
+		return
+	}
+	s.mu.Lock()
+	s.remember(fmt.Sprint(u.Message.Chat.ID), u.Message.MessageID)
+	s.mu.Unlock()
+}
+
+// remember records message id of chat; the caller holds mu.
+func (s *Server) remember(chat string, id int64) {
+	if s.known[chat] == nil {
+		s.known[chat] = map[int64]bool{}
+	}
+	s.known[chat][id] = true
+}
+
+// knows tells whether chat has message id.
+func (s *Server) knows(chat string, id any) bool {
+	n, ok := id.(float64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ok && s.known[chat][int64(n)]
+}
+
 // Queue adds an update for getUpdates.
 func (s *Server) Queue(update []byte) {
+	s.Remember(update)
 	s.mu.Lock()
 	s.updates = append(s.updates, update)
 	s.mu.Unlock()
@@ -171,6 +210,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, map[string]any{"ok": true, "result": true})
 	case "sendChatAction":
 		s.chatAction(w, chat, params)
+	case "setMessageReaction":
+		s.setReaction(w, chat, params)
 	case "exportChatInviteLink":
 		reply(w, 200, map[string]any{"ok": true, "result": "https://t.me/+AbCdEfGhIjKlMnOp"})
 	default:
@@ -198,7 +239,13 @@ func (s *Server) send(w http.ResponseWriter, method, chat string, params map[str
 	case method == "sendMessage" && params["text"] == nil:
 		fail(w, http.StatusBadRequest, "Bad Request: message text is empty", nil)
 		return
+	case params["reply_parameters"] != nil && !s.knows(chat, replyTo(params)):
+		fail(w, http.StatusBadRequest, "Bad Request: message to be replied not found", nil)
+		return
 	}
+	s.mu.Lock()
+	s.remember(chat, id)
+	s.mu.Unlock()
 	var chatID int64
 	_, _ = fmt.Sscan(chat, &chatID)
 	chatType := "private"
@@ -214,6 +261,45 @@ func (s *Server) send(w http.ResponseWriter, method, chat string, params map[str
 		msg["text"] = t
 	}
 	reply(w, 200, map[string]any{"ok": true, "result": msg})
+}
+
+// replyTo is the message_id of a send's reply_parameters.
+func replyTo(params map[string]any) any {
+	rp, _ := params["reply_parameters"].(map[string]any)
+	return rp["message_id"]
+}
+
+// AllowedReactions are the emoji a bot may react with (the Bot API's
+// ReactionTypeEmoji list).
+var AllowedReactions = map[string]bool{}
+
+func init() {
+	for _, e := range strings.Fields("👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡") {
+		AllowedReactions[e] = true
+	}
+}
+
+// setReaction answers setMessageReaction as the Bot API does: True, or
+// the error of a missing chat, an unknown message, or a reaction that is
+// not one of the allowed emoji.
+func (s *Server) setReaction(w http.ResponseWriter, chat string, params map[string]any) {
+	list, isList := params["reaction"].([]any)
+	valid := isList || params["reaction"] == nil
+	for _, r := range list {
+		rt, ok := r.(map[string]any)
+		emoji, _ := rt["emoji"].(string)
+		valid = valid && ok && rt["type"] == "emoji" && AllowedReactions[strings.TrimSuffix(emoji, "\ufe0f")]
+	}
+	switch {
+	case params["chat_id"] == nil:
+		fail(w, http.StatusBadRequest, "Bad Request: chat_id is empty", nil)
+	case !s.knows(chat, params["message_id"]):
+		fail(w, http.StatusBadRequest, "Bad Request: message to react not found", nil)
+	case !valid:
+		fail(w, http.StatusBadRequest, "Bad Request: REACTION_INVALID", nil)
+	default:
+		reply(w, 200, map[string]any{"ok": true, "result": true})
+	}
 }
 
 // chatActions are the actions sendChatAction accepts.
@@ -318,6 +404,46 @@ func GroupText(updateID, messageID, chatID int64, title string, userID int64, fi
 			"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
 			"chat": map[string]any{"id": chatID, "title": title, "type": "supergroup"},
 			"text": text,
+		},
+	})
+}
+
+// PrivateReaction is an update with a user's change of reactions on a
+// message of their private chat with the bot: emoji is the new reaction,
+// empty when the user took it back (old is the one they had).
+func PrivateReaction(updateID, messageID, userID int64, firstName, old, emoji string) []byte {
+	list := func(e string) []any {
+		if e == "" {
+			return []any{}
+		}
+		return []any{map[string]any{"type": "emoji", "emoji": e}}
+	}
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"message_reaction": map[string]any{
+			"chat":       map[string]any{"id": userID, "first_name": firstName, "type": "private"},
+			"message_id": messageID, "date": 1763800000,
+			"user":         map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
+			"old_reaction": list(old), "new_reaction": list(emoji),
+		},
+	})
+}
+
+// PrivateReply is an update with a text message from a user that answers
+// the message quoted (its text quotedText, sent by the bot when fromBot).
+func PrivateReply(updateID, messageID, userID int64, firstName, text string, quoted int64, quotedText string, fromBot bool) []byte {
+	from := map[string]any{"id": userID, "is_bot": false, "first_name": firstName}
+	if fromBot {
+		from = map[string]any{"id": 7000001, "is_bot": true, "first_name": "Switchboard Test", "username": "switchboard_test_bot"}
+	}
+	chat := map[string]any{"id": userID, "first_name": firstName, "type": "private"}
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"message": map[string]any{
+			"message_id": messageID, "date": 1763800000,
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
+			"chat": chat, "text": text,
+			"reply_to_message": map[string]any{"message_id": quoted, "date": 1763799000, "from": from, "chat": chat, "text": quotedText},
 		},
 	})
 }

@@ -126,7 +126,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.readStatus(w, body)
 			return
 		}
-		if !parsed || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil {
+		if !parsed || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil ||
+			!validReaction(body) || !validContext(body) {
 			graphError(w, 100)
 			return
 		}
@@ -193,6 +194,44 @@ func (s *Server) refused(w http.ResponseWriter, key string, list *[]map[string]a
 	return failing
 }
 
+// validReaction checks a reaction message as the Cloud API does: a
+// reaction object with exactly a wamid message_id and an emoji (empty
+// takes the reaction back), recipient_type individual.
+func validReaction(body map[string]any) bool {
+	if body["type"] != "reaction" {
+		return body["reaction"] == nil
+	}
+	r, ok := body["reaction"].(map[string]any)
+	if !ok || len(r) != 2 || body["recipient_type"] != "individual" {
+		return false
+	}
+	id, _ := r["message_id"].(string)
+	emoji, isString := r["emoji"].(string)
+	return strings.HasPrefix(id, "wamid.") && isString && len(emoji) <= 32
+}
+
+// validContext checks a reply's context: exactly a wamid message_id.
+func validContext(body map[string]any) bool {
+	c, present := body["context"]
+	if !present {
+		return true
+	}
+	m, ok := c.(map[string]any)
+	id, _ := m["message_id"].(string)
+	return ok && len(m) == 1 && strings.HasPrefix(id, "wamid.") && body["type"] != "reaction"
+}
+
+// Reactions returns the recorded reaction messages (a subset of Sends).
+func (s *Server) Reactions() []map[string]any {
+	var out []map[string]any
+	for _, b := range s.Sends() {
+		if b["type"] == "reaction" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // LastID is the wamid of the last accepted send.
 func (s *Server) LastID() string {
 	s.mu.Lock()
@@ -235,6 +274,34 @@ func ImageMessage(phoneNumberID, display, from, name, wamid, mediaID, caption st
 		"messages": []any{map[string]any{
 			"from": from, "id": wamid, "timestamp": "1763800000", "type": "image",
 			"image": map[string]any{"caption": caption, "mime_type": "image/jpeg", "sha256": "Kp2Wn0bQmIYmB5jGqhRm0YaZ3q3Yq0S1l8n8s3c6A0o=", "id": mediaID},
+		}},
+	})
+}
+
+// Reaction is a notification of a user's reaction to the message
+// target; an empty emoji is the reaction taken back (the Cloud API then
+// sends no emoji field).
+func Reaction(phoneNumberID, display, from, name, wamid, target, emoji string) []byte {
+	r := map[string]any{"message_id": target}
+	if emoji != "" {
+		r["emoji"] = emoji
+	}
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": "1763800000", "type": "reaction", "reaction": r}},
+	})
+}
+
+// ReplyText is a notification of a text message that quotes the message
+// quoted, sent by quotedFrom (digits; the Cloud API sends only the quoted
+// message's id and sender, no text).
+func ReplyText(phoneNumberID, display, from, name, wamid, quoted, quotedFrom, text string) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{
+			"context": map[string]any{"from": quotedFrom, "id": quoted},
+			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "text",
+			"text": map[string]any{"body": text},
 		}},
 	})
 }

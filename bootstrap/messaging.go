@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"github.com/switchboard-dev/switchboard/adapters/emoji"
 	"log/slog"
 	"strings"
 	"time"
@@ -58,6 +59,7 @@ var messagingModule = fx.Module("messaging",
 				// Typing windows are kept in the database's rate buckets,
 				// so that they hold across replicas.
 				Throttle: ratelimit.NewSpacing(db.RateBuckets()),
+				Emoji:    emoji.Check{},
 			})
 		},
 		fx.Annotate(func(s *messaging.Service) *messaging.Service { return s }, fx.As(new(rest.MessagingUseCases))),
@@ -66,6 +68,13 @@ var messagingModule = fx.Module("messaging",
 			// within 15 s (the lease and a rescue interval).
 			return runner.Kind{
 				Name: messaging.DeliverKind, Handler: s, Backoff: messaging.DeliveryBackoff,
+				Timeout: time.Minute, Lease: deliveryLease, PaceFor: deliveryPace,
+			}
+		}, fx.ResultTags(runner.KindGroup)),
+		fx.Annotate(func(s *messaging.Service) runner.Kind {
+			// The agent's reactions share the deliveries' pace and lease.
+			return runner.Kind{
+				Name: messaging.ReactKind, Handler: s.Reactions(), Backoff: messaging.DeliveryBackoff,
 				Timeout: time.Minute, Lease: deliveryLease, PaceFor: deliveryPace,
 			}
 		}, fx.ResultTags(runner.KindGroup)),

@@ -43,7 +43,9 @@ type OutboundReaction struct {
 	ThreadType messaging.ThreadType
 	// To is the user of an individual thread (empty for a group).
 	To string
-	// Target is the message reacted to; its ProviderMessageID is set.
+	// Target is the message reacted to, with the provider's id for it
+	// (empty when the provider never had it: a failed message, or the
+	// sandbox's inbound one).
 	Target messaging.Message
 	// Emoji is empty to take the reaction back.
 	Emoji string
@@ -186,11 +188,8 @@ func (w ReactionWorker) Work(ctx context.Context, job jobs.Job) error {
 	if !d.NumberFound || !d.Number.Enabled {
 		return jobs.Permanent(fmt.Errorf("react to %s: the agent number is gone or disabled", p.MessageID))
 	}
-	if d.Message.ProviderMessageID == "" {
-		if d.Message.Status == messaging.Failed {
-			return jobs.Permanent(fmt.Errorf("react to %s: the message failed and the provider never had it", p.MessageID))
-		}
-		return fmt.Errorf("react to %s: the provider has no id for the message yet", p.MessageID)
+	if d.Message.ProviderMessageID == "" && d.Message.Status == messaging.Queued {
+		return fmt.Errorf("react to %s: the message is still queued, the provider has no id for it yet", p.MessageID)
 	}
 	provider, ok := s.providers.Provider(d.Number.Provider)
 	reactor, can := provider.(Reactor)

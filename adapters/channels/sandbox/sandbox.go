@@ -86,6 +86,17 @@ func simulatedFailure(to string) error {
 	return nil
 }
 
+var _ messaging.Reactor = Provider{}
+
+// React accepts the agent's reaction: the sandbox's messages exist only
+// in Switchboard's own tables, where the reaction is stored already.
+func (Provider) React(ctx context.Context, in messaging.OutboundReaction) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return simulatedFailure(in.To)
+}
+
 // TypingWindow is how long the sandbox counts a typing indicator as
 // shown, as Telegram does.
 const TypingWindow = 5 * time.Second

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -325,7 +326,7 @@ func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) err
 	}
 	reaction := []map[string]any{}
 	if in.Emoji != "" {
-		reaction = append(reaction, map[string]any{"type": "emoji", "emoji": in.Emoji})
+		reaction = append(reaction, map[string]any{"type": "emoji", "emoji": telegramEmoji(in.Emoji)})
 	}
 	var done bool
 	if err := p.Client.Call(ctx, in.Settings, "setMessageReaction", map[string]any{"chat_id": parts[1], "message_id": id, "reaction": reaction}, &done); err != nil {
@@ -335,4 +336,13 @@ func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) err
 		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Bot API answered setMessageReaction without true"}
 	}
 	return nil
+}
+
+// telegramEmoji is an emoji as Telegram's reaction list spells it: a
+// symbol with the emoji variation selector (❤️) is listed without it (❤).
+func telegramEmoji(e string) string {
+	if base, ok := strings.CutSuffix(e, "\ufe0f"); ok && utf8.RuneCountInString(base) == 1 {
+		return base
+	}
+	return e
 }

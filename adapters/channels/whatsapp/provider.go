@@ -158,6 +158,9 @@ func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) err
 	if in.ThreadType == domain.Group {
 		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API has no groups", Permanent: true}
 	}
+	if in.Target.ProviderMessageID == "" {
+		return &messaging.ProviderError{Code: "provider_rejected", Message: "WhatsApp never had the message reacted to", Permanent: true}
+	}
 	body := map[string]any{
 		"messaging_product": "whatsapp", "recipient_type": "individual", "to": strings.TrimPrefix(in.To, "+"), "type": "reaction",
 		"reaction": map[string]any{"message_id": in.Target.ProviderMessageID, "emoji": in.Emoji},

@@ -33,6 +33,8 @@ type MessagingUseCases interface {
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 	MarkRead(ctx context.Context, accountID, threadID string) (messaging.ReadResult, error)
 	Typing(ctx context.Context, accountID, threadID string) (messaging.TypingResult, error)
+	React(ctx context.Context, in messaging.ReactInput) (domain.Reaction, error)
+	ReceiveReaction(ctx context.Context, in messaging.InboundReaction) (domain.Reaction, error)
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -59,6 +61,9 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	}
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/inbound", s.idempotentAnswering(s.sandboxInbound))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/groups", s.idempotentAnswering(s.sandboxGroup))
+	api.Handle(http.MethodPut, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
+	api.Handle(http.MethodDelete, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/reaction", s.idempotent(s.sandboxReaction))
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -77,6 +82,8 @@ type sendBody struct {
 	ThreadID      *string `json:"thread_id"`
 	Service       *string `json:"service"`
 	SenderName    *string `json:"sender_name"`
+	// ReplyTo is a message of the same thread this one answers.
+	ReplyTo *string `json:"reply_to"`
 }
 
 func str(p *string) string {
@@ -214,7 +221,7 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *edg
 	}
 	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
-		Idempotency: edge.AnswerWith(key, individualAnswer),
+		ReplyTo: str(b.ReplyTo), Idempotency: edge.AnswerWith(key, individualAnswer),
 	})
 	if err != nil {
 		edge.WriteError(w, r, err)
@@ -235,7 +242,7 @@ func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *edge.Hel
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
-		Idempotency: edge.AnswerWith(key, groupAnswer),
+		ReplyTo: str(b.ReplyTo), Idempotency: edge.AnswerWith(key, groupAnswer),
 	})
 	if err != nil {
 		edge.WriteError(w, r, err)
@@ -253,6 +260,7 @@ type universalBody struct {
 	To       *string           `json:"to"`
 	ThreadID *string           `json:"thread_id"`
 	Content  *universalContent `json:"content"`
+	ReplyTo  *string           `json:"reply_to"`
 }
 
 type universalContent struct {
@@ -361,7 +369,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 	if *b.Type == "individual" {
 		m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
 			AccountID: accountID, Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
-			Idempotency: edge.AnswerWith(key, individualAnswer),
+			ReplyTo: str(b.ReplyTo), Idempotency: edge.AnswerWith(key, individualAnswer),
 		})
 		if err != nil {
 			edge.WriteError(w, r, err)
@@ -372,7 +380,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 	}
 	m, err := s.messaging.SendGroup(r.Context(), messaging.GroupSendInput{
 		AccountID: accountID, Service: str(b.Service), From: *b.From, ThreadID: *b.ThreadID, Content: content, Fields: fields,
-		Idempotency: edge.AnswerWith(key, groupAnswer),
+		ReplyTo: str(b.ReplyTo), Idempotency: edge.AnswerWith(key, groupAnswer),
 	})
 	if err != nil {
 		edge.WriteError(w, r, err)
@@ -450,6 +458,7 @@ func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
 		DateCreated: timestamp(m.CreatedAt), DateUpdated: timestamp(m.UpdatedAt), Direction: string(m.Direction),
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText, From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind),
 		Participants: addresses(d.Participants), Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, To: m.To,
+		messageExtras: extrasOf(m),
 	}
 	// Existing clients read the fields at the top level too; status there
 	// stays the envelope's.
@@ -479,6 +488,36 @@ type messageDetailsBody struct {
 	Status        string   `json:"status"`
 	ThreadID      string   `json:"thread_id"`
 	To            string   `json:"to"`
+	messageExtras
+}
+
+// messageExtras are what a message quotes and its reactions, shown only
+// when it has them.
+type messageExtras struct {
+	ReplyToMessageID         string         `json:"reply_to_message_id,omitempty"`
+	ReplyToProviderMessageID string         `json:"reply_to_provider_message_id,omitempty"`
+	QuotedText               string         `json:"quoted_text,omitempty"`
+	Reactions                []reactionBody `json:"reactions,omitempty"`
+}
+
+// reactionBody is a reaction on a message.
+type reactionBody struct {
+	Emoji       string `json:"emoji"`
+	Reactor     string `json:"reactor"`
+	ReactorName string `json:"reactor_name,omitempty"`
+	IsFromAgent bool   `json:"is_from_agent"`
+	Timestamp   string `json:"timestamp"`
+}
+
+func extrasOf(m domain.Message) messageExtras {
+	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text}
+	if m.ReplyTo.MessageID == "" {
+		x.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
+	}
+	for _, r := range m.Reactions {
+		x.Reactions = append(x.Reactions, reactionBody{Emoji: r.Emoji, Reactor: r.Reactor, ReactorName: r.ReactorName, IsFromAgent: r.FromAgent, Timestamp: timestamp(r.At)})
+	}
+	return x
 }
 
 // messageDetailsResponse is the message's fields at the top level, with
@@ -606,6 +645,7 @@ func threadMessageItems(msgs []domain.Message) []threadMessageBody {
 			AttachmentURI: m.Content.MediaURL, Body: body(m), Content: body(m), DateSent: created, Direction: string(m.Direction),
 			From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind), SenderName: senderName(m), SenderNumber: m.From,
 			Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, Timestamp: created, To: m.To,
+			messageExtras: extrasOf(m),
 		}
 	}
 	return items
@@ -629,6 +669,7 @@ type threadMessageBody struct {
 	ThreadID      string `json:"thread_id"`
 	Timestamp     string `json:"timestamp"`
 	To            string `json:"to"`
+	messageExtras
 }
 
 // recentMessagesResponse lists the messages under data and, for existing
@@ -708,7 +749,7 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
 		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
 		ThreadID: str(b.ThreadID), Content: content, Fields: fields, Provider: "sandbox",
-		Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
+		ReplyTo: domain.Reply{MessageID: str(b.ReplyTo)}, Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
 	})
 	if err != nil {
 		edge.WriteError(w, r, err)
@@ -763,4 +804,90 @@ func (s *server) sandboxGroup(w http.ResponseWriter, r *http.Request, key *edge.
 func sandboxGroupAnswer(g domain.GroupState) idempotency.Response {
 	return jsonAnswer(http.StatusCreated, map[string]any{"status": "success",
 		"data": map[string]any{"thread_id": g.Thread.ID, "title": g.Thread.Name, "participants": addresses(g.Members)}})
+}
+
+// reactionRequest is the body of a reaction: the emoji to set (PUT); a
+// DELETE takes no body.
+type reactionRequest struct {
+	Emoji *string `json:"emoji"`
+}
+
+// react sets (PUT) or takes back (DELETE) the agent's reaction on a
+// message of the account.
+func (s *server) react(w http.ResponseWriter, r *http.Request) {
+	in := messaging.ReactInput{AccountID: mux.Vars(r)["accountId"], MessageID: mux.Vars(r)["messageId"]}
+	if r.Method == http.MethodDelete {
+		if err := emptyBody(r); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+		in.Remove = true
+	} else {
+		var b reactionRequest
+		if err := decodeJSON(r, &b); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+		var p failure.Problems
+		required(&p, b.Emoji, "emoji")
+		if err := p.Err(); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+		in.Emoji = *b.Emoji
+	}
+	reaction, err := s.messaging.React(r.Context(), in)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": reactionAnswer(reaction)})
+}
+
+// reactionAnswer is a reaction as the reaction routes answer it.
+func reactionAnswer(r domain.Reaction) map[string]any {
+	return map[string]any{"message_id": r.MessageID, "thread_id": r.ThreadID, "emoji": r.Emoji, "removed": r.Removed(),
+		"reactor": r.Reactor, "is_from_agent": r.FromAgent}
+}
+
+// sandboxReactionBody is a simulated user's reaction: message_id names
+// the message reacted to, emoji "" takes the reaction back.
+type sandboxReactionBody struct {
+	Service    *string `json:"service"`
+	From       *string `json:"from"`
+	To         *string `json:"to"`
+	ThreadID   *string `json:"thread_id"`
+	SenderName *string `json:"sender_name"`
+	MessageID  *string `json:"message_id"`
+	Emoji      *string `json:"emoji"`
+}
+
+// sandboxReaction simulates a user reacting to a message of a sandbox
+// number's thread.
+func (s *server) sandboxReaction(w http.ResponseWriter, r *http.Request) {
+	var b sandboxReactionBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.From, "from")
+	required(&p, b.To, "to")
+	required(&p, b.MessageID, "message_id")
+	required(&p, b.Emoji, "emoji")
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	principal, _ := accounts.PrincipalFrom(r.Context())
+	reaction, err := s.messaging.ReceiveReaction(r.Context(), messaging.InboundReaction{
+		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, ThreadID: str(b.ThreadID),
+		SenderName: str(b.SenderName), TargetMessageID: *b.MessageID, Emoji: *b.Emoji, Provider: "sandbox",
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": reactionAnswer(reaction)})
 }

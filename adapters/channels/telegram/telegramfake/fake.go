@@ -288,7 +288,7 @@ func (s *Server) setReaction(w http.ResponseWriter, chat string, params map[stri
 	for _, r := range list {
 		rt, ok := r.(map[string]any)
 		emoji, _ := rt["emoji"].(string)
-		valid = valid && ok && rt["type"] == "emoji" && AllowedReactions[strings.TrimSuffix(emoji, "\ufe0f")]
+		valid = valid && ok && rt["type"] == "emoji" && AllowedReactions[emoji]
 	}
 	switch {
 	case params["chat_id"] == nil:

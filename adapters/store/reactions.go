@@ -51,7 +51,7 @@ func setReactions(db bun.IDB, reactions []messaging.Reaction) []batchQuery {
 		return nil
 	}
 	rows := reactionRows(reactions)
-	return []batchQuery{db.NewInsert().Model(&rows).On(reactionConflict).Returning("NULL")}
+	return []batchQuery{db.NewInsert().Model(&rows).ModelTableExpr("message_reactions").On(reactionConflict).Returning("NULL")}
 }
 
 // Reactions returns the current reactions (taken-back ones left out) on

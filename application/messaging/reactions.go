@@ -177,34 +177,38 @@ func (w ReactionWorker) Work(ctx context.Context, job jobs.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("reaction payload: %w", err))
 	}
-	found, err := s.store.Repos().MessagesToDeliver(ctx, []string{p.MessageID})
+	r := s.store.Repos()
+	target, err := r.MessageByID(ctx, p.MessageID)
+	if failure.Is(err, failure.KindNotFound) {
+		return nil // deleted with its account
+	}
 	if err != nil {
 		return err
 	}
-	if len(found) == 0 {
-		return nil
-	}
-	d := found[0]
-	if !d.NumberFound || !d.Number.Enabled {
-		return jobs.Permanent(fmt.Errorf("react to %s: the agent number is gone or disabled", p.MessageID))
-	}
-	if d.Message.ProviderMessageID == "" && d.Message.Status == messaging.Queued {
+	if target.ProviderMessageID == "" && target.Status == messaging.Queued {
 		return fmt.Errorf("react to %s: the message is still queued, the provider has no id for it yet", p.MessageID)
 	}
-	provider, ok := s.providers.Provider(d.Number.Provider)
+	t, err := r.Thread(ctx, target.AccountID, target.ThreadID)
+	if err != nil {
+		return err
+	}
+	number, err := r.NumberByAddress(ctx, t.Service, t.AgentNumber)
+	if failure.Is(err, failure.KindNotFound) || (err == nil && (!number.Enabled || number.AccountID != t.AccountID)) {
+		return jobs.Permanent(fmt.Errorf("react to %s: the agent number is gone or disabled", p.MessageID))
+	}
+	if err != nil {
+		return err
+	}
+	provider, ok := s.providers.Provider(number.Provider)
 	reactor, can := provider.(Reactor)
 	if !ok || !can {
-		return jobs.Permanent(fmt.Errorf("the %s provider cannot react", d.Number.Provider))
+		return jobs.Permanent(fmt.Errorf("the %s provider cannot react", number.Provider))
 	}
-	settings, err := s.opener.NumberSettings(d.Number)
+	settings, err := s.opener.NumberSettings(number)
 	if err != nil {
 		return jobs.Permanent(err)
 	}
-	t, err := s.store.Repos().Thread(ctx, d.Message.AccountID, d.Message.ThreadID)
-	if err != nil {
-		return err
-	}
-	in := OutboundReaction{Number: d.Number, Settings: settings, ThreadID: t.ID, ThreadType: t.Type, Target: d.Message, Emoji: p.Emoji}
+	in := OutboundReaction{Number: number, Settings: settings, ThreadID: t.ID, ThreadType: t.Type, Target: target, Emoji: p.Emoji}
 	if t.Type == messaging.Individual {
 		in.To = t.Contact
 	}

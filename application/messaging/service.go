@@ -166,7 +166,7 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	reply, err := s.replyTarget(ctx, s.store.Repos(), thread, in.ReplyTo, in.Fields.Path("reply_to"))
+	reply, err := s.replyTarget(ctx, s.store.Repos(), thread, in.ReplyTo, []any{"reply_to"})
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -250,7 +250,7 @@ func (s *Service) SendGroup(ctx context.Context, in GroupSendInput) (messaging.M
 	if err := group.CheckSend(in.From); err != nil {
 		return messaging.Message{}, err
 	}
-	reply, err := s.replyTarget(ctx, r, thread, in.ReplyTo, in.Fields.Path("reply_to"))
+	reply, err := s.replyTarget(ctx, r, thread, in.ReplyTo, []any{"reply_to"})
 	if err != nil {
 		return messaging.Message{}, err
 	}

@@ -1,0 +1,213 @@
+package tests
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/channels/telegram/telegramfake"
+	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+)
+
+// Reactions and replies through the built binary, on both databases: a
+// user's reaction on the WhatsApp and Telegram fakes is a message.reaction
+// event on the message it targets (never a message), its removal too; the
+// agent's reaction reaches each fake in the provider's wire format; a
+// reply names its quoted message both ways; and the bad requests (not one
+// emoji, reply_to of another thread or account) are refused.
+func TestReactionsAndRepliesEndToEnd(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		tg := telegramfake.New(t, chTGToken)
+		wa := whatsappfake.New(t, chWAPNID, chWAToken, chWADisplay)
+
+		b := setup(t, dialect)
+		acct := b.createAccount(t, "Reactions")
+		other := b.createAccount(t, "Other")
+		var tgNum, waNum numberOut
+		b.cliJSON(t, &tgNum, "numbers", "add", "--account", acct.AccountID, "--number", chTGAgent,
+			"--service", "telegram", "--provider", "telegram", "--bot-token", chTGToken,
+			"--api-base-url", tg.URL, "--inbound", "webhook")
+		b.cliJSON(t, &waNum, "numbers", "add", "--account", acct.AccountID, "--number", chWAAgent,
+			"--service", "whatsapp", "--provider", "whatsapp-cloud", "--phone-number-id", chWAPNID,
+			"--access-token", chWAToken, "--app-secret", chWASecret, "--verify-token", chWAVerify, "--api-base-url", wa.URL)
+		hooks := newHookReceiver(t)
+		var hook webhookOut
+		b.cliJSON(t, &hook, "webhook", "set", "--account", acct.AccountID, "--url", hooks.URL, "--allow-private-urls", "127.0.0.1/32")
+		hooks.setSecret(t, hook.Secret)
+
+		srv := b.serve(t, "--allow-private-urls", "127.0.0.1/32", "--public-url", chPublicURL)
+		api := &chAPI{client: srv.client(t), base: srv.URL, account: acct.AccountID, headers: auth(acct.APIKey, acct.APISecret)}
+		waRoute := "/v1/providers/whatsapp/" + waNum.NumberID + "/webhook"
+		waPost := func(body []byte) {
+			r := api.client.Do(http.MethodPost, waRoute, body, "X-Hub-Signature-256", whatsappfake.Sign(body, chWASecret))
+			require.Equal(t, http.StatusOK, r.StatusCode, "notification: %s", r.Body)
+		}
+		reactionPath := func(messageID string) string { return "/v1/messages/" + acct.AccountID + "/" + messageID + "/reaction" }
+
+		// WhatsApp: the user writes, the agent answers.
+		waPost(whatsappfake.TextMessage(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-q", "Do you ship to Berlin?"))
+		waThread := api.thread(t, "individual", "Sheena Nelson")["thread_id"].(string)
+		question := api.recent(t, waThread)[0]["message_id"].(string)
+		r := api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
+			map[string]any{"service": "whatsapp", "from": chWAAgent, "to": "+14155550111", "content": "We do.", "reply_to": question})
+		require.Equal(t, http.StatusOK, r.StatusCode, "reply: %s", r.Body)
+		answer := r.JSON(t)["message_id"].(string)
+		api.waitStatus(t, answer, "sent")
+		answerWamid := wa.LastID()
+		require.Equal(t, map[string]any{"messaging_product": "whatsapp", "recipient_type": "individual", "to": "14155550111",
+			"type": "text", "text": map[string]any{"preview_url": false, "body": "We do."},
+			"context": map[string]any{"message_id": "wamid.e2e-react-q"}}, wa.Sends()[0], "the reply quotes the question")
+		sent := hooks.waitOne(t, "message.sent", answer)
+		require.Equal(t, question, sent["reply_to_message_id"])
+		require.Equal(t, "Do you ship to Berlin?", sent["quoted_text"])
+		require.Equal(t, question, api.details(t, answer)["reply_to_message_id"])
+
+		// The user reacts 👍 to the answer: an event on it, no message.
+		waPost(whatsappfake.Reaction(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-r1", answerWamid, "👍"))
+		ev := hooks.waitOne(t, "message.reaction", answer)
+		requireFields(t, ev, map[string]any{"message_type": "reaction", "target_message_id": answer, "emoji": "👍",
+			"removed": false, "sender_number": "+14155550111", "is_from_agent": false, "thread_id": waThread, "direction": "inbound"})
+		recent := api.recent(t, waThread)
+		require.Len(t, recent, 2, "a reaction is no message: %v", recent)
+		require.Equal(t, []any{map[string]any{"emoji": "👍", "reactor": "+14155550111", "reactor_name": "Sheena Nelson",
+			"is_from_agent": false, "timestamp": recent[0]["reactions"].([]any)[0].(map[string]any)["timestamp"]}}, recent[0]["reactions"])
+		// Taken back: removed, and the message has no reaction left.
+		waPost(whatsappfake.Reaction(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-r2", answerWamid, ""))
+		require.Eventually(t, func() bool { return len(hooks.find("message.reaction", answer)) == 2 }, chWait, chTick)
+		removed := hooks.find("message.reaction", answer)[1]
+		require.Equal(t, true, removed["removed"])
+		require.Equal(t, "", removed["emoji"])
+		require.NotContains(t, api.details(t, answer), "reactions")
+		// A reaction to a message Switchboard does not have is delivered
+		// with the provider's id.
+		waPost(whatsappfake.Reaction(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-r3", "wamid.e2e-unknown", "🔥"))
+		require.Eventually(t, func() bool { return len(hooks.find("message.reaction", "")) == 1 }, chWait, chTick)
+		unknown := hooks.find("message.reaction", "")[0]
+		require.Equal(t, "wamid.e2e-unknown", unknown["target_provider_message_id"])
+		require.Equal(t, waThread, unknown["thread_id"])
+		require.Len(t, api.recent(t, waThread), 2)
+
+		// The user answers the agent's message: the quote resolves to our
+		// id, with the stored text (WhatsApp sends none).
+		waPost(whatsappfake.ReplyText(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-reply", answerWamid, "15550100120", "Great, thanks"))
+		userReply := api.recent(t, waThread)[0]
+		require.Equal(t, "Great, thanks", userReply["content"])
+		require.Equal(t, answer, userReply["reply_to_message_id"])
+		require.Equal(t, "We do.", userReply["quoted_text"])
+		received := hooks.waitOne(t, "message.received", userReply["message_id"].(string))
+		require.Equal(t, answer, received["reply_to_message_id"])
+		require.Equal(t, "We do.", received["quoted_text"])
+
+		// The agent reacts, again (idempotent), and takes it back.
+		r = api.client.Do(http.MethodPut, reactionPath(question), map[string]any{"emoji": "❤️"}, api.headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "react: %s", r.Body)
+		r = api.client.Do(http.MethodPut, reactionPath(question), map[string]any{"emoji": "❤️"}, api.headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "react again: %s", r.Body)
+		r = api.client.Do(http.MethodDelete, reactionPath(question), nil, api.headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "un-react: %s", r.Body)
+		require.Equal(t, true, r.JSON(t)["data"].(map[string]any)["removed"])
+		require.Eventually(t, func() bool { return len(wa.Reactions()) == 2 }, chWait, chTick)
+		require.Equal(t, []map[string]any{
+			{"messaging_product": "whatsapp", "recipient_type": "individual", "to": "14155550111", "type": "reaction",
+				"reaction": map[string]any{"message_id": "wamid.e2e-react-q", "emoji": "❤️"}},
+			{"messaging_product": "whatsapp", "recipient_type": "individual", "to": "14155550111", "type": "reaction",
+				"reaction": map[string]any{"message_id": "wamid.e2e-react-q", "emoji": ""}},
+		}, wa.Reactions(), "one reaction and its removal reach the Cloud API; the repeat sends nothing")
+		require.Eventually(t, func() bool { return len(hooks.find("message.reaction", question)) == 2 }, chWait, chTick)
+		agentEvents := hooks.find("message.reaction", question)
+		require.Equal(t, true, agentEvents[0]["is_from_agent"])
+		require.Equal(t, chWAAgent, agentEvents[0]["sender_number"])
+
+		// Bad input.
+		for _, bad := range []string{"ok", "👍👍", "", "中"} {
+			r = api.client.Do(http.MethodPut, reactionPath(question), map[string]any{"emoji": bad}, api.headers...)
+			require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "%q: %s", bad, r.Body)
+			require.Equal(t, []any{"body", "emoji"}, r.JSON(t)["detail"].([]any)[0].(map[string]any)["loc"], "%q", bad)
+		}
+		otherAPI := &chAPI{client: srv.client(t), base: srv.URL, account: other.AccountID, headers: auth(other.APIKey, other.APISecret)}
+		r = otherAPI.client.Do(http.MethodPut, "/v1/messages/"+other.AccountID+"/"+question+"/reaction", map[string]any{"emoji": "👍"}, otherAPI.headers...)
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "another account's message: %s", r.Body)
+
+		// Telegram: the user writes, the agent replies with
+		// reply_parameters and reacts with setMessageReaction.
+		tgRoute := "/v1/providers/telegram/" + tgNum.NumberID + "/webhook"
+		var secret string
+		require.Eventually(t, func() bool {
+			secret, _ = tg.Webhook()["secret_token"].(string)
+			return secret != ""
+		}, chWait, chTick, "the server sets the bot's webhook")
+		require.Contains(t, tg.Webhook()["allowed_updates"], "message_reaction")
+		tgPost := func(update []byte) {
+			tg.Remember(update)
+			r := api.client.Do(http.MethodPost, tgRoute, update, "X-Telegram-Bot-Api-Secret-Token", secret)
+			require.Equal(t, http.StatusOK, r.StatusCode, "update: %s", r.Body)
+		}
+		tgPost(telegramfake.PrivateText(9001, 31, 777000333, "Carol_T", "Carol", "Table for two?"))
+		tgThread := api.thread(t, "individual", "Carol")["thread_id"].(string)
+		tgQuestion := api.recent(t, tgThread)[0]["message_id"].(string)
+		r = api.post(t, "/v1/send/"+acct.AccountID, map[string]any{"type": "individual", "service": "telegram", "from": chTGAgent,
+			"to": "777000333", "content": map[string]any{"text": "Booked."}, "reply_to": tgQuestion})
+		require.Equal(t, http.StatusOK, r.StatusCode, "reply: %s", r.Body)
+		tgAnswer := r.JSON(t)["message_id"].(string)
+		api.waitStatus(t, tgAnswer, "sent")
+		require.Equal(t, map[string]any{"chat_id": "777000333", "text": "Booked.", "reply_parameters": map[string]any{"message_id": float64(31)}},
+			tg.Calls("sendMessage")[0].Params)
+		r = api.client.Do(http.MethodPut, reactionPath(tgQuestion), map[string]any{"emoji": "👍"}, api.headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "react: %s", r.Body)
+		require.Eventually(t, func() bool { return len(tg.Calls("setMessageReaction")) == 1 }, chWait, chTick)
+		require.Equal(t, map[string]any{"chat_id": "777000333", "message_id": float64(31),
+			"reaction": []any{map[string]any{"type": "emoji", "emoji": "👍"}}}, tg.Calls("setMessageReaction")[0].Params)
+
+		// The user reacts to the bot's answer, and takes it back.
+		// The fake numbers the bot's messages from 101 on.
+		const sentID = 101
+		tgPost(telegramfake.PrivateReaction(9002, sentID, 777000333, "Carol", "", "🎉"))
+		ev = hooks.waitOne(t, "message.reaction", tgAnswer)
+		requireFields(t, ev, map[string]any{"message_type": "reaction", "emoji": "🎉", "removed": false,
+			"sender_number": "777000333", "sender_name": "Carol", "thread_id": tgThread})
+		tgPost(telegramfake.PrivateReaction(9003, sentID, 777000333, "Carol", "🎉", ""))
+		require.Eventually(t, func() bool { return len(hooks.find("message.reaction", tgAnswer)) == 2 }, chWait, chTick)
+		require.Equal(t, true, hooks.find("message.reaction", tgAnswer)[1]["removed"])
+		// The user's reply carries Telegram's quoted text.
+		tgPost(telegramfake.PrivateReply(9004, 33, 777000333, "Carol", "Perfect", sentID, "Booked.", true))
+		tgReply := api.recent(t, tgThread)[0]
+		require.Equal(t, "Perfect", tgReply["content"])
+		require.Equal(t, tgAnswer, tgReply["reply_to_message_id"])
+		require.Equal(t, "Booked.", tgReply["quoted_text"])
+		require.Len(t, api.recent(t, tgThread), 3, "the question, the answer and the reply; no reaction is a message")
+
+		// reply_to of another thread is 422; another account's is 404.
+		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
+			map[string]any{"service": "telegram", "from": chTGAgent, "to": "777000333", "content": "x", "reply_to": question})
+		require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "another thread: %s", r.Body)
+		require.Equal(t, []any{"body", "reply_to"}, r.JSON(t)["detail"].([]any)[0].(map[string]any)["loc"])
+		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
+			map[string]any{"service": "telegram", "from": chTGAgent, "to": "777000333", "content": "x", "reply_to": "msg_doesnotexist"})
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "a missing message: %s", r.Body)
+		const otherAgent = "+14155550198"
+		b.addNumber(t, other.AccountID, otherAgent)
+		r = otherAPI.post(t, "/v1/sandbox/"+other.AccountID+"/inbound",
+			map[string]any{"service": "whatsapp", "from": "+14155550111", "to": otherAgent, "content": "elsewhere"})
+		require.Equal(t, http.StatusOK, r.StatusCode, "other account's message: %s", r.Body)
+		othersMessage := r.JSON(t)["message_id"].(string)
+		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
+			map[string]any{"service": "whatsapp", "from": chWAAgent, "to": "+14155550111", "content": "x", "reply_to": othersMessage})
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "another account's message: %s", r.Body)
+		require.Len(t, tg.Calls("sendMessage"), 1, "refused sends reach nobody")
+		require.Empty(t, hooks.rejections())
+		srv.stop(t)
+	})
+}
+
+
+// requireFields checks the wanted values of an event's fields.
+func requireFields(t *testing.T, ev map[string]any, want map[string]any) {
+	t.Helper()
+	for field, value := range want {
+		require.Equal(t, value, ev[field], "field %s of event %v", field, ev)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram/telegramfake"
@@ -180,6 +181,26 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		require.Equal(t, "Booked.", tgReply["quoted_text"])
 		require.Len(t, api.recent(t, tgThread), 3, "the question, the answer and the reply; no reaction is a message")
 
+		// MCP: send_message with reply_to, and react with remove.
+		cs := connectMCP(t, srv, acct)
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "send_message", Arguments: map[string]any{
+			"service": "telegram", "from": chTGAgent, "to": "777000333", "text": "See you at 8.", "reply_to": tgReply["message_id"]}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		require.Eventually(t, func() bool { return len(tg.Calls("sendMessage")) == 2 }, chWait, chTick)
+		require.Equal(t, map[string]any{"chat_id": "777000333", "text": "See you at 8.", "reply_parameters": map[string]any{"message_id": float64(33)}},
+			tg.Calls("sendMessage")[1].Params)
+		res, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "react", Arguments: map[string]any{"message_id": tgQuestion, "remove": true}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		require.Equal(t, true, res.StructuredContent.(map[string]any)["removed"])
+		require.Eventually(t, func() bool { return len(tg.Calls("setMessageReaction")) == 2 }, chWait, chTick)
+		require.Equal(t, map[string]any{"chat_id": "777000333", "message_id": float64(31), "reaction": []any{}}, tg.Calls("setMessageReaction")[1].Params)
+		res, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "react", Arguments: map[string]any{"message_id": tgQuestion, "emoji": "yes"}})
+		require.NoError(t, err)
+		require.True(t, res.IsError, "not one emoji")
+		require.Equal(t, "validation_error", res.StructuredContent.(map[string]any)["code"], "%v", res.StructuredContent)
+
 		// reply_to of another thread is 422; another account's is 404.
 		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
 			map[string]any{"service": "telegram", "from": chTGAgent, "to": "777000333", "content": "x", "reply_to": question})
@@ -197,12 +218,11 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
 			map[string]any{"service": "whatsapp", "from": chWAAgent, "to": "+14155550111", "content": "x", "reply_to": othersMessage})
 		require.Equal(t, http.StatusNotFound, r.StatusCode, "another account's message: %s", r.Body)
-		require.Len(t, tg.Calls("sendMessage"), 1, "refused sends reach nobody")
+		require.Len(t, tg.Calls("sendMessage"), 2, "refused sends reach nobody")
 		require.Empty(t, hooks.rejections())
 		srv.stop(t)
 	})
 }
-
 
 // requireFields checks the wanted values of an event's fields.
 func requireFields(t *testing.T, ev map[string]any, want map[string]any) {

@@ -51,6 +51,8 @@ type Messaging interface {
 	// messages or is typing.
 	MarkRead(ctx context.Context, accountID, threadID string) (appmessaging.ReadResult, error)
 	Typing(ctx context.Context, accountID, threadID string) (appmessaging.TypingResult, error)
+	// React sets or takes back the agent number's reaction on a message.
+	React(ctx context.Context, in appmessaging.ReactInput) (messaging.Reaction, error)
 }
 
 var _ Messaging = (*appmessaging.Service)(nil)

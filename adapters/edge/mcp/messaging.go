@@ -85,6 +85,7 @@ type sendMessageArgs struct {
 	ThreadID       string     `json:"thread_id,omitempty" jsonschema:"the group thread (thr_…) to write into, instead of to"`
 	Text           string     `json:"text,omitempty" jsonschema:"the message text, at most 4096 characters; give text or media"`
 	Media          *mediaArgs `json:"media,omitempty" jsonschema:"a file to send instead of text"`
+	ReplyTo        string     `json:"reply_to,omitempty" jsonschema:"a message (msg_…) of the same thread that this one answers: the user sees it quoted"`
 	IdempotencyKey string     `json:"idempotency_key,omitempty" jsonschema:"a unique string (at most 255 characters) that makes a retry safe: the same key and arguments within 24 hours answer the first result and send nothing"`
 }
 
@@ -133,7 +134,7 @@ func (h *Handler) sendMessage(ctx context.Context, accountID string, in sendMess
 	case in.ThreadID != "":
 		return keyed(ctx, h, accountID, sendMessageToolName, key, in, func(answer *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
 			return h.deps.Messaging.SendGroup(ctx, appmessaging.GroupSendInput{
-				AccountID: accountID, Service: in.Service, From: in.From, ThreadID: in.ThreadID, Content: content, Fields: fields, Idempotency: answer,
+				AccountID: accountID, Service: in.Service, From: in.From, ThreadID: in.ThreadID, Content: content, Fields: fields, ReplyTo: in.ReplyTo, Idempotency: answer,
 			})
 		}, sentMessageOf)
 	case in.To != "":
@@ -142,7 +143,7 @@ func (h *Handler) sendMessage(ctx context.Context, accountID string, in sendMess
 		}
 		return keyed(ctx, h, accountID, sendMessageToolName, key, in, func(answer *idempotency.Completion[messaging.Message]) (messaging.Message, error) {
 			return h.deps.Messaging.SendIndividual(ctx, appmessaging.SendInput{
-				AccountID: accountID, Service: in.Service, From: in.From, To: in.To, Content: content, Fields: fields, Idempotency: answer,
+				AccountID: accountID, Service: in.Service, From: in.From, To: in.To, Content: content, Fields: fields, ReplyTo: in.ReplyTo, Idempotency: answer,
 			})
 		}, sentMessageOf)
 	}
@@ -250,6 +251,16 @@ type messageItem struct {
 	Status     string    `json:"status" jsonschema:"received (inbound), or queued, sent, delivered, read, failed"`
 	ErrorCode  string    `json:"error_code,omitempty" jsonschema:"why a failed message failed"`
 	CreatedAt  string    `json:"created_at"`
+	// ReplyTo and QuotedText are what the message answers.
+	ReplyTo    string         `json:"reply_to_message_id,omitempty" jsonschema:"the message (msg_…) this one answers"`
+	QuotedText string         `json:"quoted_text,omitempty" jsonschema:"the text of the message this one answers"`
+	Reactions  []reactionItem `json:"reactions,omitempty" jsonschema:"the message's reactions, one per person"`
+}
+
+type reactionItem struct {
+	Emoji       string `json:"emoji"`
+	Reactor     string `json:"reactor" jsonschema:"who reacted: the user, or the agent number"`
+	IsFromAgent bool   `json:"is_from_agent"`
 }
 
 type location struct {
@@ -263,6 +274,10 @@ func messageItemOf(m messaging.Message) messageItem {
 	item := messageItem{
 		MessageID: m.ID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction), From: m.From, To: m.To,
 		SenderName: m.SenderName, Type: string(m.Content.Kind), Status: string(m.Status), ErrorCode: m.FailureCode, CreatedAt: timestamp(m.CreatedAt),
+		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+	}
+	for _, r := range m.Reactions {
+		item.Reactions = append(item.Reactions, reactionItem{Emoji: r.Emoji, Reactor: r.Reactor, IsFromAgent: r.FromAgent})
 	}
 	switch c := m.Content; {
 	case c.Kind == messaging.KindText:

@@ -460,6 +460,60 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		notFound(t, err, "the repeated report")
 	})
 
+	t.Run("ReactionsKeepTheNewestOfEachReactor", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		out := chatMessage(th, messaging.OutboundAPI, "hi", at)
+		f.commit(t, out)
+		react := func(reactor, emoji string, when time.Duration) messaging.Reaction {
+			return messaging.Reaction{MessageID: out.ID, AccountID: a, ThreadID: th.ID, Reactor: reactor, Emoji: emoji,
+				FromAgent: reactor == th.AgentNumber, At: at.Add(when)}
+		}
+		// Two reactions of one user in one batch (merged callers): the
+		// last one stands; the agent's is its own.
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageReactions: []messaging.Reaction{
+			react(th.Contact, "👍", time.Second), react(th.Contact, "🔥", 2*time.Second), react(th.AgentNumber, "❤️", time.Second),
+		}}))
+		r := f.Store.Repos()
+		got, err := r.Reactions(ctx, a, []string{out.ID})
+		require.NoError(t, err)
+		require.Equal(t, map[string][]messaging.Reaction{out.ID: {react(th.AgentNumber, "❤️", time.Second), react(th.Contact, "🔥", 2*time.Second)}}, got)
+		// An older report arriving late changes nothing.
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageReactions: []messaging.Reaction{react(th.Contact, "😢", 0)}}))
+		got, err = r.Reactions(ctx, a, []string{out.ID})
+		require.NoError(t, err)
+		require.Equal(t, "🔥", got[out.ID][1].Emoji)
+		// Taken back: listed no more.
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageReactions: []messaging.Reaction{react(th.Contact, "", 3*time.Second)}}))
+		got, err = r.Reactions(ctx, a, []string{out.ID})
+		require.NoError(t, err)
+		require.Equal(t, map[string][]messaging.Reaction{out.ID: {react(th.AgentNumber, "❤️", time.Second)}}, got)
+		got, err = r.Reactions(ctx, b, []string{out.ID})
+		require.NoError(t, err)
+		require.Empty(t, got, "another account's message has none")
+	})
+
+	t.Run("RepliesKeepWhatTheyQuote", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		q := chatMessage(th, messaging.Inbound, "which one?", at)
+		known := chatMessage(th, messaging.OutboundAPI, "this one", at.Add(time.Second))
+		known.ReplyTo = messaging.Reply{MessageID: q.ID, ProviderMessageID: "wamid.q", Text: "which one?"}
+		unknown := chatMessage(th, messaging.Inbound, "and that?", at.Add(2*time.Second))
+		unknown.ReplyTo = messaging.Reply{ProviderMessageID: "wamid.gone"}
+		f.commit(t, q, known, unknown)
+		r := f.Store.Repos()
+		for _, m := range []messaging.Message{q, known, unknown} {
+			got, err := r.Message(ctx, a, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, m, got)
+		}
+	})
+
 	t.Run("RecentMessagesNewestFirstForTheAccount", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)

@@ -43,6 +43,9 @@ type loaders struct {
 	// timelines read the status history of messages; the messages of a
 	// response are read together, one statement per thread.
 	timelines   *dataloader.Loader[timelineKey, []appmessaging.StatusChange]
+	// reactions read the reactions on messages; the messages of a
+	// response are read together.
+	reactions *dataloader.Loader[string, []messaging.Reaction]
 	cron        CronUseCases
 	jobSiblings map[string][]string
 	readLast    map[string]*future[*cron.Execution]
@@ -108,6 +111,7 @@ func newLoaders(accountID string, reader ThreadReader, cronUC CronUseCases) *loa
 	l.messages = dataloader.NewBatchedLoader(l.loadMessages, dataloader.WithWait[pageKey, appmessaging.MessagePage](loaderWait))
 	l.lastExecutions = dataloader.NewBatchedLoader(l.loadLastExecutions, dataloader.WithWait[string, *cron.Execution](loaderWait))
 	l.timelines = dataloader.NewBatchedLoader(l.loadTimelines, dataloader.WithWait[timelineKey, []appmessaging.StatusChange](loaderWait))
+	l.reactions = dataloader.NewBatchedLoader(l.loadReactions, dataloader.WithWait[string, []messaging.Reaction](loaderWait))
 	return l
 }
 
@@ -179,6 +183,15 @@ func (l *loaders) loadThreads(ctx context.Context, ids []string) []*dataloader.R
 		} else {
 			out[i] = &dataloader.Result[*messaging.Thread]{}
 		}
+	}
+	return out
+}
+
+func (l *loaders) loadReactions(ctx context.Context, ids []string) []*dataloader.Result[[]messaging.Reaction] {
+	found, err := l.reader.Reactions(ctx, l.accountID, ids)
+	out := make([]*dataloader.Result[[]messaging.Reaction], len(ids))
+	for i, id := range ids {
+		out[i] = &dataloader.Result[[]messaging.Reaction]{Data: found[id], Error: err}
 	}
 	return out
 }

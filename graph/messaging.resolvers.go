@@ -41,6 +41,28 @@ func (r *messageResolver) Timeline(ctx context.Context, obj *messaging.Message) 
 	return l.timelines.Load(ctx, timelineKeyOf(*obj))()
 }
 
+// ReplyTo is the resolver for the replyTo field.
+func (r *messageResolver) ReplyTo(ctx context.Context, obj *messaging.Message) (*messaging.Reply, error) {
+	if !obj.ReplyTo.Quotes() {
+		return nil, nil
+	}
+	reply := obj.ReplyTo
+	return &reply, nil
+}
+
+// Reactions is the resolver for the reactions field.
+func (r *messageResolver) Reactions(ctx context.Context, obj *messaging.Message) ([]messaging.Reaction, error) {
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	found, err := l.reactions.Load(ctx, obj.ID)()
+	if found == nil {
+		found = []messaging.Reaction{}
+	}
+	return found, err
+}
+
 // SendMessage is the resolver for the sendMessage field.
 func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error) {
 	p, err := principal(ctx)
@@ -58,12 +80,12 @@ func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMess
 	case input.ThreadID != nil:
 		m, err = r.sender.SendGroup(ctx, appmessaging.GroupSendInput{
 			AccountID: p.AccountID, Service: serviceName(input.Service), From: input.From, ThreadID: *input.ThreadID,
-			Content: content, Fields: fields,
+			Content: content, Fields: fields, ReplyTo: deref(input.ReplyTo),
 		})
 	case input.To != nil:
 		m, err = r.sender.SendIndividual(ctx, appmessaging.SendInput{
 			AccountID: p.AccountID, Service: serviceName(input.Service), From: input.From, To: *input.To,
-			Content: content, Fields: fields,
+			Content: content, Fields: fields, ReplyTo: deref(input.ReplyTo),
 		})
 	default:
 		return nil, failure.Invalid(failure.Field("missing", "give to (a user) or threadId (a group)", "to"))
@@ -114,6 +136,23 @@ func (r *mutationResolver) SendTyping(ctx context.Context, threadID string) (*mo
 		out.RetryAfterSeconds = &wait
 	}
 	return out, nil
+}
+
+// React is the resolver for the react field.
+func (r *mutationResolver) React(ctx context.Context, messageID string, emoji *string, remove *bool) (*messaging.Reaction, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := appmessaging.ReactInput{AccountID: p.AccountID, MessageID: messageID, Remove: remove != nil && *remove}
+	if emoji != nil {
+		in.Emoji = *emoji
+	}
+	reaction, err := r.sender.React(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &reaction, nil
 }
 
 // Threads is the resolver for the threads field.
@@ -174,6 +213,16 @@ func (r *queryResolver) Message(ctx context.Context, id string) (*messaging.Mess
 	return &m, nil
 }
 
+// MessageID is the resolver for the messageId field.
+func (r *replyResolver) MessageID(ctx context.Context, obj *messaging.Reply) (*string, error) {
+	return nonEmpty(obj.MessageID), nil
+}
+
+// ProviderMessageID is the resolver for the providerMessageId field.
+func (r *replyResolver) ProviderMessageID(ctx context.Context, obj *messaging.Reply) (*string, error) {
+	return nonEmpty(obj.ProviderMessageID), nil
+}
+
 // Contact is the resolver for the contact field.
 func (r *threadResolver) Contact(ctx context.Context, obj *messaging.Thread) (*string, error) {
 	if obj.Type != messaging.Individual || obj.Contact == "" {
@@ -223,11 +272,15 @@ func (r *Resolver) Message() generated.MessageResolver { return &messageResolver
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
+// Reply returns generated.ReplyResolver implementation.
+func (r *Resolver) Reply() generated.ReplyResolver { return &replyResolver{r} }
+
 // Thread returns generated.ThreadResolver implementation.
 func (r *Resolver) Thread() generated.ThreadResolver { return &threadResolver{r} }
 
 type (
 	messageResolver  struct{ *Resolver }
 	mutationResolver struct{ *Resolver }
+	replyResolver    struct{ *Resolver }
 	threadResolver   struct{ *Resolver }
 )

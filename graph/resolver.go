@@ -35,6 +35,7 @@ type ThreadReader interface {
 	MessagePages(ctx context.Context, accountID string, threadIDs []string, before *appmessaging.MessageCursor, limit int) (map[string]appmessaging.MessagePage, error)
 	Messages(ctx context.Context, accountID string, ids []string) (map[string]messaging.Message, error)
 	Timelines(ctx context.Context, accountID string, msgs []messaging.Message) (map[string][]appmessaging.StatusChange, error)
+	Reactions(ctx context.Context, accountID string, ids []string) (map[string][]messaging.Reaction, error)
 }
 
 var _ ThreadReader = (*appmessaging.Reader)(nil)
@@ -44,6 +45,7 @@ var _ ThreadReader = (*appmessaging.Reader)(nil)
 type MessageSender interface {
 	SendIndividual(ctx context.Context, in appmessaging.SendInput) (messaging.Message, error)
 	SendGroup(ctx context.Context, in appmessaging.GroupSendInput) (messaging.Message, error)
+	React(ctx context.Context, in appmessaging.ReactInput) (messaging.Reaction, error)
 }
 
 var _ MessageSender = (*appmessaging.Service)(nil)

@@ -106,6 +106,7 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		// The agent reacts, again (idempotent), and takes it back.
 		r = api.client.Do(http.MethodPut, reactionPath(question), map[string]any{"emoji": "❤️"}, api.headers...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "react: %s", r.Body)
+		require.Eventually(t, func() bool { return len(wa.Reactions()) == 1 }, chWait, chTick)
 		r = api.client.Do(http.MethodPut, reactionPath(question), map[string]any{"emoji": "❤️"}, api.headers...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "react again: %s", r.Body)
 		r = api.client.Do(http.MethodDelete, reactionPath(question), nil, api.headers...)
@@ -122,6 +123,25 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		agentEvents := hooks.find("message.reaction", question)
 		require.Equal(t, true, agentEvents[0]["is_from_agent"])
 		require.Equal(t, chWAAgent, agentEvents[0]["sender_number"])
+
+		// GraphQL: the message's quote and reactions, and react.
+		gql := func(query string) map[string]any {
+			var out map[string]any
+			postGraphQL(t, srv.URL, acct, query, &out)
+			return out
+		}
+		got := gql(`mutation { react(messageId: "` + userReply["message_id"].(string) + `", emoji: "🙏") { messageId emoji fromAgent reactor } }`)
+		require.Equal(t, map[string]any{"react": map[string]any{"messageId": userReply["message_id"], "emoji": "🙏", "fromAgent": true,
+			"reactor": chWAAgent}}, got["data"], "%v", got)
+		require.Eventually(t, func() bool { return len(wa.Reactions()) == 3 }, chWait, chTick)
+		require.Equal(t, map[string]any{"message_id": "wamid.e2e-react-reply", "emoji": "🙏"}, wa.Reactions()[2]["reaction"])
+		got = gql(`{ message(id: "` + userReply["message_id"].(string) + `") { replyTo { messageId providerMessageId text } reactions { emoji fromAgent } } }`)
+		require.Equal(t, map[string]any{"message": map[string]any{
+			"replyTo":   map[string]any{"messageId": answer, "providerMessageId": answerWamid, "text": "We do."},
+			"reactions": []any{map[string]any{"emoji": "🙏", "fromAgent": true}},
+		}}, got["data"], "%v", got)
+		got = gql(`mutation { react(messageId: "` + question + `", emoji: "no") { emoji } }`)
+		require.Equal(t, "validation_error", got["errors"].([]any)[0].(map[string]any)["extensions"].(map[string]any)["code"], "%v", got)
 
 		// Bad input.
 		for _, bad := range []string{"ok", "👍👍", "", "中"} {

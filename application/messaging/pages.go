@@ -77,6 +77,9 @@ type PageRepos interface {
 	// message.status events of the account's thread threadID about the
 	// messages ids, recorded at or after since.
 	MessageEvents(ctx context.Context, accountID, threadID string, ids []string, since time.Time, limit int) ([]event.Event, error)
+	// Reactions returns the current reactions on the account's messages
+	// ids, by message id (see Repos.Reactions).
+	Reactions(ctx context.Context, accountID string, messageIDs []string) (map[string][]messaging.Reaction, error)
 }
 
 // Reader runs the paged and batched reads of threads and messages that the
@@ -227,4 +230,18 @@ func chunks(ids []string, fn func(part []string) error) error {
 		}
 	}
 	return nil
+}
+
+// Reactions reads the current reactions on the account's messages ids,
+// in one statement per chunk of ids.
+func (r *Reader) Reactions(ctx context.Context, accountID string, ids []string) (map[string][]messaging.Reaction, error) {
+	out := map[string][]messaging.Reaction{}
+	err := chunks(validIDs(ident.Message, ids), func(part []string) error {
+		found, err := r.repos.Reactions(ctx, accountID, part)
+		for id, rs := range found {
+			out[id] = rs
+		}
+		return err
+	})
+	return out, err
 }

@@ -67,10 +67,11 @@ type ReactInput struct {
 	EmojiField []any
 }
 
-// reactPayload is the reaction job's payload.
+// reactPayload is the reaction job's payload: the message whose agent
+// reaction is to be sent as it is stored when the job runs, so that jobs
+// run in any order leave the provider with the latest.
 type reactPayload struct {
 	MessageID string `json:"message_id"`
-	Emoji     string `json:"emoji"`
 }
 
 // React sets (or, with Remove, takes back) the agent number's reaction on
@@ -127,7 +128,7 @@ func (s *Service) React(ctx context.Context, in ReactInput) (messaging.Reaction,
 	if agentEmoji(current[target.ID], number.Number) == in.Emoji {
 		return reaction, nil
 	}
-	payload, err := json.Marshal(reactPayload{MessageID: target.ID, Emoji: in.Emoji})
+	payload, err := json.Marshal(reactPayload{MessageID: target.ID})
 	if err != nil {
 		return messaging.Reaction{}, err
 	}
@@ -167,10 +168,11 @@ func (s *Service) Reactions() ReactionWorker { return ReactionWorker{s: s} }
 // handler of ReactKind jobs.
 type ReactionWorker struct{ s *Service }
 
-// Work sets the reaction a job names at the provider. The reaction sent
-// is the one the job recorded; a message deleted with its account is left
-// alone, and one the provider has no id for yet (still queued) is tried
-// again later.
+// Work sends the agent number's reaction on the job's message to the
+// provider, as it is stored when the job runs (none: taken back), so that
+// whatever order a message's reaction jobs run in, the last one sends the
+// latest reaction. A message deleted with its account is left alone, and
+// one the provider has no id for yet (still queued) is tried again later.
 func (w ReactionWorker) Work(ctx context.Context, job jobs.Job) error {
 	s := w.s
 	var p reactPayload
@@ -208,7 +210,12 @@ func (w ReactionWorker) Work(ctx context.Context, job jobs.Job) error {
 	if err != nil {
 		return jobs.Permanent(err)
 	}
-	in := OutboundReaction{Number: number, Settings: settings, ThreadID: t.ID, ThreadType: t.Type, Target: target, Emoji: p.Emoji}
+	current, err := r.Reactions(ctx, target.AccountID, []string{target.ID})
+	if err != nil {
+		return err
+	}
+	in := OutboundReaction{Number: number, Settings: settings, ThreadID: t.ID, ThreadType: t.Type, Target: target,
+		Emoji: agentEmoji(current[target.ID], number.Number)}
 	if t.Type == messaging.Individual {
 		in.To = t.Contact
 	}

@@ -46,6 +46,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	QueueHealth() QueueHealthResolver
 	QueueKind() QueueKindResolver
+	Reply() ReplyResolver
 	SandboxAttachment() SandboxAttachmentResolver
 	SandboxEmail() SandboxEmailResolver
 	Subscription() SubscriptionResolver
@@ -191,6 +192,8 @@ type ComplexityRoot struct {
 		FailureText func(childComplexity int) int
 		From        func(childComplexity int) int
 		ID          func(childComplexity int) int
+		Reactions   func(childComplexity int) int
+		ReplyTo     func(childComplexity int) int
 		SenderName  func(childComplexity int) int
 		Service     func(childComplexity int) int
 		Status      func(childComplexity int) int
@@ -235,6 +238,7 @@ type ComplexityRoot struct {
 		DeleteCronJob         func(childComplexity int, id string) int
 		MarkThreadRead        func(childComplexity int, threadID string) int
 		PauseCronJob          func(childComplexity int, id string) int
+		React                 func(childComplexity int, messageID string, emoji *string, remove *bool) int
 		ReplayWebhookDelivery func(childComplexity int, id string) int
 		ResumeCronJob         func(childComplexity int, id string) int
 		RotateWebhookSecret   func(childComplexity int) int
@@ -293,6 +297,22 @@ type ComplexityRoot struct {
 		Retrying      func(childComplexity int) int
 		Running       func(childComplexity int) int
 		Scheduled     func(childComplexity int) int
+	}
+
+	Reaction struct {
+		At          func(childComplexity int) int
+		Emoji       func(childComplexity int) int
+		FromAgent   func(childComplexity int) int
+		MessageID   func(childComplexity int) int
+		Reactor     func(childComplexity int) int
+		ReactorName func(childComplexity int) int
+		ThreadID    func(childComplexity int) int
+	}
+
+	Reply struct {
+		MessageID         func(childComplexity int) int
+		ProviderMessageID func(childComplexity int) int
+		Text              func(childComplexity int) int
 	}
 
 	SandboxAttachment struct {
@@ -460,11 +480,14 @@ type MessageResolver interface {
 	Thread(ctx context.Context, obj *messaging.Message) (*messaging.Thread, error)
 
 	Timeline(ctx context.Context, obj *messaging.Message) ([]messaging1.StatusChange, error)
+	ReplyTo(ctx context.Context, obj *messaging.Message) (*messaging.Reply, error)
+	Reactions(ctx context.Context, obj *messaging.Message) ([]messaging.Reaction, error)
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error)
 	MarkThreadRead(ctx context.Context, threadID string) (*model.ThreadReadResult, error)
 	SendTyping(ctx context.Context, threadID string) (*model.TypingResult, error)
+	React(ctx context.Context, messageID string, emoji *string, remove *bool) (*messaging.Reaction, error)
 	CreateCronJob(ctx context.Context, input model.CronJobInput) (*cron.Job, error)
 	UpdateCronJob(ctx context.Context, id string, input model.CronJobPatch) (*cron.Job, error)
 	PauseCronJob(ctx context.Context, id string) (*cron.Job, error)
@@ -494,6 +517,10 @@ type QueueHealthResolver interface {
 }
 type QueueKindResolver interface {
 	OldestReadyAt(ctx context.Context, obj *jobs.Stat) (*time.Time, error)
+}
+type ReplyResolver interface {
+	MessageID(ctx context.Context, obj *messaging.Reply) (*string, error)
+	ProviderMessageID(ctx context.Context, obj *messaging.Reply) (*string, error)
 }
 type SandboxAttachmentResolver interface {
 	Size(ctx context.Context, obj *email1.KeptAttachment) (int, error)
@@ -1103,6 +1130,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.ID(childComplexity), true
+	case "Message.reactions":
+		if e.ComplexityRoot.Message.Reactions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Reactions(childComplexity), true
+	case "Message.replyTo":
+		if e.ComplexityRoot.Message.ReplyTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ReplyTo(childComplexity), true
 	case "Message.senderName":
 		if e.ComplexityRoot.Message.SenderName == nil {
 			break
@@ -1302,6 +1341,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.react":
+		if e.ComplexityRoot.Mutation.React == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_react_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.React(childComplexity, args["messageId"].(string), args["emoji"].(*string), args["remove"].(*bool)), true
 	case "Mutation.replayWebhookDelivery":
 		if e.ComplexityRoot.Mutation.ReplayWebhookDelivery == nil {
 			break
@@ -1636,6 +1686,68 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueueKind.Scheduled(childComplexity), true
+
+	case "Reaction.at":
+		if e.ComplexityRoot.Reaction.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.At(childComplexity), true
+	case "Reaction.emoji":
+		if e.ComplexityRoot.Reaction.Emoji == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.Emoji(childComplexity), true
+	case "Reaction.fromAgent":
+		if e.ComplexityRoot.Reaction.FromAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.FromAgent(childComplexity), true
+	case "Reaction.messageId":
+		if e.ComplexityRoot.Reaction.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.MessageID(childComplexity), true
+	case "Reaction.reactor":
+		if e.ComplexityRoot.Reaction.Reactor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.Reactor(childComplexity), true
+	case "Reaction.reactorName":
+		if e.ComplexityRoot.Reaction.ReactorName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.ReactorName(childComplexity), true
+	case "Reaction.threadId":
+		if e.ComplexityRoot.Reaction.ThreadID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.ThreadID(childComplexity), true
+
+	case "Reply.messageId":
+		if e.ComplexityRoot.Reply.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reply.MessageID(childComplexity), true
+	case "Reply.providerMessageId":
+		if e.ComplexityRoot.Reply.ProviderMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reply.ProviderMessageID(childComplexity), true
+	case "Reply.text":
+		if e.ComplexityRoot.Reply.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reply.Text(childComplexity), true
 
 	case "SandboxAttachment.contentType":
 		if e.ComplexityRoot.SandboxAttachment.ContentType == nil {
@@ -2711,6 +2823,44 @@ type Mutation {
   and answers sent false with retryAfterSeconds. Errors as markThreadRead.
   """
   sendTyping(threadId: ID!): TypingResult!
+  """
+  Set the agent number's reaction on a message of the account (emoji:
+  exactly one emoji), replacing the one it had, or take it back (remove
+  true). Stored at once, a message.reaction event, and sent to the
+  provider as a job (WhatsApp: a reaction message; Telegram:
+  setMessageReaction). Setting the reaction the message has changes
+  nothing. Errors (extensions.code): validation_error naming emoji;
+  not_found for another account's or an unknown message;
+  not_supported_by_provider.
+  """
+  react(messageId: ID!, emoji: String, remove: Boolean = false): Reaction!
+}
+
+"An emoji a user or the agent set on a message."
+type Reaction {
+  "The message reacted to."
+  messageId: ID!
+  threadId: ID!
+  "The emoji; empty for a reaction taken back."
+  emoji: String!
+  "Who reacted: the user's address, or the agent number."
+  reactor: String!
+  "The user's name, where the provider sends it."
+  reactorName: String!
+  "True for the agent number's reaction."
+  fromAgent: Boolean!
+  "When it was set."
+  at: Time!
+}
+
+"What a message quotes: the message it answers."
+type Reply {
+  "The quoted message; null when Switchboard does not have it."
+  messageId: ID
+  "The provider's id of the quoted message, when known."
+  providerMessageId: String
+  "The quoted text, where the provider sends it or Switchboard has the message."
+  text: String!
 }
 
 "The answer to markThreadRead."
@@ -2862,6 +3012,10 @@ type Message {
   ask.
   """
   timeline: [MessageStatusChange!]!
+  "The message this one answers (quotes); null when it quotes none."
+  replyTo: Reply
+  "The message's current reactions, one per person, oldest first."
+  reactions: [Reaction!]!
 }
 
 "One step of a message's life (see Message.timeline)."
@@ -2900,6 +3054,8 @@ input SendMessageInput {
   text: String
   "The file of a media message."
   media: MediaInput
+  "A message of the same thread that this one answers (quotes)."
+  replyTo: ID
 }
 
 "A media file to send."
@@ -3384,6 +3540,10 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_updatedAt(ctx, field)
 	case "timeline":
 		return ec.fieldContext_Message_timeline(ctx, field)
+	case "replyTo":
+		return ec.fieldContext_Message_replyTo(ctx, field)
+	case "reactions":
+		return ec.fieldContext_Message_reactions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -3514,6 +3674,38 @@ func (ec *executionContext) childFields_QueueKind(ctx context.Context, field gra
 		return ec.fieldContext_QueueKind_oldestReadyAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type QueueKind", field.Name)
+}
+
+func (ec *executionContext) childFields_Reaction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_Reaction_messageId(ctx, field)
+	case "threadId":
+		return ec.fieldContext_Reaction_threadId(ctx, field)
+	case "emoji":
+		return ec.fieldContext_Reaction_emoji(ctx, field)
+	case "reactor":
+		return ec.fieldContext_Reaction_reactor(ctx, field)
+	case "reactorName":
+		return ec.fieldContext_Reaction_reactorName(ctx, field)
+	case "fromAgent":
+		return ec.fieldContext_Reaction_fromAgent(ctx, field)
+	case "at":
+		return ec.fieldContext_Reaction_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Reaction", field.Name)
+}
+
+func (ec *executionContext) childFields_Reply(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_Reply_messageId(ctx, field)
+	case "providerMessageId":
+		return ec.fieldContext_Reply_providerMessageId(ctx, field)
+	case "text":
+		return ec.fieldContext_Reply_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Reply", field.Name)
 }
 
 func (ec *executionContext) childFields_SandboxAttachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3979,6 +4171,36 @@ func (ec *executionContext) field_Mutation_pauseCronJob_args(ctx context.Context
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_react_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "emoji",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["emoji"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "remove",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["remove"] = arg2
 	return args, nil
 }
 
@@ -6833,6 +7055,70 @@ func (ec *executionContext) fieldContext_Message_timeline(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Message_replyTo(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_replyTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().ReplyTo(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Reply) graphql.Marshaler {
+			return ec.marshalOReply2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReply(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_replyTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Reply(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Message_reactions(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_reactions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Reactions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.Reaction) graphql.Marshaler {
+			return ec.marshalNReaction2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReactionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Reaction(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7386,6 +7672,50 @@ func (ec *executionContext) fieldContext_Mutation_sendTyping(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_sendTyping_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_react(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_react(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().React(ctx, fc.Args["messageId"].(string), fc.Args["emoji"].(*string), fc.Args["remove"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Reaction) graphql.Marshaler {
+			return ec.marshalNReaction2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReaction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_react(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Reaction(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_react_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8847,6 +9177,236 @@ func (ec *executionContext) _QueueKind_oldestReadyAt(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_QueueKind_oldestReadyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueueKind", field, true, true, "Time")
+}
+
+func (ec *executionContext) _Reaction_messageId(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Reaction_threadId(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_threadId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ThreadID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_threadId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Reaction_emoji(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_emoji(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Emoji, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_emoji(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "String")
+}
+
+func (ec *executionContext) _Reaction_reactor(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_reactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reactor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_reactor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "String")
+}
+
+func (ec *executionContext) _Reaction_reactorName(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_reactorName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReactorName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_reactorName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "String")
+}
+
+func (ec *executionContext) _Reaction_fromAgent(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_fromAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_fromAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Reaction_at(ctx context.Context, field graphql.CollectedField, obj *messaging.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Reply_messageId(ctx context.Context, field graphql.CollectedField, obj *messaging.Reply) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reply_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Reply().MessageID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Reply_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reply", field, true, true, "ID")
+}
+
+func (ec *executionContext) _Reply_providerMessageId(ctx context.Context, field graphql.CollectedField, obj *messaging.Reply) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reply_providerMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Reply().ProviderMessageID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Reply_providerMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reply", field, true, true, "String")
+}
+
+func (ec *executionContext) _Reply_text(ctx context.Context, field graphql.CollectedField, obj *messaging.Reply) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reply_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reply_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reply", field, false, false, "String")
 }
 
 func (ec *executionContext) _SandboxAttachment_name(ctx context.Context, field graphql.CollectedField, obj *email1.KeptAttachment) (ret graphql.Marshaler) {
@@ -12533,7 +13093,7 @@ func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"service", "from", "to", "threadId", "text", "media"}
+	fieldsInOrder := [...]string{"service", "from", "to", "threadId", "text", "media", "replyTo"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12582,6 +13142,13 @@ func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, 
 				return it, err
 			}
 			it.Media = data
+		case "replyTo":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("replyTo"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReplyTo = data
 		}
 	}
 	return it, nil
@@ -13620,6 +14187,18 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Message_timeline(ctx, field, obj)
 				})
+		case "replyTo":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_replyTo(ctx, field, obj)
+				})
+		case "reactions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_reactions(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13870,6 +14449,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "sendTyping":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_sendTyping(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "react":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_react(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -14288,6 +14874,114 @@ func (ec *executionContext) _QueueKind(ctx context.Context, sel ast.SelectionSet
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._QueueKind_oldestReadyAt(ctx, field, obj)
 				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var reactionImplementors = []string{"Reaction"}
+
+func (ec *executionContext) _Reaction(ctx context.Context, sel ast.SelectionSet, obj *messaging.Reaction) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reactionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Reaction")
+		case "messageId":
+			out.Values[i] = ec._Reaction_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "threadId":
+			out.Values[i] = ec._Reaction_threadId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emoji":
+			out.Values[i] = ec._Reaction_emoji(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reactor":
+			out.Values[i] = ec._Reaction_reactor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reactorName":
+			out.Values[i] = ec._Reaction_reactorName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fromAgent":
+			out.Values[i] = ec._Reaction_fromAgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._Reaction_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var replyImplementors = []string{"Reply"}
+
+func (ec *executionContext) _Reply(ctx context.Context, sel ast.SelectionSet, obj *messaging.Reply) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, replyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Reply")
+		case "messageId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Reply_messageId(ctx, field, obj)
+				})
+		case "providerMessageId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Reply_providerMessageId(ctx, field, obj)
+				})
+		case "text":
+			out.Values[i] = ec._Reply_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16241,6 +16935,34 @@ func (ec *executionContext) marshalNQueueKind2ᚕgithubᚗcomᚋswitchboardᚑde
 	return ret
 }
 
+func (ec *executionContext) marshalNReaction2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReaction(ctx context.Context, sel ast.SelectionSet, v messaging.Reaction) graphql.Marshaler {
+	return ec._Reaction(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNReaction2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReactionᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.Reaction) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReaction2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReaction(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNReaction2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReaction(ctx context.Context, sel ast.SelectionSet, v *messaging.Reaction) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Reaction!")
+		return graphql.Null
+	}
+	return ec._Reaction(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptEmail(ctx context.Context, sel ast.SelectionSet, v email1.KeptEmail) graphql.Marshaler {
 	return ec._SandboxEmail(ctx, sel, &v)
 }
@@ -16949,6 +17671,13 @@ func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋswitchboardᚑdev�
 		return graphql.Null
 	}
 	return ec._Message(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOReply2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐReply(ctx context.Context, sel ast.SelectionSet, v *messaging.Reply) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Reply(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOSandboxAttachment2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptAttachment(ctx context.Context, sel ast.SelectionSet, v *email1.KeptAttachment) graphql.Marshaler {

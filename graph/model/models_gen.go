@@ -142,6 +142,8 @@ type SendMessageInput struct {
 	Text *string `json:"text,omitempty"`
 	// The file of a media message.
 	Media *MediaInput `json:"media,omitempty"`
+	// A message of the same thread that this one answers (quotes).
+	ReplyTo *string `json:"replyTo,omitempty"`
 }
 
 // A page of threads, Relay-style.

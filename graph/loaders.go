@@ -42,10 +42,10 @@ type loaders struct {
 	lastExecutions *dataloader.Loader[string, *cron.Execution]
 	// timelines read the status history of messages; the messages of a
 	// response are read together, one statement per thread.
-	timelines   *dataloader.Loader[timelineKey, []appmessaging.StatusChange]
+	timelines *dataloader.Loader[timelineKey, []appmessaging.StatusChange]
 	// reactions read the reactions on messages; the messages of a
 	// response are read together.
-	reactions *dataloader.Loader[string, []messaging.Reaction]
+	reactions   *dataloader.Loader[string, []messaging.Reaction]
 	cron        CronUseCases
 	jobSiblings map[string][]string
 	readLast    map[string]*future[*cron.Execution]

@@ -18,7 +18,8 @@ const pageSize = 20;
 const numbersQuery = `query Numbers { account { numbers { number service provider enabled } } }`;
 
 const messageFields = `id threadId direction status from to senderName failureCode failureText createdAt
-  content { kind text mediaUrl caption latitude longitude placeName address }`;
+  content { kind text mediaUrl caption latitude longitude placeName address }
+  replyTo { messageId text } reactions { emoji reactor fromAgent }`;
 
 const threadsQuery = `query Threads($first: Int, $after: String, $filter: ThreadFilter) {
   threads(first: $first, after: $after, filter: $filter) {
@@ -331,7 +332,10 @@ function messageView(m, thread, isNew) {
     dataset: { id: m.id, status: m.status }, 'aria-label': inbound ? 'Inbound message' : 'Outbound message',
   },
   h('p', { class: 'from' }, who),
+  m.replyTo ? h('blockquote', { class: 'quote', 'aria-label': 'Replying to' }, m.replyTo.text || 'an earlier message') : null,
   contentView(m),
+  (m.reactions || []).length ? h('p', { class: 'reactions', 'aria-label': 'Reactions' },
+    m.reactions.map((r) => h('span', { title: r.fromAgent ? 'You' : r.reactor }, r.emoji))) : null,
   h('div', { class: 'meta' },
     time(m.createdAt), h('span', null, inbound ? 'Inbound' : 'Outbound'), badge(m.status)),
   timelineView(m));

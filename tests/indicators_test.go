@@ -22,28 +22,11 @@ import (
 func TestTypingAndReadEndToEnd(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		tg := telegramfake.New(t, chTGToken)
-		wa := whatsappfake.New(t, chWAPNID, chWAToken, chWADisplay)
-
-		b := setup(t, dialect)
-		acct := b.createAccount(t, "Indicators")
-		other := b.createAccount(t, "Other")
-		var tgNum, waNum numberOut
-		b.cliJSON(t, &tgNum, "numbers", "add", "--account", acct.AccountID, "--number", chTGAgent,
-			"--service", "telegram", "--provider", "telegram", "--bot-token", chTGToken,
-			"--api-base-url", tg.URL, "--inbound", "webhook")
-		b.cliJSON(t, &waNum, "numbers", "add", "--account", acct.AccountID, "--number", chWAAgent,
-			"--service", "whatsapp", "--provider", "whatsapp-cloud", "--phone-number-id", chWAPNID,
-			"--access-token", chWAToken, "--app-secret", chWASecret, "--verify-token", chWAVerify, "--api-base-url", wa.URL)
+		f := setupChannels(t, dialect, "Indicators")
 		const sandboxAgent = "+14155550122"
-		b.addNumber(t, acct.AccountID, sandboxAgent)
-		hooks := newHookReceiver(t)
-		var hook webhookOut
-		b.cliJSON(t, &hook, "webhook", "set", "--account", acct.AccountID, "--url", hooks.URL, "--allow-private-urls", "127.0.0.1/32")
-		hooks.setSecret(t, hook.Secret)
-
-		srv := b.serve(t, "--allow-private-urls", "127.0.0.1/32", "--public-url", chPublicURL)
-		api := &chAPI{client: srv.client(t), base: srv.URL, account: acct.AccountID, headers: auth(acct.APIKey, acct.APISecret)}
+		f.b.addNumber(t, f.acct.AccountID, sandboxAgent)
+		f.serve(t)
+		tg, wa, acct, other, tgNum, waNum, hooks, srv, api := f.tg, f.wa, f.acct, f.other, f.tgNum, f.waNum, f.hooks, f.srv, f.api
 		waRoute := "/v1/providers/whatsapp/" + waNum.NumberID + "/webhook"
 		waInbound := func(wamid, text string) string {
 			body := whatsappfake.TextMessage(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", wamid, text)

@@ -47,16 +47,7 @@ type InboundInput struct {
 // started the conversation with that agent number.
 func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Message, error) {
 	var p failure.Problems
-	service, ok := account.ParseService(in.Service)
-	if !ok {
-		p.Add("enum", "service must be one of whatsapp, telegram", "service")
-	}
-	if ok && !messaging.ValidRecipient(service, in.From) {
-		p.Add("value_error", "from must be the user's number in E.164 form", "from")
-	}
-	if !account.ValidE164(in.To) {
-		p.Add("value_error", "to must be the agent number in E.164 form", "to")
-	}
+	service := checkInboundAddresses(in.Service, in.From, in.To, &p)
 	if len(in.SenderName) > 200 {
 		p.Add("string_too_long", "sender_name must be at most 200 characters", "sender_name")
 	}
@@ -186,6 +177,22 @@ func (s *Service) inboundThread(ctx context.Context, tx TxReads, in InboundInput
 		err = nil
 	}
 	return n, thread, b, err
+}
+
+// checkInboundAddresses checks the service, user and agent number of an
+// inbound report, recording what is wrong in p, and returns the service.
+func checkInboundAddresses(rawService, from, to string, p *failure.Problems) account.Service {
+	service, ok := account.ParseService(rawService)
+	if !ok {
+		p.Add("enum", "service must be one of whatsapp, telegram", "service")
+	}
+	if ok && !messaging.ValidRecipient(service, from) {
+		p.Add("value_error", "from must be the user's number in E.164 form", "from")
+	}
+	if !account.ValidE164(to) {
+		p.Add("value_error", "to must be the agent number in E.164 form", "to")
+	}
+	return service
 }
 
 // newIndividualThread is a new thread of an agent number and a user, with

@@ -257,16 +257,7 @@ type InboundReaction struct {
 // Errors: those of Receive.
 func (s *Service) ReceiveReaction(ctx context.Context, in InboundReaction) (messaging.Reaction, error) {
 	var p failure.Problems
-	service, ok := account.ParseService(in.Service)
-	if !ok {
-		p.Add("enum", "service must be one of whatsapp, telegram", "service")
-	}
-	if ok && !messaging.ValidRecipient(service, in.From) {
-		p.Add("value_error", "from must be the user's number in E.164 form", "from")
-	}
-	if !account.ValidE164(in.To) {
-		p.Add("value_error", "to must be the agent number in E.164 form", "to")
-	}
+	service := checkInboundAddresses(in.Service, in.From, in.To, &p)
 	if utf8.RuneCountInString(in.Emoji) > 64 {
 		p.Add("string_too_long", "the reaction must be at most 64 characters", "emoji")
 	}

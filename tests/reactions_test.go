@@ -221,6 +221,22 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send",
 			map[string]any{"service": "whatsapp", "from": chWAAgent, "to": "+14155550111", "content": "x", "reply_to": othersMessage})
 		require.Equal(t, http.StatusNotFound, r.StatusCode, "another account's message: %s", r.Body)
+		// The sandbox simulates a user's reply and reaction.
+		r = otherAPI.post(t, "/v1/sandbox/"+other.AccountID+"/inbound", map[string]any{"service": "whatsapp", "from": "+14155550111",
+			"to": otherAgent, "content": "about that", "reply_to": othersMessage})
+		require.Equal(t, http.StatusOK, r.StatusCode, "simulated reply: %s", r.Body)
+		simulated := otherAPI.details(t, r.JSON(t)["message_id"].(string))
+		require.Equal(t, othersMessage, simulated["reply_to_message_id"])
+		require.Equal(t, "elsewhere", simulated["quoted_text"])
+		r = otherAPI.post(t, "/v1/sandbox/"+other.AccountID+"/reaction", map[string]any{"service": "whatsapp", "from": "+14155550111",
+			"to": otherAgent, "message_id": othersMessage, "emoji": "👀"})
+		require.Equal(t, http.StatusOK, r.StatusCode, "simulated reaction: %s", r.Body)
+		require.Equal(t, map[string]any{"message_id": othersMessage, "thread_id": simulated["thread_id"], "emoji": "👀", "removed": false,
+			"reactor": "+14155550111", "is_from_agent": false}, r.JSON(t)["data"])
+		require.Equal(t, "👀", otherAPI.details(t, othersMessage)["reactions"].([]any)[0].(map[string]any)["emoji"])
+		r = otherAPI.post(t, "/v1/sandbox/"+other.AccountID+"/reaction", map[string]any{"service": "whatsapp", "from": "+14155550111",
+			"to": otherAgent, "message_id": question, "emoji": "👀"})
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "a message of another account: %s", r.Body)
 		require.Len(t, tg.Calls("sendMessage"), 2, "refused sends reach nobody")
 		require.Empty(t, hooks.rejections())
 		srv.stop(t)

@@ -68,20 +68,20 @@ type Location struct {
 
 // Message is an inbound message.
 type Message struct {
-	MessageID int64  `json:"message_id"`
-	From      *User  `json:"from,omitempty"`
-	Chat      Chat   `json:"chat"`
-	Date      int64  `json:"date"`
-	Text      string `json:"text,omitempty"`
-	Caption   string `json:"caption,omitempty"`
-	Photo     []File `json:"photo,omitempty"`
-	Video     *File  `json:"video,omitempty"`
-	Audio     *File  `json:"audio,omitempty"`
-	Voice     *File  `json:"voice,omitempty"`
-	Document  *File  `json:"document,omitempty"`
-	Sticker   *Sticker `json:"sticker,omitempty"`
-	Location *Location `json:"location,omitempty"`
-	Venue    *struct {
+	MessageID int64     `json:"message_id"`
+	From      *User     `json:"from,omitempty"`
+	Chat      Chat      `json:"chat"`
+	Date      int64     `json:"date"`
+	Text      string    `json:"text,omitempty"`
+	Caption   string    `json:"caption,omitempty"`
+	Photo     []File    `json:"photo,omitempty"`
+	Video     *File     `json:"video,omitempty"`
+	Audio     *File     `json:"audio,omitempty"`
+	Voice     *File     `json:"voice,omitempty"`
+	Document  *File     `json:"document,omitempty"`
+	Sticker   *Sticker  `json:"sticker,omitempty"`
+	Location  *Location `json:"location,omitempty"`
+	Venue     *struct {
 		Location Location `json:"location"`
 		Title    string   `json:"title"`
 		Address  string   `json:"address"`

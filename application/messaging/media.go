@@ -116,6 +116,16 @@ func (l *MediaLinks) Check(accountID, messageID, expires, signature string, now 
 	return nil
 }
 
+// CheckMediaLink accepts a signed media link's expires and signature for
+// the account's message (see MediaLinks.Check). Without media links
+// configured, every link is invalid.
+func (s *Service) CheckMediaLink(accountID, messageID, expires, signature string) error {
+	if s.links == nil {
+		return messaging.ErrMediaLinkInvalid
+	}
+	return s.links.Check(accountID, messageID, expires, signature, s.now())
+}
+
 // withMediaLink is m with its media link filled in (see Content.MediaURL).
 func (s *Service) withMediaLink(m messaging.Message) messaging.Message {
 	if link := s.links.Link(m, s.now()); link != "" {

@@ -67,7 +67,7 @@ func (p *Provider) OpenMedia(ctx context.Context, settings map[string]string, re
 		return messaging.MediaStream{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Bot API file server answered " + res.Status}
 	}
 	size := res.ContentLength
-	if f.FileSize > size {
+	if f.FileSize > 0 && f.FileSize > size {
 		size = f.FileSize
 	}
 	// The file server says application/octet-stream of every file: the

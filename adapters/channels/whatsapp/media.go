@@ -63,7 +63,7 @@ func (p *Provider) OpenMedia(ctx context.Context, settings map[string]string, re
 		return messaging.MediaStream{}, mediaFailure(res, raw)
 	}
 	size := res.ContentLength
-	if obj.FileSize > size {
+	if obj.FileSize > 0 && obj.FileSize > size {
 		size = obj.FileSize
 	}
 	mime := obj.MimeType

@@ -61,6 +61,8 @@ type chanBundle struct {
 	poller   *telegram.Connector
 	// url is the server's address on 127.0.0.1.
 	url string
+	// links signs media links with the server's key.
+	links *messaging.MediaLinks
 }
 
 // providerRoutes serves the provider routes the way bootstrap wires them.
@@ -112,6 +114,12 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
+	o, oCred, err := acc.CreateAccount(ctx, "Other")
+	require.NoError(t, err)
+	// The server's address is known once it listens; the handler is
+	// built after.
+	var handler http.Handler
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 
 	b := &chanBundle{
 		tg: telegramfake.New(t, "111:bot-token"), tgPoll: telegramfake.New(t, "222:poll-token"),
@@ -140,6 +148,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 		}
 	}
 	b.tgSecret = telegram.WebhookSecret(b.tgNumber.ID, b.tg.Settings())
+	b.links = messaging.NewMediaLinks(keys, srv, time.Hour)
 
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	dir := channels.NewDirectory(db.ChannelStore())
@@ -151,6 +160,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 			whatsapp.Name: &whatsapp.Provider{Client: whatsapp.NewClient()},
 		},
 		Opener: acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet, Recipients: dir,
+		MediaLinks: b.links,
 	})
 	inbox := channels.NewService(channels.Deps{
 		Store: db.ChannelStore(), Receiver: svc, Opener: acc, Logger: quiet,
@@ -176,9 +186,10 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
 	}, rest.Deps{Accounts: acc, Messaging: svc, Providers: providerRoutes{tgIn, waIn}})
 	require.NoError(t, err)
-	srv := newTestServer(t, h)
+	handler = h
 	b.url = srv
-	b.msgBundle = &msgBundle{callers: callers{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret}}
+	b.msgBundle = &msgBundle{callers: callers{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret,
+		other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret}}
 	return b
 }
 

@@ -52,9 +52,12 @@ var messagingModule = fx.Module("messaging",
 		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
 			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}
 		},
-		func(c Config, k *keyring.Keyring, db *store.DB, s messaging.Store, caches *cache.Caches, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
+		func(c Config, k *keyring.Keyring) *messaging.MediaLinks {
+			return messaging.NewMediaLinks(k, c.BaseURL(), c.MediaLinkLifetime)
+		},
+		func(links *messaging.MediaLinks, db *store.DB, s messaging.Store, caches *cache.Caches, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
 			return messaging.NewService(messaging.Deps{
-				MediaLinks: messaging.NewMediaLinks(k, c.BaseURL(), c.MediaLinkLifetime),
+				MediaLinks: links,
 				Store:      caches.Messaging(s), Committer: db, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
 				Recipients: d,
 				// Typing windows are kept in the database's rate buckets,

@@ -128,7 +128,12 @@ func (s *Service) CheckMediaLink(accountID, messageID, expires, signature string
 
 // withMediaLink is m with its media link filled in (see Content.MediaURL).
 func (s *Service) withMediaLink(m messaging.Message) messaging.Message {
-	if link := s.links.Link(m, s.now()); link != "" {
+	return s.links.filled(m, s.now())
+}
+
+// filled is m with its media link, valid from now, filled in.
+func (l *MediaLinks) filled(m messaging.Message, now time.Time) messaging.Message {
+	if link := l.Link(m, now); link != "" {
 		m.Content.MediaURL = link
 	}
 	return m

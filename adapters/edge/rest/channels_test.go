@@ -105,7 +105,7 @@ func (n numbers) NumberSettings(num account.Number) (map[string]string, error) {
 	return n.acc.NumberSettings(num)
 }
 
-func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *chanBundle {
+func setupChannels(t testing.TB, dialect store.Dialect, limits ...edge.Limits) *chanBundle {
 	t.Helper()
 	ctx := context.Background()
 	db := dbtest.Open(t, dialect)
@@ -204,7 +204,7 @@ func (b *chanBundle) telegramUpdate(t *testing.T, update []byte, secret string) 
 }
 
 // whatsappPost posts a notification signed with signature.
-func (b *chanBundle) whatsappPost(t *testing.T, body []byte, signature string) openapitest.Response {
+func (b *chanBundle) whatsappPost(t testing.TB, body []byte, signature string) openapitest.Response {
 	t.Helper()
 	return b.client.Do(http.MethodPost, "/v1/providers/whatsapp/"+b.waNumber.ID+"/webhook", body, "X-Hub-Signature-256", signature)
 }
@@ -423,7 +423,7 @@ func TestWhatsAppEndToEnd(t *testing.T) {
 }
 
 // newTestServer serves h on 127.0.0.1 and returns its URL.
-func newTestServer(t *testing.T, h http.Handler) string {
+func newTestServer(t testing.TB, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL

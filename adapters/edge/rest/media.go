@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -87,11 +88,20 @@ func (s *server) streamMedia(w http.ResponseWriter, r *http.Request, accountID, 
 		h.Set("Content-Length", strconv.FormatInt(stream.Size, 10))
 	}
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, stream.Body); err != nil {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if _, err := io.CopyBuffer(w, stream.Body, *buf); err != nil {
 		slog.WarnContext(r.Context(), "media stream cut", "account_id", accountID, "message_id", messageID, "error", err.Error())
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// copyBuffers are the buffers media streams are copied through, 32 KiB
+// each, reused from one stream to the next.
+var copyBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
 
 // mediaBody describes the media of a message: the signed link that opens
 // it (as attachment_uri) and what the provider said of the file.

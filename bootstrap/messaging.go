@@ -49,8 +49,9 @@ var messagingModule = fx.Module("messaging",
 		func(db *store.DB) messaging.Store {
 			return db.MessagingStore()
 		},
-		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
-			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}
+		func(tg *telegram.Provider, wa *whatsapp.Provider, g *httpguard.Guard) messaging.Providers {
+			sb := sandbox.Provider{Media: g.Client(httpguard.ClientOptions{Timeout: 30 * time.Second, FollowRedirects: true})}
+			return messaging.ProviderSet{sandbox.Name: sb, telegram.Name: tg, whatsapp.Name: wa}
 		},
 		func(c Config, k *keyring.Keyring) *messaging.MediaLinks {
 			return messaging.NewMediaLinks(k, c.BaseURL(), c.MediaLinkLifetime)

@@ -45,6 +45,7 @@ const (
 	waVerify    = "verify-me"
 
 	agentWAOther  = "+14155550123"
+	agentSandbox  = "+14155550124"
 	waOtherSecret = "another-apps-secret"
 )
 
@@ -131,6 +132,7 @@ func setupChannels(t testing.TB, dialect store.Dialect, limits ...edge.Limits) *
 		{Number: agentTGReal, Service: "telegram", Provider: "telegram", Settings: b.tg.Settings()},
 		{Number: agentTGPoll, Service: "telegram", Provider: "telegram", Settings: pollSettings},
 		{Number: agentWACld, Service: "whatsapp", Provider: "whatsapp-cloud", Settings: b.wa.Settings(waSecret, waVerify)},
+		{Number: agentSandbox, Service: "whatsapp", Provider: "sandbox"},
 		{Number: agentWAOther, Service: "whatsapp", Provider: "whatsapp-cloud", Settings: map[string]string{
 			"phone_number_id": "200000000000001", "access_token": "other", "app_secret": waOtherSecret, "verify_token": "v", "api_base_url": b.wa.URL,
 		}},
@@ -155,7 +157,7 @@ func setupChannels(t testing.TB, dialect store.Dialect, limits ...edge.Limits) *
 	svc := messaging.NewService(messaging.Deps{
 		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{
-			sandbox.Name:  sandbox.Provider{},
+			sandbox.Name:  sandbox.Provider{Media: guard.Client(httpguard.ClientOptions{Timeout: 5 * time.Second})},
 			telegram.Name: &telegram.Provider{Client: telegram.NewClient(), Chats: dir},
 			whatsapp.Name: &whatsapp.Provider{Client: whatsapp.NewClient()},
 		},

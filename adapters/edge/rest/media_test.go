@@ -195,6 +195,25 @@ func TestInboundMediaRefusals(t *testing.T) {
 	require.LessOrEqual(t, int64(len(cut.body)), domain.MaxMediaBytes(domain.KindImage))
 }
 
+// The sandbox simulates an inbound photo from a URL: the agent opens it
+// through its signed link, fetched through the SSRF guard.
+func TestSandboxInboundMedia(t *testing.T) {
+	t.Parallel()
+	b := setupChannels(t, store.SQLite)
+	media := newMediaServer(t)
+	r := b.post("/v1/sandbox/"+b.account+"/inbound", map[string]any{"service": "whatsapp", "from": "+14155550177", "to": agentSandbox,
+		"message_type": "media", "media_url": media + "/image.png", "media_type": "image", "caption": "a photo", "sender_name": "Sam"})
+	require.Equal(t, http.StatusOK, r.StatusCode, "inbound: %s", r.Body)
+	photo := b.latestInbound(t, "Sam")
+	link := photo["media"].(map[string]any)["url"].(string)
+	require.Equal(t, link, photo["attachment_uri"], "the signed link, not the simulation's URL")
+	got := fetch(t, link)
+	require.Equal(t, http.StatusOK, got.status, "body: %.300s", got.body)
+	want := fetch(t, media+"/image.png")
+	require.Equal(t, want.body, got.body)
+	require.Equal(t, "image/png", got.header.Get("Content-Type"))
+}
+
 // zeros is an endless file of zero bytes.
 type zeros struct{}
 

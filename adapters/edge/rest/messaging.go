@@ -708,6 +708,14 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	required(&p, b.From, "from")
 	required(&p, b.To, "to")
 	content, fields := b.content(&p)
+	if content.Kind.IsMedia() && content.MediaURL != "" {
+		// The simulated user's file stays at its URL, as a provider keeps
+		// a user's file: the agent opens it through its media link.
+		if err := domain.CheckMediaURL(content.MediaURL); err != nil {
+			p.Add("url_parsing", err.Error(), fields.URLField()...)
+		}
+		content.MediaRef, content.MediaURL = content.MediaURL, ""
+	}
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
 		return

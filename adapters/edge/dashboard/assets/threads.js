@@ -18,7 +18,7 @@ const pageSize = 20;
 const numbersQuery = `query Numbers { account { numbers { number service provider enabled } } }`;
 
 const messageFields = `id threadId direction status from to senderName failureCode failureText createdAt
-  content { kind text mediaUrl caption latitude longitude placeName address }`;
+  content { kind text mediaUrl mimeType size fileName variant caption latitude longitude placeName address }`;
 
 const threadsQuery = `query Threads($first: Int, $after: String, $filter: ThreadFilter) {
   threads(first: $first, after: $after, filter: $filter) {
@@ -93,9 +93,18 @@ function contentView(m) {
     return h('p', { class: 'text' }, '📍 ', [c.placeName, c.address].filter(Boolean).join(', ') || 'A location',
       ` (${c.latitude}, ${c.longitude})`);
   }
+  const kind = c.variant ? String(c.variant).toLowerCase() : String(c.kind || '').toLowerCase();
+  const about = [c.fileName, c.mimeType, c.size ? `${c.size} bytes` : ''].filter(Boolean).join(', ');
   return h('div', null,
-    h('p', { class: 'text' }, `${String(c.kind || '').toLowerCase()}: `, linkOrText(c.mediaUrl, 'open the file')),
+    sentImage(c) ? h('p', null, h('img', { class: 'media', src: c.mediaUrl, alt: c.caption || 'An image the user sent' })) : null,
+    h('p', { class: 'text' }, `${kind}: `, linkOrText(c.mediaUrl, 'open the file'), about ? h('span', { class: 'muted' }, ` (${about})`) : null),
     c.caption ? h('p', { class: 'text' }, c.caption) : null);
+}
+
+// sentImage tells an image a user sent, served by this server through its
+// signed media link (the page's policy loads images from here only).
+function sentImage(c) {
+  return c.kind === 'IMAGE' && typeof c.mediaUrl === 'string' && c.mediaUrl.startsWith(`${location.origin}/v1/media/`);
 }
 
 // ---- the list -----------------------------------------------------------

@@ -96,15 +96,20 @@ function contentView(m) {
   const kind = c.variant ? String(c.variant).toLowerCase() : String(c.kind || '').toLowerCase();
   const about = [c.fileName, c.mimeType, c.size ? `${c.size} bytes` : ''].filter(Boolean).join(', ');
   return h('div', null,
-    sentImage(c) ? h('p', null, h('img', { class: 'media', src: c.mediaUrl, alt: c.caption || 'An image the user sent' })) : null,
+    sentImage(c) ? h('p', null, h('img', { class: 'media', src: sentImage(c), alt: c.caption || 'An image the user sent' })) : null,
     h('p', { class: 'text' }, `${kind}: `, linkOrText(c.mediaUrl, 'open the file'), about ? h('span', { class: 'muted' }, ` (${about})`) : null),
     c.caption ? h('p', { class: 'text' }, c.caption) : null);
 }
 
-// sentImage tells an image a user sent, served by this server through its
-// signed media link (the page's policy loads images from here only).
+// sentImage is the address on this page's origin of an image a user sent:
+// its signed media link, whose signature does not depend on the host the
+// link was written with (the page's policy loads images from here only);
+// empty for anything else.
 function sentImage(c) {
-  return c.kind === 'IMAGE' && typeof c.mediaUrl === 'string' && c.mediaUrl.startsWith(`${location.origin}/v1/media/`);
+  if (c.kind !== 'IMAGE' || typeof c.mediaUrl !== 'string') return '';
+  let u;
+  try { u = new URL(c.mediaUrl); } catch { return ''; }
+  return u.pathname.startsWith('/v1/media/') ? `${location.origin}${u.pathname}${u.search}` : '';
 }
 
 // ---- the list -----------------------------------------------------------

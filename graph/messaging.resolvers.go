@@ -41,6 +41,14 @@ func (r *messageResolver) Timeline(ctx context.Context, obj *messaging.Message) 
 	return l.timelines.Load(ctx, timelineKeyOf(*obj))()
 }
 
+// Variant is the resolver for the variant field.
+func (r *messageContentResolver) Variant(ctx context.Context, obj *messaging.Content) (*messaging.MediaVariant, error) {
+	if obj.Variant == "" {
+		return nil, nil
+	}
+	return &obj.Variant, nil
+}
+
 // SendMessage is the resolver for the sendMessage field.
 func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error) {
 	p, err := principal(ctx)
@@ -220,6 +228,11 @@ func (r *threadResolver) Transcript(ctx context.Context, obj *messaging.Thread, 
 // Message returns generated.MessageResolver implementation.
 func (r *Resolver) Message() generated.MessageResolver { return &messageResolver{r} }
 
+// MessageContent returns generated.MessageContentResolver implementation.
+func (r *Resolver) MessageContent() generated.MessageContentResolver {
+	return &messageContentResolver{r}
+}
+
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
@@ -227,7 +240,8 @@ func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResol
 func (r *Resolver) Thread() generated.ThreadResolver { return &threadResolver{r} }
 
 type (
-	messageResolver  struct{ *Resolver }
-	mutationResolver struct{ *Resolver }
-	threadResolver   struct{ *Resolver }
+	messageResolver        struct{ *Resolver }
+	messageContentResolver struct{ *Resolver }
+	mutationResolver       struct{ *Resolver }
+	threadResolver         struct{ *Resolver }
 )

@@ -43,7 +43,7 @@ func TestMCPOverStandardIO(t *testing.T) {
 
 	tools, err := cs.ListTools(t.Context(), nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 13, "every tool, mark_read and send_typing included")
+	require.Len(t, tools.Tools, 14, "every tool, get_media included")
 
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "list_threads", Arguments: map[string]any{}})
 	require.NoError(t, err)

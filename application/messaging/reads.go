@@ -29,7 +29,9 @@ func (s *Service) Message(ctx context.Context, accountID, id string) (MessageDet
 	if !ident.Valid(ident.Message, id) {
 		return MessageDetails{}, failure.NotFound("message")
 	}
-	return s.store.Repos().MessageDetails(ctx, accountID, id)
+	d, err := s.store.Repos().MessageDetails(ctx, accountID, id)
+	d.Message = s.withMediaLink(d.Message)
+	return d, err
 }
 
 // ThreadDetails reads one thread of the account with its participants.
@@ -50,7 +52,14 @@ func (s *Service) Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, 
 	}
 	q.Limit = min(q.Limit, MaxListLimit)
 	q.Offset = max(q.Offset, 0)
-	return s.store.Repos().Threads(ctx, q)
+	threads, total, err := s.store.Repos().Threads(ctx, q)
+	for i := range threads {
+		if last := threads[i].LastMessage; last != nil {
+			linked := s.withMediaLink(*last)
+			threads[i].LastMessage = &linked
+		}
+	}
+	return threads, total, err
 }
 
 // Recent returns the newest messages of a thread, newest first.
@@ -64,7 +73,7 @@ func (s *Service) Recent(ctx context.Context, accountID, threadID string) ([]mes
 	r := s.store.Repos()
 	msgs, err := r.RecentMessages(ctx, accountID, threadID, RecentLimit)
 	if err != nil || len(msgs) > 0 {
-		return msgs, err
+		return s.withMediaLinks(msgs), err
 	}
 	if _, err := r.Thread(ctx, accountID, threadID); err != nil {
 		return nil, err
@@ -121,5 +130,5 @@ func (s *Service) History(ctx context.Context, q HistoryQuery) (MessagePage, err
 			return MessagePage{}, err
 		}
 	}
-	return pageOf(q.ThreadID, rows, limit), nil
+	return pageOf(q.ThreadID, s.withMediaLinks(rows), limit), nil
 }

@@ -48,6 +48,8 @@ type Service struct {
 	batched Batched
 	// throttle spaces typing calls; nil calls the provider every time.
 	throttle Throttle
+	// links signs the media links of messages; nil leaves them out.
+	links *MediaLinks
 }
 
 // Deps are what the messaging use cases are built from.
@@ -70,6 +72,9 @@ type Deps struct {
 	// provider typing window; without it every typing call reaches the
 	// provider.
 	Throttle Throttle
+	// MediaLinks, when set, signs the links that open the media users
+	// sent, in reads and event payloads.
+	MediaLinks *MediaLinks
 }
 
 // NewService builds the messaging use cases.
@@ -84,7 +89,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle}
+	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle, links: d.MediaLinks}
 	if s.batched = d.Batched; s.batched == nil {
 		s.batched = inline{store: d.Store}
 	}

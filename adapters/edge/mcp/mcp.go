@@ -51,6 +51,10 @@ type Messaging interface {
 	// messages or is typing.
 	MarkRead(ctx context.Context, accountID, threadID string) (appmessaging.ReadResult, error)
 	Typing(ctx context.Context, accountID, threadID string) (appmessaging.TypingResult, error)
+	// Message reads a message with its media link; Media streams the
+	// media a user sent.
+	Message(ctx context.Context, accountID, id string) (appmessaging.MessageDetails, error)
+	Media(ctx context.Context, accountID, messageID string) (appmessaging.MediaStream, messaging.Message, error)
 }
 
 var _ Messaging = (*appmessaging.Service)(nil)

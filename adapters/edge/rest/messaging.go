@@ -33,6 +33,8 @@ type MessagingUseCases interface {
 	ManageGroup(ctx context.Context, cmd messaging.GroupCommand) (messaging.GroupResult, error)
 	MarkRead(ctx context.Context, accountID, threadID string) (messaging.ReadResult, error)
 	Typing(ctx context.Context, accountID, threadID string) (messaging.TypingResult, error)
+	Media(ctx context.Context, accountID, messageID string) (messaging.MediaStream, domain.Message, error)
+	CheckMediaLink(accountID, messageID, expires, signature string) error
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -450,6 +452,7 @@ func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
 		DateCreated: timestamp(m.CreatedAt), DateUpdated: timestamp(m.UpdatedAt), Direction: string(m.Direction),
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText, From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind),
 		Participants: addresses(d.Participants), Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, To: m.To,
+		Media: mediaOf(m),
 	}
 	// Existing clients read the fields at the top level too; status there
 	// stays the envelope's.
@@ -479,6 +482,8 @@ type messageDetailsBody struct {
 	Status        string   `json:"status"`
 	ThreadID      string   `json:"thread_id"`
 	To            string   `json:"to"`
+	// Media is set on media a user sent.
+	Media *mediaBody `json:"media,omitempty"`
 }
 
 // messageDetailsResponse is the message's fields at the top level, with
@@ -606,6 +611,7 @@ func threadMessageItems(msgs []domain.Message) []threadMessageBody {
 			AttachmentURI: m.Content.MediaURL, Body: body(m), Content: body(m), DateSent: created, Direction: string(m.Direction),
 			From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind), SenderName: senderName(m), SenderNumber: m.From,
 			Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, Timestamp: created, To: m.To,
+			Media: mediaOf(m),
 		}
 	}
 	return items
@@ -629,6 +635,8 @@ type threadMessageBody struct {
 	ThreadID      string `json:"thread_id"`
 	Timestamp     string `json:"timestamp"`
 	To            string `json:"to"`
+	// Media is set on media a user sent.
+	Media *mediaBody `json:"media,omitempty"`
 }
 
 // recentMessagesResponse lists the messages under data and, for existing
@@ -700,6 +708,14 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	required(&p, b.From, "from")
 	required(&p, b.To, "to")
 	content, fields := b.content(&p)
+	if content.Kind.IsMedia() && content.MediaURL != "" {
+		// The simulated user's file stays at its URL, as a provider keeps
+		// a user's file: the agent opens it through its media link.
+		if err := domain.CheckMediaURL(content.MediaURL); err != nil {
+			p.Add("url_parsing", err.Error(), fields.URLField()...)
+		}
+		content.MediaRef, content.MediaURL = content.MediaURL, ""
+	}
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -22,6 +23,7 @@ import (
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 )
 
@@ -91,6 +93,9 @@ type Config struct {
 	// bots without a webhook (run them in one replica only).
 	PublicURL       string
 	TelegramPolling bool
+	// MediaLinkLifetime is how long a signed link to a user's media opens
+	// it (messaging.DefaultMediaLinkLifetime when 0).
+	MediaLinkLifetime time.Duration
 	// CronGrace is how late a missed cron run may still be made after
 	// downtime; CronMaxJobsPerAccount bounds each account's cron jobs;
 	// CronConcurrency bounds this process's cron calls in flight.
@@ -166,7 +171,8 @@ func Defaults() Config {
 			BreakerFailures: runner.DefaultBreakerFailures,
 			BreakerOpen:     runner.DefaultBreakerOpen, BreakerMaxOpen: runner.DefaultBreakerMaxOpen,
 		},
-		TelegramPolling: true,
+		TelegramPolling:   true,
+		MediaLinkLifetime: appmessaging.DefaultMediaLinkLifetime,
 
 		CronGrace:             5 * time.Minute,
 		CronMaxJobsPerAccount: 1000,
@@ -352,6 +358,22 @@ func (c Config) Check() error {
 }
 
 // Scheme is the URL scheme the server speaks.
+// BaseURL is where clients reach the server: PublicURL, or the listen
+// address when none is set.
+func (c Config) BaseURL() string {
+	if c.PublicURL != "" {
+		return strings.TrimRight(c.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return c.Scheme() + "://" + c.Addr
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return c.Scheme() + "://" + net.JoinHostPort(host, port)
+}
+
 func (c Config) Scheme() string {
 	if c.TLSCertFile != "" && c.TLSKeyFile != "" {
 		return "https"

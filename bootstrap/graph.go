@@ -24,7 +24,9 @@ import (
 // dashboard's sessions for WebSocket connections.
 var graphModule = fx.Module("graphql-deps",
 	fx.Provide(
-		func(db *store.DB) *messaging.Reader { return messaging.NewReader(db.MessagingStore()) },
+		func(db *store.DB, links *messaging.MediaLinks) *messaging.Reader {
+			return messaging.NewReader(db.MessagingStore()).WithMediaLinks(links)
+		},
 		newLive,
 		func(in graphInputs) graph.Deps {
 			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,

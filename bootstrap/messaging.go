@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/channels"
@@ -49,12 +50,17 @@ var messagingModule = fx.Module("messaging",
 		func(db *store.DB) messaging.Store {
 			return db.MessagingStore()
 		},
-		func(tg *telegram.Provider, wa *whatsapp.Provider) messaging.Providers {
-			return messaging.ProviderSet{sandbox.Name: sandbox.Provider{}, telegram.Name: tg, whatsapp.Name: wa}
+		func(tg *telegram.Provider, wa *whatsapp.Provider, g *httpguard.Guard) messaging.Providers {
+			sb := sandbox.Provider{Media: g.Client(httpguard.ClientOptions{Timeout: 30 * time.Second, FollowRedirects: true})}
+			return messaging.ProviderSet{sandbox.Name: sb, telegram.Name: tg, whatsapp.Name: wa}
 		},
-		func(db *store.DB, s messaging.Store, caches *cache.Caches, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
+		func(c Config, k *keyring.Keyring) *messaging.MediaLinks {
+			return messaging.NewMediaLinks(k, c.BaseURL(), c.MediaLinkLifetime)
+		},
+		func(links *messaging.MediaLinks, db *store.DB, s messaging.Store, caches *cache.Caches, p messaging.Providers, a *accounts.Service, g *httpguard.Guard, d *channels.Directory, log *slog.Logger) *messaging.Service {
 			return messaging.NewService(messaging.Deps{
-				Store: caches.Messaging(s), Committer: db, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
+				MediaLinks: links,
+				Store:      caches.Messaging(s), Committer: db, Batched: db.Batched(), Providers: p, Opener: a, URLs: g, Media: g.NewProber(30 * time.Second), Logger: log,
 				Recipients: d,
 				// Typing windows are kept in the database's rate buckets,
 				// so that they hold across replicas.

@@ -63,6 +63,14 @@ func (r *messageResolver) Reactions(ctx context.Context, obj *messaging.Message)
 	return found, err
 }
 
+// Variant is the resolver for the variant field.
+func (r *messageContentResolver) Variant(ctx context.Context, obj *messaging.Content) (*messaging.MediaVariant, error) {
+	if obj.Variant == "" {
+		return nil, nil
+	}
+	return &obj.Variant, nil
+}
+
 // SendMessage is the resolver for the sendMessage field.
 func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error) {
 	p, err := principal(ctx)
@@ -269,6 +277,11 @@ func (r *threadResolver) Transcript(ctx context.Context, obj *messaging.Thread, 
 // Message returns generated.MessageResolver implementation.
 func (r *Resolver) Message() generated.MessageResolver { return &messageResolver{r} }
 
+// MessageContent returns generated.MessageContentResolver implementation.
+func (r *Resolver) MessageContent() generated.MessageContentResolver {
+	return &messageContentResolver{r}
+}
+
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
@@ -279,8 +292,9 @@ func (r *Resolver) Reply() generated.ReplyResolver { return &replyResolver{r} }
 func (r *Resolver) Thread() generated.ThreadResolver { return &threadResolver{r} }
 
 type (
-	messageResolver  struct{ *Resolver }
-	mutationResolver struct{ *Resolver }
-	replyResolver    struct{ *Resolver }
-	threadResolver   struct{ *Resolver }
+	messageResolver        struct{ *Resolver }
+	messageContentResolver struct{ *Resolver }
+	mutationResolver       struct{ *Resolver }
+	replyResolver          struct{ *Resolver }
+	threadResolver         struct{ *Resolver }
 )

@@ -59,6 +59,7 @@ var errorTable = map[failure.Kind]statusRow{
 	failure.KindRateLimited:          {http.StatusTooManyRequests, http.StatusTooManyRequests},
 	failure.KindNotImplemented:       {http.StatusNotImplemented, http.StatusNotImplemented},
 	failure.KindUnavailable:          {http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+	failure.KindBadGateway:           {http.StatusBadGateway, http.StatusBadGateway},
 	failure.KindInternal:             {http.StatusInternalServerError, http.StatusInternalServerError},
 }
 

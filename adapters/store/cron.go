@@ -44,13 +44,13 @@ func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx conte
 		if err != nil {
 			return err
 		}
-		if stored, err = tx.InsertExecutions(ctx, runs.Executions); err != nil {
+		if stored, err = tx.insertExecutions(ctx, runs.Executions); err != nil {
 			return err
 		}
-		if err := tx.SetNextRuns(ctx, runs.NextRuns); err != nil {
+		if err := tx.setNextRuns(ctx, runs.NextRuns); err != nil {
 			return err
 		}
-		return tx.FinishExecutions(ctx, owner, runs.Finished)
+		return tx.finishExecutions(ctx, owner, runs.Finished)
 	})
 	if err != nil {
 		return nil, err
@@ -175,13 +175,6 @@ func (r CronStore) CountJobs(ctx context.Context, accountID string) (int, error)
 	return n, nil
 }
 
-// InsertJob stores a new job.
-func (r CronStore) InsertJob(ctx context.Context, j cron.Job) error {
-	row := cronJobToRow(j)
-	_, err := r.write.NewInsert().Model(&row).Exec(ctx)
-	return translate(err, "cron job")
-}
-
 // Job reads one job of an account, locking it inside a transaction on
 // Postgres.
 func (r CronStore) Job(ctx context.Context, accountID, id string) (cron.Job, error) {
@@ -218,8 +211,8 @@ func (r CronStore) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, in
 	return out, total, nil
 }
 
-// UpdateJob saves every field of a job.
-func (r CronStore) UpdateJob(ctx context.Context, j cron.Job) error {
+// updateJob saves every field of a job.
+func (r CronStore) updateJob(ctx context.Context, j cron.Job) error {
 	row := cronJobToRow(j)
 	res, err := r.write.NewUpdate().Model(&row).ExcludeColumn("id", "account_id", "created_at").WherePK().Where("account_id = ?", j.AccountID).Exec(ctx)
 	if err != nil {
@@ -247,7 +240,7 @@ func (r CronStore) ChangeJob(ctx context.Context, accountID, id string, change f
 			out = j
 			return nil
 		}
-		return tx.UpdateJob(ctx, changed)
+		return tx.updateJob(ctx, changed)
 	})
 	if err != nil {
 		return cron.Job{}, err
@@ -361,8 +354,8 @@ func (r CronStore) ClaimDueJobs(ctx context.Context, now time.Time, limit int) (
 	return out, nil
 }
 
-// SetNextRuns moves the jobs' next runs in one statement.
-func (r CronStore) SetNextRuns(ctx context.Context, next []appcron.NextRun) error {
+// setNextRuns moves the jobs' next runs in one statement.
+func (r CronStore) setNextRuns(ctx context.Context, next []appcron.NextRun) error {
 	if len(next) == 0 {
 		return nil
 	}
@@ -400,9 +393,9 @@ func (r CronStore) SetNextRuns(ctx context.Context, next []appcron.NextRun) erro
 	return nil
 }
 
-// InsertExecutions stores executions, skipping slots that already have
+// insertExecutions stores executions, skipping slots that already have
 // one, and returns the ids stored.
-func (r CronStore) InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error) {
+func (r CronStore) insertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error) {
 	if len(execs) == 0 {
 		return nil, nil
 	}
@@ -540,11 +533,11 @@ func (r CronStore) JobsByID(ctx context.Context, ids []string) ([]cron.Job, erro
 	return out, nil
 }
 
-// FinishExecutions records call outcomes: one statement on Postgres, one
+// finishExecutions records call outcomes: one statement on Postgres, one
 // per outcome (cheap inside the transaction) on SQLite. Executions no
 // longer running or no longer leased to owner (taken over, or deleted
 // with their job) are left alone.
-func (r CronStore) FinishExecutions(ctx context.Context, owner string, results []appcron.Outcome) error {
+func (r CronStore) finishExecutions(ctx context.Context, owner string, results []appcron.Outcome) error {
 	if len(results) == 0 {
 		return nil
 	}

@@ -11,10 +11,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 )
 
-var (
-	_ idempotency.Store    = IdempotencyKeys{}
-	_ idempotency.Recorder = (*Conn)(nil)
-)
+var _ idempotency.Store = IdempotencyKeys{}
 
 // Idempotency keys live in two tables: idempotency_keys holds each key's
 // claim (the request's fingerprint, until when its holder may run, when
@@ -137,20 +134,6 @@ func (k IdempotencyKeys) ReleaseKey(ctx context.Context, accountID, key string) 
 	_, err := db.write.NewRaw("UPDATE idempotency_keys SET locked_until = NULL WHERE account_id = ? AND key = ?", accountID, key).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
-	}
-	return nil
-}
-
-// RecordResponse implements idempotency.Recorder: the answer is a new row
-// of r's transaction, committed with the work it answers; a key answered
-// already is idempotency.ErrAnsweredElsewhere.
-func (r *Conn) RecordResponse(ctx context.Context, accountID, key string, res idempotency.Response) error {
-	row := idempotencyResponseRow{AccountID: accountID, Key: key, StatusCode: res.Status, Body: nonNilBytes(res.Body), CreatedAt: r.db.now().UTC()}
-	if _, err := r.write.NewInsert().Model(&row).Returning("NULL").Exec(ctx); err != nil {
-		if isUniqueViolation(err) {
-			return idempotency.ErrAnsweredElsewhere
-		}
-		return fmt.Errorf("record idempotency response: %w", err)
 	}
 	return nil
 }

@@ -194,7 +194,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -214,6 +214,11 @@ type messageRow struct {
 	Longitude         float64        `bun:"longitude"`
 	PlaceName         string         `bun:"place_name"`
 	PlaceAddress      string         `bun:"place_address"`
+	MediaRef          string         `bun:"media_ref"`
+	MediaMimeType     string         `bun:"media_mime_type"`
+	MediaFileName     string         `bun:"media_file_name"`
+	MediaSize         int64          `bun:"media_size"`
+	MediaVariant      string         `bun:"media_variant"`
 	Status            string         `bun:"status"`
 	FailureCode       string         `bun:"failure_code"`
 	FailureText       string         `bun:"failure_text"`
@@ -231,7 +236,8 @@ func messageToRow(m messaging.Message) messageRow {
 		ID: m.ID, AccountID: m.AccountID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction),
 		FromAddress: m.From, ToAddress: m.To, SenderName: m.SenderName, Kind: string(c.Kind), Body: c.Text,
 		MediaURL: c.MediaURL, Caption: c.Caption, Latitude: c.Latitude, Longitude: c.Longitude,
-		PlaceName: c.PlaceName, PlaceAddress: c.Address, Status: string(m.Status), FailureCode: m.FailureCode,
+		PlaceName: c.PlaceName, PlaceAddress: c.Address, MediaRef: c.MediaRef, MediaMimeType: c.MimeType,
+		MediaFileName: c.FileName, MediaSize: c.Size, MediaVariant: string(c.Variant), Status: string(m.Status), FailureCode: m.FailureCode,
 		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID),
 		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
@@ -245,6 +251,8 @@ func (r messageRow) domain() messaging.Message {
 		Content: messaging.Content{
 			Kind: messaging.Kind(r.Kind), Text: r.Body, MediaURL: r.MediaURL, Caption: r.Caption,
 			Latitude: r.Latitude, Longitude: r.Longitude, PlaceName: r.PlaceName, Address: r.PlaceAddress,
+			MediaRef: r.MediaRef, MimeType: r.MediaMimeType, FileName: r.MediaFileName, Size: r.MediaSize,
+			Variant: messaging.MediaVariant(r.MediaVariant),
 		},
 		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
 		ProviderMessageID: r.ProviderMessageID.String,

@@ -15,7 +15,8 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
-	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
+	"github.com/switchboard-dev/switchboard/application/writes"
 )
 
 func TestAccountsContract(t *testing.T) {
@@ -174,10 +175,10 @@ func TestIdempotencyContract(t *testing.T) {
 			t.Parallel()
 			storetest.Idempotency(t, func(t *testing.T) storetest.IdempotencyStores {
 				db := dbtest.Open(t, dialect)
-				transact := func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error {
-					return db.Transact(ctx, func(ctx context.Context, c *store.Conn) error { return fn(ctx, c) })
+				decide := func(ctx context.Context, decide func(ctx context.Context) (writes.Batch, error)) error {
+					return db.WebhookStore().Decide(ctx, func(ctx context.Context, _ webhooks.TxReads) (writes.Batch, error) { return decide(ctx) })
 				}
-				return storetest.IdempotencyStores{Keys: db.IdempotencyKeys(), Transact: transact, Committer: db, Prune: db.IdempotencyKeys().PruneIdempotencyKeys}
+				return storetest.IdempotencyStores{Keys: db.IdempotencyKeys(), Decide: decide, Committer: db, Prune: db.IdempotencyKeys().PruneIdempotencyKeys}
 			})
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -40,6 +41,42 @@ func cronExec(jobID, accountID string, slot time.Time) cron.Execution {
 		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: slot.Add(time.Minute)}
 }
 
+// insertJob stores j through the door a job's creation takes.
+func insertJob(ctx context.Context, s appcron.Store, j cron.Job) error {
+	return s.Decide(ctx, func(context.Context, appcron.TxReads) (writes.Batch, error) {
+		return writes.Batch{CronJobs: []cron.Job{j}}, nil
+	})
+}
+
+// saveJob saves every field of j through ChangeJob, as a job's change
+// does (j.Version must differ from the stored one).
+func saveJob(ctx context.Context, s appcron.Store, j cron.Job) error {
+	_, err := s.Repos().ChangeJob(ctx, j.AccountID, j.ID, func(cron.Job) (cron.Job, error) { return j, nil })
+	return err
+}
+
+// insertExecutions, setNextRuns and finishExecutions write what a
+// scheduler's claim writes, through Claim.
+func insertExecutions(ctx context.Context, s appcron.Store, execs []cron.Execution) ([]string, error) {
+	return s.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		return appcron.Runs{Executions: execs}, nil
+	})
+}
+
+func setNextRuns(ctx context.Context, s appcron.Store, next []appcron.NextRun) error {
+	_, err := s.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		return appcron.Runs{NextRuns: next}, nil
+	})
+	return err
+}
+
+func finishExecutions(ctx context.Context, s appcron.Store, by string, results []appcron.Outcome) error {
+	_, err := s.Claim(ctx, by, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		return appcron.Runs{Finished: results}, nil
+	})
+	return err
+}
+
 // Cron runs the contract of the cron store.
 func Cron(t *testing.T, open CronOpen) {
 	setup := func(t *testing.T) (appcron.Store, string, string) {
@@ -55,7 +92,7 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, other := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at.Add(time.Hour))
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 
 		same, err := s.Repos().ChangeJob(ctx, acc, j.ID, func(cur cron.Job) (cron.Job, error) {
 			require.Equal(t, j, cur)
@@ -96,7 +133,7 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, other := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at.Add(time.Hour))
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		got, err := s.Repos().Job(ctx, acc, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, j, got)
@@ -107,14 +144,14 @@ func Cron(t *testing.T, open CronOpen) {
 		upd := at.Add(time.Minute)
 		j.Status, j.NextRunAt, j.UpdatedAt, j.Body, j.Headers, j.DayOfWeek = cron.Paused, nil, &upd, nil, nil, nil
 		j.Frequency, j.Version = cron.Daily, 1
-		require.NoError(t, s.Repos().UpdateJob(ctx, j))
+		require.NoError(t, saveJob(ctx, s, j))
 		got, err = s.Repos().Job(ctx, acc, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, j, got)
 
 		wrong := j
 		wrong.AccountID = other
-		require.True(t, failure.Is(s.Repos().UpdateJob(ctx, wrong), failure.KindNotFound))
+		require.True(t, failure.Is(saveJob(ctx, s, wrong), failure.KindNotFound))
 		require.True(t, failure.Is(s.Repos().DeleteJob(ctx, other, j.ID), failure.KindNotFound))
 		require.NoError(t, s.Repos().DeleteJob(ctx, acc, j.ID))
 		require.True(t, failure.Is(s.Repos().DeleteJob(ctx, acc, j.ID), failure.KindNotFound))
@@ -131,10 +168,10 @@ func Cron(t *testing.T, open CronOpen) {
 			if i%2 == 1 {
 				j.Status, j.NextRunAt = cron.Paused, nil
 			}
-			require.NoError(t, s.Repos().InsertJob(ctx, j))
+			require.NoError(t, insertJob(ctx, s, j))
 			ids = append(ids, j.ID)
 		}
-		require.NoError(t, s.Repos().InsertJob(ctx, newCronJob(other, at)))
+		require.NoError(t, insertJob(ctx, s, newCronJob(other, at)))
 		all, total, err := s.Repos().Jobs(ctx, appcron.JobQuery{AccountID: acc, Limit: 2, Offset: 1})
 		require.NoError(t, err)
 		require.Equal(t, 5, total)
@@ -154,13 +191,13 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		first := cronExec(j.ID, acc, at)
-		ids, err := s.Repos().InsertExecutions(ctx, []cron.Execution{first})
+		ids, err := insertExecutions(ctx, s, []cron.Execution{first})
 		require.NoError(t, err)
 		require.Equal(t, []string{first.ID}, ids)
 		again, later := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
-		ids, err = s.Repos().InsertExecutions(ctx, []cron.Execution{again, later})
+		ids, err = insertExecutions(ctx, s, []cron.Execution{again, later})
 		require.NoError(t, err)
 		require.Equal(t, []string{later.ID}, ids, "a slot that already has an execution is skipped")
 	})
@@ -172,7 +209,7 @@ func Cron(t *testing.T, open CronOpen) {
 		due, later, paused := newCronJob(acc, at), newCronJob(acc, at.Add(time.Hour)), newCronJob(acc, at)
 		paused.Status = cron.Paused
 		for _, j := range []cron.Job{due, later, paused} {
-			require.NoError(t, s.Repos().InsertJob(ctx, j))
+			require.NoError(t, insertJob(ctx, s, j))
 		}
 		wake, ok, err := s.Repos().NextWake(ctx)
 		require.NoError(t, err)
@@ -184,7 +221,7 @@ func Cron(t *testing.T, open CronOpen) {
 		require.Len(t, got, 1)
 		require.Equal(t, due.ID, got[0].ID)
 		next := at.Add(2 * time.Hour)
-		require.NoError(t, s.Repos().SetNextRuns(ctx, []appcron.NextRun{{JobID: due.ID, At: &next}, {JobID: later.ID, At: nil}}))
+		require.NoError(t, setNextRuns(ctx, s, []appcron.NextRun{{JobID: due.ID, At: &next}, {JobID: later.ID, At: nil}}))
 		j, err := s.Repos().Job(ctx, acc, due.ID)
 		require.NoError(t, err)
 		require.Equal(t, next, *j.NextRunAt)
@@ -202,7 +239,7 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		boom := errors.New("boom")
 		next := at.Add(time.Hour)
 		_, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
@@ -215,7 +252,7 @@ func Cron(t *testing.T, open CronOpen) {
 		got, err := s.Repos().Job(ctx, acc, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, at, *got.NextRunAt)
-		ids, err := s.Repos().InsertExecutions(ctx, []cron.Execution{cronExec(j.ID, acc, at)})
+		ids, err := insertExecutions(ctx, s, []cron.Execution{cronExec(j.ID, acc, at)})
 		require.NoError(t, err)
 		require.Len(t, ids, 1, "the rolled-back execution is gone")
 	})
@@ -225,9 +262,9 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		taken := cronExec(j.ID, acc, at)
-		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{taken})
+		_, err := insertExecutions(ctx, s, []cron.Execution{taken})
 		require.NoError(t, err)
 		again, fresh := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
 		next := at.Add(2 * time.Minute)
@@ -255,7 +292,7 @@ func Cron(t *testing.T, open CronOpen) {
 		ctx := context.Background()
 		const jobs = 60
 		for range jobs {
-			require.NoError(t, s.Repos().InsertJob(ctx, newCronJob(acc, at)))
+			require.NoError(t, insertJob(ctx, s, newCronJob(acc, at)))
 		}
 		var mu sync.Mutex
 		seen := map[string]int{}
@@ -306,9 +343,9 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		e1, e2, e3, e4 := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute)), cronExec(j.ID, acc, at.Add(3*time.Minute))
-		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{e1, e2, e3, e4})
+		_, err := insertExecutions(ctx, s, []cron.Execution{e1, e2, e3, e4})
 		require.NoError(t, err)
 		_, ok, err := s.Repos().LastExecution(ctx, j.ID)
 		require.NoError(t, err)
@@ -389,7 +426,7 @@ func Cron(t *testing.T, open CronOpen) {
 		require.Equal(t, "gone", failed[0].Error)
 
 		// A result for an execution that is no longer running is ignored.
-		require.NoError(t, s.Repos().FinishExecutions(ctx, owner, []appcron.Outcome{{ExecutionID: e4.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}}))
+		require.NoError(t, finishExecutions(ctx, s, owner, []appcron.Outcome{{ExecutionID: e4.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}}))
 		failed, _, err = s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, e4.ID, failed[0].ID)
@@ -409,10 +446,10 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		a, b, c := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute))
 		a.LeaseUntil, b.LeaseUntil, c.LeaseUntil, c.LeaseOwner = at.Add(3*time.Second), at.Add(3*time.Second), at.Add(3*time.Second), "sch_b"
-		_, err := s.Repos().InsertExecutions(ctx, []cron.Execution{a, b, c})
+		_, err := insertExecutions(ctx, s, []cron.Execution{a, b, c})
 		require.NoError(t, err)
 		started, err := s.Repos().StartCalls(ctx, owner, at, []string{b.ID})
 		require.NoError(t, err)
@@ -446,11 +483,11 @@ func Cron(t *testing.T, open CronOpen) {
 		require.NoError(t, err)
 		require.Empty(t, started, "a call starts once")
 
-		require.NoError(t, s.Repos().FinishExecutions(ctx, "sch_b", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Failed, Error: "stale", FinishedAt: now}}))
+		require.NoError(t, finishExecutions(ctx, s, "sch_b", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Failed, Error: "stale", FinishedAt: now}}))
 		_, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
 		require.NoError(t, err)
 		require.Zero(t, total, "the former owner's result is ignored")
-		require.NoError(t, s.Repos().FinishExecutions(ctx, "sch_c", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: now}}))
+		require.NoError(t, finishExecutions(ctx, s, "sch_c", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: now}}))
 		last, ok, err := s.Repos().LastExecution(ctx, j.ID)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -479,7 +516,7 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		var ids []string
 		var execs []cron.Execution
 		for i := range 3 {
@@ -488,7 +525,7 @@ func Cron(t *testing.T, open CronOpen) {
 			execs = append(execs, e)
 			ids = append(ids, e.ID)
 		}
-		_, err := s.Repos().InsertExecutions(ctx, execs)
+		_, err := insertExecutions(ctx, s, execs)
 		require.NoError(t, err)
 		started, err := s.Repos().StartCalls(ctx, owner, at, ids)
 		require.NoError(t, err)
@@ -510,14 +547,14 @@ func Cron(t *testing.T, open CronOpen) {
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
-		require.NoError(t, s.Repos().InsertJob(ctx, j))
+		require.NoError(t, insertJob(ctx, s, j))
 		const runs = 40
 		execs := make([]cron.Execution, runs)
 		for i := range execs {
 			execs[i] = cronExec(j.ID, acc, at.Add(time.Duration(i)*time.Minute))
 			execs[i].LeaseUntil = at
 		}
-		_, err := s.Repos().InsertExecutions(ctx, execs)
+		_, err := insertExecutions(ctx, s, execs)
 		require.NoError(t, err)
 		now := at.Add(time.Second)
 		var mu sync.Mutex

@@ -15,20 +15,22 @@ import (
 )
 
 // IdempotencyStores are what the idempotency contract needs of one
-// database: the key store, transactions whose repositories record
-// answers, and a committer whose batches record them (shared with
-// concurrent callers' batches where it batches).
+// database: the key store, a use case's decision whose batch records
+// answers in its transaction, and a committer whose batches record them
+// (shared with concurrent callers' batches where it batches).
 type IdempotencyStores struct {
-	Keys      idempotency.Store
-	Transact  func(ctx context.Context, fn func(ctx context.Context, r idempotency.Recorder) error) error
+	Keys idempotency.Store
+	// Decide writes the batch decide returns in one transaction, or
+	// nothing when decide fails.
+	Decide    func(ctx context.Context, decide func(ctx context.Context) (writes.Batch, error)) error
 	Committer writes.Committer
 	// Prune deletes keys older than the window before now, with their
 	// answers, and counts the keys.
 	Prune func(ctx context.Context, now time.Time) (int64, error)
 }
 
-// Idempotency runs the contract of idempotency.Store and
-// idempotency.Recorder against the stores that open returns; each call
+// Idempotency runs the contract of idempotency.Store and of the answers of
+// writes.Batch against the stores that open returns; each call
 // must give its own empty, migrated database.
 func Idempotency(t *testing.T, open func(t *testing.T) IdempotencyStores) {
 	ctx := context.Background()
@@ -40,10 +42,15 @@ func Idempotency(t *testing.T, open func(t *testing.T) IdempotencyStores) {
 		require.NoError(t, err)
 		return res
 	}
+	answers := func(account string, keyed map[string]idempotency.Response) writes.Batch {
+		var b writes.Batch
+		for key, res := range keyed {
+			b.Answers = append(b.Answers, writes.Answer{AccountID: account, Key: key, Response: res})
+		}
+		return b
+	}
 	record := func(s IdempotencyStores, account, key string, res idempotency.Response) error {
-		return s.Transact(ctx, func(ctx context.Context, r idempotency.Recorder) error {
-			return r.RecordResponse(ctx, account, key, res)
-		})
+		return s.Committer.Commit(ctx, answers(account, map[string]idempotency.Response{key: res}))
 	}
 
 	t.Run("ReserveInFlightMismatchPerAccount", func(t *testing.T) {
@@ -79,11 +86,8 @@ func Idempotency(t *testing.T, open func(t *testing.T) IdempotencyStores) {
 		s := open(t)
 		reserve(t, s, "acc_a", "k1", "fp1", at)
 		failed := errors.New("the work failed")
-		err := s.Transact(ctx, func(ctx context.Context, r idempotency.Recorder) error {
-			if err := r.RecordResponse(ctx, "acc_a", "k1", answer); err != nil {
-				return err
-			}
-			return failed
+		err := s.Decide(ctx, func(ctx context.Context) (writes.Batch, error) {
+			return answers("acc_a", map[string]idempotency.Response{"k1": answer}), failed
 		})
 		require.ErrorIs(t, err, failed)
 		require.Equal(t, idempotency.InFlight, reserve(t, s, "acc_a", "k1", "fp1", at.Add(time.Second)).Outcome)
@@ -98,11 +102,8 @@ func Idempotency(t *testing.T, open func(t *testing.T) IdempotencyStores) {
 		require.NoError(t, record(s, "acc_a", "k1", answer))
 		// A second holder of k1 (the first one's claim lapsed) answers in
 		// a transaction that also answers k2: all of it rolls back.
-		err := s.Transact(ctx, func(ctx context.Context, r idempotency.Recorder) error {
-			if err := r.RecordResponse(ctx, "acc_a", "k2", answer); err != nil {
-				return err
-			}
-			return r.RecordResponse(ctx, "acc_a", "k1", idempotency.Response{Status: 200, Body: []byte("second")})
+		err := s.Decide(ctx, func(ctx context.Context) (writes.Batch, error) {
+			return answers("acc_a", map[string]idempotency.Response{"k2": answer, "k1": {Status: 200, Body: []byte("second")}}), nil
 		})
 		require.ErrorIs(t, err, idempotency.ErrAnsweredElsewhere)
 		require.Equal(t, idempotency.Reservation{Outcome: idempotency.Replay, Response: answer}, reserve(t, s, "acc_a", "k1", "fp1", at.Add(time.Second)))

@@ -240,10 +240,14 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		pictured := chatMessage(th, messaging.Inbound, "", sent)
 		pictured.From, pictured.SenderName = "+4917012345678", "Zoë"
 		pictured.Content = messaging.Content{Kind: messaging.KindImage, MediaURL: "https://files.example.com/a.png?x=1&y=2", Caption: "it's ? $1"}
-		f.commit(t, located, pictured)
+		voiced := chatMessage(th, messaging.Inbound, "", sent.Add(time.Millisecond))
+		voiced.From = "+4917012345678"
+		voiced.Content = messaging.Content{Kind: messaging.KindAudio, MediaRef: "AwACAgIAAxkBAAIBZ2", MimeType: "audio/ogg",
+			FileName: "note.ogg", Size: 16 << 20, Variant: messaging.VariantVoice}
+		f.commit(t, located, pictured, voiced)
 		r := f.Store.Repos()
 
-		for _, m := range []messaging.Message{located, pictured} {
+		for _, m := range []messaging.Message{located, pictured, voiced} {
 			got, err := r.Message(ctx, a, m.ID)
 			require.NoError(t, err)
 			require.Equal(t, m, got)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 )
@@ -28,8 +29,9 @@ func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, star
 	e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: *j.NextRunAt, StartedAt: now,
 		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: now.Add(appcron.DefaultLease)}
 	next := j.NextRunAt.Add(time.Hour)
-	require.NoError(t, b.store.Repos().SetNextRuns(ctx, []appcron.NextRun{{JobID: j.ID, At: &next}}))
-	ids, err := b.store.Repos().InsertExecutions(ctx, []cron.Execution{e})
+	ids, err := b.store.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		return appcron.Runs{Executions: []cron.Execution{e}, NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, nil
+	})
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	if started {
@@ -239,7 +241,9 @@ func TestDatabaseOutage(t *testing.T) {
 	j := cron.Job{ID: ident.New(ident.CronJob), AccountID: b.account, EndpointURL: b.ep.srv.URL + "/hook", Method: "GET",
 		Spec:   cron.Spec{Frequency: cron.Daily, Time: "00:00", Timezone: "UTC"},
 		Status: cron.Active, CreatedAt: now, NextRunAt: &due}
-	require.NoError(t, b.store.Repos().InsertJob(context.Background(), j))
+	require.NoError(t, b.store.Decide(context.Background(), func(context.Context, appcron.TxReads) (writes.Batch, error) {
+		return writes.Batch{CronJobs: []cron.Job{j}}, nil
+	}))
 	time.Sleep(2 * time.Second)
 	failed := attempts.Load()
 	down.Store(false)

@@ -16,16 +16,12 @@ import (
 // infrastructure failures.
 type Repos interface {
 	TxReads
-	// InsertJob stores a new job. Conflict when its id is taken.
-	InsertJob(ctx context.Context, j cron.Job) error
 	// Job reads one job of an account; inside a transaction on Postgres
 	// the row stays locked until it ends, so a scheduler claim and an
 	// update never interleave. NotFound.
 	Job(ctx context.Context, accountID, id string) (cron.Job, error)
 	// Jobs lists an account's jobs with the number matching.
 	Jobs(ctx context.Context, q JobQuery) ([]cron.Job, int, error)
-	// UpdateJob saves every field of a job (NotFound when it is gone).
-	UpdateJob(ctx context.Context, j cron.Job) error
 	// ChangeJob reads a job of an account, locked, and saves every field
 	// of what change returns when change moved its Version on, atomically.
 	// It returns the job as saved, or as read when change left the
@@ -55,13 +51,6 @@ type SchedulerRepos interface {
 	// ClaimDueJobs returns up to limit active jobs whose next run is at or
 	// before now, earliest first.
 	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
-	// SetNextRuns moves each job's next run (nil: none).
-	SetNextRuns(ctx context.Context, next []NextRun) error
-	// InsertExecutions stores new executions (with their lease) and
-	// returns the ids of those stored: an execution for a (job, slot) that
-	// already has one is skipped, which is what makes each slot run at
-	// most once.
-	InsertExecutions(ctx context.Context, execs []cron.Execution) ([]string, error)
 	// ClaimRetries moves up to limit retrying executions whose retry time
 	// is at or before now to running (attempt counted, started at now,
 	// leased to lease, call not started, RetryAt kept) and returns them.
@@ -85,10 +74,6 @@ type SchedulerRepos interface {
 	StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error)
 	// JobsByID reads jobs of any account; missing ids are left out.
 	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
-	// FinishExecutions records the outcome of running executions leased
-	// to owner (status success, failed or retrying with RetryAt); results
-	// for executions owner no longer holds are ignored.
-	FinishExecutions(ctx context.Context, owner string, results []Outcome) error
 	// NextWake is the earliest next run of an active job or retry of an
 	// execution; ok is false when there is none.
 	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
@@ -127,14 +112,18 @@ type Claims interface {
 	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
 }
 
-// Runs is what a claim writes besides its leases, in this order: new
-// executions (one for a (job, slot) that has one already is not stored),
-// jobs' next runs, and outcomes of executions leased to the claiming
-// scheduler (SchedulerRepos.FinishExecutions).
+// Runs is what a claim writes besides its leases, in this order.
 type Runs struct {
+	// Executions are new executions, with their lease. One for a (job,
+	// slot) that has an execution already is not stored: each slot runs at
+	// most once.
 	Executions []cron.Execution
-	NextRuns   []NextRun
-	Finished   []Outcome
+	// NextRuns move each job's next run (nil: none).
+	NextRuns []NextRun
+	// Finished are outcomes of running executions leased to the claiming
+	// scheduler (status success, failed or retrying with RetryAt).
+	// Outcomes of executions it no longer holds are ignored.
+	Finished []Outcome
 }
 
 // Store gives the use cases their repositories, runs the decisions that

@@ -5,7 +5,8 @@
 // A key goes through three phases, each its own transaction: reserved
 // (ReserveKey), answered (its response recorded), and replayed. Where a
 // request's work must not happen twice (a send), the response is recorded
-// in the transaction of that work (Completion, Recorder): either both the
+// in the transaction of that work (Completion, written as an Answer of the
+// work's writes.Batch): either both the
 // work and its answer commit, or neither does, so a retry after a crash at
 // any point either replays the answer or runs the request once. Other
 // routes record theirs after the work (CompleteKey), and keep a window
@@ -71,15 +72,6 @@ type Store interface {
 	ReleaseKey(ctx context.Context, accountID, key string) error
 }
 
-// Recorder records a key's response inside the transaction of the work it
-// answers. A store may write the response at the commit; when the key
-// already has a response (another request holding the key after this one's
-// claim lapsed answered first), the transaction fails with
-// ErrAnsweredElsewhere and the work rolls back with it.
-type Recorder interface {
-	RecordResponse(ctx context.Context, accountID, key string, res Response) error
-}
-
 // ErrAnsweredElsewhere is the failure of recording a response for a key
 // that has one: the work was not done, and a retry replays the other
 // request's answer.
@@ -97,13 +89,4 @@ type Completion[T any] struct {
 	AccountID string
 	Key       string
 	Render    func(T) Response
-}
-
-// Record records the answer to result with r; a nil Completion (a request
-// without a key) records nothing.
-func (c *Completion[T]) Record(ctx context.Context, r Recorder, result T) error {
-	if c == nil {
-		return nil
-	}
-	return r.RecordResponse(ctx, c.AccountID, c.Key, c.Render(result))
 }

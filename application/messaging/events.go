@@ -11,7 +11,7 @@ import (
 func (s *Service) messageEvent(typ event.Type, m messaging.Message, tt messaging.ThreadType) event.Event {
 	id := ident.New(ident.Event)
 	now := s.now().UTC()
-	payload := webhook.NewMessagePayload(typ, id, m, tt, now).JSON()
+	payload := webhook.NewMessagePayload(typ, id, s.withMediaLink(m), tt, now).JSON()
 	return event.Event{ID: id, AccountID: m.AccountID, Type: typ, ThreadID: m.ThreadID, Payload: payload, CreatedAt: now}
 }
 

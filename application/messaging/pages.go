@@ -87,10 +87,22 @@ type PageRepos interface {
 // costs a fixed number of statements.
 type Reader struct {
 	repos PageRepos
+	// links signs the media links of the messages read; nil leaves them
+	// out.
+	links *MediaLinks
 }
 
 // NewReader builds the batched reads over their storage.
 func NewReader(r PageRepos) *Reader { return &Reader{repos: r} }
+
+// WithMediaLinks is the reader that fills in the signed media links of
+// the messages it reads (see messaging.Content's MediaURL).
+func (r *Reader) WithMediaLinks(l *MediaLinks) *Reader { return &Reader{repos: r.repos, links: l} }
+
+// linked is m with its media link filled in.
+func (r *Reader) linked(m messaging.Message) messaging.Message {
+	return r.links.filled(m, time.Now())
+}
 
 // ClampPage turns a requested page size into one within the limits.
 func ClampPage(n int) int {
@@ -184,6 +196,9 @@ func (r *Reader) MessagePages(ctx context.Context, accountID string, threadIDs [
 	err := chunks(threadIDs, func(part []string) error {
 		rows, err := r.repos.MessagePages(ctx, accountID, part, before, limit+1)
 		for id, msgs := range rows {
+			for i := range msgs {
+				msgs[i] = r.linked(msgs[i])
+			}
 			out[id] = pageOf(id, msgs, limit)
 		}
 		return err
@@ -201,7 +216,7 @@ func (r *Reader) Messages(ctx context.Context, accountID string, ids []string) (
 	err := chunks(ids, func(part []string) error {
 		ms, err := r.repos.MessagesByID(ctx, accountID, part)
 		for _, m := range ms {
-			out[m.ID] = m
+			out[m.ID] = r.linked(m)
 		}
 		return err
 	})

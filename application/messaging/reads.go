@@ -34,7 +34,7 @@ func (s *Service) Message(ctx context.Context, accountID, id string) (MessageDet
 	if err != nil {
 		return MessageDetails{}, err
 	}
-	one := []messaging.Message{d.Message}
+	one := []messaging.Message{s.withMediaLink(d.Message)}
 	if err := s.withReactions(ctx, r, accountID, one); err != nil {
 		return MessageDetails{}, err
 	}
@@ -60,7 +60,14 @@ func (s *Service) Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, 
 	}
 	q.Limit = min(q.Limit, MaxListLimit)
 	q.Offset = max(q.Offset, 0)
-	return s.store.Repos().Threads(ctx, q)
+	threads, total, err := s.store.Repos().Threads(ctx, q)
+	for i := range threads {
+		if last := threads[i].LastMessage; last != nil {
+			linked := s.withMediaLink(*last)
+			threads[i].LastMessage = &linked
+		}
+	}
+	return threads, total, err
 }
 
 // Recent returns the newest messages of a thread, newest first.
@@ -77,7 +84,7 @@ func (s *Service) Recent(ctx context.Context, accountID, threadID string) ([]mes
 		return nil, err
 	}
 	if len(msgs) > 0 {
-		return msgs, s.withReactions(ctx, r, accountID, msgs)
+		return s.withMediaLinks(msgs), s.withReactions(ctx, r, accountID, msgs)
 	}
 	if _, err := r.Thread(ctx, accountID, threadID); err != nil {
 		return nil, err
@@ -134,6 +141,6 @@ func (s *Service) History(ctx context.Context, q HistoryQuery) (MessagePage, err
 			return MessagePage{}, err
 		}
 	}
-	page := pageOf(q.ThreadID, rows, limit)
+	page := pageOf(q.ThreadID, s.withMediaLinks(rows), limit)
 	return page, s.withReactions(ctx, r, q.AccountID, page.Messages)
 }

@@ -50,6 +50,8 @@ type Service struct {
 	throttle Throttle
 	// emoji checks the agent's reactions; nil refuses every reaction.
 	emoji EmojiCheck
+	// links signs the media links of messages; nil leaves them out.
+	links *MediaLinks
 }
 
 // Deps are what the messaging use cases are built from.
@@ -75,6 +77,9 @@ type Deps struct {
 	// Emoji checks that the agent's reactions are one emoji each; without
 	// it every reaction is refused.
 	Emoji EmojiCheck
+	// MediaLinks, when set, signs the links that open the media users
+	// sent, in reads and event payloads.
+	MediaLinks *MediaLinks
 }
 
 // NewService builds the messaging use cases.
@@ -89,7 +94,7 @@ func NewService(d Deps) *Service {
 	// Times are kept to the microsecond, as both databases store them, so
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
-	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle, emoji: d.Emoji}
+	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle, emoji: d.Emoji, links: d.MediaLinks}
 	if s.batched = d.Batched; s.batched == nil {
 		s.batched = inline{store: d.Store}
 	}

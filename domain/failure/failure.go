@@ -39,6 +39,9 @@ const (
 	KindNotImplemented
 	// KindUnavailable means a dependency is down; retrying later may work.
 	KindUnavailable
+	// KindBadGateway means a provider answered what Switchboard cannot
+	// pass on (an error, or a file over its size limit).
+	KindBadGateway
 )
 
 // String names the kind for logs.
@@ -64,6 +67,8 @@ func (k Kind) String() string {
 		return "not_implemented"
 	case KindUnavailable:
 		return "unavailable"
+	case KindBadGateway:
+		return "bad_gateway"
 	default:
 		return "internal"
 	}

@@ -120,15 +120,42 @@ const (
 type Content struct {
 	Kind Kind
 	Text string
-	// MediaURL, Caption: media kinds.
+	// MediaURL, Caption: media kinds. MediaURL is where the file is
+	// fetched: the sender's URL for a send; for media a user sent, a
+	// signed link to Switchboard that reads fill in (it is never stored).
 	MediaURL string
 	Caption  string
+	// MediaRef, MimeType, FileName, Size, Variant: media a user sent,
+	// kept at the provider. MediaRef is the provider's reference to the
+	// file (a WhatsApp media id, a Telegram file_id), opened with the
+	// number's credentials; the provider's own URL is never kept.
+	// MimeType, FileName and Size are empty or 0 where the provider does
+	// not say.
+	MediaRef string
+	MimeType string
+	FileName string
+	Size     int64
+	Variant  MediaVariant
 	// Latitude, Longitude, PlaceName, Address: location.
 	Latitude  float64
 	Longitude float64
 	PlaceName string
 	Address   string
 }
+
+// MediaVariant tells apart the media a user sent that share a kind: a
+// voice note is audio, a sticker is an image.
+type MediaVariant string
+
+// The media variants; the empty variant is a plain file of its kind.
+const (
+	VariantVoice   MediaVariant = "voice"
+	VariantSticker MediaVariant = "sticker"
+)
+
+// KeptByProvider reports whether c is media a user sent that the
+// provider keeps, opened through Switchboard's media link.
+func (c Content) KeptByProvider() bool { return c.Kind.IsMedia() && c.MediaRef != "" }
 
 // Summary is the plain text of a message: its text, caption, or place.
 func (c Content) Summary() string {
@@ -191,7 +218,9 @@ func (c Content) Check(f Fields) error {
 			p.Add("string_too_long", fmt.Sprintf("message text must be at most %d characters", MaxTextLength), f.Path(f.Text)...)
 		}
 	case c.Kind.IsMedia():
-		if err := CheckMediaURL(c.MediaURL); err != nil {
+		if c.MediaRef != "" && c.MediaURL != "" {
+			p.Add("extra_forbidden", "media kept by the provider has no URL of its own", f.Path(f.MediaURL)...)
+		} else if err := CheckMediaURL(c.MediaURL); c.MediaRef == "" && err != nil {
 			p.Add("url_parsing", err.Error(), f.Path(f.MediaURL)...)
 		}
 		if utf8.RuneCountInString(c.Caption) > MaxCaptionLength {

@@ -92,7 +92,21 @@ func contentObject(c messaging.Content) map[string]any {
 	case c.Kind == messaging.KindText:
 		return map[string]any{"text": c.Text}
 	case c.Kind.IsMedia():
-		return map[string]any{"url": c.MediaURL, "media_type": string(c.Kind), "caption": c.Caption}
+		obj := map[string]any{"url": c.MediaURL, "media_type": string(c.Kind), "caption": c.Caption}
+		// Media a user sent says what the provider told about it.
+		if c.MimeType != "" {
+			obj["mime_type"] = c.MimeType
+		}
+		if c.Size > 0 {
+			obj["size"] = c.Size
+		}
+		if c.FileName != "" {
+			obj["file_name"] = c.FileName
+		}
+		if c.Variant != "" {
+			obj["variant"] = string(c.Variant)
+		}
+		return obj
 	case c.Kind == messaging.KindLocation:
 		return map[string]any{"latitude": c.Latitude, "longitude": c.Longitude, "name": c.PlaceName, "address": c.Address}
 	}

@@ -42,6 +42,7 @@ type ResolverRoot interface {
 	CronJob() CronJobResolver
 	Email() EmailResolver
 	Message() MessageResolver
+	MessageContent() MessageContentResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	QueueHealth() QueueHealthResolver
@@ -213,12 +214,16 @@ type ComplexityRoot struct {
 	MessageContent struct {
 		Address   func(childComplexity int) int
 		Caption   func(childComplexity int) int
+		FileName  func(childComplexity int) int
 		Kind      func(childComplexity int) int
 		Latitude  func(childComplexity int) int
 		Longitude func(childComplexity int) int
 		MediaURL  func(childComplexity int) int
+		MimeType  func(childComplexity int) int
 		PlaceName func(childComplexity int) int
+		Size      func(childComplexity int) int
 		Text      func(childComplexity int) int
+		Variant   func(childComplexity int) int
 	}
 
 	MessageEdge struct {
@@ -482,6 +487,9 @@ type MessageResolver interface {
 	Timeline(ctx context.Context, obj *messaging.Message) ([]messaging1.StatusChange, error)
 	ReplyTo(ctx context.Context, obj *messaging.Message) (*messaging.Reply, error)
 	Reactions(ctx context.Context, obj *messaging.Message) ([]messaging.Reaction, error)
+}
+type MessageContentResolver interface {
+	Variant(ctx context.Context, obj *messaging.Content) (*messaging.MediaVariant, error)
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*messaging.Message, error)
@@ -1222,6 +1230,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageContent.Caption(childComplexity), true
+	case "MessageContent.fileName":
+		if e.ComplexityRoot.MessageContent.FileName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageContent.FileName(childComplexity), true
 	case "MessageContent.kind":
 		if e.ComplexityRoot.MessageContent.Kind == nil {
 			break
@@ -1246,18 +1260,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageContent.MediaURL(childComplexity), true
+	case "MessageContent.mimeType":
+		if e.ComplexityRoot.MessageContent.MimeType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageContent.MimeType(childComplexity), true
 	case "MessageContent.placeName":
 		if e.ComplexityRoot.MessageContent.PlaceName == nil {
 			break
 		}
 
 		return e.ComplexityRoot.MessageContent.PlaceName(childComplexity), true
+	case "MessageContent.size":
+		if e.ComplexityRoot.MessageContent.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageContent.Size(childComplexity), true
 	case "MessageContent.text":
 		if e.ComplexityRoot.MessageContent.Text == nil {
 			break
 		}
 
 		return e.ComplexityRoot.MessageContent.Text(childComplexity), true
+	case "MessageContent.variant":
+		if e.ComplexityRoot.MessageContent.Variant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageContent.Variant(childComplexity), true
 
 	case "MessageEdge.cursor":
 		if e.ComplexityRoot.MessageEdge.Cursor == nil {
@@ -3032,12 +3064,32 @@ type MessageStatusChange {
 type MessageContent {
   kind: MessageKind!
   text: String!
+  """
+  Where the media file is: the URL a send gave, or, for media a user
+  sent, a signed link to Switchboard that streams it without credentials
+  until it expires (--media-link-lifetime, 1 hour by default; read the
+  message again for a new one).
+  """
   mediaUrl: String!
+  "The media file's type, as the provider said; empty when it did not."
+  mimeType: String!
+  "The media file's size in bytes; 0 when the provider did not say."
+  size: Int!
+  "The media file's name, as the user's app gave it; empty when unknown."
+  fileName: String!
+  "VOICE for a voice note (AUDIO), STICKER for a sticker (IMAGE); null otherwise."
+  variant: MediaVariant
   caption: String!
   latitude: Float!
   longitude: Float!
   placeName: String!
   address: String!
+}
+
+"What tells apart the media a user sent that share a kind."
+enum MediaVariant {
+  VOICE
+  STICKER
 }
 
 "A send: to a user (to) or a group (threadId), with text or media."
@@ -3568,6 +3620,14 @@ func (ec *executionContext) childFields_MessageContent(ctx context.Context, fiel
 		return ec.fieldContext_MessageContent_text(ctx, field)
 	case "mediaUrl":
 		return ec.fieldContext_MessageContent_mediaUrl(ctx, field)
+	case "mimeType":
+		return ec.fieldContext_MessageContent_mimeType(ctx, field)
+	case "size":
+		return ec.fieldContext_MessageContent_size(ctx, field)
+	case "fileName":
+		return ec.fieldContext_MessageContent_fileName(ctx, field)
+	case "variant":
+		return ec.fieldContext_MessageContent_variant(ctx, field)
 	case "caption":
 		return ec.fieldContext_MessageContent_caption(ctx, field)
 	case "latitude":
@@ -7282,6 +7342,98 @@ func (ec *executionContext) _MessageContent_mediaUrl(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_MessageContent_mediaUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageContent_mimeType(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageContent_mimeType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MimeType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageContent_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageContent_size(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageContent_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageContent_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MessageContent_fileName(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageContent_fileName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FileName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageContent_fileName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageContent_variant(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageContent_variant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MessageContent().Variant(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.MediaVariant) graphql.Marshaler {
+			return ec.marshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageContent_variant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageContent", field, true, true, "MediaVariant")
 }
 
 func (ec *executionContext) _MessageContent_caption(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
@@ -14273,42 +14425,63 @@ func (ec *executionContext) _MessageContent(ctx context.Context, sel ast.Selecti
 		case "kind":
 			out.Values[i] = ec._MessageContent_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._MessageContent_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "mediaUrl":
 			out.Values[i] = ec._MessageContent_mediaUrl(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "mimeType":
+			out.Values[i] = ec._MessageContent_mimeType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "size":
+			out.Values[i] = ec._MessageContent_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "fileName":
+			out.Values[i] = ec._MessageContent_fileName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "variant":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MessageContent_variant(ctx, field, obj)
+				})
 		case "caption":
 			out.Values[i] = ec._MessageContent_caption(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "latitude":
 			out.Values[i] = ec._MessageContent_latitude(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "longitude":
 			out.Values[i] = ec._MessageContent_longitude(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "placeName":
 			out.Values[i] = ec._MessageContent_placeName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "address":
 			out.Values[i] = ec._MessageContent_address(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -17665,6 +17838,36 @@ func (ec *executionContext) unmarshalOMediaInput2ᚖgithubᚗcomᚋswitchboard�
 	res, err := ec.unmarshalInputMediaInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
+
+func (ec *executionContext) unmarshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant(ctx context.Context, v any) (*messaging.MediaVariant, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant(ctx context.Context, sel ast.SelectionSet, v *messaging.MediaVariant) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant[*v])
+	return res
+}
+
+var (
+	unmarshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant = map[string]messaging.MediaVariant{
+		"VOICE":   messaging.VariantVoice,
+		"STICKER": messaging.VariantSticker,
+	}
+	marshalOMediaVariant2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMediaVariant = map[messaging.MediaVariant]string{
+		messaging.VariantVoice:   "VOICE",
+		messaging.VariantSticker: "STICKER",
+	}
+)
 
 func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMessage(ctx context.Context, sel ast.SelectionSet, v *messaging.Message) graphql.Marshaler {
 	if v == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/ident"
@@ -75,9 +76,9 @@ func TestCronJobs(t *testing.T) {
 		slot := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
 		insert := func(job cronJobData, account string, at time.Time, status cron.ExecutionStatus) string {
 			id := ident.New(ident.Execution)
-			_, err := b.db.CronStore().InsertExecutions(ctx, []cron.Execution{{
+			_, err := b.db.CronStore().Claim(ctx, "sch_test", claimExecutions([]cron.Execution{{
 				ID: id, JobID: job.ID, AccountID: account, Slot: at, StartedAt: at, Status: status, Attempt: 1,
-			}})
+			}}))
 			require.NoError(t, err)
 			return id
 		}
@@ -196,10 +197,10 @@ func TestCronListingIssuesABoundedNumberOfStatements(t *testing.T) {
 				CreateCronJob struct{ ID string } `json:"createCronJob"`
 			}
 			b.data(t, b.acme, fmt.Sprintf(`mutation { createCronJob(input: {endpointUrl: "http://127.0.0.1:9/%d", method: "GET", frequency: DAILY, time: "09:00", timezone: "UTC"}) { id } }`, i), nil, &d)
-			_, err := b.db.CronStore().InsertExecutions(ctx, []cron.Execution{{
+			_, err := b.db.CronStore().Claim(ctx, "sch_test", claimExecutions([]cron.Execution{{
 				ID: ident.New(ident.Execution), JobID: d.CreateCronJob.ID, AccountID: b.acme.accountID,
 				Slot: time.Now().Add(-time.Hour), StartedAt: time.Now().Add(-time.Hour), Status: cron.Success, Attempt: 1,
-			}})
+			}}))
 			require.NoError(t, err)
 		}
 		counts := map[int]int{}
@@ -223,4 +224,11 @@ func TestCronListingIssuesABoundedNumberOfStatements(t *testing.T) {
 		}
 		require.Equal(t, counts[5], counts[20])
 	})
+}
+
+// claimExecutions is a scheduler's claim that stores execs as they are.
+func claimExecutions(execs []cron.Execution) func(context.Context, appcron.Claims) (appcron.Runs, error) {
+	return func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		return appcron.Runs{Executions: execs}, nil
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type Provider struct {
 	// Indications, when set, records the read receipts and typing
 	// indicators the sandbox was asked to show.
 	Indications *Indications
+	// Media fetches the files of simulated inbound media from the URLs
+	// the simulations gave; it must be the SSRF-safe client.
+	Media *http.Client
 }
 
 var _ messaging.Provider = Provider{}

@@ -81,12 +81,17 @@ func (c *Client) Call(ctx context.Context, settings map[string]string, method st
 	return c.do(ctx, settings, method, "application/json", bytes.NewReader(body), out)
 }
 
-func (c *Client) do(ctx context.Context, settings map[string]string, method, contentType string, body io.Reader, out any) error {
+// apiBase is the Bot API server of a number's settings.
+func apiBase(settings map[string]string) string {
 	base := strings.TrimRight(settings[SettingAPIBaseURL], "/")
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/bot"+settings[SettingBotToken]+"/"+method, body)
+	return base
+}
+
+func (c *Client) do(ctx context.Context, settings map[string]string, method, contentType string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, apiBase(settings)+"/bot"+settings[SettingBotToken]+"/"+method, body)
 	if err != nil {
 		return &messaging.ProviderError{Code: "provider_misconfigured", Message: "api_base_url is not a URL", Permanent: true}
 	}

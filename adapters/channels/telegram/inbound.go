@@ -52,11 +52,34 @@ type Chat struct {
 	Username string `json:"username,omitempty"`
 }
 
-// File is the part of a PhotoSize, Video, Audio, Voice or Document
-// Switchboard keeps.
+// File is the part of a PhotoSize, Video, Audio, Voice, Document or
+// Sticker Switchboard keeps.
 type File struct {
-	FileID   string `json:"file_id"`
-	FileName string `json:"file_name,omitempty"`
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id,omitempty"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int64  `json:"file_size,omitempty"`
+}
+
+// Sticker is a sticker: a WEBP image, an animated (TGS) or a video (WEBM)
+// sticker.
+type Sticker struct {
+	File
+	Emoji      string `json:"emoji,omitempty"`
+	IsAnimated bool   `json:"is_animated,omitempty"`
+	IsVideo    bool   `json:"is_video,omitempty"`
+}
+
+// MimeType is the sticker file's type, which the Bot API does not send.
+func (s Sticker) MimeType() string {
+	switch {
+	case s.IsAnimated:
+		return "application/x-tgsticker"
+	case s.IsVideo:
+		return "video/webm"
+	}
+	return "image/webp"
 }
 
 // Location is a point on the map.
@@ -67,21 +90,19 @@ type Location struct {
 
 // Message is an inbound message.
 type Message struct {
-	MessageID int64  `json:"message_id"`
-	From      *User  `json:"from,omitempty"`
-	Chat      Chat   `json:"chat"`
-	Date      int64  `json:"date"`
-	Text      string `json:"text,omitempty"`
-	Caption   string `json:"caption,omitempty"`
-	Photo     []File `json:"photo,omitempty"`
-	Video     *File  `json:"video,omitempty"`
-	Audio     *File  `json:"audio,omitempty"`
-	Voice     *File  `json:"voice,omitempty"`
-	Document  *File  `json:"document,omitempty"`
-	Sticker   *struct {
-		Emoji string `json:"emoji,omitempty"`
-	} `json:"sticker,omitempty"`
-	Location *Location `json:"location,omitempty"`
+	MessageID int64     `json:"message_id"`
+	From      *User     `json:"from,omitempty"`
+	Chat      Chat      `json:"chat"`
+	Date      int64     `json:"date"`
+	Text      string    `json:"text,omitempty"`
+	Caption   string    `json:"caption,omitempty"`
+	Photo     []File    `json:"photo,omitempty"`
+	Video     *File     `json:"video,omitempty"`
+	Audio     *File     `json:"audio,omitempty"`
+	Voice     *File     `json:"voice,omitempty"`
+	Document  *File     `json:"document,omitempty"`
+	Sticker   *Sticker  `json:"sticker,omitempty"`
+	Location  *Location `json:"location,omitempty"`
 	// ReplyToMessage is the message this one answers; Quote, the part
 	// of it the user quoted.
 	ReplyToMessage *Message `json:"reply_to_message,omitempty"`
@@ -344,35 +365,36 @@ func reaction(n account.Number, u *MessageReactionUpdated) (channels.Inbound, bo
 	return out, true
 }
 
-// content is what a message carries. Telegram files are reachable only
-// with the bot token, so media arrive as text naming the file id.
+// content is what a message carries. Media arrive as the file's file_id,
+// which the bot token opens (Provider.OpenMedia), with what the update
+// says of the file.
 func content(m *Message) (domain.Content, bool) {
 	text := func(s string) (domain.Content, bool) {
 		return domain.Content{Kind: domain.KindText, Text: s}, strings.TrimSpace(s) != ""
 	}
-	file := func(kind string, f *File) (domain.Content, bool) {
-		s := fmt.Sprintf("[%s file_id=%s]", kind, f.FileID)
-		if f.FileName != "" {
-			s = fmt.Sprintf("[%s %s file_id=%s]", kind, f.FileName, f.FileID)
+	file := func(kind domain.Kind, f File, mimeType string, variant domain.MediaVariant) (domain.Content, bool) {
+		if f.FileID == "" {
+			return text("[unsupported " + string(kind) + " message]")
 		}
-		if m.Caption != "" {
-			s += " " + m.Caption
+		if f.MimeType != "" {
+			mimeType = f.MimeType
 		}
-		return text(s)
+		return domain.Content{Kind: kind, MediaRef: f.FileID, MimeType: mimeType, FileName: f.FileName, Size: max(f.FileSize, 0),
+			Caption: m.Caption, Variant: variant}, true
 	}
 	switch {
 	case m.Text != "":
 		return text(m.Text)
 	case len(m.Photo) > 0:
-		return file("photo", &m.Photo[len(m.Photo)-1]) // the largest size
+		return file(domain.KindImage, m.Photo[len(m.Photo)-1], "image/jpeg", "") // the largest size; photos are JPEG
 	case m.Video != nil:
-		return file("video", m.Video)
+		return file(domain.KindVideo, *m.Video, "", "")
 	case m.Audio != nil:
-		return file("audio", m.Audio)
+		return file(domain.KindAudio, *m.Audio, "", "")
 	case m.Voice != nil:
-		return file("voice", m.Voice)
+		return file(domain.KindAudio, *m.Voice, "audio/ogg", domain.VariantVoice)
 	case m.Document != nil:
-		return file("document", m.Document)
+		return file(domain.KindDocument, *m.Document, "", "")
 	case m.Venue != nil:
 		return domain.Content{Kind: domain.KindLocation, Latitude: m.Venue.Location.Latitude, Longitude: m.Venue.Location.Longitude,
 			PlaceName: m.Venue.Title, Address: m.Venue.Address}, true
@@ -380,6 +402,8 @@ func content(m *Message) (domain.Content, bool) {
 		return domain.Content{Kind: domain.KindLocation, Latitude: m.Location.Latitude, Longitude: m.Location.Longitude}, true
 	case m.Contact != nil:
 		return text(strings.TrimSpace(fmt.Sprintf("[contact %s %s %s]", m.Contact.FirstName, m.Contact.LastName, m.Contact.PhoneNumber)))
+	case m.Sticker != nil && m.Sticker.FileID != "":
+		return file(domain.KindImage, m.Sticker.File, m.Sticker.MimeType(), domain.VariantSticker)
 	case m.Sticker != nil:
 		return text(strings.TrimSpace("[sticker " + m.Sticker.Emoji + "]"))
 	case m.unread != "":

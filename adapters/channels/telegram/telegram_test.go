@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 	"sync"
 	"testing"
@@ -382,4 +383,74 @@ func TestTypingRequests(t *testing.T) {
 	var pe *messaging.ProviderError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "recipient_unreachable", pe.Code)
+}
+
+// Every kind of media a user sends is a media message with its file_id
+// and what the update says of the file; a photo is its largest size.
+func TestInboundMedia(t *testing.T) {
+	t.Parallel()
+	box := &inbox{seen: map[string]bool{}}
+	in := &telegram.Inbound{Inbox: box}
+	handle := func(raw []byte) {
+		var u telegram.Update
+		require.NoError(t, json.Unmarshal(raw, &u))
+		require.NoError(t, in.Handle(context.Background(), number, u))
+	}
+	const user = 987654321
+	handle(telegramfake.PrivateMedia(1, 10, user, "Alice", "photo", []any{
+		map[string]any{"file_id": "AgAD-small", "file_unique_id": "s", "file_size": 1201, "width": 90, "height": 67},
+		map[string]any{"file_id": "AgAD-large", "file_unique_id": "l", "file_size": 51223, "width": 1280, "height": 960},
+	}, "the view"))
+	handle(telegramfake.PrivateMedia(2, 11, user, "Alice", "video", map[string]any{
+		"file_id": "BAAD", "file_unique_id": "v", "width": 640, "height": 360, "duration": 4, "mime_type": "video/mp4", "file_size": 402311,
+	}, ""))
+	handle(telegramfake.PrivateMedia(3, 12, user, "Alice", "voice", map[string]any{
+		"file_id": "AwAD", "file_unique_id": "o", "duration": 2, "mime_type": "audio/ogg", "file_size": 8612,
+	}, ""))
+	handle(telegramfake.PrivateMedia(4, 13, user, "Alice", "audio", map[string]any{
+		"file_id": "CQAD", "file_unique_id": "a", "duration": 180, "file_name": "song.mp3", "mime_type": "audio/mpeg", "file_size": 3100000,
+	}, ""))
+	handle(telegramfake.PrivateMedia(5, 14, user, "Alice", "document", map[string]any{
+		"file_id": "BQAD", "file_unique_id": "d", "file_name": "invoice.pdf", "mime_type": "application/pdf", "file_size": 88211,
+	}, "Q3"))
+	handle(telegramfake.PrivateMedia(6, 15, user, "Alice", "sticker", map[string]any{
+		"file_id": "CAAD", "file_unique_id": "k", "type": "regular", "width": 512, "height": 512, "is_animated": false, "is_video": false,
+		"emoji": "👍", "file_size": 22000,
+	}, ""))
+
+	var got []domain.Content
+	for _, m := range box.received {
+		got = append(got, m.Content)
+	}
+	require.Equal(t, []domain.Content{
+		{Kind: domain.KindImage, MediaRef: "AgAD-large", MimeType: "image/jpeg", Size: 51223, Caption: "the view"},
+		{Kind: domain.KindVideo, MediaRef: "BAAD", MimeType: "video/mp4", Size: 402311},
+		{Kind: domain.KindAudio, MediaRef: "AwAD", MimeType: "audio/ogg", Size: 8612, Variant: domain.VariantVoice},
+		{Kind: domain.KindAudio, MediaRef: "CQAD", MimeType: "audio/mpeg", FileName: "song.mp3", Size: 3100000},
+		{Kind: domain.KindDocument, MediaRef: "BQAD", MimeType: "application/pdf", FileName: "invoice.pdf", Size: 88211, Caption: "Q3"},
+		{Kind: domain.KindImage, MediaRef: "CAAD", MimeType: "image/webp", Size: 22000, Variant: domain.VariantSticker},
+	}, got)
+}
+
+// OpenMedia asks getFile where the file is and streams it from the file
+// server; a file_id the Bot API does not know is gone.
+func TestOpenMedia(t *testing.T) {
+	t.Parallel()
+	p, fake := newProvider(t)
+	ctx := context.Background()
+	photo := []byte("\xff\xd8\xff\xe0 a JPEG")
+	fake.AddFile("AgAD-large", photo)
+
+	stream, err := p.OpenMedia(ctx, fake.Settings(), "AgAD-large")
+	require.NoError(t, err)
+	got, err := io.ReadAll(stream.Body)
+	require.NoError(t, err)
+	require.NoError(t, stream.Body.Close())
+	require.Equal(t, photo, got)
+	require.Equal(t, int64(len(photo)), stream.Size)
+	require.Empty(t, stream.MimeType, "the file server's octet-stream says nothing")
+	require.Equal(t, "AgAD-large", fake.Calls("getFile")[0].Params["file_id"])
+
+	_, err = p.OpenMedia(ctx, fake.Settings(), "AgAD-unknown")
+	require.ErrorIs(t, err, domain.ErrMediaGone)
 }

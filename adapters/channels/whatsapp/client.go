@@ -78,20 +78,43 @@ type GraphError struct {
 
 // call sends a request and decodes the answer into out.
 func (c *Client) call(ctx context.Context, settings map[string]string, method, path string, body, out any) error {
+	res, err := c.send(ctx, settings, method, baseURL(settings)+path, body)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if err != nil {
+		return &messaging.ProviderError{Code: "provider_unavailable", Message: "reading the Graph API answer: " + err.Error()}
+	}
+	if res.StatusCode >= 300 {
+		return graphFailure(res, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Graph API answer is not JSON"}
+		}
+	}
+	return nil
+}
+
+// send makes an authorized request to target (a Graph API URL, or the
+// download URL the Graph API gave) and returns the response unread.
+func (c *Client) send(ctx context.Context, settings map[string]string, method, target string, body any) (*http.Response, error) {
 	if settings[SettingAccessToken] == "" || settings[SettingPhoneNumberID] == "" {
-		return &messaging.ProviderError{Code: "provider_misconfigured", Message: "the number needs the phone_number_id and access_token settings", Permanent: true}
+		return nil, &messaging.ProviderError{Code: "provider_misconfigured", Message: "the number needs the phone_number_id and access_token settings", Permanent: true}
 	}
 	var reader io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		reader = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, baseURL(settings)+path, reader)
+	req, err := http.NewRequestWithContext(ctx, method, target, reader)
 	if err != nil {
-		return &messaging.ProviderError{Code: "provider_misconfigured", Message: "api_base_url is not a URL", Permanent: true}
+		return nil, &messaging.ProviderError{Code: "provider_misconfigured", Message: "api_base_url is not a URL", Permanent: true}
 	}
 	req.Header.Set("Authorization", "Bearer "+settings[SettingAccessToken])
 	if body != nil {
@@ -100,30 +123,23 @@ func (c *Client) call(ctx context.Context, settings map[string]string, method, p
 	res, err := c.HTTP.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Graph API cannot be reached: " + err.Error()}
+		return nil, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Graph API cannot be reached: " + err.Error()}
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
-	if err != nil {
-		return &messaging.ProviderError{Code: "provider_unavailable", Message: "reading the Graph API answer: " + err.Error()}
+	return res, nil
+}
+
+// graphFailure is the error of a Graph API answer with a failure status
+// whose body is raw.
+func graphFailure(res *http.Response, raw []byte) error {
+	var e struct {
+		Error *GraphError `json:"error"`
 	}
-	if res.StatusCode >= 300 {
-		var e struct {
-			Error *GraphError `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) != nil || e.Error == nil {
-			e.Error = &GraphError{Message: fmt.Sprintf("HTTP %d", res.StatusCode)}
-		}
-		return MapError(e.Error, res.StatusCode, res.Header.Get("Retry-After"))
+	if json.Unmarshal(raw, &e) != nil || e.Error == nil {
+		e.Error = &GraphError{Message: fmt.Sprintf("HTTP %d", res.StatusCode)}
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return &messaging.ProviderError{Code: "provider_unavailable", Message: "the Graph API answer is not JSON"}
-		}
-	}
-	return nil
+	return MapError(e.Error, res.StatusCode, res.Header.Get("Retry-After"))
 }
 
 // Error codes of the Cloud API and what a delivery does about them

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
@@ -96,12 +95,16 @@ type Value struct {
 	Statuses []StatusUpdate `json:"statuses"`
 }
 
-// Media is an inbound media object.
+// Media is an inbound media object: an image, video, audio (a voice note
+// when Voice is set), document or sticker.
 type Media struct {
 	ID       string `json:"id"`
 	MimeType string `json:"mime_type"`
+	SHA256   string `json:"sha256"`
 	Caption  string `json:"caption"`
 	Filename string `json:"filename"`
+	Voice    bool   `json:"voice"`
+	Animated bool   `json:"animated"`
 }
 
 // Message is an inbound message.
@@ -198,11 +201,11 @@ func (v *Verified) Deliver(ctx context.Context) error {
 			if ch.Field != "messages" {
 				continue
 			}
-			target, targetSettings, ok := v.in.numberFor(ctx, v.number, v.settings, ch.Value.Metadata.PhoneNumberID)
+			target, _, ok := v.in.numberFor(ctx, v.number, v.settings, ch.Value.Metadata.PhoneNumberID)
 			if !ok {
 				continue
 			}
-			if err := v.in.handle(ctx, target, targetSettings, ch.Value); err != nil {
+			if err := v.in.handle(ctx, target, ch.Value); err != nil {
 				return err
 			}
 		}
@@ -248,7 +251,7 @@ func (in *Inbound) numberFor(ctx context.Context, n account.Number, settings map
 	return account.Number{}, nil, false
 }
 
-func (in *Inbound) handle(ctx context.Context, n account.Number, settings map[string]string, v Value) error {
+func (in *Inbound) handle(ctx context.Context, n account.Number, v Value) error {
 	names := map[string]string{}
 	for _, c := range v.Contacts {
 		names[c.WaID] = c.Profile.Name
@@ -267,7 +270,7 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, settings map[st
 			// message it names, never a message of its own.
 			report.Reaction = &channels.Reaction{TargetProviderID: m.Reaction.MessageID, Emoji: m.Reaction.Emoji}
 		} else {
-			report.Content = content(settings, m)
+			report.Content = content(m)
 		}
 		if m.Context != nil && m.Context.ID != "" {
 			report.ReplyTo = domain.Reply{ProviderMessageID: m.Context.ID}
@@ -323,11 +326,12 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// content is what a message carries. Media arrive as the Graph API URL of
-// the media object, which the number's access token retrieves. A message
-// of a type Switchboard does not read, or without the content its type
-// promises, is unsupported: it is stored and delivered all the same.
-func content(settings map[string]string, m Message) domain.Content {
+// content is what a message carries. Media arrive as the media object's
+// id, which the number's access token opens (Provider.OpenMedia). A
+// message of a type Switchboard does not read, or without the content
+// its type promises, is unsupported: it is stored and delivered all the
+// same.
+func content(m Message) domain.Content {
 	text := func(s string) domain.Content {
 		if strings.TrimSpace(s) == "" {
 			return unsupported(m)
@@ -338,7 +342,14 @@ func content(settings map[string]string, m Message) domain.Content {
 		if md.ID == "" || md.ID == "." || md.ID == ".." {
 			return unsupported(m) // no media object, or not one path segment
 		}
-		return domain.Content{Kind: kind, MediaURL: baseURL(settings) + "/" + url.PathEscape(md.ID), Caption: md.Caption}
+		c := domain.Content{Kind: kind, MediaRef: md.ID, MimeType: md.MimeType, FileName: md.Filename, Caption: md.Caption}
+		switch {
+		case m.Sticker == md:
+			c.Variant = domain.VariantSticker
+		case md.Voice:
+			c.Variant = domain.VariantVoice
+		}
+		return c
 	}
 	switch {
 	case m.Text != nil:

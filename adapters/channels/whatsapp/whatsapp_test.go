@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -255,9 +256,8 @@ func TestInboundContent(t *testing.T) {
 	require.Equal(t, "Sheena Nelson", text.Sender.Name)
 	require.Equal(t, "Does it come in another color?", text.Content.Text)
 	require.Equal(t, "wamid.t1", text.ProviderMessageID)
-	require.Equal(t, domain.KindImage, image.Content.Kind)
-	require.Equal(t, "https://graph.facebook.com/v23.0/1003383421387256", image.Content.MediaURL)
-	require.Equal(t, "look", image.Content.Caption)
+	require.Equal(t, domain.Content{Kind: domain.KindImage, MediaRef: "1003383421387256", MimeType: "image/jpeg", Caption: "look"}, image.Content,
+		"the media id, never the Graph API's URL")
 
 	require.Len(t, box.statuses, 3)
 	require.Equal(t, channels.StatusReport{ProviderMessageID: "wamid.out1", Status: domain.Delivered}, box.statuses[0])
@@ -265,6 +265,70 @@ func TestInboundContent(t *testing.T) {
 	require.Equal(t, "re_engagement_required", box.statuses[1].Code)
 	require.Contains(t, box.statuses[1].Text, "24 hours")
 	require.Equal(t, domain.Read, box.statuses[2].Status)
+}
+
+// Every kind of media a user sends is a media message with the media id
+// and what the notification says of the file.
+func TestInboundMediaKinds(t *testing.T) {
+	t.Parallel()
+	box := newInbox()
+	in := &whatsapp.Inbound{Inbox: box}
+	post := func(wamid, typ string, media map[string]any) {
+		body := whatsappfake.MediaMessage(pnid, display, "14155550111", "Sheena Nelson", wamid, typ, media)
+		require.NoError(t, in.Webhook(context.Background(), number.ID, whatsappfake.Sign(body, appSecret), body))
+	}
+	post("wamid.v1", "video", map[string]any{"id": "m-video", "mime_type": "video/mp4", "sha256": "x", "caption": "clip"})
+	post("wamid.a1", "audio", map[string]any{"id": "m-voice", "mime_type": "audio/ogg; codecs=opus", "sha256": "x", "voice": true})
+	post("wamid.a2", "audio", map[string]any{"id": "m-audio", "mime_type": "audio/mpeg", "sha256": "x", "voice": false})
+	post("wamid.d1", "document", map[string]any{"id": "m-doc", "mime_type": "application/pdf", "sha256": "x", "filename": "invoice.pdf", "caption": "Q3"})
+	post("wamid.s1", "sticker", map[string]any{"id": "m-sticker", "mime_type": "image/webp", "sha256": "x", "animated": false})
+
+	require.Equal(t, []domain.Content{
+		{Kind: domain.KindVideo, MediaRef: "m-video", MimeType: "video/mp4", Caption: "clip"},
+		{Kind: domain.KindAudio, MediaRef: "m-voice", MimeType: "audio/ogg; codecs=opus", Variant: domain.VariantVoice},
+		{Kind: domain.KindAudio, MediaRef: "m-audio", MimeType: "audio/mpeg"},
+		{Kind: domain.KindDocument, MediaRef: "m-doc", MimeType: "application/pdf", FileName: "invoice.pdf", Caption: "Q3"},
+		{Kind: domain.KindImage, MediaRef: "m-sticker", MimeType: "image/webp", Variant: domain.VariantSticker},
+	}, contents(box.messages))
+}
+
+func contents(ms []channels.Inbound) []domain.Content {
+	out := make([]domain.Content, len(ms))
+	for i, m := range ms {
+		out[i] = m.Content
+	}
+	return out
+}
+
+// OpenMedia looks the media object up and streams its download URL, both
+// with the number's access token; an id the Graph API does not know is
+// gone.
+func TestOpenMedia(t *testing.T) {
+	t.Parallel()
+	fake := whatsappfake.New(t, pnid, "EAAtoken", display)
+	p := &whatsapp.Provider{Client: whatsapp.NewClient()}
+	ctx := context.Background()
+	photo := []byte("\xff\xd8\xff\xe0 a JPEG")
+	fake.AddMedia("1003383421387256", "image/jpeg", photo)
+
+	stream, err := p.OpenMedia(ctx, fake.Settings(appSecret, verify), "1003383421387256")
+	require.NoError(t, err)
+	got, err := io.ReadAll(stream.Body)
+	require.NoError(t, err)
+	require.NoError(t, stream.Body.Close())
+	require.Equal(t, photo, got)
+	require.Equal(t, "image/jpeg", stream.MimeType)
+	require.Equal(t, int64(len(photo)), stream.Size)
+
+	_, err = p.OpenMedia(ctx, fake.Settings(appSecret, verify), "404404404")
+	require.ErrorIs(t, err, domain.ErrMediaGone)
+
+	wrong := fake.Settings(appSecret, verify)
+	wrong["access_token"] = "EAAother"
+	_, err = p.OpenMedia(ctx, wrong, "1003383421387256")
+	var pe *messaging.ProviderError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "provider_auth_failed", pe.Code)
 }
 
 func TestSiblingNumbers(t *testing.T) {
@@ -317,7 +381,8 @@ func TestInboundNeverDropsAMessage(t *testing.T) {
 	}
 	require.Equal(t, []string{"[unsupported order message]", "[unsupported unsupported message]", "[unsupported text message]",
 		"[unsupported sticker message]", "[unsupported unknown message]"}, texts)
-	require.Equal(t, "https://graph.facebook.com/v23.0/..%2F..%2Fme%3Ffields=id", box.messages[6].Content.MediaURL)
+	require.Equal(t, domain.Content{Kind: domain.KindDocument, MediaRef: "../../me?fields=id"}, box.messages[6].Content,
+		"the media id is kept as the provider gave it; OpenMedia escapes it as one path segment")
 }
 
 func TestReadAndTypingRequests(t *testing.T) {

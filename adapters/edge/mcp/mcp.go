@@ -53,6 +53,10 @@ type Messaging interface {
 	Typing(ctx context.Context, accountID, threadID string) (appmessaging.TypingResult, error)
 	// React sets or takes back the agent number's reaction on a message.
 	React(ctx context.Context, in appmessaging.ReactInput) (messaging.Reaction, error)
+	// Message reads a message with its media link; Media streams the
+	// media a user sent.
+	Message(ctx context.Context, accountID, id string) (appmessaging.MessageDetails, error)
+	Media(ctx context.Context, accountID, messageID string) (appmessaging.MediaStream, messaging.Message, error)
 }
 
 var _ Messaging = (*appmessaging.Service)(nil)

@@ -45,6 +45,9 @@ func addTool[In, Out any](h *Handler, t *sdk.Tool, run func(ctx context.Context,
 		if err != nil {
 			return h.errorResult(ctx, err), nil, nil
 		}
+		if c, ok := answer.(withContent); ok {
+			return &sdk.CallToolResult{Content: c.content}, c.answer, nil
+		}
 		return nil, answer, nil
 	})
 	return nil

@@ -31,7 +31,7 @@ func TestToolsAreDescribed(t *testing.T) {
 	}
 	slices.Sort(names)
 	require.Equal(t, []string{
-		"create_cron_job", "delete_cron_job", "get_messages", "list_cron_jobs", "list_threads", "manage_group", "mark_read",
+		"create_cron_job", "delete_cron_job", "get_media", "get_messages", "list_cron_jobs", "list_threads", "manage_group", "mark_read",
 		"pause_cron_job", "react", "resume_cron_job", "send_email", "send_message", "send_typing", "wait_for_message",
 	}, names)
 	for name, tool := range byName {

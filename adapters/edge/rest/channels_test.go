@@ -45,6 +45,7 @@ const (
 	waVerify    = "verify-me"
 
 	agentWAOther  = "+14155550123"
+	agentSandbox  = "+14155550124"
 	waOtherSecret = "another-apps-secret"
 )
 
@@ -61,6 +62,8 @@ type chanBundle struct {
 	poller   *telegram.Connector
 	// url is the server's address on 127.0.0.1.
 	url string
+	// links signs media links with the server's key.
+	links *messaging.MediaLinks
 }
 
 // providerRoutes serves the provider routes the way bootstrap wires them.
@@ -103,7 +106,7 @@ func (n numbers) NumberSettings(num account.Number) (map[string]string, error) {
 	return n.acc.NumberSettings(num)
 }
 
-func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *chanBundle {
+func setupChannels(t testing.TB, dialect store.Dialect, limits ...edge.Limits) *chanBundle {
 	t.Helper()
 	ctx := context.Background()
 	db := dbtest.Open(t, dialect)
@@ -112,6 +115,12 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, cred, err := acc.CreateAccount(ctx, "Acme")
 	require.NoError(t, err)
+	o, oCred, err := acc.CreateAccount(ctx, "Other")
+	require.NoError(t, err)
+	// The server's address is known once it listens; the handler is
+	// built after.
+	var handler http.Handler
+	srv := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 
 	b := &chanBundle{
 		tg: telegramfake.New(t, "111:bot-token"), tgPoll: telegramfake.New(t, "222:poll-token"),
@@ -123,6 +132,7 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 		{Number: agentTGReal, Service: "telegram", Provider: "telegram", Settings: b.tg.Settings()},
 		{Number: agentTGPoll, Service: "telegram", Provider: "telegram", Settings: pollSettings},
 		{Number: agentWACld, Service: "whatsapp", Provider: "whatsapp-cloud", Settings: b.wa.Settings(waSecret, waVerify)},
+		{Number: agentSandbox, Service: "whatsapp", Provider: "sandbox"},
 		{Number: agentWAOther, Service: "whatsapp", Provider: "whatsapp-cloud", Settings: map[string]string{
 			"phone_number_id": "200000000000001", "access_token": "other", "app_secret": waOtherSecret, "verify_token": "v", "api_base_url": b.wa.URL,
 		}},
@@ -140,17 +150,19 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 		}
 	}
 	b.tgSecret = telegram.WebhookSecret(b.tgNumber.ID, b.tg.Settings())
+	b.links = messaging.NewMediaLinks(keys, srv, time.Hour)
 
 	guard := httpguard.New(httpguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	dir := channels.NewDirectory(db.ChannelStore())
 	svc := messaging.NewService(messaging.Deps{
 		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{
-			sandbox.Name:  sandbox.Provider{},
+			sandbox.Name:  sandbox.Provider{Media: guard.Client(httpguard.ClientOptions{Timeout: 5 * time.Second})},
 			telegram.Name: &telegram.Provider{Client: telegram.NewClient(), Chats: dir},
 			whatsapp.Name: &whatsapp.Provider{Client: whatsapp.NewClient()},
 		},
 		Opener: acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet, Recipients: dir,
+		MediaLinks: b.links,
 	})
 	inbox := channels.NewService(channels.Deps{
 		Store: db.ChannelStore(), Receiver: svc, Opener: acc, Logger: quiet,
@@ -176,9 +188,10 @@ func setupChannels(t *testing.T, dialect store.Dialect, limits ...edge.Limits) *
 		Accounts: acc, Idempotency: edge.NewIdempotency(db.IdempotencyKeys(), 0, nil, quiet), Ready: db.Ready, Registry: prometheus.NewRegistry(), Logger: quiet, Limits: append(limits, unlimited)[0],
 	}, rest.Deps{Accounts: acc, Messaging: svc, Providers: providerRoutes{tgIn, waIn}})
 	require.NoError(t, err)
-	srv := newTestServer(t, h)
+	handler = h
 	b.url = srv
-	b.msgBundle = &msgBundle{callers: callers{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret}}
+	b.msgBundle = &msgBundle{callers: callers{client: openapitest.New(t, srv), db: db, account: a.ID, key: cred.Key, secret: cred.Secret,
+		other: o.ID, oKey: oCred.Key, oSecret: oCred.Secret}}
 	return b
 }
 
@@ -193,7 +206,7 @@ func (b *chanBundle) telegramUpdate(t *testing.T, update []byte, secret string) 
 }
 
 // whatsappPost posts a notification signed with signature.
-func (b *chanBundle) whatsappPost(t *testing.T, body []byte, signature string) openapitest.Response {
+func (b *chanBundle) whatsappPost(t testing.TB, body []byte, signature string) openapitest.Response {
 	t.Helper()
 	return b.client.Do(http.MethodPost, "/v1/providers/whatsapp/"+b.waNumber.ID+"/webhook", body, "X-Hub-Signature-256", signature)
 }
@@ -412,7 +425,7 @@ func TestWhatsAppEndToEnd(t *testing.T) {
 }
 
 // newTestServer serves h on 127.0.0.1 and returns its URL.
-func newTestServer(t *testing.T, h http.Handler) string {
+func newTestServer(t testing.TB, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -35,6 +35,8 @@ type MessagingUseCases interface {
 	Typing(ctx context.Context, accountID, threadID string) (messaging.TypingResult, error)
 	React(ctx context.Context, in messaging.ReactInput) (domain.Reaction, error)
 	ReceiveReaction(ctx context.Context, in messaging.InboundReaction) (domain.Reaction, error)
+	Media(ctx context.Context, accountID, messageID string) (messaging.MediaStream, domain.Message, error)
+	CheckMediaLink(accountID, messageID, expires, signature string) error
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -459,6 +461,7 @@ func (s *server) messageDetails(w http.ResponseWriter, r *http.Request) {
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText, From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind),
 		Participants: addresses(d.Participants), Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, To: m.To,
 		messageExtras: extrasOf(m),
+		Media:         mediaOf(m),
 	}
 	// Existing clients read the fields at the top level too; status there
 	// stays the envelope's.
@@ -489,6 +492,8 @@ type messageDetailsBody struct {
 	ThreadID      string   `json:"thread_id"`
 	To            string   `json:"to"`
 	messageExtras
+	// Media is set on media a user sent.
+	Media *mediaBody `json:"media,omitempty"`
 }
 
 // messageExtras are what a message quotes and its reactions, shown only
@@ -646,6 +651,7 @@ func threadMessageItems(msgs []domain.Message) []threadMessageBody {
 			From: m.From, MessageID: m.ID, MessageType: string(m.Content.Kind), SenderName: senderName(m), SenderNumber: m.From,
 			Service: string(m.Service), Status: string(m.Status), ThreadID: m.ThreadID, Timestamp: created, To: m.To,
 			messageExtras: extrasOf(m),
+			Media:         mediaOf(m),
 		}
 	}
 	return items
@@ -670,6 +676,8 @@ type threadMessageBody struct {
 	Timestamp     string `json:"timestamp"`
 	To            string `json:"to"`
 	messageExtras
+	// Media is set on media a user sent.
+	Media *mediaBody `json:"media,omitempty"`
 }
 
 // recentMessagesResponse lists the messages under data and, for existing
@@ -741,6 +749,14 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	required(&p, b.From, "from")
 	required(&p, b.To, "to")
 	content, fields := b.content(&p)
+	if content.Kind.IsMedia() && content.MediaURL != "" {
+		// The simulated user's file stays at its URL, as a provider keeps
+		// a user's file: the agent opens it through its media link.
+		if err := domain.CheckMediaURL(content.MediaURL); err != nil {
+			p.Add("url_parsing", err.Error(), fields.URLField()...)
+		}
+		content.MediaRef, content.MediaURL = content.MediaURL, ""
+	}
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
 		return

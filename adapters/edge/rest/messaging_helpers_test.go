@@ -95,6 +95,7 @@ func setupMessaging(t *testing.T, dialect store.Dialect, opts msgOptions) *msgBu
 		Committer: db, Store: db.MessagingStore(),
 		Providers: messaging.ProviderSet{sandbox.Name: sandbox.Provider{}},
 		Opener:    acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet,
+		MediaLinks: messaging.NewMediaLinks(keys, "http://switchboard.test", time.Hour),
 	})
 	jobs, err := runner.New(db.JobQueue(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},
 		runner.Kind{Name: messaging.DeliverKind, Handler: svc, Backoff: messaging.DeliveryBackoff, Timeout: 10 * time.Second})

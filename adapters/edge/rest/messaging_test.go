@@ -67,7 +67,11 @@ func TestSandboxInboundCreatesThread(t *testing.T) {
 		require.Equal(t, thread, r.JSON(t)["thread_id"])
 		media := b.details(t, r.JSON(t)["message_id"].(string))
 		require.Equal(t, "image", media["message_type"])
-		require.Equal(t, "https://cdn.example.com/cat.png", media["attachment_uri"])
+		// The simulated user's file stays at its URL, opened through the
+		// message's signed media link, as a provider's file is.
+		link := media["media"].(map[string]any)["url"].(string)
+		require.Equal(t, link, media["attachment_uri"])
+		require.True(t, strings.HasPrefix(link, "http://switchboard.test/v1/media/"+b.account+"/"), link)
 		require.Equal(t, "my cat", media["body"])
 		require.Len(t, b.recent(t, thread), 3)
 

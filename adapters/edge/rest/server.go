@@ -88,6 +88,9 @@ func Mount(host *edge.Host, d Deps) {
 	s.mountCron(host.APIWithBearerKey())
 	s.mountWebhooks(api)
 	s.mountProviders(top)
+	if s.messaging != nil {
+		s.mountMedia(api, top)
+	}
 }
 
 // NewHandler serves the REST routes alone on a host of their own, built

@@ -1,15 +1,18 @@
 // Package telegramfake is a Bot API server for tests, on 127.0.0.1: it
 // answers with the request and response JSON of the Bot API reference
-// (core.telegram.org/bots/api), errors included, records every call, and
-// serves getUpdates from a queue.
+// (core.telegram.org/bots/api), errors included, records every call,
+// serves getUpdates from a queue, and serves the files a test gives it
+// (getFile and the file server's /file/bot<token>/<file_path>).
 package telegramfake
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,11 +43,83 @@ type Server struct {
 	// known are the messages of each chat: those the fake sent and those
 	// of the updates it was given.
 	known map[string]map[int64]bool
+	// files are the files users sent, by file_id.
+	files map[string]File
+}
+
+// File is a file the fake keeps for a file_id. Open returns its bytes from
+// the start on every download, so that a large file need not be held;
+// Size is what getFile and the download declare (0 declares nothing: the
+// download is chunked).
+type File struct {
+	Size int64
+	Open func() io.Reader
+	// path is the file_path getFile answers.
+	path string
+}
+
+// AddFile keeps data under the file_id, as a file a user sent.
+func (s *Server) AddFile(fileID string, data []byte) {
+	s.AddFileStream(fileID, File{Size: int64(len(data)), Open: func() io.Reader { return bytes.NewReader(data) }})
+}
+
+// AddFileStream keeps f under the file_id.
+func (s *Server) AddFileStream(fileID string, f File) {
+	s.mu.Lock()
+	f.path = fmt.Sprintf("documents/file_%d", len(s.files))
+	s.files[fileID] = f
+	s.mu.Unlock()
+}
+
+// getFile answers the File of a known file_id, as the Bot API does, or
+// its error for a file_id it does not know.
+func (s *Server) getFile(w http.ResponseWriter, params map[string]any) {
+	id, _ := params["file_id"].(string)
+	s.mu.Lock()
+	f, ok := s.files[id]
+	s.mu.Unlock()
+	if !ok {
+		fail(w, http.StatusBadRequest, "Bad Request: invalid file_id", nil)
+		return
+	}
+	result := map[string]any{"file_id": id, "file_unique_id": "AgADtQADfw", "file_path": f.path}
+	if f.Size > 0 {
+		result["file_size"] = f.Size
+	}
+	reply(w, 200, map[string]any{"ok": true, "result": result})
+}
+
+// download serves /file/bot<token>/<file_path> as the file server does:
+// the bytes as application/octet-stream, or 404 for a wrong token or path.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	rest, _ := strings.CutPrefix(r.URL.Path, "/file/bot")
+	token, path, _ := strings.Cut(rest, "/")
+	var (
+		f  File
+		ok bool
+	)
+	s.mu.Lock()
+	for _, file := range s.files {
+		if file.path == path {
+			f, ok = file, true
+		}
+	}
+	s.mu.Unlock()
+	if token != s.Token || !ok || r.Method != http.MethodGet {
+		fail(w, http.StatusNotFound, "Not Found", nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if f.Size > 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f.Open())
 }
 
 // New starts a fake for the bot with token.
 func New(t testing.TB, token string) *Server {
-	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1), known: map[string]map[int64]bool{}}
+	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1), known: map[string]map[int64]bool{}, files: map[string]File{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -144,6 +219,10 @@ func fail(w http.ResponseWriter, code int, description string, params map[string
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		s.download(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || r.Method != http.MethodPost {
@@ -212,6 +291,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.chatAction(w, chat, params)
 	case "setMessageReaction":
 		s.setReaction(w, chat, params)
+	case "getFile":
+		s.getFile(w, params)
 	case "exportChatInviteLink":
 		reply(w, 200, map[string]any{"ok": true, "result": "https://t.me/+AbCdEfGhIjKlMnOp"})
 	default:
@@ -380,6 +461,24 @@ func PrivateText(updateID, messageID, userID int64, username, firstName, text st
 			"text": text,
 		},
 	})
+}
+
+// PrivateMedia is an update with a media message from a user in their
+// private chat with the bot: field is photo (media is then the []any of
+// PhotoSize objects, smallest first), video, audio, voice, document or
+// sticker, and media its object ({"file_id", "file_unique_id",
+// "file_size", "mime_type", "file_name", …}).
+func PrivateMedia(updateID, messageID, userID int64, firstName, field string, media any, caption string) []byte {
+	msg := map[string]any{
+		"message_id": messageID, "date": 1763800000,
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName, "language_code": "en"},
+		"chat": map[string]any{"id": userID, "first_name": firstName, "type": "private"},
+		field:  media,
+	}
+	if caption != "" {
+		msg["caption"] = caption
+	}
+	return mustJSON(map[string]any{"update_id": updateID, "message": msg})
 }
 
 // SharedContact is an update where a user shares their own phone number.

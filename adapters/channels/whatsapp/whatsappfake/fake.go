@@ -1,18 +1,24 @@
 // Package whatsappfake is a WhatsApp Cloud API (Graph API) server for
 // tests, on 127.0.0.1: it answers sends and the phone number lookup with
 // the request and response JSON of the Cloud API reference, errors
-// included, records every send, and builds signed webhook payloads.
+// included, records every send, serves the media a test gives it (the
+// media object lookup and the download URL it names), and builds signed
+// webhook payloads.
 package whatsappfake
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,12 +41,25 @@ type Server struct {
 	// failures maps a recipient (digits), or the message id of a read
 	// status, to a Graph error code.
 	failures map[string]int
+	// media are the files users sent, by media id.
+	media map[string]MediaFile
+}
+
+// MediaFile is a file the fake keeps for a media id. Open returns its
+// bytes from the start on every download, so that a large file need not
+// be held; Size is what the media object and the download declare (0
+// declares nothing: the download is chunked).
+type MediaFile struct {
+	MimeType string
+	Size     int64
+	SHA256   string
+	Open     func() io.Reader
 }
 
 // New starts a fake for the phone number id, access token and display
 // number ("+1 555-010-0100").
 func New(t testing.TB, phoneNumberID, token, display string) *Server {
-	s := &Server{PhoneNumberID: phoneNumberID, Token: token, Display: display, failures: map[string]int{}}
+	s := &Server{PhoneNumberID: phoneNumberID, Token: token, Display: display, failures: map[string]int{}, media: map[string]MediaFile{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -61,6 +80,74 @@ func (s *Server) Fail(recipient string, code int) {
 	s.mu.Lock()
 	s.failures[recipient] = code
 	s.mu.Unlock()
+}
+
+// AddMedia keeps data under the media id, as a file a user sent.
+func (s *Server) AddMedia(mediaID, mimeType string, data []byte) {
+	sum := sha256.Sum256(data)
+	s.AddMediaFile(mediaID, MediaFile{MimeType: mimeType, Size: int64(len(data)), SHA256: base64.StdEncoding.EncodeToString(sum[:]),
+		Open: func() io.Reader { return bytes.NewReader(data) }})
+}
+
+// AddMediaFile keeps f under the media id.
+func (s *Server) AddMediaFile(mediaID string, f MediaFile) {
+	s.mu.Lock()
+	s.media[mediaID] = f
+	s.mu.Unlock()
+}
+
+// downloadPath is where the fake serves media bytes, as the Cloud API's
+// lookaside URLs (https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=…).
+const downloadPath = "/whatsapp_business/attachments/"
+
+// mediaObject answers GET /{version}/{media-id}: the media object with
+// its download URL, or the Graph API's error for an id it does not know.
+func (s *Server) mediaObject(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	f, ok := s.media[id]
+	s.mu.Unlock()
+	if !ok {
+		unknownObject(w, id)
+		return
+	}
+	obj := map[string]any{
+		"messaging_product": "whatsapp", "id": id, "mime_type": f.MimeType, "sha256": f.SHA256,
+		"url": s.URL + downloadPath + "?" + url.Values{"mid": {id}, "ext": {"1763800000"}, "hash": {"ATuQkmO3n0eRNvZ5_fake"}}.Encode(),
+	}
+	if f.Size > 0 {
+		obj["file_size"] = f.Size
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(obj)
+}
+
+// download streams the bytes of the media id named in the query.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("mid")
+	s.mu.Lock()
+	f, ok := s.media[id]
+	s.mu.Unlock()
+	if !ok {
+		unknownObject(w, id)
+		return
+	}
+	w.Header().Set("Content-Type", f.MimeType)
+	if f.Size > 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f.Open())
+}
+
+// unknownObject is the Graph API's answer for an object id it does not
+// have: error 100, subcode 33.
+func unknownObject(w http.ResponseWriter, id string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"message": fmt.Sprintf("Unsupported get request. Object with ID '%s' does not exist, cannot be loaded due to missing permissions, or does not support this operation.", id),
+		"type":    "GraphMethodException", "code": 100, "error_subcode": 33, "fbtrace_id": "AbCdEfGhIjKlMnOpQrStUv",
+	}})
 }
 
 // Sends returns the recorded send bodies.
@@ -145,6 +232,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"contacts":          []any{map[string]any{"input": to, "wa_id": to}},
 			"messages":          []any{map[string]any{"id": id}},
 		})
+	case r.Method == http.MethodGet && r.URL.Path == downloadPath:
+		s.download(w, r)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/"+Version+"/") && !strings.Contains(r.URL.Path[len(Version)+2:], "/"):
+		s.mediaObject(w, r.URL.Path[len(Version)+2:])
 	default:
 		graphError(w, 100)
 	}
@@ -302,6 +393,19 @@ func ReplyText(phoneNumberID, display, from, name, wamid, quoted, quotedFrom, te
 			"context": map[string]any{"from": quotedFrom, "id": quoted},
 			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "text",
 			"text": map[string]any{"body": text},
+		}},
+	})
+}
+
+// MediaMessage is a notification of an inbound message of type typ
+// (image, video, audio, document or sticker) whose media object is media:
+// {"id", "mime_type", "sha256"} and, by type, "caption", "filename",
+// "voice" (audio) or "animated" (sticker).
+func MediaMessage(phoneNumberID, display, from, name, wamid, typ string, media map[string]any) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{
+			"from": from, "id": wamid, "timestamp": "1763800000", "type": typ, typ: media,
 		}},
 	})
 }

@@ -18,7 +18,7 @@ const pageSize = 20;
 const numbersQuery = `query Numbers { account { numbers { number service provider enabled } } }`;
 
 const messageFields = `id threadId direction status from to senderName failureCode failureText createdAt
-  content { kind text mediaUrl caption latitude longitude placeName address }
+  content { kind text mediaUrl mimeType size fileName variant caption latitude longitude placeName address }
   replyTo { messageId text } reactions { emoji reactor fromAgent }`;
 
 const threadsQuery = `query Threads($first: Int, $after: String, $filter: ThreadFilter) {
@@ -94,9 +94,23 @@ function contentView(m) {
     return h('p', { class: 'text' }, '📍 ', [c.placeName, c.address].filter(Boolean).join(', ') || 'A location',
       ` (${c.latitude}, ${c.longitude})`);
   }
+  const kind = c.variant ? String(c.variant).toLowerCase() : String(c.kind || '').toLowerCase();
+  const about = [c.fileName, c.mimeType, c.size ? `${c.size} bytes` : ''].filter(Boolean).join(', ');
   return h('div', null,
-    h('p', { class: 'text' }, `${String(c.kind || '').toLowerCase()}: `, linkOrText(c.mediaUrl, 'open the file')),
+    sentImage(c) ? h('p', null, h('img', { class: 'media', src: sentImage(c), alt: c.caption || 'An image the user sent' })) : null,
+    h('p', { class: 'text' }, `${kind}: `, linkOrText(c.mediaUrl, 'open the file'), about ? h('span', { class: 'muted' }, ` (${about})`) : null),
     c.caption ? h('p', { class: 'text' }, c.caption) : null);
+}
+
+// sentImage is the address on this page's origin of an image a user sent:
+// its signed media link, whose signature does not depend on the host the
+// link was written with (the page's policy loads images from here only);
+// empty for anything else.
+function sentImage(c) {
+  if (c.kind !== 'IMAGE' || typeof c.mediaUrl !== 'string') return '';
+  let u;
+  try { u = new URL(c.mediaUrl); } catch { return ''; }
+  return u.pathname.startsWith('/v1/media/') ? `${location.origin}${u.pathname}${u.search}` : '';
 }
 
 // ---- the list -----------------------------------------------------------

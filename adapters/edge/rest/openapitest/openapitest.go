@@ -29,8 +29,17 @@ var (
 	loadErr  error
 )
 
+// mediaTypes are the file types tests stream from the media routes,
+// whose bodies are checked as the binary strings they are.
+var mediaTypes = []string{"image/jpeg", "image/png", "image/webp", "video/mp4", "audio/ogg", "audio/mpeg", "application/pdf"}
+
 func load() (*openapi3.T, routers.Router, error) {
 	loadOnce.Do(func() {
+		for _, t := range mediaTypes {
+			if openapi3filter.RegisteredBodyDecoder(t) == nil {
+				openapi3filter.RegisterBodyDecoder(t, openapi3filter.FileBodyDecoder)
+			}
+		}
 		loader := openapi3.NewLoader()
 		doc, loadErr = loader.LoadFromData(rest.OpenAPIYAML)
 		if loadErr != nil {

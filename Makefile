@@ -38,11 +38,8 @@ release:
 # would not check a cgo build of it. Instrumented, that C was three
 # quarters of the CPU of the packages tested through SQLite.
 RACE := -race -gcflags='modernc.org/...=-race=false'
-# Four packages at a time, not one per CPU: most packages spend their time
-# waiting (on processes they start, timers, sockets), and two at a time
-# left the CPUs idle most of the run.
 test:
-	$(WITH_PG) $(GO) test $(RACE) -count=1 -p 4 -parallel 8 -timeout 20m ./...
+	$(WITH_PG) $(GO) test $(RACE) -count=1 -parallel 8 -timeout 20m ./...
 
 ## fuzz: each fuzz target in turn for $(FUZZTIME) (FUZZTIME=30s make fuzz); a crasher is saved in its package's testdata/fuzz
 # Every parser of untrusted input has a fuzz target, listed here as

@@ -42,6 +42,31 @@ type MessagePayload struct {
 	ReplyToMessageID         string `json:"reply_to_message_id,omitempty"`
 	ReplyToProviderMessageID string `json:"reply_to_provider_message_id,omitempty"`
 	QuotedText               string `json:"quoted_text,omitempty"`
+	// Buttons are the reply buttons an agent message offers.
+	Buttons []Button `json:"buttons,omitempty"`
+	// ButtonID and ButtonTitle name the button a user pressed
+	// (message_type button_reply; reply_to_message_id is the message it
+	// was on).
+	ButtonID    string `json:"button_id,omitempty"`
+	ButtonTitle string `json:"button_title,omitempty"`
+}
+
+// Button is a reply button in a payload.
+type Button struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+// buttons is the payload form of a message's buttons (nil for none).
+func buttons(in []messaging.Button) []Button {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Button, len(in))
+	for i, b := range in {
+		out[i] = Button(b)
+	}
+	return out
 }
 
 // NewMessagePayload builds the payload of event typ about m in a thread of
@@ -59,7 +84,10 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		IsFromAgent: fromAgent, MessageContent: contentObject(m.Content), Content: m.Content.Summary(),
 		Status: string(m.Status), Direction: string(m.Direction), Recipient: m.To,
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText,
-		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: buttons(m.Content.Buttons),
+	}
+	if m.Content.Kind == messaging.KindButtonReply {
+		p.ButtonID, p.ButtonTitle = m.Content.ButtonID, m.Content.Text
 	}
 	if m.ReplyTo.MessageID == "" {
 		p.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
@@ -89,8 +117,12 @@ func (p MessagePayload) JSON() []byte {
 
 func contentObject(c messaging.Content) map[string]any {
 	switch {
+	case c.Kind == messaging.KindText && len(c.Buttons) > 0:
+		return map[string]any{"text": c.Text, "buttons": buttons(c.Buttons)}
 	case c.Kind == messaging.KindText:
 		return map[string]any{"text": c.Text}
+	case c.Kind == messaging.KindButtonReply:
+		return map[string]any{"button_id": c.ButtonID, "button_title": c.Text}
 	case c.Kind.IsMedia():
 		obj := map[string]any{"url": c.MediaURL, "media_type": string(c.Kind), "caption": c.Caption}
 		// Media a user sent says what the provider told about it.

@@ -66,6 +66,7 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodPut, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
 	api.Handle(http.MethodDelete, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/reaction", s.idempotent(s.sandboxReaction))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/button-press", s.idempotentAnswering(s.sandboxButtonPress))
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -86,6 +87,38 @@ type sendBody struct {
 	SenderName    *string `json:"sender_name"`
 	// ReplyTo is a message of the same thread this one answers.
 	ReplyTo *string `json:"reply_to"`
+	// Buttons are reply buttons offered with a text.
+	Buttons []buttonBody `json:"buttons"`
+}
+
+// buttonBody is a reply button, in send bodies and message reads.
+type buttonBody struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+// buttonsOf is the model of a body's buttons (nil for none).
+func buttonsOf(in []buttonBody) []domain.Button {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]domain.Button, len(in))
+	for i, b := range in {
+		out[i] = domain.Button(b)
+	}
+	return out
+}
+
+// buttonBodies shows a message's buttons (nil for none).
+func buttonBodies(in []domain.Button) []buttonBody {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]buttonBody, len(in))
+	for i, b := range in {
+		out[i] = buttonBody(b)
+	}
+	return out
 }
 
 func str(p *string) string {
@@ -203,6 +236,7 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
 	}
 	content, fields := b.content(&p)
+	content.Buttons = buttonsOf(b.Buttons)
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
 		return b, content, fields, false
@@ -263,6 +297,7 @@ type universalBody struct {
 	ThreadID *string           `json:"thread_id"`
 	Content  *universalContent `json:"content"`
 	ReplyTo  *string           `json:"reply_to"`
+	Buttons  []buttonBody      `json:"buttons"`
 }
 
 type universalContent struct {
@@ -349,6 +384,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 	)
 	if b.Content != nil {
 		content, fields = b.Content.content(&p)
+		content.Buttons = buttonsOf(b.Buttons)
 	}
 	if b.To != nil && b.ThreadID != nil {
 		p.Add("value_error", "give either to (individual) or thread_id (group), not both", "thread_id")
@@ -503,6 +539,12 @@ type messageExtras struct {
 	ReplyToProviderMessageID string         `json:"reply_to_provider_message_id,omitempty"`
 	QuotedText               string         `json:"quoted_text,omitempty"`
 	Reactions                []reactionBody `json:"reactions,omitempty"`
+	// Buttons are the reply buttons the message offers.
+	Buttons []buttonBody `json:"buttons,omitempty"`
+	// ButtonID and ButtonTitle name the button a button_reply pressed
+	// (on the message reply_to_message_id).
+	ButtonID    string `json:"button_id,omitempty"`
+	ButtonTitle string `json:"button_title,omitempty"`
 }
 
 // reactionBody is a reaction on a message.
@@ -515,7 +557,10 @@ type reactionBody struct {
 }
 
 func extrasOf(m domain.Message) messageExtras {
-	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text}
+	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: buttonBodies(m.Content.Buttons)}
+	if m.Content.Kind == domain.KindButtonReply {
+		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
+	}
 	if m.ReplyTo.MessageID == "" {
 		x.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
 	}
@@ -749,6 +794,9 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	required(&p, b.From, "from")
 	required(&p, b.To, "to")
 	content, fields := b.content(&p)
+	if b.Buttons != nil {
+		p.Add("extra_forbidden", "a user sends no buttons: simulate a press with the button-press route", "buttons")
+	}
 	if content.Kind.IsMedia() && content.MediaURL != "" {
 		// The simulated user's file stays at its URL, as a provider keeps
 		// a user's file: the agent opens it through its media link.
@@ -906,4 +954,47 @@ func (s *server) sandboxReaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": reactionAnswer(reaction)})
+}
+
+// sandboxButtonPressBody is a simulated press of a reply button: the user
+// from presses button_id on the agent's message message_id.
+type sandboxButtonPressBody struct {
+	Service    *string `json:"service"`
+	From       *string `json:"from"`
+	To         *string `json:"to"`
+	ThreadID   *string `json:"thread_id"`
+	SenderName *string `json:"sender_name"`
+	MessageID  *string `json:"message_id"`
+	ButtonID   *string `json:"button_id"`
+}
+
+// sandboxButtonPress simulates a user's press of a reply button of the
+// agent's message: a button_reply message on it, as a provider reports.
+func (s *server) sandboxButtonPress(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	var b sandboxButtonPressBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.From, "from")
+	required(&p, b.To, "to")
+	required(&p, b.MessageID, "message_id")
+	required(&p, b.ButtonID, "button_id")
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	principal, _ := accounts.PrincipalFrom(r.Context())
+	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
+		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
+		ThreadID: str(b.ThreadID), Content: domain.Content{Kind: domain.KindButtonReply, ButtonID: *b.ButtonID}, Provider: "sandbox",
+		ReplyTo: domain.Reply{MessageID: *b.MessageID}, Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, sandboxInboundAnswer(m))
 }

@@ -10,6 +10,12 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
+// A reply button to send.
+type ButtonInput struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
 // A page of executions, newest first, Relay-style.
 type CronExecutionConnection struct {
 	Edges      []CronExecutionEdge `json:"edges"`
@@ -144,6 +150,11 @@ type SendMessageInput struct {
 	Media *MediaInput `json:"media,omitempty"`
 	// A message of the same thread that this one answers (quotes).
 	ReplyTo *string `json:"replyTo,omitempty"`
+	// Reply buttons offered with a text (WhatsApp: at most 3, titles of at
+	// most 20 characters, ids of at most 256 bytes; Telegram: at most 10,
+	// ids of at most 64 bytes, titles of at most 64 characters). Errors name
+	// the button: buttons.3, buttons.0.title.
+	Buttons []ButtonInput `json:"buttons,omitempty"`
 }
 
 // A page of threads, Relay-style.

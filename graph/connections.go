@@ -78,31 +78,19 @@ func sendContent(in model.SendMessageInput) (messaging.Content, messaging.Fields
 	case in.Text != nil && in.Media != nil:
 		return messaging.Content{}, messaging.Fields{}, failure.Invalid(failure.Field("value_error", "give either text or media, not both", "media"))
 	case in.Text != nil:
-		return messaging.Content{Kind: messaging.KindText, Text: *in.Text, Buttons: buttonsOf(in.Buttons)}, messaging.Fields{Text: "text"}, nil
+		return messaging.Content{Kind: messaging.KindText, Text: *in.Text, Buttons: in.Buttons}, messaging.Fields{Text: "text"}, nil
 	case in.Media != nil:
 		fields := messaging.Fields{Base: []any{"media"}, MediaURL: "url"}
 		if !in.Media.Kind.IsMedia() {
 			return messaging.Content{}, messaging.Fields{}, failure.Invalid(failure.Field("enum", "media.kind must be one of IMAGE, VIDEO, AUDIO, DOCUMENT", "media", "kind"))
 		}
-		c := messaging.Content{Kind: in.Media.Kind, MediaURL: in.Media.URL, Buttons: buttonsOf(in.Buttons)}
+		c := messaging.Content{Kind: in.Media.Kind, MediaURL: in.Media.URL, Buttons: in.Buttons}
 		if in.Media.Caption != nil {
 			c.Caption = *in.Media.Caption
 		}
 		return c, fields, nil
 	}
 	return messaging.Content{}, messaging.Fields{}, failure.Invalid(failure.Field("missing", "give text or media", "text"))
-}
-
-// buttonsOf is the model of a send's buttons (nil for none).
-func buttonsOf(in []model.ButtonInput) []messaging.Button {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]messaging.Button, len(in))
-	for i, b := range in {
-		out[i] = messaging.Button(b)
-	}
-	return out
 }
 
 func serviceName(s *account.Service) string {

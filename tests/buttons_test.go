@@ -28,12 +28,8 @@ func TestButtonsEndToEnd(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		f := setupChannels(t, dialect, "Buttons")
 		f.serve(t)
-		tg, wa, acct, tgNum, waNum, hooks, srv, api := f.tg, f.wa, f.acct, f.tgNum, f.waNum, f.hooks, f.srv, f.api
-		waRoute := "/v1/providers/whatsapp/" + waNum.NumberID + "/webhook"
-		waPost := func(body []byte) {
-			r := api.client.Do(http.MethodPost, waRoute, body, "X-Hub-Signature-256", whatsappfake.Sign(body, chWASecret))
-			require.Equal(t, http.StatusOK, r.StatusCode, "notification: %s", r.Body)
-		}
+		tg, wa, acct, hooks, srv, api := f.tg, f.wa, f.acct, f.hooks, f.srv, f.api
+		waPost := func(body []byte) { f.waPost(t, body) }
 		sendPath := "/v1/messages/individual/" + acct.AccountID + "/send"
 
 		// WhatsApp: the user writes, the agent offers two buttons.
@@ -85,18 +81,8 @@ func TestButtonsEndToEnd(t *testing.T) {
 		}, got["data"], "%v", got)
 
 		// Telegram: the user writes; the agent offers buttons through MCP.
-		tgRoute := "/v1/providers/telegram/" + tgNum.NumberID + "/webhook"
-		var secret string
-		require.Eventually(t, func() bool {
-			secret, _ = tg.Webhook()["secret_token"].(string)
-			return secret != ""
-		}, chWait, chTick, "the server sets the bot's webhook")
+		tgPost := f.tgPoster(t)
 		require.Contains(t, tg.Webhook()["allowed_updates"], "callback_query", "the bot asks for button presses")
-		tgPost := func(update []byte) {
-			tg.Remember(update)
-			r := api.client.Do(http.MethodPost, tgRoute, update, "X-Telegram-Bot-Api-Secret-Token", secret)
-			require.Equal(t, http.StatusOK, r.StatusCode, "update: %s", r.Body)
-		}
 		tgPost(telegramfake.PrivateText(9101, 41, 777000444, "dana_k", "Dana", "Which size?"))
 		tgThread := api.thread(t, "individual", "Dana")["thread_id"].(string)
 		cs := connectMCP(t, srv, acct)

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // MessagingStore is the storage of conversations (messaging.Store): threads, messages, groups and contacts.
@@ -264,40 +265,23 @@ func (r messageRow) domain() messaging.Message {
 	}
 }
 
-// buttonJSON is a button as the buttons column keeps it.
-type buttonJSON struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-}
-
-// buttonsColumn is the buttons column of a message: a JSON array, or
-// empty for a message without buttons.
+// buttonsColumn is the buttons column of a message: a JSON array of
+// {id, title}, or empty for a message without buttons.
 func buttonsColumn(buttons []messaging.Button) string {
 	if len(buttons) == 0 {
 		return ""
 	}
-	rows := make([]buttonJSON, len(buttons))
-	for i, b := range buttons {
-		rows[i] = buttonJSON(b)
-	}
-	b, _ := json.Marshal(rows) // strings only: it cannot fail
+	b, _ := json.Marshal(webhook.Buttons(buttons)) // strings only: it cannot fail
 	return string(b)
 }
 
 // buttonsOf reads the buttons column (only buttonsColumn writes it).
 func buttonsOf(column string) []messaging.Button {
-	if column == "" {
+	var rows []webhook.Button
+	if column == "" || json.Unmarshal([]byte(column), &rows) != nil {
 		return nil
 	}
-	var rows []buttonJSON
-	if json.Unmarshal([]byte(column), &rows) != nil {
-		return nil
-	}
-	out := make([]messaging.Button, len(rows))
-	for i, b := range rows {
-		out[i] = messaging.Button(b)
-	}
-	return out
+	return webhook.ModelButtons(rows)
 }
 
 // Message reads a message of an account.

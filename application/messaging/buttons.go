@@ -3,7 +3,6 @@ package messaging
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -110,10 +109,7 @@ func (w AcknowledgementWorker) Work(ctx context.Context, job jobs.Job) error {
 	if err != nil {
 		return err
 	}
-	number, err := r.NumberByAddress(ctx, m.Service, m.To)
-	if failure.Is(err, failure.KindNotFound) || (err == nil && (!number.Enabled || number.AccountID != m.AccountID)) {
-		return jobs.Permanent(fmt.Errorf("acknowledge %s: the agent number is gone or disabled", p.MessageID))
-	}
+	number, err := jobNumber(ctx, r, m.AccountID, m.Service, m.To, "acknowledge "+p.MessageID)
 	if err != nil {
 		return err
 	}
@@ -126,10 +122,5 @@ func (w AcknowledgementWorker) Work(ctx context.Context, job jobs.Job) error {
 	if err != nil {
 		return jobs.Permanent(err)
 	}
-	err = ack.Acknowledge(ctx, InboundAck{Number: number, Settings: settings, Message: m})
-	var pe *ProviderError
-	if errors.As(err, &pe) && pe.Permanent {
-		return jobs.Permanent(err)
-	}
-	return err
+	return providerOutcome(ack.Acknowledge(ctx, InboundAck{Number: number, Settings: settings, Message: m}))
 }

@@ -51,20 +51,32 @@ type MessagePayload struct {
 	ButtonTitle string `json:"button_title,omitempty"`
 }
 
-// Button is a reply button in a payload.
+// Button is a reply button as the JSON Switchboard reads and writes
+// shows it: payloads, REST bodies, MCP tools, the buttons column.
 type Button struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 }
 
-// buttons is the payload form of a message's buttons (nil for none).
-func buttons(in []messaging.Button) []Button {
+// Buttons is the JSON form of a message's buttons (nil for none).
+func Buttons(in []messaging.Button) []Button {
+	return convert(in, func(b messaging.Button) Button { return Button(b) })
+}
+
+// ModelButtons is the model of buttons read from JSON (nil for none).
+func ModelButtons(in []Button) []messaging.Button {
+	return convert(in, func(b Button) messaging.Button { return messaging.Button(b) })
+}
+
+// convert converts a list of buttons between the two forms (nil for
+// none).
+func convert[From, To any](in []From, one func(From) To) []To {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]Button, len(in))
+	out := make([]To, len(in))
 	for i, b := range in {
-		out[i] = Button(b)
+		out[i] = one(b)
 	}
 	return out
 }
@@ -84,7 +96,7 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		IsFromAgent: fromAgent, MessageContent: contentObject(m.Content), Content: m.Content.Summary(),
 		Status: string(m.Status), Direction: string(m.Direction), Recipient: m.To,
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText,
-		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: buttons(m.Content.Buttons),
+		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: Buttons(m.Content.Buttons),
 	}
 	if m.Content.Kind == messaging.KindButtonReply {
 		p.ButtonID, p.ButtonTitle = m.Content.ButtonID, m.Content.Text
@@ -118,7 +130,7 @@ func (p MessagePayload) JSON() []byte {
 func contentObject(c messaging.Content) map[string]any {
 	switch {
 	case c.Kind == messaging.KindText && len(c.Buttons) > 0:
-		return map[string]any{"text": c.Text, "buttons": buttons(c.Buttons)}
+		return map[string]any{"text": c.Text, "buttons": Buttons(c.Buttons)}
 	case c.Kind == messaging.KindText:
 		return map[string]any{"text": c.Text}
 	case c.Kind == messaging.KindButtonReply:

@@ -13065,8 +13065,8 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
-func (ec *executionContext) unmarshalInputButtonInput(ctx context.Context, obj any) (model.ButtonInput, error) {
-	var it model.ButtonInput
+func (ec *executionContext) unmarshalInputButtonInput(ctx context.Context, obj any) (messaging.Button, error) {
+	var it messaging.Button
 	if obj == nil {
 		return it, nil
 	}
@@ -13108,8 +13108,8 @@ func (ec *executionContext) unmarshalInputButtonInput(ctx context.Context, obj a
 //
 // ctx must come from a gqlgen request; outside one there is no unmarshaler to use
 // and the returned error says so.
-func UnmarshalButtonInput(ctx context.Context, raw any) (model.ButtonInput, error) {
-	var out model.ButtonInput
+func UnmarshalButtonInput(ctx context.Context, raw any) (messaging.Button, error) {
+	var out messaging.Button
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ButtonInput", raw, &out)
 	return out, err
 }
@@ -13526,7 +13526,7 @@ func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, 
 			it.ReplyTo = data
 		case "buttons":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buttons"))
-			data, err := ec.unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐButtonInputᚄ(ctx, v)
+			data, err := ec.unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButtonᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -16768,7 +16768,7 @@ func (ec *executionContext) marshalNButton2ᚕgithubᚗcomᚋswitchboardᚑdev�
 	return ret
 }
 
-func (ec *executionContext) unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐButtonInput(ctx context.Context, v any) (model.ButtonInput, error) {
+func (ec *executionContext) unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButton(ctx context.Context, v any) (messaging.Button, error) {
 	res, err := ec.unmarshalInputButtonInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
@@ -17976,16 +17976,16 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
-func (ec *executionContext) unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐButtonInputᚄ(ctx context.Context, v any) ([]model.ButtonInput, error) {
+func (ec *executionContext) unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButtonᚄ(ctx context.Context, v any) ([]messaging.Button, error) {
 	if v == nil {
 		return nil, nil
 	}
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]model.ButtonInput, len(vSlice))
+	res := make([]messaging.Button, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐButtonInput(ctx, vSlice[i])
+		res[i], err = ec.unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButton(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}

@@ -10,12 +10,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
-// A reply button to send.
-type ButtonInput struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-}
-
 // A page of executions, newest first, Relay-style.
 type CronExecutionConnection struct {
 	Edges      []CronExecutionEdge `json:"edges"`
@@ -154,7 +148,7 @@ type SendMessageInput struct {
 	// most 20 characters, ids of at most 256 bytes; Telegram: at most 10,
 	// ids of at most 64 bytes, titles of at most 64 characters). Errors name
 	// the button: buttons.3, buttons.0.title.
-	Buttons []ButtonInput `json:"buttons,omitempty"`
+	Buttons []messaging.Button `json:"buttons,omitempty"`
 }
 
 // A page of threads, Relay-style.

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // MessagingUseCases is what the REST adapter needs from messaging.
@@ -88,37 +89,7 @@ type sendBody struct {
 	// ReplyTo is a message of the same thread this one answers.
 	ReplyTo *string `json:"reply_to"`
 	// Buttons are reply buttons offered with a text.
-	Buttons []buttonBody `json:"buttons"`
-}
-
-// buttonBody is a reply button, in send bodies and message reads.
-type buttonBody struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-}
-
-// buttonsOf is the model of a body's buttons (nil for none).
-func buttonsOf(in []buttonBody) []domain.Button {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]domain.Button, len(in))
-	for i, b := range in {
-		out[i] = domain.Button(b)
-	}
-	return out
-}
-
-// buttonBodies shows a message's buttons (nil for none).
-func buttonBodies(in []domain.Button) []buttonBody {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]buttonBody, len(in))
-	for i, b := range in {
-		out[i] = buttonBody(b)
-	}
-	return out
+	Buttons []webhook.Button `json:"buttons"`
 }
 
 func str(p *string) string {
@@ -236,7 +207,7 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
 	}
 	content, fields := b.content(&p)
-	content.Buttons = buttonsOf(b.Buttons)
+	content.Buttons = webhook.ModelButtons(b.Buttons)
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
 		return b, content, fields, false
@@ -297,7 +268,7 @@ type universalBody struct {
 	ThreadID *string           `json:"thread_id"`
 	Content  *universalContent `json:"content"`
 	ReplyTo  *string           `json:"reply_to"`
-	Buttons  []buttonBody      `json:"buttons"`
+	Buttons  []webhook.Button  `json:"buttons"`
 }
 
 type universalContent struct {
@@ -384,7 +355,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 	)
 	if b.Content != nil {
 		content, fields = b.Content.content(&p)
-		content.Buttons = buttonsOf(b.Buttons)
+		content.Buttons = webhook.ModelButtons(b.Buttons)
 	}
 	if b.To != nil && b.ThreadID != nil {
 		p.Add("value_error", "give either to (individual) or thread_id (group), not both", "thread_id")
@@ -540,7 +511,7 @@ type messageExtras struct {
 	QuotedText               string         `json:"quoted_text,omitempty"`
 	Reactions                []reactionBody `json:"reactions,omitempty"`
 	// Buttons are the reply buttons the message offers.
-	Buttons []buttonBody `json:"buttons,omitempty"`
+	Buttons []webhook.Button `json:"buttons,omitempty"`
 	// ButtonID and ButtonTitle name the button a button_reply pressed
 	// (on the message reply_to_message_id).
 	ButtonID    string `json:"button_id,omitempty"`
@@ -557,7 +528,7 @@ type reactionBody struct {
 }
 
 func extrasOf(m domain.Message) messageExtras {
-	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: buttonBodies(m.Content.Buttons)}
+	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons)}
 	if m.Content.Kind == domain.KindButtonReply {
 		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
 	}
@@ -917,31 +888,49 @@ func reactionAnswer(r domain.Reaction) map[string]any {
 // sandboxReactionBody is a simulated user's reaction: message_id names
 // the message reacted to, emoji "" takes the reaction back.
 type sandboxReactionBody struct {
+	sandboxOnMessage
+	Emoji *string `json:"emoji"`
+}
+
+// sandboxOnMessage is what the sandbox's simulations of a user acting on
+// a message share: the user from (sender_name), the sandbox agent number
+// to, the group thread_id when in a group, and the message message_id.
+type sandboxOnMessage struct {
 	Service    *string `json:"service"`
 	From       *string `json:"from"`
 	To         *string `json:"to"`
 	ThreadID   *string `json:"thread_id"`
 	SenderName *string `json:"sender_name"`
 	MessageID  *string `json:"message_id"`
-	Emoji      *string `json:"emoji"`
+}
+
+// decodeOnMessage decodes body, a simulation of a user acting on a
+// message: its shared fields (shared, inside body) and its own field
+// (value, named field) are required. It answers the error itself and
+// returns false when the request is refused.
+func decodeOnMessage(w http.ResponseWriter, r *http.Request, body any, shared *sandboxOnMessage, field string, value **string) bool {
+	if err := decodeJSON(r, body); err != nil {
+		edge.WriteError(w, r, err)
+		return false
+	}
+	var p failure.Problems
+	required(&p, shared.Service, "service")
+	required(&p, shared.From, "from")
+	required(&p, shared.To, "to")
+	required(&p, shared.MessageID, "message_id")
+	required(&p, *value, field)
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // sandboxReaction simulates a user reacting to a message of a sandbox
 // number's thread.
 func (s *server) sandboxReaction(w http.ResponseWriter, r *http.Request) {
 	var b sandboxReactionBody
-	if err := decodeJSON(r, &b); err != nil {
-		edge.WriteError(w, r, err)
-		return
-	}
-	var p failure.Problems
-	required(&p, b.Service, "service")
-	required(&p, b.From, "from")
-	required(&p, b.To, "to")
-	required(&p, b.MessageID, "message_id")
-	required(&p, b.Emoji, "emoji")
-	if err := p.Err(); err != nil {
-		edge.WriteError(w, r, err)
+	if !decodeOnMessage(w, r, &b, &b.sandboxOnMessage, "emoji", &b.Emoji) {
 		return
 	}
 	principal, _ := accounts.PrincipalFrom(r.Context())
@@ -959,31 +948,15 @@ func (s *server) sandboxReaction(w http.ResponseWriter, r *http.Request) {
 // sandboxButtonPressBody is a simulated press of a reply button: the user
 // from presses button_id on the agent's message message_id.
 type sandboxButtonPressBody struct {
-	Service    *string `json:"service"`
-	From       *string `json:"from"`
-	To         *string `json:"to"`
-	ThreadID   *string `json:"thread_id"`
-	SenderName *string `json:"sender_name"`
-	MessageID  *string `json:"message_id"`
-	ButtonID   *string `json:"button_id"`
+	sandboxOnMessage
+	ButtonID *string `json:"button_id"`
 }
 
 // sandboxButtonPress simulates a user's press of a reply button of the
 // agent's message: a button_reply message on it, as a provider reports.
 func (s *server) sandboxButtonPress(w http.ResponseWriter, r *http.Request, key *edge.Held) {
 	var b sandboxButtonPressBody
-	if err := decodeJSON(r, &b); err != nil {
-		edge.WriteError(w, r, err)
-		return
-	}
-	var p failure.Problems
-	required(&p, b.Service, "service")
-	required(&p, b.From, "from")
-	required(&p, b.To, "to")
-	required(&p, b.MessageID, "message_id")
-	required(&p, b.ButtonID, "button_id")
-	if err := p.Err(); err != nil {
-		edge.WriteError(w, r, err)
+	if !decodeOnMessage(w, r, &b, &b.sandboxOnMessage, "button_id", &b.ButtonID) {
 		return
 	}
 	principal, _ := accounts.PrincipalFrom(r.Context())

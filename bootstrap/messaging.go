@@ -64,8 +64,9 @@ var messagingModule = fx.Module("messaging",
 				Recipients: d,
 				// Typing windows are kept in the database's rate buckets,
 				// so that they hold across replicas.
-				Throttle: ratelimit.NewSpacing(db.RateBuckets()),
-				Emoji:    emoji.Check{},
+				Throttle:  ratelimit.NewSpacing(db.RateBuckets()),
+				Emoji:     emoji.Check{},
+				Graphemes: emoji.Check{},
 			})
 		},
 		fx.Annotate(func(s *messaging.Service) *messaging.Service { return s }, fx.As(new(rest.MessagingUseCases))),
@@ -74,6 +75,14 @@ var messagingModule = fx.Module("messaging",
 			// within 15 s (the lease and a rescue interval).
 			return runner.Kind{
 				Name: messaging.DeliverKind, Handler: s, Backoff: messaging.DeliveryBackoff,
+				Timeout: time.Minute, Lease: deliveryLease, PaceFor: deliveryPace,
+			}
+		}, fx.ResultTags(runner.KindGroup)),
+		fx.Annotate(func(s *messaging.Service) runner.Kind {
+			// Acknowledgements (Telegram's answers to button presses)
+			// share the deliveries' pace and lease.
+			return runner.Kind{
+				Name: messaging.AcknowledgeKind, Handler: s.Acknowledgements(), Backoff: messaging.DeliveryBackoff,
 				Timeout: time.Minute, Lease: deliveryLease, PaceFor: deliveryPace,
 			}
 		}, fx.ResultTags(runner.KindGroup)),

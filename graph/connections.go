@@ -78,13 +78,13 @@ func sendContent(in model.SendMessageInput) (messaging.Content, messaging.Fields
 	case in.Text != nil && in.Media != nil:
 		return messaging.Content{}, messaging.Fields{}, failure.Invalid(failure.Field("value_error", "give either text or media, not both", "media"))
 	case in.Text != nil:
-		return messaging.Content{Kind: messaging.KindText, Text: *in.Text}, messaging.Fields{Text: "text"}, nil
+		return messaging.Content{Kind: messaging.KindText, Text: *in.Text, Buttons: in.Buttons}, messaging.Fields{Text: "text"}, nil
 	case in.Media != nil:
 		fields := messaging.Fields{Base: []any{"media"}, MediaURL: "url"}
 		if !in.Media.Kind.IsMedia() {
 			return messaging.Content{}, messaging.Fields{}, failure.Invalid(failure.Field("enum", "media.kind must be one of IMAGE, VIDEO, AUDIO, DOCUMENT", "media", "kind"))
 		}
-		c := messaging.Content{Kind: in.Media.Kind, MediaURL: in.Media.URL}
+		c := messaging.Content{Kind: in.Media.Kind, MediaURL: in.Media.URL, Buttons: in.Buttons}
 		if in.Media.Caption != nil {
 			c.Caption = *in.Media.Caption
 		}

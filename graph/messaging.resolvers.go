@@ -63,6 +63,14 @@ func (r *messageResolver) Reactions(ctx context.Context, obj *messaging.Message)
 	return found, err
 }
 
+// Buttons is the resolver for the buttons field.
+func (r *messageResolver) Buttons(ctx context.Context, obj *messaging.Message) ([]messaging.Button, error) {
+	if obj.Content.Buttons == nil {
+		return []messaging.Button{}, nil
+	}
+	return obj.Content.Buttons, nil
+}
+
 // Variant is the resolver for the variant field.
 func (r *messageContentResolver) Variant(ctx context.Context, obj *messaging.Content) (*messaging.MediaVariant, error) {
 	if obj.Variant == "" {

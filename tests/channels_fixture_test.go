@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"net/http"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram/telegramfake"
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
@@ -48,4 +51,32 @@ func (f *channelsFixture) serve(t *testing.T) {
 	f.hooks.setSecret(t, hook.Secret)
 	f.srv = f.b.serve(t, "--allow-private-urls", "127.0.0.1/32", "--public-url", chPublicURL)
 	f.api = &chAPI{client: f.srv.client(t), base: f.srv.URL, account: f.acct.AccountID, headers: auth(f.acct.APIKey, f.acct.APISecret)}
+}
+
+// waPost posts a signed notification to the WhatsApp number's webhook,
+// which must answer 200.
+func (f *channelsFixture) waPost(t *testing.T, body []byte) {
+	t.Helper()
+	r := f.api.client.Do(http.MethodPost, "/v1/providers/whatsapp/"+f.waNum.NumberID+"/webhook", body,
+		"X-Hub-Signature-256", whatsappfake.Sign(body, chWASecret))
+	require.Equal(t, http.StatusOK, r.StatusCode, "notification: %s", r.Body)
+}
+
+// tgPoster waits for the server to set the bot's webhook and returns what
+// posts an update to it (remembered by the fake first), which must answer
+// 200.
+func (f *channelsFixture) tgPoster(t *testing.T) func(update []byte) {
+	t.Helper()
+	var secret string
+	require.Eventually(t, func() bool {
+		secret, _ = f.tg.Webhook()["secret_token"].(string)
+		return secret != ""
+	}, chWait, chTick, "the server sets the bot's webhook")
+	route := "/v1/providers/telegram/" + f.tgNum.NumberID + "/webhook"
+	return func(update []byte) {
+		t.Helper()
+		f.tg.Remember(update)
+		r := f.api.client.Do(http.MethodPost, route, update, "X-Telegram-Bot-Api-Secret-Token", secret)
+		require.Equal(t, http.StatusOK, r.StatusCode, "update: %s", r.Body)
+	}
 }

@@ -24,12 +24,8 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		f := setupChannels(t, dialect, "Reactions")
 		f.serve(t)
-		b, tg, wa, acct, other, tgNum, waNum, hooks, srv, api := f.b, f.tg, f.wa, f.acct, f.other, f.tgNum, f.waNum, f.hooks, f.srv, f.api
-		waRoute := "/v1/providers/whatsapp/" + waNum.NumberID + "/webhook"
-		waPost := func(body []byte) {
-			r := api.client.Do(http.MethodPost, waRoute, body, "X-Hub-Signature-256", whatsappfake.Sign(body, chWASecret))
-			require.Equal(t, http.StatusOK, r.StatusCode, "notification: %s", r.Body)
-		}
+		b, tg, wa, acct, other, hooks, srv, api := f.b, f.tg, f.wa, f.acct, f.other, f.hooks, f.srv, f.api
+		waPost := func(body []byte) { f.waPost(t, body) }
 		reactionPath := func(messageID string) string { return "/v1/messages/" + acct.AccountID + "/" + messageID + "/reaction" }
 
 		// WhatsApp: the user writes, the agent answers.
@@ -138,18 +134,8 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 
 		// Telegram: the user writes, the agent replies with
 		// reply_parameters and reacts with setMessageReaction.
-		tgRoute := "/v1/providers/telegram/" + tgNum.NumberID + "/webhook"
-		var secret string
-		require.Eventually(t, func() bool {
-			secret, _ = tg.Webhook()["secret_token"].(string)
-			return secret != ""
-		}, chWait, chTick, "the server sets the bot's webhook")
+		tgPost := f.tgPoster(t)
 		require.Contains(t, tg.Webhook()["allowed_updates"], "message_reaction")
-		tgPost := func(update []byte) {
-			tg.Remember(update)
-			r := api.client.Do(http.MethodPost, tgRoute, update, "X-Telegram-Bot-Api-Secret-Token", secret)
-			require.Equal(t, http.StatusOK, r.StatusCode, "update: %s", r.Body)
-		}
 		tgPost(telegramfake.PrivateText(9001, 31, 777000333, "Carol_T", "Carol", "Table for two?"))
 		tgThread := api.thread(t, "individual", "Carol")["thread_id"].(string)
 		tgQuestion := api.recent(t, tgThread)[0]["message_id"].(string)

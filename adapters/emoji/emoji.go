@@ -38,3 +38,7 @@ func (Check) IsEmoji(s string) bool {
 	}
 	return width == 2
 }
+
+// Graphemes counts the user-perceived characters of s (its grapheme
+// clusters): the messaging use cases' Graphemes, for button titles.
+func (Check) Graphemes(s string) int { return uniseg.GraphemeClusterCount(s) }

@@ -17,3 +17,10 @@ func TestIsEmoji(t *testing.T) {
 		require.False(t, emoji.Check{}.IsEmoji(s), "%q is not one emoji", s)
 	}
 }
+
+func TestGraphemes(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]int{"": 0, "Yes": 3, "👨‍👩‍👧": 1, "🇩🇪 Berlin": 8, "é": 1, "👍🏽👍🏽": 2} {
+		require.Equal(t, want, emoji.Check{}.Graphemes(s), "%q", s)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // MessagingStore is the storage of conversations (messaging.Store): threads, messages, groups and contacts.
@@ -194,7 +195,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -226,6 +227,8 @@ type messageRow struct {
 	ReplyToMessageID  string         `bun:"reply_to_message_id"`
 	ReplyToProviderID string         `bun:"reply_to_provider_id"`
 	QuotedText        string         `bun:"quoted_text"`
+	Buttons           string         `bun:"buttons"`
+	ButtonID          string         `bun:"button_id"`
 	CreatedAt         time.Time      `bun:"created_at"`
 	UpdatedAt         time.Time      `bun:"updated_at"`
 }
@@ -240,6 +243,7 @@ func messageToRow(m messaging.Message) messageRow {
 		MediaFileName: c.FileName, MediaSize: c.Size, MediaVariant: string(c.Variant), Status: string(m.Status), FailureCode: m.FailureCode,
 		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID),
 		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
+		Buttons: buttonsColumn(c.Buttons), ButtonID: c.ButtonID,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 }
@@ -252,13 +256,32 @@ func (r messageRow) domain() messaging.Message {
 			Kind: messaging.Kind(r.Kind), Text: r.Body, MediaURL: r.MediaURL, Caption: r.Caption,
 			Latitude: r.Latitude, Longitude: r.Longitude, PlaceName: r.PlaceName, Address: r.PlaceAddress,
 			MediaRef: r.MediaRef, MimeType: r.MediaMimeType, FileName: r.MediaFileName, Size: r.MediaSize,
-			Variant: messaging.MediaVariant(r.MediaVariant),
+			Variant: messaging.MediaVariant(r.MediaVariant), Buttons: buttonsOf(r.Buttons), ButtonID: r.ButtonID,
 		},
 		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
 		ProviderMessageID: r.ProviderMessageID.String,
 		ReplyTo:           messaging.Reply{MessageID: r.ReplyToMessageID, ProviderMessageID: r.ReplyToProviderID, Text: r.QuotedText},
 		CreatedAt:         r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
+}
+
+// buttonsColumn is the buttons column of a message: a JSON array of
+// {id, title}, or empty for a message without buttons.
+func buttonsColumn(buttons []messaging.Button) string {
+	if len(buttons) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(webhook.Buttons(buttons)) // strings only: it cannot fail
+	return string(b)
+}
+
+// buttonsOf reads the buttons column (only buttonsColumn writes it).
+func buttonsOf(column string) []messaging.Button {
+	var rows []webhook.Button
+	if column == "" || json.Unmarshal([]byte(column), &rows) != nil {
+		return nil
+	}
+	return webhook.ModelButtons(rows)
 }
 
 // Message reads a message of an account.

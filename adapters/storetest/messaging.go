@@ -518,6 +518,38 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		}
 	})
 
+	t.Run("ButtonsStayWithTheirMessages", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		th := f.thread(t, individualThread(a, account.Telegram, "+14155550100", "987654321", at))
+		offer := chatMessage(th, messaging.OutboundAPI, "Deliver tomorrow?", at)
+		offer.Content.Buttons = []messaging.Button{{ID: "yes", Title: "Yes \"please\" 🇩🇪"}, {ID: "it's $1 ?", Title: "No"}}
+		offer.ProviderMessageID = "num_tg:987654321:7"
+		press := chatMessage(th, messaging.Inbound, "", at.Add(time.Second))
+		press.Content = messaging.Content{Kind: messaging.KindButtonReply, ButtonID: "it's $1 ?", Text: "No"}
+		press.ReplyTo = messaging.Reply{MessageID: offer.ID, ProviderMessageID: offer.ProviderMessageID, Text: "Deliver tomorrow?"}
+		press.ProviderMessageID = "num_tg:callback:4382"
+		plain := chatMessage(th, messaging.OutboundAPI, "no buttons", at.Add(2*time.Second))
+		f.commit(t, offer, press, plain)
+		r := f.Store.Repos()
+		for _, m := range []messaging.Message{offer, press, plain} {
+			got, err := r.Message(ctx, a, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, m, got)
+		}
+		require.Nil(t, plain.Content.Buttons)
+		byProvider, err := r.MessageByProviderID(ctx, account.Telegram, press.ProviderMessageID)
+		require.NoError(t, err)
+		require.Equal(t, press, byProvider)
+		recent, err := r.RecentMessages(ctx, a, th.ID, 5)
+		require.NoError(t, err)
+		require.Equal(t, []messaging.Message{plain, press, offer}, recent)
+		page, err := r.ThreadMessages(ctx, a, th.ID, nil, 5)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []messaging.Message{plain, press, offer}, page)
+	})
+
 	t.Run("RecentMessagesNewestFirstForTheAccount", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)

@@ -245,6 +245,9 @@ type Inbound struct {
 	// Reaction, when set, makes the report a reaction rather than a
 	// message: Content is then not stored.
 	Reaction *Reaction
+	// Acknowledge asks for the report to be acknowledged at the provider
+	// once stored (a Telegram callback query), by a job.
+	Acknowledge bool
 }
 
 // Reaction is a reaction a user set on a message, or took back.
@@ -304,6 +307,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
 			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
 			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
+			Acknowledge: in.Acknowledge,
 		})
 	}
 	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {

@@ -35,6 +35,10 @@ type InboundInput struct {
 	// the quoted text, where the provider sends it), or, from the
 	// sandbox, by Switchboard's id.
 	ReplyTo messaging.Reply
+	// Acknowledge asks for the report to be acknowledged at the provider
+	// once the message is stored (a Telegram callback query): the stored
+	// message's AcknowledgeKind job does it.
+	Acknowledge bool
 	// Provider, when set, is the provider the agent number must be on.
 	Provider account.Provider
 	// Idempotency, when set, records the answer under its Idempotency-Key
@@ -104,13 +108,26 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 			reply.MessageID = ""
 		}
 	}
+	content := in.Content
+	if content.Kind == messaging.KindButtonReply {
+		if content, err = pressedButton(ctx, tx, n.AccountID, reply, in); err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+	}
 	now := s.now().UTC()
 	name := strings.TrimSpace(in.SenderName)
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
 		Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: name,
-		Content: in.Content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID, ReplyTo: reply,
+		Content: content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID, ReplyTo: reply,
 		CreatedAt: now, UpdatedAt: now,
+	}
+	if in.Acknowledge {
+		job, err := acknowledgement(n, m)
+		if err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+		b.Jobs = append(b.Jobs, job)
 	}
 	b.Add(writes.Batch{
 		Messages: []messaging.Message{m},

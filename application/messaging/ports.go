@@ -158,6 +158,9 @@ type Capabilities struct {
 	Kinds []messaging.Kind
 	// Groups tells whether it sends into groups.
 	Groups bool
+	// Buttons tells whether it sends reply buttons with a text message
+	// (within the thread's service's messaging.ButtonRulesOf).
+	Buttons bool
 }
 
 // Sends reports whether the provider sends content of kind k.

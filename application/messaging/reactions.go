@@ -194,10 +194,7 @@ func (w ReactionWorker) Work(ctx context.Context, job jobs.Job) error {
 	if err != nil {
 		return err
 	}
-	number, err := r.NumberByAddress(ctx, t.Service, t.AgentNumber)
-	if failure.Is(err, failure.KindNotFound) || (err == nil && (!number.Enabled || number.AccountID != t.AccountID)) {
-		return jobs.Permanent(fmt.Errorf("react to %s: the agent number is gone or disabled", p.MessageID))
-	}
+	number, err := jobNumber(ctx, r, t.AccountID, t.Service, t.AgentNumber, "react to "+p.MessageID)
 	if err != nil {
 		return err
 	}
@@ -219,7 +216,23 @@ func (w ReactionWorker) Work(ctx context.Context, job jobs.Job) error {
 	if t.Type == messaging.Individual {
 		in.To = t.Contact
 	}
-	err = reactor.React(ctx, in)
+	return providerOutcome(reactor.React(ctx, in))
+}
+
+// jobNumber is the agent number at address on service, which must still
+// be the account's and enabled, for a job (what it does, for errors): a
+// number gone or disabled fails the job for good.
+func jobNumber(ctx context.Context, r Repos, accountID string, service account.Service, address, what string) (account.Number, error) {
+	number, err := r.NumberByAddress(ctx, service, address)
+	if failure.Is(err, failure.KindNotFound) || (err == nil && (!number.Enabled || number.AccountID != accountID)) {
+		return account.Number{}, jobs.Permanent(fmt.Errorf("%s: the agent number is gone or disabled", what))
+	}
+	return number, err
+}
+
+// providerOutcome is a job's outcome of a provider call: a failure the
+// provider calls permanent fails the job for good; others are retried.
+func providerOutcome(err error) error {
 	var pe *ProviderError
 	if errors.As(err, &pe) && pe.Permanent {
 		return jobs.Permanent(err)

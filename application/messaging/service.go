@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -50,6 +51,8 @@ type Service struct {
 	throttle Throttle
 	// emoji checks the agent's reactions; nil refuses every reaction.
 	emoji EmojiCheck
+	// characters counts the user-perceived characters of a button title.
+	characters func(string) int
 	// links signs the media links of messages; nil leaves them out.
 	links *MediaLinks
 }
@@ -77,6 +80,9 @@ type Deps struct {
 	// Emoji checks that the agent's reactions are one emoji each; without
 	// it every reaction is refused.
 	Emoji EmojiCheck
+	// Graphemes counts the characters of button titles as users see them;
+	// without it a title's characters are its code points.
+	Graphemes Graphemes
 	// MediaLinks, when set, signs the links that open the media users
 	// sent, in reads and event payloads.
 	MediaLinks *MediaLinks
@@ -95,6 +101,9 @@ func NewService(d Deps) *Service {
 	// what a send returns is what a later read returns.
 	now := func() time.Time { return clock().Truncate(time.Microsecond) }
 	s := &Service{store: d.Store, committer: d.Committer, providers: d.Providers, opener: d.Opener, urls: d.URLs, media: d.Media, now: now, log: d.Logger, recipients: d.Recipients, throttle: d.Throttle, emoji: d.Emoji, links: d.MediaLinks}
+	if s.characters = utf8.RuneCountInString; d.Graphemes != nil {
+		s.characters = d.Graphemes.Graphemes
+	}
 	if s.batched = d.Batched; s.batched == nil {
 		s.batched = inline{store: d.Store}
 	}
@@ -314,7 +323,7 @@ type deliverPayload struct {
 // the thread's activity, the message.sent event and the delivery job,
 // paced per agent number.
 func (s *Service) queued(t messaging.Thread, n account.Number, to string, c messaging.Content, reply messaging.Reply) (messaging.Message, writes.Batch, error) {
-	if err := s.checkCapabilities(n, t.Type, c.Kind); err != nil {
+	if err := s.checkCapabilities(n, t.Type, c); err != nil {
 		return messaging.Message{}, writes.Batch{}, err
 	}
 	now := s.now().UTC()
@@ -343,7 +352,8 @@ func (s *Service) queued(t messaging.Thread, n account.Number, to string, c mess
 
 // checkCapabilities refuses, at request time, what the number's provider
 // cannot deliver.
-func (s *Service) checkCapabilities(n account.Number, t messaging.ThreadType, k messaging.Kind) error {
+func (s *Service) checkCapabilities(n account.Number, t messaging.ThreadType, c messaging.Content) error {
+	k := c.Kind
 	provider, ok := s.providers.Provider(n.Provider)
 	if !ok {
 		return &failure.Error{Kind: failure.KindNotImplemented, Code: "provider_unavailable", Message: "no provider " + string(n.Provider) + " is configured"}
@@ -357,7 +367,14 @@ func (s *Service) checkCapabilities(n account.Number, t messaging.ThreadType, k 
 		return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
 			Message: fmt.Sprintf("the %s provider cannot send to groups", n.Provider)}
 	}
-	return nil
+	if len(c.Buttons) == 0 {
+		return nil
+	}
+	if !caps.Buttons {
+		return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
+			Message: fmt.Sprintf("the %s provider cannot send reply buttons", n.Provider)}
+	}
+	return messaging.CheckButtons(n.Service, c, s.characters)
 }
 
 // Work delivers one queued message: the delivery job's handler. It is

@@ -79,6 +79,10 @@ const (
 	KindAudio    Kind = "audio"
 	KindDocument Kind = "document"
 	KindLocation Kind = "location"
+	// KindButtonReply is a user's press of a reply button of the agent's
+	// message: Content.ButtonID names the button, Content.Text is its
+	// title, and the message's ReplyTo is the message the button was on.
+	KindButtonReply Kind = "button_reply"
 )
 
 // MediaKinds are the media_type values the interface accepts.
@@ -141,6 +145,11 @@ type Content struct {
 	Longitude float64
 	PlaceName string
 	Address   string
+	// Buttons are the reply buttons a text message of the agent offers
+	// (WhatsApp interactive reply buttons, a Telegram inline keyboard).
+	Buttons []Button
+	// ButtonID is the id of the button a user pressed (KindButtonReply).
+	ButtonID string
 }
 
 // MediaVariant tells apart the media a user sent that share a kind: a
@@ -160,7 +169,7 @@ func (c Content) KeptByProvider() bool { return c.Kind.IsMedia() && c.MediaRef !
 // Summary is the plain text of a message: its text, caption, or place.
 func (c Content) Summary() string {
 	switch {
-	case c.Kind == KindText:
+	case c.Kind == KindText, c.Kind == KindButtonReply:
 		return c.Text
 	case c.Kind.IsMedia():
 		return c.Caption
@@ -233,8 +242,21 @@ func (c Content) Check(f Fields) error {
 		if math.IsNaN(c.Longitude) || c.Longitude < -180 || c.Longitude > 180 {
 			p.Add("value_error", "longitude must be between -180 and 180", f.Path("longitude")...)
 		}
+	case c.Kind == KindButtonReply:
+		switch {
+		case c.ButtonID == "":
+			p.Add("missing", "Field required", f.Path("button_id")...)
+		case len(c.ButtonID) > MaxButtonIDBytes:
+			p.Add("string_too_long", fmt.Sprintf("button_id must be at most %d bytes", MaxButtonIDBytes), f.Path("button_id")...)
+		}
+		if utf8.RuneCountInString(c.Text) > MaxTextLength {
+			p.Add("string_too_long", fmt.Sprintf("the button title must be at most %d characters", MaxTextLength), f.Path("button_title")...)
+		}
 	default:
 		p.Add("enum", "media_type must be one of image, video, audio, document", f.Path("media_type")...)
+	}
+	if len(c.Buttons) > 0 && c.Kind != KindText {
+		p.Add("value_error", "buttons go with a text message only (no media, location or button reply)", "buttons")
 	}
 	return p.Err()
 }

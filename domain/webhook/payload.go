@@ -42,6 +42,43 @@ type MessagePayload struct {
 	ReplyToMessageID         string `json:"reply_to_message_id,omitempty"`
 	ReplyToProviderMessageID string `json:"reply_to_provider_message_id,omitempty"`
 	QuotedText               string `json:"quoted_text,omitempty"`
+	// Buttons are the reply buttons an agent message offers.
+	Buttons []Button `json:"buttons,omitempty"`
+	// ButtonID and ButtonTitle name the button a user pressed
+	// (message_type button_reply; reply_to_message_id is the message it
+	// was on).
+	ButtonID    string `json:"button_id,omitempty"`
+	ButtonTitle string `json:"button_title,omitempty"`
+}
+
+// Button is a reply button as the JSON Switchboard reads and writes
+// shows it: payloads, REST bodies, MCP tools, the buttons column.
+type Button struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+// Buttons is the JSON form of a message's buttons (nil for none).
+func Buttons(in []messaging.Button) []Button {
+	return convert(in, func(b messaging.Button) Button { return Button(b) })
+}
+
+// ModelButtons is the model of buttons read from JSON (nil for none).
+func ModelButtons(in []Button) []messaging.Button {
+	return convert(in, func(b Button) messaging.Button { return messaging.Button(b) })
+}
+
+// convert converts a list of buttons between the two forms (nil for
+// none).
+func convert[From, To any](in []From, one func(From) To) []To {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]To, len(in))
+	for i, b := range in {
+		out[i] = one(b)
+	}
+	return out
 }
 
 // NewMessagePayload builds the payload of event typ about m in a thread of
@@ -59,7 +96,10 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		IsFromAgent: fromAgent, MessageContent: contentObject(m.Content), Content: m.Content.Summary(),
 		Status: string(m.Status), Direction: string(m.Direction), Recipient: m.To,
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText,
-		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: Buttons(m.Content.Buttons),
+	}
+	if m.Content.Kind == messaging.KindButtonReply {
+		p.ButtonID, p.ButtonTitle = m.Content.ButtonID, m.Content.Text
 	}
 	if m.ReplyTo.MessageID == "" {
 		p.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
@@ -89,8 +129,12 @@ func (p MessagePayload) JSON() []byte {
 
 func contentObject(c messaging.Content) map[string]any {
 	switch {
+	case c.Kind == messaging.KindText && len(c.Buttons) > 0:
+		return map[string]any{"text": c.Text, "buttons": Buttons(c.Buttons)}
 	case c.Kind == messaging.KindText:
 		return map[string]any{"text": c.Text}
+	case c.Kind == messaging.KindButtonReply:
+		return map[string]any{"button_id": c.ButtonID, "button_title": c.Text}
 	case c.Kind.IsMedia():
 		obj := map[string]any{"url": c.MediaURL, "media_type": string(c.Kind), "caption": c.Caption}
 		// Media a user sent says what the provider told about it.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -249,5 +250,44 @@ func TestPayloadWithAnUnencodableContentKeepsItsFields(t *testing.T) {
 	}
 	if got["message_id"] != "msg_1" || len(got["message_content"].(map[string]any)) != 0 {
 		t.Fatalf("payload %v", got)
+	}
+}
+
+// An agent message with buttons lists them; a press is a button_reply
+// naming the button and the message it was on; a plain text has neither.
+func TestButtonPayloads(t *testing.T) {
+	t.Parallel()
+	offer := messaging.Message{ID: "msg_o", AccountID: "acc_1", ThreadID: "thr_1", Service: "telegram", Direction: messaging.OutboundAPI,
+		From: "+15550000001", To: "42", Status: messaging.Queued,
+		Content: messaging.Content{Kind: messaging.KindText, Text: "Deliver?", Buttons: []messaging.Button{{ID: "yes", Title: "Yes"}}}}
+	var got map[string]any
+	if err := json.Unmarshal(webhook.NewMessagePayload(event.MessageSent, "evt_1", offer, messaging.Individual, at).JSON(), &got); err != nil {
+		t.Fatal(err)
+	}
+	wantButtons := []any{map[string]any{"id": "yes", "title": "Yes"}}
+	if !reflect.DeepEqual(got["buttons"], wantButtons) || !reflect.DeepEqual(got["message_content"], map[string]any{"text": "Deliver?", "buttons": wantButtons}) ||
+		got["message_type"] != "text" || got["button_id"] != nil {
+		t.Fatalf("offer payload: %v", got)
+	}
+	press := messaging.Message{ID: "msg_p", AccountID: "acc_1", ThreadID: "thr_1", Service: "telegram", Direction: messaging.Inbound,
+		From: "42", To: "+15550000001", Status: messaging.Received, ReplyTo: messaging.Reply{MessageID: "msg_o", Text: "Deliver?"},
+		Content: messaging.Content{Kind: messaging.KindButtonReply, ButtonID: "yes", Text: "Yes"}}
+	got = nil
+	if err := json.Unmarshal(webhook.NewMessagePayload(event.MessageReceived, "evt_2", press, messaging.Individual, at).JSON(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["message_type"] != "button_reply" || got["button_id"] != "yes" || got["button_title"] != "Yes" || got["content"] != "Yes" ||
+		got["reply_to_message_id"] != "msg_o" || got["buttons"] != nil ||
+		!reflect.DeepEqual(got["message_content"], map[string]any{"button_id": "yes", "button_title": "Yes"}) {
+		t.Fatalf("press payload: %v", got)
+	}
+	plain := offer
+	plain.Content.Buttons = nil
+	got = nil
+	if err := json.Unmarshal(webhook.NewMessagePayload(event.MessageSent, "evt_3", plain, messaging.Individual, at).JSON(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, has := got["buttons"]; has {
+		t.Fatalf("plain payload: %v", got)
 	}
 }

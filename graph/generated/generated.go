@@ -78,6 +78,11 @@ type ComplexityRoot struct {
 		Service   func(childComplexity int) int
 	}
 
+	Button struct {
+		ID    func(childComplexity int) int
+		Title func(childComplexity int) int
+	}
+
 	CronExecution struct {
 		Attempt             func(childComplexity int) int
 		Error               func(childComplexity int) int
@@ -186,6 +191,7 @@ type ComplexityRoot struct {
 	}
 
 	Message struct {
+		Buttons     func(childComplexity int) int
 		Content     func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
 		Direction   func(childComplexity int) int
@@ -213,6 +219,7 @@ type ComplexityRoot struct {
 
 	MessageContent struct {
 		Address   func(childComplexity int) int
+		ButtonID  func(childComplexity int) int
 		Caption   func(childComplexity int) int
 		FileName  func(childComplexity int) int
 		Kind      func(childComplexity int) int
@@ -487,6 +494,7 @@ type MessageResolver interface {
 	Timeline(ctx context.Context, obj *messaging.Message) ([]messaging1.StatusChange, error)
 	ReplyTo(ctx context.Context, obj *messaging.Message) (*messaging.Reply, error)
 	Reactions(ctx context.Context, obj *messaging.Message) ([]messaging.Reaction, error)
+	Buttons(ctx context.Context, obj *messaging.Message) ([]messaging.Button, error)
 }
 type MessageContentResolver interface {
 	Variant(ctx context.Context, obj *messaging.Content) (*messaging.MediaVariant, error)
@@ -652,6 +660,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentNumber.Service(childComplexity), true
+
+	case "Button.id":
+		if e.ComplexityRoot.Button.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Button.ID(childComplexity), true
+	case "Button.title":
+		if e.ComplexityRoot.Button.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Button.Title(childComplexity), true
 
 	case "CronExecution.attempt":
 		if e.ComplexityRoot.CronExecution.Attempt == nil {
@@ -1096,6 +1117,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.HttpHeader.Value(childComplexity), true
 
+	case "Message.buttons":
+		if e.ComplexityRoot.Message.Buttons == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Buttons(childComplexity), true
 	case "Message.content":
 		if e.ComplexityRoot.Message.Content == nil {
 			break
@@ -1224,6 +1251,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageContent.Address(childComplexity), true
+	case "MessageContent.buttonId":
+		if e.ComplexityRoot.MessageContent.ButtonID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageContent.ButtonID(childComplexity), true
 	case "MessageContent.caption":
 		if e.ComplexityRoot.MessageContent.Caption == nil {
 			break
@@ -2360,6 +2393,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("ButtonInput", ec.unmarshalInputButtonInput),
 			graphql.NewInputUnmarshaler("CronJobInput", ec.unmarshalInputCronJobInput),
 			graphql.NewInputUnmarshaler("CronJobPatch", ec.unmarshalInputCronJobPatch),
 			graphql.NewInputUnmarshaler("HttpHeaderInput", ec.unmarshalInputHttpHeaderInput),
@@ -2965,6 +2999,8 @@ enum MessageKind {
   AUDIO
   DOCUMENT
   LOCATION
+  "A user's press of a reply button: content.buttonId and content.text (its title); replyTo names the message it was on."
+  BUTTON_REPLY
 }
 
 "A conversation: an agent number with one user, or a group."
@@ -3048,6 +3084,14 @@ type Message {
   replyTo: Reply
   "The message's current reactions, one per person, oldest first."
   reactions: [Reaction!]!
+  "The reply buttons the message offers (an agent's text); empty for none."
+  buttons: [Button!]!
+}
+
+"A reply button: the user sees title; pressing it sends back id (a BUTTON_REPLY message)."
+type Button {
+  id: String!
+  title: String!
 }
 
 "One step of a message's life (see Message.timeline)."
@@ -3084,6 +3128,8 @@ type MessageContent {
   longitude: Float!
   placeName: String!
   address: String!
+  "The id of the button a user pressed (kind BUTTON_REPLY); empty otherwise. text is its title."
+  buttonId: String!
 }
 
 "What tells apart the media a user sent that share a kind."
@@ -3108,6 +3154,19 @@ input SendMessageInput {
   media: MediaInput
   "A message of the same thread that this one answers (quotes)."
   replyTo: ID
+  """
+  Reply buttons offered with a text (WhatsApp: at most 3, titles of at
+  most 20 characters, ids of at most 256 bytes; Telegram: at most 10,
+  ids of at most 64 bytes, titles of at most 64 characters). Errors name
+  the button: buttons.3, buttons.0.title.
+  """
+  buttons: [ButtonInput!]
+}
+
+"A reply button to send."
+input ButtonInput {
+  id: String!
+  title: String!
 }
 
 "A media file to send."
@@ -3344,6 +3403,16 @@ func (ec *executionContext) childFields_AgentNumber(ctx context.Context, field g
 		return ec.fieldContext_AgentNumber_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AgentNumber", field.Name)
+}
+
+func (ec *executionContext) childFields_Button(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Button_id(ctx, field)
+	case "title":
+		return ec.fieldContext_Button_title(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Button", field.Name)
 }
 
 func (ec *executionContext) childFields_CronExecution(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3596,6 +3665,8 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_replyTo(ctx, field)
 	case "reactions":
 		return ec.fieldContext_Message_reactions(ctx, field)
+	case "buttons":
+		return ec.fieldContext_Message_buttons(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -3638,6 +3709,8 @@ func (ec *executionContext) childFields_MessageContent(ctx context.Context, fiel
 		return ec.fieldContext_MessageContent_placeName(ctx, field)
 	case "address":
 		return ec.fieldContext_MessageContent_address(ctx, field)
+	case "buttonId":
+		return ec.fieldContext_MessageContent_buttonId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageContent", field.Name)
 }
@@ -4961,6 +5034,52 @@ func (ec *executionContext) _AgentNumber_createdAt(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_AgentNumber_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AgentNumber", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Button_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Button) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Button_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Button_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Button", field, false, false, "String")
+}
+
+func (ec *executionContext) _Button_title(ctx context.Context, field graphql.CollectedField, obj *messaging.Button) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Button_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Button_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Button", field, false, false, "String")
 }
 
 func (ec *executionContext) _CronExecution_id(ctx context.Context, field graphql.CollectedField, obj *cron.Execution) (ret graphql.Marshaler) {
@@ -7179,6 +7298,38 @@ func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Message_buttons(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_buttons(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Message().Buttons(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.Button) graphql.Marshaler {
+			return ec.marshalNButton2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButtonᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_buttons(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Message",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Button(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7548,6 +7699,29 @@ func (ec *executionContext) _MessageContent_address(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_MessageContent_address(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageContent_buttonId(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageContent_buttonId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ButtonID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageContent_buttonId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "String")
 }
 
@@ -12891,6 +13065,55 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputButtonInput(ctx context.Context, obj any) (messaging.Button, error) {
+	var it messaging.Button
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "title"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalButtonInput unmarshals raw into the ButtonInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalButtonInput(ctx context.Context, raw any) (messaging.Button, error) {
+	var out messaging.Button
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ButtonInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCronJobInput(ctx context.Context, obj any) (model.CronJobInput, error) {
 	var it model.CronJobInput
 	if obj == nil {
@@ -13245,7 +13468,7 @@ func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"service", "from", "to", "threadId", "text", "media", "replyTo"}
+	fieldsInOrder := [...]string{"service", "from", "to", "threadId", "text", "media", "replyTo", "buttons"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13301,6 +13524,13 @@ func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, 
 				return it, err
 			}
 			it.ReplyTo = data
+		case "buttons":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buttons"))
+			data, err := ec.unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButtonᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Buttons = data
 		}
 	}
 	return it, nil
@@ -13529,6 +13759,44 @@ func (ec *executionContext) _AgentNumber(ctx context.Context, sel ast.SelectionS
 			}
 		case "createdAt":
 			out.Values[i] = ec._AgentNumber_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var buttonImplementors = []string{"Button"}
+
+func (ec *executionContext) _Button(ctx context.Context, sel ast.SelectionSet, obj *messaging.Button) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, buttonImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Button")
+		case "id":
+			out.Values[i] = ec._Button_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._Button_title(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -14351,6 +14619,12 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Message_reactions(ctx, field, obj)
 				})
+		case "buttons":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Message_buttons(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14480,6 +14754,11 @@ func (ec *executionContext) _MessageContent(ctx context.Context, sel ast.Selecti
 			}
 		case "address":
 			out.Values[i] = ec._MessageContent_address(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "buttonId":
+			out.Values[i] = ec._MessageContent_buttonId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -16469,6 +16748,31 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNButton2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButton(ctx context.Context, sel ast.SelectionSet, v messaging.Button) graphql.Marshaler {
+	return ec._Button(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNButton2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButtonᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.Button) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNButton2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButton(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButton(ctx context.Context, v any) (messaging.Button, error) {
+	res, err := ec.unmarshalInputButtonInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNCronExecution2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋcronᚐExecution(ctx context.Context, sel ast.SelectionSet, v cron.Execution) graphql.Marshaler {
 	return ec._CronExecution(ctx, sel, &v)
 }
@@ -16981,20 +17285,22 @@ func (ec *executionContext) marshalNMessageKind2githubᚗcomᚋswitchboardᚑdev
 
 var (
 	unmarshalNMessageKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐKind = map[string]messaging.Kind{
-		"TEXT":     messaging.KindText,
-		"IMAGE":    messaging.KindImage,
-		"VIDEO":    messaging.KindVideo,
-		"AUDIO":    messaging.KindAudio,
-		"DOCUMENT": messaging.KindDocument,
-		"LOCATION": messaging.KindLocation,
+		"TEXT":         messaging.KindText,
+		"IMAGE":        messaging.KindImage,
+		"VIDEO":        messaging.KindVideo,
+		"AUDIO":        messaging.KindAudio,
+		"DOCUMENT":     messaging.KindDocument,
+		"LOCATION":     messaging.KindLocation,
+		"BUTTON_REPLY": messaging.KindButtonReply,
 	}
 	marshalNMessageKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐKind = map[messaging.Kind]string{
-		messaging.KindText:     "TEXT",
-		messaging.KindImage:    "IMAGE",
-		messaging.KindVideo:    "VIDEO",
-		messaging.KindAudio:    "AUDIO",
-		messaging.KindDocument: "DOCUMENT",
-		messaging.KindLocation: "LOCATION",
+		messaging.KindText:        "TEXT",
+		messaging.KindImage:       "IMAGE",
+		messaging.KindVideo:       "VIDEO",
+		messaging.KindAudio:       "AUDIO",
+		messaging.KindDocument:    "DOCUMENT",
+		messaging.KindLocation:    "LOCATION",
+		messaging.KindButtonReply: "BUTTON_REPLY",
 	}
 )
 
@@ -17668,6 +17974,23 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButtonᚄ(ctx context.Context, v any) ([]messaging.Button, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]messaging.Button, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐButton(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOCronExecution2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋcronᚐExecution(ctx context.Context, sel ast.SelectionSet, v *cron.Execution) graphql.Marshaler {

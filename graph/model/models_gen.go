@@ -144,6 +144,11 @@ type SendMessageInput struct {
 	Media *MediaInput `json:"media,omitempty"`
 	// A message of the same thread that this one answers (quotes).
 	ReplyTo *string `json:"replyTo,omitempty"`
+	// Reply buttons offered with a text (WhatsApp: at most 3, titles of at
+	// most 20 characters, ids of at most 256 bytes; Telegram: at most 10,
+	// ids of at most 64 bytes, titles of at most 64 characters). Errors name
+	// the button: buttons.3, buttons.0.title.
+	Buttons []messaging.Button `json:"buttons,omitempty"`
 }
 
 // A page of threads, Relay-style.

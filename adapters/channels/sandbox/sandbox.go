@@ -48,11 +48,13 @@ type Provider struct {
 
 var _ messaging.Provider = Provider{}
 
-// Capabilities: the sandbox sends everything, groups included.
+// Capabilities: the sandbox sends everything, groups and reply buttons
+// included (with the limits of the thread's service).
 func (Provider) Capabilities() messaging.Capabilities {
 	return messaging.Capabilities{
-		Kinds:  []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
-		Groups: true,
+		Kinds:   []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
+		Groups:  true,
+		Buttons: true,
 	}
 }
 

@@ -23,6 +23,20 @@ type Update struct {
 	// MessageReaction is a user's change of their reactions on a message
 	// (sent only when allowed_updates asks for message_reaction).
 	MessageReaction *MessageReactionUpdated `json:"message_reaction,omitempty"`
+	// CallbackQuery is a user's press of an inline keyboard button
+	// (sent only when allowed_updates asks for callback_query).
+	CallbackQuery *CallbackQuery `json:"callback_query,omitempty"`
+}
+
+// CallbackQuery is a press of an inline keyboard button: Data is the
+// button's callback_data, Message the bot's message it was on (absent
+// for a message too old to be shown, or of an inline query).
+type CallbackQuery struct {
+	ID           string   `json:"id"`
+	From         User     `json:"from"`
+	Message      *Message `json:"message,omitempty"`
+	ChatInstance string   `json:"chat_instance"`
+	Data         string   `json:"data,omitempty"`
 }
 
 // ReactionType is one reaction: an emoji, a custom emoji or a paid one.
@@ -114,6 +128,14 @@ type Message struct {
 		Title    string   `json:"title"`
 		Address  string   `json:"address"`
 	} `json:"venue,omitempty"`
+	// ReplyMarkup is the inline keyboard of a bot's message (the message
+	// of a callback query carries it).
+	ReplyMarkup *struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data,omitempty"`
+		} `json:"inline_keyboard"`
+	} `json:"reply_markup,omitempty"`
 	// MigrateToChatID is set on the service message of a group that
 	// became a supergroup, with the chat id it has from now on.
 	MigrateToChatID int64 `json:"migrate_to_chat_id,omitempty"`
@@ -264,6 +286,13 @@ func (in *Inbound) Handle(ctx context.Context, n account.Number, u Update) error
 		}
 		r.UpdateKey = key
 		return in.Inbox.Receive(ctx, r)
+	case u.CallbackQuery != nil:
+		press, ok := buttonPress(n, u.CallbackQuery)
+		if !ok {
+			return in.Inbox.MarkUpdate(ctx, n, key)
+		}
+		press.UpdateKey = key
+		return in.Inbox.Receive(ctx, press)
 	case u.Message != nil:
 		msg, ok := inbound(n, u.Message)
 		if !ok {
@@ -324,6 +353,40 @@ func inbound(n account.Number, m *Message) (channels.Inbound, bool) {
 		}
 		if m.Quote != nil && m.Quote.Text != "" {
 			out.ReplyTo.Text = m.Quote.Text
+		}
+	}
+	return out, true
+}
+
+// buttonPress turns a callback query into what the inbox stores: a button
+// reply on the bot's message it was pressed on, answered at Telegram once
+// stored (Acknowledge). The pressed button's title is read from the
+// message's keyboard when the update shows it, else from the stored
+// message. Presses without a message or data (inline mode,
+// games), of bots, or outside private chats and groups are not kept.
+func buttonPress(n account.Number, q *CallbackQuery) (channels.Inbound, bool) {
+	m := q.Message
+	if q.ID == "" || q.Data == "" || q.From.IsBot || m == nil || (m.Chat.Type != "private" && !isGroup(m.Chat.Type)) {
+		return channels.Inbound{}, false
+	}
+	out := channels.Inbound{
+		Number:      n,
+		Sender:      channels.Sender{ChatID: strconv.FormatInt(q.From.ID, 10), Username: q.From.Username, Name: q.From.Name()},
+		Content:     domain.Content{Kind: domain.KindButtonReply, ButtonID: q.Data},
+		ReplyTo:     domain.Reply{ProviderMessageID: MessageID(n.ID, m.Chat.ID, m.MessageID)},
+		Acknowledge: true, ProviderMessageID: CallbackMessageID(n.ID, q.ID),
+	}
+	if isGroup(m.Chat.Type) {
+		out.GroupChatID, out.GroupTitle = strconv.FormatInt(m.Chat.ID, 10), m.Chat.Title
+	}
+	if m.ReplyMarkup != nil {
+		// The message shows its keyboard: the pressed button's title.
+		for _, row := range m.ReplyMarkup.InlineKeyboard {
+			for _, b := range row {
+				if b.CallbackData == q.Data && out.Content.Text == "" {
+					out.Content.Text = b.Text
+				}
+			}
 		}
 	}
 	return out, true

@@ -44,8 +44,9 @@ var (
 // Capabilities: every kind, into private chats and groups.
 func (p *Provider) Capabilities() messaging.Capabilities {
 	return messaging.Capabilities{
-		Kinds:  []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
-		Groups: true,
+		Kinds:   []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
+		Groups:  true,
+		Buttons: true,
 	}
 }
 
@@ -94,6 +95,9 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 	case domain.KindText:
 		method = "sendMessage"
 		params["text"] = c.Text
+		if len(c.Buttons) > 0 {
+			params["reply_markup"] = inlineKeyboard(c.Buttons)
+		}
 	case domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument:
 		field := map[domain.Kind]string{domain.KindImage: "photo", domain.KindVideo: "video", domain.KindAudio: "audio", domain.KindDocument: "document"}[c.Kind]
 		method = "send" + strings.ToUpper(field[:1]) + field[1:]
@@ -120,6 +124,41 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 		return messaging.Receipt{}, err
 	}
 	return messaging.Receipt{ProviderMessageID: MessageID(m.Number.ID, sent.Chat.ID, sent.MessageID), Status: domain.Sent}, nil
+}
+
+// inlineKeyboard is the reply_markup of a message with reply buttons: an
+// inline keyboard of one button per row, each sending its id back as
+// callback_data.
+//
+//	{"inline_keyboard":[[{"text":"Yes","callback_data":"yes"}],[{"text":"No","callback_data":"no"}]]}
+func inlineKeyboard(buttons []domain.Button) map[string]any {
+	rows := make([]any, len(buttons))
+	for i, b := range buttons {
+		rows[i] = []any{map[string]any{"text": b.Title, "callback_data": b.ID}}
+	}
+	return map[string]any{"inline_keyboard": rows}
+}
+
+// callbackPrefix marks the provider message id of a button press: the
+// callback query's id, unique per bot (see CallbackMessageID).
+const callbackPrefix = ":callback:"
+
+// CallbackMessageID is the provider message id of the button press a
+// callback query of a bot reports: the press is stored once per query.
+func CallbackMessageID(numberID, queryID string) string { return numberID + callbackPrefix + queryID }
+
+var _ messaging.Acknowledger = (*Provider)(nil)
+
+// Acknowledge answers the callback query of a button press
+// (answerCallbackQuery), so that the user's app stops showing progress
+// on the button. A press answered too late (Telegram keeps a query open
+// for a short while) is refused by Telegram for good.
+func (p *Provider) Acknowledge(ctx context.Context, in messaging.InboundAck) error {
+	_, query, ok := strings.Cut(in.Message.ProviderMessageID, callbackPrefix)
+	if !ok || query == "" {
+		return nil // not a callback query: nothing to answer
+	}
+	return p.Client.Call(ctx, in.Settings, "answerCallbackQuery", map[string]any{"callback_query_id": query}, nil)
 }
 
 // ApplyGroupChange makes a group action in the Telegram chat. Bots cannot

@@ -334,6 +334,8 @@ func TestConnectorPollsAndSetsWebhooks(t *testing.T) {
 	hook := hookFake.Calls("setWebhook")[0].Params
 	require.Equal(t, "https://sb.example.com/v1/providers/telegram/num_hook/webhook", hook["url"], "the disabled number gets no webhook")
 	require.Equal(t, telegram.WebhookSecret("num_hook", hookFake.Settings()), hook["secret_token"])
+	require.Equal(t, []any{"message", "my_chat_member", "message_reaction", "callback_query"}, hook["allowed_updates"],
+		"button presses are asked for")
 	require.Empty(t, pollFake.Calls("setWebhook"))
 
 	pollFake.Queue(telegramfake.PrivateText(41, 1, 111, "bob", "Bob", "polled one"))

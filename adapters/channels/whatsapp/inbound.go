@@ -131,7 +131,9 @@ type Message struct {
 		Text string `json:"text"`
 	} `json:"button"`
 	Interactive *struct {
+		Type        string `json:"type"`
 		ButtonReply *struct {
+			ID    string `json:"id"`
 			Title string `json:"title"`
 		} `json:"button_reply"`
 		ListReply *struct {
@@ -369,6 +371,10 @@ func content(m Message) domain.Content {
 			PlaceName: m.Location.Name, Address: m.Location.Address}
 	case m.Button != nil:
 		return text(m.Button.Text)
+	case m.Interactive != nil && m.Interactive.ButtonReply != nil && m.Interactive.ButtonReply.ID != "":
+		// A press of a reply button; context.id names the message it
+		// was on.
+		return domain.Content{Kind: domain.KindButtonReply, ButtonID: m.Interactive.ButtonReply.ID, Text: m.Interactive.ButtonReply.Title}
 	case m.Interactive != nil && m.Interactive.ButtonReply != nil:
 		return text(m.Interactive.ButtonReply.Title)
 	case m.Interactive != nil && m.Interactive.ListReply != nil:

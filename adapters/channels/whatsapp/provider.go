@@ -27,7 +27,8 @@ var _ messaging.Provider = (*Provider)(nil)
 // Capabilities: every kind, to users only.
 func (p *Provider) Capabilities() messaging.Capabilities {
 	return messaging.Capabilities{
-		Kinds: []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
+		Kinds:   []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
+		Buttons: true,
 	}
 }
 
@@ -51,18 +52,20 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 		"to": strings.TrimPrefix(m.To, "+"), "type": string(m.Content.Kind),
 	}
 	c := m.Content
-	switch c.Kind {
-	case domain.KindText:
+	switch {
+	case c.Kind == domain.KindText && len(c.Buttons) > 0:
+		body["type"], body["interactive"] = "interactive", interactiveButtons(c)
+	case c.Kind == domain.KindText:
 		body["text"] = map[string]any{"preview_url": false, "body": c.Text}
-	case domain.KindImage, domain.KindVideo, domain.KindDocument:
+	case c.Kind == domain.KindImage, c.Kind == domain.KindVideo, c.Kind == domain.KindDocument:
 		media := map[string]any{"link": c.MediaURL}
 		if c.Caption != "" {
 			media["caption"] = c.Caption
 		}
 		body[string(c.Kind)] = media
-	case domain.KindAudio:
+	case c.Kind == domain.KindAudio:
 		body["audio"] = map[string]any{"link": c.MediaURL} // audio has no caption
-	case domain.KindLocation:
+	case c.Kind == domain.KindLocation:
 		loc := map[string]any{"latitude": c.Latitude, "longitude": c.Longitude}
 		if c.PlaceName != "" {
 			loc["name"] = c.PlaceName
@@ -86,6 +89,18 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API accepted the message without an id"}
 	}
 	return messaging.Receipt{ProviderMessageID: out.Messages[0].ID, Status: domain.Sent}, nil
+}
+
+// interactiveButtons is the interactive object of a text with reply
+// buttons:
+//
+//	{"type":"button","body":{"text":"…"},"action":{"buttons":[{"type":"reply","reply":{"id":"…","title":"…"}}]}}
+func interactiveButtons(c domain.Content) map[string]any {
+	buttons := make([]any, len(c.Buttons))
+	for i, b := range c.Buttons {
+		buttons[i] = map[string]any{"type": "reply", "reply": map[string]any{"id": b.ID, "title": b.Title}}
+	}
+	return map[string]any{"type": "button", "body": map[string]any{"text": c.Text}, "action": map[string]any{"buttons": buttons}}
 }
 
 // TypingWindow is how long the Cloud API shows a typing indicator: 25

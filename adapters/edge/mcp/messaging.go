@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // The tool names, as clients call them.
@@ -38,6 +39,7 @@ func (h *Handler) addMessagingTools() error {
 		Title: "Send a message",
 		Description: "Send a WhatsApp or Telegram message from one of the account's agent numbers: to a user (to, with service) or into a group (thread_id). " +
 			"Give text, or media (an image, video, audio or document at a public URL, with an optional caption). " +
+			"A text may offer reply buttons (buttons: [{id, title}]); a user's press arrives as a message of type button_reply with its button_id, answering this message. " +
 			"A user must have written to the agent number first, else the error code is conversation_not_started; in a group the agent number must be a member (not_group_member). " +
 			"The answer is the stored message, status queued: delivery follows. " +
 			"Give an idempotency_key to make a retry safe: the same key and arguments within 24 hours answer the first result and send nothing.",
@@ -79,14 +81,15 @@ var groupSettings = []messaging.Setting{messaging.SettingAnnouncement, messaging
 
 // sendMessageArgs are send_message's arguments.
 type sendMessageArgs struct {
-	Service        string     `json:"service,omitempty" jsonschema:"the channel, whatsapp or telegram; required with to, and for a group optional (it must be the group's)"`
-	From           string     `json:"from" jsonschema:"the agent number to send from, in E.164 form (+14155550100): one of the account's enabled numbers on the service"`
-	To             string     `json:"to,omitempty" jsonschema:"the user to write to, in E.164 form (on Telegram also a chat id or @username); give to or thread_id, not both"`
-	ThreadID       string     `json:"thread_id,omitempty" jsonschema:"the group thread (thr_…) to write into, instead of to"`
-	Text           string     `json:"text,omitempty" jsonschema:"the message text, at most 4096 characters; give text or media"`
-	Media          *mediaArgs `json:"media,omitempty" jsonschema:"a file to send instead of text"`
-	ReplyTo        string     `json:"reply_to,omitempty" jsonschema:"a message (msg_…) of the same thread that this one answers: the user sees it quoted"`
-	IdempotencyKey string     `json:"idempotency_key,omitempty" jsonschema:"a unique string (at most 255 characters) that makes a retry safe: the same key and arguments within 24 hours answer the first result and send nothing"`
+	Service        string           `json:"service,omitempty" jsonschema:"the channel, whatsapp or telegram; required with to, and for a group optional (it must be the group's)"`
+	From           string           `json:"from" jsonschema:"the agent number to send from, in E.164 form (+14155550100): one of the account's enabled numbers on the service"`
+	To             string           `json:"to,omitempty" jsonschema:"the user to write to, in E.164 form (on Telegram also a chat id or @username); give to or thread_id, not both"`
+	ThreadID       string           `json:"thread_id,omitempty" jsonschema:"the group thread (thr_…) to write into, instead of to"`
+	Text           string           `json:"text,omitempty" jsonschema:"the message text, at most 4096 characters; give text or media"`
+	Media          *mediaArgs       `json:"media,omitempty" jsonschema:"a file to send instead of text"`
+	ReplyTo        string           `json:"reply_to,omitempty" jsonschema:"a message (msg_…) of the same thread that this one answers: the user sees it quoted"`
+	Buttons        []webhook.Button `json:"buttons,omitempty" jsonschema:"reply buttons offered with a text (WhatsApp: at most 3, titles of at most 20 characters, ids of at most 256 bytes; Telegram: at most 10, ids of at most 64 bytes): a press comes back as a message of type button_reply with its button_id"`
+	IdempotencyKey string           `json:"idempotency_key,omitempty" jsonschema:"a unique string (at most 255 characters) that makes a retry safe: the same key and arguments within 24 hours answer the first result and send nothing"`
 }
 
 type mediaArgs struct {
@@ -126,6 +129,7 @@ func (h *Handler) sendMessage(ctx context.Context, accountID string, in sendMess
 	default:
 		return nil, invalid("missing", "give text or media", "text")
 	}
+	content.Buttons = webhook.ModelButtons(in.Buttons)
 	key := in.IdempotencyKey
 	in.IdempotencyKey = ""
 	switch {
@@ -243,7 +247,7 @@ type messageItem struct {
 	From       string    `json:"from"`
 	To         string    `json:"to,omitempty"`
 	SenderName string    `json:"sender_name,omitempty"`
-	Type       string    `json:"type" jsonschema:"text, image, video, audio, document or location"`
+	Type       string    `json:"type" jsonschema:"text, image, video, audio, document, location or button_reply (a press of a reply button)"`
 	Text       string    `json:"text,omitempty"`
 	MediaURL   string    `json:"media_url,omitempty"`
 	Caption    string    `json:"caption,omitempty"`
@@ -255,6 +259,10 @@ type messageItem struct {
 	ReplyTo    string         `json:"reply_to_message_id,omitempty" jsonschema:"the message (msg_…) this one answers"`
 	QuotedText string         `json:"quoted_text,omitempty" jsonschema:"the text of the message this one answers"`
 	Reactions  []reactionItem `json:"reactions,omitempty" jsonschema:"the message's reactions, one per person"`
+	// Buttons, ButtonID and ButtonTitle: reply buttons and their presses.
+	Buttons     []webhook.Button `json:"buttons,omitempty" jsonschema:"the reply buttons the message offers"`
+	ButtonID    string           `json:"button_id,omitempty" jsonschema:"button_reply: the id of the button pressed, on the message reply_to_message_id"`
+	ButtonTitle string           `json:"button_title,omitempty" jsonschema:"button_reply: the title of the button pressed"`
 }
 
 type reactionItem struct {
@@ -281,7 +289,9 @@ func messageItemOf(m messaging.Message) messageItem {
 	}
 	switch c := m.Content; {
 	case c.Kind == messaging.KindText:
-		item.Text = c.Text
+		item.Text, item.Buttons = c.Text, webhook.Buttons(c.Buttons)
+	case c.Kind == messaging.KindButtonReply:
+		item.ButtonID, item.ButtonTitle = c.ButtonID, c.Text
 	case c.Kind == messaging.KindLocation:
 		item.Location = &location{Latitude: c.Latitude, Longitude: c.Longitude, Name: c.PlaceName, Address: c.Address}
 	default:

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // MessagingUseCases is what the REST adapter needs from messaging.
@@ -66,6 +67,7 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodPut, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
 	api.Handle(http.MethodDelete, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/reaction", s.idempotent(s.sandboxReaction))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/button-press", s.idempotentAnswering(s.sandboxButtonPress))
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -86,6 +88,8 @@ type sendBody struct {
 	SenderName    *string `json:"sender_name"`
 	// ReplyTo is a message of the same thread this one answers.
 	ReplyTo *string `json:"reply_to"`
+	// Buttons are reply buttons offered with a text.
+	Buttons []webhook.Button `json:"buttons"`
 }
 
 func str(p *string) string {
@@ -203,6 +207,7 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
 	}
 	content, fields := b.content(&p)
+	content.Buttons = webhook.ModelButtons(b.Buttons)
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
 		return b, content, fields, false
@@ -263,6 +268,7 @@ type universalBody struct {
 	ThreadID *string           `json:"thread_id"`
 	Content  *universalContent `json:"content"`
 	ReplyTo  *string           `json:"reply_to"`
+	Buttons  []webhook.Button  `json:"buttons"`
 }
 
 type universalContent struct {
@@ -349,6 +355,7 @@ func (s *server) sendUniversal(w http.ResponseWriter, r *http.Request, key *edge
 	)
 	if b.Content != nil {
 		content, fields = b.Content.content(&p)
+		content.Buttons = webhook.ModelButtons(b.Buttons)
 	}
 	if b.To != nil && b.ThreadID != nil {
 		p.Add("value_error", "give either to (individual) or thread_id (group), not both", "thread_id")
@@ -503,6 +510,12 @@ type messageExtras struct {
 	ReplyToProviderMessageID string         `json:"reply_to_provider_message_id,omitempty"`
 	QuotedText               string         `json:"quoted_text,omitempty"`
 	Reactions                []reactionBody `json:"reactions,omitempty"`
+	// Buttons are the reply buttons the message offers.
+	Buttons []webhook.Button `json:"buttons,omitempty"`
+	// ButtonID and ButtonTitle name the button a button_reply pressed
+	// (on the message reply_to_message_id).
+	ButtonID    string `json:"button_id,omitempty"`
+	ButtonTitle string `json:"button_title,omitempty"`
 }
 
 // reactionBody is a reaction on a message.
@@ -515,7 +528,10 @@ type reactionBody struct {
 }
 
 func extrasOf(m domain.Message) messageExtras {
-	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text}
+	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons)}
+	if m.Content.Kind == domain.KindButtonReply {
+		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
+	}
 	if m.ReplyTo.MessageID == "" {
 		x.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
 	}
@@ -749,6 +765,9 @@ func (s *server) sandboxInbound(w http.ResponseWriter, r *http.Request, key *edg
 	required(&p, b.From, "from")
 	required(&p, b.To, "to")
 	content, fields := b.content(&p)
+	if b.Buttons != nil {
+		p.Add("extra_forbidden", "a user sends no buttons: simulate a press with the button-press route", "buttons")
+	}
 	if content.Kind.IsMedia() && content.MediaURL != "" {
 		// The simulated user's file stays at its URL, as a provider keeps
 		// a user's file: the agent opens it through its media link.
@@ -869,31 +888,49 @@ func reactionAnswer(r domain.Reaction) map[string]any {
 // sandboxReactionBody is a simulated user's reaction: message_id names
 // the message reacted to, emoji "" takes the reaction back.
 type sandboxReactionBody struct {
+	sandboxOnMessage
+	Emoji *string `json:"emoji"`
+}
+
+// sandboxOnMessage is what the sandbox's simulations of a user acting on
+// a message share: the user from (sender_name), the sandbox agent number
+// to, the group thread_id when in a group, and the message message_id.
+type sandboxOnMessage struct {
 	Service    *string `json:"service"`
 	From       *string `json:"from"`
 	To         *string `json:"to"`
 	ThreadID   *string `json:"thread_id"`
 	SenderName *string `json:"sender_name"`
 	MessageID  *string `json:"message_id"`
-	Emoji      *string `json:"emoji"`
+}
+
+// decodeOnMessage decodes body, a simulation of a user acting on a
+// message: its shared fields (shared, inside body) and its own field
+// (value, named field) are required. It answers the error itself and
+// returns false when the request is refused.
+func decodeOnMessage(w http.ResponseWriter, r *http.Request, body any, shared *sandboxOnMessage, field string, value **string) bool {
+	if err := decodeJSON(r, body); err != nil {
+		edge.WriteError(w, r, err)
+		return false
+	}
+	var p failure.Problems
+	required(&p, shared.Service, "service")
+	required(&p, shared.From, "from")
+	required(&p, shared.To, "to")
+	required(&p, shared.MessageID, "message_id")
+	required(&p, *value, field)
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // sandboxReaction simulates a user reacting to a message of a sandbox
 // number's thread.
 func (s *server) sandboxReaction(w http.ResponseWriter, r *http.Request) {
 	var b sandboxReactionBody
-	if err := decodeJSON(r, &b); err != nil {
-		edge.WriteError(w, r, err)
-		return
-	}
-	var p failure.Problems
-	required(&p, b.Service, "service")
-	required(&p, b.From, "from")
-	required(&p, b.To, "to")
-	required(&p, b.MessageID, "message_id")
-	required(&p, b.Emoji, "emoji")
-	if err := p.Err(); err != nil {
-		edge.WriteError(w, r, err)
+	if !decodeOnMessage(w, r, &b, &b.sandboxOnMessage, "emoji", &b.Emoji) {
 		return
 	}
 	principal, _ := accounts.PrincipalFrom(r.Context())
@@ -906,4 +943,31 @@ func (s *server) sandboxReaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": reactionAnswer(reaction)})
+}
+
+// sandboxButtonPressBody is a simulated press of a reply button: the user
+// from presses button_id on the agent's message message_id.
+type sandboxButtonPressBody struct {
+	sandboxOnMessage
+	ButtonID *string `json:"button_id"`
+}
+
+// sandboxButtonPress simulates a user's press of a reply button of the
+// agent's message: a button_reply message on it, as a provider reports.
+func (s *server) sandboxButtonPress(w http.ResponseWriter, r *http.Request, key *edge.Held) {
+	var b sandboxButtonPressBody
+	if !decodeOnMessage(w, r, &b, &b.sandboxOnMessage, "button_id", &b.ButtonID) {
+		return
+	}
+	principal, _ := accounts.PrincipalFrom(r.Context())
+	m, err := s.messaging.Receive(r.Context(), messaging.InboundInput{
+		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, SenderName: str(b.SenderName),
+		ThreadID: str(b.ThreadID), Content: domain.Content{Kind: domain.KindButtonReply, ButtonID: *b.ButtonID}, Provider: "sandbox",
+		ReplyTo: domain.Reply{MessageID: *b.MessageID}, Idempotency: edge.AnswerWith(key, sandboxInboundAnswer),
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeAnswer(w, sandboxInboundAnswer(m))
 }

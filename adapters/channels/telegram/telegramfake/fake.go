@@ -45,6 +45,14 @@ type Server struct {
 	known map[string]map[int64]bool
 	// files are the files users sent, by file_id.
 	files map[string]File
+	// sent are the messages the fake sent, by chat and message id, as
+	// the Bot API returned them (with their reply_markup).
+	sent map[string]map[int64]map[string]any
+	// queries are the callback query ids the fake issued, true once
+	// answered.
+	queries   map[string]bool
+	answered  []string
+	nextQuery int64
 }
 
 // File is a file the fake keeps for a file_id. Open returns its bytes from
@@ -119,7 +127,8 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 
 // New starts a fake for the bot with token.
 func New(t testing.TB, token string) *Server {
-	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1), known: map[string]map[int64]bool{}, files: map[string]File{}}
+	s := &Server{Token: token, nextID: 100, blocked: map[string]bool{}, wake: make(chan struct{}, 1), known: map[string]map[int64]bool{}, files: map[string]File{},
+		sent: map[string]map[int64]map[string]any{}, queries: map[string]bool{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -293,6 +302,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.setReaction(w, chat, params)
 	case "getFile":
 		s.getFile(w, params)
+	case "answerCallbackQuery":
+		s.answerCallback(w, params)
 	case "exportChatInviteLink":
 		reply(w, 200, map[string]any{"ok": true, "result": "https://t.me/+AbCdEfGhIjKlMnOp"})
 	default:
@@ -324,6 +335,10 @@ func (s *Server) send(w http.ResponseWriter, method, chat string, params map[str
 		fail(w, http.StatusBadRequest, "Bad Request: message to be replied not found", nil)
 		return
 	}
+	if problem := keyboardProblem(params["reply_markup"]); problem != "" {
+		fail(w, http.StatusBadRequest, "Bad Request: "+problem, nil)
+		return
+	}
 	s.mu.Lock()
 	s.remember(chat, id)
 	s.mu.Unlock()
@@ -341,7 +356,110 @@ func (s *Server) send(w http.ResponseWriter, method, chat string, params map[str
 	if t, ok := params["text"]; ok {
 		msg["text"] = t
 	}
+	if k, ok := params["reply_markup"]; ok {
+		msg["reply_markup"] = k
+	}
+	s.mu.Lock()
+	if s.sent[chat] == nil {
+		s.sent[chat] = map[int64]map[string]any{}
+	}
+	s.sent[chat][id] = msg
+	s.mu.Unlock()
 	reply(w, 200, map[string]any{"ok": true, "result": msg})
+}
+
+// keyboardProblem checks a send's reply_markup as the Bot API checks an
+// inline keyboard of callback buttons: an object with exactly
+// inline_keyboard, an array of rows of buttons, each with a non-empty
+// text and callback_data of 1 to 64 bytes. It returns the Bot API's
+// error description, or "" for none (or no markup).
+func keyboardProblem(markup any) string {
+	if markup == nil {
+		return ""
+	}
+	m, ok := markup.(map[string]any)
+	rows, isList := m["inline_keyboard"].([]any)
+	if !ok || !isList || len(m) != 1 {
+		return "can't parse reply keyboard markup JSON object"
+	}
+	for _, raw := range rows {
+		row, ok := raw.([]any)
+		if !ok {
+			return "field \"inline_keyboard\" of the InlineKeyboardMarkup must be an Array of Arrays"
+		}
+		for _, rb := range row {
+			b, _ := rb.(map[string]any)
+			text, _ := b["text"].(string)
+			data, isString := b["callback_data"].(string)
+			switch {
+			case text == "":
+				return "can't parse inline keyboard button: Text must be non-empty"
+			case !isString || len(b) != 2:
+				return "can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard"
+			case data == "" || len(data) > 64:
+				return "BUTTON_DATA_INVALID"
+			}
+		}
+	}
+	return ""
+}
+
+// answerCallback answers answerCallbackQuery as the Bot API does: True
+// for a query the fake issued and nobody answered yet, else the error of
+// an invalid or expired query.
+func (s *Server) answerCallback(w http.ResponseWriter, params map[string]any) {
+	id, _ := params["callback_query_id"].(string)
+	s.mu.Lock()
+	answered, issued := s.queries[id]
+	if issued && !answered {
+		s.queries[id] = true
+		s.answered = append(s.answered, id)
+	}
+	s.mu.Unlock()
+	if !issued || answered {
+		fail(w, http.StatusBadRequest, "Bad Request: query is too old and response timeout expired or query ID is invalid", nil)
+		return
+	}
+	reply(w, 200, map[string]any{"ok": true, "result": true})
+}
+
+// ButtonPress is an update with a callback query: the user of a private
+// chat pressed the inline keyboard button whose callback_data is data on
+// the message messageID the fake sent to that chat. The query's message
+// is that message as sent, with its reply_markup when keyboard is set
+// (Telegram shows it; without it Switchboard finds the title itself). It
+// returns the update and the query's id, which answerCallbackQuery must
+// then name.
+func (s *Server) ButtonPress(updateID, messageID, userID int64, firstName, data string, keyboard bool) ([]byte, string) {
+	chat := strconv.FormatInt(userID, 10)
+	s.mu.Lock()
+	s.nextQuery++
+	id := fmt.Sprintf("4382%015d", s.nextQuery)
+	s.queries[id] = false
+	msg := map[string]any{"message_id": messageID, "date": 1763800000,
+		"from": map[string]any{"id": 7000001, "is_bot": true, "first_name": "Switchboard Test", "username": "switchboard_test_bot"},
+		"chat": map[string]any{"id": userID, "first_name": firstName, "type": "private"}}
+	for k, v := range s.sent[chat][messageID] {
+		if k == "text" || (k == "reply_markup" && keyboard) {
+			msg[k] = v
+		}
+	}
+	s.mu.Unlock()
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"callback_query": map[string]any{
+			"id": id, "from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName, "language_code": "en"},
+			"message": msg, "chat_instance": "-7380283726412345678", "data": data,
+		},
+	}), id
+}
+
+// Answered is the callback query ids answered with answerCallbackQuery
+// (and accepted), in order.
+func (s *Server) Answered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.answered...)
 }
 
 // replyTo is the message_id of a send's reply_parameters.

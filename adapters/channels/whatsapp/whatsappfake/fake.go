@@ -22,6 +22,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // Version is the Graph API version the fake serves.
@@ -214,7 +217,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !parsed || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil ||
-			!validReaction(body) || !validContext(body) {
+			!validReaction(body) || !validContext(body) || !validInteractive(body) {
 			graphError(w, 100)
 			return
 		}
@@ -312,6 +315,53 @@ func validContext(body map[string]any) bool {
 	return ok && len(m) == 1 && strings.HasPrefix(id, "wamid.") && body["type"] != "reaction"
 }
 
+// validInteractive checks an interactive message as the Cloud API checks
+// reply buttons: exactly type "button", a body with text of 1 to 1024
+// characters and an action of 1 to 3 buttons, each of type "reply" with a
+// reply of a unique id (1 to 256 characters) and a title (1 to 20
+// characters). Other interactive types (lists, products) are not served.
+func validInteractive(body map[string]any) bool {
+	if body["type"] != "interactive" {
+		return body["interactive"] == nil
+	}
+	in, ok := body["interactive"].(map[string]any)
+	if !ok || len(in) != 3 || in["type"] != "button" {
+		return false
+	}
+	b, _ := in["body"].(map[string]any)
+	text, _ := b["text"].(string)
+	action, _ := in["action"].(map[string]any)
+	buttons, _ := action["buttons"].([]any)
+	if len(b) != 1 || text == "" || utf8.RuneCountInString(text) > 1024 || len(action) != 1 || len(buttons) < 1 || len(buttons) > 3 {
+		return false
+	}
+	ids := map[string]bool{}
+	for _, raw := range buttons {
+		button, _ := raw.(map[string]any)
+		reply, _ := button["reply"].(map[string]any)
+		id, _ := reply["id"].(string)
+		title, _ := reply["title"].(string)
+		if len(button) != 2 || button["type"] != "reply" || len(reply) != 2 || id == "" || len(id) > 256 || ids[id] ||
+			title == "" || uniseg.GraphemeClusterCount(title) > 20 {
+			return false
+		}
+		ids[id] = true
+	}
+	return true
+}
+
+// Interactive returns the recorded interactive messages (a subset of
+// Sends).
+func (s *Server) Interactive() []map[string]any {
+	var out []map[string]any
+	for _, b := range s.Sends() {
+		if b["type"] == "interactive" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // Reactions returns the recorded reaction messages (a subset of Sends).
 func (s *Server) Reactions() []map[string]any {
 	var out []map[string]any
@@ -393,6 +443,20 @@ func ReplyText(phoneNumberID, display, from, name, wamid, quoted, quotedFrom, te
 			"context": map[string]any{"from": quotedFrom, "id": quoted},
 			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "text",
 			"text": map[string]any{"body": text},
+		}},
+	})
+}
+
+// ButtonReply is a notification of a user's press of the reply button id
+// (titled title) of the business's message quoted: an interactive message
+// of type button_reply whose context names that message.
+func ButtonReply(phoneNumberID, display, from, name, wamid, quoted, id, title string) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{
+			"context": map[string]any{"from": strings.TrimPrefix(display, "+"), "id": quoted},
+			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "interactive",
+			"interactive": map[string]any{"type": "button_reply", "button_reply": map[string]any{"id": id, "title": title}},
 		}},
 	})
 }

@@ -18,8 +18,8 @@ const pageSize = 20;
 const numbersQuery = `query Numbers { account { numbers { number service provider enabled } } }`;
 
 const messageFields = `id threadId direction status from to senderName failureCode failureText createdAt
-  content { kind text mediaUrl mimeType size fileName variant caption latitude longitude placeName address }
-  replyTo { messageId text } reactions { emoji reactor fromAgent }`;
+  content { kind text mediaUrl mimeType size fileName variant caption latitude longitude placeName address buttonId }
+  replyTo { messageId text } reactions { emoji reactor fromAgent } buttons { id title }`;
 
 const threadsQuery = `query Threads($first: Int, $after: String, $filter: ThreadFilter) {
   threads(first: $first, after: $after, filter: $filter) {
@@ -76,6 +76,7 @@ function summary(m) {
   const c = m.content || {};
   switch (c.kind) {
     case 'TEXT': return c.text;
+    case 'BUTTON_REPLY': return `🔘 ${c.text || c.buttonId}`;
     case 'LOCATION': return `📍 ${c.placeName || c.address || `${c.latitude}, ${c.longitude}`}`;
     default: return `[${String(c.kind || '').toLowerCase()}] ${c.caption || ''}`.trim();
   }
@@ -89,7 +90,16 @@ function linkOrText(url, label) {
 
 function contentView(m) {
   const c = m.content || {};
-  if (c.kind === 'TEXT') return h('p', { class: 'text' }, c.text);
+  if (c.kind === 'TEXT') {
+    const text = h('p', { class: 'text' }, c.text);
+    if (!(m.buttons || []).length) return text;
+    return h('div', null, text,
+      h('ul', { class: 'buttons', 'aria-label': 'Reply buttons' },
+        m.buttons.map((b) => h('li', { title: `id ${b.id}` }, b.title))));
+  }
+  if (c.kind === 'BUTTON_REPLY') {
+    return h('p', { class: 'text button-reply' }, 'Pressed ', h('span', { class: 'pressed', title: `id ${c.buttonId}` }, c.text || c.buttonId));
+  }
   if (c.kind === 'LOCATION') {
     return h('p', { class: 'text' }, '📍 ', [c.placeName, c.address].filter(Boolean).join(', ') || 'A location',
       ` (${c.latitude}, ${c.longitude})`);

@@ -38,8 +38,13 @@ release:
 # would not check a cgo build of it. Instrumented, that C was three
 # quarters of the CPU of the packages tested through SQLite.
 RACE := -race -gcflags='modernc.org/...=-race=false'
+# The end-to-end packages (tests, tests/browser, bench/queue) run one
+# binary, built here once before them, rather than building three copies
+# side by side (tests/e2ebinary).
+E2E_BIN := bin/switchboard-e2e
 test:
-	$(WITH_PG) $(GO) test $(RACE) -count=1 -parallel 8 -timeout 20m ./...
+	$(GO) build -ldflags '-X main.version=v0.0.0-e2e' -o $(E2E_BIN) ./cmd/switchboard
+	SWITCHBOARD_TEST_BINARY=$(abspath $(E2E_BIN)) $(WITH_PG) $(GO) test $(RACE) -count=1 -parallel 8 -timeout 20m ./...
 
 ## fuzz: each fuzz target in turn for $(FUZZTIME) (FUZZTIME=30s make fuzz); a crasher is saved in its package's testdata/fuzz
 # Every parser of untrusted input has a fuzz target, listed here as

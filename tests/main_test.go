@@ -3,20 +3,20 @@ package tests
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/switchboard-dev/switchboard/tests/e2ebinary"
 )
 
-// binary is the switchboard executable under test, built once by TestMain
-// with its version stamped as a release build stamps it.
+// binary is the switchboard executable under test (e2ebinary.Path), with
+// its version stamped as a release build stamps it.
 var binary string
 
-// stampedVersion is the version TestMain stamps into the binary.
-const stampedVersion = "v0.0.0-e2e"
+// stampedVersion is the version the binary under test reports.
+const stampedVersion = e2ebinary.Stamp
 
-// TestMain builds the binary from the repository root before the tests run
-// and removes it afterwards.
+// TestMain finds or builds the binary before the tests run and removes
+// what it built afterwards.
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -28,11 +28,8 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "switchboard")
-	build := exec.Command("go", "build", "-ldflags", "-X main.version="+stampedVersion, "-o", binary, "./cmd/switchboard")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build switchboard: %v\n%s", err, out)
+	if binary, err = e2ebinary.Path("..", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

@@ -82,7 +82,10 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	root, err := harness.FindRoot()
-	if err == nil {
+	if built := os.Getenv("SWITCHBOARD_TEST_BINARY"); built != "" {
+		// make test built the binary once for every package that runs it.
+		binary = built
+	} else if err == nil {
 		binary = filepath.Join(dir, "switchboard")
 		err = harness.BuildSwitchboard(context.Background(), root, binary)
 	}

@@ -38,6 +38,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/tests/e2ebinary"
+
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
@@ -81,11 +83,8 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "switchboard")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/switchboard")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build switchboard: %v\n%s", err, out)
+	if binary, err = e2ebinary.Path(filepath.Join("..", ".."), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	profile := filepath.Join(dir, "chromium-profile")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/telegram/telegramfake"
@@ -130,6 +131,28 @@ func TestEditsAndDeletionsEndToEnd(t *testing.T) {
 		require.Equal(t, true, recent[0]["deleted"])
 		require.Equal(t, "", recent[0]["content"])
 
+		// GraphQL and MCP show the same state.
+		var gql map[string]any
+		postGraphQL(t, srv.URL, acct, `{ a: message(id: "`+tgMsg+`") { editedAt previousText deleted deletedAt content { text } }
+			b: message(id: "`+waMsg+`") { editedAt previousText deleted deletedAt content { text } } }`, &gql)
+		require.Equal(t, map[string]any{
+			"a": map[string]any{"editedAt": time.Unix(1763800400, 0).UTC().Format(time.RFC3339), "previousText": "Meet at 6?", "deleted": false,
+				"deletedAt": nil, "content": map[string]any{"text": "Meet at 7?"}},
+			"b": map[string]any{"editedAt": nil, "previousText": "", "deleted": true,
+				"deletedAt": time.Unix(1763800100, 0).UTC().Format(time.RFC3339), "content": map[string]any{"text": ""}},
+		}, gql["data"], "%v", gql)
+		cs := connectMCP(t, srv, acct)
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "get_messages", Arguments: map[string]any{"thread_id": waThread}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		items := map[string]map[string]any{}
+		for _, it := range res.StructuredContent.(map[string]any)["messages"].([]any) {
+			items[it.(map[string]any)["message_id"].(string)] = it.(map[string]any)
+		}
+		requireFields(t, items[waMsg], map[string]any{"deleted": true, "text": nil})
+		requireFields(t, items[waMsg2], map[string]any{"text": "see you soon", "previous_text": "see you"})
+		require.NotEmpty(t, items[waMsg2]["edited_at"])
+
 		// The sandbox simulates both.
 		const sandboxAgent = "+14155550197"
 		b.addNumber(t, other.AccountID, sandboxAgent)
@@ -167,7 +190,6 @@ func TestEditsAndDeletionsEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "the agent's message: %s", r.Body)
 		require.Equal(t, []any{"body", "message_id"}, r.JSON(t)["detail"].([]any)[0].(map[string]any)["loc"])
 		require.Empty(t, hooks.rejections())
-		_ = acct
 		srv.stop(t)
 	})
 }

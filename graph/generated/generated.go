@@ -186,23 +186,27 @@ type ComplexityRoot struct {
 	}
 
 	Message struct {
-		Content     func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		Direction   func(childComplexity int) int
-		FailureCode func(childComplexity int) int
-		FailureText func(childComplexity int) int
-		From        func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Reactions   func(childComplexity int) int
-		ReplyTo     func(childComplexity int) int
-		SenderName  func(childComplexity int) int
-		Service     func(childComplexity int) int
-		Status      func(childComplexity int) int
-		Thread      func(childComplexity int) int
-		ThreadID    func(childComplexity int) int
-		Timeline    func(childComplexity int) int
-		To          func(childComplexity int) int
-		UpdatedAt   func(childComplexity int) int
+		Content      func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Deleted      func(childComplexity int) int
+		DeletedAt    func(childComplexity int) int
+		Direction    func(childComplexity int) int
+		EditedAt     func(childComplexity int) int
+		FailureCode  func(childComplexity int) int
+		FailureText  func(childComplexity int) int
+		From         func(childComplexity int) int
+		ID           func(childComplexity int) int
+		PreviousText func(childComplexity int) int
+		Reactions    func(childComplexity int) int
+		ReplyTo      func(childComplexity int) int
+		SenderName   func(childComplexity int) int
+		Service      func(childComplexity int) int
+		Status       func(childComplexity int) int
+		Thread       func(childComplexity int) int
+		ThreadID     func(childComplexity int) int
+		Timeline     func(childComplexity int) int
+		To           func(childComplexity int) int
+		UpdatedAt    func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -1108,12 +1112,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.CreatedAt(childComplexity), true
+	case "Message.deleted":
+		if e.ComplexityRoot.Message.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Deleted(childComplexity), true
+	case "Message.deletedAt":
+		if e.ComplexityRoot.Message.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.DeletedAt(childComplexity), true
 	case "Message.direction":
 		if e.ComplexityRoot.Message.Direction == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Message.Direction(childComplexity), true
+	case "Message.editedAt":
+		if e.ComplexityRoot.Message.EditedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.EditedAt(childComplexity), true
 	case "Message.failureCode":
 		if e.ComplexityRoot.Message.FailureCode == nil {
 			break
@@ -1138,6 +1160,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.ID(childComplexity), true
+	case "Message.previousText":
+		if e.ComplexityRoot.Message.PreviousText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.PreviousText(childComplexity), true
 	case "Message.reactions":
 		if e.ComplexityRoot.Message.Reactions == nil {
 			break
@@ -3048,6 +3076,17 @@ type Message {
   replyTo: Reply
   "The message's current reactions, one per person, oldest first."
   reactions: [Reaction!]!
+  "When the user last edited the message (as the provider says); null when never."
+  editedAt: Time
+  "The text (or caption) before the user's last edit; empty when never edited."
+  previousText: String!
+  """
+  Whether the user deleted the message for everyone: it then keeps no
+  content, as WhatsApp and Telegram show "This message was deleted".
+  """
+  deleted: Boolean!
+  "When the user deleted the message; null when not deleted."
+  deletedAt: Time
 }
 
 "One step of a message's life (see Message.timeline)."
@@ -3596,6 +3635,14 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_replyTo(ctx, field)
 	case "reactions":
 		return ec.fieldContext_Message_reactions(ctx, field)
+	case "editedAt":
+		return ec.fieldContext_Message_editedAt(ctx, field)
+	case "previousText":
+		return ec.fieldContext_Message_previousText(ctx, field)
+	case "deleted":
+		return ec.fieldContext_Message_deleted(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_Message_deletedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Message", field.Name)
 }
@@ -7177,6 +7224,98 @@ func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, fi
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Message_editedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_editedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EditedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_editedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Message_previousText(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_previousText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_previousText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "String")
+}
+
+func (ec *executionContext) _Message_deleted(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_deleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deleted(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, false, "Boolean")
+}
+
+func (ec *executionContext) _Message_deletedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
 }
 
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
@@ -14351,6 +14490,26 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Message_reactions(ctx, field, obj)
 				})
+		case "editedAt":
+			out.Values[i] = ec._Message_editedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "previousText":
+			out.Values[i] = ec._Message_previousText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deleted":
+			out.Values[i] = ec._Message_deleted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._Message_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -255,6 +255,12 @@ type messageItem struct {
 	ReplyTo    string         `json:"reply_to_message_id,omitempty" jsonschema:"the message (msg_…) this one answers"`
 	QuotedText string         `json:"quoted_text,omitempty" jsonschema:"the text of the message this one answers"`
 	Reactions  []reactionItem `json:"reactions,omitempty" jsonschema:"the message's reactions, one per person"`
+	// EditedAt, PreviousText, Deleted and DeletedAt are the user's edit
+	// or deletion of the message.
+	EditedAt     string `json:"edited_at,omitempty" jsonschema:"when the user last edited the message"`
+	PreviousText string `json:"previous_text,omitempty" jsonschema:"the text before the user's last edit"`
+	Deleted      bool   `json:"deleted,omitempty" jsonschema:"the user deleted the message for everyone: it keeps no content"`
+	DeletedAt    string `json:"deleted_at,omitempty" jsonschema:"when the user deleted the message"`
 }
 
 type reactionItem struct {
@@ -274,7 +280,13 @@ func messageItemOf(m messaging.Message) messageItem {
 	item := messageItem{
 		MessageID: m.ID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction), From: m.From, To: m.To,
 		SenderName: m.SenderName, Type: string(m.Content.Kind), Status: string(m.Status), ErrorCode: m.FailureCode, CreatedAt: timestamp(m.CreatedAt),
-		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, PreviousText: m.PreviousText, Deleted: m.Deleted(),
+	}
+	if m.EditedAt != nil {
+		item.EditedAt = timestamp(*m.EditedAt)
+	}
+	if m.DeletedAt != nil {
+		item.DeletedAt = timestamp(*m.DeletedAt)
 	}
 	for _, r := range m.Reactions {
 		item.Reactions = append(item.Reactions, reactionItem{Emoji: r.Emoji, Reactor: r.Reactor, IsFromAgent: r.FromAgent})

@@ -46,6 +46,14 @@ func TestInlineMediaEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 		require.Equal(t, float64(100_000), r.JSON(t)["data"].(map[string]any)["inline_media_max_bytes"])
 
+		// GraphQL: the same setting and refusal.
+		var gql map[string]any
+		postGraphQL(t, f.srv.URL, f.acct, `{ webhook { inlineMediaMaxBytes } }`, &gql)
+		require.Equal(t, map[string]any{"webhook": map[string]any{"inlineMediaMaxBytes": float64(100_000)}}, gql["data"], "%v", gql)
+		gql = nil
+		postGraphQL(t, f.srv.URL, f.acct, `mutation { updateWebhook(input: {url: "`+hooks.URL+`", inlineMediaMaxBytes: 6000000}) { webhook { url } } }`, &gql)
+		require.Equal(t, "validation_error", gql["errors"].([]any)[0].(map[string]any)["extensions"].(map[string]any)["code"], "%v", gql)
+
 		photo := func(wamid, mediaID string) map[string]any {
 			body := whatsappfake.MediaMessage(chWAPNID, chWADisplay, "14155550144", "Ines", wamid, "image",
 				map[string]any{"id": mediaID, "mime_type": "image/jpeg", "sha256": "x", "caption": wamid})

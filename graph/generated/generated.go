@@ -415,6 +415,7 @@ type ComplexityRoot struct {
 		Enabled                 func(childComplexity int) int
 		Events                  func(childComplexity int) int
 		FailingSince            func(childComplexity int) int
+		InlineMediaMaxBytes     func(childComplexity int) int
 		PreviousSecretExpiresAt func(childComplexity int) int
 		URL                     func(childComplexity int) int
 		UpdatedAt               func(childComplexity int) int
@@ -2199,6 +2200,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Webhook.FailingSince(childComplexity), true
+	case "Webhook.inlineMediaMaxBytes":
+		if e.ComplexityRoot.Webhook.InlineMediaMaxBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.InlineMediaMaxBytes(childComplexity), true
 	case "Webhook.previousSecretExpiresAt":
 		if e.ComplexityRoot.Webhook.PreviousSecretExpiresAt == nil {
 			break
@@ -3283,6 +3290,12 @@ type Webhook {
   failingSince: Time
   "Until when the secret before the last rotation still signs too; null when none does."
   previousSecretExpiresAt: Time
+  """
+  The largest media of a message.received that deliveries carry inline as
+  base64 data in message_content (data_error when larger or unavailable);
+  0 when off.
+  """
+  inlineMediaMaxBytes: Int!
   createdAt: Time!
   updatedAt: Time!
 }
@@ -3299,6 +3312,8 @@ input WebhookInput {
   url: String!
   enabled: Boolean
   events: [String!]
+  "Inline media up to this many bytes (0 off, at most 5 MB); absent keeps the current setting."
+  inlineMediaMaxBytes: Int
 }
 
 "One event on its way to the account's endpoint; its id is the webhook-id header."
@@ -3989,6 +4004,8 @@ func (ec *executionContext) childFields_Webhook(ctx context.Context, field graph
 		return ec.fieldContext_Webhook_failingSince(ctx, field)
 	case "previousSecretExpiresAt":
 		return ec.fieldContext_Webhook_previousSecretExpiresAt(ctx, field)
+	case "inlineMediaMaxBytes":
+		return ec.fieldContext_Webhook_inlineMediaMaxBytes(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Webhook_createdAt(ctx, field)
 	case "updatedAt":
@@ -11259,6 +11276,29 @@ func (ec *executionContext) fieldContext_Webhook_previousSecretExpiresAt(_ conte
 	return graphql.NewScalarFieldContext("Webhook", field, true, true, "Time")
 }
 
+func (ec *executionContext) _Webhook_inlineMediaMaxBytes(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_inlineMediaMaxBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InlineMediaMaxBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_inlineMediaMaxBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Webhook", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Webhook_createdAt(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13524,7 +13564,7 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "enabled", "events"}
+	fieldsInOrder := [...]string{"url", "enabled", "events", "inlineMediaMaxBytes"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13552,6 +13592,13 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.Events = data
+		case "inlineMediaMaxBytes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("inlineMediaMaxBytes"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InlineMediaMaxBytes = data
 		}
 	}
 	return it, nil
@@ -15923,6 +15970,11 @@ func (ec *executionContext) _Webhook(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Webhook_previousSecretExpiresAt(ctx, field, obj)
 				})
+		case "inlineMediaMaxBytes":
+			out.Values[i] = ec._Webhook_inlineMediaMaxBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Webhook_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
+	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
@@ -22,8 +23,13 @@ import (
 // webhooksModule provides the webhook use cases: their store, the signed
 // sender on the SSRF-safe client.
 var webhooksModule = fx.Module("webhooks",
-	fx.Provide(func(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
-		return NewWebhooks(c, db, k, g, log)
+	fx.Provide(func(in webhooksIn) *webhooks.Service {
+		var media webhooks.MediaReader
+		if in.Media != nil {
+			// Serving: deliveries inline the media endpoints ask for.
+			media = in.Media
+		}
+		return NewWebhooksWith(in.Config, in.DB, in.Keyring, in.Guard, in.Log, media)
 	}),
 )
 
@@ -52,9 +58,29 @@ var webhooksServing = fx.Options(
 	}),
 )
 
+// webhooksIn are what the webhook use cases are built from; Media, the
+// messaging use cases, is there when serving (operator commands deliver
+// nothing).
+type webhooksIn struct {
+	fx.In
+	Config  Config
+	DB      *store.DB
+	Keyring *keyring.Keyring
+	Guard   *httpguard.Guard
+	Log     *slog.Logger
+	Media   *messaging.Service `optional:"true"`
+}
+
 // NewWebhooks builds the webhook use cases.
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
+	return NewWebhooksWith(c, db, k, g, log, nil)
+}
+
+// NewWebhooksWith builds the webhook use cases, reading the media that
+// endpoints ask to have inlined through media (none when nil).
+func NewWebhooksWith(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger, media webhooks.MediaReader) *webhooks.Service {
 	return webhooks.NewService(webhooks.Deps{
+		Media:            media,
 		Store:            db.WebhookStore(),
 		Batched:          db.Batched(),
 		Keys:             k,

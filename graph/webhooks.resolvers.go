@@ -25,7 +25,12 @@ func (r *mutationResolver) UpdateWebhook(ctx context.Context, input model.Webhoo
 	if r.webhooks == nil {
 		return nil, errNoWebhooks
 	}
-	v, err := r.webhooks.Put(ctx, appwebhooks.PutInput{AccountID: p.AccountID, URL: input.URL, Enabled: input.Enabled, Events: input.Events})
+	in := appwebhooks.PutInput{AccountID: p.AccountID, URL: input.URL, Enabled: input.Enabled, Events: input.Events}
+	if input.InlineMediaMaxBytes != nil {
+		n := int64(*input.InlineMediaMaxBytes)
+		in.InlineMediaMaxBytes = &n
+	}
+	v, err := r.webhooks.Put(ctx, in)
 	if err != nil {
 		return nil, err
 	}

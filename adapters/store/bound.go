@@ -90,6 +90,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 			return boundInsert(tables, p, reactionRows(b.MessageReactions), reactionUpsert)
 		})
 	}
+	if len(b.MessageChanges) > 0 {
+		add("change messages", func(p *binder) string { return changeMessagesBound(p, b.MessageChanges) })
+	}
 	if len(b.Events) > 0 {
 		add("insert events", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Events, eventToRow), "") })
 	}

@@ -254,6 +254,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("record inbound activity", recordInbound(db, b.Inbound)...)
 	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("set message reactions", setReactions(db, b.MessageReactions)...)
+	add("change messages", changeMessages(db, b.MessageChanges)...)
 	add("insert events", insertRows(db, b.Events, eventToRow)...)
 	add("insert webhook deliveries", insertRows(db, b.Deliveries, deliveryToRow)...)
 	add("save webhook delivery states", saveDeliveryStates(db, b.DeliveryStates)...)

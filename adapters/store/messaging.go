@@ -195,7 +195,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, previous_text, edited_at, deleted_at, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -229,6 +229,9 @@ type messageRow struct {
 	QuotedText        string         `bun:"quoted_text"`
 	Buttons           string         `bun:"buttons"`
 	ButtonID          string         `bun:"button_id"`
+	PreviousText      string         `bun:"previous_text"`
+	EditedAt          *time.Time     `bun:"edited_at"`
+	DeletedAt         *time.Time     `bun:"deleted_at"`
 	CreatedAt         time.Time      `bun:"created_at"`
 	UpdatedAt         time.Time      `bun:"updated_at"`
 }
@@ -244,6 +247,7 @@ func messageToRow(m messaging.Message) messageRow {
 		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID),
 		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
 		Buttons: buttonsColumn(c.Buttons), ButtonID: c.ButtonID,
+		PreviousText: m.PreviousText, EditedAt: m.EditedAt, DeletedAt: m.DeletedAt,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 }
@@ -261,7 +265,8 @@ func (r messageRow) domain() messaging.Message {
 		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
 		ProviderMessageID: r.ProviderMessageID.String,
 		ReplyTo:           messaging.Reply{MessageID: r.ReplyToMessageID, ProviderMessageID: r.ReplyToProviderID, Text: r.QuotedText},
-		CreatedAt:         r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		PreviousText:      r.PreviousText, EditedAt: utcPtr(r.EditedAt), DeletedAt: utcPtr(r.DeletedAt),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
 
@@ -288,6 +293,17 @@ func buttonsOf(column string) []messaging.Button {
 func (r MessagingStore) Message(ctx context.Context, accountID, id string) (messaging.Message, error) {
 	var row messageRow
 	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1 AND account_id = $2", id, accountID); err != nil {
+		return messaging.Message{}, translate(err, "message")
+	}
+	return row.domain(), nil
+}
+
+// MessageForUpdate reads a message of an account; inside a transaction
+// the message stays locked until it ends (on SQLite the transaction holds
+// the write lock already).
+func (r MessagingStore) MessageForUpdate(ctx context.Context, accountID, id string) (messaging.Message, error) {
+	var row messageRow
+	if err := r.selectOne(ctx, &row, "SELECT "+messageColumns+" FROM messages WHERE id = $1 AND account_id = $2"+r.lockForUpdate(), id, accountID); err != nil {
 		return messaging.Message{}, translate(err, "message")
 	}
 	return row.domain(), nil

@@ -50,11 +50,12 @@ type webhookEndpointRow struct {
 	DisabledReason string     `bun:"disabled_reason"`
 	DisabledAt     *time.Time `bun:"disabled_at"`
 	FailingSince   *time.Time `bun:"failing_since"`
+	InlineMedia    int64      `bun:"inline_media_max_bytes"`
 	CreatedAt      time.Time  `bun:"created_at"`
 	UpdatedAt      time.Time  `bun:"updated_at"`
 }
 
-const webhookEndpointColumns = "account_id, url, enabled, events, sealed_secret, sealed_previous, previous_until, disabled_reason, disabled_at, failing_since, created_at, updated_at"
+const webhookEndpointColumns = "account_id, url, enabled, events, sealed_secret, sealed_previous, previous_until, disabled_reason, disabled_at, failing_since, inline_media_max_bytes, created_at, updated_at"
 
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
@@ -67,7 +68,8 @@ func utcPtr(t *time.Time) *time.Time {
 func (r webhookEndpointRow) record() webhooks.Record {
 	e := webhook.Endpoint{
 		AccountID: r.AccountID, URL: r.URL, Enabled: r.Enabled, DisabledReason: r.DisabledReason,
-		DisabledAt: utcPtr(r.DisabledAt), FailingSince: utcPtr(r.FailingSince), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		DisabledAt: utcPtr(r.DisabledAt), FailingSince: utcPtr(r.FailingSince), InlineMediaMaxBytes: r.InlineMedia,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if r.Events != "" {
 		for _, t := range strings.Split(r.Events, ",") {
@@ -121,7 +123,7 @@ func (r WebhookStore) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Reco
 	row := webhookEndpointRow{
 		AccountID: e.AccountID, URL: e.URL, Enabled: e.Enabled, Events: strings.Join(types, ","),
 		SealedSecret: rec.SealedSecret, SealedPrevious: rec.SealedPrevious, DisabledReason: e.DisabledReason,
-		DisabledAt: e.DisabledAt, FailingSince: e.FailingSince, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		DisabledAt: e.DisabledAt, FailingSince: e.FailingSince, InlineMedia: e.InlineMediaMaxBytes, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 	if !e.PreviousUntil.IsZero() {
 		row.PreviousUntil = &e.PreviousUntil
@@ -131,7 +133,7 @@ func (r WebhookStore) SaveWebhookEndpoint(ctx context.Context, rec webhooks.Reco
 		Set("url = EXCLUDED.url, enabled = EXCLUDED.enabled, events = EXCLUDED.events").
 		Set("sealed_secret = EXCLUDED.sealed_secret, sealed_previous = EXCLUDED.sealed_previous, previous_until = EXCLUDED.previous_until").
 		Set("disabled_reason = EXCLUDED.disabled_reason, disabled_at = EXCLUDED.disabled_at, failing_since = EXCLUDED.failing_since").
-		Set("updated_at = EXCLUDED.updated_at").
+		Set("inline_media_max_bytes = EXCLUDED.inline_media_max_bytes, updated_at = EXCLUDED.updated_at").
 		Exec(ctx)
 	return translate(err, "webhook")
 }
@@ -329,6 +331,7 @@ type sendableRow struct {
 	DisabledReason  sql.NullString `bun:"w_disabled_reason"`
 	DisabledAt      *time.Time     `bun:"w_disabled_at"`
 	FailingSince    *time.Time     `bun:"w_failing_since"`
+	InlineMedia     sql.NullInt64  `bun:"w_inline_media_max_bytes"`
 	WCreatedAt      *time.Time     `bun:"w_created_at"`
 	WUpdatedAt      *time.Time     `bun:"w_updated_at"`
 	Earlier         bool           `bun:"earlier"`
@@ -369,6 +372,7 @@ func (row sendableRow) sendable() webhooks.Sendable {
 			AccountID: row.EndpointAccount.String, URL: row.URL.String, Enabled: row.Enabled.Bool, Events: row.Events.String,
 			SealedSecret: row.SealedSecret, SealedPrevious: row.SealedPrevious, PreviousUntil: row.PreviousUntil,
 			DisabledReason: row.DisabledReason.String, DisabledAt: row.DisabledAt, FailingSince: row.FailingSince,
+			InlineMedia: row.InlineMedia.Int64,
 		}
 		if row.WCreatedAt != nil {
 			ep.CreatedAt = *row.WCreatedAt

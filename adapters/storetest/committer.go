@@ -356,6 +356,33 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.True(t, m.UpdatedAt.Equal(at.Add(time.Second)), "got %v", m.UpdatedAt)
 	})
 
+	t.Run("MessageChangesCommitWithTheirEventOrNotAtAll", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_changed")))
+		at := f.now.Add(2 * time.Second)
+		change := writes.MessageChange{MessageID: "msg_changed", Content: messaging.Content{Kind: messaging.KindText, Text: "it's $2 ? edited"},
+			PreviousText: "it's \"quoted\" ? $1", EditedAt: &at, UpdatedAt: at}
+		// Refused with a taken message id: the change is not written.
+		refused := f.send("msg_changed")
+		refused.Answers, refused.MessageChanges = nil, []writes.MessageChange{change}
+		require.True(t, failure.Is(f.Committer.Commit(ctx, refused), failure.KindConflict))
+		m, err := f.Messaging.Repos().Message(ctx, f.account, "msg_changed")
+		require.NoError(t, err)
+		require.Nil(t, m.EditedAt, "nothing of the refused batch")
+		e := event.Event{ID: "evt_edit", AccountID: f.account, Type: event.MessageEdited, ThreadID: f.thread.ID, Payload: []byte(`{}`), CreatedAt: at}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageChanges: []writes.MessageChange{change}, Events: []event.Event{e}}))
+		m, err = f.Messaging.Repos().Message(ctx, f.account, "msg_changed")
+		require.NoError(t, err)
+		require.Equal(t, change.Content, m.Content)
+		require.Equal(t, change.PreviousText, m.PreviousText)
+		require.True(t, m.EditedAt != nil && m.EditedAt.Equal(at), "got %v", m.EditedAt)
+		require.Nil(t, m.DeletedAt)
+		events, err := f.Webhooks.Repos().EventsAfter(ctx, f.account, "", 10)
+		require.NoError(t, err)
+		require.Equal(t, "evt_edit", events[len(events)-1].ID)
+	})
+
 	t.Run("EmailOutcomesReachQueuedEmailsOnly", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

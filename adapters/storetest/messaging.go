@@ -499,6 +499,108 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.Empty(t, got, "another account's message has none")
 	})
 
+	t.Run("EditsAndDeletionsChangeTheMessage", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a, b := f.owner(t), f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		text := chatMessage(th, messaging.Inbound, "see you at 5", at)
+		photo := chatMessage(th, messaging.Inbound, "", at.Add(time.Second))
+		photo.Content = messaging.Content{Kind: messaging.KindImage, MediaRef: "media-1", MimeType: "image/jpeg", FileName: "a.jpg",
+			Size: 1234, Caption: "the view"}
+		other := chatMessage(th, messaging.Inbound, "untouched", at.Add(2*time.Second))
+		f.commit(t, text, photo, other)
+		r := f.Store.Repos()
+
+		// Two edits of one message in one batch (merged callers): the last
+		// one stands.
+		first, second := at.Add(time.Minute), at.Add(2*time.Minute)
+		edit := func(m messaging.Message, to string, when time.Time) writes.MessageChange {
+			return writes.MessageChange{MessageID: m.ID, Content: m.Content.WithEditedText(to), PreviousText: m.Content.EditableText(),
+				EditedAt: &when, UpdatedAt: when}
+		}
+		gone := at.Add(3 * time.Minute)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageChanges: []writes.MessageChange{
+			edit(text, "see you at 6", first), edit(text, "see you at 7", second),
+			{MessageID: photo.ID, Content: messaging.Content{Kind: messaging.KindText}, DeletedAt: &gone, UpdatedAt: gone},
+		}}))
+		got, err := r.Message(ctx, a, text.ID)
+		require.NoError(t, err)
+		want := text
+		want.Content.Text, want.PreviousText, want.EditedAt, want.UpdatedAt = "see you at 7", "see you at 5", &second, second
+		require.Equal(t, want, got)
+		got, err = r.Message(ctx, a, photo.ID)
+		require.NoError(t, err)
+		want = photo
+		want.Content, want.DeletedAt, want.UpdatedAt = messaging.Content{Kind: messaging.KindText}, &gone, gone
+		require.Equal(t, want, got, "a deleted message keeps no content")
+		require.True(t, got.Deleted())
+		recent, err := r.RecentMessages(ctx, a, th.ID, 10)
+		require.NoError(t, err)
+		require.Equal(t, []messaging.Message{other, want, func() messaging.Message { m, _ := r.Message(ctx, a, text.ID); return m }()}, recent)
+
+		// A caption is what an edit of media changes.
+		media := chatMessage(th, messaging.Inbound, "", at.Add(4*time.Second))
+		media.Content = messaging.Content{Kind: messaging.KindVideo, MediaRef: "media-2", Caption: "old"}
+		f.commit(t, media)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageChanges: []writes.MessageChange{edit(media, "new", first)}}))
+		got, err = r.Message(ctx, a, media.ID)
+		require.NoError(t, err)
+		require.Equal(t, messaging.Content{Kind: messaging.KindVideo, MediaRef: "media-2", Caption: "new"}, got.Content)
+		require.Equal(t, "old", got.PreviousText)
+
+		// A deleted press keeps no button either.
+		press := chatMessage(th, messaging.Inbound, "", at.Add(5*time.Second))
+		press.Content = messaging.Content{Kind: messaging.KindButtonReply, ButtonID: "slot-pm", Text: "Afternoon"}
+		f.commit(t, press)
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{MessageChanges: []writes.MessageChange{
+			{MessageID: press.ID, Content: messaging.Content{Kind: messaging.KindText}, DeletedAt: &gone, UpdatedAt: gone}}}))
+		got, err = r.Message(ctx, a, press.ID)
+		require.NoError(t, err)
+		require.Equal(t, messaging.Content{Kind: messaging.KindText}, got.Content, "a deleted press keeps no button id")
+
+		_, err = r.MessageForUpdate(ctx, b, text.ID)
+		notFound(t, err, "another account's message")
+	})
+
+	t.Run("MessageForUpdateOrdersChangesOfOneMessage", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		th := f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", "+4917012345678", at))
+		m := chatMessage(th, messaging.Inbound, "v0", at)
+		f.commit(t, m)
+		// Two decisions each append to the text they read: the second
+		// waits for the first and reads its change, so neither is lost.
+		appendText := func(suffix string, locked chan<- struct{}, hold time.Duration) error {
+			return f.Store.Decide(ctx, func(ctx context.Context, tx appmessaging.TxReads) (writes.Batch, error) {
+				cur, err := tx.MessageForUpdate(ctx, a, m.ID)
+				if err != nil {
+					return writes.Batch{}, err
+				}
+				if locked != nil {
+					close(locked)
+				}
+				time.Sleep(hold)
+				when := at.Add(time.Minute)
+				return writes.Batch{MessageChanges: []writes.MessageChange{{MessageID: m.ID,
+					Content: cur.Content.WithEditedText(cur.Content.Text + suffix), PreviousText: cur.Content.Text, EditedAt: &when, UpdatedAt: when}}}, nil
+			})
+		}
+		locked := make(chan struct{})
+		done := make(chan error, 1)
+		go func() { done <- appendText("+a", locked, 300*time.Millisecond) }()
+		<-locked
+		require.NoError(t, appendText("+b", nil, 0))
+		require.NoError(t, <-done)
+		got, err := f.Store.Repos().Message(ctx, a, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, "v0+a+b", got.Content.Text)
+		require.Equal(t, "v0+a", got.PreviousText)
+		_, err = f.Store.Repos().MessageForUpdate(ctx, a, ident.New(ident.Message))
+		notFound(t, err, "a message that does not exist")
+	})
+
 	t.Run("RepliesKeepWhatTheyQuote", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)

@@ -67,6 +67,7 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		failing := at.Add(time.Minute)
 		rec.Endpoint.Events = nil
 		rec.Endpoint.FailingSince = &failing
+		rec.Endpoint.InlineMediaMaxBytes = 5 << 20
 		rec.Endpoint.Disable(webhook.ReasonGone, at.Add(time.Hour))
 		rec.SealedPrevious, rec.Endpoint.PreviousUntil = rec.SealedSecret, at.Add(24*time.Hour)
 		rec.SealedSecret = []byte{9, 9}
@@ -128,7 +129,7 @@ func Webhooks(t *testing.T, open func(t *testing.T) WebhookFixture) {
 		send, err := r.DeliveriesToSend(ctx, []string{ds[1].ID})
 		require.NoError(t, err)
 		require.Equal(t, []webhooks.Sendable{{Delivery: ds[1], EarlierUntried: true}}, send, "no endpoint yet")
-		rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: acc, URL: "https://example.com/h", Enabled: true, CreatedAt: at, UpdatedAt: at}, SealedSecret: []byte{7}}
+		rec := webhooks.Record{Endpoint: webhook.Endpoint{AccountID: acc, URL: "https://example.com/h", Enabled: true, InlineMediaMaxBytes: 4096, CreatedAt: at, UpdatedAt: at}, SealedSecret: []byte{7}}
 		saveEndpoint(t, f.Store, rec)
 		send, err = r.DeliveriesToSend(ctx, []string{ds[2].ID})
 		require.NoError(t, err)

@@ -163,6 +163,7 @@ func (d *Directory) Numbers(ctx context.Context, p account.Provider) ([]account.
 type Receiver interface {
 	Receive(ctx context.Context, in appmessaging.InboundInput) (messaging.Message, error)
 	ReceiveReaction(ctx context.Context, in appmessaging.InboundReaction) (messaging.Reaction, error)
+	ReceiveChange(ctx context.Context, in appmessaging.InboundChange) (messaging.Message, error)
 	ApplyStatus(ctx context.Context, service account.Service, providerID string, to messaging.Status, code, text string) error
 }
 
@@ -248,6 +249,19 @@ type Inbound struct {
 	// Acknowledge asks for the report to be acknowledged at the provider
 	// once stored (a Telegram callback query), by a job.
 	Acknowledge bool
+	// Change, when set, makes the report a user's edit or deletion of the
+	// message it names rather than a message: Content is then the message
+	// as edited.
+	Change *Change
+}
+
+// Change is a user's edit of a message, or its deletion for everyone.
+type Change struct {
+	// TargetProviderID is the provider's id of the message changed.
+	TargetProviderID string
+	Deleted          bool
+	// At is when the user made the change, as the provider says.
+	At time.Time
 }
 
 // Reaction is a reaction a user set on a message, or took back.
@@ -298,12 +312,19 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 		}
 	}
 	var err error
-	if in.Reaction != nil {
+	switch {
+	case in.Change != nil:
+		_, err = s.receiver.ReceiveChange(ctx, appmessaging.InboundChange{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
+			ThreadID: threadID, TargetProviderID: in.Change.TargetProviderID, Deleted: in.Change.Deleted, Content: in.Content,
+			At: in.Change.At, Provider: n.Provider,
+		})
+	case in.Reaction != nil:
 		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
 			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
 			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
 		})
-	} else {
+	default:
 		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
 			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
 			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,

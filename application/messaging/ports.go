@@ -45,6 +45,11 @@ type TxReads interface {
 	MessageByProviderID(ctx context.Context, service account.Service, providerID string) (messaging.Message, error)
 	// Message reads a message of the account. NotFound.
 	Message(ctx context.Context, accountID, id string) (messaging.Message, error)
+	// MessageForUpdate reads a message of the account, as Message. Inside
+	// a decision it locks the message's row until the decision ends:
+	// changes of one message are decided one after another, each seeing
+	// the one before. NotFound.
+	MessageForUpdate(ctx context.Context, accountID, id string) (messaging.Message, error)
 	// Group reads a group thread of an account with its members. NotFound,
 	// for an individual thread too. Inside a decision it locks the
 	// group's row until the decision ends: changes of one group are

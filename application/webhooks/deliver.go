@@ -58,7 +58,8 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		}
 		return jobs.Permanent(err)
 	}
-	res, sendErr := s.post(ctx, ep, signer, d, started)
+	body := s.withInlineMedia(ctx, rec.Endpoint, d)
+	res, sendErr := s.post(ctx, ep, signer, d, body, started)
 	latency := s.now().Sub(started)
 	if sendErr == nil && res.StatusCode >= 200 && res.StatusCode < 300 && rec.Endpoint.FailingSince == nil {
 		// The common case, a healthy endpoint's success, is written in a
@@ -78,9 +79,10 @@ func (s *Service) saveDelivery(ctx context.Context, d webhook.Delivery) error {
 	})
 }
 
-// post signs and sends one attempt within the attempt timeout.
-func (s *Service) post(ctx context.Context, ep webhook.Endpoint, signer *webhook.Signer, d webhook.Delivery, now time.Time) (Response, error) {
-	sig := signer.Sign(d.ID, now, d.Payload)
+// post signs and sends one attempt of d, body, within the attempt
+// timeout.
+func (s *Service) post(ctx context.Context, ep webhook.Endpoint, signer *webhook.Signer, d webhook.Delivery, body []byte, now time.Time) (Response, error) {
+	sig := signer.Sign(d.ID, now, body)
 	header := map[string]string{
 		"Content-Type":      "application/json",
 		"User-Agent":        "Switchboard-Webhooks/1",
@@ -96,7 +98,7 @@ func (s *Service) post(ctx context.Context, ep webhook.Endpoint, signer *webhook
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res, err := s.sender.Post(ctx, Request{URL: ep.URL, Header: header, Body: d.Payload})
+	res, err := s.sender.Post(ctx, Request{URL: ep.URL, Header: header, Body: body})
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("no answer within %s: %w", s.timeout, err)
 	}

@@ -44,6 +44,7 @@ type Service struct {
 	urls         URLChecker
 	plainAllowed func(host string) bool
 	sender       Sender
+	media        MediaReader
 	now          func() time.Time
 	schedule     []time.Duration
 	disableAfter time.Duration
@@ -70,7 +71,9 @@ type Deps struct {
 	// (hosts in the operator's allowed private ranges).
 	PlainHTTPAllowed func(host string) bool
 	Sender           Sender
-	Now              func() time.Time
+	// Media, when set, reads the media that endpoints ask to have inlined.
+	Media MediaReader
+	Now   func() time.Time
 	// Schedule, DisableAfter and Timeout default to the webhook package's
 	// values; tests scale them down.
 	Schedule     []time.Duration
@@ -85,7 +88,7 @@ type Deps struct {
 // NewService builds the webhook use cases.
 func NewService(d Deps) *Service {
 	s := &Service{
-		store: d.Store, keys: d.Keys, urls: d.URLs, plainAllowed: d.PlainHTTPAllowed, sender: d.Sender,
+		store: d.Store, keys: d.Keys, urls: d.URLs, plainAllowed: d.PlainHTTPAllowed, sender: d.Sender, media: d.Media,
 		now: d.Now, schedule: d.Schedule, disableAfter: d.DisableAfter, timeout: d.Timeout, orderWait: d.OrderWait, log: d.Logger,
 	}
 	if s.now == nil {
@@ -151,6 +154,10 @@ type PutInput struct {
 	URL       string
 	Enabled   *bool
 	Events    []string
+	// InlineMediaMaxBytes, when set, is the largest media of a
+	// message.received the deliveries carry inline (0 turns it off); nil
+	// keeps the current setting.
+	InlineMediaMaxBytes *int64
 }
 
 // Put saves an account's endpoint. The first save makes the signing
@@ -160,6 +167,9 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 	enabled := in.Enabled == nil || *in.Enabled
 	settings := webhook.Settings{URL: strings.TrimSpace(in.URL), Enabled: enabled, Events: in.Events}
 	types, err := settings.Check(s.plainAllowed)
+	if err == nil && in.InlineMediaMaxBytes != nil {
+		err = webhook.CheckInlineMediaMaxBytes(*in.InlineMediaMaxBytes, "inline_media_max_bytes")
+	}
 	if err != nil {
 		return View{}, s.forbiddenOverScheme(ctx, settings.URL, err)
 	}
@@ -178,6 +188,9 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 		}
 		e := &rec.Endpoint
 		e.URL, e.Events, e.UpdatedAt = settings.URL, types, now
+		if in.InlineMediaMaxBytes != nil {
+			e.InlineMediaMaxBytes = *in.InlineMediaMaxBytes
+		}
 		switch {
 		case enabled && !e.Enabled:
 			e.Enabled, e.DisabledReason, e.DisabledAt, e.FailingSince = true, "", nil, nil

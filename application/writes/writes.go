@@ -67,6 +67,11 @@ type Batch struct {
 	// each (message, reactor) keeps its newest reaction; an empty emoji
 	// takes it back.
 	MessageReactions []messaging.Reaction
+	// MessageChanges record users' edits and deletions of messages that
+	// exist: each message takes its new content, previous text and edit
+	// and deletion times; of two changes of one message in a batch the
+	// last wins.
+	MessageChanges []MessageChange
 	// Events are new entries of accounts' event logs.
 	Events []event.Event
 	// Deliveries are new webhook deliveries of events (of Events, or
@@ -155,6 +160,18 @@ type MessageStatus struct {
 	UpdatedAt         time.Time
 }
 
+// MessageChange is a message's content after a user's edit or deletion
+// (a deleted message's is empty), its text before the last edit, when it
+// was last edited and when it was deleted (nil: not), at UpdatedAt.
+type MessageChange struct {
+	MessageID    string
+	Content      messaging.Content
+	PreviousText string
+	EditedAt     *time.Time
+	DeletedAt    *time.Time
+	UpdatedAt    time.Time
+}
+
 // Answer is the response to an account's Idempotency-Key.
 type Answer struct {
 	AccountID string
@@ -173,6 +190,7 @@ func (b *Batch) Add(o Batch) {
 	b.Inbound = append(b.Inbound, o.Inbound...)
 	b.Statuses = append(b.Statuses, o.Statuses...)
 	b.MessageReactions = append(b.MessageReactions, o.MessageReactions...)
+	b.MessageChanges = append(b.MessageChanges, o.MessageChanges...)
 	b.Events = append(b.Events, o.Events...)
 	b.Deliveries = append(b.Deliveries, o.Deliveries...)
 	b.DeliveryStates = append(b.DeliveryStates, o.DeliveryStates...)

@@ -24,14 +24,18 @@ const (
 	MessageSent     Type = "message.sent"
 	MessageStatus   Type = "message.status"
 	// MessageReaction is a reaction set on a message, or taken back.
-	MessageReaction  Type = "message.reaction"
+	MessageReaction Type = "message.reaction"
+	// MessageEdited is a user's edit of a message; MessageDeleted, a
+	// user's deletion of one for everyone.
+	MessageEdited    Type = "message.edited"
+	MessageDeleted   Type = "message.deleted"
 	WebhookTest      Type = "webhook.test"
 	EndpointDisabled Type = "endpoint.disabled"
 )
 
 // Types lists every event type a webhook may subscribe to.
 var Types = []Type{
-	MessageReceived, MessageSent, MessageStatus, MessageReaction,
+	MessageReceived, MessageSent, MessageStatus, MessageReaction, MessageEdited, MessageDeleted,
 	GroupCreated, GroupParticipantsAdded, GroupParticipantsRemoved, GroupAdminsChanged, GroupUpdated, GroupLeft,
 	WebhookTest, EndpointDisabled,
 }

@@ -337,8 +337,37 @@ type Message struct {
 	// Reactions are the current reactions on this message, one per
 	// reactor (filled by the reads that list them).
 	Reactions []Reaction
+	// EditedAt is when the user last edited the message (nil: never), and
+	// PreviousText its text before that edit.
+	EditedAt     *time.Time
+	PreviousText string
+	// DeletedAt is when the user deleted the message for everyone (nil:
+	// not deleted); a deleted message keeps no content.
+	DeletedAt *time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Deleted reports whether the user deleted m for everyone.
+func (m Message) Deleted() bool { return m.DeletedAt != nil }
+
+// EditableText is the part of c a user edits: the text of a text, the
+// caption of media.
+func (c Content) EditableText() string {
+	if c.Kind.IsMedia() {
+		return c.Caption
+	}
+	return c.Text
+}
+
+// WithEditedText is c with its editable text replaced by text.
+func (c Content) WithEditedText(text string) Content {
+	if c.Kind.IsMedia() {
+		c.Caption = text
+	} else {
+		c.Kind, c.Text = KindText, text
+	}
+	return c
 }
 
 // Unread reports whether m is an inbound message the agent has not marked

@@ -41,7 +41,8 @@ func Transcript(msgs []Message) string {
 //
 // The time is RFC 3339 in UTC, to the second. The sender is the name and
 // address of the user who wrote, or AgentLabel and the agent number for
-// what the agent sent. Media and places are described in brackets.
+// what the agent sent. Media and places are described in brackets; a
+// message the user edited ends in [edited], one they deleted is [deleted].
 //
 // A line is always one message, and its text cannot pass for another
 // line or another sender: line breaks inside the message are written as
@@ -58,7 +59,15 @@ func TranscriptLine(m Message) string {
 	b.WriteString("] ")
 	b.WriteString(senderLabel(m))
 	b.WriteString(": ")
-	b.WriteString(describe(m.Content))
+	switch {
+	case m.Deleted():
+		b.WriteString("[deleted]")
+	case m.EditedAt != nil:
+		b.WriteString(describe(m.Content))
+		b.WriteString(" [edited]")
+	default:
+		b.WriteString(describe(m.Content))
+	}
 	return b.String()
 }
 

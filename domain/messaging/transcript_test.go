@@ -25,6 +25,16 @@ func TestTranscriptLine(t *testing.T) {
 	}{
 		{"text with a name", inboundFrom("Ann", "+14155550123", text("hello"), 0),
 			"[2026-11-25T10:00:00Z] Ann (+14155550123): hello"},
+		{"edited", func() messaging.Message {
+			m := inboundFrom("Ann", "+14155550123", text("meet at 6"), 0)
+			m.EditedAt = &transcriptAt
+			return m
+		}(), "[2026-11-25T10:00:00Z] Ann (+14155550123): meet at 6 [edited]"},
+		{"deleted", func() messaging.Message {
+			m := inboundFrom("Ann", "+14155550123", text(""), 0)
+			m.DeletedAt = &transcriptAt
+			return m
+		}(), "[2026-11-25T10:00:00Z] Ann (+14155550123): [deleted]"},
 		{"a user without a name is their address", inboundFrom("", "+14155550123", text("hi"), 0),
 			"[2026-11-25T10:00:00Z] +14155550123: hi"},
 		{"the agent's own message", messaging.Message{Direction: messaging.OutboundAPI, From: "+14155550100", To: "+14155550123",

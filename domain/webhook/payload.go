@@ -49,6 +49,9 @@ type MessagePayload struct {
 	// was on).
 	ButtonID    string `json:"button_id,omitempty"`
 	ButtonTitle string `json:"button_title,omitempty"`
+	// The fields of message.edited and message.deleted (absent from other
+	// events; see NewChangePayload).
+	*ChangeFields
 }
 
 // Button is a reply button as the JSON Switchboard reads and writes
@@ -79,6 +82,37 @@ func convert[From, To any](in []From, one func(From) To) []To {
 		out[i] = one(b)
 	}
 	return out
+}
+
+// ChangeFields say what a user's edit or deletion changed: the message's
+// provider id, the text before the edit (none for a deletion, which keeps
+// no text), when it was edited or deleted, and whether Switchboard had
+// the message before (false: it was stored from the change report).
+type ChangeFields struct {
+	ProviderMessageID string `json:"provider_message_id"`
+	PreviousText      string `json:"previous_text"`
+	EditedAt          string `json:"edited_at,omitempty"`
+	Deleted           bool   `json:"deleted"`
+	DeletedAt         string `json:"deleted_at,omitempty"`
+	PreviouslyStored  bool   `json:"previously_stored"`
+}
+
+// NewChangePayload builds the payload of a message.edited or
+// message.deleted event about m as it is after the change (its content is
+// the new text; a deleted message has none), in a thread of type tt,
+// recorded at now under event id. previouslyStored is false when the
+// message was first stored from this report.
+func NewChangePayload(typ event.Type, id string, m messaging.Message, tt messaging.ThreadType, previouslyStored bool, now time.Time) MessagePayload {
+	p := NewMessagePayload(typ, id, m, tt, now)
+	p.ChangeFields = &ChangeFields{ProviderMessageID: m.ProviderMessageID, PreviousText: m.PreviousText,
+		Deleted: m.Deleted(), PreviouslyStored: previouslyStored}
+	if m.EditedAt != nil {
+		p.EditedAt = m.EditedAt.UTC().Format(TimeFormat)
+	}
+	if m.DeletedAt != nil {
+		p.DeletedAt = m.DeletedAt.UTC().Format(TimeFormat)
+	}
+	return p
 }
 
 // NewMessagePayload builds the payload of event typ about m in a thread of

@@ -62,8 +62,12 @@ type Endpoint struct {
 	DisabledAt     *time.Time
 	// FailingSince is the first failed attempt since the last success.
 	FailingSince *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// InlineMediaMaxBytes, when above 0, inlines the media of a
+	// message.received of at most that many bytes as base64 data in its
+	// deliveries (at most MaxInlineMediaBytes).
+	InlineMediaMaxBytes int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
 }
 
 // Subscribed reports whether the endpoint wants events of type t. The test
@@ -176,6 +180,19 @@ func (s Settings) Check(plainAllowed func(host string) bool) ([]event.Type, erro
 		}
 	}
 	return types, p.Err()
+}
+
+// MaxInlineMediaBytes bounds an endpoint's InlineMediaMaxBytes: 5 MB.
+const MaxInlineMediaBytes = 5 << 20
+
+// CheckInlineMediaMaxBytes refuses an inline media cap below 0 or above
+// MaxInlineMediaBytes, naming field.
+func CheckInlineMediaMaxBytes(n int64, field ...any) error {
+	if n < 0 || n > MaxInlineMediaBytes {
+		return failure.Invalid(failure.Field("value_error",
+			fmt.Sprintf("inline_media_max_bytes must be 0 (off) to %d", MaxInlineMediaBytes), field...))
+	}
+	return nil
 }
 
 // Status is where a delivery is.

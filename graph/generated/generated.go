@@ -191,24 +191,28 @@ type ComplexityRoot struct {
 	}
 
 	Message struct {
-		Buttons     func(childComplexity int) int
-		Content     func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		Direction   func(childComplexity int) int
-		FailureCode func(childComplexity int) int
-		FailureText func(childComplexity int) int
-		From        func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Reactions   func(childComplexity int) int
-		ReplyTo     func(childComplexity int) int
-		SenderName  func(childComplexity int) int
-		Service     func(childComplexity int) int
-		Status      func(childComplexity int) int
-		Thread      func(childComplexity int) int
-		ThreadID    func(childComplexity int) int
-		Timeline    func(childComplexity int) int
-		To          func(childComplexity int) int
-		UpdatedAt   func(childComplexity int) int
+		Buttons      func(childComplexity int) int
+		Content      func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Deleted      func(childComplexity int) int
+		DeletedAt    func(childComplexity int) int
+		Direction    func(childComplexity int) int
+		EditedAt     func(childComplexity int) int
+		FailureCode  func(childComplexity int) int
+		FailureText  func(childComplexity int) int
+		From         func(childComplexity int) int
+		ID           func(childComplexity int) int
+		PreviousText func(childComplexity int) int
+		Reactions    func(childComplexity int) int
+		ReplyTo      func(childComplexity int) int
+		SenderName   func(childComplexity int) int
+		Service      func(childComplexity int) int
+		Status       func(childComplexity int) int
+		Thread       func(childComplexity int) int
+		ThreadID     func(childComplexity int) int
+		Timeline     func(childComplexity int) int
+		To           func(childComplexity int) int
+		UpdatedAt    func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -418,6 +422,7 @@ type ComplexityRoot struct {
 		Enabled                 func(childComplexity int) int
 		Events                  func(childComplexity int) int
 		FailingSince            func(childComplexity int) int
+		InlineMediaMaxBytes     func(childComplexity int) int
 		PreviousSecretExpiresAt func(childComplexity int) int
 		URL                     func(childComplexity int) int
 		UpdatedAt               func(childComplexity int) int
@@ -494,6 +499,7 @@ type MessageResolver interface {
 	Timeline(ctx context.Context, obj *messaging.Message) ([]messaging1.StatusChange, error)
 	ReplyTo(ctx context.Context, obj *messaging.Message) (*messaging.Reply, error)
 	Reactions(ctx context.Context, obj *messaging.Message) ([]messaging.Reaction, error)
+
 	Buttons(ctx context.Context, obj *messaging.Message) ([]messaging.Button, error)
 }
 type MessageContentResolver interface {
@@ -1135,12 +1141,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.CreatedAt(childComplexity), true
+	case "Message.deleted":
+		if e.ComplexityRoot.Message.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Deleted(childComplexity), true
+	case "Message.deletedAt":
+		if e.ComplexityRoot.Message.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.DeletedAt(childComplexity), true
 	case "Message.direction":
 		if e.ComplexityRoot.Message.Direction == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Message.Direction(childComplexity), true
+	case "Message.editedAt":
+		if e.ComplexityRoot.Message.EditedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.EditedAt(childComplexity), true
 	case "Message.failureCode":
 		if e.ComplexityRoot.Message.FailureCode == nil {
 			break
@@ -1165,6 +1189,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.ID(childComplexity), true
+	case "Message.previousText":
+		if e.ComplexityRoot.Message.PreviousText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.PreviousText(childComplexity), true
 	case "Message.reactions":
 		if e.ComplexityRoot.Message.Reactions == nil {
 			break
@@ -2204,6 +2234,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Webhook.FailingSince(childComplexity), true
+	case "Webhook.inlineMediaMaxBytes":
+		if e.ComplexityRoot.Webhook.InlineMediaMaxBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.InlineMediaMaxBytes(childComplexity), true
 	case "Webhook.previousSecretExpiresAt":
 		if e.ComplexityRoot.Webhook.PreviousSecretExpiresAt == nil {
 			break
@@ -3084,6 +3120,17 @@ type Message {
   replyTo: Reply
   "The message's current reactions, one per person, oldest first."
   reactions: [Reaction!]!
+  "When the user last edited the message (as the provider says); null when never."
+  editedAt: Time
+  "The text (or caption) before the user's last edit; empty when never edited."
+  previousText: String!
+  """
+  Whether the user deleted the message for everyone: it then keeps no
+  content, as WhatsApp and Telegram show "This message was deleted".
+  """
+  deleted: Boolean!
+  "When the user deleted the message; null when not deleted."
+  deletedAt: Time
   "The reply buttons the message offers (an agent's text); empty for none."
   buttons: [Button!]!
 }
@@ -3303,6 +3350,12 @@ type Webhook {
   failingSince: Time
   "Until when the secret before the last rotation still signs too; null when none does."
   previousSecretExpiresAt: Time
+  """
+  The largest media of a message.received that deliveries carry inline as
+  base64 data in message_content (data_error when larger or unavailable);
+  0 when off.
+  """
+  inlineMediaMaxBytes: Int!
   createdAt: Time!
   updatedAt: Time!
 }
@@ -3319,6 +3372,8 @@ input WebhookInput {
   url: String!
   enabled: Boolean
   events: [String!]
+  "Inline media up to this many bytes (0 off, at most 5 MB); absent keeps the current setting."
+  inlineMediaMaxBytes: Int
 }
 
 "One event on its way to the account's endpoint; its id is the webhook-id header."
@@ -3665,6 +3720,14 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_replyTo(ctx, field)
 	case "reactions":
 		return ec.fieldContext_Message_reactions(ctx, field)
+	case "editedAt":
+		return ec.fieldContext_Message_editedAt(ctx, field)
+	case "previousText":
+		return ec.fieldContext_Message_previousText(ctx, field)
+	case "deleted":
+		return ec.fieldContext_Message_deleted(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_Message_deletedAt(ctx, field)
 	case "buttons":
 		return ec.fieldContext_Message_buttons(ctx, field)
 	}
@@ -4015,6 +4078,8 @@ func (ec *executionContext) childFields_Webhook(ctx context.Context, field graph
 		return ec.fieldContext_Webhook_failingSince(ctx, field)
 	case "previousSecretExpiresAt":
 		return ec.fieldContext_Webhook_previousSecretExpiresAt(ctx, field)
+	case "inlineMediaMaxBytes":
+		return ec.fieldContext_Webhook_inlineMediaMaxBytes(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Webhook_createdAt(ctx, field)
 	case "updatedAt":
@@ -7296,6 +7361,98 @@ func (ec *executionContext) fieldContext_Message_reactions(_ context.Context, fi
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Message_editedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_editedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EditedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_editedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Message_previousText(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_previousText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_previousText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "String")
+}
+
+func (ec *executionContext) _Message_deleted(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_deleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deleted(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, true, false, "Boolean")
+}
+
+func (ec *executionContext) _Message_deletedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Message_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Message_buttons(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
@@ -11294,6 +11451,29 @@ func (ec *executionContext) fieldContext_Webhook_previousSecretExpiresAt(_ conte
 	return graphql.NewScalarFieldContext("Webhook", field, true, true, "Time")
 }
 
+func (ec *executionContext) _Webhook_inlineMediaMaxBytes(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_inlineMediaMaxBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InlineMediaMaxBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_inlineMediaMaxBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Webhook", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Webhook_createdAt(ctx context.Context, field graphql.CollectedField, obj *webhook.Endpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13615,7 +13795,7 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "enabled", "events"}
+	fieldsInOrder := [...]string{"url", "enabled", "events", "inlineMediaMaxBytes"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13643,6 +13823,13 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.Events = data
+		case "inlineMediaMaxBytes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("inlineMediaMaxBytes"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InlineMediaMaxBytes = data
 		}
 	}
 	return it, nil
@@ -14619,6 +14806,26 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Message_reactions(ctx, field, obj)
 				})
+		case "editedAt":
+			out.Values[i] = ec._Message_editedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "previousText":
+			out.Values[i] = ec._Message_previousText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deleted":
+			out.Values[i] = ec._Message_deleted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._Message_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "buttons":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -16043,6 +16250,11 @@ func (ec *executionContext) _Webhook(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Webhook_previousSecretExpiresAt(ctx, field, obj)
 				})
+		case "inlineMediaMaxBytes":
+			out.Values[i] = ec._Webhook_inlineMediaMaxBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Webhook_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -229,6 +229,8 @@ type WebhookInput struct {
 	URL     string   `json:"url"`
 	Enabled *bool    `json:"enabled,omitempty"`
 	Events  []string `json:"events,omitempty"`
+	// Inline media up to this many bytes (0 off, at most 5 MB); absent keeps the current setting.
+	InlineMediaMaxBytes *int `json:"inlineMediaMaxBytes,omitempty"`
 }
 
 // The result of updateWebhook.

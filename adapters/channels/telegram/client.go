@@ -228,7 +228,7 @@ func (c *Client) GetWebhookInfo(ctx context.Context, settings map[string]string)
 }
 
 // AllowedUpdates are the update types Switchboard handles.
-var AllowedUpdates = []string{"message", "my_chat_member", "message_reaction", "callback_query"}
+var AllowedUpdates = []string{"message", "edited_message", "my_chat_member", "message_reaction", "callback_query"}
 
 // SetWebhook points the bot's updates at url, signed with secret.
 func (c *Client) SetWebhook(ctx context.Context, settings map[string]string, url, secret string) error {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -17,9 +18,12 @@ import (
 
 // Update is one Bot API update, as much of it as Switchboard reads.
 type Update struct {
-	UpdateID     int64              `json:"update_id"`
-	Message      *Message           `json:"message,omitempty"`
-	MyChatMember *ChatMemberUpdated `json:"my_chat_member,omitempty"`
+	UpdateID int64    `json:"update_id"`
+	Message  *Message `json:"message,omitempty"`
+	// EditedMessage is a message as a user edited it (sent when
+	// allowed_updates asks for edited_message).
+	EditedMessage *Message           `json:"edited_message,omitempty"`
+	MyChatMember  *ChatMemberUpdated `json:"my_chat_member,omitempty"`
 	// MessageReaction is a user's change of their reactions on a message
 	// (sent only when allowed_updates asks for message_reaction).
 	MessageReaction *MessageReactionUpdated `json:"message_reaction,omitempty"`
@@ -104,19 +108,21 @@ type Location struct {
 
 // Message is an inbound message.
 type Message struct {
-	MessageID int64     `json:"message_id"`
-	From      *User     `json:"from,omitempty"`
-	Chat      Chat      `json:"chat"`
-	Date      int64     `json:"date"`
-	Text      string    `json:"text,omitempty"`
-	Caption   string    `json:"caption,omitempty"`
-	Photo     []File    `json:"photo,omitempty"`
-	Video     *File     `json:"video,omitempty"`
-	Audio     *File     `json:"audio,omitempty"`
-	Voice     *File     `json:"voice,omitempty"`
-	Document  *File     `json:"document,omitempty"`
-	Sticker   *Sticker  `json:"sticker,omitempty"`
-	Location  *Location `json:"location,omitempty"`
+	MessageID int64 `json:"message_id"`
+	From      *User `json:"from,omitempty"`
+	Chat      Chat  `json:"chat"`
+	Date      int64 `json:"date"`
+	// EditDate is when an edited message was last edited.
+	EditDate int64     `json:"edit_date,omitempty"`
+	Text     string    `json:"text,omitempty"`
+	Caption  string    `json:"caption,omitempty"`
+	Photo    []File    `json:"photo,omitempty"`
+	Video    *File     `json:"video,omitempty"`
+	Audio    *File     `json:"audio,omitempty"`
+	Voice    *File     `json:"voice,omitempty"`
+	Document *File     `json:"document,omitempty"`
+	Sticker  *Sticker  `json:"sticker,omitempty"`
+	Location *Location `json:"location,omitempty"`
 	// ReplyToMessage is the message this one answers; Quote, the part
 	// of it the user quoted.
 	ReplyToMessage *Message `json:"reply_to_message,omitempty"`
@@ -293,6 +299,13 @@ func (in *Inbound) Handle(ctx context.Context, n account.Number, u Update) error
 		}
 		press.UpdateKey = key
 		return in.Inbox.Receive(ctx, press)
+	case u.EditedMessage != nil:
+		msg, ok := edited(n, u.EditedMessage)
+		if !ok {
+			return in.Inbox.MarkUpdate(ctx, n, key)
+		}
+		msg.UpdateKey = key
+		return in.Inbox.Receive(ctx, msg)
 	case u.Message != nil:
 		msg, ok := inbound(n, u.Message)
 		if !ok {
@@ -389,6 +402,27 @@ func buttonPress(n account.Number, q *CallbackQuery) (channels.Inbound, bool) {
 			}
 		}
 	}
+	return out, true
+}
+
+// edited turns an edited message into the user's edit of the message it
+// was: its new text, or its media's new caption, at its edit_date. Edits
+// with no text to edit (a live location moving) and those inbound does
+// not keep are not kept.
+func edited(n account.Number, m *Message) (channels.Inbound, bool) {
+	media := len(m.Photo) > 0 || m.Video != nil || m.Audio != nil || m.Voice != nil || m.Document != nil
+	if m.Text == "" && !media {
+		return channels.Inbound{}, false
+	}
+	out, ok := inbound(n, m)
+	if !ok {
+		return channels.Inbound{}, false
+	}
+	out.Change = &channels.Change{TargetProviderID: out.ProviderMessageID}
+	if m.EditDate > 0 {
+		out.Change.At = time.Unix(m.EditDate, 0).UTC()
+	}
+	out.ReplyTo = domain.Reply{}
 	return out, true
 }
 

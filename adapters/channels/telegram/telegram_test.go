@@ -334,8 +334,8 @@ func TestConnectorPollsAndSetsWebhooks(t *testing.T) {
 	hook := hookFake.Calls("setWebhook")[0].Params
 	require.Equal(t, "https://sb.example.com/v1/providers/telegram/num_hook/webhook", hook["url"], "the disabled number gets no webhook")
 	require.Equal(t, telegram.WebhookSecret("num_hook", hookFake.Settings()), hook["secret_token"])
-	require.Equal(t, []any{"message", "my_chat_member", "message_reaction", "callback_query"}, hook["allowed_updates"],
-		"button presses are asked for")
+	require.Equal(t, []any{"message", "edited_message", "my_chat_member", "message_reaction", "callback_query"}, hook["allowed_updates"],
+		"edits and button presses are asked for")
 	require.Empty(t, pollFake.Calls("setWebhook"))
 
 	pollFake.Queue(telegramfake.PrivateText(41, 1, 111, "bob", "Bob", "polled one"))
@@ -455,4 +455,38 @@ func TestOpenMedia(t *testing.T) {
 
 	_, err = p.OpenMedia(ctx, fake.Settings(), "AgAD-unknown")
 	require.ErrorIs(t, err, domain.ErrMediaGone)
+}
+
+// An edited_message is the user's edit of the message it was: its new
+// text, or its media's new caption, at its edit_date; the same update
+// again is stored once; a live location moving is no edit.
+func TestInboundEdits(t *testing.T) {
+	t.Parallel()
+	box := &inbox{seen: map[string]bool{}}
+	in := &telegram.Inbound{Inbox: box}
+	handle := func(raw []byte) {
+		var u telegram.Update
+		require.NoError(t, json.Unmarshal(raw, &u))
+		require.NoError(t, in.Handle(context.Background(), number, u))
+	}
+	handle(telegramfake.PrivateEdit(40, 10, 987654321, "Alice", "hello, edited", 1763800300))
+	handle(telegramfake.PrivateEdit(40, 10, 987654321, "Alice", "hello, edited", 1763800300)) // a retry
+	handle([]byte(`{"update_id":41,"edited_message":{"message_id":11,"date":1763800000,"edit_date":1763800400,` +
+		`"from":{"id":987654321,"is_bot":false,"first_name":"Alice"},"chat":{"id":987654321,"type":"private"},` +
+		`"photo":[{"file_id":"AgAD-small","file_unique_id":"s","width":90,"height":90},{"file_id":"AgAD-big","file_unique_id":"b","width":800,"height":800}],` +
+		`"caption":"new caption"}}`))
+	handle([]byte(`{"update_id":42,"edited_message":{"message_id":12,"date":1763800000,"edit_date":1763800500,` +
+		`"from":{"id":987654321,"is_bot":false,"first_name":"Alice"},"chat":{"id":987654321,"type":"private"},` +
+		`"location":{"latitude":52.52,"longitude":13.405,"live_period":900}}}`))
+
+	require.Equal(t, 2, box.count())
+	text, photo := box.received[0], box.received[1]
+	require.Equal(t, &channels.Change{TargetProviderID: "num_tg:987654321:10", At: time.Unix(1763800300, 0).UTC()}, text.Change)
+	require.Equal(t, domain.Content{Kind: domain.KindText, Text: "hello, edited"}, text.Content)
+	require.Equal(t, "987654321", text.Sender.ChatID)
+	require.Equal(t, &channels.Change{TargetProviderID: "num_tg:987654321:11", At: time.Unix(1763800400, 0).UTC()}, photo.Change)
+	require.Equal(t, "new caption", photo.Content.Caption)
+	require.Equal(t, "AgAD-big", photo.Content.MediaRef)
+	require.True(t, box.seen["tg-update:42"], "the live location's move is marked, not stored")
+	require.Contains(t, telegram.AllowedUpdates, "edited_message", "the Bot API sends edits only when asked")
 }

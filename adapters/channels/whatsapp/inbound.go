@@ -7,7 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/channels"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -144,12 +146,26 @@ type Message struct {
 		MessageID string `json:"message_id"`
 		Emoji     string `json:"emoji"`
 	} `json:"reaction"`
+	// Revoke is set on a message of type revoke: the user deleted the
+	// message it names for everyone.
+	Revoke *struct {
+		OriginalMessageID string `json:"original_message_id"`
+	} `json:"revoke"`
+	// Edit is set on a message of type edit: the user edited the message
+	// it names, which is now Message (its text, or media with a caption).
+	Edit *Edit `json:"edit"`
 	// Context is set on a message that quotes another (a reply): the
 	// quoted message's id and sender; the Cloud API sends no quoted text.
 	Context *struct {
 		From string `json:"from"`
 		ID   string `json:"id"`
 	} `json:"context"`
+}
+
+// Edit is a user's edit of the message OriginalMessageID.
+type Edit struct {
+	OriginalMessageID string  `json:"original_message_id"`
+	Message           Message `json:"message"`
 }
 
 // StatusUpdate is a delivery status of a message the number sent.
@@ -267,14 +283,21 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, v Value) error 
 			Number: n, Sender: channels.Sender{ChatID: phone, Phone: phone, Name: names[m.From]},
 			ProviderMessageID: m.ID,
 		}
-		if m.Reaction != nil {
+		switch {
+		case m.Reaction != nil:
 			// A reaction (an empty emoji takes it back) is about the
 			// message it names, never a message of its own.
 			report.Reaction = &channels.Reaction{TargetProviderID: m.Reaction.MessageID, Emoji: m.Reaction.Emoji}
-		} else {
+		case m.Revoke != nil && m.Revoke.OriginalMessageID != "":
+			// The user deleted a message for everyone.
+			report.Change = &channels.Change{TargetProviderID: m.Revoke.OriginalMessageID, Deleted: true, At: unixTime(m.Timestamp)}
+		case m.Edit != nil && m.Edit.OriginalMessageID != "" && editable(m.Edit.Message):
+			report.Content = content(m.Edit.Message)
+			report.Change = &channels.Change{TargetProviderID: m.Edit.OriginalMessageID, At: unixTime(m.Timestamp)}
+		default:
 			report.Content = content(m)
 		}
-		if m.Context != nil && m.Context.ID != "" {
+		if m.Context != nil && m.Context.ID != "" && report.Change == nil {
 			report.ReplyTo = domain.Reply{ProviderMessageID: m.Context.ID}
 		}
 		err := in.Inbox.Receive(ctx, report)
@@ -292,6 +315,22 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, v Value) error 
 		}
 	}
 	return nil
+}
+
+// editable tells whether an edit's message has what a user edits: a text,
+// or media (whose caption is edited). Another edit is stored as an
+// unsupported message.
+func editable(m Message) bool {
+	return m.Text != nil || m.Image != nil || m.Video != nil || m.Audio != nil || m.Document != nil
+}
+
+// unixTime is a Cloud API timestamp (Unix seconds); zero when it is not.
+func unixTime(s string) time.Time {
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || sec <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0).UTC()
 }
 
 // statusReport maps a status update; false for statuses Switchboard does

@@ -441,3 +441,43 @@ func TestFakeRefusesOtherStatusShapes(t *testing.T) {
 	}
 	require.Empty(t, fake.Statuses())
 }
+
+// A user's edit (type edit, the Business app's coexistence numbers) and
+// deletion for everyone (type revoke) are changes of the message they
+// name, never messages of their own; an edit whose message has no text or
+// media, or a revoke naming no message, is stored as unsupported.
+func TestInboundEditsAndRevokes(t *testing.T) {
+	t.Parallel()
+	box := newInbox()
+	in := &whatsapp.Inbound{Inbox: box}
+	post := func(body []byte) {
+		require.NoError(t, in.Webhook(context.Background(), number.ID, whatsappfake.Sign(body, appSecret), body))
+	}
+	post(whatsappfake.EditText(pnid, display, "14155550111", "Sheena Nelson", "wamid.e1", "wamid.orig1", "see you at 6"))
+	post(whatsappfake.Revoke(pnid, display, "14155550111", "Sheena Nelson", "wamid.r1", "wamid.orig2"))
+	// The syntax of Meta's edit reference: an image whose caption changed,
+	// quoting a message.
+	post([]byte(`{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"value":{` +
+		`"messaging_product":"whatsapp","metadata":{"display_phone_number":"15550783881","phone_number_id":"` + pnid + `"},` +
+		`"contacts":[{"profile":{"name":"Sheena Nelson"},"wa_id":"14155550111"}],"messages":[{"from":"14155550111",` +
+		`"id":"wamid.e2","timestamp":"1739321024","type":"edit","edit":{"original_message_id":"wamid.orig3","message":{` +
+		`"context":{"id":"wamid.ctx"},"type":"image","image":{"caption":"new caption","mime_type":"image/jpeg",` +
+		`"sha256":"x","id":"m-img","url":"https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1"}}}}]},"field":"messages"}]}]}`))
+	post(whatsappfake.MediaMessage(pnid, display, "14155550111", "Sheena Nelson", "wamid.e3", "edit",
+		map[string]any{"original_message_id": "wamid.orig4", "message": map[string]any{"type": "poll_update"}}))
+	post(whatsappfake.MediaMessage(pnid, display, "14155550111", "Sheena Nelson", "wamid.r2", "revoke", map[string]any{}))
+
+	require.Len(t, box.messages, 5)
+	edit, revoke, caption, odd, emptyRevoke := box.messages[0], box.messages[1], box.messages[2], box.messages[3], box.messages[4]
+	require.Equal(t, &channels.Change{TargetProviderID: "wamid.orig1", At: time.Unix(1763800050, 0).UTC()}, edit.Change)
+	require.Equal(t, domain.Content{Kind: domain.KindText, Text: "see you at 6"}, edit.Content)
+	require.Equal(t, &channels.Change{TargetProviderID: "wamid.orig2", Deleted: true, At: time.Unix(1763800100, 0).UTC()}, revoke.Change)
+	require.Equal(t, "+14155550111", revoke.Sender.ChatID)
+	require.Equal(t, &channels.Change{TargetProviderID: "wamid.orig3", At: time.Unix(1739321024, 0).UTC()}, caption.Change)
+	require.Equal(t, domain.Content{Kind: domain.KindImage, MediaRef: "m-img", MimeType: "image/jpeg", Caption: "new caption"}, caption.Content)
+	require.Empty(t, caption.ReplyTo, "an edit quotes nothing of its own")
+	require.Nil(t, odd.Change)
+	require.Equal(t, "[unsupported edit message]", odd.Content.Text)
+	require.Nil(t, emptyRevoke.Change)
+	require.Equal(t, "[unsupported revoke message]", emptyRevoke.Content.Text)
+}

@@ -263,6 +263,12 @@ type messageItem struct {
 	Buttons     []webhook.Button `json:"buttons,omitempty" jsonschema:"the reply buttons the message offers"`
 	ButtonID    string           `json:"button_id,omitempty" jsonschema:"button_reply: the id of the button pressed, on the message reply_to_message_id"`
 	ButtonTitle string           `json:"button_title,omitempty" jsonschema:"button_reply: the title of the button pressed"`
+	// EditedAt, PreviousText, Deleted and DeletedAt are the user's edit
+	// or deletion of the message.
+	EditedAt     string `json:"edited_at,omitempty" jsonschema:"when the user last edited the message"`
+	PreviousText string `json:"previous_text,omitempty" jsonschema:"the text before the user's last edit"`
+	Deleted      bool   `json:"deleted,omitempty" jsonschema:"the user deleted the message for everyone: it keeps no content"`
+	DeletedAt    string `json:"deleted_at,omitempty" jsonschema:"when the user deleted the message"`
 }
 
 type reactionItem struct {
@@ -282,7 +288,13 @@ func messageItemOf(m messaging.Message) messageItem {
 	item := messageItem{
 		MessageID: m.ID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction), From: m.From, To: m.To,
 		SenderName: m.SenderName, Type: string(m.Content.Kind), Status: string(m.Status), ErrorCode: m.FailureCode, CreatedAt: timestamp(m.CreatedAt),
-		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, PreviousText: m.PreviousText, Deleted: m.Deleted(),
+	}
+	if m.EditedAt != nil {
+		item.EditedAt = timestamp(*m.EditedAt)
+	}
+	if m.DeletedAt != nil {
+		item.DeletedAt = timestamp(*m.DeletedAt)
 	}
 	for _, r := range m.Reactions {
 		item.Reactions = append(item.Reactions, reactionItem{Emoji: r.Emoji, Reactor: r.Reactor, IsFromAgent: r.FromAgent})

@@ -36,6 +36,7 @@ type MessagingUseCases interface {
 	Typing(ctx context.Context, accountID, threadID string) (messaging.TypingResult, error)
 	React(ctx context.Context, in messaging.ReactInput) (domain.Reaction, error)
 	ReceiveReaction(ctx context.Context, in messaging.InboundReaction) (domain.Reaction, error)
+	ReceiveChange(ctx context.Context, in messaging.InboundChange) (domain.Message, error)
 	Media(ctx context.Context, accountID, messageID string) (messaging.MediaStream, domain.Message, error)
 	CheckMediaLink(accountID, messageID, expires, signature string) error
 }
@@ -68,6 +69,8 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodDelete, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/reaction", s.idempotent(s.sandboxReaction))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/button-press", s.idempotentAnswering(s.sandboxButtonPress))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/edit", s.idempotent(s.sandboxChange))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/delete", s.idempotent(s.sandboxChange))
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -503,8 +506,8 @@ type messageDetailsBody struct {
 	Media *mediaBody `json:"media,omitempty"`
 }
 
-// messageExtras are what a message quotes and its reactions, shown only
-// when it has them.
+// messageExtras are what a message quotes, its reactions, and the user's
+// edit or deletion of it, shown only when it has them.
 type messageExtras struct {
 	ReplyToMessageID         string         `json:"reply_to_message_id,omitempty"`
 	ReplyToProviderMessageID string         `json:"reply_to_provider_message_id,omitempty"`
@@ -514,8 +517,12 @@ type messageExtras struct {
 	Buttons []webhook.Button `json:"buttons,omitempty"`
 	// ButtonID and ButtonTitle name the button a button_reply pressed
 	// (on the message reply_to_message_id).
-	ButtonID    string `json:"button_id,omitempty"`
-	ButtonTitle string `json:"button_title,omitempty"`
+	ButtonID     string `json:"button_id,omitempty"`
+	ButtonTitle  string `json:"button_title,omitempty"`
+	EditedAt     string `json:"edited_at,omitempty"`
+	PreviousText string `json:"previous_text,omitempty"`
+	Deleted      bool   `json:"deleted,omitempty"`
+	DeletedAt    string `json:"deleted_at,omitempty"`
 }
 
 // reactionBody is a reaction on a message.
@@ -528,9 +535,16 @@ type reactionBody struct {
 }
 
 func extrasOf(m domain.Message) messageExtras {
-	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons)}
+	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons),
+		PreviousText: m.PreviousText, Deleted: m.Deleted()}
 	if m.Content.Kind == domain.KindButtonReply {
 		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
+	}
+	if m.EditedAt != nil {
+		x.EditedAt = timestamp(*m.EditedAt)
+	}
+	if m.DeletedAt != nil {
+		x.DeletedAt = timestamp(*m.DeletedAt)
 	}
 	if m.ReplyTo.MessageID == "" {
 		x.ReplyToProviderMessageID = m.ReplyTo.ProviderMessageID
@@ -970,4 +984,50 @@ func (s *server) sandboxButtonPress(w http.ResponseWriter, r *http.Request, key 
 		return
 	}
 	writeAnswer(w, sandboxInboundAnswer(m))
+}
+
+// sandboxChangeBody is a simulated user's edit (text, the new text) or
+// deletion of a message they sent: message_id names it.
+type sandboxChangeBody struct {
+	Service    *string `json:"service"`
+	From       *string `json:"from"`
+	To         *string `json:"to"`
+	ThreadID   *string `json:"thread_id"`
+	SenderName *string `json:"sender_name"`
+	MessageID  *string `json:"message_id"`
+	Text       *string `json:"text"`
+}
+
+// sandboxChange simulates a user editing (POST …/edit) or deleting for
+// everyone (POST …/delete) a message they sent to a sandbox number.
+func (s *server) sandboxChange(w http.ResponseWriter, r *http.Request) {
+	var b sandboxChangeBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	deleted := strings.HasSuffix(r.URL.Path, "/delete")
+	var p failure.Problems
+	required(&p, b.Service, "service")
+	required(&p, b.From, "from")
+	required(&p, b.To, "to")
+	required(&p, b.MessageID, "message_id")
+	if !deleted {
+		required(&p, b.Text, "text")
+	}
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	principal, _ := accounts.PrincipalFrom(r.Context())
+	m, err := s.messaging.ReceiveChange(r.Context(), messaging.InboundChange{
+		AccountID: principal.AccountID, Service: *b.Service, From: *b.From, To: *b.To, ThreadID: str(b.ThreadID),
+		SenderName: str(b.SenderName), TargetMessageID: *b.MessageID, Deleted: deleted,
+		Content: domain.Content{Kind: domain.KindText, Text: str(b.Text)}, Provider: "sandbox",
+	})
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": threadMessageItems([]domain.Message{m})[0]})
 }

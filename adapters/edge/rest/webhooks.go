@@ -66,6 +66,7 @@ func webhookJSON(v webhooks.View) map[string]any {
 	out := map[string]any{
 		"account_id": e.AccountID, "url": e.URL, "enabled": e.Enabled, "events": events, "all_events": len(e.Events) == 0,
 		"disabled_reason": e.DisabledReason, "created_at": timestamp(e.CreatedAt), "updated_at": timestamp(e.UpdatedAt),
+		"inline_media_max_bytes": e.InlineMediaMaxBytes,
 	}
 	if v.Secret != "" {
 		out["secret"] = v.Secret
@@ -95,6 +96,8 @@ type webhookBody struct {
 	URL     *string   `json:"url"`
 	Enabled *bool     `json:"enabled"`
 	Events  *[]string `json:"events"`
+	// InlineMediaMaxBytes absent keeps the current setting.
+	InlineMediaMaxBytes *int64 `json:"inline_media_max_bytes"`
 }
 
 func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +112,7 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, r, err)
 		return
 	}
-	in := webhooks.PutInput{AccountID: mux.Vars(r)["accountId"], URL: *b.URL, Enabled: b.Enabled}
+	in := webhooks.PutInput{AccountID: mux.Vars(r)["accountId"], URL: *b.URL, Enabled: b.Enabled, InlineMediaMaxBytes: b.InlineMediaMaxBytes}
 	if b.Events != nil {
 		in.Events = *b.Events
 	}

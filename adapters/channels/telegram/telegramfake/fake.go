@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -529,8 +530,28 @@ func (s *Server) chatAction(w http.ResponseWriter, chat string, params map[strin
 	}
 }
 
-// getUpdates answers the queued updates from offset on, waiting up to
-// the timeout (at most a second here) when there are none.
+// delivered tells whether the Bot API delivers an update of the types
+// allowed_updates lists: without a list, every type but chat_member,
+// message_reaction and message_reaction_count.
+func delivered(update []byte, allowedUpdates any) bool {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(update, &fields)
+	list, listed := allowedUpdates.([]any)
+	for name := range fields {
+		if name == "update_id" {
+			continue
+		}
+		if !listed || len(list) == 0 {
+			return name != "chat_member" && name != "message_reaction" && name != "message_reaction_count"
+		}
+		return slices.Contains(list, any(name))
+	}
+	return false
+}
+
+// getUpdates answers the queued updates from offset on of the types
+// allowed_updates lists, waiting up to the timeout (at most a second
+// here) when there are none.
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[string]any) {
 	offset, _ := params["offset"].(float64)
 	deadline := time.After(time.Second)
@@ -547,7 +568,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 				UpdateID int64 `json:"update_id"`
 			}
 			_ = json.Unmarshal(u, &head)
-			if float64(head.UpdateID) >= offset {
+			if float64(head.UpdateID) >= offset && delivered(u, params["allowed_updates"]) {
 				out = append(out, u)
 			}
 		}
@@ -642,6 +663,21 @@ func PrivateReaction(updateID, messageID, userID int64, firstName, old, emoji st
 			"message_id": messageID, "date": 1763800000,
 			"user":         map[string]any{"id": userID, "is_bot": false, "first_name": firstName},
 			"old_reaction": list(old), "new_reaction": list(emoji),
+		},
+	})
+}
+
+// PrivateEdit is an update with a user's edit of their text message
+// messageID in their private chat with the bot: text is the new text,
+// editDate when they edited it.
+func PrivateEdit(updateID, messageID, userID int64, firstName, text string, editDate int64) []byte {
+	return mustJSON(map[string]any{
+		"update_id": updateID,
+		"edited_message": map[string]any{
+			"message_id": messageID, "date": 1763800000, "edit_date": editDate,
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": firstName, "language_code": "en"},
+			"chat": map[string]any{"id": userID, "first_name": firstName, "type": "private"},
+			"text": text,
 		},
 	})
 }

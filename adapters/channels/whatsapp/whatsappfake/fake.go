@@ -433,6 +433,28 @@ func Reaction(phoneNumberID, display, from, name, wamid, target, emoji string) [
 	})
 }
 
+// Revoke is a notification that the user deleted their message original
+// for everyone (a message of type revoke, under its own id wamid).
+func Revoke(phoneNumberID, display, from, name, wamid, original string) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": "1763800100", "type": "revoke",
+			"revoke": map[string]any{"original_message_id": original}}},
+	})
+}
+
+// EditText is a notification that the user edited their text message
+// original, whose text is now text (a message of type edit, under its own
+// id wamid).
+func EditText(phoneNumberID, display, from, name, wamid, original, text string) []byte {
+	return notification(phoneNumberID, display, map[string]any{
+		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
+		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": "1763800050", "type": "edit",
+			"edit": map[string]any{"original_message_id": original,
+				"message": map[string]any{"type": "text", "text": map[string]any{"body": text}}}}},
+	})
+}
+
 // ReplyText is a notification of a text message that quotes the message
 // quoted, sent by quotedFrom (digits; the Cloud API sends only the quoted
 // message's id and sender, no text).

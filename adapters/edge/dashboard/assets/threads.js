@@ -19,7 +19,7 @@ const numbersQuery = `query Numbers { account { numbers { number service provide
 
 const messageFields = `id threadId direction status from to senderName failureCode failureText createdAt
   content { kind text mediaUrl mimeType size fileName variant caption latitude longitude placeName address buttonId }
-  replyTo { messageId text } reactions { emoji reactor fromAgent } buttons { id title }`;
+  replyTo { messageId text } reactions { emoji reactor fromAgent } buttons { id title } editedAt deleted deletedAt`;
 
 const threadsQuery = `query Threads($first: Int, $after: String, $filter: ThreadFilter) {
   threads(first: $first, after: $after, filter: $filter) {
@@ -357,7 +357,10 @@ function messageView(m, thread, isNew) {
   },
   h('p', { class: 'from' }, who),
   m.replyTo ? h('blockquote', { class: 'quote', 'aria-label': 'Replying to' }, m.replyTo.text || 'an earlier message') : null,
-  contentView(m),
+  m.deleted
+    ? h('p', { class: 'deleted', 'aria-label': 'Deleted message' }, 'This message was deleted', m.deletedAt ? [' · ', time(m.deletedAt)] : null)
+    : contentView(m),
+  m.editedAt && !m.deleted ? h('p', { class: 'edited', 'aria-label': 'Edited' }, 'edited ', time(m.editedAt)) : null,
   (m.reactions || []).length ? h('p', { class: 'reactions', 'aria-label': 'Reactions' },
     m.reactions.map((r) => h('span', { title: r.fromAgent ? 'You' : r.reactor }, r.emoji))) : null,
   h('div', { class: 'meta' },

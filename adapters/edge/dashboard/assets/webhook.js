@@ -15,7 +15,7 @@ import {
 
 const PAGE_SIZE = 20;
 
-const WEBHOOK_FIELDS = 'url enabled events disabledReason disabledAt failingSince previousSecretExpiresAt createdAt updatedAt';
+const WEBHOOK_FIELDS = 'url enabled events disabledReason disabledAt failingSince previousSecretExpiresAt inlineMediaMaxBytes createdAt updatedAt';
 
 const PAGE_QUERY = `query WebhookPage($first: Int, $after: String, $status: WebhookDeliveryStatus) {
   webhook { ${WEBHOOK_FIELDS} }
@@ -177,16 +177,22 @@ export async function render(root, ctx) {
       h('div', { class: 'check' }, all, h('label', { for: all.id }, 'Every event type, including types added later')),
       h('ul', { class: 'event-list' }, state.types.map((t, i) => h('li', { class: 'check' }, boxes[i], h('label', { for: boxes[i].id }, h('code', null, t))))),
       eventsError);
+    const inline = h('input', {
+      type: 'number', name: 'inline_media_max_bytes', min: 0, max: 5242880, step: 1, inputmode: 'numeric',
+      value: String(wh ? wh.inlineMediaMaxBytes : 0),
+    });
     const formError = h('div', { class: 'form-error' });
     const submit = h('button', { type: 'submit' }, wh ? 'Save' : 'Create webhook');
     const form = h('form', { class: 'webhook-form', novalidate: true },
       field('Endpoint URL', url, { hint: 'A complete https:// URL including its route (plain http:// only to hosts the server allows as private).' }),
-      events, formError, h('div', { class: 'actions' }, submit));
+      events,
+      field('Inline media up to (bytes)', inline, { hint: 'A photo or file a user sends of at most this size arrives in the payload as base64 data; 0 turns it off, at most 5242880 (5 MB).' }),
+      formError, h('div', { class: 'actions' }, submit));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       mount(formError);
       eventsError.hidden = true;
-      const input = { url: url.value.trim() };
+      const input = { url: url.value.trim(), inlineMediaMaxBytes: Number(inline.value || 0) };
       if (!all.checked) {
         input.events = boxes.filter((b) => b.checked).map((b) => b.value);
         if (input.events.length === 0) {

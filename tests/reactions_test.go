@@ -55,6 +55,9 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		require.Len(t, recent, 2, "a reaction is no message: %v", recent)
 		require.Equal(t, []any{map[string]any{"emoji": "👍", "reactor": "+14155550111", "reactor_name": "Sheena Nelson",
 			"is_from_agent": false, "timestamp": recent[0]["reactions"].([]any)[0].(map[string]any)["timestamp"]}}, recent[0]["reactions"])
+		// WhatsApp retries its webhook: the same report again records
+		// nothing.
+		waPost(whatsappfake.Reaction(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-r1", answerWamid, "👍"))
 		// Taken back: removed, and the message has no reaction left.
 		waPost(whatsappfake.Reaction(chWAPNID, chWADisplay, "14155550111", "Sheena Nelson", "wamid.e2e-react-r2", answerWamid, ""))
 		require.Eventually(t, func() bool { return len(hooks.find("message.reaction", answer)) == 2 }, chWait, chTick)
@@ -68,6 +71,7 @@ func TestReactionsAndRepliesEndToEnd(t *testing.T) {
 		require.Eventually(t, func() bool { return len(hooks.find("message.reaction", "")) == 1 }, chWait, chTick)
 		unknown := hooks.find("message.reaction", "")[0]
 		require.Equal(t, "wamid.e2e-unknown", unknown["target_provider_message_id"])
+		require.Len(t, hooks.find("message.reaction", answer), 2, "the repeated report recorded no event")
 		require.Equal(t, waThread, unknown["thread_id"])
 		require.Len(t, api.recent(t, waThread), 2)
 

@@ -58,6 +58,10 @@ type TxReads interface {
 	// GroupByInviteCode finds a group of the account by its invite code.
 	// NotFound.
 	GroupByInviteCode(ctx context.Context, accountID, code string) (messaging.GroupState, error)
+	// Reactions returns the current reactions on the account's messages
+	// ids (reactions taken back left out), by message id, oldest first;
+	// ids of other accounts have none.
+	Reactions(ctx context.Context, accountID string, messageIDs []string) (map[string][]messaging.Reaction, error)
 }
 
 // Repos is the storage of conversations, read outside a transaction. It
@@ -92,10 +96,6 @@ type Repos interface {
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.
 	MessagesToDeliver(ctx context.Context, ids []string) ([]Deliverable, error)
-	// Reactions returns the current reactions on the account's messages
-	// ids (reactions taken back left out), by message id, oldest first;
-	// ids of other accounts have none.
-	Reactions(ctx context.Context, accountID string, messageIDs []string) (map[string][]messaging.Reaction, error)
 }
 
 // ThreadQuery selects threads.

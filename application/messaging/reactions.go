@@ -265,7 +265,9 @@ type InboundReaction struct {
 // ReceiveReaction stores a user's reaction on the message it targets and
 // records its message.reaction event, in one transaction; it never
 // stores a message. A reaction to a message Switchboard does not have (or
-// of another thread) is an event only, naming the provider's id.
+// of another thread) is an event only, naming the provider's id. A report
+// that leaves the user's reaction as it is (a provider retrying its
+// webhook) records nothing.
 //
 // Errors: those of Receive.
 func (s *Service) ReceiveReaction(ctx context.Context, in InboundReaction) (messaging.Reaction, error) {
@@ -302,6 +304,16 @@ func (s *Service) ReceiveReaction(ctx context.Context, in InboundReaction) (mess
 		}
 		if err == nil && target.AccountID == n.AccountID && target.ThreadID == thread.ID {
 			r.MessageID, r.TargetProviderID = target.ID, target.ProviderMessageID
+			current, err := tx.Reactions(ctx, n.AccountID, []string{target.ID})
+			if err != nil {
+				return writes.Batch{}, err
+			}
+			if reactionOf(current[target.ID], r.Reactor) == r.Emoji {
+				// A repeated report (providers retry their webhooks)
+				// changes nothing and records no event.
+				out = r
+				return b, nil
+			}
 			b.MessageReactions = append(b.MessageReactions, r)
 		} else if in.TargetMessageID != "" {
 			return writes.Batch{}, failure.NotFound("message")
@@ -315,6 +327,17 @@ func (s *Service) ReceiveReaction(ctx context.Context, in InboundReaction) (mess
 		err = s.store.Decide(ctx, decide)
 	}
 	return out, err
+}
+
+// reactionOf is the emoji reactor has on a message among its current
+// reactions, empty for none.
+func reactionOf(current []messaging.Reaction, reactor string) string {
+	for _, r := range current {
+		if r.Reactor == reactor {
+			return r.Emoji
+		}
+	}
+	return ""
 }
 
 // withReactions fills the Reactions of msgs, messages of the account.

@@ -195,7 +195,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, user_id, username, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -229,6 +229,8 @@ type messageRow struct {
 	QuotedText        string         `bun:"quoted_text"`
 	Buttons           string         `bun:"buttons"`
 	ButtonID          string         `bun:"button_id"`
+	UserID            string         `bun:"user_id"`
+	Username          string         `bun:"username"`
 	CreatedAt         time.Time      `bun:"created_at"`
 	UpdatedAt         time.Time      `bun:"updated_at"`
 }
@@ -243,7 +245,7 @@ func messageToRow(m messaging.Message) messageRow {
 		MediaFileName: c.FileName, MediaSize: c.Size, MediaVariant: string(c.Variant), Status: string(m.Status), FailureCode: m.FailureCode,
 		FailureText: m.FailureText, ProviderMessageID: nullable(m.ProviderMessageID),
 		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
-		Buttons: buttonsColumn(c.Buttons), ButtonID: c.ButtonID,
+		Buttons: buttonsColumn(c.Buttons), ButtonID: c.ButtonID, UserID: m.UserID, Username: m.Username,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 }
@@ -261,6 +263,7 @@ func (r messageRow) domain() messaging.Message {
 		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
 		ProviderMessageID: r.ProviderMessageID.String,
 		ReplyTo:           messaging.Reply{MessageID: r.ReplyToMessageID, ProviderMessageID: r.ReplyToProviderID, Text: r.QuotedText},
+		UserID:            r.UserID, Username: r.Username,
 		CreatedAt:         r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -219,11 +220,14 @@ func (s *Service) Number(ctx context.Context, p account.Provider, numberID strin
 // Sender is who wrote an inbound message.
 type Sender struct {
 	// ChatID is how the provider addresses the user: a Telegram user id,
-	// a WhatsApp number in E.164 form.
+	// a WhatsApp number in E.164 form, a WhatsApp business-scoped user id
+	// when the provider showed no number, or messaging.UnknownSender.
 	ChatID   string
 	Username string
 	Phone    string
 	Name     string
+	// UserID is the WhatsApp business-scoped user id, where shown.
+	UserID string
 }
 
 // Inbound is a message a provider reported.
@@ -248,6 +252,22 @@ type Inbound struct {
 	// Acknowledge asks for the report to be acknowledged at the provider
 	// once stored (a Telegram callback query), by a job.
 	Acknowledge bool
+	// Change, when set, is a provider's notice that the user changed
+	// their phone number or user id (a WhatsApp system message): it is
+	// stored as a system message and updates the user's contact.
+	Change *Change
+}
+
+// Change is a user's new phone number or WhatsApp user id.
+type Change struct {
+	// Type is the provider's name for it (user_changed_number,
+	// user_changed_user_id).
+	Type string
+	// Phone is the new phone number in E.164 form, if it changed.
+	Phone string
+	// UserID is the new business-scoped user id; PreviousUserID the old.
+	UserID         string
+	PreviousUserID string
 }
 
 // Reaction is a reaction a user set on a message, or took back.
@@ -297,28 +317,27 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 			return err
 		}
 	}
-	var err error
-	if in.Reaction != nil {
-		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
-			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
-			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
-		})
-	} else {
-		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
-			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
-			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
-			Acknowledge: in.Acknowledge,
-		})
-	}
-	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {
-		// The same message, delivered twice at once, was stored by the
-		// other delivery (the unique index on inbound provider ids).
-		err = nil
+	err := s.hand(ctx, in, from, threadID)
+	if failure.Is(err, failure.KindInvalid) && in.Reaction == nil {
+		// A message Switchboard cannot represent as sent is kept with
+		// what can be kept, never dropped: its content becomes a notice
+		// naming the reason, and a sender address that is not one
+		// becomes the unknown sender.
+		s.log.WarnContext(ctx, "inbound message kept as unsupported", "number_id", n.ID, "provider_message_id", in.ProviderMessageID, "error", err.Error())
+		in.Content = messaging.Content{Kind: messaging.KindText, Text: truncate("[unsupported message: "+failure.As(err).Error()+"]", messaging.MaxTextLength)}
+		in.ReplyTo = messaging.Reply{}
+		if !messaging.ValidRecipient(n.Service, from) {
+			from = messaging.UnknownSender
+			if messaging.ValidRecipient(n.Service, in.Sender.UserID) {
+				from = in.Sender.UserID
+			}
+		}
+		err = s.hand(ctx, in, from, threadID)
 	}
 	if failure.Is(err, failure.KindInvalid) {
-		// A message Switchboard cannot represent is dropped, not retried
-		// by the provider for days.
-		s.log.WarnContext(ctx, "inbound message dropped", "number_id", n.ID, "provider_message_id", in.ProviderMessageID, "error", err.Error())
+		// A reaction Switchboard cannot place (or a message it could not
+		// keep even so) is not retried by the provider for days.
+		s.log.WarnContext(ctx, "inbound report dropped", "number_id", n.ID, "provider_message_id", in.ProviderMessageID, "error", err.Error())
 		err = nil
 	}
 	if err != nil {
@@ -328,6 +347,47 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 		_, err = s.store.Repos().MarkUpdate(ctx, n.ID, in.UpdateKey, now)
 	}
 	return err
+}
+
+// hand gives an inbound report to the messaging use cases; a report the
+// other delivery of the same message stored first is no error.
+func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string) error {
+	n := in.Number
+	name := truncateBytes(in.Sender.Name, maxSenderName)
+	var err error
+	if in.Reaction != nil {
+		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
+			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
+		})
+	} else {
+		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
+			UserID: in.Sender.UserID, Username: truncateBytes(in.Sender.Username, maxSenderName),
+			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
+			Acknowledge: in.Acknowledge,
+		})
+	}
+	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {
+		// The same message, delivered twice at once, was stored by the
+		// other delivery (the unique index on inbound provider ids).
+		err = nil
+	}
+	return err
+}
+
+// maxSenderName is the longest sender name (and username) kept, in bytes.
+const maxSenderName = 200
+
+// truncateBytes cuts s to at most n bytes, at a character boundary.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MarkUpdate records an update that carried nothing to store (a service

@@ -20,9 +20,17 @@ type InboundInput struct {
 	// AccountID, when set, must own the agent number (the sandbox route
 	// names the account in its path).
 	AccountID  string
-	Service    string
+	Service string
+	// From is the user's address: a phone number in E.164 form, a
+	// Telegram chat id, a WhatsApp business-scoped user id when the
+	// provider showed no phone number, or messaging.UnknownSender when it
+	// showed no id at all.
 	From       string
 	SenderName string
+	// UserID and Username are the user's WhatsApp business-scoped user
+	// id and username, where the provider showed them.
+	UserID   string
+	Username string
 	// To is the agent number.
 	To string
 	// ThreadID, when set, is the group the message was sent in.
@@ -55,7 +63,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 	if len(in.SenderName) > 200 {
 		p.Add("string_too_long", "sender_name must be at most 200 characters", "sender_name")
 	}
-	if err := in.Content.Check(in.Fields); err != nil {
+	if err := checkInboundContent(in.Content, in.Fields); err != nil {
 		p = append(p, failure.As(err).Fields...)
 	}
 	if err := p.Err(); err != nil {
@@ -120,7 +128,7 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 		ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
 		Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: name,
 		Content: content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID, ReplyTo: reply,
-		CreatedAt: now, UpdatedAt: now,
+		UserID: in.UserID, Username: in.Username, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.Acknowledge {
 		job, err := acknowledgement(n, m)
@@ -203,13 +211,22 @@ func checkInboundAddresses(rawService, from, to string, p *failure.Problems) acc
 	if !ok {
 		p.Add("enum", "service must be one of whatsapp, telegram", "service")
 	}
-	if ok && !messaging.ValidRecipient(service, from) {
+	if ok && from != messaging.UnknownSender && !messaging.ValidRecipient(service, from) {
 		p.Add("value_error", "from must be the user's number in E.164 form", "from")
 	}
 	if !account.ValidE164(to) {
 		p.Add("value_error", "to must be the agent number in E.164 form", "to")
 	}
 	return service
+}
+
+// checkInboundContent checks what a user sent; a provider's system
+// notice (which no send may carry) is text of its own kind.
+func checkInboundContent(c messaging.Content, f messaging.Fields) error {
+	if c.Kind == messaging.KindSystem {
+		c.Kind = messaging.KindText
+	}
+	return c.Check(f)
 }
 
 // newIndividualThread is a new thread of an agent number and a user, with

@@ -3001,6 +3001,8 @@ enum MessageKind {
   LOCATION
   "A user's press of a reply button: content.buttonId and content.text (its title); replyTo names the message it was on."
   BUTTON_REPLY
+  "A provider's notice about the user (a WhatsApp user_changed_number or user_changed_user_id system message): content.text; never sent."
+  SYSTEM
 }
 
 "A conversation: an agent number with one user, or a group."
@@ -17292,6 +17294,7 @@ var (
 		"DOCUMENT":     messaging.KindDocument,
 		"LOCATION":     messaging.KindLocation,
 		"BUTTON_REPLY": messaging.KindButtonReply,
+		"SYSTEM":       messaging.KindSystem,
 	}
 	marshalNMessageKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐKind = map[messaging.Kind]string{
 		messaging.KindText:        "TEXT",
@@ -17301,6 +17304,7 @@ var (
 		messaging.KindDocument:    "DOCUMENT",
 		messaging.KindLocation:    "LOCATION",
 		messaging.KindButtonReply: "BUTTON_REPLY",
+		messaging.KindSystem:      "SYSTEM",
 	}
 )
 

@@ -516,6 +516,12 @@ type messageExtras struct {
 	// (on the message reply_to_message_id).
 	ButtonID    string `json:"button_id,omitempty"`
 	ButtonTitle string `json:"button_title,omitempty"`
+	// UserID and Username are the WhatsApp business-scoped user id and
+	// username of the user who sent an inbound message, where known.
+	UserID   string `json:"user_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	// ContactID is the contact (the person) of the thread's user.
+	ContactID string `json:"contact_id,omitempty"`
 }
 
 // reactionBody is a reaction on a message.
@@ -528,7 +534,8 @@ type reactionBody struct {
 }
 
 func extrasOf(m domain.Message) messageExtras {
-	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons)}
+	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons),
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID}
 	if m.Content.Kind == domain.KindButtonReply {
 		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
 	}

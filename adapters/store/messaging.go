@@ -264,7 +264,7 @@ func (r messageRow) domain() messaging.Message {
 		ProviderMessageID: r.ProviderMessageID.String,
 		ReplyTo:           messaging.Reply{MessageID: r.ReplyToMessageID, ProviderMessageID: r.ReplyToProviderID, Text: r.QuotedText},
 		UserID:            r.UserID, Username: r.Username,
-		CreatedAt:         r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 type InboundInput struct {
 	// AccountID, when set, must own the agent number (the sandbox route
 	// names the account in its path).
-	AccountID  string
-	Service string
+	AccountID string
+	Service   string
 	// From is the user's address: a phone number in E.164 form, a
 	// Telegram chat id, a WhatsApp business-scoped user id when the
 	// provider showed no phone number, or messaging.UnknownSender when it

@@ -122,9 +122,9 @@ type Message struct {
 	From       string `json:"from"`
 	FromUserID string `json:"from_user_id"`
 	ID         string `json:"id"`
-	Timestamp string `json:"timestamp"`
-	Type      string `json:"type"`
-	Text      *struct {
+	Timestamp  string `json:"timestamp"`
+	Type       string `json:"type"`
+	Text       *struct {
 		Body string `json:"body"`
 	} `json:"text"`
 	Image    *Media `json:"image"`

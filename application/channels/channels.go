@@ -42,9 +42,6 @@ type Repos interface {
 	NumberByID(ctx context.Context, id string) (account.Number, error)
 	NumbersByProvider(ctx context.Context, provider account.Provider) ([]account.Number, error)
 
-	// UpsertChannelContact stores a contact; empty username, phone and
-	// name keep what was known.
-	UpsertChannelContact(ctx context.Context, c Contact) error
 	ChannelContactByChat(ctx context.Context, numberID, chatID string) (Contact, error)
 	ChannelContactByUsername(ctx context.Context, numberID, username string) (Contact, error)
 	ChannelContactByPhone(ctx context.Context, numberID, phone string) (Contact, error)
@@ -291,16 +288,17 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 	}
 	now := s.now().UTC()
 	from := in.Sender.ChatID
+	var chat *writes.ChatContact
 	if n.Provider == account.ProviderTelegram {
-		c := Contact{NumberID: n.ID, ChatID: in.Sender.ChatID, Username: strings.ToLower(strings.TrimPrefix(in.Sender.Username, "@")),
-			Phone: in.Sender.Phone, Name: in.Sender.Name, UpdatedAt: now}
-		if err := s.store.Repos().UpsertChannelContact(ctx, c); err != nil {
-			return err
-		}
+		// What the user showed the bot is stored with the message.
+		chat = &writes.ChatContact{NumberID: n.ID, ChatID: in.Sender.ChatID, Username: strings.ToLower(strings.TrimPrefix(in.Sender.Username, "@")),
+			Phone: in.Sender.Phone, Name: truncateBytes(in.Sender.Name, maxSenderName), At: now}
 		if in.GroupChatID != "" {
 			// Group actions name people by phone number: a member who
 			// shared theirs is known by it in groups.
-			if known, err := s.store.Repos().ChannelContactByChat(ctx, n.ID, in.Sender.ChatID); err == nil && known.Phone != "" {
+			if in.Sender.Phone != "" {
+				from = in.Sender.Phone
+			} else if known, err := s.store.Repos().ChannelContactByChat(ctx, n.ID, in.Sender.ChatID); err == nil && known.Phone != "" {
 				from = known.Phone
 			}
 		}
@@ -317,7 +315,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 			return err
 		}
 	}
-	err := s.hand(ctx, in, from, threadID)
+	err := s.hand(ctx, in, from, threadID, chat)
 	if failure.Is(err, failure.KindInvalid) && in.Reaction == nil {
 		// A message Switchboard cannot represent as sent is kept with
 		// what can be kept, never dropped: its content becomes a notice
@@ -332,7 +330,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 				from = in.Sender.UserID
 			}
 		}
-		err = s.hand(ctx, in, from, threadID)
+		err = s.hand(ctx, in, from, threadID, chat)
 	}
 	if failure.Is(err, failure.KindInvalid) {
 		// A reaction Switchboard cannot place (or a message it could not
@@ -351,7 +349,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 
 // hand gives an inbound report to the messaging use cases; a report the
 // other delivery of the same message stored first is no error.
-func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string) error {
+func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string, chat *writes.ChatContact) error {
 	n := in.Number
 	name := truncateBytes(in.Sender.Name, maxSenderName)
 	var err error
@@ -363,8 +361,8 @@ func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string) e
 	} else {
 		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
 			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
-			UserID: in.Sender.UserID, Username: truncateBytes(in.Sender.Username, maxSenderName),
-			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
+			UserID: in.Sender.UserID, Username: truncateBytes(in.Sender.Username, maxSenderName), Phone: in.Sender.Phone,
+			Chat: chat, Change: contactChange(in.Change), ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
 			Acknowledge: in.Acknowledge,
 		})
 	}
@@ -374,6 +372,14 @@ func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string) e
 		err = nil
 	}
 	return err
+}
+
+// contactChange is what a provider's notice changes on the user's contact.
+func contactChange(c *Change) *appmessaging.ContactChange {
+	if c == nil {
+		return nil
+	}
+	return &appmessaging.ContactChange{Phone: c.Phone, UserID: c.UserID}
 }
 
 // maxSenderName is the longest sender name (and username) kept, in bytes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -28,9 +29,18 @@ type InboundInput struct {
 	From       string
 	SenderName string
 	// UserID and Username are the user's WhatsApp business-scoped user
-	// id and username, where the provider showed them.
+	// id and username, or their Telegram username, where the provider
+	// showed them; Phone is their phone number where it showed one (a
+	// Telegram user who shared theirs).
 	UserID   string
 	Username string
+	Phone    string
+	// Chat, when set, records what the provider chat showed about the
+	// user (a Telegram chat), so that sends may name them by it.
+	Chat *writes.ChatContact
+	// Change, when set, is the provider's notice that the user has a new
+	// phone number or user id: their contact takes it.
+	Change *ContactChange
 	// To is the agent number.
 	To string
 	// ThreadID, when set, is the group the message was sent in.
@@ -52,6 +62,12 @@ type InboundInput struct {
 	// Idempotency, when set, records the answer under its Idempotency-Key
 	// in the transaction that stores the message (the sandbox route).
 	Idempotency *idempotency.Completion[messaging.Message]
+}
+
+// ContactChange is a user's new phone number (E.164) or WhatsApp user id.
+type ContactChange struct {
+	Phone  string
+	UserID string
 }
 
 // Receive stores an inbound message durably, creating the contact and the
@@ -124,11 +140,32 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 	}
 	now := s.now().UTC()
 	name := strings.TrimSpace(in.SenderName)
+	var contactID string
+	if thread.Type == messaging.Individual {
+		w, id, err := s.inboundContact(ctx, tx, n, thread, in, service, now)
+		if err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+		contactID = id
+		for i := range b.Threads {
+			if b.Threads[i].Thread.ID == thread.ID {
+				// A new thread is stored with its contact.
+				b.Threads[i].Thread.ContactID = contactID
+				w.Threads = nil
+			}
+		}
+		if w.Contact != nil {
+			b.Contacts = append(b.Contacts, w)
+		}
+	}
+	if in.Chat != nil {
+		b.Contacts = append(b.Contacts, writes.ContactWrite{Chat: in.Chat})
+	}
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
 		Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: name,
 		Content: content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID, ReplyTo: reply,
-		UserID: in.UserID, Username: in.Username, CreatedAt: now, UpdatedAt: now,
+		UserID: in.UserID, Username: in.Username, ContactID: contactID, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.Acknowledge {
 		job, err := acknowledgement(n, m)
@@ -144,6 +181,50 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 		Answers:  writes.Answering(in.Idempotency, m),
 	})
 	return b, m, nil
+}
+
+// inboundContact is the write that records what an inbound message
+// showed about its sender on their contact: the thread's contact, or the
+// account's contact with the same phone number or user id, or a new one,
+// linked to the thread when it had none; and that contact's id. The
+// write's Contact is nil when there is nothing to write.
+func (s *Service) inboundContact(ctx context.Context, tx TxReads, n account.Number, thread messaging.Thread, in InboundInput, service account.Service, now time.Time) (writes.ContactWrite, string, error) {
+	seen := messaging.Sighting{Service: service, Address: in.From, Phone: in.Phone, UserID: in.UserID, Username: in.Username, Name: in.SenderName}
+	var (
+		c   messaging.Contact
+		err error
+	)
+	if thread.ContactID != "" {
+		c, err = tx.Contact(ctx, n.AccountID, thread.ContactID)
+	}
+	if c.ID == "" && (err == nil || failure.Is(err, failure.KindNotFound)) && !seen.Identity().Empty() {
+		c, err = tx.ContactByIdentity(ctx, n.AccountID, seen.Identity())
+	}
+	if err != nil && !failure.Is(err, failure.KindNotFound) {
+		return writes.ContactWrite{}, "", err
+	}
+	w := writes.ContactWrite{}
+	if c.ID == "" {
+		c = messaging.NewContact(ident.New(ident.Contact), n.AccountID, seen, now)
+		w.Contact = &c
+	} else if c.See(seen, now) {
+		w.Contact = &c
+	}
+	if in.Change != nil {
+		c.AddPhone(in.Change.Phone)
+		if in.Change.UserID != "" {
+			c.WhatsAppUserID = in.Change.UserID
+		}
+		c.UpdatedAt = now
+		w.Contact = &c
+	}
+	if thread.ContactID != c.ID {
+		w.Threads = []string{thread.ID}
+	}
+	if len(w.Threads) > 0 {
+		w.Contact = &c
+	}
+	return w, c.ID, nil
 }
 
 // inboundNumber is the agent number an inbound report is addressed to,

@@ -323,7 +323,9 @@ type Thread struct {
 	AgentNumber string
 	// Contact is the user of an individual thread.
 	Contact string
-	Name    string
+	// ContactID is the contact (the person) of that user.
+	ContactID string
+	Name      string
 	// LastInboundAt is when the user last wrote; an individual thread
 	// accepts sends only once the user has written.
 	LastInboundAt *time.Time

@@ -38,6 +38,10 @@ type MessagingUseCases interface {
 	ReceiveReaction(ctx context.Context, in messaging.InboundReaction) (domain.Reaction, error)
 	Media(ctx context.Context, accountID, messageID string) (messaging.MediaStream, domain.Message, error)
 	CheckMediaLink(accountID, messageID, expires, signature string) error
+	Contacts(ctx context.Context, accountID, search, cursor, field string, limit int) (messaging.ContactPage, error)
+	Contact(ctx context.Context, accountID, id string) (messaging.ContactDetails, error)
+	RenameContact(ctx context.Context, accountID, id, name string) (messaging.ContactDetails, error)
+	MergeContacts(ctx context.Context, accountID, id, other string) (messaging.ContactDetails, error)
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -68,6 +72,7 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodDelete, "/messages/{accountId}/{messageId}/reaction", s.idempotent(s.react))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/reaction", s.idempotent(s.sandboxReaction))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/button-press", s.idempotentAnswering(s.sandboxButtonPress))
+	s.mountContacts(api)
 }
 
 // sendBody is both body forms of the per-type send paths: text in

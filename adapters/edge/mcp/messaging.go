@@ -263,6 +263,10 @@ type messageItem struct {
 	Buttons     []webhook.Button `json:"buttons,omitempty" jsonschema:"the reply buttons the message offers"`
 	ButtonID    string           `json:"button_id,omitempty" jsonschema:"button_reply: the id of the button pressed, on the message reply_to_message_id"`
 	ButtonTitle string           `json:"button_title,omitempty" jsonschema:"button_reply: the title of the button pressed"`
+	// UserID, Username and ContactID: who sent it.
+	UserID    string `json:"user_id,omitempty" jsonschema:"the WhatsApp business-scoped user id of the sender, where known"`
+	Username  string `json:"username,omitempty" jsonschema:"the sender's username, where known"`
+	ContactID string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) of the thread's user; see get_contact"`
 }
 
 type reactionItem struct {
@@ -282,13 +286,13 @@ func messageItemOf(m messaging.Message) messageItem {
 	item := messageItem{
 		MessageID: m.ID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction), From: m.From, To: m.To,
 		SenderName: m.SenderName, Type: string(m.Content.Kind), Status: string(m.Status), ErrorCode: m.FailureCode, CreatedAt: timestamp(m.CreatedAt),
-		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text,
+		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, UserID: m.UserID, Username: m.Username, ContactID: m.ContactID,
 	}
 	for _, r := range m.Reactions {
 		item.Reactions = append(item.Reactions, reactionItem{Emoji: r.Emoji, Reactor: r.Reactor, IsFromAgent: r.FromAgent})
 	}
 	switch c := m.Content; {
-	case c.Kind == messaging.KindText:
+	case c.Kind == messaging.KindText, c.Kind == messaging.KindSystem:
 		item.Text, item.Buttons = c.Text, webhook.Buttons(c.Buttons)
 	case c.Kind == messaging.KindButtonReply:
 		item.ButtonID, item.ButtonTitle = c.ButtonID, c.Text

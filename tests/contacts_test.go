@@ -159,6 +159,18 @@ func TestContactsMergeEndToEnd(t *testing.T) {
 		raw, _ = json.Marshal(res.StructuredContent)
 		require.Contains(t, string(raw), waID)
 
+		// GraphQL sees the same.
+		var gq map[string]any
+		postGraphQL(t, srv.URL, acct, `{ contacts(first: 5) { nodes { id telegramUserId whatsappUserId threads { id } } pageInfo { hasNextPage } }
+			contact(id: "`+waID+`") { name phones } }`, &gq)
+		require.Nil(t, gq["errors"])
+		gq = gq["data"].(map[string]any)
+		nodes := gq["contacts"].(map[string]any)["nodes"].([]any)
+		require.Len(t, nodes, 1)
+		requireFields(t, nodes[0].(map[string]any), map[string]any{"id": waID, "telegramUserId": "777000222", "whatsappUserId": "DE.5550001"})
+		require.Len(t, nodes[0].(map[string]any)["threads"], 2)
+		require.Equal(t, map[string]any{"name": "Ann W.", "phones": []any{"+4917012345678"}}, gq["contact"])
+
 		// Renaming.
 		r = api.client.Do(http.MethodPatch, base+"/"+waID, map[string]any{"name": "Ann Weber"}, api.headers...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "rename: %s", r.Body)

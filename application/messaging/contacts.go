@@ -30,7 +30,8 @@ type ContactDetails struct {
 // time).
 const contactCursorVersion = "c1|"
 
-func contactCursor(id string) string {
+// ContactCursor is the cursor of the page after the contact id.
+func ContactCursor(id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(contactCursorVersion + id))
 }
 
@@ -66,7 +67,7 @@ func (s *Service) Contacts(ctx context.Context, accountID, search, cursor, field
 	page := ContactPage{Contacts: list}
 	if len(list) == q.Limit {
 		page.Contacts = list[:q.Limit-1]
-		page.Next = contactCursor(page.Contacts[len(page.Contacts)-1].ID)
+		page.Next = ContactCursor(page.Contacts[len(page.Contacts)-1].ID)
 	}
 	return page, nil
 }

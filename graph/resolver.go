@@ -90,6 +90,9 @@ type Deps struct {
 	// queue's health; without them those fields answer not_implemented.
 	Email EmailReader
 	Queue QueueHealthReader
+	// Contacts serves contacts, contact and mergeContacts; without it
+	// they answer not_implemented.
+	Contacts ContactBook
 	// Idempotency, when set, honours the Idempotency-Key header on
 	// mutations over HTTP (see keyedMutations).
 	Idempotency *edge.Idempotency
@@ -109,12 +112,13 @@ type Resolver struct {
 	email     EmailReader
 	queue     QueueHealthReader
 	keys      *edge.Idempotency
+	contacts  ContactBook
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
-		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator}
+		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

@@ -82,6 +82,7 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		add("record inbound activity", func(p *binder) string { return boundInsert(tables, p, contacts, contactUpsert) })
 		add("record inbound activity", func(p *binder) string { return touchThreadsBound(p, threads, true) })
 	}
+	writeContactsBound(tables, add, b.Contacts, b.ContactMerges)
 	if len(b.Statuses) > 0 {
 		add("move message statuses", func(p *binder) string { return moveStatusesBound(p, b.Statuses) })
 	}

@@ -61,21 +61,6 @@ func (row channelContactRow) domain() channels.Contact {
 
 const channelContactColumns = "number_id, chat_id, username, phone, name, updated_at"
 
-// UpsertChannelContact stores what a provider showed about a user; empty
-// values keep what was known.
-func (r ChannelStore) UpsertChannelContact(ctx context.Context, c channels.Contact) error {
-	_, err := r.write.NewRaw(
-		`INSERT INTO channel_contacts (number_id, chat_id, username, phone, name, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (number_id, chat_id) DO UPDATE SET
-			username = CASE WHEN excluded.username = '' THEN channel_contacts.username ELSE excluded.username END,
-			phone = CASE WHEN excluded.phone = '' THEN channel_contacts.phone ELSE excluded.phone END,
-			name = CASE WHEN excluded.name = '' THEN channel_contacts.name ELSE excluded.name END,
-			updated_at = excluded.updated_at`,
-		c.NumberID, c.ChatID, c.Username, c.Phone, c.Name, c.UpdatedAt,
-	).Exec(ctx)
-	return translate(err, "contact")
-}
-
 func (r ChannelStore) channelContact(ctx context.Context, where string, args ...any) (channels.Contact, error) {
 	var row channelContactRow
 	// The most recently seen chat wins when two chats showed one value.

@@ -252,6 +252,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
 	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
 	add("record inbound activity", recordInbound(db, b.Inbound)...)
+	add("write contacts", writeContacts(db, b.Contacts, b.ContactMerges)...)
 	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("set message reactions", setReactions(db, b.MessageReactions)...)
 	add("change messages", changeMessages(db, b.MessageChanges)...)

@@ -1,6 +1,50 @@
 package store
 
-import "log/slog"
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"testing/fstest"
+
+	"github.com/uptrace/bun/migrate"
+)
 
 // WatchHealth starts the health watcher, as the fx module does.
 func (db *DB) WatchHealth(log *slog.Logger) { db.watchHealth(log) }
+
+// MigrateBefore applies the migrations whose names sort before name: the
+// database at the schema of an earlier release.
+func (db *DB) MigrateBefore(ctx context.Context, name string) error {
+	sub, err := fs.Sub(migrationFiles, "migrations/"+string(db.dialect))
+	if err != nil {
+		return err
+	}
+	earlier := fstest.MapFS{}
+	err = fs.WalkDir(sub, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path >= name {
+			return err
+		}
+		data, err := fs.ReadFile(sub, path)
+		earlier[path] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	migrations := migrate.NewMigrations()
+	if err := migrations.Discover(earlier); err != nil {
+		return err
+	}
+	m := migrate.NewMigrator(db.write, migrations, migrate.WithMarkAppliedOnSuccess(true))
+	if err := m.Init(ctx); err != nil {
+		return err
+	}
+	_, err = m.Migrate(ctx)
+	return err
+}
+
+// Exec runs a statement with ? placeholders on the database.
+func (db *DB) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := db.write.NewRaw(query, args...).Exec(ctx)
+	return err
+}

@@ -57,7 +57,7 @@ func (r MessagingStore) NumberByID(ctx context.Context, id string) (account.Numb
 	return row.domain(), nil
 }
 
-const threadColumns = "id, account_id, service, type, agent_number, contact, name, last_inbound_at, last_message_at, created_at, updated_at"
+const threadColumns = "id, account_id, service, type, agent_number, contact, contact_id, name, last_inbound_at, last_message_at, created_at, updated_at"
 
 type threadRow struct {
 	bun.BaseModel `bun:"table:threads"`
@@ -67,6 +67,7 @@ type threadRow struct {
 	Type          string         `bun:"type"`
 	AgentNumber   string         `bun:"agent_number"`
 	Contact       sql.NullString `bun:"contact"`
+	ContactID     sql.NullString `bun:"contact_id"`
 	Name          string         `bun:"name"`
 	LastInboundAt *time.Time     `bun:"last_inbound_at"`
 	LastMessageAt *time.Time     `bun:"last_message_at"`
@@ -77,7 +78,7 @@ type threadRow struct {
 func (r threadRow) domain() messaging.Thread {
 	t := messaging.Thread{
 		ID: r.ID, AccountID: r.AccountID, Service: account.Service(r.Service), Type: messaging.ThreadType(r.Type),
-		AgentNumber: r.AgentNumber, Contact: r.Contact.String, Name: r.Name,
+		AgentNumber: r.AgentNumber, Contact: r.Contact.String, ContactID: r.ContactID.String, Name: r.Name,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if r.LastInboundAt != nil {
@@ -120,7 +121,7 @@ type participantRow struct {
 func threadToRow(t messaging.Thread) threadRow {
 	return threadRow{
 		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
-		Contact: nullable(t.Contact), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Contact: nullable(t.Contact), ContactID: nullable(t.ContactID), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
 }
 
@@ -195,7 +196,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, previous_text, edited_at, deleted_at, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, previous_text, edited_at, deleted_at, user_id, username, contact_id, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -232,6 +233,9 @@ type messageRow struct {
 	PreviousText      string         `bun:"previous_text"`
 	EditedAt          *time.Time     `bun:"edited_at"`
 	DeletedAt         *time.Time     `bun:"deleted_at"`
+	UserID            string         `bun:"user_id"`
+	Username          string         `bun:"username"`
+	ContactID         string         `bun:"contact_id"`
 	CreatedAt         time.Time      `bun:"created_at"`
 	UpdatedAt         time.Time      `bun:"updated_at"`
 }
@@ -248,6 +252,7 @@ func messageToRow(m messaging.Message) messageRow {
 		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
 		Buttons: buttonsColumn(c.Buttons), ButtonID: c.ButtonID,
 		PreviousText: m.PreviousText, EditedAt: m.EditedAt, DeletedAt: m.DeletedAt,
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 }
@@ -266,6 +271,7 @@ func (r messageRow) domain() messaging.Message {
 		ProviderMessageID: r.ProviderMessageID.String,
 		ReplyTo:           messaging.Reply{MessageID: r.ReplyToMessageID, ProviderMessageID: r.ReplyToProviderID, Text: r.QuotedText},
 		PreviousText:      r.PreviousText, EditedAt: utcPtr(r.EditedAt), DeletedAt: utcPtr(r.DeletedAt),
+		UserID: r.UserID, Username: r.Username, ContactID: r.ContactID,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }

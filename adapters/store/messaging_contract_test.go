@@ -27,3 +27,18 @@ func TestMessagingContract(t *testing.T) {
 func batchedCommitter(db *store.DB) writes.Committer { return db }
 
 func inlineCommitter(db *store.DB) writes.Committer { return db.Inline() }
+
+func TestContactsContract(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		for name, committer := range map[string]func(*store.DB) writes.Committer{"batched": batchedCommitter, "inline": inlineCommitter} {
+			t.Run(string(dialect)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				storetest.Contacts(t, func(t *testing.T) storetest.MessagingFixture {
+					db := dbtest.Open(t, dialect)
+					return storetest.MessagingFixture{Store: db.MessagingStore(), Accounts: db.AccountStore(), Committer: committer(db), Pages: db.MessagingStore()}
+				})
+			})
+		}
+	}
+}

@@ -108,8 +108,14 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		t.Parallel()
 		f := newChannelsBundle(t, open)
 		r := f.Store.Repos()
-		require.NoError(t, r.UpsertChannelContact(ctx, channels.Contact{NumberID: f.tg.ID, ChatID: "777", Username: "alice", Name: "Alice", UpdatedAt: at}))
-		require.NoError(t, r.UpsertChannelContact(ctx, channels.Contact{NumberID: f.tg.ID, ChatID: "777", Phone: "+491701234567", UpdatedAt: at.Add(time.Minute)}))
+		// What a chat showed is written as a batch's contact write.
+		upsert := func(c writes.ChatContact) error {
+			return f.Store.Decide(ctx, func(context.Context, channels.TxReads) (writes.Batch, error) {
+				return writes.Batch{Contacts: []writes.ContactWrite{{Chat: &c}}}, nil
+			})
+		}
+		require.NoError(t, upsert(writes.ChatContact{NumberID: f.tg.ID, ChatID: "777", Username: "alice", Name: "Alice", At: at}))
+		require.NoError(t, upsert(writes.ChatContact{NumberID: f.tg.ID, ChatID: "777", Phone: "+491701234567", At: at.Add(time.Minute)}))
 		want := channels.Contact{NumberID: f.tg.ID, ChatID: "777", Username: "alice", Phone: "+491701234567", Name: "Alice", UpdatedAt: at.Add(time.Minute)}
 		c, err := r.ChannelContactByChat(ctx, f.tg.ID, "777")
 		require.NoError(t, err)
@@ -129,7 +135,7 @@ func Channels(t *testing.T, open func(t *testing.T) ChannelsFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 
 		// A username that moved to another chat names the newer one.
-		require.NoError(t, r.UpsertChannelContact(ctx, channels.Contact{NumberID: f.tg.ID, ChatID: "888", Username: "alice", UpdatedAt: at.Add(time.Hour)}))
+		require.NoError(t, upsert(writes.ChatContact{NumberID: f.tg.ID, ChatID: "888", Username: "alice", At: at.Add(time.Hour)}))
 		byName, err = r.ChannelContactByUsername(ctx, f.tg.ID, "alice")
 		require.NoError(t, err)
 		require.Equal(t, "888", byName.ChatID)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -41,9 +42,6 @@ type Repos interface {
 	NumberByID(ctx context.Context, id string) (account.Number, error)
 	NumbersByProvider(ctx context.Context, provider account.Provider) ([]account.Number, error)
 
-	// UpsertChannelContact stores a contact; empty username, phone and
-	// name keep what was known.
-	UpsertChannelContact(ctx context.Context, c Contact) error
 	ChannelContactByChat(ctx context.Context, numberID, chatID string) (Contact, error)
 	ChannelContactByUsername(ctx context.Context, numberID, username string) (Contact, error)
 	ChannelContactByPhone(ctx context.Context, numberID, phone string) (Contact, error)
@@ -220,11 +218,14 @@ func (s *Service) Number(ctx context.Context, p account.Provider, numberID strin
 // Sender is who wrote an inbound message.
 type Sender struct {
 	// ChatID is how the provider addresses the user: a Telegram user id,
-	// a WhatsApp number in E.164 form.
+	// a WhatsApp number in E.164 form, a WhatsApp business-scoped user id
+	// when the provider showed no number, or messaging.UnknownSender.
 	ChatID   string
 	Username string
 	Phone    string
 	Name     string
+	// UserID is the WhatsApp business-scoped user id, where shown.
+	UserID string
 }
 
 // Inbound is a message a provider reported.
@@ -253,6 +254,10 @@ type Inbound struct {
 	// message it names rather than a message: Content is then the message
 	// as edited.
 	Change *Change
+	// IdentityChange, when set, is a provider's notice that the user changed
+	// their phone number or user id (a WhatsApp system message): it is
+	// stored as a system message and updates the user's contact.
+	IdentityChange *IdentityChange
 }
 
 // Change is a user's edit of a message, or its deletion for everyone.
@@ -262,6 +267,18 @@ type Change struct {
 	Deleted          bool
 	// At is when the user made the change, as the provider says.
 	At time.Time
+}
+
+// IdentityChange is a user's new phone number or WhatsApp user id.
+type IdentityChange struct {
+	// Type is the provider's name for it (user_changed_number,
+	// user_changed_user_id).
+	Type string
+	// Phone is the new phone number in E.164 form, if it changed.
+	Phone string
+	// UserID is the new business-scoped user id; PreviousUserID the old.
+	UserID         string
+	PreviousUserID string
 }
 
 // Reaction is a reaction a user set on a message, or took back.
@@ -285,16 +302,17 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 	}
 	now := s.now().UTC()
 	from := in.Sender.ChatID
+	var chat *writes.ChatContact
 	if n.Provider == account.ProviderTelegram {
-		c := Contact{NumberID: n.ID, ChatID: in.Sender.ChatID, Username: strings.ToLower(strings.TrimPrefix(in.Sender.Username, "@")),
-			Phone: in.Sender.Phone, Name: in.Sender.Name, UpdatedAt: now}
-		if err := s.store.Repos().UpsertChannelContact(ctx, c); err != nil {
-			return err
-		}
+		// What the user showed the bot is stored with the message.
+		chat = &writes.ChatContact{NumberID: n.ID, ChatID: in.Sender.ChatID, Username: strings.ToLower(strings.TrimPrefix(in.Sender.Username, "@")),
+			Phone: in.Sender.Phone, Name: truncateBytes(in.Sender.Name, maxSenderName), At: now}
 		if in.GroupChatID != "" {
 			// Group actions name people by phone number: a member who
 			// shared theirs is known by it in groups.
-			if known, err := s.store.Repos().ChannelContactByChat(ctx, n.ID, in.Sender.ChatID); err == nil && known.Phone != "" {
+			if in.Sender.Phone != "" {
+				from = in.Sender.Phone
+			} else if known, err := s.store.Repos().ChannelContactByChat(ctx, n.ID, in.Sender.ChatID); err == nil && known.Phone != "" {
 				from = known.Phone
 			}
 		}
@@ -311,35 +329,27 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 			return err
 		}
 	}
-	var err error
-	switch {
-	case in.Change != nil:
-		_, err = s.receiver.ReceiveChange(ctx, appmessaging.InboundChange{
-			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
-			ThreadID: threadID, TargetProviderID: in.Change.TargetProviderID, Deleted: in.Change.Deleted, Content: in.Content,
-			At: in.Change.At, Provider: n.Provider,
-		})
-	case in.Reaction != nil:
-		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
-			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
-			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
-		})
-	default:
-		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
-			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: truncate(in.Sender.Name, 200), To: n.Number,
-			ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
-			Acknowledge: in.Acknowledge,
-		})
-	}
-	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {
-		// The same message, delivered twice at once, was stored by the
-		// other delivery (the unique index on inbound provider ids).
-		err = nil
+	err := s.hand(ctx, in, from, threadID, chat)
+	if failure.Is(err, failure.KindInvalid) && in.Reaction == nil && in.Change == nil {
+		// A message Switchboard cannot represent as sent is kept with
+		// what can be kept, never dropped: its content becomes a notice
+		// naming the reason, and a sender address that is not one
+		// becomes the unknown sender.
+		s.log.WarnContext(ctx, "inbound message kept as unsupported", "number_id", n.ID, "provider_message_id", in.ProviderMessageID, "error", err.Error())
+		in.Content = messaging.Content{Kind: messaging.KindText, Text: truncate("[unsupported message: "+failure.As(err).Error()+"]", messaging.MaxTextLength)}
+		in.ReplyTo = messaging.Reply{}
+		if !messaging.ValidRecipient(n.Service, from) {
+			from = messaging.UnknownSender
+			if messaging.ValidRecipient(n.Service, in.Sender.UserID) {
+				from = in.Sender.UserID
+			}
+		}
+		err = s.hand(ctx, in, from, threadID, chat)
 	}
 	if failure.Is(err, failure.KindInvalid) {
-		// A message Switchboard cannot represent is dropped, not retried
-		// by the provider for days.
-		s.log.WarnContext(ctx, "inbound message dropped", "number_id", n.ID, "provider_message_id", in.ProviderMessageID, "error", err.Error())
+		// A reaction Switchboard cannot place (or a message it could not
+		// keep even so) is not retried by the provider for days.
+		s.log.WarnContext(ctx, "inbound report dropped", "number_id", n.ID, "provider_message_id", in.ProviderMessageID, "error", err.Error())
 		err = nil
 	}
 	if err != nil {
@@ -349,6 +359,62 @@ func (s *Service) Receive(ctx context.Context, in Inbound) error {
 		_, err = s.store.Repos().MarkUpdate(ctx, n.ID, in.UpdateKey, now)
 	}
 	return err
+}
+
+// hand gives an inbound report to the messaging use cases; a report the
+// other delivery of the same message stored first is no error.
+func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string, chat *writes.ChatContact) error {
+	n := in.Number
+	name := truncateBytes(in.Sender.Name, maxSenderName)
+	var err error
+	switch {
+	case in.Change != nil:
+		_, err = s.receiver.ReceiveChange(ctx, appmessaging.InboundChange{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
+			ThreadID: threadID, TargetProviderID: in.Change.TargetProviderID, Deleted: in.Change.Deleted, Content: in.Content,
+			At: in.Change.At, Provider: n.Provider,
+		})
+	case in.Reaction != nil:
+		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
+			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
+		})
+	default:
+		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{
+			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
+			UserID: in.Sender.UserID, Username: truncateBytes(in.Sender.Username, maxSenderName), Phone: in.Sender.Phone,
+			Chat: chat, Change: contactChange(in.IdentityChange), ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
+			Acknowledge: in.Acknowledge,
+		})
+	}
+	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {
+		// The same message, delivered twice at once, was stored by the
+		// other delivery (the unique index on inbound provider ids).
+		err = nil
+	}
+	return err
+}
+
+// contactChange is what a provider's notice changes on the user's contact.
+func contactChange(c *IdentityChange) *appmessaging.ContactChange {
+	if c == nil {
+		return nil
+	}
+	return &appmessaging.ContactChange{Phone: c.Phone, UserID: c.UserID}
+}
+
+// maxSenderName is the longest sender name (and username) kept, in bytes.
+const maxSenderName = 200
+
+// truncateBytes cuts s to at most n bytes, at a character boundary.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MarkUpdate records an update that carried nothing to store (a service

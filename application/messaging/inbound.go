@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -19,10 +20,27 @@ import (
 type InboundInput struct {
 	// AccountID, when set, must own the agent number (the sandbox route
 	// names the account in its path).
-	AccountID  string
-	Service    string
+	AccountID string
+	Service   string
+	// From is the user's address: a phone number in E.164 form, a
+	// Telegram chat id, a WhatsApp business-scoped user id when the
+	// provider showed no phone number, or messaging.UnknownSender when it
+	// showed no id at all.
 	From       string
 	SenderName string
+	// UserID and Username are the user's WhatsApp business-scoped user
+	// id and username, or their Telegram username, where the provider
+	// showed them; Phone is their phone number where it showed one (a
+	// Telegram user who shared theirs).
+	UserID   string
+	Username string
+	Phone    string
+	// Chat, when set, records what the provider chat showed about the
+	// user (a Telegram chat), so that sends may name them by it.
+	Chat *writes.ChatContact
+	// Change, when set, is the provider's notice that the user has a new
+	// phone number or user id: their contact takes it.
+	Change *ContactChange
 	// To is the agent number.
 	To string
 	// ThreadID, when set, is the group the message was sent in.
@@ -46,6 +64,12 @@ type InboundInput struct {
 	Idempotency *idempotency.Completion[messaging.Message]
 }
 
+// ContactChange is a user's new phone number (E.164) or WhatsApp user id.
+type ContactChange struct {
+	Phone  string
+	UserID string
+}
+
 // Receive stores an inbound message durably, creating the contact and the
 // thread as needed; once it returns, the message exists and the user has
 // started the conversation with that agent number.
@@ -55,7 +79,7 @@ func (s *Service) Receive(ctx context.Context, in InboundInput) (messaging.Messa
 	if len(in.SenderName) > 200 {
 		p.Add("string_too_long", "sender_name must be at most 200 characters", "sender_name")
 	}
-	if err := in.Content.Check(in.Fields); err != nil {
+	if err := checkInboundContent(in.Content, in.Fields); err != nil {
 		p = append(p, failure.As(err).Fields...)
 	}
 	if err := p.Err(); err != nil {
@@ -116,11 +140,32 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 	}
 	now := s.now().UTC()
 	name := strings.TrimSpace(in.SenderName)
+	var contactID string
+	if thread.Type == messaging.Individual {
+		w, id, err := s.inboundContact(ctx, tx, n, thread, in, service, now)
+		if err != nil {
+			return writes.Batch{}, messaging.Message{}, err
+		}
+		contactID = id
+		for i := range b.Threads {
+			if b.Threads[i].Thread.ID == thread.ID {
+				// A new thread is stored with its contact.
+				b.Threads[i].Thread.ContactID = contactID
+				w.Threads = nil
+			}
+		}
+		if w.Contact != nil {
+			b.Contacts = append(b.Contacts, w)
+		}
+	}
+	if in.Chat != nil {
+		b.Contacts = append(b.Contacts, writes.ContactWrite{Chat: in.Chat})
+	}
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: n.AccountID, ThreadID: thread.ID, Service: service,
 		Direction: messaging.Inbound, From: in.From, To: in.To, SenderName: name,
 		Content: content, Status: messaging.Received, ProviderMessageID: in.ProviderMessageID, ReplyTo: reply,
-		CreatedAt: now, UpdatedAt: now,
+		UserID: in.UserID, Username: in.Username, ContactID: contactID, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.Acknowledge {
 		job, err := acknowledgement(n, m)
@@ -136,6 +181,50 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 		Answers:  writes.Answering(in.Idempotency, m),
 	})
 	return b, m, nil
+}
+
+// inboundContact is the write that records what an inbound message
+// showed about its sender on their contact: the thread's contact, or the
+// account's contact with the same phone number or user id, or a new one,
+// linked to the thread when it had none; and that contact's id. The
+// write's Contact is nil when there is nothing to write.
+func (s *Service) inboundContact(ctx context.Context, tx TxReads, n account.Number, thread messaging.Thread, in InboundInput, service account.Service, now time.Time) (writes.ContactWrite, string, error) {
+	seen := messaging.Sighting{Service: service, Address: in.From, Phone: in.Phone, UserID: in.UserID, Username: in.Username, Name: in.SenderName}
+	var (
+		c   messaging.Contact
+		err error
+	)
+	if thread.ContactID != "" {
+		c, err = tx.Contact(ctx, n.AccountID, thread.ContactID)
+	}
+	if c.ID == "" && (err == nil || failure.Is(err, failure.KindNotFound)) && !seen.Identity().Empty() {
+		c, err = tx.ContactByIdentity(ctx, n.AccountID, seen.Identity())
+	}
+	if err != nil && !failure.Is(err, failure.KindNotFound) {
+		return writes.ContactWrite{}, "", err
+	}
+	w := writes.ContactWrite{}
+	if c.ID == "" {
+		c = messaging.NewContact(ident.New(ident.Contact), n.AccountID, seen, now)
+		w.Contact = &c
+	} else if c.See(seen, now) {
+		w.Contact = &c
+	}
+	if in.Change != nil {
+		c.AddPhone(in.Change.Phone)
+		if in.Change.UserID != "" {
+			c.WhatsAppUserID = in.Change.UserID
+		}
+		c.UpdatedAt = now
+		w.Contact = &c
+	}
+	if thread.ContactID != c.ID {
+		w.Threads = []string{thread.ID}
+	}
+	if len(w.Threads) > 0 {
+		w.Contact = &c
+	}
+	return w, c.ID, nil
 }
 
 // inboundNumber is the agent number an inbound report is addressed to,
@@ -203,13 +292,22 @@ func checkInboundAddresses(rawService, from, to string, p *failure.Problems) acc
 	if !ok {
 		p.Add("enum", "service must be one of whatsapp, telegram", "service")
 	}
-	if ok && !messaging.ValidRecipient(service, from) {
+	if ok && from != messaging.UnknownSender && !messaging.ValidRecipient(service, from) {
 		p.Add("value_error", "from must be the user's number in E.164 form", "from")
 	}
 	if !account.ValidE164(to) {
 		p.Add("value_error", "to must be the agent number in E.164 form", "to")
 	}
 	return service
+}
+
+// checkInboundContent checks what a user sent; a provider's system
+// notice (which no send may carry) is text of its own kind.
+func checkInboundContent(c messaging.Content, f messaging.Fields) error {
+	if c.Kind == messaging.KindSystem {
+		c.Kind = messaging.KindText
+	}
+	return c.Check(f)
 }
 
 // newIndividualThread is a new thread of an agent number and a user, with

@@ -62,6 +62,11 @@ type TxReads interface {
 	// ids (reactions taken back left out), by message id, oldest first;
 	// ids of other accounts have none.
 	Reactions(ctx context.Context, accountID string, messageIDs []string) (map[string][]messaging.Reaction, error)
+	// Contact reads a contact of the account. NotFound.
+	Contact(ctx context.Context, accountID, id string) (messaging.Contact, error)
+	// ContactByIdentity finds the account's contact with the identity's
+	// WhatsApp user id, Telegram user id or phone number. NotFound.
+	ContactByIdentity(ctx context.Context, accountID string, id messaging.Identity) (messaging.Contact, error)
 }
 
 // Repos is the storage of conversations, read outside a transaction. It
@@ -76,6 +81,13 @@ type Repos interface {
 	// optionally those a phone number takes part in, with the number
 	// matching.
 	Threads(ctx context.Context, q ThreadQuery) ([]ThreadSummary, int, error)
+
+	// Contacts lists an account's contacts, newest first (see
+	// ContactQuery).
+	Contacts(ctx context.Context, q ContactQuery) ([]messaging.Contact, error)
+	// ContactThreads lists the threads of an account's contact, most
+	// recently active first (none for another account's contact).
+	ContactThreads(ctx context.Context, accountID, contactID string) ([]messaging.Thread, error)
 
 	// MessageByID reads a message without account scoping, for delivery.
 	// NotFound.
@@ -105,6 +117,17 @@ type ThreadQuery struct {
 	// participant is this address.
 	Phone         string
 	Limit, Offset int
+}
+
+// ContactQuery selects contacts: up to Limit of the account's, newest
+// first, only those older than Before (a contact id) when it is set,
+// only those whose name, phone numbers, user ids or usernames contain
+// Search (case-insensitively) when it is set.
+type ContactQuery struct {
+	AccountID string
+	Search    string
+	Before    string
+	Limit     int
 }
 
 // ThreadSummary is a thread for listings.

@@ -156,7 +156,7 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		p.Add("value_error", "from must be an agent number in E.164 form, e.g. +14155550100", "from")
 	}
 	if ok && !messaging.ValidRecipient(service, in.To) {
-		msg := "to must be a number in E.164 form, e.g. +14155550100"
+		msg := "to must be a number in E.164 form, e.g. +14155550100, or a WhatsApp user id, e.g. US.13491208655302741918"
 		if service == account.Telegram {
 			msg = "to must be a number in E.164 form, a Telegram chat id or an @username"
 		}

@@ -61,6 +61,14 @@ type Batch struct {
 	// Inbound records users who wrote: their contacts and their threads'
 	// activity.
 	Inbound []InboundActivity
+	// Contacts create or update contacts (people of an account), link
+	// threads to them, and record what a provider chat showed about its
+	// user (ChatContact).
+	Contacts []ContactWrite
+	// ContactMerges merge contacts into others: the threads and messages
+	// of From move to Into, and From is deleted. Into's new values are
+	// a ContactWrite of the same batch.
+	ContactMerges []ContactMerge
 	// Statuses change messages' statuses.
 	Statuses []MessageStatus
 	// MessageReactions set or take back reactions on messages that exist:
@@ -143,6 +151,38 @@ type InboundActivity struct {
 	At        time.Time
 }
 
+// ContactWrite is one write about a person. Contact, when set, is
+// stored whole (created, or replacing the stored values); Threads are
+// linked to it; Chat, when set, records what a provider chat of an agent
+// number showed about its user.
+type ContactWrite struct {
+	Contact *messaging.Contact
+	Threads []string
+	Chat    *ChatContact
+}
+
+// ChatContact is what the provider chat ChatID of the agent number
+// NumberID showed about its user (a Telegram user id with the username
+// and phone number they made known) at At. Empty username, phone and
+// name keep what was known.
+type ChatContact struct {
+	NumberID string
+	ChatID   string
+	// Username is lower-case, without the @.
+	Username string
+	Phone    string
+	Name     string
+	At       time.Time
+}
+
+// ContactMerge moves the threads and messages of the account's contact
+// From to its contact Into and deletes From.
+type ContactMerge struct {
+	AccountID string
+	Into      string
+	From      string
+}
+
 // Attempt is one attempt of the webhook delivery DeliveryID.
 type Attempt struct {
 	DeliveryID string
@@ -188,6 +228,8 @@ func (b *Batch) Add(o Batch) {
 	b.Messages = append(b.Messages, o.Messages...)
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
 	b.Inbound = append(b.Inbound, o.Inbound...)
+	b.Contacts = append(b.Contacts, o.Contacts...)
+	b.ContactMerges = append(b.ContactMerges, o.ContactMerges...)
 	b.Statuses = append(b.Statuses, o.Statuses...)
 	b.MessageReactions = append(b.MessageReactions, o.MessageReactions...)
 	b.MessageChanges = append(b.MessageChanges, o.MessageChanges...)

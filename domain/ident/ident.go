@@ -24,6 +24,7 @@ const (
 	CronJob    = "crn"
 	Execution  = "exe"
 	Job        = "job"
+	Contact    = "con"
 )
 
 // alphabet is lower-case base32 without padding, URL-safe and unambiguous in

@@ -83,6 +83,10 @@ const (
 	// message: Content.ButtonID names the button, Content.Text is its
 	// title, and the message's ReplyTo is the message the button was on.
 	KindButtonReply Kind = "button_reply"
+	// KindSystem is a notice the provider sent about the user (a WhatsApp
+	// user_changed_number or user_changed_user_id system message):
+	// Content.Text is its text. Users write it never; sends refuse it.
+	KindSystem Kind = "system"
 )
 
 // MediaKinds are the media_type values the interface accepts.
@@ -169,7 +173,7 @@ func (c Content) KeptByProvider() bool { return c.Kind.IsMedia() && c.MediaRef !
 // Summary is the plain text of a message: its text, caption, or place.
 func (c Content) Summary() string {
 	switch {
-	case c.Kind == KindText, c.Kind == KindButtonReply:
+	case c.Kind == KindText, c.Kind == KindButtonReply, c.Kind == KindSystem:
 		return c.Text
 	case c.Kind.IsMedia():
 		return c.Caption
@@ -280,11 +284,30 @@ func CheckMediaURL(raw string) error {
 // telegramChat is a Telegram chat id (negative for groups) or @username.
 var telegramChat = regexp.MustCompile(`^(-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$`)
 
+// whatsAppUserID is a WhatsApp business-scoped user id (BSUID): an ISO
+// 3166 alpha-2 country code, a period and up to 128 alphanumeric
+// characters (US.13491208655302741918), or a parent BSUID with ENT
+// between them (US.ENT.11815799212886844830).
+var whatsAppUserID = regexp.MustCompile(`^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$`)
+
+// ValidWhatsAppUserID reports whether s is a WhatsApp business-scoped
+// user id.
+func ValidWhatsAppUserID(s string) bool { return whatsAppUserID.MatchString(s) }
+
+// UnknownSender is the address of a user a provider reported without any
+// id (a WhatsApp message with neither from nor from_user_id): the message
+// is kept, in one thread per agent number, and cannot be answered.
+const UnknownSender = "unknown"
+
 // ValidRecipient reports whether to can address a user on service:
-// E.164 on WhatsApp; E.164, a chat id or an @username on Telegram.
+// E.164 or a business-scoped user id on WhatsApp; E.164, a chat id or an
+// @username on Telegram.
 func ValidRecipient(service account.Service, to string) bool {
 	if account.ValidE164(to) {
 		return true
+	}
+	if service == account.WhatsApp {
+		return ValidWhatsAppUserID(to)
 	}
 	return service == account.Telegram && telegramChat.MatchString(to)
 }
@@ -300,7 +323,9 @@ type Thread struct {
 	AgentNumber string
 	// Contact is the user of an individual thread.
 	Contact string
-	Name    string
+	// ContactID is the contact (the person) of that user.
+	ContactID string
+	Name      string
 	// LastInboundAt is when the user last wrote; an individual thread
 	// accepts sends only once the user has written.
 	LastInboundAt *time.Time
@@ -334,6 +359,13 @@ type Message struct {
 	ProviderMessageID string
 	// ReplyTo is the message this one answers, if it quotes one.
 	ReplyTo Reply
+	// UserID and Username are the WhatsApp business-scoped user id and
+	// username of the user who sent an inbound message, where the
+	// provider showed them (From is their phone number where known).
+	UserID   string
+	Username string
+	// ContactID is the contact (the person) of the thread's user.
+	ContactID string
 	// Reactions are the current reactions on this message, one per
 	// reactor (filled by the reads that list them).
 	Reactions []Reaction

@@ -29,8 +29,8 @@ func FuzzPhoneNumber(f *testing.F) {
 		if valid != e164.MatchString(s) {
 			t.Fatalf("ValidE164(%q) = %v, the E.164 pattern says %v", s, valid, !valid)
 		}
-		if got := messaging.ValidRecipient(account.WhatsApp, s); got != valid {
-			t.Fatalf("ValidRecipient(whatsapp, %q) = %v, ValidE164 = %v", s, got, valid)
+		if got, want := messaging.ValidRecipient(account.WhatsApp, s), valid || messaging.ValidWhatsAppUserID(s); got != want {
+			t.Fatalf("ValidRecipient(whatsapp, %q) = %v, want E.164 or a user id (%v)", s, got, want)
 		}
 		tg := messaging.ValidRecipient(account.Telegram, s)
 		if valid && !tg {

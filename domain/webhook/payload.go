@@ -49,6 +49,14 @@ type MessagePayload struct {
 	// was on).
 	ButtonID    string `json:"button_id,omitempty"`
 	ButtonTitle string `json:"button_title,omitempty"`
+	// UserID and Username are the WhatsApp business-scoped user id and
+	// username of the user who sent an inbound message, where known
+	// (sender_number is then their phone number where known, else the
+	// user id, or "unknown" when the provider showed no id).
+	UserID   string `json:"user_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	// ContactID is the contact (the person) of the thread's user.
+	ContactID string `json:"contact_id,omitempty"`
 	// The fields of message.edited and message.deleted (absent from other
 	// events; see NewChangePayload).
 	*ChangeFields
@@ -131,6 +139,7 @@ func NewMessagePayload(typ event.Type, id string, m messaging.Message, tt messag
 		Status: string(m.Status), Direction: string(m.Direction), Recipient: m.To,
 		ErrorCode: m.FailureCode, ErrorMessage: m.FailureText,
 		ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: Buttons(m.Content.Buttons),
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID,
 	}
 	if m.Content.Kind == messaging.KindButtonReply {
 		p.ButtonID, p.ButtonTitle = m.Content.ButtonID, m.Content.Text
@@ -165,7 +174,7 @@ func contentObject(c messaging.Content) map[string]any {
 	switch {
 	case c.Kind == messaging.KindText && len(c.Buttons) > 0:
 		return map[string]any{"text": c.Text, "buttons": Buttons(c.Buttons)}
-	case c.Kind == messaging.KindText:
+	case c.Kind == messaging.KindText, c.Kind == messaging.KindSystem:
 		return map[string]any{"text": c.Text}
 	case c.Kind == messaging.KindButtonReply:
 		return map[string]any{"button_id": c.ButtonID, "button_title": c.Text}

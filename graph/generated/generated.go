@@ -38,6 +38,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Contact() ContactResolver
 	CronExecution() CronExecutionResolver
 	CronJob() CronJobResolver
 	Email() EmailResolver
@@ -81,6 +82,30 @@ type ComplexityRoot struct {
 	Button struct {
 		ID    func(childComplexity int) int
 		Title func(childComplexity int) int
+	}
+
+	Contact struct {
+		CreatedAt        func(childComplexity int) int
+		ID               func(childComplexity int) int
+		Name             func(childComplexity int) int
+		Phones           func(childComplexity int) int
+		TelegramUserID   func(childComplexity int) int
+		TelegramUsername func(childComplexity int) int
+		Threads          func(childComplexity int) int
+		UpdatedAt        func(childComplexity int) int
+		WhatsAppUserID   func(childComplexity int) int
+		WhatsAppUsername func(childComplexity int) int
+	}
+
+	ContactConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ContactEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	CronExecution struct {
@@ -192,6 +217,7 @@ type ComplexityRoot struct {
 
 	Message struct {
 		Buttons      func(childComplexity int) int
+		ContactID    func(childComplexity int) int
 		Content      func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
 		Deleted      func(childComplexity int) int
@@ -213,6 +239,8 @@ type ComplexityRoot struct {
 		Timeline     func(childComplexity int) int
 		To           func(childComplexity int) int
 		UpdatedAt    func(childComplexity int) int
+		UserID       func(childComplexity int) int
+		Username     func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -253,6 +281,7 @@ type ComplexityRoot struct {
 		CreateCronJob         func(childComplexity int, input model.CronJobInput) int
 		DeleteCronJob         func(childComplexity int, id string) int
 		MarkThreadRead        func(childComplexity int, threadID string) int
+		MergeContacts         func(childComplexity int, id string, otherID string) int
 		PauseCronJob          func(childComplexity int, id string) int
 		React                 func(childComplexity int, messageID string, emoji *string, remove *bool) int
 		ReplayWebhookDelivery func(childComplexity int, id string) int
@@ -281,6 +310,8 @@ type ComplexityRoot struct {
 
 	Query struct {
 		Account           func(childComplexity int) int
+		Contact           func(childComplexity int, id string) int
+		Contacts          func(childComplexity int, search *string, first *int, after *string) int
 		CronJob           func(childComplexity int, id string) int
 		CronJobs          func(childComplexity int, status *cron.Status, first *int, after *string) int
 		Emails            func(childComplexity int, first *int, after *string) int
@@ -474,6 +505,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ContactResolver interface {
+	Threads(ctx context.Context, obj *messaging.Contact) ([]messaging.Thread, error)
+}
 type CronExecutionResolver interface {
 	ResponseBody(ctx context.Context, obj *cron.Execution) (*string, error)
 }
@@ -510,6 +544,7 @@ type MutationResolver interface {
 	MarkThreadRead(ctx context.Context, threadID string) (*model.ThreadReadResult, error)
 	SendTyping(ctx context.Context, threadID string) (*model.TypingResult, error)
 	React(ctx context.Context, messageID string, emoji *string, remove *bool) (*messaging.Reaction, error)
+	MergeContacts(ctx context.Context, id string, otherID string) (*messaging.Contact, error)
 	CreateCronJob(ctx context.Context, input model.CronJobInput) (*cron.Job, error)
 	UpdateCronJob(ctx context.Context, id string, input model.CronJobPatch) (*cron.Job, error)
 	PauseCronJob(ctx context.Context, id string) (*cron.Job, error)
@@ -522,6 +557,8 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Account(ctx context.Context) (*model.Account, error)
+	Contacts(ctx context.Context, search *string, first *int, after *string) (*model.ContactConnection, error)
+	Contact(ctx context.Context, id string) (*messaging.Contact, error)
 	CronJobs(ctx context.Context, status *cron.Status, first *int, after *string) (*model.CronJobConnection, error)
 	CronJob(ctx context.Context, id string) (*cron.Job, error)
 	Emails(ctx context.Context, first *int, after *string) (*model.EmailConnection, error)
@@ -679,6 +716,99 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Button.Title(childComplexity), true
+
+	case "Contact.createdAt":
+		if e.ComplexityRoot.Contact.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.CreatedAt(childComplexity), true
+	case "Contact.id":
+		if e.ComplexityRoot.Contact.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.ID(childComplexity), true
+	case "Contact.name":
+		if e.ComplexityRoot.Contact.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.Name(childComplexity), true
+	case "Contact.phones":
+		if e.ComplexityRoot.Contact.Phones == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.Phones(childComplexity), true
+	case "Contact.telegramUserId":
+		if e.ComplexityRoot.Contact.TelegramUserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.TelegramUserID(childComplexity), true
+	case "Contact.telegramUsername":
+		if e.ComplexityRoot.Contact.TelegramUsername == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.TelegramUsername(childComplexity), true
+	case "Contact.threads":
+		if e.ComplexityRoot.Contact.Threads == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.Threads(childComplexity), true
+	case "Contact.updatedAt":
+		if e.ComplexityRoot.Contact.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.UpdatedAt(childComplexity), true
+	case "Contact.whatsappUserId":
+		if e.ComplexityRoot.Contact.WhatsAppUserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.WhatsAppUserID(childComplexity), true
+	case "Contact.whatsappUsername":
+		if e.ComplexityRoot.Contact.WhatsAppUsername == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Contact.WhatsAppUsername(childComplexity), true
+
+	case "ContactConnection.edges":
+		if e.ComplexityRoot.ContactConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContactConnection.Edges(childComplexity), true
+	case "ContactConnection.nodes":
+		if e.ComplexityRoot.ContactConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContactConnection.Nodes(childComplexity), true
+	case "ContactConnection.pageInfo":
+		if e.ComplexityRoot.ContactConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContactConnection.PageInfo(childComplexity), true
+
+	case "ContactEdge.cursor":
+		if e.ComplexityRoot.ContactEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContactEdge.Cursor(childComplexity), true
+	case "ContactEdge.node":
+		if e.ComplexityRoot.ContactEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContactEdge.Node(childComplexity), true
 
 	case "CronExecution.attempt":
 		if e.ComplexityRoot.CronExecution.Attempt == nil {
@@ -1129,6 +1259,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.Buttons(childComplexity), true
+	case "Message.contactId":
+		if e.ComplexityRoot.Message.ContactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.ContactID(childComplexity), true
 	case "Message.content":
 		if e.ComplexityRoot.Message.Content == nil {
 			break
@@ -1255,6 +1391,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Message.UpdatedAt(childComplexity), true
+	case "Message.userId":
+		if e.ComplexityRoot.Message.UserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.UserID(childComplexity), true
+	case "Message.username":
+		if e.ComplexityRoot.Message.Username == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Message.Username(childComplexity), true
 
 	case "MessageConnection.edges":
 		if e.ComplexityRoot.MessageConnection.Edges == nil {
@@ -1425,6 +1573,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MarkThreadRead(childComplexity, args["threadId"].(string)), true
+	case "Mutation.mergeContacts":
+		if e.ComplexityRoot.Mutation.MergeContacts == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_mergeContacts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MergeContacts(childComplexity, args["id"].(string), args["otherId"].(string)), true
 	case "Mutation.pauseCronJob":
 		if e.ComplexityRoot.Mutation.PauseCronJob == nil {
 			break
@@ -1582,6 +1741,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Account(childComplexity), true
+	case "Query.contact":
+		if e.ComplexityRoot.Query.Contact == nil {
+			break
+		}
+
+		args, err := ec.field_Query_contact_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Contact(childComplexity, args["id"].(string)), true
+	case "Query.contacts":
+		if e.ComplexityRoot.Query.Contacts == nil {
+			break
+		}
+
+		args, err := ec.field_Query_contacts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Contacts(childComplexity, args["search"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.cronJob":
 		if e.ComplexityRoot.Query.CronJob == nil {
 			break
@@ -2579,6 +2760,62 @@ type EmailAddress {
   createdAt: Time!
 }
 `, BuiltIn: false},
+	{Name: "../schema/contacts.graphqls", Input: `# Contacts: one person of an account, whichever channels and numbers
+# they write from (graph/contacts.go).
+
+extend type Query {
+  """
+  The account's contacts, newest first. search keeps those whose name,
+  phone numbers, user ids or usernames contain it. first: 1 to 100,
+  default 20; after: the endCursor of the previous page.
+  """
+  contacts(search: String, first: Int = 20, after: String): ContactConnection!
+  "A contact of the account; null when it does not exist or is another account's."
+  contact(id: ID!): Contact
+}
+
+extend type Mutation {
+  """
+  Merges the contact otherId into id: id keeps its values and takes the
+  other's where it has none, the phone numbers of both stay, the other's
+  threads and messages become id's, and the other is deleted. Merging a
+  contact with itself is a validation error; another account's is
+  not found.
+  """
+  mergeContacts(id: ID!, otherId: ID!): Contact!
+}
+
+"One person of the account: phone numbers, WhatsApp and Telegram ids and usernames, display name."
+type Contact {
+  id: ID!
+  name: String!
+  "Phone numbers in E.164 form, oldest first."
+  phones: [String!]!
+  "The WhatsApp business-scoped user id (e.g. US.13491208655302741918), where known."
+  whatsappUserId: String
+  whatsappUsername: String
+  telegramUserId: String
+  "Lower-case, without @."
+  telegramUsername: String
+  createdAt: Time!
+  updatedAt: Time!
+  "The person's threads, most recently active first."
+  threads: [Thread!]!
+}
+
+"A page of contacts, Relay-style."
+type ContactConnection {
+  edges: [ContactEdge!]!
+  nodes: [Contact!]!
+  pageInfo: PageInfo!
+}
+
+"A contact and its position, to page on from (after: cursor)."
+type ContactEdge {
+  cursor: String!
+  node: Contact!
+}
+`, BuiltIn: false},
 	{Name: "../schema/cron.graphqls", Input: `# Cron jobs: scheduled HTTP calls, and their executions.
 
 extend type Query {
@@ -3037,6 +3274,8 @@ enum MessageKind {
   LOCATION
   "A user's press of a reply button: content.buttonId and content.text (its title); replyTo names the message it was on."
   BUTTON_REPLY
+  "A provider's notice about the user (a WhatsApp user_changed_number or user_changed_user_id system message): content.text; never sent."
+  SYSTEM
 }
 
 "A conversation: an agent number with one user, or a group."
@@ -3100,6 +3339,12 @@ type Message {
   "The user an individual message went to; empty in groups."
   to: String!
   senderName: String!
+  "The WhatsApp business-scoped user id of the user who sent an inbound message, where known; empty otherwise."
+  userId: String!
+  "The sender's username, where known; empty otherwise."
+  username: String!
+  "The contact (the person) of the thread's user; empty in groups."
+  contactId: String!
   content: MessageContent!
   status: MessageStatus!
   "Why the message failed (status FAILED); empty otherwise."
@@ -3470,6 +3715,54 @@ func (ec *executionContext) childFields_Button(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type Button", field.Name)
 }
 
+func (ec *executionContext) childFields_Contact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Contact_id(ctx, field)
+	case "name":
+		return ec.fieldContext_Contact_name(ctx, field)
+	case "phones":
+		return ec.fieldContext_Contact_phones(ctx, field)
+	case "whatsappUserId":
+		return ec.fieldContext_Contact_whatsappUserId(ctx, field)
+	case "whatsappUsername":
+		return ec.fieldContext_Contact_whatsappUsername(ctx, field)
+	case "telegramUserId":
+		return ec.fieldContext_Contact_telegramUserId(ctx, field)
+	case "telegramUsername":
+		return ec.fieldContext_Contact_telegramUsername(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Contact_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Contact_updatedAt(ctx, field)
+	case "threads":
+		return ec.fieldContext_Contact_threads(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Contact", field.Name)
+}
+
+func (ec *executionContext) childFields_ContactConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ContactConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ContactConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ContactConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContactConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ContactEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ContactEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ContactEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContactEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_CronExecution(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3702,6 +3995,12 @@ func (ec *executionContext) childFields_Message(ctx context.Context, field graph
 		return ec.fieldContext_Message_to(ctx, field)
 	case "senderName":
 		return ec.fieldContext_Message_senderName(ctx, field)
+	case "userId":
+		return ec.fieldContext_Message_userId(ctx, field)
+	case "username":
+		return ec.fieldContext_Message_username(ctx, field)
+	case "contactId":
+		return ec.fieldContext_Message_contactId(ctx, field)
 	case "content":
 		return ec.fieldContext_Message_content(ctx, field)
 	case "status":
@@ -4358,6 +4657,28 @@ func (ec *executionContext) field_Mutation_markThreadRead_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_mergeContacts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "otherId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["otherId"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_pauseCronJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4505,6 +4826,50 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_contact_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_contacts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "search",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["search"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -5145,6 +5510,396 @@ func (ec *executionContext) _Button_title(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Button_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Button", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Contact_name(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_phones(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_phones(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Phones, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_phones(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_whatsappUserId(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_whatsappUserId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WhatsAppUserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_whatsappUserId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_whatsappUsername(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_whatsappUsername(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WhatsAppUsername, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_whatsappUsername(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_telegramUserId(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_telegramUserId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TelegramUserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_telegramUserId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_telegramUsername(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_telegramUsername(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TelegramUsername, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_telegramUsername(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Contact_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Contact_updatedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Contact", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Contact_threads(ctx context.Context, field graphql.CollectedField, obj *messaging.Contact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Contact_threads(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Contact().Threads(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.Thread) graphql.Marshaler {
+			return ec.marshalNThread2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐThreadᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Contact_threads(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Contact",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Thread(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContactConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ContactConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContactConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ContactEdge) graphql.Marshaler {
+			return ec.marshalNContactEdge2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐContactEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContactConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContactConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContactEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContactConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ContactConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContactConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.Contact) graphql.Marshaler {
+			return ec.marshalNContact2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContactᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContactConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContactConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Contact(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContactConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ContactConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContactConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContactConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContactConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContactEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ContactEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContactEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContactEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContactEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContactEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ContactEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContactEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Contact) graphql.Marshaler {
+			return ec.marshalNContact2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContactEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContactEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Contact(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _CronExecution_id(ctx context.Context, field graphql.CollectedField, obj *cron.Execution) (ret graphql.Marshaler) {
@@ -7120,6 +7875,75 @@ func (ec *executionContext) fieldContext_Message_senderName(_ context.Context, f
 	return graphql.NewScalarFieldContext("Message", field, false, false, "String")
 }
 
+func (ec *executionContext) _Message_userId(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_userId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "String")
+}
+
+func (ec *executionContext) _Message_username(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_username(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Username, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_username(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "String")
+}
+
+func (ec *executionContext) _Message_contactId(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Message_contactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Message_contactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Message", field, false, false, "String")
+}
+
 func (ec *executionContext) _Message_content(ctx context.Context, field graphql.CollectedField, obj *messaging.Message) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8205,6 +9029,50 @@ func (ec *executionContext) fieldContext_Mutation_react(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_mergeContacts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_mergeContacts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MergeContacts(ctx, fc.Args["id"].(string), fc.Args["otherId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Contact) graphql.Marshaler {
+			return ec.marshalNContact2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_mergeContacts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Contact(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_mergeContacts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createCronJob(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8789,6 +9657,94 @@ func (ec *executionContext) fieldContext_Query_account(_ context.Context, field 
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Account(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_contacts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_contacts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Contacts(ctx, fc.Args["search"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContactConnection) graphql.Marshaler {
+			return ec.marshalNContactConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐContactConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_contacts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContactConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_contacts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_contact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_contact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Contact(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Contact) graphql.Marshaler {
+			return ec.marshalOContact2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_contact(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Contact(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_contact_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -14004,6 +14960,166 @@ func (ec *executionContext) _Button(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var contactImplementors = []string{"Contact"}
+
+func (ec *executionContext) _Contact(ctx context.Context, sel ast.SelectionSet, obj *messaging.Contact) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, contactImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Contact")
+		case "id":
+			out.Values[i] = ec._Contact_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._Contact_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "phones":
+			out.Values[i] = ec._Contact_phones(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "whatsappUserId":
+			out.Values[i] = ec._Contact_whatsappUserId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "whatsappUsername":
+			out.Values[i] = ec._Contact_whatsappUsername(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "telegramUserId":
+			out.Values[i] = ec._Contact_telegramUserId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "telegramUsername":
+			out.Values[i] = ec._Contact_telegramUsername(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Contact_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Contact_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "threads":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Contact_threads(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var contactConnectionImplementors = []string{"ContactConnection"}
+
+func (ec *executionContext) _ContactConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ContactConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, contactConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContactConnection")
+		case "edges":
+			out.Values[i] = ec._ContactConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ContactConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ContactConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var contactEdgeImplementors = []string{"ContactEdge"}
+
+func (ec *executionContext) _ContactEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ContactEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, contactEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContactEdge")
+		case "cursor":
+			out.Values[i] = ec._ContactEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ContactEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var cronExecutionImplementors = []string{"CronExecution"}
 
 func (ec *executionContext) _CronExecution(ctx context.Context, sel ast.SelectionSet, obj *cron.Execution) graphql.Marshaler {
@@ -14758,6 +15874,21 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "userId":
+			out.Values[i] = ec._Message_userId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "username":
+			out.Values[i] = ec._Message_username(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "contactId":
+			out.Values[i] = ec._Message_contactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "content":
 			out.Values[i] = ec._Message_content(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15119,6 +16250,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "mergeContacts":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_mergeContacts(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createCronJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createCronJob(ctx, field)
@@ -15319,6 +16457,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_account(ctx, field)
+				})
+		case "contacts":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_contacts(ctx, field)
+				})
+		case "contact":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_contact(ctx, field)
 				})
 		case "cronJobs":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -16985,6 +18135,62 @@ func (ec *executionContext) unmarshalNButtonInput2githubᚗcomᚋswitchboardᚑd
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNContact2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx context.Context, sel ast.SelectionSet, v messaging.Contact) graphql.Marshaler {
+	return ec._Contact(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNContact2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContactᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.Contact) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNContact2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNContact2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx context.Context, sel ast.SelectionSet, v *messaging.Contact) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Contact!")
+		return graphql.Null
+	}
+	return ec._Contact(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNContactConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐContactConnection(ctx context.Context, sel ast.SelectionSet, v *model.ContactConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ContactConnection!")
+		return graphql.Null
+	}
+	return ec._ContactConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNContactEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐContactEdge(ctx context.Context, sel ast.SelectionSet, v model.ContactEdge) graphql.Marshaler {
+	return ec._ContactEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNContactEdge2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐContactEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ContactEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNContactEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐContactEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNCronExecution2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋcronᚐExecution(ctx context.Context, sel ast.SelectionSet, v cron.Execution) graphql.Marshaler {
 	return ec._CronExecution(ctx, sel, &v)
 }
@@ -17504,6 +18710,7 @@ var (
 		"DOCUMENT":     messaging.KindDocument,
 		"LOCATION":     messaging.KindLocation,
 		"BUTTON_REPLY": messaging.KindButtonReply,
+		"SYSTEM":       messaging.KindSystem,
 	}
 	marshalNMessageKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐKind = map[messaging.Kind]string{
 		messaging.KindText:        "TEXT",
@@ -17513,6 +18720,7 @@ var (
 		messaging.KindDocument:    "DOCUMENT",
 		messaging.KindLocation:    "LOCATION",
 		messaging.KindButtonReply: "BUTTON_REPLY",
+		messaging.KindSystem:      "SYSTEM",
 	}
 )
 
@@ -18205,6 +19413,13 @@ func (ec *executionContext) unmarshalOButtonInput2ᚕgithubᚗcomᚋswitchboard�
 	return res, nil
 }
 
+func (ec *executionContext) marshalOContact2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐContact(ctx context.Context, sel ast.SelectionSet, v *messaging.Contact) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Contact(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOCronExecution2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋcronᚐExecution(ctx context.Context, sel ast.SelectionSet, v *cron.Execution) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -18454,6 +19669,18 @@ var (
 		account.Telegram: "TELEGRAM",
 	}
 )
+
+func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalString(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(v)
+	return res
+}
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
 	if v == nil {

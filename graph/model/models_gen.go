@@ -10,6 +10,19 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
+// A page of contacts, Relay-style.
+type ContactConnection struct {
+	Edges    []ContactEdge       `json:"edges"`
+	Nodes    []messaging.Contact `json:"nodes"`
+	PageInfo *PageInfo           `json:"pageInfo"`
+}
+
+// A contact and its position, to page on from (after: cursor).
+type ContactEdge struct {
+	Cursor string             `json:"cursor"`
+	Node   *messaging.Contact `json:"node"`
+}
+
 // A page of executions, newest first, Relay-style.
 type CronExecutionConnection struct {
 	Edges      []CronExecutionEdge `json:"edges"`

@@ -87,14 +87,22 @@ type Value struct {
 		DisplayPhoneNumber string `json:"display_phone_number"`
 		PhoneNumberID      string `json:"phone_number_id"`
 	} `json:"metadata"`
-	Contacts []struct {
-		Profile struct {
-			Name string `json:"name"`
-		} `json:"profile"`
-		WaID string `json:"wa_id"`
-	} `json:"contacts"`
+	Contacts []Contact      `json:"contacts"`
 	Messages []Message      `json:"messages"`
 	Statuses []StatusUpdate `json:"statuses"`
+}
+
+// Contact is who sent the messages of a change: their phone number
+// (wa_id, which the Cloud API leaves out for a user who adopted a
+// username), business-scoped user id (user_id) and, in profile, their
+// name and username.
+type Contact struct {
+	Profile struct {
+		Name     string `json:"name"`
+		Username string `json:"username"`
+	} `json:"profile"`
+	WaID   string `json:"wa_id"`
+	UserID string `json:"user_id"`
 }
 
 // Media is an inbound media object: an image, video, audio (a voice note
@@ -109,13 +117,16 @@ type Media struct {
 	Animated bool   `json:"animated"`
 }
 
-// Message is an inbound message.
+// Message is an inbound message. From (the user's phone number) may be
+// missing for a user who adopted a username; FromUserID is their
+// business-scoped user id.
 type Message struct {
-	From      string `json:"from"`
-	ID        string `json:"id"`
-	Timestamp string `json:"timestamp"`
-	Type      string `json:"type"`
-	Text      *struct {
+	From       string `json:"from"`
+	FromUserID string `json:"from_user_id"`
+	ID         string `json:"id"`
+	Timestamp  string `json:"timestamp"`
+	Type       string `json:"type"`
+	Text       *struct {
 		Body string `json:"body"`
 	} `json:"text"`
 	Image    *Media `json:"image"`
@@ -154,6 +165,11 @@ type Message struct {
 	// Edit is set on a message of type edit: the user edited the message
 	// it names, which is now Message (its text, or media with a caption).
 	Edit *Edit `json:"edit"`
+	// System is a notice about the user (type system): they changed
+	// their phone number (user_changed_number; WaID is the new number)
+	// or their business-scoped user id changed (user_changed_user_id);
+	// UserID is the new user id, PreviousUserID the old one.
+	System *System `json:"system"`
 	// Context is set on a message that quotes another (a reply): the
 	// quoted message's id and sender; the Cloud API sends no quoted text.
 	Context *struct {
@@ -166,6 +182,15 @@ type Message struct {
 type Edit struct {
 	OriginalMessageID string  `json:"original_message_id"`
 	Message           Message `json:"message"`
+}
+
+// System is the system object of a system message.
+type System struct {
+	Body           string `json:"body"`
+	Type           string `json:"type"`
+	WaID           string `json:"wa_id"`
+	UserID         string `json:"user_id"`
+	PreviousUserID string `json:"previous_user_id"`
 }
 
 // StatusUpdate is a delivery status of a message the number sent.
@@ -270,18 +295,13 @@ func (in *Inbound) numberFor(ctx context.Context, n account.Number, settings map
 }
 
 func (in *Inbound) handle(ctx context.Context, n account.Number, v Value) error {
-	names := map[string]string{}
-	for _, c := range v.Contacts {
-		names[c.WaID] = c.Profile.Name
-	}
 	for _, m := range v.Messages {
-		if m.From == "" || m.ID == "" {
+		if m.ID == "" {
 			continue
 		}
-		phone := "+" + m.From
-		report := channels.Inbound{
-			Number: n, Sender: channels.Sender{ChatID: phone, Phone: phone, Name: names[m.From]},
-			ProviderMessageID: m.ID,
+		report := channels.Inbound{Number: n, Sender: sender(m, v.Contacts), ProviderMessageID: m.ID}
+		if m.System != nil {
+			report.IdentityChange = identityChange(m, report.Sender)
 		}
 		switch {
 		case m.Reaction != nil:
@@ -331,6 +351,52 @@ func unixTime(s string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(sec, 0).UTC()
+}
+
+// sender is who wrote m: the user the change's contacts describe with
+// the same phone number or user id (or the only one). A message with
+// neither from nor from_user_id is from the unknown sender, kept all the
+// same.
+func sender(m Message, contacts []Contact) channels.Sender {
+	var c Contact
+	for _, k := range contacts {
+		if (m.From != "" && k.WaID == m.From) || (m.FromUserID != "" && k.UserID == m.FromUserID) || len(contacts) == 1 {
+			c = k
+			break
+		}
+	}
+	s := channels.Sender{Name: c.Profile.Name, Username: strings.TrimPrefix(c.Profile.Username, "@"), UserID: firstNonEmpty(m.FromUserID, c.UserID)}
+	if !domain.ValidWhatsAppUserID(s.UserID) {
+		s.UserID = ""
+	}
+	if phone := firstNonEmpty(m.From, c.WaID); phone != "" {
+		s.Phone = "+" + phone
+	}
+	switch {
+	case s.Phone != "":
+		s.ChatID = s.Phone
+	case s.UserID != "":
+		s.ChatID = s.UserID
+	default:
+		s.ChatID = domain.UnknownSender
+	}
+	return s
+}
+
+// identityChange is what a system message says about the user: their
+// new phone number or user id.
+func identityChange(m Message, s channels.Sender) *channels.IdentityChange {
+	c := &channels.IdentityChange{Type: m.System.Type, PreviousUserID: m.System.PreviousUserID, UserID: m.System.UserID}
+	if m.System.WaID != "" {
+		c.Phone = "+" + m.System.WaID
+	}
+	if !domain.ValidWhatsAppUserID(c.UserID) {
+		c.UserID = ""
+	}
+	if c.PreviousUserID == "" {
+		c.PreviousUserID = s.UserID
+	}
+	return c
 }
 
 // statusReport maps a status update; false for statuses Switchboard does
@@ -393,6 +459,10 @@ func content(m Message) domain.Content {
 		return c
 	}
 	switch {
+	case m.System != nil && strings.TrimSpace(m.System.Body) != "":
+		return domain.Content{Kind: domain.KindSystem, Text: m.System.Body}
+	case m.System != nil:
+		return domain.Content{Kind: domain.KindSystem, Text: "[" + firstNonEmpty(m.System.Type, "system") + "]"}
 	case m.Text != nil:
 		return text(m.Text.Body)
 	case m.Image != nil:

@@ -47,10 +47,7 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 	if m.ThreadTyp == domain.Group {
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API does not send to groups", Permanent: true}
 	}
-	body := map[string]any{
-		"messaging_product": "whatsapp", "recipient_type": "individual",
-		"to": strings.TrimPrefix(m.To, "+"), "type": string(m.Content.Kind),
-	}
+	body := addressed(m.To, map[string]any{"messaging_product": "whatsapp", "recipient_type": "individual", "type": string(m.Content.Kind)})
 	c := m.Content
 	switch {
 	case c.Kind == domain.KindText && len(c.Buttons) > 0:
@@ -176,10 +173,23 @@ func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) err
 	if in.Target.ProviderMessageID == "" {
 		return &messaging.ProviderError{Code: "provider_rejected", Message: "WhatsApp never had the message reacted to", Permanent: true}
 	}
-	body := map[string]any{
-		"messaging_product": "whatsapp", "recipient_type": "individual", "to": strings.TrimPrefix(in.To, "+"), "type": "reaction",
+	body := addressed(in.To, map[string]any{
+		"messaging_product": "whatsapp", "recipient_type": "individual", "type": "reaction",
 		"reaction": map[string]any{"message_id": in.Target.ProviderMessageID, "emoji": in.Emoji},
-	}
+	})
 	var out sendResult
 	return p.Client.call(ctx, in.Settings, http.MethodPost, "/"+in.Settings[SettingPhoneNumberID]+"/messages", body, &out)
+}
+
+// addressed sets the user a send body goes to: "to", their phone number
+// without the +, or, for a user known only by their business-scoped user
+// id, "recipient", that id (the Cloud API takes one or the other; "to"
+// wins when both are set, so only one is).
+func addressed(user string, body map[string]any) map[string]any {
+	if domain.ValidWhatsAppUserID(user) {
+		body["recipient"] = user
+	} else {
+		body["to"] = strings.TrimPrefix(user, "+")
+	}
+	return body
 }

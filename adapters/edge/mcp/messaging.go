@@ -269,6 +269,10 @@ type messageItem struct {
 	PreviousText string `json:"previous_text,omitempty" jsonschema:"the text before the user's last edit"`
 	Deleted      bool   `json:"deleted,omitempty" jsonschema:"the user deleted the message for everyone: it keeps no content"`
 	DeletedAt    string `json:"deleted_at,omitempty" jsonschema:"when the user deleted the message"`
+	// UserID, Username and ContactID: who sent it.
+	UserID    string `json:"user_id,omitempty" jsonschema:"the WhatsApp business-scoped user id of the sender, where known"`
+	Username  string `json:"username,omitempty" jsonschema:"the sender's username, where known"`
+	ContactID string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) of the thread's user; see get_contact"`
 }
 
 type reactionItem struct {
@@ -289,6 +293,7 @@ func messageItemOf(m messaging.Message) messageItem {
 		MessageID: m.ID, ThreadID: m.ThreadID, Service: string(m.Service), Direction: string(m.Direction), From: m.From, To: m.To,
 		SenderName: m.SenderName, Type: string(m.Content.Kind), Status: string(m.Status), ErrorCode: m.FailureCode, CreatedAt: timestamp(m.CreatedAt),
 		ReplyTo: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, PreviousText: m.PreviousText, Deleted: m.Deleted(),
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID,
 	}
 	if m.EditedAt != nil {
 		item.EditedAt = timestamp(*m.EditedAt)
@@ -300,7 +305,7 @@ func messageItemOf(m messaging.Message) messageItem {
 		item.Reactions = append(item.Reactions, reactionItem{Emoji: r.Emoji, Reactor: r.Reactor, IsFromAgent: r.FromAgent})
 	}
 	switch c := m.Content; {
-	case c.Kind == messaging.KindText:
+	case c.Kind == messaging.KindText, c.Kind == messaging.KindSystem:
 		item.Text, item.Buttons = c.Text, webhook.Buttons(c.Buttons)
 	case c.Kind == messaging.KindButtonReply:
 		item.ButtonID, item.ButtonTitle = c.ButtonID, c.Text

@@ -39,6 +39,10 @@ type MessagingUseCases interface {
 	ReceiveChange(ctx context.Context, in messaging.InboundChange) (domain.Message, error)
 	Media(ctx context.Context, accountID, messageID string) (messaging.MediaStream, domain.Message, error)
 	CheckMediaLink(accountID, messageID, expires, signature string) error
+	Contacts(ctx context.Context, accountID, search, cursor, field string, limit int) (messaging.ContactPage, error)
+	Contact(ctx context.Context, accountID, id string) (messaging.ContactDetails, error)
+	RenameContact(ctx context.Context, accountID, id, name string) (messaging.ContactDetails, error)
+	MergeContacts(ctx context.Context, accountID, id, other string) (messaging.ContactDetails, error)
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -71,6 +75,7 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/button-press", s.idempotentAnswering(s.sandboxButtonPress))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/edit", s.idempotent(s.sandboxChange))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/delete", s.idempotent(s.sandboxChange))
+	s.mountContacts(api)
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -523,6 +528,12 @@ type messageExtras struct {
 	PreviousText string `json:"previous_text,omitempty"`
 	Deleted      bool   `json:"deleted,omitempty"`
 	DeletedAt    string `json:"deleted_at,omitempty"`
+	// UserID and Username are the WhatsApp business-scoped user id and
+	// username of the user who sent an inbound message, where known.
+	UserID   string `json:"user_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	// ContactID is the contact (the person) of the thread's user.
+	ContactID string `json:"contact_id,omitempty"`
 }
 
 // reactionBody is a reaction on a message.
@@ -536,7 +547,8 @@ type reactionBody struct {
 
 func extrasOf(m domain.Message) messageExtras {
 	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons),
-		PreviousText: m.PreviousText, Deleted: m.Deleted()}
+		PreviousText: m.PreviousText, Deleted: m.Deleted(),
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID}
 	if m.Content.Kind == domain.KindButtonReply {
 		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
 	}

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,12 +217,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.readStatus(w, body)
 			return
 		}
-		if !parsed || body["messaging_product"] != "whatsapp" || body["to"] == nil || body[fmt.Sprint(body["type"])] == nil ||
+		if !parsed || body["messaging_product"] != "whatsapp" || !validAddress(body) || body[fmt.Sprint(body["type"])] == nil ||
 			!validReaction(body) || !validContext(body) || !validInteractive(body) {
 			graphError(w, 100)
 			return
 		}
 		to := fmt.Sprint(body["to"])
+		if body["to"] == nil {
+			to = fmt.Sprint(body["recipient"])
+		}
 		s.mu.Lock()
 		s.nextID++
 		id := fmt.Sprintf("wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI%06d", s.nextID)
@@ -232,7 +236,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"messaging_product": "whatsapp",
-			"contacts":          []any{map[string]any{"input": to, "wa_id": to}},
+			"contacts":          []any{sentTo(body, to)},
 			"messages":          []any{map[string]any{"id": id}},
 		})
 	case r.Method == http.MethodGet && r.URL.Path == downloadPath:
@@ -242,6 +246,35 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		graphError(w, 100)
 	}
+}
+
+// sentTo is the contacts entry of a send's answer: the input and the
+// user's phone number, or their user id for a send to a recipient.
+func sentTo(body map[string]any, to string) map[string]any {
+	if body["to"] == nil {
+		return map[string]any{"input": to, "user_id": to}
+	}
+	return map[string]any{"input": to, "wa_id": to}
+}
+
+// userID is a business-scoped user id, as the Cloud API documents it.
+var userID = regexp.MustCompile(`^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$`)
+
+// validAddress checks who a send goes to, as the Cloud API reads it:
+// "to", a phone number (digits), or "recipient", a business-scoped user
+// id; one of them, as a string.
+func validAddress(body map[string]any) bool {
+	to, hasTo := body["to"].(string)
+	recipient, hasRecipient := body["recipient"].(string)
+	switch {
+	case body["to"] != nil && !hasTo, body["recipient"] != nil && !hasRecipient:
+		return false
+	case hasTo:
+		return to != "" && !strings.HasPrefix(to, "+")
+	case hasRecipient:
+		return userID.MatchString(recipient)
+	}
+	return false
 }
 
 // readStatus answers a status update of an inbound message, as the Cloud
@@ -406,6 +439,51 @@ func TextMessage(phoneNumberID, display, from, name, wamid, text string) []byte 
 			"text": map[string]any{"body": text},
 		}},
 	})
+}
+
+// UserTextMessage is a notification of an inbound text message of a user
+// with a business-scoped user id and, when username is set, a username,
+// as the Cloud API posts it since 2026: from and wa_id carry the phone
+// number, and are left out when from is empty (a username-only user).
+// With an empty userID too the message names no sender at all.
+func UserTextMessage(phoneNumberID, display, from, userID, username, name, wamid, text string) []byte {
+	profile := map[string]any{"name": name}
+	if username != "" {
+		profile["username"] = username
+	}
+	contact := map[string]any{"profile": profile}
+	message := map[string]any{"id": wamid, "timestamp": "1763800000", "type": "text", "text": map[string]any{"body": text}}
+	if userID != "" {
+		contact["user_id"], message["from_user_id"] = userID, userID
+	}
+	if from != "" {
+		contact["wa_id"], message["from"] = from, from
+	}
+	value := map[string]any{"messages": []any{message}}
+	if from != "" || userID != "" {
+		value["contacts"] = []any{contact}
+	}
+	return notification(phoneNumberID, display, value)
+}
+
+// SystemMessage is a notification of a system message (no contacts
+// array, as the Cloud API sends it): typ user_changed_number with the
+// user's new phone number newWaID and new user id, or
+// user_changed_user_id with the new user id only; from and fromUserID
+// are the user's phone number and user id before the change.
+func SystemMessage(phoneNumberID, display, from, fromUserID, wamid, typ, body, newWaID, newUserID string) []byte {
+	system := map[string]any{"body": body, "type": typ, "user_id": newUserID, "previous_user_id": fromUserID}
+	if newWaID != "" {
+		system["wa_id"] = newWaID
+	}
+	message := map[string]any{"id": wamid, "timestamp": "1763800000", "type": "system", "system": system}
+	if from != "" {
+		message["from"] = from
+	}
+	if fromUserID != "" {
+		message["from_user_id"] = fromUserID
+	}
+	return notification(phoneNumberID, display, map[string]any{"messages": []any{message}})
 }
 
 // ImageMessage is a notification of an inbound image.

@@ -68,6 +68,14 @@ func TestWhatsAppUserIDsEndToEnd(t *testing.T) {
 		requireFields(t, longMsg, map[string]any{"content": "long name", "from": "+14155550131", "user_id": "US.77"})
 		hooks.waitOne(t, "message.received", longMsg["message_id"].(string))
 
+		// A text longer than any message may be: kept as unsupported, with
+		// the reason, and delivered.
+		f.waPost(t, whatsappfake.UserTextMessage(chWAPNID, chWADisplay, "14155550131", "US.77", "", long, "wamid.c-5", strings.Repeat("x", 5000)))
+		tooLong := api.recent(t, longMsg["thread_id"].(string))[0]
+		require.True(t, strings.HasPrefix(tooLong["content"].(string), "[unsupported message: "), "kept with the reason: %v", tooLong["content"])
+		require.Contains(t, tooLong["content"], "4096")
+		hooks.waitOne(t, "message.received", tooLong["message_id"].(string))
+
 		// A system message is stored (kind system) and delivered.
 		f.waPost(t, whatsappfake.SystemMessage(chWAPNID, chWADisplay, "14155550131", "US.77", "wamid.c-4", "user_changed_number",
 			"User changed from 14155550131 to 14155550132", "14155550132", "US.78"))

@@ -119,6 +119,16 @@ func TestContactsMergeEndToEnd(t *testing.T) {
 		require.Equal(t, waID, waMsg["contact_id"], "a message names its contact")
 		requireFields(t, f.hooks.waitOne(t, "message.received", waMsg["message_id"].(string)), map[string]any{"contact_id": waID, "user_id": "DE.5550001"})
 
+		// A send naming the user id reaches the thread of the number the
+		// user wrote from, and goes out to that number.
+		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send", map[string]any{"service": "whatsapp", "from": chWAAgent, "to": "DE.5550001", "content": "Hallo Ann"})
+		require.Equal(t, http.StatusOK, r.StatusCode, "send to the user id: %s", r.Body)
+		byUserID := r.JSON(t)["message_id"].(string)
+		api.waitStatus(t, byUserID, "sent")
+		require.Equal(t, waThread, api.details(t, byUserID)["thread_id"])
+		sends := f.wa.Sends()
+		require.Equal(t, "4917012345678", sends[len(sends)-1]["to"])
+
 		// Pages and search.
 		r = api.get(t, base+"?limit=1")
 		require.Equal(t, http.StatusOK, r.StatusCode, "page: %s", r.Body)

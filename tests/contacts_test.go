@@ -68,6 +68,14 @@ func TestWhatsAppUserIDsEndToEnd(t *testing.T) {
 		requireFields(t, longMsg, map[string]any{"content": "long name", "from": "+14155550131", "user_id": "US.77"})
 		hooks.waitOne(t, "message.received", longMsg["message_id"].(string))
 
+		// A text longer than any message may be: kept as unsupported, with
+		// the reason, and delivered.
+		f.waPost(t, whatsappfake.UserTextMessage(chWAPNID, chWADisplay, "14155550131", "US.77", "", long, "wamid.c-5", strings.Repeat("x", 5000)))
+		tooLong := api.recent(t, longMsg["thread_id"].(string))[0]
+		require.True(t, strings.HasPrefix(tooLong["content"].(string), "[unsupported message: "), "kept with the reason: %v", tooLong["content"])
+		require.Contains(t, tooLong["content"], "4096")
+		hooks.waitOne(t, "message.received", tooLong["message_id"].(string))
+
 		// A system message is stored (kind system) and delivered.
 		f.waPost(t, whatsappfake.SystemMessage(chWAPNID, chWADisplay, "14155550131", "US.77", "wamid.c-4", "user_changed_number",
 			"User changed from 14155550131 to 14155550132", "14155550132", "US.78"))
@@ -110,6 +118,16 @@ func TestContactsMergeEndToEnd(t *testing.T) {
 		waMsg := api.recent(t, waThread)[0]
 		require.Equal(t, waID, waMsg["contact_id"], "a message names its contact")
 		requireFields(t, f.hooks.waitOne(t, "message.received", waMsg["message_id"].(string)), map[string]any{"contact_id": waID, "user_id": "DE.5550001"})
+
+		// A send naming the user id reaches the thread of the number the
+		// user wrote from, and goes out to that number.
+		r = api.post(t, "/v1/messages/individual/"+acct.AccountID+"/send", map[string]any{"service": "whatsapp", "from": chWAAgent, "to": "DE.5550001", "content": "Hallo Ann"})
+		require.Equal(t, http.StatusOK, r.StatusCode, "send to the user id: %s", r.Body)
+		byUserID := r.JSON(t)["message_id"].(string)
+		api.waitStatus(t, byUserID, "sent")
+		require.Equal(t, waThread, api.details(t, byUserID)["thread_id"])
+		sends := f.wa.Sends()
+		require.Equal(t, "4917012345678", sends[len(sends)-1]["to"])
 
 		// Pages and search.
 		r = api.get(t, base+"?limit=1")

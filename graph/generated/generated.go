@@ -3343,7 +3343,7 @@ type Message {
   userId: String!
   "The sender's username, where known; empty otherwise."
   username: String!
-  "The contact (the person) of the thread's user; empty in groups."
+  "The contact (the person) who sent an inbound message; empty otherwise."
   contactId: String!
   content: MessageContent!
   status: MessageStatus!

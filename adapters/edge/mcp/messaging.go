@@ -272,7 +272,7 @@ type messageItem struct {
 	// UserID, Username and ContactID: who sent it.
 	UserID    string `json:"user_id,omitempty" jsonschema:"the WhatsApp business-scoped user id of the sender, where known"`
 	Username  string `json:"username,omitempty" jsonschema:"the sender's username, where known"`
-	ContactID string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) of the thread's user; see get_contact"`
+	ContactID string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) who sent an inbound message; see get_contact"`
 }
 
 type reactionItem struct {

@@ -377,7 +377,7 @@ func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string, c
 	case in.Reaction != nil:
 		_, err = s.receiver.ReceiveReaction(ctx, appmessaging.InboundReaction{
 			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
-			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider,
+			ThreadID: threadID, TargetProviderID: in.Reaction.TargetProviderID, Emoji: in.Reaction.Emoji, Provider: n.Provider, Chat: chat,
 		})
 	default:
 		_, err = s.receiver.Receive(ctx, appmessaging.InboundInput{

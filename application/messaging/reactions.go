@@ -260,6 +260,9 @@ type InboundReaction struct {
 	Emoji string
 	// Provider, when set, is the provider the agent number must be on.
 	Provider account.Provider
+	// Chat, when set, records what the provider chat showed about the
+	// user (a Telegram chat), as with a message.
+	Chat *writes.ChatContact
 }
 
 // ReceiveReaction stores a user's reaction on the message it targets and
@@ -319,6 +322,9 @@ func (s *Service) ReceiveReaction(ctx context.Context, in InboundReaction) (mess
 			return writes.Batch{}, failure.NotFound("message")
 		}
 		b.Events = append(b.Events, s.reactionEvent(r, thread))
+		if in.Chat != nil {
+			b.Contacts = append(b.Contacts, writes.ContactWrite{Chat: in.Chat})
+		}
 		out = r
 		return b, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,27 @@ type binder struct{ args []any }
 func (p *binder) bind(v any) string {
 	p.args = append(p.args, v)
 	return "$" + strconv.Itoa(len(p.args))
+}
+
+// write writes the placeholder of v's parameter to q.
+func (p *binder) write(q *strings.Builder, v any) {
+	p.args = append(p.args, v)
+	var digits [20]byte
+	q.WriteByte('$')
+	q.Write(strconv.AppendInt(digits[:0], int64(len(p.args)), 10))
+}
+
+// stringType is the type of a plain string column.
+var stringType = reflect.TypeFor[string]()
+
+// fieldArg is a column's value as a parameter. A plain string is converted
+// as a string, not through reflect.Value.Interface, so that the empty
+// strings most optional columns hold cost no allocation.
+func fieldArg(v reflect.Value) any {
+	if v.Type() == stringType {
+		return v.String()
+	}
+	return v.Interface()
 }
 
 // pgStatements returns the Postgres statements that write b, in
@@ -145,6 +167,8 @@ func mapRows[T, R any](items []T, row func(T) R) []R {
 func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix string) string {
 	t := tables.Get(reflect.TypeFor[R]())
 	var q strings.Builder
+	q.Grow(len(rows) * len(t.Fields) * 6)
+	p.args = slices.Grow(p.args, len(rows)*len(t.Fields))
 	q.WriteString("INSERT INTO ")
 	q.WriteString(string(t.SQLName))
 	q.WriteString(" (")
@@ -165,7 +189,7 @@ func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix strin
 			if j > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString(p.bind(f.Value(row).Interface()))
+			p.write(&q, fieldArg(f.Value(row)))
 		}
 		q.WriteByte(')')
 	}
@@ -198,7 +222,7 @@ func valuesList[T any](q *strings.Builder, p *binder, items []T, casts []string,
 			if j > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString(p.bind(v))
+			p.write(q, v)
 			q.WriteString(casts[j])
 		}
 		q.WriteByte(')')

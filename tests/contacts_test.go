@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -154,6 +155,21 @@ func TestContactsMergeEndToEnd(t *testing.T) {
 		require.Equal(t, waID, api.recent(t, tgThread)[0]["contact_id"], "the Telegram messages are the contact's now")
 		r = api.get(t, base)
 		require.Len(t, r.JSON(t)["data"], 1, "one person, one contact")
+
+		// A send may name the contact: it reaches the contact's thread with
+		// the sending number, on either service, and answers the contact.
+		sendPath := "/v1/messages/individual/" + acct.AccountID + "/send"
+		r = api.post(t, sendPath, map[string]any{"service": "telegram", "from": chTGAgent, "to": waID, "content": "Hallo on Telegram"})
+		require.Equal(t, http.StatusOK, r.StatusCode, "send to the contact on Telegram: %s", r.Body)
+		requireFields(t, r.JSON(t), map[string]any{"to": "777000222", "contact_id": waID, "thread_id": tgThread})
+		api.waitStatus(t, r.JSON(t)["message_id"].(string), "sent")
+		calls := f.tg.Calls("sendMessage")
+		require.EqualValues(t, "777000222", fmt.Sprint(calls[len(calls)-1].Params["chat_id"]), "the bot writes to the contact's chat")
+		r = api.post(t, sendPath, map[string]any{"service": "whatsapp", "from": chWAAgent, "to": waID, "content": "Hallo on WhatsApp"})
+		require.Equal(t, http.StatusOK, r.StatusCode, "send to the contact on WhatsApp: %s", r.Body)
+		requireFields(t, r.JSON(t), map[string]any{"to": "+4917012345678", "contact_id": waID, "thread_id": waThread})
+		r = api.post(t, sendPath, map[string]any{"service": "whatsapp", "from": chWAAgent, "to": tgID, "content": "gone"})
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "a merged-away contact: %s", r.Body)
 
 		// MCP sees the same.
 		cs := connectMCP(t, srv, acct)

@@ -155,10 +155,10 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if !account.ValidE164(in.From) {
 		p.Add("value_error", "from must be an agent number in E.164 form, e.g. +14155550100", "from")
 	}
-	if ok && !messaging.ValidRecipient(service, in.To) {
-		msg := "to must be a number in E.164 form, e.g. +14155550100, or a WhatsApp user id, e.g. US.13491208655302741918"
+	if ok && !messaging.ValidRecipient(service, in.To) && !ident.Valid(ident.Contact, in.To) {
+		msg := "to must be a number in E.164 form, e.g. +14155550100, a WhatsApp user id, e.g. US.13491208655302741918, or a contact id"
 		if service == account.Telegram {
-			msg = "to must be a number in E.164 form, a Telegram chat id or an @username"
+			msg = "to must be a number in E.164 form, a Telegram chat id, an @username or a contact id"
 		}
 		p.Add("value_error", msg, "to")
 	}
@@ -329,7 +329,7 @@ func (s *Service) queued(t messaging.Thread, n account.Number, to string, c mess
 	now := s.now().UTC()
 	m := messaging.Message{
 		ID: ident.New(ident.Message), AccountID: t.AccountID, ThreadID: t.ID, Service: t.Service,
-		Direction: messaging.OutboundAPI, From: n.Number, To: to, Content: c, Status: messaging.Queued, ReplyTo: reply,
+		Direction: messaging.OutboundAPI, From: n.Number, To: to, ContactID: t.ContactID, Content: c, Status: messaging.Queued, ReplyTo: reply,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	payload, err := json.Marshal(deliverPayload{MessageID: m.ID})

@@ -3436,7 +3436,7 @@ input SendMessageInput {
   service: Service
   "The agent number to send from, in E.164 form."
   from: String!
-  "The user, for an individual send."
+  "The user, for an individual send: as REST's to (an E.164 number, a Telegram chat id or @username, a WhatsApp user id), or a contact id (con_…), naming its thread with the sending number."
   to: String
   "The group thread, for a group send."
   threadId: ID

@@ -147,7 +147,7 @@ type SendMessageInput struct {
 	Service *account.Service `json:"service,omitempty"`
 	// The agent number to send from, in E.164 form.
 	From string `json:"from"`
-	// The user, for an individual send.
+	// The user, for an individual send: as REST's to (an E.164 number, a Telegram chat id or @username, a WhatsApp user id), or a contact id (con_…), naming its thread with the sending number.
 	To *string `json:"to,omitempty"`
 	// The group thread, for a group send.
 	ThreadID *string `json:"threadId,omitempty"`

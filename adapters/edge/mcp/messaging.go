@@ -83,7 +83,7 @@ var groupSettings = []messaging.Setting{messaging.SettingAnnouncement, messaging
 type sendMessageArgs struct {
 	Service        string           `json:"service,omitempty" jsonschema:"the channel, whatsapp or telegram; required with to, and for a group optional (it must be the group's)"`
 	From           string           `json:"from" jsonschema:"the agent number to send from, in E.164 form (+14155550100): one of the account's enabled numbers on the service"`
-	To             string           `json:"to,omitempty" jsonschema:"the user to write to, in E.164 form (on Telegram also a chat id or @username); give to or thread_id, not both"`
+	To             string           `json:"to,omitempty" jsonschema:"the user to write to, in E.164 form (on Telegram also a chat id or @username, on WhatsApp also a user id), or a contact id (con_…, from list_contacts): its conversation with the sending number; give to or thread_id, not both"`
 	ThreadID       string           `json:"thread_id,omitempty" jsonschema:"the group thread (thr_…) to write into, instead of to"`
 	Text           string           `json:"text,omitempty" jsonschema:"the message text, at most 4096 characters; give text or media"`
 	Media          *mediaArgs       `json:"media,omitempty" jsonschema:"a file to send instead of text"`
@@ -106,13 +106,14 @@ type sentMessage struct {
 	Service     string `json:"service"`
 	From        string `json:"from"`
 	To          string `json:"to,omitempty"`
+	ContactID   string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) the message is to, for an individual send"`
 	Body        string `json:"body" jsonschema:"the text or caption sent"`
 	DateCreated string `json:"date_created"`
 }
 
 func sentMessageOf(m messaging.Message) sentMessage {
 	return sentMessage{MessageID: m.ID, ThreadID: m.ThreadID, Status: string(m.Status), Service: string(m.Service),
-		From: m.From, To: m.To, Body: m.Content.Summary(), DateCreated: timestamp(m.CreatedAt)}
+		From: m.From, To: m.To, ContactID: m.ContactID, Body: m.Content.Summary(), DateCreated: timestamp(m.CreatedAt)}
 }
 
 func (h *Handler) sendMessage(ctx context.Context, accountID string, in sendMessageArgs) (any, error) {
@@ -272,7 +273,7 @@ type messageItem struct {
 	// UserID, Username and ContactID: who sent it.
 	UserID    string `json:"user_id,omitempty" jsonschema:"the WhatsApp business-scoped user id of the sender, where known"`
 	Username  string `json:"username,omitempty" jsonschema:"the sender's username, where known"`
-	ContactID string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) who sent an inbound message; see get_contact"`
+	ContactID string `json:"contact_id,omitempty" jsonschema:"the contact (con_…) of the thread's user: who sent an inbound message, or whom an outbound one is to; see get_contact"`
 }
 
 type reactionItem struct {

@@ -424,34 +424,57 @@ func groupAnswer(m domain.Message) idempotency.Response {
 // individualResult answers a send to a user; the fields are in name order,
 // as the response always had them.
 func individualResult(m domain.Message) individualSendBody {
-	return individualSendBody{Body: body(m), DateCreated: timestamp(m.CreatedAt), From: m.From, MessageID: m.ID,
-		Status: string(m.Status), ThreadID: m.ThreadID, To: m.To}
+	b := body(m)
+	return individualSendBody{Body: b, ContactID: m.ContactID, Data: individualSendData{Body: b, From: m.From, Status: string(m.Status), To: m.To},
+		DateCreated: timestamp(m.CreatedAt), From: m.From, MessageID: m.ID, Status: string(m.Status), ThreadID: m.ThreadID, To: m.To}
 }
 
 type individualSendBody struct {
-	Body        string `json:"body"`
-	DateCreated string `json:"date_created"`
-	From        string `json:"from"`
-	MessageID   string `json:"message_id"`
-	Status      string `json:"status"`
-	ThreadID    string `json:"thread_id"`
-	To          string `json:"to"`
+	Body      string `json:"body"`
+	ContactID string `json:"contact_id,omitempty"`
+	// Data repeats the fields A1Base's Python SDK reads under "data";
+	// it builds its answer type from every key there, so it holds exactly
+	// these.
+	Data        individualSendData `json:"data"`
+	DateCreated string             `json:"date_created"`
+	From        string             `json:"from"`
+	MessageID   string             `json:"message_id"`
+	Status      string             `json:"status"`
+	ThreadID    string             `json:"thread_id"`
+	To          string             `json:"to"`
+}
+
+type individualSendData struct {
+	Body   string `json:"body"`
+	From   string `json:"from"`
+	Status string `json:"status"`
+	To     string `json:"to"`
 }
 
 // groupResult answers a send to a group, its fields in name order.
 func groupResult(m domain.Message) groupSendBody {
-	return groupSendBody{Body: body(m), ChatGroupID: m.ThreadID, DateCreated: timestamp(m.CreatedAt), From: m.From,
-		MessageID: m.ID, Status: string(m.Status), ThreadID: m.ThreadID}
+	b := body(m)
+	return groupSendBody{Body: b, ChatGroupID: m.ThreadID, Data: groupSendData{Body: b, Status: string(m.Status), ThreadID: m.ThreadID},
+		DateCreated: timestamp(m.CreatedAt), From: m.From, MessageID: m.ID, Status: string(m.Status), ThreadID: m.ThreadID}
 }
 
 type groupSendBody struct {
 	Body        string `json:"body"`
 	ChatGroupID string `json:"chat_group_id"`
-	DateCreated string `json:"date_created"`
-	From        string `json:"from"`
-	MessageID   string `json:"message_id"`
-	Status      string `json:"status"`
-	ThreadID    string `json:"thread_id"`
+	// Data repeats, for A1Base's Python SDK, exactly the fields it reads
+	// under "data".
+	Data        groupSendData `json:"data"`
+	DateCreated string        `json:"date_created"`
+	From        string        `json:"from"`
+	MessageID   string        `json:"message_id"`
+	Status      string        `json:"status"`
+	ThreadID    string        `json:"thread_id"`
+}
+
+type groupSendData struct {
+	Body     string `json:"body"`
+	Status   string `json:"status"`
+	ThreadID string `json:"thread_id"`
 }
 
 func addresses(parts []domain.Participant) []string {

@@ -243,6 +243,8 @@ func TestSendGroup(t *testing.T) {
 				require.Equal(t, group, res["thread_id"])
 				require.Equal(t, agentA, res["from"])
 				require.Equal(t, c.text, res["body"])
+				require.Equal(t, map[string]any{"thread_id": group, "body": c.text, "status": "queued"}, res["data"],
+					"data holds exactly what A1Base's Python SDK reads")
 				require.Equal(t, "queued", res["status"])
 				ids = append(ids, res["message_id"].(string))
 			}
@@ -320,6 +322,10 @@ func TestMessageDetails(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.StatusCode, "body: %s", r.Body)
 		sent := r.JSON(t)
 		id := sent["message_id"].(string)
+		contact, _ := sent["contact_id"].(string)
+		require.True(t, strings.HasPrefix(contact, "con_"), "the send answers the contact of the user: %v", sent)
+		require.Equal(t, map[string]any{"to": userA, "from": agentA, "body": "hello", "status": "queued"}, sent["data"],
+			"data holds exactly what A1Base's Python SDK reads")
 		b.waitStatus(t, id, "delivered")
 
 		r = b.get("/v1/messages/individual/" + b.account + "/get-details/" + id)
@@ -339,7 +345,7 @@ func TestMessageDetails(t *testing.T) {
 			"message_id": id, "to": userA, "from": agentA, "body": "hello", "status": "delivered",
 			"date_created": sent["date_created"], "direction": "outbound-api", "attachment_uri": "", "thread_id": thread,
 			"service": "whatsapp", "message_type": "text", "error_code": "", "error_message": "",
-			"date_updated": data["date_updated"],
+			"date_updated": data["date_updated"], "contact_id": contact,
 		}, data)
 		updated, err := time.Parse(time.RFC3339Nano, data["date_updated"].(string))
 		require.NoError(t, err)

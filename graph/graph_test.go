@@ -277,7 +277,7 @@ func TestHandler(t *testing.T) {
 		_, resp := post(t, authenticated(b.handler, principal), `{ __type(name: "Service") { enumValues { name } } }`)
 
 		require.Empty(t, resp.Errors)
-		require.JSONEq(t, `{"__type": {"enumValues": [{"name": "WHATSAPP"}, {"name": "TELEGRAM"}]}}`, string(resp.Data))
+		require.JSONEq(t, `{"__type": {"enumValues": [{"name": "WHATSAPP"}, {"name": "TELEGRAM"}, {"name": "WEB_UI"}]}}`, string(resp.Data))
 	})
 }
 

@@ -61,6 +61,12 @@ const (
 	Telegram Service = "telegram"
 )
 
+// WebUI names the threads of a customer's own web chat, recorded through
+// the API (messaging.Service.SaveWebUI) so that its conversations sit
+// beside the channels' in history. It is no channel: nothing is sent on
+// it, and ParseService does not accept it.
+const WebUI Service = "web-ui"
+
 // ParseService accepts a channel name as clients send it.
 func ParseService(s string) (Service, bool) {
 	switch Service(s) {

@@ -2750,6 +2750,8 @@ type AgentNumber {
 enum Service {
   WHATSAPP
   TELEGRAM
+  "The threads of your own web chat, recorded with REST's save/web-ui: no send accepts it."
+  WEB_UI
 }
 
 "An address an account sends email from."
@@ -18914,10 +18916,12 @@ var (
 	unmarshalNService2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService = map[string]account.Service{
 		"WHATSAPP": account.WhatsApp,
 		"TELEGRAM": account.Telegram,
+		"WEB_UI":   account.WebUI,
 	}
 	marshalNService2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService = map[account.Service]string{
 		account.WhatsApp: "WHATSAPP",
 		account.Telegram: "TELEGRAM",
+		account.WebUI:    "WEB_UI",
 	}
 )
 
@@ -19663,10 +19667,12 @@ var (
 	unmarshalOService2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService = map[string]account.Service{
 		"WHATSAPP": account.WhatsApp,
 		"TELEGRAM": account.Telegram,
+		"WEB_UI":   account.WebUI,
 	}
 	marshalOService2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService = map[account.Service]string{
 		account.WhatsApp: "WHATSAPP",
 		account.Telegram: "TELEGRAM",
+		account.WebUI:    "WEB_UI",
 	}
 )
 

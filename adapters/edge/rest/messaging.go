@@ -43,6 +43,7 @@ type MessagingUseCases interface {
 	Contact(ctx context.Context, accountID, id string) (messaging.ContactDetails, error)
 	RenameContact(ctx context.Context, accountID, id, name string) (messaging.ContactDetails, error)
 	MergeContacts(ctx context.Context, accountID, id, other string) (messaging.ContactDetails, error)
+	SaveWebUI(ctx context.Context, in messaging.WebUIInput) (domain.Message, error)
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -75,6 +76,7 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/button-press", s.idempotentAnswering(s.sandboxButtonPress))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/edit", s.idempotent(s.sandboxChange))
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/delete", s.idempotent(s.sandboxChange))
+	api.Handle(http.MethodPost, "/messages/{accountId}/save/web-ui", s.saveWebUI)
 	s.mountContacts(api)
 }
 

@@ -175,10 +175,10 @@ const DefaultDatabaseURL = "sqlite:./var/switchboard.db"
 // Defaults returns the configuration when nothing is set.
 func Defaults() Config {
 	return Config{
-		Addr:            "127.0.0.1:8080",
-		DatabaseURL:     DefaultDatabaseURL,
-		EmailDomain:     "mail.switchboard.local",
-		Mailbox:         appemail.DefaultMailboxLimits,
+		Addr:        "127.0.0.1:8080",
+		DatabaseURL: DefaultDatabaseURL,
+		EmailDomain: "mail.switchboard.local",
+		Mailbox:     appemail.DefaultMailboxLimits,
 		SMTP: SMTPListen{
 			MaxMessageBytes: 25 << 20, MaxConnections: 100, SenderPerMinute: 60, Inbound: appemail.DefaultInboundLimits,
 		},

@@ -138,7 +138,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		add("record email deliveries", func(p *binder) string { return recordEmailOutcomesBound(p, b.EmailOutcomes) })
 	}
 	if len(b.EmailAttachments) > 0 {
-		add("insert email attachments", func(p *binder) string { return boundInsert(tables, p, mapRows(b.EmailAttachments, attachmentToRow), "") })
+		add("insert email attachments", func(p *binder) string {
+			return boundInsert(tables, p, mapRows(b.EmailAttachments, attachmentToRow), "")
+		})
 	}
 	if len(b.Spooled) > 0 {
 		add("spool received emails", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Spooled, spooledToRow), "") })

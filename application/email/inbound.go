@@ -148,7 +148,7 @@ func (s *Service) received(ctx context.Context, tx InboxReads, sp email.Spooled,
 		From: m.From, FromName: m.FromName, To: rcpt.Address, Cc: m.Cc, ReplyTo: m.ReplyTo,
 		Subject: m.Subject, Body: cut(text, limits.TextBytes), HTMLBody: cut(m.HTML, limits.TextBytes),
 		ExtractedText: cut(email.ExtractReply(text), limits.TextBytes),
-		Headers: m.Headers, MessageID: m.MessageID, InReplyTo: m.InReplyTo, References: m.References,
+		Headers:       m.Headers, MessageID: m.MessageID, InReplyTo: m.InReplyTo, References: m.References,
 		Status: email.Received, Auth: auth, RawID: sp.ID, Size: int64(len(sp.Raw)), ParseProblem: m.Problem,
 		CreatedAt: sp.ReceivedAt, UpdatedAt: s.now(),
 	}

@@ -328,3 +328,57 @@ func selfSigned(t *testing.T) (server, client *tls.Config) {
 }
 
 
+
+// An answer to an email the agent sent, from an ordinary mail client
+// with real reply headers, lands in the sent email's thread with its
+// reply extracted; the agent's reply to it carries In-Reply-To,
+// References and "Re:" and stays in the thread. A reply to another
+// account's email is NotFound.
+func TestRepliesThread(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect, listener.Config{})
+		ctx := context.Background()
+		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
+			RecipientAddress: "ann@example.org", Subject: "Your report", Body: "Hello Ann, here is your report."})
+		require.NoError(t, err)
+
+		answer := "From: Ann <ann@example.org>\r\nTo: support.bot@mail.acme.test\r\nSubject: Re: Your report\r\n" +
+			"Message-ID: <answer-1@example.org>\r\nIn-Reply-To: " + sent.MessageID + "\r\nReferences: " + sent.MessageID + "\r\n\r\n" +
+			"Thanks!\r\n\r\nOn Tue, Nov 24, 2026 at 9:15 AM <support.bot@mail.acme.test> wrote:\r\n> Hello Ann, here is your report.\r\n"
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "ann@example.org", []string{"support.bot@mail.acme.test"}, []byte(answer)))
+		// A message with no linking header and a new subject starts a
+		// thread of its own.
+		other := "From: Ann <ann@example.org>\r\nTo: support.bot@mail.acme.test\r\nSubject: Another question\r\n\r\nHi\r\n"
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "ann@example.org", []string{"support.bot@mail.acme.test"}, []byte(other)))
+		b.receive(t)
+
+		list := b.mailbox(t, b.account, "support.bot@mail.acme.test")
+		require.Len(t, list, 3)
+		byThread := map[string][]string{}
+		for _, e := range list {
+			byThread[e.ThreadID] = append(byThread[e.ThreadID], e.Subject)
+		}
+		require.ElementsMatch(t, []string{"Your report", "Re: Your report"}, byThread[sent.ThreadID])
+		require.Len(t, byThread, 2)
+		var received email.Email
+		for _, e := range list {
+			if e.MessageID == "<answer-1@example.org>" {
+				received = e
+			}
+		}
+		require.Equal(t, "Thanks!", received.ExtractedText)
+
+		reply, err := b.svc.Reply(ctx, appemail.ReplyInput{AccountID: b.account, EmailID: received.ID, Body: "You are welcome."})
+		require.NoError(t, err)
+		require.Equal(t, sent.ThreadID, reply.ThreadID)
+		require.Equal(t, "Re: Your report", reply.Subject)
+		require.Equal(t, "ann@example.org", reply.To)
+		require.Equal(t, "<answer-1@example.org>", reply.InReplyTo)
+		require.Equal(t, []string{sent.MessageID, "<answer-1@example.org>"}, reply.References)
+
+		_, err = b.svc.Reply(ctx, appemail.ReplyInput{AccountID: b.other, EmailID: received.ID, Body: "mine?"})
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "not found")
+	})
+}

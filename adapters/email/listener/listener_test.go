@@ -40,7 +40,9 @@ import (
 // reach no DNS server.
 type fakeDNS struct{ txt map[string][]string }
 
-func notFound(name string) error { return &net.DNSError{Err: "no such host", Name: name, IsNotFound: true} }
+func notFound(name string) error {
+	return &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+}
 
 func (d fakeDNS) LookupTXT(_ context.Context, name string) ([]string, error) {
 	if v, ok := d.txt[strings.TrimSuffix(strings.ToLower(name), ".")]; ok {
@@ -326,8 +328,6 @@ func selfSigned(t *testing.T) (server, client *tls.Config) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
 		&tls.Config{RootCAs: pool, ServerName: "mx.acme.test", MinVersion: tls.VersionTLS12}
 }
-
-
 
 // An answer to an email the agent sent, from an ordinary mail client
 // with real reply headers, lands in the sent email's thread with its

@@ -101,7 +101,7 @@ func (s InboxStore) ThreadByMessageIDs(ctx context.Context, accountID string, id
 	}
 	var thread string
 	err := s.read.NewRaw("SELECT thread_id FROM emails WHERE account_id = ? AND message_id IN (?) AND thread_id <> '' ORDER BY created_at DESC, id DESC LIMIT 1",
-		accountID, bun.In(ids)).Scan(ctx, &thread)
+		accountID, bun.List(ids)).Scan(ctx, &thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -90,7 +90,6 @@ type bundle struct {
 	l       *listener.Listener
 	account string
 	other   string
-	tls     *tls.Config
 	admit   atomic.Bool
 }
 

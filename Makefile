@@ -59,6 +59,7 @@ FUZZ_TARGETS := \
 	./domain/messaging:FuzzPhoneNumber \
 	./domain/email:FuzzAddress \
 	./domain/email:FuzzHeaders \
+	./adapters/email/mailparse:FuzzParse \
 	./adapters/httpguard:FuzzCheckURL \
 	./adapters/channels/whatsapp:FuzzWebhook \
 	./adapters/channels/telegram:FuzzWebhook \

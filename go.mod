@@ -3,11 +3,14 @@ module github.com/switchboard-dev/switchboard
 go 1.26.0
 
 require (
+	blitiri.com.ar/go/spf v1.6.0
 	code.dny.dev/ssrf v0.3.0
 	github.com/99designs/gqlgen v0.17.98
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15
+	github.com/emersion/go-message v0.18.2
+	github.com/emersion/go-msgauth v0.7.0
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
 	github.com/getkin/kin-openapi v0.152.0

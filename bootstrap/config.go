@@ -50,6 +50,8 @@ type Config struct {
 	SandboxEmail bool
 	// Mailbox bounds the sandbox mailbox.
 	Mailbox appemail.MailboxLimits
+	// SMTP is the listener for received email (off unless Listen is set).
+	SMTP SMTPListen
 	// AllowPrivateURLs lists ranges that customer URLs may point into, for
 	// self-hosted setups; empty means only public addresses.
 	AllowPrivateURLs []netip.Prefix
@@ -112,6 +114,25 @@ type Config struct {
 	SessionMaxAge      time.Duration
 }
 
+// SMTPListen configures the SMTP listener that receives email.
+type SMTPListen struct {
+	// Listen is its address (":25"); empty: email is not received.
+	Listen string
+	// Hostname is the name it greets with and the MX host the docs and
+	// the CLI tell domains to publish.
+	Hostname string
+	// TLSCertFile and TLSKeyFile are the certificate offered with
+	// STARTTLS: the HTTP server's (TLSCertFile) when empty.
+	TLSCertFile, TLSKeyFile string
+	MaxMessageBytes         int64
+	MaxConnections          int
+	// SenderPerMinute bounds the messages one envelope sender may
+	// deliver per minute (0: no bound).
+	SenderPerMinute int
+	// Inbound bounds what received email stores.
+	Inbound appemail.InboundLimits
+}
+
 // MCPLimits bound who may call /mcp and how many sessions an account
 // holds.
 type MCPLimits struct {
@@ -154,10 +175,13 @@ const DefaultDatabaseURL = "sqlite:./var/switchboard.db"
 // Defaults returns the configuration when nothing is set.
 func Defaults() Config {
 	return Config{
-		Addr:            "127.0.0.1:8080",
-		DatabaseURL:     DefaultDatabaseURL,
-		EmailDomain:     "mail.switchboard.local",
-		Mailbox:         appemail.DefaultMailboxLimits,
+		Addr:        "127.0.0.1:8080",
+		DatabaseURL: DefaultDatabaseURL,
+		EmailDomain: "mail.switchboard.local",
+		Mailbox:     appemail.DefaultMailboxLimits,
+		SMTP: SMTPListen{
+			MaxMessageBytes: 25 << 20, MaxConnections: 100, SenderPerMinute: 60, Inbound: appemail.DefaultInboundLimits,
+		},
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "text",
 		Limits:          edge.DefaultLimits,
@@ -345,6 +369,14 @@ func (c Config) Check() error {
 	}
 	if c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 {
 		return fmt.Errorf("session-idle-timeout and session-max-age must be positive, got %s and %s", c.SessionIdleTimeout, c.SessionMaxAge)
+	}
+	if (c.SMTP.TLSCertFile == "") != (c.SMTP.TLSKeyFile == "") {
+		return errors.New("STARTTLS needs both a certificate file and a key file (SWITCHBOARD_SMTP_TLS_CERT_FILE and SWITCHBOARD_SMTP_TLS_KEY_FILE)")
+	}
+	if c.SMTP.TLSCertFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.SMTP.TLSCertFile, c.SMTP.TLSKeyFile); err != nil {
+			return fmt.Errorf("load SMTP TLS certificate: %w", err)
+		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("TLS needs both a certificate file and a key file (SWITCHBOARD_TLS_CERT_FILE and SWITCHBOARD_TLS_KEY_FILE)")

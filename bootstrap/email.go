@@ -2,10 +2,18 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
+	"github.com/switchboard-dev/switchboard/adapters/email/listener"
+	"github.com/switchboard-dev/switchboard/adapters/email/mailauth"
+	"github.com/switchboard-dev/switchboard/adapters/email/mailparse"
 
 	"github.com/switchboard-dev/switchboard/adapters/cache"
 
@@ -93,7 +101,7 @@ var emailModule = fx.Module("email",
 			return db.EmailStore()
 		},
 		newEmailSender,
-		func(c Config, db *store.DB, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger) *appemail.Service {
+		func(c Config, db *store.DB, s appemail.Store, caches *cache.Caches, sender appemail.Sender, g *httpguard.Guard, log *slog.Logger, dns mailauth.Resolver) *appemail.Service {
 			// Without a relay, the console lists the sandbox mailbox.
 			var mailbox appemail.Mailbox
 			if c.SMTPURL == "" {
@@ -102,8 +110,12 @@ var emailModule = fx.Module("email",
 			return appemail.NewService(appemail.Deps{
 				Store: caches.Email(s), Committer: db, Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
 				ServiceDomain: c.EmailDomain, Mailbox: mailbox, Logger: log,
+				Inbox: db.InboxStore(), Parser: mailparse.New(mailparse.DefaultLimits), Authenticator: mailauth.New(dns, 20*time.Second),
+				InboundLimits: c.SMTP.Inbound,
 			})
 		},
+		// The DNS the SPF, DKIM and DMARC checks ask: the system's.
+		func() mailauth.Resolver { return net.DefaultResolver },
 		fx.Annotate(func(s *appemail.Service) *appemail.Service { return s }, fx.As(new(rest.EmailUseCases))),
 		fx.Annotate(func(s *appemail.Service) runner.Kind {
 			// The timeout covers fetching a 100 MB attachment and the
@@ -111,5 +123,67 @@ var emailModule = fx.Module("email",
 			// renewed by its heartbeat while a delivery runs.
 			return runner.Kind{Name: appemail.DeliverKind, Handler: s, Backoff: appemail.DeliveryBackoff, Timeout: 5 * time.Minute}
 		}, fx.ResultTags(runner.KindGroup)),
+		fx.Annotate(func(s *appemail.Service) runner.Kind {
+			// Parsing is bounded by the message size; the timeout covers
+			// the DNS lookups of SPF, DKIM and DMARC.
+			return runner.Kind{Name: appemail.ReceiveKind, Handler: runner.HandlerFunc(s.Receive), Timeout: 2 * time.Minute}
+		}, fx.ResultTags(runner.KindGroup)),
 	),
+	fx.Invoke(startSMTPListener),
 )
+
+// startSMTPListener starts the SMTP listener that receives email when
+// SWITCHBOARD_SMTP_LISTEN is set, and stops it with the app.
+func startSMTPListener(lc fx.Lifecycle, c Config, s *appemail.Service, db *store.DB, log *slog.Logger) error {
+	if c.SMTP.Listen == "" {
+		return nil
+	}
+	cfg := listener.Config{
+		Addr: c.SMTP.Listen, Hostname: c.SMTPHostname(), MaxMessageBytes: c.SMTP.MaxMessageBytes, MaxConnections: c.SMTP.MaxConnections,
+	}
+	certFile, keyFile := c.SMTP.TLSCertFile, c.SMTP.TLSKeyFile
+	if certFile == "" {
+		certFile, keyFile = c.TLSCertFile, c.TLSKeyFile
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("load SMTP TLS certificate: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	var buckets ratelimit.Buckets = ratelimit.NewMemoryBuckets()
+	if db.Dialect() == store.Postgres {
+		buckets = db.RateBuckets()
+	}
+	n := c.SMTP.SenderPerMinute
+	senders := ratelimit.New(ratelimit.Policy{Name: "smtp-sender", PerSecond: float64(n) / 60, Burst: max(n, 1)}, buckets, ratelimit.Options{Prefix: "smtp:", Logger: log})
+	limit := func(ctx context.Context, sender string) bool { return senders.Take(ctx, sender).Admitted() }
+	var l *listener.Listener
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			var err error
+			if l, err = listener.Listen(cfg, s, limit, log); err != nil {
+				return err
+			}
+			log.Info("receiving email over SMTP", "addr", l.Addr().String(), "hostname", cfg.Hostname, "starttls", cfg.TLS != nil,
+				"max_message_bytes", cfg.MaxMessageBytes)
+			return nil
+		},
+		OnStop: func(ctx context.Context) error { return l.Shutdown(ctx) },
+	})
+	return nil
+}
+
+// SMTPHostname is the name the SMTP listener greets with and domains
+// publish as their MX host: SWITCHBOARD_SMTP_HOSTNAME, else the public
+// URL's host, else the service email domain.
+func (c Config) SMTPHostname() string {
+	if c.SMTP.Hostname != "" {
+		return c.SMTP.Hostname
+	}
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return c.EmailDomain
+}

@@ -137,6 +137,14 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	if len(b.EmailOutcomes) > 0 {
 		add("record email deliveries", func(p *binder) string { return recordEmailOutcomesBound(p, b.EmailOutcomes) })
 	}
+	if len(b.EmailAttachments) > 0 {
+		add("insert email attachments", func(p *binder) string {
+			return boundInsert(tables, p, mapRows(b.EmailAttachments, attachmentToRow), "")
+		})
+	}
+	if len(b.Spooled) > 0 {
+		add("spool received emails", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Spooled, spooledToRow), "") })
+	}
 	if len(b.Jobs) > 0 {
 		add("enqueue jobs", func(p *binder) string {
 			return boundInsert(tables, p, mapRows(b.Jobs, func(j jobs.EnqueueParams) newJobRow { return newJob(j, now) }), "")

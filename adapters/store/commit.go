@@ -263,6 +263,8 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("record endpoint health", recordEndpointHealth(db, b.EndpointHealth)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
+	add("insert email attachments", insertRows(db, b.EmailAttachments, attachmentToRow)...)
+	add("spool received emails", insertRows(db, b.Spooled, spooledToRow)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
 	add("insert cron jobs", insertRows(db, b.CronJobs, cronJobToRow)...)
 	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -53,7 +55,8 @@ func (r EmailStore) EmailAddressByAddress(ctx context.Context, localPart, domain
 	return account.EmailAddress{ID: row.ID, AccountID: row.AccountID, LocalPart: row.LocalPart, Domain: row.Domain, CreatedAt: row.CreatedAt.UTC()}, nil
 }
 
-const emailColumns = "id, account_id, from_address, to_address, cc, bcc, reply_to, subject, body, html, headers, attachment_uri, message_id, status, reply, failure_code, attempts, created_at, updated_at, sent_at"
+const emailColumns = "id, account_id, from_address, to_address, cc, bcc, reply_to, subject, body, html, headers, attachment_uri, message_id, status, reply, failure_code, attempts, created_at, updated_at, sent_at, " +
+	"direction, mailbox, thread_id, from_name, in_reply_to, references_ids, subject_key, html_body, extracted_text, auth, raw_id, size, parse_problem"
 
 type emailRow struct {
 	bun.BaseModel `bun:"table:emails"`
@@ -77,6 +80,19 @@ type emailRow struct {
 	CreatedAt     time.Time  `bun:"created_at"`
 	UpdatedAt     time.Time  `bun:"updated_at"`
 	SentAt        *time.Time `bun:"sent_at"`
+	Direction     string     `bun:"direction"`
+	Mailbox       string     `bun:"mailbox"`
+	ThreadID      string     `bun:"thread_id"`
+	FromName      string     `bun:"from_name"`
+	InReplyTo     string     `bun:"in_reply_to"`
+	References    string     `bun:"references_ids"`
+	SubjectKey    string     `bun:"subject_key"`
+	HTMLBody      string     `bun:"html_body"`
+	ExtractedText string     `bun:"extracted_text"`
+	Auth          string     `bun:"auth"`
+	RawID         string     `bun:"raw_id"`
+	Size          int64      `bun:"size"`
+	ParseProblem  string     `bun:"parse_problem"`
 }
 
 // headerJSON is how one extra header is kept.
@@ -105,7 +121,21 @@ func emailToRow(e email.Email) emailRow {
 		AttachmentURI: e.AttachmentURI, MessageID: e.MessageID, Status: string(e.Status),
 		Reply: e.Reply, FailureCode: e.FailureCode, Attempts: e.Attempts,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, SentAt: e.SentAt,
+		Direction: string(cmp.Or(e.Direction, email.Outbound)), Mailbox: strings.ToLower(e.Mailbox), ThreadID: e.ThreadID,
+		FromName: e.FromName, InReplyTo: e.InReplyTo, References: jsonList(e.References), SubjectKey: email.SubjectKey(e.Subject),
+		HTMLBody: e.HTMLBody, ExtractedText: e.ExtractedText, Auth: authJSON(e.Auth), RawID: e.RawID, Size: e.Size,
+		ParseProblem: e.ParseProblem,
 	}
+}
+
+// authJSON is how an email's authentication results are kept ("{}" for
+// a sent email, which has none).
+func authJSON(a email.Authentication) string {
+	if a.SPF == "" && a.DKIM == "" && a.DMARC == "" {
+		return "{}"
+	}
+	b, _ := json.Marshal(a)
+	return string(b)
 }
 
 func (row emailRow) domain() (email.Email, error) {
@@ -115,6 +145,19 @@ func (row emailRow) domain() (email.Email, error) {
 		MessageID: row.MessageID, Status: email.Status(row.Status), Reply: row.Reply,
 		FailureCode: row.FailureCode, Attempts: row.Attempts,
 		CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
+		Direction: email.Direction(row.Direction), Mailbox: row.Mailbox, ThreadID: row.ThreadID, FromName: row.FromName,
+		InReplyTo: row.InReplyTo, HTMLBody: row.HTMLBody, ExtractedText: row.ExtractedText, RawID: row.RawID,
+		Size: row.Size, ParseProblem: row.ParseProblem,
+	}
+	if row.References != "" && row.References != "[]" {
+		if err := json.Unmarshal([]byte(row.References), &e.References); err != nil {
+			return email.Email{}, err
+		}
+	}
+	if row.Auth != "" && row.Auth != "{}" {
+		if err := json.Unmarshal([]byte(row.Auth), &e.Auth); err != nil {
+			return email.Email{}, err
+		}
 	}
 	if row.SentAt != nil {
 		at := row.SentAt.UTC()

@@ -39,7 +39,8 @@ func (s EmailStores) insert(t *testing.T, e email.Email) {
 func newEmail(accountID string) email.Email {
 	id := ident.New(ident.Email)
 	return email.Email{
-		ID: id, AccountID: accountID, From: "agent@mail.example.com", To: "user@example.org",
+		ID: id, AccountID: accountID, Direction: email.Outbound, Mailbox: "agent@mail.example.com", ThreadID: "eth_" + id[4:],
+		From: "agent@mail.example.com", To: "user@example.org", InReplyTo: "<x@example.org>", References: []string{"<root@example.org>", "<x@example.org>"},
 		Cc: []string{"cc1@example.org", "cc2@example.org"}, Bcc: []string{"hidden@example.org"}, ReplyTo: []string{"replies@example.com"},
 		Subject: "Grüße", Body: "<p>Hello</p>", HTML: true,
 		Headers:       []email.Header{{Name: "In-Reply-To", Value: "<x@example.org>"}, {Name: "X-Campaign", Value: "spring"}},

@@ -59,6 +59,11 @@ type Service struct {
 	domain    string
 	// mailbox is the sandbox mailbox, when emails go there.
 	mailbox Mailbox
+	// inbox, parser and auth receive email; nil inbox: receiving is off.
+	inbox   Inbox
+	parser  Parser
+	auth    Authenticator
+	inbound InboundLimits
 	now     func() time.Time
 	log     *slog.Logger
 }
@@ -79,8 +84,15 @@ type Deps struct {
 	// Mailbox, when the Sender is the sandbox mailbox, lists what it
 	// kept; nil when emails go to a relay.
 	Mailbox Mailbox
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Inbox stores received email and threads; Parser and Authenticator
+	// read and check what the SMTP listener received; InboundLimits
+	// bound it (DefaultInboundLimits where zero).
+	Inbox         Inbox
+	Parser        Parser
+	Authenticator Authenticator
+	InboundLimits InboundLimits
+	Now           func() time.Time
+	Logger        *slog.Logger
 }
 
 // NewService builds the email use cases.
@@ -94,7 +106,13 @@ func NewService(d Deps) *Service {
 	clock := d.Now
 	now := func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
 	domain, _ := account.NormalizeDomain(d.ServiceDomain)
-	return &Service{store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, mailbox: d.Mailbox, now: now, log: d.Logger}
+	if d.InboundLimits == (InboundLimits{}) {
+		d.InboundLimits = DefaultInboundLimits
+	}
+	return &Service{
+		store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, mailbox: d.Mailbox,
+		inbox: d.Inbox, parser: d.Parser, auth: d.Authenticator, inbound: d.InboundLimits, now: now, log: d.Logger,
+	}
 }
 
 // ServiceDomain is the service's own email domain.
@@ -162,8 +180,15 @@ type deliverPayload struct {
 
 // Send checks a send, stores the email and queues its delivery in one
 // transaction. The sender must be an address of the account (Forbidden,
-// code sender_not_permitted, otherwise).
+// code sender_not_permitted, otherwise). The email joins the thread of the
+// email its In-Reply-To or References header names, where the account has
+// it, else it starts a thread.
 func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
+	return s.send(ctx, in, "")
+}
+
+// send is Send into thread (found from the headers when empty).
+func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.Email, error) {
 	var p failure.Problems
 	var from, to email.Address
 	if email.CheckLine(&p, in.SenderAddress, "sender_address") {
@@ -216,6 +241,13 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		AttachmentURI: in.AttachmentURI, MessageID: "<" + id + "@" + addr.Domain + ">",
 		Status: email.Queued, CreatedAt: now, UpdatedAt: now,
 	}
+	e.Direction, e.Mailbox = email.Outbound, strings.ToLower(addr.Address())
+	e.InReplyTo, e.References = headerValue(e.Headers, "In-Reply-To"), email.MessageIDs(headerValue(e.Headers, "References"))
+	if e.ThreadID = thread; thread == "" {
+		if e.ThreadID, err = s.sentThread(ctx, e); err != nil {
+			return email.Email{}, err
+		}
+	}
 	payload, _ := json.Marshal(deliverPayload{EmailID: e.ID})
 	// The job needs no unique key: the email is new, and Work leaves an
 	// email that is no longer queued alone.
@@ -231,6 +263,32 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 		return email.Email{}, err
 	}
 	return e, nil
+}
+
+// sentThread is the thread of the account's email that e answers (by its
+// In-Reply-To and References), or a new one.
+func (s *Service) sentThread(ctx context.Context, e email.Email) (string, error) {
+	links := e.References
+	if e.InReplyTo != "" {
+		links = append(email.MessageIDs(e.InReplyTo), links...)
+	}
+	if len(links) > 0 && s.inbox != nil {
+		t, err := s.inbox.ThreadByMessageIDs(ctx, e.AccountID, links)
+		if t != "" || err != nil {
+			return t, err
+		}
+	}
+	return newThreadID(e.ID), nil
+}
+
+// headerValue is the value of the extra header name, or "".
+func headerValue(hs []email.Header, name string) string {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return ""
 }
 
 // EndpointKey is what a delivery calls besides the SMTP relay, for the

@@ -102,6 +102,12 @@ type Batch struct {
 	// still queued (one no longer queued is left as it is).
 	Emails        []email.Email
 	EmailOutcomes []email.Email
+	// EmailAttachments are new attachments of emails (of Emails, or
+	// recorded before); Spooled are messages the SMTP listener accepted,
+	// kept whole until parsed. A taken id fails the batch with a
+	// Conflict.
+	EmailAttachments []email.Attachment
+	Spooled          []email.Spooled
 	// Jobs are new jobs. A batch enqueues only new work: its jobs have no
 	// UniqueKey.
 	Jobs []jobs.EnqueueParams
@@ -240,6 +246,8 @@ func (b *Batch) Add(o Batch) {
 	b.EndpointHealth = append(b.EndpointHealth, o.EndpointHealth...)
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
+	b.EmailAttachments = append(b.EmailAttachments, o.EmailAttachments...)
+	b.Spooled = append(b.Spooled, o.Spooled...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
 	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	b.Answers = append(b.Answers, o.Answers...)

@@ -317,6 +317,34 @@ func newDomainsCommand(s *settings) *cobra.Command {
 	}
 	list.Flags().StringVar(&accountID, "account", "", "account id (required)")
 	_ = list.MarkFlagRequired("account")
-	cmd.AddCommand(add, list)
+
+	var mxHost string
+	dns := &cobra.Command{
+		Use:   "dns",
+		Short: "Print the DNS records a domain publishes to receive email through the SMTP listener",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mxHost == "" {
+				return fmt.Errorf("give --smtp-hostname (SWITCHBOARD_SMTP_HOSTNAME): the public name of the host running --smtp-listen on port 25")
+			}
+			d, err := account.NormalizeDomain(domain)
+			if err != nil {
+				return fmt.Errorf("--domain: %w", err)
+			}
+			records := []map[string]string{
+				{"name": d, "type": "MX", "value": "10 " + mxHost + "."},
+				{"name": "_dmarc." + d, "type": "TXT", "value": "v=DMARC1; p=quarantine"},
+			}
+			return s.print(cmd, records, func(w io.Writer) {
+				for _, r := range records {
+					fmt.Fprintf(w, "%s. IN %s %s\n", r["name"], r["type"], r["value"])
+				}
+			})
+		},
+	}
+	dns.Flags().StringVar(&domain, "domain", "", "the service email domain or a custom domain (required)")
+	dns.Flags().StringVar(&mxHost, "smtp-hostname", "", "public name of the host running the SMTP listener")
+	_ = dns.MarkFlagRequired("domain")
+	cmd.AddCommand(add, list, dns)
 	return cmd
 }

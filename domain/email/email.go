@@ -26,7 +26,7 @@ const (
 )
 
 // Final reports whether no further move is possible from s.
-func (s Status) Final() bool { return s == Sent || s == Failed }
+func (s Status) Final() bool { return s == Sent || s == Failed || s == Received }
 
 // Limits of an email.
 const (
@@ -128,12 +128,23 @@ func badAddress(p *failure.Problems, path ...any) {
 	p.Add("value_error", "must be an email address such as someone@example.com", path...)
 }
 
-// Email is one outbound email.
+// Email is one email of an account: sent through the API (outbound) or
+// received by the SMTP listener (inbound).
 type Email struct {
 	ID        string
 	AccountID string
-	// From is the account's address it is sent from.
-	From    string
+	Direction Direction
+	// Mailbox is the account's address the email belongs to: the sender
+	// of an outbound one, the receiving address of an inbound one.
+	Mailbox string
+	// ThreadID is the conversation it belongs to (eth_…).
+	ThreadID string
+	// From is the sender's address: the account's for an outbound email.
+	// FromName is the sender's display name, where given.
+	From     string
+	FromName string
+	// To is the recipient of an outbound email, the receiving address of
+	// an inbound one.
 	To      string
 	Cc      []string
 	Bcc     []string
@@ -160,6 +171,23 @@ type Email struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	SentAt      *time.Time
+
+	// InReplyTo and References are the Message-IDs the email answers and
+	// follows (angle brackets included).
+	InReplyTo  string
+	References []string
+	// The fields of an inbound email: its HTML part (Body is the text
+	// part, or text made from the HTML), the reply without its quoted
+	// history, the authentication results, its spooled raw message and
+	// size in bytes, what went wrong while parsing it (empty when
+	// nothing), and its attachments (read where asked for).
+	HTMLBody      string
+	ExtractedText string
+	Auth          Authentication
+	RawID         string
+	Size          int64
+	ParseProblem  string
+	Attachments   []Attachment
 }
 
 // Recipients is every envelope recipient: To, Cc and Bcc.

@@ -27,15 +27,18 @@ const (
 	MessageReaction Type = "message.reaction"
 	// MessageEdited is a user's edit of a message; MessageDeleted, a
 	// user's deletion of one for everyone.
-	MessageEdited    Type = "message.edited"
-	MessageDeleted   Type = "message.deleted"
+	MessageEdited  Type = "message.edited"
+	MessageDeleted Type = "message.deleted"
+	// EmailReceived is an email the SMTP listener received for one of
+	// the account's addresses.
+	EmailReceived    Type = "email.received"
 	WebhookTest      Type = "webhook.test"
 	EndpointDisabled Type = "endpoint.disabled"
 )
 
 // Types lists every event type a webhook may subscribe to.
 var Types = []Type{
-	MessageReceived, MessageSent, MessageStatus, MessageReaction, MessageEdited, MessageDeleted,
+	MessageReceived, MessageSent, MessageStatus, MessageReaction, MessageEdited, MessageDeleted, EmailReceived,
 	GroupCreated, GroupParticipantsAdded, GroupParticipantsRemoved, GroupAdminsChanged, GroupUpdated, GroupLeft,
 	WebhookTest, EndpointDisabled,
 }

@@ -25,6 +25,11 @@ const (
 	Execution  = "exe"
 	Job        = "job"
 	Contact    = "con"
+	// EmailThread names a conversation of emails; Attachment a file a
+	// received email carries; Spooled a received message kept whole.
+	EmailThread = "eth"
+	Attachment  = "att"
+	Spooled     = "inm"
 )
 
 // alphabet is lower-case base32 without padding, URL-safe and unambiguous in

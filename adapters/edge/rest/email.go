@@ -28,6 +28,9 @@ func (s *server) mountEmail(api *edge.Routes) {
 	api.Handle(http.MethodPost, "/emails/{account_id}/create-email", s.idempotent(s.createEmailAddress))
 	api.Handle(http.MethodPost, "/emails/{account_id}/send", s.idempotentAnswering(s.sendEmail))
 	api.Handle(http.MethodGet, "/emails/{account_id}/messages/{email_id}", s.getEmail)
+	if in, ok := s.email.(InboxUseCases); ok {
+		s.mountInbox(api, in)
+	}
 }
 
 type createEmailBody struct {
@@ -84,6 +87,7 @@ type sendEmailResult struct {
 	Sender      string `json:"sender"`
 	Subject     string `json:"subject"`
 	MessageID   string `json:"message_id"`
+	ThreadID    string `json:"thread_id,omitempty"`
 	DateCreated string `json:"date_created"`
 }
 
@@ -119,7 +123,7 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Hel
 func sendEmailAnswer(e email.Email) idempotency.Response {
 	return jsonAnswer(http.StatusOK, sendEmailResult{
 		Status: string(e.Status), EmailID: e.ID, Recipient: e.To, Sender: e.From, Subject: e.Subject,
-		MessageID: e.MessageID, DateCreated: timestamp(e.CreatedAt),
+		MessageID: e.MessageID, ThreadID: e.ThreadID, DateCreated: timestamp(e.CreatedAt),
 	})
 }
 
@@ -144,11 +148,29 @@ type emailDetails struct {
 	DateCreated      string            `json:"date_created"`
 	DateUpdated      string            `json:"date_updated"`
 	DateSent         string            `json:"date_sent,omitempty"`
+	// The fields of threads and received email.
+	Direction      string                       `json:"direction,omitempty"`
+	ThreadID       string                       `json:"thread_id,omitempty"`
+	Mailbox        string                       `json:"mailbox,omitempty"`
+	SenderName     string                       `json:"sender_name,omitempty"`
+	InReplyTo      string                       `json:"in_reply_to,omitempty"`
+	References     []string                     `json:"references,omitempty"`
+	HTMLBody       string                       `json:"html_body,omitempty"`
+	ExtractedText  string                       `json:"extracted_text,omitempty"`
+	Authentication *email.Authentication        `json:"authentication,omitempty"`
+	DMARCFailed    bool                         `json:"dmarc_failed,omitempty"`
+	Attachments    []appemail.AttachmentSummary `json:"attachments,omitempty"`
+	Size           int64                        `json:"size,omitempty"`
+	ParseProblem   string                       `json:"parse_problem,omitempty"`
 }
 
 func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
-	e, err := s.email.Email(r.Context(), vars["account_id"], vars["email_id"])
+	read := s.email.Email
+	if s.inbox != nil {
+		read = s.inbox.EmailWithAttachments
+	}
+	e, err := read(r.Context(), vars["account_id"], vars["email_id"])
 	if err != nil {
 		edge.WriteError(w, r, err)
 		return
@@ -162,6 +184,12 @@ func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, h := range e.Headers {
 		d.Headers[h.Name] = h.Value
+	}
+	d.Direction, d.ThreadID, d.Mailbox, d.InReplyTo, d.References = string(e.Direction), e.ThreadID, e.Mailbox, e.InReplyTo, e.References
+	if e.Direction == email.Inbound {
+		auth := e.Auth
+		d.SenderName, d.HTMLBody, d.ExtractedText, d.Authentication, d.DMARCFailed = e.FromName, e.HTMLBody, e.ExtractedText, &auth, auth.DMARCFailed()
+		d.Attachments, d.Size, d.ParseProblem = appemail.Summaries(e.Attachments), e.Size, e.ParseProblem
 	}
 	if e.SentAt != nil {
 		d.DateSent = timestamp(*e.SentAt)

@@ -57,6 +57,7 @@ type server struct {
 	messaging   MessagingUseCases
 	providers   ProviderWebhooks
 	email       EmailUseCases
+	inbox       InboxUseCases
 	cron        CronUseCases
 	webhooks    WebhookUseCases
 	idempotency *edge.Idempotency

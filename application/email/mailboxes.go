@@ -1,0 +1,146 @@
+package email
+
+import (
+	"context"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/application/idempotency"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
+)
+
+// errInboxOff answers the mailbox reads when the service has no inbox.
+var errInboxOff = failure.NotFound("mailbox")
+
+// MailboxEmails returns one page of the emails of one of the account's
+// addresses, received and sent, newest first, after the position after
+// when it is set, and whether more follow. An address the account does
+// not own is NotFound.
+func (s *Service) MailboxEmails(ctx context.Context, accountID, address string, after *EmailCursor, limit int) ([]email.Email, bool, error) {
+	if s.inbox == nil {
+		return nil, false, errInboxOff
+	}
+	rcpt, err := s.Recipient(ctx, address)
+	if err != nil || rcpt.AccountID != accountID {
+		if err == nil || failure.Is(err, failure.KindNotFound) {
+			return nil, false, failure.NotFound("mailbox")
+		}
+		return nil, false, err
+	}
+	limit = ClampPage(limit)
+	rows, err := s.inbox.MailboxEmails(ctx, accountID, strings.ToLower(rcpt.Address), after, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(rows) > limit {
+		return rows[:limit], true, nil
+	}
+	return rows, false, nil
+}
+
+// EmailWithAttachments reads an email of an account with its
+// attachments' metadata.
+func (s *Service) EmailWithAttachments(ctx context.Context, accountID, id string) (email.Email, error) {
+	e, err := s.Email(ctx, accountID, id)
+	if err != nil || s.inbox == nil || e.Direction != email.Inbound {
+		return e, err
+	}
+	e.Attachments, err = s.inbox.Attachments(ctx, accountID, id)
+	return e, err
+}
+
+// Attachment reads an attachment of an account's email with its content;
+// one whose content a cap dropped is NotFound with code
+// attachment_not_stored.
+func (s *Service) Attachment(ctx context.Context, accountID, emailID, id string) (email.Attachment, error) {
+	if s.inbox == nil || !ident.Valid(ident.Email, emailID) || !ident.Valid(ident.Attachment, id) {
+		return email.Attachment{}, failure.NotFound("attachment")
+	}
+	a, err := s.inbox.Attachment(ctx, accountID, emailID, id)
+	if err != nil {
+		return email.Attachment{}, err
+	}
+	if !a.Stored {
+		return email.Attachment{}, &failure.Error{Kind: failure.KindNotFound, Code: "attachment_not_stored",
+			Message: "the attachment's content was not kept: it was past the per-email or per-account attachment cap"}
+	}
+	return a, nil
+}
+
+// Raw reads the message an inbound email was received as, whole.
+func (s *Service) Raw(ctx context.Context, accountID, emailID string) ([]byte, error) {
+	e, err := s.Email(ctx, accountID, emailID)
+	if err != nil {
+		return nil, err
+	}
+	if e.RawID == "" || s.inbox == nil {
+		return nil, failure.NotFound("raw email")
+	}
+	sp, err := s.inbox.Spooled(ctx, e.RawID)
+	if err != nil {
+		return nil, err
+	}
+	return sp.Raw, nil
+}
+
+// ReplyInput is a reply to an email of the account.
+type ReplyInput struct {
+	AccountID string
+	EmailID   string
+	Body      string
+	// Headers are extra headers as in SendInput (cc, bcc, reply-to, X-…);
+	// In-Reply-To and References are the reply's own.
+	Headers       map[string]any
+	AttachmentURI string
+	Idempotency   *idempotency.Completion[email.Email]
+}
+
+// Reply answers an email of the account: from the mailbox it belongs to,
+// to its Reply-To (else its sender) for a received email or to its
+// recipient for a sent one, with "Re: " before its subject, In-Reply-To
+// its Message-ID and References its References followed by its
+// Message-ID, in its thread. An email of another account is NotFound.
+func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error) {
+	orig, err := s.Email(ctx, in.AccountID, in.EmailID)
+	if err != nil {
+		return email.Email{}, err
+	}
+	to := orig.To
+	if orig.Direction == email.Inbound {
+		to = orig.From
+		if len(orig.ReplyTo) > 0 {
+			to = orig.ReplyTo[0]
+		}
+	}
+	headers := make(map[string]any, len(in.Headers)+2)
+	for k, v := range in.Headers {
+		switch strings.ToLower(k) {
+		case "in-reply-to", "references":
+			continue
+		}
+		headers[k] = v
+	}
+	refs := orig.References
+	if len(refs) == 0 && orig.InReplyTo != "" {
+		refs = []string{orig.InReplyTo}
+	}
+	if orig.MessageID != "" {
+		headers["In-Reply-To"] = orig.MessageID
+		headers["References"] = referencesValue(email.ReplyReferences(refs, orig.MessageID, MaxReferences))
+	}
+	return s.send(ctx, SendInput{
+		AccountID: in.AccountID, SenderAddress: orig.Mailbox, RecipientAddress: to, Subject: email.ReplySubject(orig.Subject),
+		Body: in.Body, Headers: headers, AttachmentURI: in.AttachmentURI, Idempotency: in.Idempotency,
+	}, orig.ThreadID)
+}
+
+// referencesValue joins ids with spaces within one header line
+// (email.MaxHeaderValue), dropping the oldest ids after the first (the
+// thread's root) until it fits.
+func referencesValue(ids []string) string {
+	for len(ids) > 2 && len(strings.Join(ids, " ")) > email.MaxHeaderValue {
+		ids = append(ids[:1], ids[2:]...)
+	}
+	return strings.Join(ids, " ")
+}

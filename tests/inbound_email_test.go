@@ -1,0 +1,137 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/smtp"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+)
+
+// The built binary with --smtp-listen: the agent sends an email, the
+// user answers it from a mail client with real reply headers over SMTP,
+// the answer lands in the email's thread, reaches the account's webhook
+// as email.received with the extracted reply, and the agent replies
+// through REST; attachments download with credentials, and another
+// account reaches none of it.
+func TestInboundEmailEndToEnd(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		var (
+			mu     sync.Mutex
+			events []map[string]any
+		)
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var p map[string]any
+			if json.Unmarshal(body, &p) == nil {
+				mu.Lock()
+				events = append(events, p)
+				mu.Unlock()
+			}
+		}))
+		t.Cleanup(hook.Close)
+
+		b := setup(t, dialect)
+		acct := b.createAccount(t, "Mailer")
+		other := b.createAccount(t, "Other")
+		headers := auth(acct.APIKey, acct.APISecret)
+		api := b.serve(t, "--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--allow-private-urls", "127.0.0.1/32")
+		client := api.client(t)
+		var smtpAddr string
+		listening := regexp.MustCompile(`receiving email over SMTP.* addr=(\S+)`)
+		require.Eventually(t, func() bool {
+			m := listening.FindStringSubmatch(api.stderr.String())
+			if m != nil {
+				smtpAddr = m[1]
+			}
+			return m != nil
+		}, 30*time.Second, 20*time.Millisecond, "the SMTP listener logs its address")
+
+		base := "/v1/emails/" + acct.AccountID
+		r := client.Do(http.MethodPut, "/v1/accounts/"+acct.AccountID+"/webhook", map[string]any{"url": hook.URL + "/hooks"}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		r = client.Do(http.MethodPost, base+"/create-email", map[string]any{"address": "support.bot", "domain_name": "mail.acme.test"}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		r = client.Do(http.MethodPost, base+"/send", map[string]any{
+			"sender_address": "support.bot@mail.acme.test", "recipient_address": "ann@example.org", "subject": "Your report", "body": "Hello Ann",
+		}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		sent := r.JSON(t)
+		messageID := sent["message_id"].(string)
+
+		answer := "From: Ann <ann@example.org>\r\nTo: support.bot@mail.acme.test\r\nSubject: Re: Your report\r\n" +
+			"Message-ID: <answer-1@example.org>\r\nIn-Reply-To: " + messageID + "\r\nReferences: " + messageID + "\r\n" +
+			"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n" +
+			"--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nThanks!\r\n\r\nOn Tue, Nov 24, 2026 at 9:15 AM <support.bot@mail.acme.test> wrote:\r\n> Hello Ann\r\n" +
+			"--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=signed.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b--\r\n"
+		require.NoError(t, smtp.SendMail(smtpAddr, nil, "ann@example.org", []string{"support.bot@mail.acme.test"}, []byte(answer)))
+		err := smtp.SendMail(smtpAddr, nil, "ann@example.org", []string{"relay@example.com"}, []byte(answer))
+		require.ErrorContains(t, err, "550")
+
+		var page map[string]any
+		require.Eventually(t, func() bool {
+			r := client.Do(http.MethodGet, base+"/mailboxes/support.bot@mail.acme.test/messages", nil, headers...)
+			page = r.JSON(t)
+			return r.StatusCode == http.StatusOK && len(page["data"].([]any)) == 2
+		}, 30*time.Second, 50*time.Millisecond, "the answer is received and listed")
+		list := page["data"].([]any)
+		received, sentItem := list[0].(map[string]any), list[1].(map[string]any)
+		require.Equal(t, "inbound", received["direction"])
+		require.Equal(t, "Thanks!", received["extracted_text"])
+		require.Equal(t, sent["thread_id"], received["thread_id"])
+		require.Equal(t, sent["email_id"], sentItem["email_id"])
+		receivedID := received["email_id"].(string)
+
+		r = client.Do(http.MethodGet, base+"/messages/"+receivedID, nil, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		details := r.JSON(t)["data"].(map[string]any)
+		atts := details["attachments"].([]any)
+		require.Len(t, atts, 1)
+		att := atts[0].(map[string]any)
+		require.Equal(t, "signed.pdf", att["name"])
+		r = client.Do(http.MethodGet, base+"/messages/"+receivedID+"/attachments/"+att["id"].(string), nil, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode)
+		require.Equal(t, "%PDF-1.4\n", string(r.Body))
+		r = client.Do(http.MethodGet, base+"/messages/"+receivedID+"/attachments/"+att["id"].(string), nil)
+		require.Equal(t, http.StatusUnauthorized, r.StatusCode)
+
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range events {
+				if e["event"] == "email.received" {
+					return e["extracted_text"] == "Thanks!" && e["email_id"] == receivedID && e["thread_id"] == sent["thread_id"] &&
+						strings.Contains(e["raw_email_data"].(string), "Thanks!")
+				}
+			}
+			return false
+		}, 30*time.Second, 50*time.Millisecond, "the webhook gets email.received")
+
+		r = client.Do(http.MethodPost, base+"/messages/"+receivedID+"/reply", map[string]any{"body": "You are welcome."}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		reply := r.JSON(t)
+		require.Equal(t, sent["thread_id"], reply["thread_id"])
+		require.Equal(t, "Re: Your report", reply["subject"])
+		require.Equal(t, "ann@example.org", reply["recipient"])
+
+		otherHeaders := auth(other.APIKey, other.APISecret)
+		r = client.Do(http.MethodPost, "/v1/emails/"+other.AccountID+"/messages/"+receivedID+"/reply", map[string]any{"body": "mine?"}, otherHeaders...)
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "%s", r.Body)
+		r = client.Do(http.MethodGet, "/v1/emails/"+other.AccountID+"/mailboxes/support.bot@mail.acme.test/messages", nil, otherHeaders...)
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "%s", r.Body)
+		r = client.Do(http.MethodGet, base+"/mailboxes/support.bot@mail.acme.test/messages?cursor=nonsense", nil, headers...)
+		require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "%s", r.Body)
+		api.stop(t)
+	})
+}

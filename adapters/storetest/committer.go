@@ -387,7 +387,7 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		t.Parallel()
 		f := newCommitBundle(t, open)
 		e := email.Email{ID: "eml_commit", AccountID: f.account, From: "a@b.example", To: "c@d.example", Subject: "s", Body: "b",
-			MessageID: "<eml_commit@b.example>", Status: email.Queued, CreatedAt: f.now, UpdatedAt: f.now}
+			MessageID: "<eml_commit@b.example>", Direction: email.Outbound, Status: email.Queued, CreatedAt: f.now, UpdatedAt: f.now}
 		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Emails: []email.Email{e}}))
 		sent := e
 		at := f.now.Add(time.Second)

@@ -104,6 +104,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		add("record inbound activity", func(p *binder) string { return boundInsert(tables, p, contacts, contactUpsert) })
 		add("record inbound activity", func(p *binder) string { return touchThreadsBound(p, threads, true) })
 	}
+	if len(b.Windows) > 0 {
+		add("move thread windows", func(p *binder) string { return moveWindowsBound(p, b.Windows) })
+	}
 	writeContactsBound(tables, add, b.Contacts, b.ContactMerges)
 	if len(b.Statuses) > 0 {
 		add("move message statuses", func(p *binder) string { return moveStatusesBound(p, b.Statuses) })
@@ -238,6 +241,14 @@ func touchThreadsBound(p *binder, activity []writes.ThreadActivity, inbound bool
 	}
 	return updateFrom(p, set, newestActivity(activity), []string{"::text", "::timestamptz"},
 		func(a writes.ThreadActivity) []any { return []any{a.ThreadID, a.At} }, "u(id, at) WHERE t.id = u.id")
+}
+
+// moveWindowsBound moves threads' customer service windows forward, never
+// back.
+func moveWindowsBound(p *binder, ws []writes.ThreadWindow) string {
+	return updateFrom(p, "UPDATE threads AS t SET window_closes_at = u.closes", latestWindows(ws), []string{"::text", "::timestamptz"},
+		func(w writes.ThreadWindow) []any { return []any{w.ThreadID, w.ClosesAt.UTC()} },
+		"u(id, closes) WHERE t.id = u.id AND (t.window_closes_at IS NULL OR t.window_closes_at < u.closes)")
 }
 
 // moveStatusesBound writes messages' new statuses.

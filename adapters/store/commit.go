@@ -252,6 +252,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
 	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
 	add("record inbound activity", recordInbound(db, b.Inbound)...)
+	add("move thread windows", moveWindows(db, b.Windows)...)
 	add("write contacts", writeContacts(db, b.Contacts, b.ContactMerges)...)
 	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("set message reactions", setReactions(db, b.MessageReactions)...)
@@ -499,6 +500,34 @@ func touchThreads(db bun.IDB, activity []writes.ThreadActivity, inbound bool) []
 	out := make([]batchQuery, len(kept))
 	for i, a := range kept {
 		out[i] = db.NewRaw("UPDATE threads SET "+set+" WHERE id = ?1", a.At, a.ThreadID)
+	}
+	return out
+}
+
+// latestWindows keeps the latest closing time of each thread's window,
+// threads in id order.
+func latestWindows(ws []writes.ThreadWindow) []writes.ThreadWindow {
+	latest := map[string]time.Time{}
+	for _, w := range ws {
+		if prev, ok := latest[w.ThreadID]; !ok || w.ClosesAt.After(prev) {
+			latest[w.ThreadID] = w.ClosesAt
+		}
+	}
+	kept := make([]writes.ThreadWindow, 0, len(latest))
+	for _, id := range slices.Sorted(maps.Keys(latest)) {
+		kept = append(kept, writes.ThreadWindow{ThreadID: id, ClosesAt: latest[id]})
+	}
+	return kept
+}
+
+// moveWindows moves threads' customer service windows forward, never
+// back: one UPDATE per thread.
+func moveWindows(db bun.IDB, ws []writes.ThreadWindow) []batchQuery {
+	kept := latestWindows(ws)
+	out := make([]batchQuery, len(kept))
+	for i, w := range kept {
+		out[i] = db.NewRaw("UPDATE threads SET window_closes_at = ?0 WHERE id = ?1 AND (window_closes_at IS NULL OR window_closes_at < ?0)",
+			w.ClosesAt.UTC(), w.ThreadID)
 	}
 	return out
 }

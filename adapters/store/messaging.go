@@ -57,7 +57,7 @@ func (r MessagingStore) NumberByID(ctx context.Context, id string) (account.Numb
 	return row.domain(), nil
 }
 
-const threadColumns = "id, account_id, service, type, agent_number, contact, contact_id, name, last_inbound_at, last_message_at, created_at, updated_at"
+const threadColumns = "id, account_id, service, type, agent_number, contact, contact_id, name, last_inbound_at, window_closes_at, last_message_at, created_at, updated_at"
 
 type threadRow struct {
 	bun.BaseModel `bun:"table:threads"`
@@ -70,9 +70,11 @@ type threadRow struct {
 	ContactID     sql.NullString `bun:"contact_id"`
 	Name          string         `bun:"name"`
 	LastInboundAt *time.Time     `bun:"last_inbound_at"`
-	LastMessageAt *time.Time     `bun:"last_message_at"`
-	CreatedAt     time.Time      `bun:"created_at"`
-	UpdatedAt     time.Time      `bun:"updated_at"`
+	// WindowClosesAt is written by the batch's Windows only.
+	WindowClosesAt *time.Time `bun:"window_closes_at"`
+	LastMessageAt  *time.Time `bun:"last_message_at"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	UpdatedAt      time.Time  `bun:"updated_at"`
 }
 
 func (r threadRow) domain() messaging.Thread {
@@ -84,6 +86,10 @@ func (r threadRow) domain() messaging.Thread {
 	if r.LastInboundAt != nil {
 		at := r.LastInboundAt.UTC()
 		t.LastInboundAt = &at
+	}
+	if r.WindowClosesAt != nil {
+		at := r.WindowClosesAt.UTC()
+		t.WindowClosesAt = &at
 	}
 	return t
 }
@@ -121,7 +127,8 @@ type participantRow struct {
 func threadToRow(t messaging.Thread) threadRow {
 	return threadRow{
 		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
-		Contact: nullable(t.Contact), ContactID: nullable(t.ContactID), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Contact: nullable(t.Contact), ContactID: nullable(t.ContactID), Name: t.Name, LastInboundAt: t.LastInboundAt,
+		WindowClosesAt: t.WindowClosesAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
 }
 

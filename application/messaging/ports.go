@@ -191,6 +191,16 @@ type Capabilities struct {
 	Buttons bool
 }
 
+// Windowed is what a provider implements when its platform accepts
+// free-form messages to a user only for a while after the user's last
+// message (the WhatsApp Cloud API's 24-hour customer service window);
+// template messages may be sent at any time.
+type Windowed interface {
+	// ServiceWindow is how long after the provider's time of a user's
+	// message free-form messages to them are accepted.
+	ServiceWindow() time.Duration
+}
+
 // Sends reports whether the provider sends content of kind k.
 func (c Capabilities) Sends(k messaging.Kind) bool {
 	for _, have := range c.Kinds {

@@ -180,6 +180,9 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err != nil {
 		return messaging.Message{}, err
 	}
+	if err := thread.CheckWindow(s.now()); err != nil {
+		return messaging.Message{}, err
+	}
 	reply, err := s.replyTarget(ctx, s.store.Repos(), thread, in.ReplyTo, []any{"reply_to"})
 	if err != nil {
 		return messaging.Message{}, err

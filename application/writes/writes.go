@@ -61,6 +61,10 @@ type Batch struct {
 	// Inbound records users who wrote: their contacts and their threads'
 	// activity.
 	Inbound []InboundActivity
+	// Windows move the customer service windows of threads that exist
+	// (or are new in the batch) forward: each closes at the later of its
+	// stored closing time and the one given; never earlier.
+	Windows []ThreadWindow
 	// Contacts create or update contacts (people of an account), link
 	// threads to them, and record what a provider chat showed about its
 	// user (ChatContact).
@@ -116,6 +120,13 @@ type Batch struct {
 type ThreadActivity struct {
 	ThreadID string
 	At       time.Time
+}
+
+// ThreadWindow is the closing time of a thread's customer service window
+// that a user's message opened (see messaging.Thread.WindowClosesAt).
+type ThreadWindow struct {
+	ThreadID string
+	ClosesAt time.Time
 }
 
 // GroupChat is the provider group chat ChatID of the agent number
@@ -228,6 +239,7 @@ func (b *Batch) Add(o Batch) {
 	b.Messages = append(b.Messages, o.Messages...)
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
 	b.Inbound = append(b.Inbound, o.Inbound...)
+	b.Windows = append(b.Windows, o.Windows...)
 	b.Contacts = append(b.Contacts, o.Contacts...)
 	b.ContactMerges = append(b.ContactMerges, o.ContactMerges...)
 	b.Statuses = append(b.Statuses, o.Statuses...)

@@ -329,8 +329,52 @@ type Thread struct {
 	// LastInboundAt is when the user last wrote; an individual thread
 	// accepts sends only once the user has written.
 	LastInboundAt *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// WindowClosesAt is when the provider's customer service window of an
+	// individual thread closes (WhatsApp Cloud API: 24 hours after the
+	// provider's time of the user's last message); after it only template
+	// messages may be sent. Nil for threads whose provider has no window.
+	WindowClosesAt *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// HasWindow reports whether t's provider limits free-form sends to a
+// customer service window.
+func (t Thread) HasWindow() bool { return t.WindowClosesAt != nil }
+
+// WindowOpen reports whether t accepts free-form messages at now: it has
+// no window, or its window has not closed yet.
+func (t Thread) WindowOpen(now time.Time) bool {
+	return t.WindowClosesAt == nil || now.Before(*t.WindowClosesAt)
+}
+
+// CheckWindow applies the customer service window to a free-form send at
+// now: a thread whose window closed refuses it with WindowClosed.
+// Template messages are not subject to it.
+func (t Thread) CheckWindow(now time.Time) error {
+	if t.WindowOpen(now) {
+		return nil
+	}
+	return WindowClosed(*t.WindowClosesAt)
+}
+
+// WindowClosedCode is the code of the refusal of a free-form send after
+// the customer service window closed.
+const WindowClosedCode = "window_closed"
+
+// WindowClosedAtDetail names the detail of that refusal that says when
+// the window closed (RFC 3339, UTC).
+const WindowClosedAtDetail = "window_closed_at"
+
+// WindowClosed refuses a free-form send in a thread whose customer
+// service window closed at closedAt: only a template may be sent until
+// the user writes again.
+func WindowClosed(closedAt time.Time) error {
+	at := closedAt.UTC().Format(time.RFC3339)
+	return &failure.Error{Kind: failure.KindConflict, Code: WindowClosedCode,
+		Message: "the customer service window of this conversation closed at " + at +
+			" (24 hours after the user's last message): only a template message may be sent until the user writes again",
+		Details: map[string]string{WindowClosedAtDetail: at}}
 }
 
 // Participant is a member of a thread.

@@ -397,18 +397,20 @@ type ComplexityRoot struct {
 	}
 
 	Thread struct {
-		AgentNumber   func(childComplexity int) int
-		Contact       func(childComplexity int) int
-		CreatedAt     func(childComplexity int) int
-		ID            func(childComplexity int) int
-		LastInboundAt func(childComplexity int) int
-		Messages      func(childComplexity int, first *int, after *string) int
-		Name          func(childComplexity int) int
-		Participants  func(childComplexity int) int
-		Service       func(childComplexity int) int
-		Transcript    func(childComplexity int, first *int, before *string) int
-		Type          func(childComplexity int) int
-		UpdatedAt     func(childComplexity int) int
+		AgentNumber    func(childComplexity int) int
+		Contact        func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		ID             func(childComplexity int) int
+		LastInboundAt  func(childComplexity int) int
+		Messages       func(childComplexity int, first *int, after *string) int
+		Name           func(childComplexity int) int
+		Participants   func(childComplexity int) int
+		Service        func(childComplexity int) int
+		Transcript     func(childComplexity int, first *int, before *string) int
+		Type           func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
+		WindowClosesAt func(childComplexity int) int
+		WindowOpen     func(childComplexity int) int
 	}
 
 	ThreadConnection struct {
@@ -598,6 +600,8 @@ type SubscriptionResolver interface {
 }
 type ThreadResolver interface {
 	Contact(ctx context.Context, obj *messaging.Thread) (*string, error)
+
+	WindowOpen(ctx context.Context, obj *messaging.Thread) (bool, error)
 
 	Participants(ctx context.Context, obj *messaging.Thread) ([]messaging.Participant, error)
 	Messages(ctx context.Context, obj *messaging.Thread, first *int, after *string) (*model.MessageConnection, error)
@@ -2253,6 +2257,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Thread.UpdatedAt(childComplexity), true
+	case "Thread.windowClosesAt":
+		if e.ComplexityRoot.Thread.WindowClosesAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thread.WindowClosesAt(childComplexity), true
+	case "Thread.windowOpen":
+		if e.ComplexityRoot.Thread.WindowOpen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thread.WindowOpen(childComplexity), true
 
 	case "ThreadConnection.edges":
 		if e.ComplexityRoot.ThreadConnection.Edges == nil {
@@ -3290,6 +3306,17 @@ type Thread {
   name: String!
   "When the user last wrote; an individual thread accepts sends only after that."
   lastInboundAt: Time
+  """
+  When the thread's customer service window closes, or closed: on WhatsApp
+  Cloud API numbers, 24 hours after the provider's time of the user's last
+  message. After it a free-form sendMessage is refused (extensions.code
+  window_closed, extensions.windowClosedAt) and only sendTemplate works,
+  until the user writes again. Null for threads without a window
+  (Telegram, the sandbox, groups).
+  """
+  windowClosesAt: Time
+  "Whether a free-form message is accepted now: false once the window closed; true for threads without a window."
+  windowOpen: Boolean!
   createdAt: Time!
   updatedAt: Time!
   "The members, the agent number first, then by address."
@@ -4277,6 +4304,10 @@ func (ec *executionContext) childFields_Thread(ctx context.Context, field graphq
 		return ec.fieldContext_Thread_name(ctx, field)
 	case "lastInboundAt":
 		return ec.fieldContext_Thread_lastInboundAt(ctx, field)
+	case "windowClosesAt":
+		return ec.fieldContext_Thread_windowClosesAt(ctx, field)
+	case "windowOpen":
+		return ec.fieldContext_Thread_windowOpen(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Thread_createdAt(ctx, field)
 	case "updatedAt":
@@ -11584,6 +11615,52 @@ func (ec *executionContext) fieldContext_Thread_lastInboundAt(_ context.Context,
 	return graphql.NewScalarFieldContext("Thread", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Thread_windowClosesAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thread_windowClosesAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WindowClosesAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Thread_windowClosesAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thread", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Thread_windowOpen(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thread_windowOpen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Thread().WindowOpen(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Thread_windowOpen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thread", field, true, true, "Boolean")
+}
+
 func (ec *executionContext) _Thread_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17067,6 +17144,17 @@ func (ec *executionContext) _Thread(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "windowClosesAt":
+			out.Values[i] = ec._Thread_windowClosesAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "windowOpen":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Thread_windowOpen(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._Thread_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -582,11 +583,24 @@ func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts)}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{
+	answer := map[string]any{
 		"status": "success", "data": data,
 		"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts), "thread_id": t.ID,
 		"thread_type": string(t.Type), "service": string(t.Service),
-	})
+	}
+	addWindow(answer, t)
+	edge.WriteJSON(w, http.StatusOK, answer)
+}
+
+// addWindow shows a thread's customer service window in a thread answer,
+// for a thread whose provider has one: when it closes (closed) and
+// whether free-form sends are accepted now.
+func addWindow(answer map[string]any, t domain.Thread) {
+	if !t.HasWindow() {
+		return
+	}
+	answer["window_closes_at"] = timestamp(*t.WindowClosesAt)
+	answer["window_open"] = t.WindowOpen(time.Now())
 }
 
 // listParams reads limit and offset: limit 1-100 (larger is clamped,
@@ -654,6 +668,7 @@ func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
 			"thread_id": t.ID, "chat_id": t.ID, "thread_type": string(t.Type), "chat_name": t.Name,
 			"participants": addresses(ts.Participants), "service": string(t.Service), "created_at": timestamp(t.CreatedAt),
 		}
+		addWindow(item, t)
 		if lm := ts.LastMessage; lm != nil {
 			item["last_message"] = map[string]any{"content": body(*lm), "timestamp": timestamp(lm.CreatedAt), "sender_name": senderName(*lm)}
 		}

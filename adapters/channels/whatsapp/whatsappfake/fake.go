@@ -435,7 +435,7 @@ func TextMessage(phoneNumberID, display, from, name, wamid, text string) []byte 
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
-			"from": from, "id": wamid, "timestamp": "1763800000", "type": "text",
+			"from": from, "id": wamid, "timestamp": sentNow(), "type": "text",
 			"text": map[string]any{"body": text},
 		}},
 	})
@@ -452,7 +452,7 @@ func UserTextMessage(phoneNumberID, display, from, userID, username, name, wamid
 		profile["username"] = username
 	}
 	contact := map[string]any{"profile": profile}
-	message := map[string]any{"id": wamid, "timestamp": "1763800000", "type": "text", "text": map[string]any{"body": text}}
+	message := map[string]any{"id": wamid, "timestamp": sentNow(), "type": "text", "text": map[string]any{"body": text}}
 	if userID != "" {
 		contact["user_id"], message["from_user_id"] = userID, userID
 	}
@@ -476,7 +476,7 @@ func SystemMessage(phoneNumberID, display, from, fromUserID, wamid, typ, body, n
 	if newWaID != "" {
 		system["wa_id"] = newWaID
 	}
-	message := map[string]any{"id": wamid, "timestamp": "1763800000", "type": "system", "system": system}
+	message := map[string]any{"id": wamid, "timestamp": sentNow(), "type": "system", "system": system}
 	if from != "" {
 		message["from"] = from
 	}
@@ -491,7 +491,7 @@ func ImageMessage(phoneNumberID, display, from, name, wamid, mediaID, caption st
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
-			"from": from, "id": wamid, "timestamp": "1763800000", "type": "image",
+			"from": from, "id": wamid, "timestamp": sentNow(), "type": "image",
 			"image": map[string]any{"caption": caption, "mime_type": "image/jpeg", "sha256": "Kp2Wn0bQmIYmB5jGqhRm0YaZ3q3Yq0S1l8n8s3c6A0o=", "id": mediaID},
 		}},
 	})
@@ -507,7 +507,7 @@ func Reaction(phoneNumberID, display, from, name, wamid, target, emoji string) [
 	}
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
-		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": "1763800000", "type": "reaction", "reaction": r}},
+		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": sentNow(), "type": "reaction", "reaction": r}},
 	})
 }
 
@@ -541,7 +541,7 @@ func ReplyText(phoneNumberID, display, from, name, wamid, quoted, quotedFrom, te
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
 			"context": map[string]any{"from": quotedFrom, "id": quoted},
-			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "text",
+			"from":    from, "id": wamid, "timestamp": sentNow(), "type": "text",
 			"text": map[string]any{"body": text},
 		}},
 	})
@@ -555,7 +555,7 @@ func ButtonReply(phoneNumberID, display, from, name, wamid, quoted, id, title st
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
 			"context": map[string]any{"from": strings.TrimPrefix(display, "+"), "id": quoted},
-			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "interactive",
+			"from":    from, "id": wamid, "timestamp": sentNow(), "type": "interactive",
 			"interactive": map[string]any{"type": "button_reply", "button_reply": map[string]any{"id": id, "title": title}},
 		}},
 	})
@@ -569,7 +569,7 @@ func MediaMessage(phoneNumberID, display, from, name, wamid, typ string, media m
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
-			"from": from, "id": wamid, "timestamp": "1763800000", "type": typ, typ: media,
+			"from": from, "id": wamid, "timestamp": sentNow(), "type": typ, typ: media,
 		}},
 	})
 }

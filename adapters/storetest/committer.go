@@ -197,6 +197,29 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 	})
 
+	t.Run("MovesWindowsForwardOnly", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		window := func() *time.Time {
+			got, err := f.Messaging.Repos().Thread(ctx, f.account, f.thread.ID)
+			require.NoError(t, err)
+			return got.WindowClosesAt
+		}
+		require.Nil(t, window(), "a thread has no window until a batch opens one")
+		closes := f.now.Add(24 * time.Hour)
+		earlier, later := closes.Add(-time.Hour), closes.Add(time.Hour)
+		// Of two windows of a thread in one batch the later counts.
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{
+			{ThreadID: f.thread.ID, ClosesAt: closes}, {ThreadID: f.thread.ID, ClosesAt: earlier}}}))
+		require.True(t, window().Equal(closes), "got %v", window())
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{{ThreadID: f.thread.ID, ClosesAt: earlier}}}))
+		require.True(t, window().Equal(closes), "a window never closes earlier: got %v", window())
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{{ThreadID: f.thread.ID, ClosesAt: later.Add(time.Microsecond)}}}))
+		require.True(t, window().Equal(later.Add(time.Microsecond)), "a later message moves it on: got %v", window())
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{{ThreadID: f.thread.ID, ClosesAt: later}}}))
+		require.True(t, window().Equal(later.Add(time.Microsecond)), "a microsecond earlier is earlier: got %v", window())
+	})
+
 	t.Run("LinksGroupChats", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

@@ -154,6 +154,9 @@ type Content struct {
 	Buttons []Button
 	// ButtonID is the id of the button a user pressed (KindButtonReply).
 	ButtonID string
+	// Template is the template a KindTemplate message sends, with its
+	// parameters; Text is its body as the user reads it.
+	Template *TemplateSend
 }
 
 // MediaVariant tells apart the media a user sent that share a kind: a
@@ -173,7 +176,7 @@ func (c Content) KeptByProvider() bool { return c.Kind.IsMedia() && c.MediaRef !
 // Summary is the plain text of a message: its text, caption, or place.
 func (c Content) Summary() string {
 	switch {
-	case c.Kind == KindText, c.Kind == KindButtonReply, c.Kind == KindSystem:
+	case c.Kind == KindText, c.Kind == KindButtonReply, c.Kind == KindSystem, c.Kind == KindTemplate:
 		return c.Text
 	case c.Kind.IsMedia():
 		return c.Caption
@@ -255,6 +258,10 @@ func (c Content) Check(f Fields) error {
 		}
 		if utf8.RuneCountInString(c.Text) > MaxTextLength {
 			p.Add("string_too_long", fmt.Sprintf("the button title must be at most %d characters", MaxTextLength), f.Path("button_title")...)
+		}
+	case c.Kind == KindTemplate:
+		if c.Template == nil {
+			p.Add("missing", "Field required", f.Path("template")...)
 		}
 	default:
 		p.Add("enum", "media_type must be one of image, video, audio, document", f.Path("media_type")...)

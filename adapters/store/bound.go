@@ -52,6 +52,20 @@ func (p *binder) write(q *strings.Builder, v any) {
 	q.Write(strconv.AppendInt(digits[:0], int64(len(p.args)), 10))
 }
 
+// bindRaw is sql, whose ? are the placeholders of args in order, with
+// each ? replaced by its parameter's $N.
+func bindRaw(p *binder, sql string, args []any) string {
+	parts := strings.Split(sql, "?")
+	var q strings.Builder
+	for i, part := range parts {
+		q.WriteString(part)
+		if i < len(args) {
+			q.WriteString(p.bind(args[i]))
+		}
+	}
+	return q.String()
+}
+
 // stringType is the type of a plain string column.
 var stringType = reflect.TypeFor[string]()
 
@@ -140,6 +154,7 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	if len(b.EmailOutcomes) > 0 {
 		add("record email deliveries", func(p *binder) string { return recordEmailOutcomesBound(p, b.EmailOutcomes) })
 	}
+	writeTemplateSetsBound(tables, add, b.TemplateSets)
 	if len(b.Jobs) > 0 {
 		add("enqueue jobs", func(p *binder) string {
 			return boundInsert(tables, p, mapRows(b.Jobs, func(j jobs.EnqueueParams) newJobRow { return newJob(j, now) }), "")

@@ -264,6 +264,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("record endpoint health", recordEndpointHealth(db, b.EndpointHealth)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
+	add("replace message templates", writeTemplateSets(db, b.TemplateSets)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
 	add("insert cron jobs", insertRows(db, b.CronJobs, cronJobToRow)...)
 	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)

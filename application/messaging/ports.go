@@ -104,6 +104,12 @@ type Repos interface {
 	// page is one step along an index from the position before names, so
 	// its cost does not grow with how far back the position is.
 	ThreadMessages(ctx context.Context, accountID, threadID string, before *MessageCursor, limit int) ([]messaging.Message, error)
+	// Templates lists an account's message templates (see TemplateQuery),
+	// by agent number, name and language.
+	Templates(ctx context.Context, q TemplateQuery) ([]messaging.Template, error)
+	// AccountNumbers lists an account's agent numbers.
+	AccountNumbers(ctx context.Context, accountID string) ([]account.Number, error)
+
 	// MessagesToDeliver reads, in one query, what the deliveries of the
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.
@@ -117,6 +123,17 @@ type ThreadQuery struct {
 	// participant is this address.
 	Phone         string
 	Limit, Offset int
+}
+
+// TemplateQuery selects an account's message templates: those of the
+// agent number NumberID when it is set, and with exactly the Name,
+// Language and Status that are set.
+type TemplateQuery struct {
+	AccountID string
+	NumberID  string
+	Name      string
+	Language  string
+	Status    string
 }
 
 // ContactQuery selects contacts: up to Limit of the account's, newest

@@ -109,6 +109,9 @@ type Batch struct {
 	// Jobs are new jobs. A batch enqueues only new work: its jobs have no
 	// UniqueKey.
 	Jobs []jobs.EnqueueParams
+	// TemplateSets replace the message templates of agent numbers: each
+	// number keeps exactly the templates of its set.
+	TemplateSets []TemplateSet
 	// CronJobs are new cron jobs. A taken id fails the batch with a
 	// Conflict.
 	CronJobs []cron.Job
@@ -127,6 +130,15 @@ type ThreadActivity struct {
 type ThreadWindow struct {
 	ThreadID string
 	ClosesAt time.Time
+}
+
+// TemplateSet is the whole set of message templates of the agent number
+// NumberID of AccountID, as its provider had them at SyncedAt.
+type TemplateSet struct {
+	AccountID string
+	NumberID  string
+	Templates []messaging.Template
+	SyncedAt  time.Time
 }
 
 // GroupChat is the provider group chat ChatID of the agent number
@@ -253,6 +265,7 @@ func (b *Batch) Add(o Batch) {
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
+	b.TemplateSets = append(b.TemplateSets, o.TemplateSets...)
 	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	b.Answers = append(b.Answers, o.Answers...)
 }

@@ -208,6 +208,19 @@ type Capabilities struct {
 	Buttons bool
 }
 
+// TemplateProvider is what a provider implements when its platform has
+// message templates (WhatsApp's): the templates of an agent number, and
+// their sends. It returns a *ProviderError for failures the provider
+// explained.
+type TemplateProvider interface {
+	// Templates lists all the templates the provider has for the agent
+	// number now, whatever their status.
+	Templates(ctx context.Context, n account.Number, settings map[string]string) ([]messaging.Template, error)
+	// SendTemplate delivers a template message (Outbound.Content.Template,
+	// checked against the template when it was sent).
+	SendTemplate(ctx context.Context, m Outbound) (Receipt, error)
+}
+
 // Windowed is what a provider implements when its platform accepts
 // free-form messages to a user only for a while after the user's last
 // message (the WhatsApp Cloud API's 24-hour customer service window);

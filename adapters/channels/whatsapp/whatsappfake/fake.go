@@ -47,6 +47,11 @@ type Server struct {
 	failures map[string]int
 	// media are the files users sent, by media id.
 	media map[string]MediaFile
+	// templates are the business account's message templates; listings
+	// the queries of their listing; PageSize bounds a listing's page.
+	templates []Template
+	listings  []url.Values
+	PageSize  int
 }
 
 // MediaFile is a file the fake keeps for a media id. Open returns its
@@ -74,7 +79,7 @@ func New(t testing.TB, phoneNumberID, token, display string) *Server {
 func (s *Server) Settings(appSecret, verifyToken string) map[string]string {
 	return map[string]string{
 		"phone_number_id": s.PhoneNumberID, "access_token": s.Token, "app_secret": appSecret,
-		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version,
+		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version, "waba_id": WABAID,
 	}
 }
 
@@ -181,6 +186,8 @@ var graphErrors = map[int]struct {
 	130429: {429, "(#130429) Rate limit hit", "Cloud API message throughput has been reached."},
 	131000: {500, "(#131000) Something went wrong", "Message failed to send due to an unknown error."},
 	100:    {400, "(#100) Invalid parameter", "Parameter value is not valid"},
+	132000: {400, "(#132000) Number of parameters does not match the expected number of params", "The number of parameters given does not match the number of variables of the template."},
+	132001: {404, "(#132001) Template name does not exist in the translation", "The template does not exist in the language given, or is not approved."},
 }
 
 func graphError(w http.ResponseWriter, code int) {
@@ -222,6 +229,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			graphError(w, 100)
 			return
 		}
+		if !s.validTemplateMessage(w, body) {
+			return
+		}
 		to := fmt.Sprint(body["to"])
 		if body["to"] == nil {
 			to = fmt.Sprint(body["recipient"])
@@ -239,6 +249,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"contacts":          []any{sentTo(body, to)},
 			"messages":          []any{map[string]any{"id": id}},
 		})
+	case r.Method == http.MethodGet && r.URL.Path == "/"+Version+"/"+WABAID+"/message_templates":
+		s.listTemplates(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == downloadPath:
 		s.download(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/"+Version+"/") && !strings.Contains(r.URL.Path[len(Version)+2:], "/"):

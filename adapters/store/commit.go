@@ -477,15 +477,25 @@ func inboundRows(activity []writes.InboundActivity) ([]contactRow, []writes.Thre
 // newestActivity keeps the newest activity of each thread, threads in id
 // order (see latestByID).
 func newestActivity(activity []writes.ThreadActivity) []writes.ThreadActivity {
-	newest := map[string]time.Time{}
-	for _, a := range activity {
-		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev) {
-			newest[a.ThreadID] = a.At
+	return newestPerThread(activity, func(a writes.ThreadActivity) (string, time.Time) { return a.ThreadID, a.At })
+}
+
+// newestPerThread keeps the item of each thread whose time is the latest
+// (the first of equal ones), threads in id order.
+func newestPerThread[T any](items []T, of func(T) (string, time.Time)) []T {
+	newest := map[string]T{}
+	for _, it := range items {
+		id, at := of(it)
+		if prev, ok := newest[id]; ok {
+			if _, prevAt := of(prev); !at.After(prevAt) {
+				continue
+			}
 		}
+		newest[id] = it
 	}
-	kept := make([]writes.ThreadActivity, 0, len(newest))
+	kept := make([]T, 0, len(newest))
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
-		kept = append(kept, writes.ThreadActivity{ThreadID: id, At: newest[id]})
+		kept = append(kept, newest[id])
 	}
 	return kept
 }
@@ -508,17 +518,7 @@ func touchThreads(db bun.IDB, activity []writes.ThreadActivity, inbound bool) []
 // latestWindows keeps the latest closing time of each thread's window,
 // threads in id order.
 func latestWindows(ws []writes.ThreadWindow) []writes.ThreadWindow {
-	latest := map[string]time.Time{}
-	for _, w := range ws {
-		if prev, ok := latest[w.ThreadID]; !ok || w.ClosesAt.After(prev) {
-			latest[w.ThreadID] = w.ClosesAt
-		}
-	}
-	kept := make([]writes.ThreadWindow, 0, len(latest))
-	for _, id := range slices.Sorted(maps.Keys(latest)) {
-		kept = append(kept, writes.ThreadWindow{ThreadID: id, ClosesAt: latest[id]})
-	}
-	return kept
+	return newestPerThread(ws, func(w writes.ThreadWindow) (string, time.Time) { return w.ThreadID, w.ClosesAt })
 }
 
 // moveWindows moves threads' customer service windows forward, never

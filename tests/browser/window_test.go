@@ -35,12 +35,7 @@ func TestThreadShowsItsReplyWindow(t *testing.T) {
 	require.NoError(t, res.Body.Close())
 	require.Equal(t, http.StatusOK, res.StatusCode)
 
-	tb := newTab(t, s.URL)
-	tb.signedIn(s)
-	tb.open("/dashboard/threads")
-	tb.waitReady()
-	tb.click(".thread-list li:first-child a")
-	tb.waitReady()
+	tb := openFirstThread(t, s)
 	tb.waitFor("the closed reply window to show", `() => {
 		const w = document.querySelector('.facts dd.window');
 		return w && w.textContent.startsWith('Closed since') && w.textContent.includes('only a template') && w.querySelector('time') !== null;

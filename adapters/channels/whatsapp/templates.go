@@ -100,7 +100,15 @@ func (p *Provider) SendTemplate(ctx context.Context, m messaging.Outbound) (mess
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the Cloud API sends templates to users only", Permanent: true}
 	}
 	body := addressed(m.To, map[string]any{"messaging_product": "whatsapp", "recipient_type": "individual", "type": "template", "template": templateObject(*t)})
+	return p.postMessage(ctx, m, body)
+}
+
+// postMessage posts the send body of m to the number's messages edge,
+// quoting the message m answers, if any, and returns the Cloud API's id
+// for it.
+func (p *Provider) postMessage(ctx context.Context, m messaging.Outbound, body map[string]any) (messaging.Receipt, error) {
 	if m.ReplyTo.ProviderMessageID != "" {
+		// A reply quotes the message it answers.
 		body["context"] = map[string]any{"message_id": m.ReplyTo.ProviderMessageID}
 	}
 	var out sendResult
@@ -108,7 +116,7 @@ func (p *Provider) SendTemplate(ctx context.Context, m messaging.Outbound) (mess
 		return messaging.Receipt{}, err
 	}
 	if len(out.Messages) == 0 || out.Messages[0].ID == "" {
-		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API accepted the template without a message id"}
+		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API accepted the message without an id"}
 	}
 	return messaging.Receipt{ProviderMessageID: out.Messages[0].ID, Status: domain.Sent}, nil
 }

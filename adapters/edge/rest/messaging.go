@@ -1,9 +1,7 @@
 package rest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"path"
 	"strconv"
@@ -330,14 +328,9 @@ type universalContent struct {
 // field inside it is reported at ["body", "content", name].
 func (c *universalContent) UnmarshalJSON(data []byte) error {
 	type plain universalContent
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var v plain
-	if err := dec.Decode(&v); err != nil {
-		return &nestedError{field: "content", err: err}
-	}
+	v, err := decodeNested[plain](data, "content")
 	*c = universalContent(v)
-	return nil
+	return err
 }
 
 func (c universalContent) content(p *failure.Problems) (domain.Content, domain.Fields) {

@@ -93,14 +93,9 @@ type templateBody struct {
 // field inside it is reported at ["body", "template", …].
 func (t *templateBody) UnmarshalJSON(data []byte) error {
 	type plain templateBody
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var v plain
-	if err := dec.Decode(&v); err != nil {
-		return &nestedError{field: "template", err: err}
-	}
+	v, err := decodeNested[plain](data, "template")
 	*t = templateBody(v)
-	return nil
+	return err
 }
 
 // templateLanguage is a language code, given as "en_US" or, as the Cloud

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -59,6 +60,9 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	if len(fe.Fields) > 0 {
 		presented.Extensions["fields"] = presentFields(fe.Fields)
 	}
+	for name, value := range fe.Details {
+		presented.Extensions[camelCase(name)] = value
+	}
 	if fe.RetryAfter > 0 {
 		// Seconds, rounded up, as REST's Retry-After header says it.
 		presented.Extensions["retryAfter"] = int(math.Ceil(fe.RetryAfter.Seconds()))
@@ -73,6 +77,18 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 		presented.Extensions["code"] = internalCode
 	}
 	return &presented
+}
+
+// camelCase names a failure's detail as GraphQL names fields:
+// window_closed_at is windowClosedAt.
+func camelCase(snake string) string {
+	parts := strings.Split(snake, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 // raisedByGraphQL reports whether err was built by gqlgen or gqlparser (its

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -245,6 +246,11 @@ func (r *threadResolver) Contact(ctx context.Context, obj *messaging.Thread) (*s
 		return nil, nil
 	}
 	return &obj.Contact, nil
+}
+
+// WindowOpen is the resolver for the windowOpen field.
+func (r *threadResolver) WindowOpen(ctx context.Context, obj *messaging.Thread) (bool, error) {
+	return obj.WindowOpen(time.Now()), nil
 }
 
 // Participants is the resolver for the participants field.

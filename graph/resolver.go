@@ -93,6 +93,9 @@ type Deps struct {
 	// Contacts serves contacts, contact and mergeContacts; without it
 	// they answer not_implemented.
 	Contacts ContactBook
+	// Templates serves templates and syncTemplates; without it they
+	// answer not_implemented.
+	Templates TemplateCatalog
 	// Idempotency, when set, honours the Idempotency-Key header on
 	// mutations over HTTP (see keyedMutations).
 	Idempotency *edge.Idempotency
@@ -113,12 +116,13 @@ type Resolver struct {
 	queue     QueueHealthReader
 	keys      *edge.Idempotency
 	contacts  ContactBook
+	templates TemplateCatalog
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
-		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts}
+		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts, templates: d.Templates}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

@@ -37,7 +37,8 @@ func setupChannels(t *testing.T, dialect store.Dialect, name string) channelsFix
 		"--api-base-url", f.tg.URL, "--inbound", "webhook")
 	f.b.cliJSON(t, &f.waNum, "numbers", "add", "--account", f.acct.AccountID, "--number", chWAAgent,
 		"--service", "whatsapp", "--provider", "whatsapp-cloud", "--phone-number-id", chWAPNID,
-		"--access-token", chWAToken, "--app-secret", chWASecret, "--verify-token", chWAVerify, "--api-base-url", f.wa.URL)
+		"--access-token", chWAToken, "--app-secret", chWASecret, "--verify-token", chWAVerify, "--api-base-url", f.wa.URL,
+		"--waba-id", whatsappfake.WABAID)
 	return f
 }
 

@@ -344,6 +344,44 @@ func TestThreadsAreKeptOnceSendable(t *testing.T) {
 	require.False(t, sendable(), "no longer sendable once the TTL has passed")
 }
 
+// A kept thread answers while its customer service window is open; one
+// whose window closed is read again, so the user's new message, which
+// opened it again on another replica, lets the next send go at once.
+func TestThreadsWithAClosedWindowAreReadAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	r := b.replica(time.Hour)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	th := domain.Thread{ID: "thr_window", AccountID: "acc_window", Service: account.WhatsApp, Type: domain.Individual,
+		AgentNumber: "+15550001111", Contact: "+15550002222", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, account.Account{ID: th.AccountID, Name: "c", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	wrote := func(closes time.Time) {
+		require.NoError(t, b.db.Commit(ctx, writes.Batch{
+			Inbound: []writes.InboundActivity{{AccountID: th.AccountID, Service: th.Service, Address: th.Contact, ThreadID: th.ID, At: now}},
+			Windows: []writes.ThreadWindow{{ThreadID: th.ID, ClosesAt: closes}},
+		}))
+	}
+	window := func() time.Time {
+		got, err := r.messaging(b).IndividualThread(ctx, th.AccountID, th.Service, th.AgentNumber, th.Contact)
+		require.NoError(t, err)
+		require.NotNil(t, got.WindowClosesAt)
+		return *got.WindowClosesAt
+	}
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: th}}}))
+	closed := now.Add(-time.Hour)
+	wrote(closed)
+	require.True(t, window().Equal(closed))
+
+	open := now.Add(23 * time.Hour)
+	wrote(open)
+	require.True(t, window().Equal(open), "a kept thread whose window closed is read again")
+
+	_, err := b.db.Bun().NewRaw("UPDATE threads SET window_closes_at = ? WHERE id = ?", closed, th.ID).Exec(ctx)
+	require.NoError(t, err)
+	require.True(t, window().Equal(open), "a kept thread whose window is open is used for the TTL")
+}
+
 // A sender address is kept once found; one not found is read again, so an
 // address created elsewhere sends at once.
 func TestSenderAddressesAreKeptOnceFound(t *testing.T) {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -19,7 +20,10 @@ import (
 // its user has written to the agent number, after which it stays sendable
 // until its account is deleted; a thread the user has not written in is
 // read again at every send, so the first send after the user's first
-// message goes.
+// message goes. A kept thread answers only while its customer service
+// window (if it has one) is open: a window only moves forward, so a kept
+// open one is open in the database too, while a kept closed one may have
+// been opened again by the user's new message and is read again.
 func (c *Caches) Messaging(next messaging.Store) messaging.Store {
 	return messagingStore{Store: next, c: c}
 }
@@ -48,7 +52,8 @@ func (r messagingRepos) NumberByAddress(ctx context.Context, service account.Ser
 
 func (r messagingRepos) IndividualThread(ctx context.Context, accountID string, service account.Service, agentNumber, contact string) (domain.Thread, error) {
 	key := accountID + " " + string(service) + " " + agentNumber + " " + contact
-	return r.c.threads.get(ctx, key, func(ctx context.Context) (domain.Thread, error) {
+	windowOpen := func(t domain.Thread) bool { return t.WindowOpen(time.Now()) }
+	return r.c.threads.getIf(ctx, key, windowOpen, func(ctx context.Context) (domain.Thread, error) {
 		return r.Repos.IndividualThread(ctx, accountID, service, agentNumber, contact)
 	}, func(a answer[domain.Thread]) bool { return a.err == nil && domain.CheckIndividualSend(&a.value) == nil })
 }

@@ -139,7 +139,23 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		WriteJSON(w, status, map[string]any{"detail": items})
 		return
 	}
+	if len(fe.Details) > 0 {
+		WriteJSON(w, status, withDetails(flatError{Detail: fe.Message, Status: "error", Message: fe.Message, Code: fe.Code}, fe.Details))
+		return
+	}
 	WriteJSON(w, status, flatError{Detail: fe.Message, Status: "error", Message: fe.Message, Code: fe.Code})
+}
+
+// withDetails is the flat error body with a failure's details beside its
+// code (window_closed_at); a detail never replaces one of the body's own
+// fields.
+func withDetails(e flatError, details map[string]string) map[string]any {
+	body := map[string]any{}
+	for k, v := range details {
+		body[k] = v
+	}
+	body["detail"], body["status"], body["message"], body["code"] = e.Detail, e.Status, e.Message, e.Code
+	return body
 }
 
 // fieldName renders a field path as the cron details key: "headers.X-Id",

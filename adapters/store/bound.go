@@ -52,6 +52,20 @@ func (p *binder) write(q *strings.Builder, v any) {
 	q.Write(strconv.AppendInt(digits[:0], int64(len(p.args)), 10))
 }
 
+// bindRaw is sql, whose ? are the placeholders of args in order, with
+// each ? replaced by its parameter's $N.
+func bindRaw(p *binder, sql string, args []any) string {
+	parts := strings.Split(sql, "?")
+	var q strings.Builder
+	for i, part := range parts {
+		q.WriteString(part)
+		if i < len(args) {
+			q.WriteString(p.bind(args[i]))
+		}
+	}
+	return q.String()
+}
+
 // stringType is the type of a plain string column.
 var stringType = reflect.TypeFor[string]()
 
@@ -104,6 +118,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 		add("record inbound activity", func(p *binder) string { return boundInsert(tables, p, contacts, contactUpsert) })
 		add("record inbound activity", func(p *binder) string { return touchThreadsBound(p, threads, true) })
 	}
+	if len(b.Windows) > 0 {
+		add("move thread windows", func(p *binder) string { return moveWindowsBound(p, b.Windows) })
+	}
 	writeContactsBound(tables, add, b.Contacts, b.ContactMerges)
 	if len(b.Statuses) > 0 {
 		add("move message statuses", func(p *binder) string { return moveStatusesBound(p, b.Statuses) })
@@ -145,6 +162,7 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	if len(b.Spooled) > 0 {
 		add("spool received emails", func(p *binder) string { return boundInsert(tables, p, mapRows(b.Spooled, spooledToRow), "") })
 	}
+	writeTemplateSetsBound(tables, add, b.TemplateSets)
 	if len(b.Jobs) > 0 {
 		add("enqueue jobs", func(p *binder) string {
 			return boundInsert(tables, p, mapRows(b.Jobs, func(j jobs.EnqueueParams) newJobRow { return newJob(j, now) }), "")
@@ -246,6 +264,14 @@ func touchThreadsBound(p *binder, activity []writes.ThreadActivity, inbound bool
 	}
 	return updateFrom(p, set, newestActivity(activity), []string{"::text", "::timestamptz"},
 		func(a writes.ThreadActivity) []any { return []any{a.ThreadID, a.At} }, "u(id, at) WHERE t.id = u.id")
+}
+
+// moveWindowsBound moves threads' customer service windows forward, never
+// back.
+func moveWindowsBound(p *binder, ws []writes.ThreadWindow) string {
+	return updateFrom(p, "UPDATE threads AS t SET window_closes_at = u.closes", latestWindows(ws), []string{"::text", "::timestamptz"},
+		func(w writes.ThreadWindow) []any { return []any{w.ThreadID, w.ClosesAt.UTC()} },
+		"u(id, closes) WHERE t.id = u.id AND (t.window_closes_at IS NULL OR t.window_closes_at < u.closes)")
 }
 
 // moveStatusesBound writes messages' new statuses.

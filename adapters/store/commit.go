@@ -252,6 +252,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("insert messages", insertRows(db, b.Messages, messageToRow)...)
 	add("record thread activity", touchThreads(db, b.ThreadActivity, false)...)
 	add("record inbound activity", recordInbound(db, b.Inbound)...)
+	add("move thread windows", moveWindows(db, b.Windows)...)
 	add("write contacts", writeContacts(db, b.Contacts, b.ContactMerges)...)
 	add("move message statuses", moveStatuses(db, b.Statuses)...)
 	add("set message reactions", setReactions(db, b.MessageReactions)...)
@@ -265,6 +266,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
 	add("insert email attachments", insertRows(db, b.EmailAttachments, attachmentToRow)...)
 	add("spool received emails", insertRows(db, b.Spooled, spooledToRow)...)
+	add("replace message templates", writeTemplateSets(db, b.TemplateSets)...)
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
 	add("insert cron jobs", insertRows(db, b.CronJobs, cronJobToRow)...)
 	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)
@@ -477,15 +479,25 @@ func inboundRows(activity []writes.InboundActivity) ([]contactRow, []writes.Thre
 // newestActivity keeps the newest activity of each thread, threads in id
 // order (see latestByID).
 func newestActivity(activity []writes.ThreadActivity) []writes.ThreadActivity {
-	newest := map[string]time.Time{}
-	for _, a := range activity {
-		if prev, ok := newest[a.ThreadID]; !ok || a.At.After(prev) {
-			newest[a.ThreadID] = a.At
+	return newestPerThread(activity, func(a writes.ThreadActivity) (string, time.Time) { return a.ThreadID, a.At })
+}
+
+// newestPerThread keeps the item of each thread whose time is the latest
+// (the first of equal ones), threads in id order.
+func newestPerThread[T any](items []T, of func(T) (string, time.Time)) []T {
+	newest := map[string]T{}
+	for _, it := range items {
+		id, at := of(it)
+		if prev, ok := newest[id]; ok {
+			if _, prevAt := of(prev); !at.After(prevAt) {
+				continue
+			}
 		}
+		newest[id] = it
 	}
-	kept := make([]writes.ThreadActivity, 0, len(newest))
+	kept := make([]T, 0, len(newest))
 	for _, id := range slices.Sorted(maps.Keys(newest)) {
-		kept = append(kept, writes.ThreadActivity{ThreadID: id, At: newest[id]})
+		kept = append(kept, newest[id])
 	}
 	return kept
 }
@@ -501,6 +513,24 @@ func touchThreads(db bun.IDB, activity []writes.ThreadActivity, inbound bool) []
 	out := make([]batchQuery, len(kept))
 	for i, a := range kept {
 		out[i] = db.NewRaw("UPDATE threads SET "+set+" WHERE id = ?1", a.At, a.ThreadID)
+	}
+	return out
+}
+
+// latestWindows keeps the latest closing time of each thread's window,
+// threads in id order.
+func latestWindows(ws []writes.ThreadWindow) []writes.ThreadWindow {
+	return newestPerThread(ws, func(w writes.ThreadWindow) (string, time.Time) { return w.ThreadID, w.ClosesAt })
+}
+
+// moveWindows moves threads' customer service windows forward, never
+// back: one UPDATE per thread.
+func moveWindows(db bun.IDB, ws []writes.ThreadWindow) []batchQuery {
+	kept := latestWindows(ws)
+	out := make([]batchQuery, len(kept))
+	for i, w := range kept {
+		out[i] = db.NewRaw("UPDATE threads SET window_closes_at = ?0 WHERE id = ?1 AND (window_closes_at IS NULL OR window_closes_at < ?0)",
+			w.ClosesAt.UTC(), w.ThreadID)
 	}
 	return out
 }

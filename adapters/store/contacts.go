@@ -155,9 +155,9 @@ const chatContactUpsert = ` ON CONFLICT (number_id, chat_id) DO UPDATE SET
 	name = CASE WHEN excluded.name = '' THEN channel_contacts.name ELSE excluded.name END,
 	updated_at = excluded.updated_at`
 
-// contactStatement is one statement of the contact writes: fixed SQL with
-// ? placeholders and its values.
-type contactStatement struct {
+// rawStatement is one statement of a batch's writes: fixed SQL with ?
+// placeholders and its values.
+type rawStatement struct {
 	sql  string
 	args []any
 }
@@ -183,21 +183,21 @@ func contactRows(ws []writes.ContactWrite) ([]personRow, []channelContactRow) {
 }
 
 // contactUpdates are the thread links and merges, one statement each.
-func contactUpdates(ws []writes.ContactWrite, merges []writes.ContactMerge) []contactStatement {
-	var out []contactStatement
+func contactUpdates(ws []writes.ContactWrite, merges []writes.ContactMerge) []rawStatement {
+	var out []rawStatement
 	for _, w := range ws {
 		for _, t := range w.Threads {
 			if w.Contact != nil {
-				out = append(out, contactStatement{"UPDATE threads SET contact_id = ? WHERE id = ? AND account_id = ?", []any{w.Contact.ID, t, w.Contact.AccountID}},
-					contactStatement{"UPDATE messages SET contact_id = ? WHERE thread_id = ? AND account_id = ?", []any{w.Contact.ID, t, w.Contact.AccountID}})
+				out = append(out, rawStatement{"UPDATE threads SET contact_id = ? WHERE id = ? AND account_id = ?", []any{w.Contact.ID, t, w.Contact.AccountID}},
+					rawStatement{"UPDATE messages SET contact_id = ? WHERE thread_id = ? AND account_id = ?", []any{w.Contact.ID, t, w.Contact.AccountID}})
 			}
 		}
 	}
 	for _, m := range merges {
 		out = append(out,
-			contactStatement{"UPDATE threads SET contact_id = ? WHERE contact_id = ? AND account_id = ?", []any{m.Into, m.From, m.AccountID}},
-			contactStatement{"UPDATE messages SET contact_id = ? WHERE contact_id = ? AND account_id = ?", []any{m.Into, m.From, m.AccountID}},
-			contactStatement{"DELETE FROM people WHERE id = ? AND account_id = ?", []any{m.From, m.AccountID}})
+			rawStatement{"UPDATE threads SET contact_id = ? WHERE contact_id = ? AND account_id = ?", []any{m.Into, m.From, m.AccountID}},
+			rawStatement{"UPDATE messages SET contact_id = ? WHERE contact_id = ? AND account_id = ?", []any{m.Into, m.From, m.AccountID}},
+			rawStatement{"DELETE FROM people WHERE id = ? AND account_id = ?", []any{m.From, m.AccountID}})
 	}
 	return out
 }
@@ -228,16 +228,6 @@ func writeContactsBound(tables *schema.Tables, add func(name string, build func(
 		add("write contacts", func(p *binder) string { return boundInsert(tables, p, chats, chatContactUpsert) })
 	}
 	for _, s := range contactUpdates(ws, merges) {
-		add("write contacts", func(p *binder) string {
-			parts := strings.Split(s.sql, "?")
-			var q strings.Builder
-			for i, part := range parts {
-				q.WriteString(part)
-				if i < len(s.args) {
-					q.WriteString(p.bind(s.args[i]))
-				}
-			}
-			return q.String()
-		})
+		add("write contacts", func(p *binder) string { return bindRaw(p, s.sql, s.args) })
 	}
 }

@@ -57,7 +57,7 @@ func (r MessagingStore) NumberByID(ctx context.Context, id string) (account.Numb
 	return row.domain(), nil
 }
 
-const threadColumns = "id, account_id, service, type, agent_number, contact, contact_id, name, last_inbound_at, last_message_at, created_at, updated_at"
+const threadColumns = "id, account_id, service, type, agent_number, contact, contact_id, name, last_inbound_at, window_closes_at, last_message_at, created_at, updated_at"
 
 type threadRow struct {
 	bun.BaseModel `bun:"table:threads"`
@@ -70,9 +70,11 @@ type threadRow struct {
 	ContactID     sql.NullString `bun:"contact_id"`
 	Name          string         `bun:"name"`
 	LastInboundAt *time.Time     `bun:"last_inbound_at"`
-	LastMessageAt *time.Time     `bun:"last_message_at"`
-	CreatedAt     time.Time      `bun:"created_at"`
-	UpdatedAt     time.Time      `bun:"updated_at"`
+	// WindowClosesAt is written by the batch's Windows only.
+	WindowClosesAt *time.Time `bun:"window_closes_at"`
+	LastMessageAt  *time.Time `bun:"last_message_at"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	UpdatedAt      time.Time  `bun:"updated_at"`
 }
 
 func (r threadRow) domain() messaging.Thread {
@@ -84,6 +86,10 @@ func (r threadRow) domain() messaging.Thread {
 	if r.LastInboundAt != nil {
 		at := r.LastInboundAt.UTC()
 		t.LastInboundAt = &at
+	}
+	if r.WindowClosesAt != nil {
+		at := r.WindowClosesAt.UTC()
+		t.WindowClosesAt = &at
 	}
 	return t
 }
@@ -121,7 +127,8 @@ type participantRow struct {
 func threadToRow(t messaging.Thread) threadRow {
 	return threadRow{
 		ID: t.ID, AccountID: t.AccountID, Service: string(t.Service), Type: string(t.Type), AgentNumber: t.AgentNumber,
-		Contact: nullable(t.Contact), ContactID: nullable(t.ContactID), Name: t.Name, LastInboundAt: t.LastInboundAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Contact: nullable(t.Contact), ContactID: nullable(t.ContactID), Name: t.Name, LastInboundAt: t.LastInboundAt,
+		WindowClosesAt: t.WindowClosesAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
 }
 
@@ -196,7 +203,7 @@ func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery)
 	return out, total, nil
 }
 
-const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, previous_text, edited_at, deleted_at, user_id, username, contact_id, created_at, updated_at"
+const messageColumns = "id, account_id, thread_id, service, direction, from_address, to_address, sender_name, kind, body, media_url, caption, latitude, longitude, place_name, place_address, media_ref, media_mime_type, media_file_name, media_size, media_variant, status, failure_code, failure_text, provider_message_id, reply_to_message_id, reply_to_provider_id, quoted_text, buttons, button_id, previous_text, edited_at, deleted_at, user_id, username, contact_id, template, created_at, updated_at"
 
 type messageRow struct {
 	bun.BaseModel     `bun:"table:messages"`
@@ -236,6 +243,7 @@ type messageRow struct {
 	UserID            string         `bun:"user_id"`
 	Username          string         `bun:"username"`
 	ContactID         string         `bun:"contact_id"`
+	Template          string         `bun:"template"`
 	CreatedAt         time.Time      `bun:"created_at"`
 	UpdatedAt         time.Time      `bun:"updated_at"`
 }
@@ -252,7 +260,7 @@ func messageToRow(m messaging.Message) messageRow {
 		ReplyToMessageID: m.ReplyTo.MessageID, ReplyToProviderID: m.ReplyTo.ProviderMessageID, QuotedText: m.ReplyTo.Text,
 		Buttons: buttonsColumn(c.Buttons), ButtonID: c.ButtonID,
 		PreviousText: m.PreviousText, EditedAt: m.EditedAt, DeletedAt: m.DeletedAt,
-		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID,
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID, Template: templateColumn(c.Template),
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 }
@@ -266,6 +274,7 @@ func (r messageRow) domain() messaging.Message {
 			Latitude: r.Latitude, Longitude: r.Longitude, PlaceName: r.PlaceName, Address: r.PlaceAddress,
 			MediaRef: r.MediaRef, MimeType: r.MediaMimeType, FileName: r.MediaFileName, Size: r.MediaSize,
 			Variant: messaging.MediaVariant(r.MediaVariant), Buttons: buttonsOf(r.Buttons), ButtonID: r.ButtonID,
+			Template: templateOf(r.Template),
 		},
 		Status: messaging.Status(r.Status), FailureCode: r.FailureCode, FailureText: r.FailureText,
 		ProviderMessageID: r.ProviderMessageID.String,
@@ -293,6 +302,28 @@ func buttonsOf(column string) []messaging.Button {
 		return nil
 	}
 	return webhook.ModelButtons(rows)
+}
+
+// templateColumn is the template column of a message: the template send
+// as JSON, or empty for a message that is no template.
+func templateColumn(t *messaging.TemplateSend) string {
+	if t == nil {
+		return ""
+	}
+	b, _ := json.Marshal(t) // strings, numbers and lists only: it cannot fail
+	return string(b)
+}
+
+// templateOf reads the template column (only templateColumn writes it).
+func templateOf(column string) *messaging.TemplateSend {
+	if column == "" {
+		return nil
+	}
+	var t messaging.TemplateSend
+	if json.Unmarshal([]byte(column), &t) != nil {
+		return nil
+	}
+	return &t
 }
 
 // Message reads a message of an account.

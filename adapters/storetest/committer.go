@@ -197,6 +197,90 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 	})
 
+	t.Run("MovesWindowsForwardOnly", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		window := func() *time.Time {
+			got, err := f.Messaging.Repos().Thread(ctx, f.account, f.thread.ID)
+			require.NoError(t, err)
+			return got.WindowClosesAt
+		}
+		require.Nil(t, window(), "a thread has no window until a batch opens one")
+		closes := f.now.Add(24 * time.Hour)
+		earlier, later := closes.Add(-time.Hour), closes.Add(time.Hour)
+		// Of two windows of a thread in one batch the later counts.
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{
+			{ThreadID: f.thread.ID, ClosesAt: closes}, {ThreadID: f.thread.ID, ClosesAt: earlier}}}))
+		require.True(t, window().Equal(closes), "got %v", window())
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{{ThreadID: f.thread.ID, ClosesAt: earlier}}}))
+		require.True(t, window().Equal(closes), "a window never closes earlier: got %v", window())
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{{ThreadID: f.thread.ID, ClosesAt: later.Add(time.Microsecond)}}}))
+		require.True(t, window().Equal(later.Add(time.Microsecond)), "a later message moves it on: got %v", window())
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Windows: []writes.ThreadWindow{{ThreadID: f.thread.ID, ClosesAt: later}}}))
+		require.True(t, window().Equal(later.Add(time.Microsecond)), "a microsecond earlier is earlier: got %v", window())
+	})
+
+	t.Run("ReplacesTemplateSets", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		at := f.now.Add(time.Minute)
+		number := func(id, e164 string) account.Number {
+			n := account.Number{ID: id, AccountID: f.account, Number: e164, Service: account.WhatsApp,
+				Provider: account.ProviderWhatsAppCloud, SealedSettings: []byte{1}, Enabled: true, CreatedAt: at}
+			require.NoError(t, f.Accounts.Repos().InsertNumber(ctx, n))
+			return n
+		}
+		one, two := number("num_tpl1", "+15550007001"), number("num_tpl2", "+15550007002")
+		template := func(name, language, status string) messaging.Template {
+			return messaging.Template{ProviderID: "tpl-" + name, Name: name, Language: language, Status: status, Category: "UTILITY",
+				ParameterFormat: messaging.ParametersPositional, Components: []messaging.TemplateComponent{
+					{Type: "BODY", Text: "Hi {{1}}, it's \"quoted\" ? $1"},
+					{Type: "BUTTONS", Buttons: []messaging.TemplateButton{{Type: "URL", Text: "Open", URL: "https://example.com/{{1}}"}}},
+				}}
+		}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{TemplateSets: []writes.TemplateSet{
+			{AccountID: f.account, NumberID: one.ID, SyncedAt: at, Templates: []messaging.Template{
+				template("order_update", "en_US", messaging.TemplateApproved), template("order_update", "es", "PAUSED")}},
+			{AccountID: f.account, NumberID: two.ID, SyncedAt: at, Templates: []messaging.Template{template("welcome", "en", messaging.TemplateApproved)}},
+		}}))
+		r := f.Messaging.Repos()
+		got, err := r.Templates(ctx, appmessaging.TemplateQuery{AccountID: f.account, NumberID: one.ID})
+		require.NoError(t, err)
+		want := template("order_update", "en_US", messaging.TemplateApproved)
+		want.AccountID, want.NumberID, want.Number, want.SyncedAt = f.account, one.ID, one.Number, at
+		require.Len(t, got, 2)
+		require.Equal(t, want, got[0], "a template reads back whole")
+		require.Equal(t, "es", got[1].Language)
+
+		// A later set replaces the number's whole set; the other number's
+		// stays.
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{TemplateSets: []writes.TemplateSet{
+			{AccountID: f.account, NumberID: one.ID, SyncedAt: at.Add(time.Minute), Templates: []messaging.Template{template("shipping", "en_US", messaging.TemplateApproved)}},
+		}}))
+		got, err = r.Templates(ctx, appmessaging.TemplateQuery{AccountID: f.account})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		require.Equal(t, []string{"shipping", "welcome"}, []string{got[0].Name, got[1].Name})
+		got, err = r.Templates(ctx, appmessaging.TemplateQuery{AccountID: f.account, Name: "welcome", Language: "en", Status: messaging.TemplateApproved})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		got, err = r.Templates(ctx, appmessaging.TemplateQuery{AccountID: "acc_other"})
+		require.NoError(t, err)
+		require.Empty(t, got, "another account has none of them")
+
+		// A template message keeps what it sent.
+		m := chatMessage(f.thread, messaging.OutboundAPI, "Hi Ann", at)
+		m.Content.Kind = messaging.KindTemplate
+		m.Content.Template = &messaging.TemplateSend{Name: "shipping", Language: "en_US", Components: []messaging.TemplateSendComponent{
+			{Type: "button", SubType: "url", Index: 1, Parameters: []messaging.TemplateParameter{{Type: "text", Text: "abc"}}},
+			{Type: "body", Parameters: []messaging.TemplateParameter{{Type: "currency", Currency: &messaging.TemplateCurrency{FallbackValue: "$1", Code: "USD", Amount1000: 1000}}}},
+		}}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Messages: []messaging.Message{m}}))
+		read, err := r.Message(ctx, f.account, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, m.Content, read.Content)
+	})
+
 	t.Run("LinksGroupChats", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

@@ -241,6 +241,9 @@ type Inbound struct {
 	Content     messaging.Content
 	// ProviderMessageID dedupes the message.
 	ProviderMessageID string
+	// SentAt is when the user sent the message, as the provider says;
+	// zero when it does not say.
+	SentAt time.Time
 	// ReplyTo is what the message quotes: the provider's id of the
 	// quoted message and, where the provider sends it, its text.
 	ReplyTo messaging.Reply
@@ -384,7 +387,7 @@ func (s *Service) hand(ctx context.Context, in Inbound, from, threadID string, c
 			AccountID: n.AccountID, Service: string(n.Service), From: from, SenderName: name, To: n.Number,
 			UserID: in.Sender.UserID, Username: truncateBytes(in.Sender.Username, maxSenderName), Phone: in.Sender.Phone,
 			Chat: chat, Change: contactChange(in.IdentityChange), ThreadID: threadID, Content: in.Content, ProviderMessageID: in.ProviderMessageID, ReplyTo: in.ReplyTo, Provider: n.Provider,
-			Acknowledge: in.Acknowledge,
+			Acknowledge: in.Acknowledge, SentAt: in.SentAt,
 		})
 	}
 	if fe := failure.As(err); fe != nil && fe.Kind == failure.KindConflict && fe.Code == "already_exists" {

@@ -49,6 +49,10 @@ type InboundInput struct {
 	Fields   messaging.Fields
 	// ProviderMessageID dedupes reports the provider sends twice.
 	ProviderMessageID string
+	// SentAt is when the user sent the message, as the provider says;
+	// zero when it does not say. A provider's customer service window
+	// opens from it (see Windowed).
+	SentAt time.Time
 	// ReplyTo is the message this one quotes: by the provider's id (and
 	// the quoted text, where the provider sends it), or, from the
 	// sandbox, by Switchboard's id.
@@ -177,10 +181,34 @@ func (s *Service) receive(ctx context.Context, tx TxReads, in InboundInput, serv
 	b.Add(writes.Batch{
 		Messages: []messaging.Message{m},
 		Inbound:  []writes.InboundActivity{{AccountID: n.AccountID, Service: service, Address: in.From, Name: name, ThreadID: thread.ID, At: now}},
+		Windows:  s.openedWindow(n, thread, content, in.SentAt, now),
 		Events:   []event.Event{s.messageEvent(event.MessageReceived, m, thread.Type)},
 		Answers:  writes.Answering(in.Idempotency, m),
 	})
 	return b, m, nil
+}
+
+// openedWindow is the customer service window a user's message opens in
+// an individual thread of a number whose provider has one: it closes the
+// provider's window after the time the provider says the user sent it
+// (the time it was received when the provider says none, or a later
+// one). A provider's notice about the user opens none.
+func (s *Service) openedWindow(n account.Number, t messaging.Thread, c messaging.Content, sentAt, now time.Time) []writes.ThreadWindow {
+	if t.Type != messaging.Individual || c.Kind == messaging.KindSystem {
+		return nil
+	}
+	provider, ok := s.providers.Provider(n.Provider)
+	if !ok {
+		return nil
+	}
+	windowed, ok := provider.(Windowed)
+	if !ok {
+		return nil
+	}
+	if sentAt.IsZero() || sentAt.After(now) {
+		sentAt = now
+	}
+	return []writes.ThreadWindow{{ThreadID: t.ID, ClosesAt: sentAt.UTC().Add(windowed.ServiceWindow())}}
 }
 
 // inboundContact is the write that records what an inbound message

@@ -104,6 +104,12 @@ type Repos interface {
 	// page is one step along an index from the position before names, so
 	// its cost does not grow with how far back the position is.
 	ThreadMessages(ctx context.Context, accountID, threadID string, before *MessageCursor, limit int) ([]messaging.Message, error)
+	// Templates lists an account's message templates (see TemplateQuery),
+	// by agent number, name and language.
+	Templates(ctx context.Context, q TemplateQuery) ([]messaging.Template, error)
+	// AccountNumbers lists an account's agent numbers.
+	AccountNumbers(ctx context.Context, accountID string) ([]account.Number, error)
+
 	// MessagesToDeliver reads, in one query, what the deliveries of the
 	// messages ids need (Deliverable); ids that do not exist, or whose
 	// thread does not, are left out; the order is the store's.
@@ -117,6 +123,17 @@ type ThreadQuery struct {
 	// participant is this address.
 	Phone         string
 	Limit, Offset int
+}
+
+// TemplateQuery selects an account's message templates: those of the
+// agent number NumberID when it is set, and with exactly the Name,
+// Language and Status that are set.
+type TemplateQuery struct {
+	AccountID string
+	NumberID  string
+	Name      string
+	Language  string
+	Status    string
 }
 
 // ContactQuery selects contacts: up to Limit of the account's, newest
@@ -189,6 +206,29 @@ type Capabilities struct {
 	// Buttons tells whether it sends reply buttons with a text message
 	// (within the thread's service's messaging.ButtonRulesOf).
 	Buttons bool
+}
+
+// TemplateProvider is what a provider implements when its platform has
+// message templates (WhatsApp's): the templates of an agent number, and
+// their sends. It returns a *ProviderError for failures the provider
+// explained.
+type TemplateProvider interface {
+	// Templates lists all the templates the provider has for the agent
+	// number now, whatever their status.
+	Templates(ctx context.Context, n account.Number, settings map[string]string) ([]messaging.Template, error)
+	// SendTemplate delivers a template message (Outbound.Content.Template,
+	// checked against the template when it was sent).
+	SendTemplate(ctx context.Context, m Outbound) (Receipt, error)
+}
+
+// Windowed is what a provider implements when its platform accepts
+// free-form messages to a user only for a while after the user's last
+// message (the WhatsApp Cloud API's 24-hour customer service window);
+// template messages may be sent at any time.
+type Windowed interface {
+	// ServiceWindow is how long after the provider's time of a user's
+	// message free-form messages to them are accepted.
+	ServiceWindow() time.Duration
 }
 
 // Sends reports whether the provider sends content of kind k.

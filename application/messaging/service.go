@@ -122,6 +122,13 @@ type SendInput struct {
 	// ReplyTo, when set, is a message of the same thread that this one
 	// answers.
 	ReplyTo string
+	// Template, when set, makes the send a template message (Content is
+	// then left empty): it is checked against the number's synced
+	// template of that name and language, and sent whether or not the
+	// customer service window is open. TemplateField names the request
+	// field it came in (["template"]; empty for top-level arguments).
+	Template      *messaging.TemplateSend
+	TemplateField []any
 	// Idempotency, when set, records the answer to the send under its
 	// Idempotency-Key in the transaction that stores the message.
 	Idempotency *idempotency.Completion[messaging.Message]
@@ -162,7 +169,9 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 		}
 		p.Add("value_error", msg, "to")
 	}
-	if err := s.checkContent(ctx, in.Content, in.Fields, &p); err != nil {
+	if in.Template != nil {
+		checkTemplateForm(*in.Template, in.TemplateField, ok && service != account.WhatsApp, &p)
+	} else if err := s.checkContent(ctx, in.Content, in.Fields, &p); err != nil {
 		return messaging.Message{}, err
 	}
 	if err := p.Err(); err != nil {
@@ -180,11 +189,20 @@ func (s *Service) SendIndividual(ctx context.Context, in SendInput) (messaging.M
 	if err != nil {
 		return messaging.Message{}, err
 	}
+	content := in.Content
+	if in.Template != nil {
+		// A template may be sent whether the window is open or not.
+		if content, err = s.templateContent(ctx, number, *in.Template, in.TemplateField); err != nil {
+			return messaging.Message{}, err
+		}
+	} else if err := thread.CheckWindow(s.now()); err != nil {
+		return messaging.Message{}, err
+	}
 	reply, err := s.replyTarget(ctx, s.store.Repos(), thread, in.ReplyTo, []any{"reply_to"})
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	return s.send(ctx, thread, number, to, in.Content, reply, in.Idempotency)
+	return s.send(ctx, thread, number, to, content, reply, in.Idempotency)
 }
 
 // send commits an outbound message that passed its checks: the message,
@@ -359,7 +377,11 @@ func (s *Service) checkCapabilities(n account.Number, t messaging.ThreadType, c 
 		return &failure.Error{Kind: failure.KindNotImplemented, Code: "provider_unavailable", Message: "no provider " + string(n.Provider) + " is configured"}
 	}
 	caps := provider.Capabilities()
-	if !caps.Sends(k) {
+	if _, templates := provider.(TemplateProvider); k == messaging.KindTemplate && !templates {
+		return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
+			Message: fmt.Sprintf("the %s provider has no message templates", n.Provider)}
+	}
+	if !caps.Sends(k) && k != messaging.KindTemplate {
 		return &failure.Error{Kind: failure.KindNotImplemented, Code: "not_supported_by_provider",
 			Message: fmt.Sprintf("the %s provider cannot send %s messages", n.Provider, k)}
 	}
@@ -455,7 +477,13 @@ func (s *Service) deliver(ctx context.Context, d Deliverable) error {
 	if err != nil {
 		return err
 	}
-	receipt, err := provider.Send(ctx, Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: d.ThreadType, To: to, Content: m.Content, ReplyTo: reply})
+	out := Outbound{MessageID: m.ID, Number: n, Settings: settings, ThreadTyp: d.ThreadType, To: to, Content: m.Content, ReplyTo: reply}
+	var receipt Receipt
+	if tp, ok := provider.(TemplateProvider); ok && m.Content.Kind == messaging.KindTemplate {
+		receipt, err = tp.SendTemplate(ctx, out)
+	} else {
+		receipt, err = provider.Send(ctx, out)
+	}
 	if err != nil {
 		return err
 	}

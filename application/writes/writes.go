@@ -61,6 +61,10 @@ type Batch struct {
 	// Inbound records users who wrote: their contacts and their threads'
 	// activity.
 	Inbound []InboundActivity
+	// Windows move the customer service windows of threads that exist
+	// (or are new in the batch) forward: each closes at the later of its
+	// stored closing time and the one given; never earlier.
+	Windows []ThreadWindow
 	// Contacts create or update contacts (people of an account), link
 	// threads to them, and record what a provider chat showed about its
 	// user (ChatContact).
@@ -111,6 +115,9 @@ type Batch struct {
 	// Jobs are new jobs. A batch enqueues only new work: its jobs have no
 	// UniqueKey.
 	Jobs []jobs.EnqueueParams
+	// TemplateSets replace the message templates of agent numbers: each
+	// number keeps exactly the templates of its set.
+	TemplateSets []TemplateSet
 	// CronJobs are new cron jobs. A taken id fails the batch with a
 	// Conflict.
 	CronJobs []cron.Job
@@ -122,6 +129,22 @@ type Batch struct {
 type ThreadActivity struct {
 	ThreadID string
 	At       time.Time
+}
+
+// ThreadWindow is the closing time of a thread's customer service window
+// that a user's message opened (see messaging.Thread.WindowClosesAt).
+type ThreadWindow struct {
+	ThreadID string
+	ClosesAt time.Time
+}
+
+// TemplateSet is the whole set of message templates of the agent number
+// NumberID of AccountID, as its provider had them at SyncedAt.
+type TemplateSet struct {
+	AccountID string
+	NumberID  string
+	Templates []messaging.Template
+	SyncedAt  time.Time
 }
 
 // GroupChat is the provider group chat ChatID of the agent number
@@ -234,6 +257,7 @@ func (b *Batch) Add(o Batch) {
 	b.Messages = append(b.Messages, o.Messages...)
 	b.ThreadActivity = append(b.ThreadActivity, o.ThreadActivity...)
 	b.Inbound = append(b.Inbound, o.Inbound...)
+	b.Windows = append(b.Windows, o.Windows...)
 	b.Contacts = append(b.Contacts, o.Contacts...)
 	b.ContactMerges = append(b.ContactMerges, o.ContactMerges...)
 	b.Statuses = append(b.Statuses, o.Statuses...)
@@ -249,6 +273,7 @@ func (b *Batch) Add(o Batch) {
 	b.EmailAttachments = append(b.EmailAttachments, o.EmailAttachments...)
 	b.Spooled = append(b.Spooled, o.Spooled...)
 	b.Jobs = append(b.Jobs, o.Jobs...)
+	b.TemplateSets = append(b.TemplateSets, o.TemplateSets...)
 	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	b.Answers = append(b.Answers, o.Answers...)
 }

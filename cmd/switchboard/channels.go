@@ -21,7 +21,7 @@ import (
 type providerFlags struct {
 	botToken, inbound                                  string
 	phoneNumberID, accessToken, appSecret, verifyToken string
-	apiBaseURL, graphVersion                           string
+	apiBaseURL, graphVersion, wabaID                   string
 }
 
 func (p *providerFlags) register(f *pflag.FlagSet) {
@@ -33,6 +33,7 @@ func (p *providerFlags) register(f *pflag.FlagSet) {
 	secretVar(f, &p.verifyToken, "verify-token", "whatsapp-cloud: the verify token typed into the app's webhook settings")
 	f.StringVar(&p.apiBaseURL, "api-base-url", "", "telegram, whatsapp-cloud: the provider API's base URL (a proxy or a test server)")
 	f.StringVar(&p.graphVersion, "graph-version", "", "whatsapp-cloud: the Graph API version (default "+whatsapp.DefaultVersion+")")
+	f.StringVar(&p.wabaID, "waba-id", "", "whatsapp-cloud: the WhatsApp Business Account id, whose message templates the number sends (optional; needed to sync templates)")
 }
 
 // apply adds the flags to settings and checks that the provider has what
@@ -78,6 +79,7 @@ func (p *providerFlags) apply(provider, service string, settings map[string]stri
 		set(whatsapp.SettingVerifyToken, p.verifyToken)
 		set(whatsapp.SettingAPIBaseURL, p.apiBaseURL)
 		set(whatsapp.SettingGraphVersion, p.graphVersion)
+		set(whatsapp.SettingWABAID, p.wabaID)
 		need(whatsapp.SettingPhoneNumberID, "--phone-number-id")
 		need(whatsapp.SettingAccessToken, "--access-token")
 		need(whatsapp.SettingAppSecret, "--app-secret")

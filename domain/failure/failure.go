@@ -94,6 +94,9 @@ type Error struct {
 	Fields  []FieldError
 	// RetryAfter is set on KindRateLimited (and may be on KindUnavailable).
 	RetryAfter time.Duration
+	// Details are facts a client may act on, by snake_case name
+	// (window_closed_at), shown beside Code on every transport.
+	Details map[string]string
 	// Err is the underlying cause, kept for logs and errors.Is; never shown to clients.
 	Err error
 }

@@ -154,6 +154,9 @@ type Content struct {
 	Buttons []Button
 	// ButtonID is the id of the button a user pressed (KindButtonReply).
 	ButtonID string
+	// Template is the template a KindTemplate message sends, with its
+	// parameters; Text is its body as the user reads it.
+	Template *TemplateSend
 }
 
 // MediaVariant tells apart the media a user sent that share a kind: a
@@ -173,7 +176,7 @@ func (c Content) KeptByProvider() bool { return c.Kind.IsMedia() && c.MediaRef !
 // Summary is the plain text of a message: its text, caption, or place.
 func (c Content) Summary() string {
 	switch {
-	case c.Kind == KindText, c.Kind == KindButtonReply, c.Kind == KindSystem:
+	case c.Kind == KindText, c.Kind == KindButtonReply, c.Kind == KindSystem, c.Kind == KindTemplate:
 		return c.Text
 	case c.Kind.IsMedia():
 		return c.Caption
@@ -256,6 +259,10 @@ func (c Content) Check(f Fields) error {
 		if utf8.RuneCountInString(c.Text) > MaxTextLength {
 			p.Add("string_too_long", fmt.Sprintf("the button title must be at most %d characters", MaxTextLength), f.Path("button_title")...)
 		}
+	case c.Kind == KindTemplate:
+		if c.Template == nil {
+			p.Add("missing", "Field required", f.Path("template")...)
+		}
 	default:
 		p.Add("enum", "media_type must be one of image, video, audio, document", f.Path("media_type")...)
 	}
@@ -329,8 +336,52 @@ type Thread struct {
 	// LastInboundAt is when the user last wrote; an individual thread
 	// accepts sends only once the user has written.
 	LastInboundAt *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// WindowClosesAt is when the provider's customer service window of an
+	// individual thread closes (WhatsApp Cloud API: 24 hours after the
+	// provider's time of the user's last message); after it only template
+	// messages may be sent. Nil for threads whose provider has no window.
+	WindowClosesAt *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// HasWindow reports whether t's provider limits free-form sends to a
+// customer service window.
+func (t Thread) HasWindow() bool { return t.WindowClosesAt != nil }
+
+// WindowOpen reports whether t accepts free-form messages at now: it has
+// no window, or its window has not closed yet.
+func (t Thread) WindowOpen(now time.Time) bool {
+	return t.WindowClosesAt == nil || now.Before(*t.WindowClosesAt)
+}
+
+// CheckWindow applies the customer service window to a free-form send at
+// now: a thread whose window closed refuses it with WindowClosed.
+// Template messages are not subject to it.
+func (t Thread) CheckWindow(now time.Time) error {
+	if t.WindowOpen(now) {
+		return nil
+	}
+	return WindowClosed(*t.WindowClosesAt)
+}
+
+// WindowClosedCode is the code of the refusal of a free-form send after
+// the customer service window closed.
+const WindowClosedCode = "window_closed"
+
+// WindowClosedAtDetail names the detail of that refusal that says when
+// the window closed (RFC 3339, UTC).
+const WindowClosedAtDetail = "window_closed_at"
+
+// WindowClosed refuses a free-form send in a thread whose customer
+// service window closed at closedAt: only a template may be sent until
+// the user writes again.
+func WindowClosed(closedAt time.Time) error {
+	at := closedAt.UTC().Format(time.RFC3339)
+	return &failure.Error{Kind: failure.KindConflict, Code: WindowClosedCode,
+		Message: "the customer service window of this conversation closed at " + at +
+			" (24 hours after the user's last message): only a template message may be sent until the user writes again",
+		Details: map[string]string{WindowClosedAtDetail: at}}
 }
 
 // Participant is a member of a thread.

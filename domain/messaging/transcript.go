@@ -108,6 +108,8 @@ func describe(c Content) string {
 	switch {
 	case c.Kind == KindText:
 		return oneLine(c.Text)
+	case c.Kind == KindTemplate && c.Template != nil:
+		return "[template " + oneLine(c.Template.Name) + "] " + oneLine(c.Text)
 	case c.Kind.IsMedia():
 		out := "[" + string(c.Kind) + ": " + oneLine(c.MediaURL)
 		if c.Caption != "" {

@@ -196,6 +196,8 @@ func contentObject(c messaging.Content) map[string]any {
 		return obj
 	case c.Kind == messaging.KindLocation:
 		return map[string]any{"latitude": c.Latitude, "longitude": c.Longitude, "name": c.PlaceName, "address": c.Address}
+	case c.Kind == messaging.KindTemplate && c.Template != nil:
+		return map[string]any{"text": c.Text, "template": map[string]any{"name": c.Template.Name, "language": c.Template.Language}}
 	}
 	return map[string]any{}
 }

@@ -261,6 +261,7 @@ type ComplexityRoot struct {
 		MimeType  func(childComplexity int) int
 		PlaceName func(childComplexity int) int
 		Size      func(childComplexity int) int
+		Template  func(childComplexity int) int
 		Text      func(childComplexity int) int
 		Variant   func(childComplexity int) int
 	}
@@ -277,6 +278,18 @@ type ComplexityRoot struct {
 		Status      func(childComplexity int) int
 	}
 
+	MessageTemplate struct {
+		Category        func(childComplexity int) int
+		Components      func(childComplexity int) int
+		Language        func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Number          func(childComplexity int) int
+		ParameterFormat func(childComplexity int) int
+		ProviderID      func(childComplexity int) int
+		Status          func(childComplexity int) int
+		SyncedAt        func(childComplexity int) int
+	}
+
 	Mutation struct {
 		CreateCronJob         func(childComplexity int, input model.CronJobInput) int
 		DeleteCronJob         func(childComplexity int, id string) int
@@ -288,7 +301,9 @@ type ComplexityRoot struct {
 		ResumeCronJob         func(childComplexity int, id string) int
 		RotateWebhookSecret   func(childComplexity int) int
 		SendMessage           func(childComplexity int, input model.SendMessageInput) int
+		SendTemplate          func(childComplexity int, input model.SendTemplateInput) int
 		SendTyping            func(childComplexity int, threadID string) int
+		SyncTemplates         func(childComplexity int, number *string) int
 		TestWebhook           func(childComplexity int) int
 		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
 		UpdateWebhook         func(childComplexity int, input model.WebhookInput) int
@@ -318,6 +333,7 @@ type ComplexityRoot struct {
 		Message           func(childComplexity int, id string) int
 		QueueHealth       func(childComplexity int) int
 		SandboxMailbox    func(childComplexity int, first *int, offset *int) int
+		Templates         func(childComplexity int, filter *model.TemplateFilter) int
 		Thread            func(childComplexity int, id string) int
 		Threads           func(childComplexity int, filter *model.ThreadFilter, first *int, after *string) int
 		Webhook           func(childComplexity int) int
@@ -391,24 +407,45 @@ type ComplexityRoot struct {
 		Total   func(childComplexity int) int
 	}
 
+	SentTemplate struct {
+		Language func(childComplexity int) int
+		Name     func(childComplexity int) int
+	}
+
 	Subscription struct {
 		MessageReceived      func(childComplexity int, threadID *string) int
 		MessageStatusChanged func(childComplexity int, threadID *string) int
 	}
 
+	TemplateButton struct {
+		PhoneNumber func(childComplexity int) int
+		Text        func(childComplexity int) int
+		Type        func(childComplexity int) int
+		URL         func(childComplexity int) int
+	}
+
+	TemplateComponent struct {
+		Buttons func(childComplexity int) int
+		Format  func(childComplexity int) int
+		Text    func(childComplexity int) int
+		Type    func(childComplexity int) int
+	}
+
 	Thread struct {
-		AgentNumber   func(childComplexity int) int
-		Contact       func(childComplexity int) int
-		CreatedAt     func(childComplexity int) int
-		ID            func(childComplexity int) int
-		LastInboundAt func(childComplexity int) int
-		Messages      func(childComplexity int, first *int, after *string) int
-		Name          func(childComplexity int) int
-		Participants  func(childComplexity int) int
-		Service       func(childComplexity int) int
-		Transcript    func(childComplexity int, first *int, before *string) int
-		Type          func(childComplexity int) int
-		UpdatedAt     func(childComplexity int) int
+		AgentNumber    func(childComplexity int) int
+		Contact        func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		ID             func(childComplexity int) int
+		LastInboundAt  func(childComplexity int) int
+		Messages       func(childComplexity int, first *int, after *string) int
+		Name           func(childComplexity int) int
+		Participants   func(childComplexity int) int
+		Service        func(childComplexity int) int
+		Transcript     func(childComplexity int, first *int, before *string) int
+		Type           func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
+		WindowClosesAt func(childComplexity int) int
+		WindowOpen     func(childComplexity int) int
 	}
 
 	ThreadConnection struct {
@@ -550,6 +587,8 @@ type MutationResolver interface {
 	PauseCronJob(ctx context.Context, id string) (*cron.Job, error)
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
+	SyncTemplates(ctx context.Context, number *string) ([]messaging.Template, error)
+	SendTemplate(ctx context.Context, input model.SendTemplateInput) (*messaging.Message, error)
 	UpdateWebhook(ctx context.Context, input model.WebhookInput) (*model.WebhookUpdate, error)
 	RotateWebhookSecret(ctx context.Context) (*model.WebhookUpdate, error)
 	TestWebhook(ctx context.Context) (*webhook.Delivery, error)
@@ -567,6 +606,7 @@ type QueryResolver interface {
 	Thread(ctx context.Context, id string) (*messaging.Thread, error)
 	Message(ctx context.Context, id string) (*messaging.Message, error)
 	QueueHealth(ctx context.Context) (*queue.Health, error)
+	Templates(ctx context.Context, filter *model.TemplateFilter) ([]messaging.Template, error)
 	Webhook(ctx context.Context) (*webhook.Endpoint, error)
 	WebhookDeliveries(ctx context.Context, status *webhook.Status, first *int, after *string) (*model.WebhookDeliveryConnection, error)
 	WebhookEventTypes(ctx context.Context) ([]string, error)
@@ -598,6 +638,8 @@ type SubscriptionResolver interface {
 }
 type ThreadResolver interface {
 	Contact(ctx context.Context, obj *messaging.Thread) (*string, error)
+
+	WindowOpen(ctx context.Context, obj *messaging.Thread) (bool, error)
 
 	Participants(ctx context.Context, obj *messaging.Thread) ([]messaging.Participant, error)
 	Messages(ctx context.Context, obj *messaging.Thread, first *int, after *string) (*model.MessageConnection, error)
@@ -1489,6 +1531,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageContent.Size(childComplexity), true
+	case "MessageContent.template":
+		if e.ComplexityRoot.MessageContent.Template == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageContent.Template(childComplexity), true
 	case "MessageContent.text":
 		if e.ComplexityRoot.MessageContent.Text == nil {
 			break
@@ -1539,6 +1587,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageStatusChange.Status(childComplexity), true
+
+	case "MessageTemplate.category":
+		if e.ComplexityRoot.MessageTemplate.Category == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.Category(childComplexity), true
+	case "MessageTemplate.components":
+		if e.ComplexityRoot.MessageTemplate.Components == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.Components(childComplexity), true
+	case "MessageTemplate.language":
+		if e.ComplexityRoot.MessageTemplate.Language == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.Language(childComplexity), true
+	case "MessageTemplate.name":
+		if e.ComplexityRoot.MessageTemplate.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.Name(childComplexity), true
+	case "MessageTemplate.number":
+		if e.ComplexityRoot.MessageTemplate.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.Number(childComplexity), true
+	case "MessageTemplate.parameterFormat":
+		if e.ComplexityRoot.MessageTemplate.ParameterFormat == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.ParameterFormat(childComplexity), true
+	case "MessageTemplate.templateId":
+		if e.ComplexityRoot.MessageTemplate.ProviderID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.ProviderID(childComplexity), true
+	case "MessageTemplate.status":
+		if e.ComplexityRoot.MessageTemplate.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.Status(childComplexity), true
+	case "MessageTemplate.syncedAt":
+		if e.ComplexityRoot.MessageTemplate.SyncedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageTemplate.SyncedAt(childComplexity), true
 
 	case "Mutation.createCronJob":
 		if e.ComplexityRoot.Mutation.CreateCronJob == nil {
@@ -1645,6 +1748,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
+	case "Mutation.sendTemplate":
+		if e.ComplexityRoot.Mutation.SendTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendTemplate(childComplexity, args["input"].(model.SendTemplateInput)), true
 	case "Mutation.sendTyping":
 		if e.ComplexityRoot.Mutation.SendTyping == nil {
 			break
@@ -1656,6 +1770,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendTyping(childComplexity, args["threadId"].(string)), true
+	case "Mutation.syncTemplates":
+		if e.ComplexityRoot.Mutation.SyncTemplates == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_syncTemplates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SyncTemplates(childComplexity, args["number"].(*string)), true
 	case "Mutation.testWebhook":
 		if e.ComplexityRoot.Mutation.TestWebhook == nil {
 			break
@@ -1825,6 +1950,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SandboxMailbox(childComplexity, args["first"].(*int), args["offset"].(*int)), true
+	case "Query.templates":
+		if e.ComplexityRoot.Query.Templates == nil {
+			break
+		}
+
+		args, err := ec.field_Query_templates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Templates(childComplexity, args["filter"].(*model.TemplateFilter)), true
 	case "Query.thread":
 		if e.ComplexityRoot.Query.Thread == nil {
 			break
@@ -2148,6 +2284,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SandboxMailbox.Total(childComplexity), true
 
+	case "SentTemplate.language":
+		if e.ComplexityRoot.SentTemplate.Language == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SentTemplate.Language(childComplexity), true
+	case "SentTemplate.name":
+		if e.ComplexityRoot.SentTemplate.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SentTemplate.Name(childComplexity), true
+
 	case "Subscription.messageReceived":
 		if e.ComplexityRoot.Subscription.MessageReceived == nil {
 			break
@@ -2170,6 +2319,56 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.MessageStatusChanged(childComplexity, args["threadId"].(*string)), true
+
+	case "TemplateButton.phoneNumber":
+		if e.ComplexityRoot.TemplateButton.PhoneNumber == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateButton.PhoneNumber(childComplexity), true
+	case "TemplateButton.text":
+		if e.ComplexityRoot.TemplateButton.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateButton.Text(childComplexity), true
+	case "TemplateButton.type":
+		if e.ComplexityRoot.TemplateButton.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateButton.Type(childComplexity), true
+	case "TemplateButton.url":
+		if e.ComplexityRoot.TemplateButton.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateButton.URL(childComplexity), true
+
+	case "TemplateComponent.buttons":
+		if e.ComplexityRoot.TemplateComponent.Buttons == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateComponent.Buttons(childComplexity), true
+	case "TemplateComponent.format":
+		if e.ComplexityRoot.TemplateComponent.Format == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateComponent.Format(childComplexity), true
+	case "TemplateComponent.text":
+		if e.ComplexityRoot.TemplateComponent.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateComponent.Text(childComplexity), true
+	case "TemplateComponent.type":
+		if e.ComplexityRoot.TemplateComponent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateComponent.Type(childComplexity), true
 
 	case "Thread.agentNumber":
 		if e.ComplexityRoot.Thread.AgentNumber == nil {
@@ -2253,6 +2452,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Thread.UpdatedAt(childComplexity), true
+	case "Thread.windowClosesAt":
+		if e.ComplexityRoot.Thread.WindowClosesAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thread.WindowClosesAt(childComplexity), true
+	case "Thread.windowOpen":
+		if e.ComplexityRoot.Thread.WindowOpen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Thread.WindowOpen(childComplexity), true
 
 	case "ThreadConnection.edges":
 		if e.ComplexityRoot.ThreadConnection.Edges == nil {
@@ -2616,6 +2827,15 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("HttpHeaderInput", ec.unmarshalInputHttpHeaderInput),
 			graphql.NewInputUnmarshaler("MediaInput", ec.unmarshalInputMediaInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
+			graphql.NewInputUnmarshaler("SendTemplateInput", ec.unmarshalInputSendTemplateInput),
+			graphql.NewInputUnmarshaler("TemplateComponentInput", ec.unmarshalInputTemplateComponentInput),
+			graphql.NewInputUnmarshaler("TemplateCurrencyInput", ec.unmarshalInputTemplateCurrencyInput),
+			graphql.NewInputUnmarshaler("TemplateDateTimeInput", ec.unmarshalInputTemplateDateTimeInput),
+			graphql.NewInputUnmarshaler("TemplateFilter", ec.unmarshalInputTemplateFilter),
+			graphql.NewInputUnmarshaler("TemplateInput", ec.unmarshalInputTemplateInput),
+			graphql.NewInputUnmarshaler("TemplateLocationInput", ec.unmarshalInputTemplateLocationInput),
+			graphql.NewInputUnmarshaler("TemplateMediaInput", ec.unmarshalInputTemplateMediaInput),
+			graphql.NewInputUnmarshaler("TemplateParameterInput", ec.unmarshalInputTemplateParameterInput),
 			graphql.NewInputUnmarshaler("ThreadFilter", ec.unmarshalInputThreadFilter),
 			graphql.NewInputUnmarshaler("WebhookInput", ec.unmarshalInputWebhookInput),
 		)
@@ -3278,6 +3498,8 @@ enum MessageKind {
   BUTTON_REPLY
   "A provider's notice about the user (a WhatsApp user_changed_number or user_changed_user_id system message): content.text; never sent."
   SYSTEM
+  "A message template the agent sent (sendTemplate): content.text is its text with the parameters filled in, content.template names it."
+  TEMPLATE
 }
 
 "A conversation: an agent number with one user, or a group."
@@ -3292,6 +3514,17 @@ type Thread {
   name: String!
   "When the user last wrote; an individual thread accepts sends only after that."
   lastInboundAt: Time
+  """
+  When the thread's customer service window closes, or closed: on WhatsApp
+  Cloud API numbers, 24 hours after the provider's time of the user's last
+  message. After it a free-form sendMessage is refused (extensions.code
+  window_closed, extensions.windowClosedAt) and only sendTemplate works,
+  until the user writes again. Null for threads without a window
+  (Telegram, the sandbox, groups).
+  """
+  windowClosesAt: Time
+  "Whether a free-form message is accepted now: false once the window closed; true for threads without a window."
+  windowOpen: Boolean!
   createdAt: Time!
   updatedAt: Time!
   "The members, the agent number first, then by address."
@@ -3424,6 +3657,14 @@ type MessageContent {
   address: String!
   "The id of the button a user pressed (kind BUTTON_REPLY); empty otherwise. text is its title."
   buttonId: String!
+  "The template a TEMPLATE message sent, with its parameters; null otherwise."
+  template: SentTemplate
+}
+
+"A template a message sent (see MessageContent.template)."
+type SentTemplate {
+  name: String!
+  language: String!
 }
 
 "What tells apart the media a user sent that share a kind."
@@ -3546,6 +3787,171 @@ type QueueKind {
   dead: Int!
   "When the longest-waiting due job of the kind became due; null when none is due."
   oldestReadyAt: Time
+}
+`, BuiltIn: false},
+	{Name: "../schema/templates.graphqls", Input: `# WhatsApp message templates: the only messages an agent may send once a
+# conversation's 24-hour customer service window has closed.
+
+extend type Query {
+  """
+  The account's message templates as the last syncTemplates found them,
+  by agent number, name and language, whatever their status (only
+  APPROVED ones are sent). A sandbox WhatsApp number has the sandbox's own
+  templates. filter.number that is not one of the account's WhatsApp
+  numbers is not_found.
+  """
+  templates(filter: TemplateFilter): [MessageTemplate!]!
+}
+
+extend type Mutation {
+  """
+  Read the templates of the account's enabled WhatsApp numbers (or of
+  number) from their providers and keep them, each number's set replacing
+  the one kept before; answers the templates kept. WhatsApp Cloud API
+  numbers read their WhatsApp Business Account's templates (their waba_id
+  setting; without it extensions.code provider_misconfigured). Errors
+  (extensions.code): provider_refused when the provider refused (nothing
+  is kept), not_found for a number that is not the account's.
+  """
+  syncTemplates(number: String): [MessageTemplate!]!
+  """
+  Send a message template to a user: checked against the agent number's
+  synced template of that name and language before it is queued (which
+  must be APPROVED and be given each parameter of its header, body and
+  buttons, of a type its variable takes, and nothing more), and sent even
+  after the conversation's customer service window closed. Validation
+  failures answer extensions.code validation_error with extensions.fields
+  (paths as REST names them: template.components.1.parameters.2.type).
+  The user must have written to the agent number once
+  (conversation_not_started otherwise).
+  """
+  sendTemplate(input: SendTemplateInput!): Message!
+}
+
+"Narrows a template listing; every field given must match exactly."
+input TemplateFilter {
+  "A WhatsApp agent number of the account, in E.164 form."
+  number: String
+  name: String
+  "A language code, e.g. en_US."
+  language: String
+  "APPROVED, PENDING, REJECTED, PAUSED, DISABLED, ..."
+  status: String
+}
+
+"A message template of an agent number, as its provider had it at the last sync."
+type MessageTemplate {
+  "The provider's id of the template."
+  templateId: String!
+  "The agent number whose template it is."
+  number: String!
+  name: String!
+  "The language code, e.g. en_US."
+  language: String!
+  "APPROVED (only these are sent), PENDING, REJECTED, PAUSED, DISABLED, ..."
+  status: String!
+  "MARKETING, UTILITY or AUTHENTICATION."
+  category: String!
+  "POSITIONAL: variables {{1}}, {{2}}; NAMED: variables {{name}}, each parameter naming its variable."
+  parameterFormat: String!
+  components: [TemplateComponent!]!
+  syncedAt: Time!
+}
+
+"A part of a template: HEADER, BODY, FOOTER or BUTTONS."
+type TemplateComponent {
+  type: String!
+  "A header's format: TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION; empty otherwise."
+  format: String!
+  "The text, with its variables."
+  text: String!
+  buttons: [TemplateButton!]!
+}
+
+"A button of a template: QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE, ..."
+type TemplateButton {
+  type: String!
+  text: String!
+  "A URL button's URL; a variable at its end takes a parameter."
+  url: String!
+  phoneNumber: String!
+}
+
+"A template send to a user."
+input SendTemplateInput {
+  "The channel; templates are WhatsApp's."
+  service: Service = WHATSAPP
+  "The agent number to send from, in E.164 form."
+  from: String!
+  "The user."
+  to: String!
+  template: TemplateInput!
+  "A message of the same thread that this one answers (quotes)."
+  replyTo: ID
+}
+
+"A template to send: its name, language and the parameters of its parts."
+input TemplateInput {
+  name: String!
+  "The language code, e.g. en_US."
+  language: String!
+  "One per part that takes parameters: header, body, and each button that takes one."
+  components: [TemplateComponentInput!]
+}
+
+"The parameters of one part of a template."
+input TemplateComponentInput {
+  "header, body or button."
+  type: String!
+  "A button's: url, quick_reply or copy_code."
+  subType: String
+  "A button's position among the template's buttons, from 0."
+  index: Int! = 0
+  parameters: [TemplateParameterInput!]!
+}
+
+"The value of one variable of a template."
+input TemplateParameterInput {
+  "text, currency, date_time, image, video, document, location, payload or coupon_code."
+  type: String!
+  "The variable's name, in a template with NAMED parameters."
+  parameterName: String
+  text: String
+  currency: TemplateCurrencyInput
+  dateTime: TemplateDateTimeInput
+  image: TemplateMediaInput
+  video: TemplateMediaInput
+  document: TemplateMediaInput
+  location: TemplateLocationInput
+  "A quick reply's payload."
+  payload: String
+  couponCode: String
+}
+
+"An amount: shown as fallbackValue; amount1000 is the amount times 1000 in the ISO 4217 currency code."
+input TemplateCurrencyInput {
+  fallbackValue: String!
+  code: String!
+  amount1000: Int!
+}
+
+"A date and time, shown as fallbackValue."
+input TemplateDateTimeInput {
+  fallbackValue: String!
+}
+
+"The file of a media header: a public URL, and a document's file name."
+input TemplateMediaInput {
+  link: String!
+  filename: String
+}
+
+"The place of a location header."
+input TemplateLocationInput {
+  latitude: Float!
+  longitude: Float!
+  name: String
+  address: String
 }
 `, BuiltIn: false},
 	{Name: "../schema/webhooks.graphqls", Input: `# Customer webhooks: the endpoint setting and the delivery log.
@@ -4075,6 +4481,8 @@ func (ec *executionContext) childFields_MessageContent(ctx context.Context, fiel
 		return ec.fieldContext_MessageContent_address(ctx, field)
 	case "buttonId":
 		return ec.fieldContext_MessageContent_buttonId(ctx, field)
+	case "template":
+		return ec.fieldContext_MessageContent_template(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageContent", field.Name)
 }
@@ -4101,6 +4509,30 @@ func (ec *executionContext) childFields_MessageStatusChange(ctx context.Context,
 		return ec.fieldContext_MessageStatusChange_failureText(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageStatusChange", field.Name)
+}
+
+func (ec *executionContext) childFields_MessageTemplate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "templateId":
+		return ec.fieldContext_MessageTemplate_templateId(ctx, field)
+	case "number":
+		return ec.fieldContext_MessageTemplate_number(ctx, field)
+	case "name":
+		return ec.fieldContext_MessageTemplate_name(ctx, field)
+	case "language":
+		return ec.fieldContext_MessageTemplate_language(ctx, field)
+	case "status":
+		return ec.fieldContext_MessageTemplate_status(ctx, field)
+	case "category":
+		return ec.fieldContext_MessageTemplate_category(ctx, field)
+	case "parameterFormat":
+		return ec.fieldContext_MessageTemplate_parameterFormat(ctx, field)
+	case "components":
+		return ec.fieldContext_MessageTemplate_components(ctx, field)
+	case "syncedAt":
+		return ec.fieldContext_MessageTemplate_syncedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessageTemplate", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4263,6 +4695,44 @@ func (ec *executionContext) childFields_SandboxMailbox(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type SandboxMailbox", field.Name)
 }
 
+func (ec *executionContext) childFields_SentTemplate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_SentTemplate_name(ctx, field)
+	case "language":
+		return ec.fieldContext_SentTemplate_language(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SentTemplate", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateButton(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_TemplateButton_type(ctx, field)
+	case "text":
+		return ec.fieldContext_TemplateButton_text(ctx, field)
+	case "url":
+		return ec.fieldContext_TemplateButton_url(ctx, field)
+	case "phoneNumber":
+		return ec.fieldContext_TemplateButton_phoneNumber(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateButton", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateComponent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_TemplateComponent_type(ctx, field)
+	case "format":
+		return ec.fieldContext_TemplateComponent_format(ctx, field)
+	case "text":
+		return ec.fieldContext_TemplateComponent_text(ctx, field)
+	case "buttons":
+		return ec.fieldContext_TemplateComponent_buttons(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateComponent", field.Name)
+}
+
 func (ec *executionContext) childFields_Thread(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4279,6 +4749,10 @@ func (ec *executionContext) childFields_Thread(ctx context.Context, field graphq
 		return ec.fieldContext_Thread_name(ctx, field)
 	case "lastInboundAt":
 		return ec.fieldContext_Thread_lastInboundAt(ctx, field)
+	case "windowClosesAt":
+		return ec.fieldContext_Thread_windowClosesAt(ctx, field)
+	case "windowOpen":
+		return ec.fieldContext_Thread_windowOpen(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Thread_createdAt(ctx, field)
 	case "updatedAt":
@@ -4767,6 +5241,20 @@ func (ec *executionContext) field_Mutation_sendMessage_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_sendTemplate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SendTemplateInput, error) {
+			return ec.unmarshalNSendTemplateInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐSendTemplateInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_sendTyping_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4778,6 +5266,20 @@ func (ec *executionContext) field_Mutation_sendTyping_args(ctx context.Context, 
 		return nil, err
 	}
 	args["threadId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_syncTemplates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "number",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["number"] = arg0
 	return args, nil
 }
 
@@ -4974,6 +5476,20 @@ func (ec *executionContext) field_Query_sandboxMailbox_args(ctx context.Context,
 		return nil, err
 	}
 	args["offset"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_templates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.TemplateFilter, error) {
+			return ec.unmarshalOTemplateFilter2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐTemplateFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
 	return args, nil
 }
 
@@ -8708,6 +9224,38 @@ func (ec *executionContext) fieldContext_MessageContent_buttonId(_ context.Conte
 	return graphql.NewScalarFieldContext("MessageContent", field, false, false, "String")
 }
 
+func (ec *executionContext) _MessageContent_template(ctx context.Context, field graphql.CollectedField, obj *messaging.Content) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageContent_template(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Template, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.TemplateSend) graphql.Marshaler {
+			return ec.marshalOSentTemplate2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSend(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageContent_template(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessageContent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SentTemplate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MessageEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8853,6 +9401,222 @@ func (ec *executionContext) _MessageStatusChange_failureText(ctx context.Context
 }
 func (ec *executionContext) fieldContext_MessageStatusChange_failureText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MessageStatusChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_templateId(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_templateId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_templateId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_number(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_name(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_language(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_language(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Language, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_language(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_status(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_category(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_category(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Category, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_parameterFormat(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_parameterFormat(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ParameterFormat, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_parameterFormat(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _MessageTemplate_components(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_components(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Components, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.TemplateComponent) graphql.Marshaler {
+			return ec.marshalNTemplateComponent2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateComponentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_components(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessageTemplate",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TemplateComponent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MessageTemplate_syncedAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Template) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageTemplate_syncedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SyncedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageTemplate_syncedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageTemplate", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Mutation_sendMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -9289,6 +10053,94 @@ func (ec *executionContext) fieldContext_Mutation_deleteCronJob(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteCronJob_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_syncTemplates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_syncTemplates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SyncTemplates(ctx, fc.Args["number"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.Template) graphql.Marshaler {
+			return ec.marshalNMessageTemplate2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_syncTemplates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageTemplate(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_syncTemplates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_sendTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendTemplate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendTemplate(ctx, fc.Args["input"].(model.SendTemplateInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *messaging.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendTemplate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendTemplate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10087,6 +10939,50 @@ func (ec *executionContext) fieldContext_Query_queueHealth(_ context.Context, fi
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_QueueHealth(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_templates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_templates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Templates(ctx, fc.Args["filter"].(*model.TemplateFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.Template) graphql.Marshaler {
+			return ec.marshalNMessageTemplate2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_templates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageTemplate(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_templates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -11337,6 +12233,52 @@ func (ec *executionContext) fieldContext_SandboxMailbox_nodes(_ context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _SentTemplate_name(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateSend) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SentTemplate_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SentTemplate_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SentTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _SentTemplate_language(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateSend) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SentTemplate_language(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Language, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SentTemplate_language(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SentTemplate", field, false, false, "String")
+}
+
 func (ec *executionContext) _Subscription_messageReceived(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -11421,6 +12363,199 @@ func (ec *executionContext) fieldContext_Subscription_messageStatusChanged(ctx c
 	if fc.Args, err = ec.field_Subscription_messageStatusChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TemplateButton_type(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateButton) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateButton_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateButton_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateButton", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateButton_text(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateButton) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateButton_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateButton_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateButton", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateButton_url(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateButton) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateButton_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateButton_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateButton", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateButton_phoneNumber(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateButton) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateButton_phoneNumber(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PhoneNumber, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateButton_phoneNumber(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateButton", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateComponent_type(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateComponent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateComponent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateComponent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateComponent", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateComponent_format(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateComponent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateComponent_format(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Format, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateComponent_format(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateComponent", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateComponent_text(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateComponent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateComponent_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateComponent_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TemplateComponent", field, false, false, "String")
+}
+
+func (ec *executionContext) _TemplateComponent_buttons(ctx context.Context, field graphql.CollectedField, obj *messaging.TemplateComponent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TemplateComponent_buttons(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Buttons, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []messaging.TemplateButton) graphql.Marshaler {
+			return ec.marshalNTemplateButton2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateButtonᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TemplateComponent_buttons(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TemplateComponent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TemplateButton(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -11584,6 +12719,52 @@ func (ec *executionContext) _Thread_lastInboundAt(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Thread_lastInboundAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Thread", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Thread_windowClosesAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thread_windowClosesAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WindowClosesAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Thread_windowClosesAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thread", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Thread_windowOpen(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Thread_windowOpen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Thread().WindowOpen(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Thread_windowOpen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Thread", field, true, true, "Boolean")
 }
 
 func (ec *executionContext) _Thread_createdAt(ctx context.Context, field graphql.CollectedField, obj *messaging.Thread) (ret graphql.Marshaler) {
@@ -14686,6 +15867,588 @@ func UnmarshalSendMessageInput(ctx context.Context, raw any) (model.SendMessageI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSendTemplateInput(ctx context.Context, obj any) (model.SendTemplateInput, error) {
+	var it model.SendTemplateInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["service"]; !present {
+		asMap["service"] = "WHATSAPP"
+	}
+
+	fieldsInOrder := [...]string{"service", "from", "to", "template", "replyTo"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "service":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("service"))
+			data, err := ec.unmarshalOService2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Service = data
+		case "from":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("from"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.From = data
+		case "to":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("to"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.To = data
+		case "template":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("template"))
+			data, err := ec.unmarshalNTemplateInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSend(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Template = data
+		case "replyTo":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("replyTo"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReplyTo = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSendTemplateInput unmarshals raw into the SendTemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSendTemplateInput(ctx context.Context, raw any) (model.SendTemplateInput, error) {
+	var out model.SendTemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SendTemplateInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateComponentInput(ctx context.Context, obj any) (messaging.TemplateSendComponent, error) {
+	var it messaging.TemplateSendComponent
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["index"]; !present {
+		asMap["index"] = 0
+	}
+
+	fieldsInOrder := [...]string{"type", "subType", "index", "parameters"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "subType":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("subType"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SubType = data
+		case "index":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("index"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Index = data
+		case "parameters":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("parameters"))
+			data, err := ec.unmarshalNTemplateParameterInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateParameterᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Parameters = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateComponentInput unmarshals raw into the TemplateComponentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateComponentInput(ctx context.Context, raw any) (messaging.TemplateSendComponent, error) {
+	var out messaging.TemplateSendComponent
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateComponentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateCurrencyInput(ctx context.Context, obj any) (messaging.TemplateCurrency, error) {
+	var it messaging.TemplateCurrency
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"fallbackValue", "code", "amount1000"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "fallbackValue":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fallbackValue"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FallbackValue = data
+		case "code":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Code = data
+		case "amount1000":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount1000"))
+			data, err := ec.unmarshalNInt2int64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount1000 = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateCurrencyInput unmarshals raw into the TemplateCurrencyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateCurrencyInput(ctx context.Context, raw any) (messaging.TemplateCurrency, error) {
+	var out messaging.TemplateCurrency
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateCurrencyInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateDateTimeInput(ctx context.Context, obj any) (messaging.TemplateDateTime, error) {
+	var it messaging.TemplateDateTime
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"fallbackValue"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "fallbackValue":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fallbackValue"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FallbackValue = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateDateTimeInput unmarshals raw into the TemplateDateTimeInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateDateTimeInput(ctx context.Context, raw any) (messaging.TemplateDateTime, error) {
+	var out messaging.TemplateDateTime
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateDateTimeInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateFilter(ctx context.Context, obj any) (model.TemplateFilter, error) {
+	var it model.TemplateFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"number", "name", "language", "status"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "number":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("number"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Number = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "language":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("language"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Language = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateFilter unmarshals raw into the TemplateFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateFilter(ctx context.Context, raw any) (model.TemplateFilter, error) {
+	var out model.TemplateFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateFilter", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateInput(ctx context.Context, obj any) (messaging.TemplateSend, error) {
+	var it messaging.TemplateSend
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "language", "components"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "language":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("language"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Language = data
+		case "components":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("components"))
+			data, err := ec.unmarshalOTemplateComponentInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSendComponentᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Components = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateInput unmarshals raw into the TemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateInput(ctx context.Context, raw any) (messaging.TemplateSend, error) {
+	var out messaging.TemplateSend
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateLocationInput(ctx context.Context, obj any) (messaging.TemplateLocation, error) {
+	var it messaging.TemplateLocation
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"latitude", "longitude", "name", "address"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "latitude":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("latitude"))
+			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Latitude = data
+		case "longitude":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("longitude"))
+			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Longitude = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "address":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("address"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Address = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateLocationInput unmarshals raw into the TemplateLocationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateLocationInput(ctx context.Context, raw any) (messaging.TemplateLocation, error) {
+	var out messaging.TemplateLocation
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateLocationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateMediaInput(ctx context.Context, obj any) (messaging.TemplateMedia, error) {
+	var it messaging.TemplateMedia
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"link", "filename"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "link":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("link"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Link = data
+		case "filename":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("filename"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Filename = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateMediaInput unmarshals raw into the TemplateMediaInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateMediaInput(ctx context.Context, raw any) (messaging.TemplateMedia, error) {
+	var out messaging.TemplateMedia
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateMediaInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTemplateParameterInput(ctx context.Context, obj any) (messaging.TemplateParameter, error) {
+	var it messaging.TemplateParameter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"type", "parameterName", "text", "currency", "dateTime", "image", "video", "document", "location", "payload", "couponCode"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "parameterName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("parameterName"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "currency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("currency"))
+			data, err := ec.unmarshalOTemplateCurrencyInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateCurrency(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Currency = data
+		case "dateTime":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dateTime"))
+			data, err := ec.unmarshalOTemplateDateTimeInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateDateTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DateTime = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalOTemplateMediaInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateMedia(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "video":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("video"))
+			data, err := ec.unmarshalOTemplateMediaInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateMedia(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Video = data
+		case "document":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("document"))
+			data, err := ec.unmarshalOTemplateMediaInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateMedia(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Document = data
+		case "location":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("location"))
+			data, err := ec.unmarshalOTemplateLocationInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateLocation(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Location = data
+		case "payload":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("payload"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Payload = data
+		case "couponCode":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("couponCode"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CouponCode = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTemplateParameterInput unmarshals raw into the TemplateParameterInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateParameterInput(ctx context.Context, raw any) (messaging.TemplateParameter, error) {
+	var out messaging.TemplateParameter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateParameterInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputThreadFilter(ctx context.Context, obj any) (model.ThreadFilter, error) {
 	var it model.ThreadFilter
 	if obj == nil {
@@ -16102,6 +17865,11 @@ func (ec *executionContext) _MessageContent(ctx context.Context, sel ast.Selecti
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "template":
+			out.Values[i] = ec._MessageContent_template(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16185,6 +17953,79 @@ func (ec *executionContext) _MessageStatusChange(ctx context.Context, sel ast.Se
 			}
 		case "failureText":
 			out.Values[i] = ec._MessageStatusChange_failureText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var messageTemplateImplementors = []string{"MessageTemplate"}
+
+func (ec *executionContext) _MessageTemplate(ctx context.Context, sel ast.SelectionSet, obj *messaging.Template) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messageTemplateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessageTemplate")
+		case "templateId":
+			out.Values[i] = ec._MessageTemplate_templateId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "number":
+			out.Values[i] = ec._MessageTemplate_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._MessageTemplate_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "language":
+			out.Values[i] = ec._MessageTemplate_language(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._MessageTemplate_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "category":
+			out.Values[i] = ec._MessageTemplate_category(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "parameterFormat":
+			out.Values[i] = ec._MessageTemplate_parameterFormat(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "components":
+			out.Values[i] = ec._MessageTemplate_components(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "syncedAt":
+			out.Values[i] = ec._MessageTemplate_syncedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -16290,6 +18131,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteCronJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteCronJob(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "syncTemplates":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_syncTemplates(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sendTemplate":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendTemplate(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -16519,6 +18374,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_queueHealth(ctx, field)
+				})
+		case "templates":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_templates(ctx, field)
 				})
 		case "webhook":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -17000,6 +18861,44 @@ func (ec *executionContext) _SandboxMailbox(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var sentTemplateImplementors = []string{"SentTemplate"}
+
+func (ec *executionContext) _SentTemplate(ctx context.Context, sel ast.SelectionSet, obj *messaging.TemplateSend) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sentTemplateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SentTemplate")
+		case "name":
+			out.Values[i] = ec._SentTemplate_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "language":
+			out.Values[i] = ec._SentTemplate_language(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var subscriptionImplementors = []string{"Subscription"}
 
 func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
@@ -17020,6 +18919,102 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var templateButtonImplementors = []string{"TemplateButton"}
+
+func (ec *executionContext) _TemplateButton(ctx context.Context, sel ast.SelectionSet, obj *messaging.TemplateButton) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, templateButtonImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TemplateButton")
+		case "type":
+			out.Values[i] = ec._TemplateButton_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._TemplateButton_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._TemplateButton_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "phoneNumber":
+			out.Values[i] = ec._TemplateButton_phoneNumber(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var templateComponentImplementors = []string{"TemplateComponent"}
+
+func (ec *executionContext) _TemplateComponent(ctx context.Context, sel ast.SelectionSet, obj *messaging.TemplateComponent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, templateComponentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TemplateComponent")
+		case "type":
+			out.Values[i] = ec._TemplateComponent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "format":
+			out.Values[i] = ec._TemplateComponent_format(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._TemplateComponent_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "buttons":
+			out.Values[i] = ec._TemplateComponent_buttons(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
 }
 
 var threadImplementors = []string{"Thread"}
@@ -17069,6 +19064,17 @@ func (ec *executionContext) _Thread(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "windowClosesAt":
+			out.Values[i] = ec._Thread_windowClosesAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "windowOpen":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Thread_windowOpen(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._Thread_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -18713,6 +20719,7 @@ var (
 		"LOCATION":     messaging.KindLocation,
 		"BUTTON_REPLY": messaging.KindButtonReply,
 		"SYSTEM":       messaging.KindSystem,
+		"TEMPLATE":     messaging.KindTemplate,
 	}
 	marshalNMessageKind2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐKind = map[messaging.Kind]string{
 		messaging.KindText:        "TEXT",
@@ -18723,6 +20730,7 @@ var (
 		messaging.KindLocation:    "LOCATION",
 		messaging.KindButtonReply: "BUTTON_REPLY",
 		messaging.KindSystem:      "SYSTEM",
+		messaging.KindTemplate:    "TEMPLATE",
 	}
 )
 
@@ -18769,6 +20777,26 @@ func (ec *executionContext) marshalNMessageStatusChange2ᚕgithubᚗcomᚋswitch
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNMessageStatusChange2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋmessagingᚐStatusChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMessageTemplate2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplate(ctx context.Context, sel ast.SelectionSet, v messaging.Template) graphql.Marshaler {
+	return ec._MessageTemplate(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessageTemplate2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.Template) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMessageTemplate2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplate(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -18897,6 +20925,11 @@ func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋswitchboar
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNSendTemplateInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐSendTemplateInput(ctx context.Context, v any) (model.SendTemplateInput, error) {
+	res, err := ec.unmarshalInputSendTemplateInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNService2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx context.Context, v any) (account.Service, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNService2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService[tmp]
@@ -18981,6 +21014,75 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNTemplateButton2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateButton(ctx context.Context, sel ast.SelectionSet, v messaging.TemplateButton) graphql.Marshaler {
+	return ec._TemplateButton(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTemplateButton2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateButtonᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.TemplateButton) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTemplateButton2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateButton(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTemplateComponent2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateComponent(ctx context.Context, sel ast.SelectionSet, v messaging.TemplateComponent) graphql.Marshaler {
+	return ec._TemplateComponent(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTemplateComponent2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateComponentᚄ(ctx context.Context, sel ast.SelectionSet, v []messaging.TemplateComponent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTemplateComponent2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateComponent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNTemplateComponentInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSendComponent(ctx context.Context, v any) (messaging.TemplateSendComponent, error) {
+	res, err := ec.unmarshalInputTemplateComponentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNTemplateInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSend(ctx context.Context, v any) (*messaging.TemplateSend, error) {
+	res, err := ec.unmarshalInputTemplateInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNTemplateParameterInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateParameter(ctx context.Context, v any) (messaging.TemplateParameter, error) {
+	res, err := ec.unmarshalInputTemplateParameterInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNTemplateParameterInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateParameterᚄ(ctx context.Context, v any) ([]messaging.TemplateParameter, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]messaging.TemplateParameter, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTemplateParameterInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateParameter(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalNThread2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐThread(ctx context.Context, sel ast.SelectionSet, v messaging.Thread) graphql.Marshaler {
@@ -19644,6 +21746,13 @@ func (ec *executionContext) marshalOSandboxAttachment2ᚖgithubᚗcomᚋswitchbo
 	return ec._SandboxAttachment(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOSentTemplate2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSend(ctx context.Context, sel ast.SelectionSet, v *messaging.TemplateSend) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SentTemplate(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOService2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx context.Context, v any) (*account.Service, error) {
 	if v == nil {
 		return nil, nil
@@ -19739,6 +21848,63 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOTemplateComponentInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSendComponentᚄ(ctx context.Context, v any) ([]messaging.TemplateSendComponent, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]messaging.TemplateSendComponent, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTemplateComponentInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateSendComponent(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOTemplateCurrencyInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateCurrency(ctx context.Context, v any) (*messaging.TemplateCurrency, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTemplateCurrencyInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTemplateDateTimeInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateDateTime(ctx context.Context, v any) (*messaging.TemplateDateTime, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTemplateDateTimeInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTemplateFilter2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐTemplateFilter(ctx context.Context, v any) (*model.TemplateFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTemplateFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTemplateLocationInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateLocation(ctx context.Context, v any) (*messaging.TemplateLocation, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTemplateLocationInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTemplateMediaInput2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐTemplateMedia(ctx context.Context, v any) (*messaging.TemplateMedia, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTemplateMediaInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOThread2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐThread(ctx context.Context, sel ast.SelectionSet, v *messaging.Thread) graphql.Marshaler {

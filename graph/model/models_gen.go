@@ -164,6 +164,30 @@ type SendMessageInput struct {
 	Buttons []messaging.Button `json:"buttons,omitempty"`
 }
 
+// A template send to a user.
+type SendTemplateInput struct {
+	// The channel; templates are WhatsApp's.
+	Service *account.Service `json:"service,omitempty"`
+	// The agent number to send from, in E.164 form.
+	From string `json:"from"`
+	// The user.
+	To       string                  `json:"to"`
+	Template *messaging.TemplateSend `json:"template"`
+	// A message of the same thread that this one answers (quotes).
+	ReplyTo *string `json:"replyTo,omitempty"`
+}
+
+// Narrows a template listing; every field given must match exactly.
+type TemplateFilter struct {
+	// A WhatsApp agent number of the account, in E.164 form.
+	Number *string `json:"number,omitempty"`
+	Name   *string `json:"name,omitempty"`
+	// A language code, e.g. en_US.
+	Language *string `json:"language,omitempty"`
+	// APPROVED, PENDING, REJECTED, PAUSED, DISABLED, ...
+	Status *string `json:"status,omitempty"`
+}
+
 // A page of threads, Relay-style.
 type ThreadConnection struct {
 	Edges    []ThreadEdge       `json:"edges"`

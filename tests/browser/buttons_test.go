@@ -22,12 +22,7 @@ func TestThreadsShowButtonsAndPresses(t *testing.T) {
 	s.mustAPI(http.MethodPost, "/v1/sandbox/{account}/button-press", map[string]any{
 		"service": "whatsapp", "from": "+14155550126", "to": s.Number, "message_id": offer, "button_id": "slot-pm",
 	})
-	tb := newTab(t, s.URL)
-	tb.signedIn(s)
-	tb.open("/dashboard/threads")
-	tb.waitReady()
-	tb.click(".thread-list li:first-child a")
-	tb.waitReady()
+	tb := openFirstThread(t, s)
 	tb.waitFor("the buttons and the press", `(offer) => {
 		const buttons = [...document.querySelectorAll('.messages [data-id="' + offer + '"] ul.buttons li')].map((li) => li.textContent);
 		const press = document.querySelector('.messages .button-reply .pressed');

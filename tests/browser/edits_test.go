@@ -18,12 +18,7 @@ func TestThreadsShowEditsAndDeletions(t *testing.T) {
 	s.mustAPI(http.MethodPost, "/v1/sandbox/{account}/delete", map[string]any{
 		"service": "whatsapp", "from": "+14155550126", "to": s.Number, "message_id": gone["message_id"],
 	})
-	tb := newTab(t, s.URL)
-	tb.signedIn(s)
-	tb.open("/dashboard/threads")
-	tb.waitReady()
-	tb.click(".thread-list li:first-child a")
-	tb.waitReady()
+	tb := openFirstThread(t, s)
 	tb.waitFor("the edit and the deletion to show", `() => {
 		const edited = document.querySelector('#msg-`+kept["message_id"].(string)+`');
 		const deleted = document.querySelector('#msg-`+gone["message_id"].(string)+`');

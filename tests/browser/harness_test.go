@@ -339,6 +339,19 @@ type tab struct {
 	problems []string
 }
 
+// openFirstThread opens a signed-in tab on the page of the account's most
+// recently active thread, loaded.
+func openFirstThread(t *testing.T, s *server) *tab {
+	t.Helper()
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/threads")
+	tb.waitReady()
+	tb.click(".thread-list li:first-child a")
+	tb.waitReady()
+	return tb
+}
+
 // newTab opens a tab in a new browser context, on the server at base.
 func newTab(t *testing.T, base string) *tab {
 	t.Helper()

@@ -35,12 +35,7 @@ func TestThreadsShowAPhotoAUserSent(t *testing.T) {
 		"service": "whatsapp", "from": "+14155550125", "to": s.Number, "sender_name": "Pia",
 		"message_type": "media", "media_url": files.URL + "/photo.png", "media_type": "image", "caption": "the view",
 	})
-	tb := newTab(t, s.URL)
-	tb.signedIn(s)
-	tb.open("/dashboard/threads")
-	tb.waitReady()
-	tb.click(".thread-list li:first-child a")
-	tb.waitReady()
+	tb := openFirstThread(t, s)
 	tb.waitFor("the photo to load", `() => {
 		const i = document.querySelector('.messages img.media');
 		return i && i.complete && i.naturalWidth === 40 && i.naturalHeight === 30;

@@ -299,7 +299,7 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, v Value) error 
 		if m.ID == "" {
 			continue
 		}
-		report := channels.Inbound{Number: n, Sender: sender(m, v.Contacts), ProviderMessageID: m.ID}
+		report := channels.Inbound{Number: n, Sender: sender(m, v.Contacts), ProviderMessageID: m.ID, SentAt: unixTime(m.Timestamp)}
 		if m.System != nil {
 			report.IdentityChange = identityChange(m, report.Sender)
 		}

@@ -74,18 +74,7 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 	default:
 		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "whatsapp cannot send " + string(c.Kind), Permanent: true}
 	}
-	if m.ReplyTo.ProviderMessageID != "" {
-		// A reply quotes the message it answers.
-		body["context"] = map[string]any{"message_id": m.ReplyTo.ProviderMessageID}
-	}
-	var out sendResult
-	if err := p.Client.call(ctx, m.Settings, http.MethodPost, "/"+m.Settings[SettingPhoneNumberID]+"/messages", body, &out); err != nil {
-		return messaging.Receipt{}, err
-	}
-	if len(out.Messages) == 0 || out.Messages[0].ID == "" {
-		return messaging.Receipt{}, &messaging.ProviderError{Code: "provider_unavailable", Message: "the Cloud API accepted the message without an id"}
-	}
-	return messaging.Receipt{ProviderMessageID: out.Messages[0].ID, Status: domain.Sent}, nil
+	return p.postMessage(ctx, m, body)
 }
 
 // interactiveButtons is the interactive object of a text with reply

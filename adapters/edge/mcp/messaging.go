@@ -40,7 +40,7 @@ func (h *Handler) addMessagingTools() error {
 		Description: "Send a WhatsApp or Telegram message from one of the account's agent numbers: to a user (to, with service) or into a group (thread_id). " +
 			"Give text, or media (an image, video, audio or document at a public URL, with an optional caption). " +
 			"A text may offer reply buttons (buttons: [{id, title}]); a user's press arrives as a message of type button_reply with its button_id, answering this message. " +
-			"A user must have written to the agent number first, else the error code is conversation_not_started; in a group the agent number must be a member (not_group_member). " +
+			"A user must have written to the agent number first, else the error code is conversation_not_started; on WhatsApp Cloud API numbers the user's last message must be less than 24 hours old, else the error code is window_closed (with window_closed_at): send a template with send_template; in a group the agent number must be a member (not_group_member). " +
 			"The answer is the stored message, status queued: delivery follows. " +
 			"Give an idempotency_key to make a retry safe: the same key and arguments within 24 hours answer the first result and send nothing.",
 		Annotations: sends,
@@ -181,6 +181,10 @@ type threadItem struct {
 	Participants []string     `json:"participants"`
 	CreatedAt    string       `json:"created_at"`
 	LastMessage  *lastMessage `json:"last_message,omitempty"`
+	// WindowClosesAt and WindowOpen are the thread's customer service
+	// window, for threads whose provider has one.
+	WindowClosesAt string `json:"window_closes_at,omitempty" jsonschema:"WhatsApp Cloud API threads: when the 24-hour customer service window (from the user's last message) closes or closed; after it only send_template works until the user writes again"`
+	WindowOpen     *bool  `json:"window_open,omitempty" jsonschema:"WhatsApp Cloud API threads: whether send_message is accepted now (false: use send_template)"`
 	// Resource is the thread's transcript resource.
 	Resource string `json:"resource" jsonschema:"the thread's transcript, as a resource URI"`
 }
@@ -215,6 +219,9 @@ func (h *Handler) listThreads(ctx context.Context, accountID string, in listThre
 		}
 		if t.Type == messaging.Individual {
 			item.Contact = t.Contact
+		}
+		if t.HasWindow() {
+			item.WindowClosesAt, item.WindowOpen = timestamp(*t.WindowClosesAt), ptr(t.WindowOpen(time.Now()))
 		}
 		if lm := ts.LastMessage; lm != nil {
 			item.LastMessage = &lastMessage{Content: lm.Content.Summary(), From: lm.From, SenderName: senderName(*lm), Timestamp: timestamp(lm.CreatedAt)}

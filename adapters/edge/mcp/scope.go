@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
 // scope runs each request of a client as the HTTP request that carried
@@ -99,6 +100,9 @@ type toolError struct {
 	// RetryAfterSeconds is how long to wait before retrying, when that
 	// may help.
 	RetryAfterSeconds int `json:"retry_after_seconds,omitempty" jsonschema:"seconds to wait before retrying"`
+	// WindowClosedAt is when the customer service window closed, for
+	// window_closed.
+	WindowClosedAt string `json:"window_closed_at,omitempty" jsonschema:"for window_closed: when the conversation's customer service window closed; send a template"`
 }
 
 type fieldError struct {
@@ -130,6 +134,7 @@ func (h *Handler) toolErrorOf(ctx context.Context, err error) toolError {
 	if fe.RetryAfter > 0 {
 		out.RetryAfterSeconds = int(math.Ceil(fe.RetryAfter.Seconds()))
 	}
+	out.WindowClosedAt = fe.Details[messaging.WindowClosedAtDetail]
 	return out
 }
 

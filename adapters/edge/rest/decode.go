@@ -57,6 +57,18 @@ type nestedError struct {
 
 func (e *nestedError) Error() string { return e.field + ": " + e.err.Error() }
 
+// decodeNested decodes the nested object data strictly (no unknown
+// fields), as a T; an error inside it is reported under field.
+func decodeNested[T any](data []byte, field string) (T, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return v, &nestedError{field: field, err: err}
+	}
+	return v, nil
+}
+
 // decodeFailure names what encoding/json refused in pydantic's vocabulary,
 // which the existing clients' error handling expects.
 func decodeFailure(err error) error {

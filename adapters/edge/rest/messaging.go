@@ -1,13 +1,12 @@
 package rest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -44,6 +43,8 @@ type MessagingUseCases interface {
 	RenameContact(ctx context.Context, accountID, id, name string) (messaging.ContactDetails, error)
 	MergeContacts(ctx context.Context, accountID, id, other string) (messaging.ContactDetails, error)
 	SaveWebUI(ctx context.Context, in messaging.WebUIInput) (domain.Message, error)
+	Templates(ctx context.Context, f messaging.TemplateFilter) ([]domain.Template, error)
+	SyncTemplates(ctx context.Context, accountID, number string) ([]domain.Template, error)
 }
 
 func (s *server) mountMessaging(api *edge.Routes) {
@@ -78,6 +79,7 @@ func (s *server) mountMessaging(api *edge.Routes) {
 	api.Handle(http.MethodPost, "/sandbox/{accountId}/delete", s.idempotent(s.sandboxChange))
 	api.Handle(http.MethodPost, "/messages/{accountId}/save/web-ui", s.saveWebUI)
 	s.mountContacts(api)
+	s.mountTemplates(api)
 }
 
 // sendBody is both body forms of the per-type send paths: text in
@@ -100,6 +102,9 @@ type sendBody struct {
 	ReplyTo *string `json:"reply_to"`
 	// Buttons are reply buttons offered with a text.
 	Buttons []webhook.Button `json:"buttons"`
+	// Template makes an individual send a template message, instead of
+	// content or media.
+	Template *templateBody `json:"template"`
 }
 
 func str(p *string) string {
@@ -216,13 +221,33 @@ func sendRequest(w http.ResponseWriter, r *http.Request, check func(b sendBody, 
 	if b.SenderName != nil {
 		p.Add("extra_forbidden", "Extra inputs are not permitted", "sender_name")
 	}
+	if b.Template != nil {
+		// A template carries its own text: none of the content fields go
+		// with it.
+		for _, f := range []struct {
+			name  string
+			given bool
+		}{{"content", b.Content != nil}, {"message", b.Message != nil}, {"message_type", b.MessageType != nil}, {"media_url", b.MediaURL != nil},
+			{"media_type", b.MediaType != nil}, {"caption", b.Caption != nil}, {"attachment_uri", b.AttachmentURI != nil}, {"buttons", b.Buttons != nil}} {
+			if f.given {
+				p.Add("extra_forbidden", "a template message carries its own text: "+f.name+" does not go with template", f.name)
+			}
+		}
+		return b, domain.Content{}, domain.Fields{}, finish(w, r, p)
+	}
 	content, fields := b.content(&p)
 	content.Buttons = webhook.ModelButtons(b.Buttons)
+	return b, content, fields, finish(w, r, p)
+}
+
+// finish answers the problems of a request, if any, and reports whether
+// it may go on.
+func finish(w http.ResponseWriter, r *http.Request, p failure.Problems) bool {
 	if err := p.Err(); err != nil {
 		edge.WriteError(w, r, err)
-		return b, content, fields, false
+		return false
 	}
-	return b, content, fields, true
+	return true
 }
 
 func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *edge.Held) {
@@ -236,10 +261,14 @@ func (s *server) sendIndividual(w http.ResponseWriter, r *http.Request, key *edg
 	if !ok {
 		return
 	}
-	m, err := s.messaging.SendIndividual(r.Context(), messaging.SendInput{
+	in := messaging.SendInput{
 		AccountID: mux.Vars(r)["accountId"], Service: *b.Service, From: *b.From, To: *b.To, Content: content, Fields: fields,
 		ReplyTo: str(b.ReplyTo), Idempotency: edge.AnswerWith(key, individualAnswer),
-	})
+	}
+	if b.Template != nil {
+		in.Template, in.TemplateField = b.Template.send(), []any{"template"}
+	}
+	m, err := s.messaging.SendIndividual(r.Context(), in)
 	if err != nil {
 		edge.WriteError(w, r, err)
 		return
@@ -252,6 +281,9 @@ func (s *server) sendGroup(w http.ResponseWriter, r *http.Request, key *edge.Hel
 		required(p, b.ThreadID, "thread_id")
 		if b.To != nil {
 			p.Add("extra_forbidden", "to is for individual sends; a group send names the group in thread_id", "to")
+		}
+		if b.Template != nil {
+			p.Add("extra_forbidden", "templates are sent to users: send one with the individual send", "template")
 		}
 	})
 	if !ok {
@@ -298,14 +330,9 @@ type universalContent struct {
 // field inside it is reported at ["body", "content", name].
 func (c *universalContent) UnmarshalJSON(data []byte) error {
 	type plain universalContent
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var v plain
-	if err := dec.Decode(&v); err != nil {
-		return &nestedError{field: "content", err: err}
-	}
+	v, err := decodeNested[plain](data, "content")
 	*c = universalContent(v)
-	return nil
+	return err
 }
 
 func (c universalContent) content(p *failure.Problems) (domain.Content, domain.Fields) {
@@ -559,6 +586,9 @@ type messageExtras struct {
 	Username string `json:"username,omitempty"`
 	// ContactID is the contact (the person) of the thread's user.
 	ContactID string `json:"contact_id,omitempty"`
+	// Template is the template a template message sent, with its
+	// parameters.
+	Template *domain.TemplateSend `json:"template,omitempty"`
 }
 
 // reactionBody is a reaction on a message.
@@ -573,7 +603,7 @@ type reactionBody struct {
 func extrasOf(m domain.Message) messageExtras {
 	x := messageExtras{ReplyToMessageID: m.ReplyTo.MessageID, QuotedText: m.ReplyTo.Text, Buttons: webhook.Buttons(m.Content.Buttons),
 		PreviousText: m.PreviousText, Deleted: m.Deleted(),
-		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID}
+		UserID: m.UserID, Username: m.Username, ContactID: m.ContactID, Template: m.Content.Template}
 	if m.Content.Kind == domain.KindButtonReply {
 		x.ButtonID, x.ButtonTitle = m.Content.ButtonID, m.Content.Text
 	}
@@ -607,11 +637,24 @@ func (s *server) threadDetails(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts)}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{
+	answer := map[string]any{
 		"status": "success", "data": data,
 		"account_id": t.AccountID, "chat_id": t.ID, "chat_name": t.Name, "participants": addresses(parts), "thread_id": t.ID,
 		"thread_type": string(t.Type), "service": string(t.Service),
-	})
+	}
+	addWindow(answer, t)
+	edge.WriteJSON(w, http.StatusOK, answer)
+}
+
+// addWindow shows a thread's customer service window in a thread answer,
+// for a thread whose provider has one: when it closes (closed) and
+// whether free-form sends are accepted now.
+func addWindow(answer map[string]any, t domain.Thread) {
+	if !t.HasWindow() {
+		return
+	}
+	answer["window_closes_at"] = timestamp(*t.WindowClosesAt)
+	answer["window_open"] = t.WindowOpen(time.Now())
 }
 
 // listParams reads limit and offset: limit 1-100 (larger is clamped,
@@ -679,6 +722,7 @@ func (s *server) threadList(w http.ResponseWriter, r *http.Request) {
 			"thread_id": t.ID, "chat_id": t.ID, "thread_type": string(t.Type), "chat_name": t.Name,
 			"participants": addresses(ts.Participants), "service": string(t.Service), "created_at": timestamp(t.CreatedAt),
 		}
+		addWindow(item, t)
 		if lm := ts.LastMessage; lm != nil {
 			item["last_message"] = map[string]any{"content": body(*lm), "timestamp": timestamp(lm.CreatedAt), "sender_name": senderName(*lm)}
 		}

@@ -47,6 +47,11 @@ type Server struct {
 	failures map[string]int
 	// media are the files users sent, by media id.
 	media map[string]MediaFile
+	// templates are the business account's message templates; listings
+	// the queries of their listing; PageSize bounds a listing's page.
+	templates []Template
+	listings  []url.Values
+	PageSize  int
 }
 
 // MediaFile is a file the fake keeps for a media id. Open returns its
@@ -74,7 +79,7 @@ func New(t testing.TB, phoneNumberID, token, display string) *Server {
 func (s *Server) Settings(appSecret, verifyToken string) map[string]string {
 	return map[string]string{
 		"phone_number_id": s.PhoneNumberID, "access_token": s.Token, "app_secret": appSecret,
-		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version,
+		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version, "waba_id": WABAID,
 	}
 }
 
@@ -181,6 +186,8 @@ var graphErrors = map[int]struct {
 	130429: {429, "(#130429) Rate limit hit", "Cloud API message throughput has been reached."},
 	131000: {500, "(#131000) Something went wrong", "Message failed to send due to an unknown error."},
 	100:    {400, "(#100) Invalid parameter", "Parameter value is not valid"},
+	132000: {400, "(#132000) Number of parameters does not match the expected number of params", "The number of parameters given does not match the number of variables of the template."},
+	132001: {404, "(#132001) Template name does not exist in the translation", "The template does not exist in the language given, or is not approved."},
 }
 
 func graphError(w http.ResponseWriter, code int) {
@@ -222,6 +229,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			graphError(w, 100)
 			return
 		}
+		if !s.validTemplateMessage(w, body) {
+			return
+		}
 		to := fmt.Sprint(body["to"])
 		if body["to"] == nil {
 			to = fmt.Sprint(body["recipient"])
@@ -239,6 +249,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"contacts":          []any{sentTo(body, to)},
 			"messages":          []any{map[string]any{"id": id}},
 		})
+	case r.Method == http.MethodGet && r.URL.Path == "/"+Version+"/"+WABAID+"/message_templates":
+		s.listTemplates(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == downloadPath:
 		s.download(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/"+Version+"/") && !strings.Contains(r.URL.Path[len(Version)+2:], "/"):
@@ -435,7 +447,7 @@ func TextMessage(phoneNumberID, display, from, name, wamid, text string) []byte 
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
-			"from": from, "id": wamid, "timestamp": "1763800000", "type": "text",
+			"from": from, "id": wamid, "timestamp": sentNow(), "type": "text",
 			"text": map[string]any{"body": text},
 		}},
 	})
@@ -452,7 +464,7 @@ func UserTextMessage(phoneNumberID, display, from, userID, username, name, wamid
 		profile["username"] = username
 	}
 	contact := map[string]any{"profile": profile}
-	message := map[string]any{"id": wamid, "timestamp": "1763800000", "type": "text", "text": map[string]any{"body": text}}
+	message := map[string]any{"id": wamid, "timestamp": sentNow(), "type": "text", "text": map[string]any{"body": text}}
 	if userID != "" {
 		contact["user_id"], message["from_user_id"] = userID, userID
 	}
@@ -476,7 +488,7 @@ func SystemMessage(phoneNumberID, display, from, fromUserID, wamid, typ, body, n
 	if newWaID != "" {
 		system["wa_id"] = newWaID
 	}
-	message := map[string]any{"id": wamid, "timestamp": "1763800000", "type": "system", "system": system}
+	message := map[string]any{"id": wamid, "timestamp": sentNow(), "type": "system", "system": system}
 	if from != "" {
 		message["from"] = from
 	}
@@ -491,7 +503,7 @@ func ImageMessage(phoneNumberID, display, from, name, wamid, mediaID, caption st
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
-			"from": from, "id": wamid, "timestamp": "1763800000", "type": "image",
+			"from": from, "id": wamid, "timestamp": sentNow(), "type": "image",
 			"image": map[string]any{"caption": caption, "mime_type": "image/jpeg", "sha256": "Kp2Wn0bQmIYmB5jGqhRm0YaZ3q3Yq0S1l8n8s3c6A0o=", "id": mediaID},
 		}},
 	})
@@ -507,7 +519,7 @@ func Reaction(phoneNumberID, display, from, name, wamid, target, emoji string) [
 	}
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
-		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": "1763800000", "type": "reaction", "reaction": r}},
+		"messages": []any{map[string]any{"from": from, "id": wamid, "timestamp": sentNow(), "type": "reaction", "reaction": r}},
 	})
 }
 
@@ -541,7 +553,7 @@ func ReplyText(phoneNumberID, display, from, name, wamid, quoted, quotedFrom, te
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
 			"context": map[string]any{"from": quotedFrom, "id": quoted},
-			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "text",
+			"from":    from, "id": wamid, "timestamp": sentNow(), "type": "text",
 			"text": map[string]any{"body": text},
 		}},
 	})
@@ -555,7 +567,7 @@ func ButtonReply(phoneNumberID, display, from, name, wamid, quoted, id, title st
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
 			"context": map[string]any{"from": strings.TrimPrefix(display, "+"), "id": quoted},
-			"from":    from, "id": wamid, "timestamp": "1763800000", "type": "interactive",
+			"from":    from, "id": wamid, "timestamp": sentNow(), "type": "interactive",
 			"interactive": map[string]any{"type": "button_reply", "button_reply": map[string]any{"id": id, "title": title}},
 		}},
 	})
@@ -569,7 +581,7 @@ func MediaMessage(phoneNumberID, display, from, name, wamid, typ string, media m
 	return notification(phoneNumberID, display, map[string]any{
 		"contacts": []any{map[string]any{"profile": map[string]any{"name": name}, "wa_id": from}},
 		"messages": []any{map[string]any{
-			"from": from, "id": wamid, "timestamp": "1763800000", "type": typ, typ: media,
+			"from": from, "id": wamid, "timestamp": sentNow(), "type": typ, typ: media,
 		}},
 	})
 }

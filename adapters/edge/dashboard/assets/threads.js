@@ -31,7 +31,7 @@ const threadsQuery = `query Threads($first: Int, $after: String, $filter: Thread
 
 const threadQuery = `query Thread($id: ID!, $after: String) {
   thread(id: $id) {
-    id service type name contact agentNumber lastInboundAt createdAt
+    id service type name contact agentNumber lastInboundAt windowClosesAt windowOpen createdAt
     participants { address name admin isAgent }
     messages(first: ${pageSize}, after: $after) {
       nodes { ${messageFields} timeline { status at failureCode failureText } }
@@ -437,6 +437,7 @@ async function renderThread(root, threadId, numbers) {
     thread.type === 'GROUP'
       ? [h('dt', null, 'Members'), h('dd', null, others.map((p) => (p.name ? `${p.name} (${p.address})` : p.address) + (p.admin ? ' · admin' : '')).join(', ') || '—')]
       : [h('dt', null, 'User'), h('dd', null, thread.contact)],
+    thread.windowClosesAt ? [h('dt', null, 'Reply window'), h('dd', { class: 'window' }, windowView(thread))] : null,
     h('dt', null, 'Thread id'), h('dd', null, h('code', null, thread.id)),
   );
 
@@ -476,6 +477,14 @@ async function renderThread(root, threadId, numbers) {
   observer.observe(list, { childList: true });
   stops.push(() => observer.disconnect());
   return () => { for (const stop of stops) stop(); };
+}
+
+// windowView says whether the thread's customer service window (WhatsApp:
+// 24 hours from the user's last message) takes free-form replies now.
+function windowView(thread) {
+  return thread.windowOpen
+    ? ['Open until ', time(thread.windowClosesAt)]
+    : ['Closed since ', time(thread.windowClosesAt), ': only a template message can be sent until the user writes again.'];
 }
 
 function buildReply(thread, sent) {

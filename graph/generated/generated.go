@@ -3608,7 +3608,7 @@ type Webhook {
 "The result of updateWebhook."
 type WebhookUpdate {
   webhook: Webhook!
-  "The signing secret (whsec_…) when it was just made; null otherwise."
+  "The signing secret (whsec_…) when Switchboard just made it; null otherwise (a chosen secret is never shown)."
   secret: String
 }
 
@@ -3619,6 +3619,14 @@ input WebhookInput {
   events: [String!]
   "Inline media up to this many bytes (0 off, at most 5 MB); absent keeps the current setting."
   inlineMediaMaxBytes: Int
+  """
+  A signing secret of your choosing (24 to 256 characters without spaces), such
+  as an A1Base template's API secret: x-signature is keyed with the string,
+  webhook-signature with the decoded base64 of a whsec_ secret, else with the
+  string's bytes. It replaces the current secret, which keeps signing for 24
+  hours; it is never shown. Absent keeps the current secret.
+  """
+  secret: String
 }
 
 "One event on its way to the account's endpoint; its id is the webhook-id header."
@@ -14751,7 +14759,7 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "enabled", "events", "inlineMediaMaxBytes"}
+	fieldsInOrder := [...]string{"url", "enabled", "events", "inlineMediaMaxBytes", "secret"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14786,6 +14794,13 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.InlineMediaMaxBytes = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
 		}
 	}
 	return it, nil

@@ -75,7 +75,10 @@ func TestValidateNamesEveryBrokenField(t *testing.T) {
 		{"tag with a comma", func(j *cron.Job) { j.Tags = []string{"ok", "a,b"} }, "tags.1", "a tag is 1 to 50 characters, without commas or control characters"},
 		{"name too long", func(j *cron.Job) { j.Name = strings.Repeat("n", 201) }, "name", "name is at most 200 characters, without control characters"},
 		{"every on a custom job", func(j *cron.Job) { j.Frequency, j.Every = cron.Custom, 2 }, "repeat_every", "repeat_every is only used by hourly, daily, weekly and monthly jobs"},
-		{"every too large", func(j *cron.Job) { j.Frequency, j.Every, j.Start = cron.Monthly, 13, "2026-01-01"; j.DayOfMonth = intp(1) }, "repeat_every", "repeat_every must be between 1 and 12 for monthly jobs"},
+		{"every too large", func(j *cron.Job) {
+			j.Frequency, j.Every, j.Start = cron.Monthly, 13, "2026-01-01"
+			j.DayOfMonth = intp(1)
+		}, "repeat_every", "repeat_every must be between 1 and 12 for monthly jobs"},
 		{"every without a start", func(j *cron.Job) { j.Every = 2 }, "start", "the schedule needs the date its intervals count from"},
 		{"days of week range", func(j *cron.Job) { j.Frequency, j.DaysOfWeek = cron.Weekly, []int{1, 9} }, "days_of_week.1", "days_of_week must be between 0 and 6 (0 is Sunday)"},
 		{"days of week on daily", func(j *cron.Job) { j.DaysOfWeek = []int{1} }, "days_of_week", "days_of_week is only used by weekly jobs"},

@@ -26,6 +26,11 @@ func (s *Scheduler) Trigger(ctx context.Context, accountID, id string) (cron.Exe
 		return cron.Execution{}, failure.NotFound("cron job")
 	}
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	// Scheduled slots are whole minutes; a manual one is never on a
+	// whole second, so it never takes a scheduled slot's place.
+	if now.Equal(now.Truncate(time.Second)) {
+		now = now.Add(time.Microsecond)
+	}
 	var c call
 	stored, err := s.cfg.Store.Claim(ctx, s.owner, func(ctx context.Context, tx Claims) (Runs, error) {
 		j, err := tx.Job(ctx, accountID, id)

@@ -69,7 +69,7 @@ func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx conte
 }
 
 const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at, " +
-	"name, description, tags, text_body, retry_delay_ms, success_url, failure_url, repeat_every, days_of_week, start_date, end_at, max_runs, runs"
+	"origin, name, description, tags, text_body, retry_delay_ms, success_url, failure_url, repeat_every, days_of_week, start_date, end_at, max_runs, runs"
 
 type cronJobRow struct {
 	bun.BaseModel  `bun:"table:cron_jobs"`
@@ -92,6 +92,7 @@ type cronJobRow struct {
 	Version        int64          `bun:"version"`
 	CreatedAt      int64          `bun:"created_at"`
 	UpdatedAt      sql.NullInt64  `bun:"updated_at"`
+	Origin         string         `bun:"origin"`
 	Name           string         `bun:"name"`
 	Description    string         `bun:"description"`
 	// Tags are ",a,b," (empty without tags): a tag filter is a LIKE.
@@ -190,7 +191,7 @@ func cronJobToRow(j cron.Job) cronJobRow {
 		DayOfWeek: nullInt(j.DayOfWeek), DayOfMonth: nullInt(j.DayOfMonth), CustomSchedule: j.CustomSchedule,
 		TimeoutMs: j.Timeout.Milliseconds(), Retries: j.Retries, Status: string(j.Status),
 		NextRunAt: nullTime(j.NextRunAt), Version: j.Version, CreatedAt: micros(j.CreatedAt), UpdatedAt: nullTime(j.UpdatedAt),
-		Name: j.Name, Description: j.Description, Tags: tagsColumn(j.Tags), RetryDelayMs: j.RetryDelay.Milliseconds(),
+		Origin: j.Origin, Name: j.Name, Description: j.Description, Tags: tagsColumn(j.Tags), RetryDelayMs: j.RetryDelay.Milliseconds(),
 		SuccessURL: j.SuccessURL, FailureURL: j.FailureURL, RepeatEvery: j.Every, DaysOfWeek: daysColumn(j.DaysOfWeek),
 		StartDate: j.Start, EndAt: nullTime(j.EndAt), MaxRuns: j.MaxRuns, Runs: j.Runs,
 	}
@@ -213,7 +214,7 @@ func (r cronJobRow) domain() cron.Job {
 		},
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, Retries: r.Retries, Status: cron.Status(r.Status),
 		NextRunAt: timeOf(r.NextRunAt), Version: r.Version, CreatedAt: fromMicros(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
-		Name: r.Name, Description: r.Description, Tags: tagsOf(r.Tags), RetryDelay: time.Duration(r.RetryDelayMs) * time.Millisecond,
+		Origin: r.Origin, Name: r.Name, Description: r.Description, Tags: tagsOf(r.Tags), RetryDelay: time.Duration(r.RetryDelayMs) * time.Millisecond,
 		SuccessURL: r.SuccessURL, FailureURL: r.FailureURL, Runs: r.Runs,
 	}
 	if r.TextBody.Valid {

@@ -7,6 +7,7 @@ package cron
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -105,6 +106,10 @@ type Job struct {
 	// spent, signed as the account's webhook deliveries are.
 	SuccessURL string
 	FailureURL string
+	// Origin is the API the job was made through: "" for the interface's
+	// routes, OriginA1Cron for the A1Cron routes, whose jobs may also use
+	// PATCH and run hourly. Either API reads, changes and deletes both.
+	Origin string
 	// Runs counts the scheduled runs made since the schedule was set; a
 	// Spec with MaxRuns ends once it reaches them. Runs made on demand
 	// (a trigger) do not count.
@@ -212,18 +217,25 @@ var ErrNoNextRun = errors.New("the schedule has no run within the next 366 days"
 // fault of its schedule.
 var ErrEnded = errors.New("the schedule has ended")
 
-// Methods are the HTTP methods a job may use. The interface's routes
-// offer the first four; PATCH comes with the A1Cron routes.
-var Methods = []string{"GET", "POST", "PUT", "DELETE", "PATCH"}
+// Methods are the HTTP methods a job made through the interface's routes
+// may use; A1CronMethods those of a job made through the A1Cron routes.
+var (
+	Methods       = []string{"GET", "POST", "PUT", "DELETE"}
+	A1CronMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+)
 
-// ValidMethod reports whether m is an allowed method.
-func ValidMethod(m string) bool {
-	for _, v := range Methods {
-		if v == m {
-			return true
-		}
+// OriginA1Cron is the Origin of a job made through the A1Cron routes.
+const OriginA1Cron = "a1cron"
+
+// ValidMethod reports whether m is an allowed method of some job.
+func ValidMethod(m string) bool { return slices.Contains(A1CronMethods, m) }
+
+// methodsOf are the methods a job may use: its Origin's.
+func methodsOf(j Job) []string {
+	if j.Origin == OriginA1Cron {
+		return A1CronMethods
 	}
-	return false
+	return Methods
 }
 
 // HasBody reports whether calls with method m carry the job's body.

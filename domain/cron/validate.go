@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -190,11 +191,14 @@ func Validate(j Job, parser Parser) (Plan, error) {
 	if j.FailureURL != "" {
 		checkURL(j.FailureURL, "failure_url", &p, "callbacks", "failure_url")
 	}
-	switch {
+	switch methods := methodsOf(j); {
 	case j.Method == "":
 		p.Add("missing", "Field required", "method")
-	case !ValidMethod(j.Method):
-		p.Add("enum", "method must be one of "+strings.Join(Methods, ", "), "method")
+	case !slices.Contains(methods, j.Method):
+		p.Add("enum", "method must be one of "+strings.Join(methods, ", "), "method")
+	}
+	if j.Frequency == Hourly && j.Origin != OriginA1Cron {
+		p.Add("enum", FrequencyMessage, "frequency")
 	}
 	checkDescription(j, &p)
 	if len(j.Headers) > MaxHeaders {

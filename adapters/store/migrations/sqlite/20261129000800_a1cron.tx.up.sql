@@ -1,9 +1,12 @@
 -- The A1Cron model of a cron job, over the same jobs as the interface s
--- routes. A job is described by a name, a description and tags (kept as
+-- routes. origin is the API a job was made through (empty: the interface s
+-- routes; a1cron: the A1Cron routes, whose jobs may use PATCH and run
+-- hourly). A job is described by a name, a description and tags (kept as
 -- ",a,b," so that a tag filter is a LIKE on both databases); a call may
 -- carry a text body sent verbatim (text_body, else the JSON body) and
 -- retry after a delay of its own (retry_delay_ms, 0: the scheduler s
 -- backoff); success_url and failure_url are called back after each run.
+ALTER TABLE cron_jobs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 ALTER TABLE cron_jobs ADD COLUMN name TEXT NOT NULL DEFAULT '';
 ALTER TABLE cron_jobs ADD COLUMN description TEXT NOT NULL DEFAULT '';
 ALTER TABLE cron_jobs ADD COLUMN tags TEXT NOT NULL DEFAULT '';

@@ -433,6 +433,10 @@ func TestA1CronTemplateClient(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 		require.Equal(t, "hourly", r.JSON(t)["frequency"])
 		require.Equal(t, "success", r.JSON(t)["last_execution"].(map[string]any)["status"])
+		var gql map[string]any
+		postGraphQL(t, srv.URL, acct, `{ cronJob(id: "`+healthID+`") { name tags frequency method } }`, &gql)
+		require.Equal(t, map[string]any{"cronJob": map[string]any{"name": "Test Health Check - 2026-11-29T08:00:00.000Z",
+			"tags": []any{"test", "health-check"}, "frequency": "HOURLY", "method": "GET"}}, gql["data"], "%v", gql)
 		// deleteCronJob: DELETE /delete/{id}; the script prints data.message.
 		gone := a1.job(http.StatusOK, http.MethodDelete, "/delete/"+ifaceID, "")
 		require.NotEmpty(t, gone["message"])

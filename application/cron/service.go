@@ -112,15 +112,11 @@ func (s *Service) check(j cron.Job, urlErr error) (cron.Job, error) {
 	return j, nil
 }
 
-// checkURL checks an endpoint's address. It may resolve the host's name,
-// so it runs before any transaction: a transaction waiting on a slow name
-// server would hold a connection of the pool all the while, and a tenant
-// could hold them all with names that answer slowly.
-func (s *Service) checkURL(ctx context.Context, url string) error {
-	return s.checkURLField(ctx, url, "endpoint_url", "endpoint_url")
-}
-
-// checkURLField is checkURL for the URL named name at path.
+// checkURLField checks the address of the URL named name at path (an
+// endpoint's or a callback's). It may resolve the host's name, so it runs
+// before any transaction: a transaction waiting on a slow name server
+// would hold a connection of the pool all the while, and a tenant could
+// hold them all with names that answer slowly.
 func (s *Service) checkURLField(ctx context.Context, url, name string, path ...any) error {
 	if s.urls == nil || url == "" {
 		return nil

@@ -260,6 +260,7 @@ type restInputs struct {
 	Providers rest.ProviderWebhooks
 	Email     rest.EmailUseCases
 	Cron      rest.CronUseCases
+	Trigger   rest.CronTrigger
 }
 
 func newRESTDeps(in restInputs) rest.Deps {
@@ -269,6 +270,7 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Providers:   in.Providers,
 		Email:       in.Email,
 		Cron:        in.Cron,
+		CronTrigger: in.Trigger,
 		EmailDomain: in.Config.EmailDomain,
 	}
 }

@@ -2,15 +2,19 @@ package bootstrap
 
 import (
 	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
+	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // cronModule wires the cron use cases and, when this process runs
@@ -37,6 +41,12 @@ func cronModule(c Config) fx.Option {
 				return appcron.NewService(appcron.Deps{Store: s, Parser: p, URLs: g, MaxJobsPerAccount: c.CronMaxJobsPerAccount, Wake: wake})
 			},
 			fx.Annotate(func(s *appcron.Service) *appcron.Service { return s }, fx.As(new(rest.CronUseCases))),
+			fx.Annotate(func(s *appcron.Scheduler) *appcron.Scheduler { return s }, fx.As(new(rest.CronTrigger))),
+			// The callbacks of runs, posted and signed as the account's
+			// webhook deliveries are.
+			fx.Annotate(func(w *webhooks.Service) runner.Kind {
+				return runner.Kind{Name: appcron.CallbackKind, Handler: appcron.NewCallbacks(w), Timeout: webhook.Timeout + 30*time.Second}
+			}, fx.ResultTags(runner.KindGroup)),
 		),
 		fx.Invoke(func(lc fx.Lifecycle, sched *appcron.Scheduler) {
 			if !c.RunJobs {

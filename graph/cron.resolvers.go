@@ -32,6 +32,9 @@ func (r *cronJobResolver) Headers(ctx context.Context, obj *cron.Job) ([]model.H
 
 // Body is the resolver for the body field.
 func (r *cronJobResolver) Body(ctx context.Context, obj *cron.Job) (*string, error) {
+	if obj.TextBody != nil {
+		return obj.TextBody, nil
+	}
 	if len(obj.Body) == 0 {
 		return nil, nil
 	}

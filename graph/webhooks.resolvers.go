@@ -25,7 +25,7 @@ func (r *mutationResolver) UpdateWebhook(ctx context.Context, input model.Webhoo
 	if r.webhooks == nil {
 		return nil, errNoWebhooks
 	}
-	in := appwebhooks.PutInput{AccountID: p.AccountID, URL: input.URL, Enabled: input.Enabled, Events: input.Events}
+	in := appwebhooks.PutInput{AccountID: p.AccountID, URL: input.URL, Enabled: input.Enabled, Events: input.Events, Secret: input.Secret}
 	if input.InlineMediaMaxBytes != nil {
 		n := int64(*input.InlineMediaMaxBytes)
 		in.InlineMediaMaxBytes = &n

@@ -24,11 +24,23 @@ const (
 	// styleEmailCreate is the messaging shape, but validation errors are
 	// 400 as the interface lists for email address creation.
 	styleEmailCreate
+	// styleA1Cron is the A1Cron routes' shape: {success: false, error,
+	// code, details}, validation errors 422.
+	styleA1Cron
 )
+
+// a1CronVerbs are the A1Cron operations, the third segment of their paths
+// (/v1/cron-jobs/{accountId}/{verb}…).
+var a1CronVerbs = map[string]bool{"list": true, "create": true, "details": true, "update": true, "delete": true, "trigger": true, "logs": true}
 
 // styleOf picks the error shape from the path, so that even requests that
 // match no route (404, 405) answer in the shape their path family uses.
 func styleOf(r *http.Request) errorStyle {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/v1/cron-jobs/"); ok {
+		if parts := strings.SplitN(rest, "/", 3); len(parts) >= 2 && a1CronVerbs[parts[1]] {
+			return styleA1Cron
+		}
+	}
 	if strings.HasPrefix(r.URL.Path, "/v1/cron-jobs") {
 		return styleCron
 	}
@@ -96,6 +108,16 @@ type cronErrorBody struct {
 	Error cronError `json:"error"`
 }
 
+// a1CronError is the error body of the A1Cron routes: A1Cron's
+// {success: false, error} with the code and, for validation errors, the
+// messages by field ("schedule_config.time").
+type a1CronError struct {
+	Success bool                `json:"success"`
+	Error   string              `json:"error"`
+	Code    string              `json:"code"`
+	Details map[string][]string `json:"details"`
+}
+
 type cronError struct {
 	Code    string              `json:"code"`
 	Message string              `json:"message"`
@@ -115,11 +137,15 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if fe.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(fe.RetryAfter.Seconds()))))
 	}
-	if style == styleCron {
+	if style == styleCron || style == styleA1Cron {
 		details := map[string][]string{}
 		for _, f := range fe.Fields {
 			name := fieldName(f)
 			details[name] = append(details[name], f.Message)
+		}
+		if style == styleA1Cron {
+			WriteJSON(w, status, a1CronError{Error: a1CronMessage(fe), Code: fe.Code, Details: details})
+			return
 		}
 		WriteJSON(w, status, cronErrorBody{Error: cronError{Code: fe.Code, Message: fe.Message, Details: details}})
 		return
@@ -156,6 +182,20 @@ func withDetails(e flatError, details map[string]string) map[string]any {
 	}
 	body["detail"], body["status"], body["message"], body["code"] = e.Detail, e.Status, e.Message, e.Code
 	return body
+}
+
+// a1CronMessage is the error sentence of an A1Cron answer: the failure's
+// message, or for a validation error each field and its problem, so that
+// a client that shows only the text shows what to fix.
+func a1CronMessage(fe *failure.Error) string {
+	if len(fe.Fields) == 0 {
+		return fe.Message
+	}
+	parts := make([]string, len(fe.Fields))
+	for i, f := range fe.Fields {
+		parts[i] = fieldName(f) + ": " + f.Message
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
 }
 
 // fieldName renders a field path as the cron details key: "headers.X-Id",

@@ -320,8 +320,12 @@ func allowedMethods(root *mux.Router, r *http.Request) []string {
 // writeJSONError answers a status that has no domain kind (405) in the
 // route's error shape.
 func writeJSONError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	if styleOf(r) == styleCron {
+	switch styleOf(r) {
+	case styleCron:
 		WriteJSON(w, status, cronErrorBody{Error: cronError{Code: code, Message: message, Details: map[string][]string{}}})
+		return
+	case styleA1Cron:
+		WriteJSON(w, status, a1CronError{Error: message, Code: code, Details: map[string][]string{}})
 		return
 	}
 	WriteJSON(w, status, flatError{Detail: message, Status: "error", Message: message, Code: code})

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // CronStore is the storage of cron jobs and their executions (cron.Store).
@@ -50,7 +53,14 @@ func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx conte
 		if err := tx.setNextRuns(ctx, runs.NextRuns); err != nil {
 			return err
 		}
-		return tx.finishExecutions(ctx, owner, runs.Finished)
+		recorded, err := tx.finishExecutions(ctx, owner, runs.Finished)
+		if err != nil {
+			return err
+		}
+		if callbacks := callbacksOf(runs.Finished, recorded); len(callbacks) > 0 {
+			return c.writeInTx(ctx, writes.Batch{Jobs: callbacks})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -58,7 +68,8 @@ func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx conte
 	return stored, nil
 }
 
-const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at"
+const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at, " +
+	"origin, name, description, tags, text_body, retry_delay_ms, success_url, failure_url, repeat_every, days_of_week, start_date, end_at, max_runs, runs"
 
 type cronJobRow struct {
 	bun.BaseModel  `bun:"table:cron_jobs"`
@@ -81,6 +92,60 @@ type cronJobRow struct {
 	Version        int64          `bun:"version"`
 	CreatedAt      int64          `bun:"created_at"`
 	UpdatedAt      sql.NullInt64  `bun:"updated_at"`
+	Origin         string         `bun:"origin"`
+	Name           string         `bun:"name"`
+	Description    string         `bun:"description"`
+	// Tags are ",a,b," (empty without tags): a tag filter is a LIKE.
+	Tags         string         `bun:"tags"`
+	TextBody     sql.NullString `bun:"text_body"`
+	RetryDelayMs int64          `bun:"retry_delay_ms"`
+	SuccessURL   string         `bun:"success_url"`
+	FailureURL   string         `bun:"failure_url"`
+	RepeatEvery  int            `bun:"repeat_every"`
+	// DaysOfWeek are comma-separated.
+	DaysOfWeek string        `bun:"days_of_week"`
+	StartDate  string        `bun:"start_date"`
+	EndAt      sql.NullInt64 `bun:"end_at"`
+	MaxRuns    int           `bun:"max_runs"`
+	Runs       int           `bun:"runs"`
+}
+
+// tagsColumn is the tags column of a job's tags.
+func tagsColumn(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	return "," + strings.Join(tags, ",") + ","
+}
+
+func tagsOf(column string) []string {
+	column = strings.Trim(column, ",")
+	if column == "" {
+		return nil
+	}
+	return strings.Split(column, ",")
+}
+
+func daysColumn(days []int) string {
+	parts := make([]string, len(days))
+	for i, d := range days {
+		parts[i] = strconv.Itoa(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+func daysOf(column string) []int {
+	if column == "" {
+		return nil
+	}
+	parts := strings.Split(column, ",")
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		if d, err := strconv.Atoi(p); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func nullInt(p *int) sql.NullInt64 {
@@ -126,9 +191,15 @@ func cronJobToRow(j cron.Job) cronJobRow {
 		DayOfWeek: nullInt(j.DayOfWeek), DayOfMonth: nullInt(j.DayOfMonth), CustomSchedule: j.CustomSchedule,
 		TimeoutMs: j.Timeout.Milliseconds(), Retries: j.Retries, Status: string(j.Status),
 		NextRunAt: nullTime(j.NextRunAt), Version: j.Version, CreatedAt: micros(j.CreatedAt), UpdatedAt: nullTime(j.UpdatedAt),
+		Origin: j.Origin, Name: j.Name, Description: j.Description, Tags: tagsColumn(j.Tags), RetryDelayMs: j.RetryDelay.Milliseconds(),
+		SuccessURL: j.SuccessURL, FailureURL: j.FailureURL, RepeatEvery: j.Every, DaysOfWeek: daysColumn(j.DaysOfWeek),
+		StartDate: j.Start, EndAt: nullTime(j.EndAt), MaxRuns: j.MaxRuns, Runs: j.Runs,
 	}
 	if j.Body != nil {
 		row.Body = sql.NullString{String: string(j.Body), Valid: true}
+	}
+	if j.TextBody != nil {
+		row.TextBody = sql.NullString{String: *j.TextBody, Valid: true}
 	}
 	return row
 }
@@ -139,9 +210,16 @@ func (r cronJobRow) domain() cron.Job {
 		Spec: cron.Spec{
 			Frequency: cron.Frequency(r.Frequency), Time: r.TimeOfDay, Timezone: r.Timezone,
 			DayOfWeek: intOf(r.DayOfWeek), DayOfMonth: intOf(r.DayOfMonth), CustomSchedule: r.CustomSchedule,
+			Every: r.RepeatEvery, DaysOfWeek: daysOf(r.DaysOfWeek), Start: r.StartDate, EndAt: timeOf(r.EndAt), MaxRuns: r.MaxRuns,
 		},
 		Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, Retries: r.Retries, Status: cron.Status(r.Status),
 		NextRunAt: timeOf(r.NextRunAt), Version: r.Version, CreatedAt: fromMicros(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+		Origin: r.Origin, Name: r.Name, Description: r.Description, Tags: tagsOf(r.Tags), RetryDelay: time.Duration(r.RetryDelayMs) * time.Millisecond,
+		SuccessURL: r.SuccessURL, FailureURL: r.FailureURL, Runs: r.Runs,
+	}
+	if r.TextBody.Valid {
+		text := r.TextBody.String
+		j.TextBody = &text
 	}
 	_ = json.Unmarshal([]byte(r.Headers), &j.Headers)
 	if len(j.Headers) == 0 {
@@ -195,6 +273,17 @@ func (r CronStore) Jobs(ctx context.Context, q appcron.JobQuery) ([]cron.Job, in
 	base := r.read.NewSelect().Model((*cronJobRow)(nil)).Where("account_id = ?", q.AccountID)
 	if q.Status != "" {
 		base = base.Where("status = ?", string(q.Status))
+	}
+	for _, tag := range q.Tags {
+		base = base.Where("tags LIKE ? ESCAPE '\\'", "%,"+likeEscape(tag)+",%")
+	}
+	if q.Search != "" {
+		pattern := "%" + likeEscape(strings.ToLower(q.Search)) + "%"
+		base = base.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("LOWER(name) LIKE ? ESCAPE '\\'", pattern).
+				WhereOr("LOWER(description) LIKE ? ESCAPE '\\'", pattern).
+				WhereOr("LOWER(endpoint_url) LIKE ? ESCAPE '\\'", pattern)
+		})
 	}
 	total, err := base.Count(ctx)
 	if err != nil {
@@ -257,7 +346,13 @@ func (r CronStore) DeleteJob(ctx context.Context, accountID, id string) error {
 	return requireOneRow(res, "cron job")
 }
 
-const cronExecColumns = "id, job_id, account_id, slot, started_at, status, attempt, interrupted_attempts, response_code, response_time_ms, response_body, error, retry_at, finished_at, lease_owner, lease_until, call_started_at"
+const cronExecColumns = "id, job_id, account_id, slot, started_at, status, attempt, interrupted_attempts, response_code, response_time_ms, response_body, error, retry_at, finished_at, lease_owner, lease_until, call_started_at, timed_out"
+
+// likeEscape escapes the LIKE wildcards of s (with backslash, the ESCAPE
+// character of every LIKE here).
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s)
+}
 
 type cronExecRow struct {
 	bun.BaseModel       `bun:"table:cron_executions"`
@@ -278,6 +373,7 @@ type cronExecRow struct {
 	LeaseOwner          sql.NullString `bun:"lease_owner"`
 	LeaseUntil          sql.NullInt64  `bun:"lease_until"`
 	CallStartedAt       sql.NullInt64  `bun:"call_started_at"`
+	TimedOut            bool           `bun:"timed_out"`
 }
 
 func (r cronExecRow) domain() cron.Execution {
@@ -285,7 +381,7 @@ func (r cronExecRow) domain() cron.Execution {
 		ID: r.ID, JobID: r.JobID, AccountID: r.AccountID, Slot: fromMicros(r.Slot), StartedAt: fromMicros(r.StartedAt),
 		Status: cron.ExecutionStatus(r.Status), Attempt: r.Attempt, InterruptedAttempts: r.InterruptedAttempts,
 		ResponseCode: r.ResponseCode, ResponseTimeMs: r.ResponseTimeMs, Error: r.Error, RetryAt: timeOf(r.RetryAt),
-		LeaseOwner: r.LeaseOwner.String, CallStartedAt: timeOf(r.CallStartedAt),
+		LeaseOwner: r.LeaseOwner.String, CallStartedAt: timeOf(r.CallStartedAt), TimedOut: r.TimedOut,
 	}
 	if r.ResponseBody.Valid {
 		e.ResponseBody = json.RawMessage(r.ResponseBody.String)
@@ -315,10 +411,22 @@ func (r CronStore) LastExecution(ctx context.Context, jobID string) (cron.Execut
 // Executions lists a job's finished executions, newest slot first.
 func (r CronStore) Executions(ctx context.Context, q appcron.ExecutionQuery) ([]cron.Execution, int, error) {
 	statuses := finished
-	if q.Status != "" {
+	switch {
+	case q.Status != "":
 		statuses = []string{string(q.Status)}
+	case q.WithRetrying:
+		statuses = append(slices.Clone(finished), string(cron.Retrying))
 	}
 	base := r.read.NewSelect().Model((*cronExecRow)(nil)).Where("job_id = ?", q.JobID).Where("status IN (?)", bun.List(statuses))
+	if q.TimedOut != nil {
+		base = base.Where("timed_out = ?", *q.TimedOut)
+	}
+	if q.From != nil {
+		base = base.Where("started_at >= ?", micros(*q.From))
+	}
+	if q.To != nil {
+		base = base.Where("started_at <= ?", micros(*q.To))
+	}
 	total, err := base.Count(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count executions: %w", err)
@@ -354,7 +462,20 @@ func (r CronStore) ClaimDueJobs(ctx context.Context, now time.Time, limit int) (
 	return out, nil
 }
 
-// setNextRuns moves the jobs' next runs in one statement.
+// callbacksOf are the callback jobs of the outcomes whose execution ids
+// were recorded.
+func callbacksOf(outcomes []appcron.Outcome, recorded []string) []jobs.EnqueueParams {
+	var out []jobs.EnqueueParams
+	for _, o := range outcomes {
+		if o.Callback != nil && slices.Contains(recorded, o.ExecutionID) {
+			out = append(out, *o.Callback)
+		}
+	}
+	return out
+}
+
+// setNextRuns moves the jobs' next runs in one statement, and counts the
+// runs of those that ran.
 func (r CronStore) setNextRuns(ctx context.Context, next []appcron.NextRun) error {
 	if len(next) == 0 {
 		return nil
@@ -362,22 +483,22 @@ func (r CronStore) setNextRuns(ctx context.Context, next []appcron.NextRun) erro
 	var b strings.Builder
 	if r.dialect == Postgres {
 		// A join with the new values: one hash lookup per row.
-		args := make([]any, 0, 2*len(next))
-		b.WriteString("UPDATE cron_jobs AS j SET next_run_at = v.next FROM (VALUES ")
+		args := make([]any, 0, 3*len(next))
+		b.WriteString("UPDATE cron_jobs AS j SET next_run_at = v.next, runs = j.runs + v.ran FROM (VALUES ")
 		for i, n := range next {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?::text, ?::bigint)")
-			args = append(args, n.JobID, nullTime(n.At))
+			b.WriteString("(?::text, ?::bigint, ?::integer)")
+			args = append(args, n.JobID, nullTime(n.At), ranCount(n))
 		}
-		b.WriteString(") AS v (id, next) WHERE j.id = v.id")
+		b.WriteString(") AS v (id, next, ran) WHERE j.id = v.id")
 		if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
 			return fmt.Errorf("set next cron runs: %w", err)
 		}
 		return nil
 	}
-	args := make([]any, 0, 2*len(next)+1)
+	args := make([]any, 0, 4*len(next)+1)
 	ids := make([]string, len(next))
 	b.WriteString("UPDATE cron_jobs SET next_run_at = CAST(CASE id")
 	for i, n := range next {
@@ -385,12 +506,25 @@ func (r CronStore) setNextRuns(ctx context.Context, next []appcron.NextRun) erro
 		args = append(args, n.JobID, nullTime(n.At))
 		ids[i] = n.JobID
 	}
-	b.WriteString(" END AS BIGINT) WHERE id IN (?)")
+	b.WriteString(" END AS BIGINT), runs = runs + CASE id")
+	for _, n := range next {
+		b.WriteString(" WHEN ? THEN ?")
+		args = append(args, n.JobID, ranCount(n))
+	}
+	b.WriteString(" ELSE 0 END WHERE id IN (?)")
 	args = append(args, bun.List(ids))
 	if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
 		return fmt.Errorf("set next cron runs: %w", err)
 	}
 	return nil
+}
+
+// ranCount is what a next run adds to its job's runs.
+func ranCount(n appcron.NextRun) int {
+	if n.Ran {
+		return 1
+	}
+	return 0
 }
 
 // insertExecutions stores executions, skipping slots that already have
@@ -533,13 +667,13 @@ func (r CronStore) JobsByID(ctx context.Context, ids []string) ([]cron.Job, erro
 	return out, nil
 }
 
-// finishExecutions records call outcomes: one statement on Postgres, one
-// per outcome (cheap inside the transaction) on SQLite. Executions no
-// longer running or no longer leased to owner (taken over, or deleted
-// with their job) are left alone.
-func (r CronStore) finishExecutions(ctx context.Context, owner string, results []appcron.Outcome) error {
+// finishExecutions records call outcomes and returns the ids it recorded:
+// one statement on Postgres, one per outcome (cheap inside the
+// transaction) on SQLite. Executions no longer running or no longer
+// leased to owner (taken over, or deleted with their job) are left alone.
+func (r CronStore) finishExecutions(ctx context.Context, owner string, results []appcron.Outcome) ([]string, error) {
 	if len(results) == 0 {
-		return nil
+		return nil, nil
 	}
 	body := func(o appcron.Outcome) sql.NullString {
 		return sql.NullString{String: string(o.ResponseBody), Valid: o.ResponseBody != nil}
@@ -548,31 +682,37 @@ func (r CronStore) finishExecutions(ctx context.Context, owner string, results [
 		var b strings.Builder
 		args := make([]any, 0, 8*len(results))
 		b.WriteString(`UPDATE cron_executions AS e SET status = v.status, response_code = v.code, response_time_ms = v.ms,
-			response_body = v.body, error = v.error, retry_at = v.retry_at, finished_at = v.finished_at, lease_owner = NULL, lease_until = NULL
+			response_body = v.body, error = v.error, retry_at = v.retry_at, finished_at = v.finished_at, timed_out = v.timed_out,
+			lease_owner = NULL, lease_until = NULL
 			FROM (VALUES `)
 		for i, o := range results {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::text, ?::bigint, ?::bigint)")
-			args = append(args, o.ExecutionID, string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt))
+			b.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::text, ?::bigint, ?::bigint, ?::boolean)")
+			args = append(args, o.ExecutionID, string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.TimedOut)
 		}
-		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at) WHERE e.id = v.id AND e.status = 'running' AND e.lease_owner = ?`)
+		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at, timed_out) WHERE e.id = v.id AND e.status = 'running' AND e.lease_owner = ? RETURNING e.id`)
 		args = append(args, owner)
-		if _, err := r.write.NewRaw(b.String(), args...).Exec(ctx); err != nil {
-			return fmt.Errorf("record executions: %w", err)
+		var recorded []string
+		if err := r.write.NewRaw(b.String(), args...).Scan(ctx, &recorded); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("record executions: %w", err)
 		}
-		return nil
+		return recorded, nil
 	}
+	var recorded []string
 	for _, o := range results {
-		_, err := r.write.NewRaw(`UPDATE cron_executions SET status = ?, response_code = ?, response_time_ms = ?, response_body = ?, error = ?,
-			retry_at = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = 'running' AND lease_owner = ?`,
-			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.ExecutionID, owner).Exec(ctx)
+		res, err := r.write.NewRaw(`UPDATE cron_executions SET status = ?, response_code = ?, response_time_ms = ?, response_body = ?, error = ?,
+			retry_at = ?, finished_at = ?, timed_out = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.TimedOut, o.ExecutionID, owner).Exec(ctx)
 		if err != nil {
-			return fmt.Errorf("record execution: %w", err)
+			return nil, fmt.Errorf("record execution: %w", err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n > 0 {
+			recorded = append(recorded, o.ExecutionID)
 		}
 	}
-	return nil
+	return recorded, nil
 }
 
 // NextWake is the earliest next run or retry.

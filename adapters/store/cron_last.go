@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
@@ -29,6 +31,32 @@ func (r CronStore) LastExecutions(ctx context.Context, accountID string, jobIDs 
 	out := make(map[string]cron.Execution, len(rows))
 	for _, row := range rows {
 		out[row.JobID] = row.domain()
+	}
+	return out, nil
+}
+
+// RunCounts counts the finished executions of each of the account's jobs
+// among jobIDs in one statement, grouped by job.
+func (r CronStore) RunCounts(ctx context.Context, accountID string, jobIDs []string) (map[string]appcron.RunCount, error) {
+	out := make(map[string]appcron.RunCount, len(jobIDs))
+	if len(jobIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		JobID     string `bun:"job_id"`
+		Succeeded int    `bun:"succeeded"`
+		Failed    int    `bun:"failed"`
+		Last      int64  `bun:"last"`
+	}
+	err := r.read.NewRaw("SELECT job_id, SUM(CASE WHEN status = 'success' THEN 1 ELSE 0 END) AS succeeded,"+
+		" SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed, MAX(started_at) AS last"+
+		" FROM cron_executions WHERE account_id = ? AND job_id IN (?) AND status IN (?) GROUP BY job_id",
+		accountID, bun.List(jobIDs), bun.List(finished)).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("count cron runs: %w", err)
+	}
+	for _, row := range rows {
+		out[row.JobID] = appcron.RunCount{Succeeded: row.Succeeded, Failed: row.Failed, LastStartedAt: fromMicros(row.Last)}
 	}
 	return out, nil
 }

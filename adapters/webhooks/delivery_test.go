@@ -273,13 +273,21 @@ func TestFailingForDaysDisables(t *testing.T) {
 				b.emit(t, "thr_fail", i)
 				time.Sleep(50 * time.Millisecond)
 			}
-			evs, _, err := b.svc.Updates(context.Background(), b.account, "", 100)
-			require.NoError(t, err)
+			// Every page of the account's events: a busy machine emits more
+			// than one page of messages before the endpoint is disabled.
 			var disabled int
-			for _, e := range evs {
-				if e.Type == event.EndpointDisabled {
-					disabled++
+			for after := ""; ; {
+				evs, next, err := b.svc.Updates(context.Background(), b.account, after, 100)
+				require.NoError(t, err)
+				for _, e := range evs {
+					if e.Type == event.EndpointDisabled {
+						disabled++
+					}
 				}
+				if len(evs) == 0 || next == after {
+					break
+				}
+				after = next
 			}
 			require.Equal(t, 1, disabled, "one endpoint.disabled record")
 		})

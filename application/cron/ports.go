@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // Repos is the storage of cron jobs and their executions.
@@ -36,7 +37,18 @@ type Repos interface {
 	LastExecution(ctx context.Context, jobID string) (e cron.Execution, ok bool, err error)
 	// Executions lists a job's finished executions, newest slot first.
 	Executions(ctx context.Context, q ExecutionQuery) ([]cron.Execution, int, error)
+	// RunCounts counts, in one statement, the finished executions of each
+	// of the account's jobs among jobIDs; jobs without one, and other
+	// accounts' jobs, are absent.
+	RunCounts(ctx context.Context, accountID string, jobIDs []string) (map[string]RunCount, error)
 	SchedulerRepos
+}
+
+// RunCount is how a job's finished executions went, and when the latest
+// began.
+type RunCount struct {
+	Succeeded, Failed int
+	LastStartedAt     time.Time
 }
 
 // SchedulerRepos is what the scheduler needs from storage. Claims lock the
@@ -102,6 +114,8 @@ type TxReads interface {
 // transaction ends, and reads the jobs of what it took. Their errors are
 // Repos'.
 type Claims interface {
+	// Job is Repos.Job: the row stays locked until the claim ends.
+	Job(ctx context.Context, accountID, id string) (cron.Job, error)
 	// ClaimDueJobs is SchedulerRepos.ClaimDueJobs.
 	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
 	// ClaimRetries is SchedulerRepos.ClaimRetries.
@@ -122,7 +136,8 @@ type Runs struct {
 	NextRuns []NextRun
 	// Finished are outcomes of running executions leased to the claiming
 	// scheduler (status success, failed or retrying with RetryAt).
-	// Outcomes of executions it no longer holds are ignored.
+	// Outcomes of executions it no longer holds are ignored, and so are
+	// their callbacks.
 	Finished []Outcome
 }
 
@@ -147,22 +162,38 @@ type Store interface {
 type JobQuery struct {
 	AccountID string
 	// Status filters when set.
-	Status        cron.Status
+	Status cron.Status
+	// Tags, when set, keep the jobs that carry every one of them.
+	Tags []string
+	// Search, when set, keeps the jobs whose name, description or
+	// endpoint URL contains it, ignoring ASCII case.
+	Search        string
 	Limit, Offset int
 }
 
 // ExecutionQuery selects a job's executions.
 type ExecutionQuery struct {
 	JobID string
-	// Status filters when set (success or failed).
-	Status        cron.ExecutionStatus
+	// Status filters when set (success, failed or retrying); else the
+	// finished executions are listed, and the retrying ones too when
+	// WithRetrying.
+	Status       cron.ExecutionStatus
+	WithRetrying bool
+	// TimedOut, when set, keeps the executions whose last call timed out
+	// (true) or did not (false).
+	TimedOut *bool
+	// From and To, when set, keep the executions that started in
+	// [From, To].
+	From, To      *time.Time
 	Limit, Offset int
 }
 
-// NextRun is a job's new next run.
+// NextRun is a job's new next run. Ran says the job made a scheduled run
+// (its Runs count one more).
 type NextRun struct {
 	JobID string
 	At    *time.Time
+	Ran   bool
 }
 
 // Outcome is the recorded result of one call.
@@ -176,6 +207,12 @@ type Outcome struct {
 	// RetryAt is set when Status is Retrying.
 	RetryAt    *time.Time
 	FinishedAt time.Time
+	// TimedOut says no complete answer came within the job's timeout.
+	TimedOut bool
+	// Callback, when set, is the job that posts the outcome to the job's
+	// success or failure URL; it is enqueued with the outcome, only if
+	// the outcome is recorded.
+	Callback *jobs.EnqueueParams
 }
 
 // URLChecker refuses endpoint URLs on private, loopback or link-local

@@ -415,7 +415,7 @@ func (s *Scheduler) claim(ctx context.Context) (calls []call, full bool, err err
 		runs.NextRuns = make([]NextRun, 0, len(jobs))
 		for _, j := range jobs {
 			slot, nextAt, run := s.plan(j, now)
-			runs.NextRuns = append(runs.NextRuns, NextRun{JobID: j.ID, At: nextAt})
+			runs.NextRuns = append(runs.NextRuns, NextRun{JobID: j.ID, At: nextAt, Ran: run})
 			if !run {
 				continue
 			}
@@ -536,7 +536,8 @@ func (s *Scheduler) takeOverDue(ctx context.Context) (int, error) {
 
 // plan decides what a due job does now: which slot it runs (the latest
 // one not after now), whether it runs (a slot older than the grace period
-// is skipped), and its next slot after that.
+// is skipped), and its next slot after that: none once the schedule ends
+// (its end date, or its number of runs with this one).
 func (s *Scheduler) plan(j cron.Job, now time.Time) (slot time.Time, next *time.Time, run bool) {
 	slot = j.NextRunAt.UTC()
 	var p failure.Problems
@@ -548,18 +549,31 @@ func (s *Scheduler) plan(j cron.Job, now time.Time) (slot time.Time, next *time.
 	for i := 0; ; i++ {
 		n, err := plan.Next(slot)
 		if err != nil {
-			s.log.Error("cron: job has no next run", "job", j.ID, "error", err)
+			if !errors.Is(err, cron.ErrEnded) {
+				s.log.Error("cron: job has no next run", "job", j.ID, "error", err)
+			}
 			return slot, nil, now.Sub(slot) <= s.cfg.Grace
 		}
 		if n.After(now) {
+			run = now.Sub(slot) <= s.cfg.Grace
+			if j.MaxRuns > 0 && j.Runs+boolCount(run) >= j.MaxRuns {
+				return slot, nil, run
+			}
 			n = n.UTC()
-			return slot, &n, now.Sub(slot) <= s.cfg.Grace
+			return slot, &n, run
 		}
 		slot = n.UTC()
 		if i > 1_000_000 { // a year of minutely slots is half a million
 			return slot, nil, false
 		}
 	}
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // start makes one call in its own goroutine: it waits for the slot, then
@@ -675,10 +689,7 @@ func (s *Scheduler) do(c call) Outcome {
 	j := c.job
 	req := Request{
 		URL: j.EndpointURL, Method: j.Method, Headers: j.Headers, Timeout: j.CallTimeout(),
-		IdempotencyKey: cron.IdempotencyKey(j.ID, c.exec.Slot),
-	}
-	if cron.HasBody(j.Method) && j.Body != nil {
-		req.Body = j.Body
+		IdempotencyKey: cron.IdempotencyKey(j.ID, c.exec.Slot), Body: j.CallBody(),
 	}
 	// The call outlives the scheduler's context: stopping waits for it
 	// (bounded by its timeout) rather than recording a false failure.
@@ -690,6 +701,7 @@ func (s *Scheduler) do(c call) Outcome {
 	switch {
 	case resp.Err != nil:
 		out.Status, out.Error = cron.Failed, describe(resp.Err, req.Timeout)
+		out.TimedOut = errors.Is(resp.Err, context.DeadlineExceeded)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		out.Status = cron.Success
 	default:
@@ -697,7 +709,11 @@ func (s *Scheduler) do(c call) Outcome {
 	}
 	// An interrupted attempt does not use up the job's retries.
 	if out.Status == cron.Failed && c.exec.Attempt-c.exec.InterruptedAttempts <= j.Retries {
-		at := out.FinishedAt.Add(s.cfg.RetryBackoff(c.exec.Attempt - c.exec.InterruptedAttempts))
+		delay := j.RetryDelay
+		if delay <= 0 {
+			delay = s.cfg.RetryBackoff(c.exec.Attempt - c.exec.InterruptedAttempts)
+		}
+		at := out.FinishedAt.Add(delay)
 		if c.nextSlot == nil || at.Before(*c.nextSlot) {
 			out.Status, out.RetryAt = cron.Retrying, &at
 		}
@@ -705,6 +721,7 @@ func (s *Scheduler) do(c call) Outcome {
 	if out.Status != cron.Success && c.exec.InterruptedAttempts > 0 {
 		out.Error += " (" + InterruptedNote + ")"
 	}
+	out.Callback = callbackJob(j, c.exec, out)
 	return out
 }
 

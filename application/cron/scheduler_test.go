@@ -160,6 +160,8 @@ type options struct {
 	start        time.Time
 	concurrency  int
 	accountShare float64
+	// dialect is the store's database; SQLite when empty.
+	dialect store.Dialect
 }
 
 func setup(t *testing.T, o options) *bundle {
@@ -172,7 +174,11 @@ func setup(t *testing.T, o options) *bundle {
 		o.start = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	}
 	clock := newFakeClock(o.start)
-	db, accountID := sqliteCron(t, o.start)
+	if o.dialect == "" {
+		o.dialect = store.SQLite
+	}
+	db := dbtest.Open(t, o.dialect)
+	accountID := insertAccount(t, db, o.start)
 	b := &bundle{clock: clock, ep: newEndpoint(t), db: db, store: db.CronStore(), account: accountID}
 	guard := loopback()
 	parser := cronexpr.New()

@@ -7,6 +7,8 @@ package cron
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/idempotency"
@@ -70,7 +72,24 @@ type JobDetails struct {
 // check validates a job and computes its next run from now; urlErr is the
 // verdict of its endpoint's address (checkURL), nil when it was allowed or
 // did not change, and is reported when the job is otherwise valid.
+//
+// A schedule set without a Start counts its intervals from today in its
+// zone, and a weekly one with an interval (Every) but no day runs on
+// Start's weekday. A schedule whose end is reached leaves the job without
+// a next run.
 func (s *Service) check(j cron.Job, urlErr error) (cron.Job, error) {
+	if loc, err := cron.LoadZone(j.Timezone); err == nil {
+		today := s.now().In(loc)
+		if j.Start == "" {
+			j.Start = today.Format(cron.DateLayout)
+		}
+		if j.Frequency == cron.Weekly && j.DayOfWeek == nil && len(j.DaysOfWeek) == 0 && j.Every > 0 {
+			if start, err := time.Parse(cron.DateLayout, j.Start); err == nil {
+				day := int(start.Weekday())
+				j.DayOfWeek = &day
+			}
+		}
+	}
 	plan, err := cron.Validate(j, s.parser)
 	if err == nil {
 		err = urlErr
@@ -80,8 +99,11 @@ func (s *Service) check(j cron.Job, urlErr error) (cron.Job, error) {
 	}
 	j.NextRunAt = nil
 	if j.Status == cron.Active {
-		next, nerr := plan.Next(s.now())
-		if nerr != nil {
+		next, nerr := plan.NextRun(s.now(), j.Runs)
+		switch {
+		case errors.Is(nerr, cron.ErrEnded):
+			return j, nil
+		case nerr != nil:
 			return j, failure.Invalid(failure.Field("value_error", nerr.Error(), "custom_schedule"))
 		}
 		next = next.UTC()
@@ -90,18 +112,50 @@ func (s *Service) check(j cron.Job, urlErr error) (cron.Job, error) {
 	return j, nil
 }
 
-// checkURL checks an endpoint's address. It may resolve the host's name,
-// so it runs before any transaction: a transaction waiting on a slow name
-// server would hold a connection of the pool all the while, and a tenant
-// could hold them all with names that answer slowly.
-func (s *Service) checkURL(ctx context.Context, url string) error {
-	if s.urls == nil {
+// checkURLField checks the address of the URL named name at path (an
+// endpoint's or a callback's). It may resolve the host's name, so it runs
+// before any transaction: a transaction waiting on a slow name server
+// would hold a connection of the pool all the while, and a tenant could
+// hold them all with names that answer slowly.
+func (s *Service) checkURLField(ctx context.Context, url, name string, path ...any) error {
+	if s.urls == nil || url == "" {
 		return nil
 	}
 	if err := s.urls.CheckURL(ctx, url); err != nil {
-		return failure.Invalid(failure.Field("value_error", "endpoint_url "+err.Error(), "endpoint_url"))
+		return failure.Invalid(failure.Field("value_error", name+" "+err.Error(), path...))
 	}
 	return nil
+}
+
+// checkURLs checks the addresses of a job's endpoint and callbacks (only
+// those that differ from old's, when old is set) and joins their
+// refusals.
+func (s *Service) checkURLs(ctx context.Context, j cron.Job, old *cron.Job) error {
+	var was cron.Job
+	if old != nil {
+		was = *old
+	}
+	urls := []struct {
+		url, was, name string
+		path           []any
+	}{
+		{j.EndpointURL, was.EndpointURL, "endpoint_url", []any{"endpoint_url"}},
+		{j.SuccessURL, was.SuccessURL, "success_url", []any{"callbacks", "success_url"}},
+		{j.FailureURL, was.FailureURL, "failure_url", []any{"callbacks", "failure_url"}},
+	}
+	var fields []failure.FieldError
+	for _, u := range urls {
+		if old != nil && u.url == u.was {
+			continue
+		}
+		if err := s.checkURLField(ctx, u.url, u.name, u.path...); err != nil {
+			fields = append(fields, failure.As(err).Fields...)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return failure.Invalid(fields...)
 }
 
 // Create stores a new active job for an account.
@@ -109,10 +163,15 @@ func (s *Service) checkURL(ctx context.Context, url string) error {
 // answer, when set, records the answer to the creation under its
 // Idempotency-Key in the transaction that stores the job, so that a crash
 // cannot leave a job whose retry would create a second one.
+//
+// The job is active unless j's Status is Paused.
 func (s *Service) Create(ctx context.Context, accountID string, j cron.Job, answer *idempotency.Completion[cron.Job]) (cron.Job, error) {
-	j.ID, j.AccountID, j.Status = ident.New(ident.CronJob), accountID, cron.Active
-	j.CreatedAt, j.UpdatedAt, j.Version = s.now(), nil, 0
-	j, err := s.check(j, s.checkURL(ctx, j.EndpointURL))
+	j.ID, j.AccountID = ident.New(ident.CronJob), accountID
+	if j.Status != cron.Paused {
+		j.Status = cron.Active
+	}
+	j.CreatedAt, j.UpdatedAt, j.Version, j.Runs = s.now(), nil, 0, 0
+	j, err := s.check(j, s.checkURLs(ctx, j, nil))
 	if err != nil {
 		return cron.Job{}, err
 	}
@@ -185,6 +244,22 @@ type Patch struct {
 	CustomSchedule Value[string]
 	TimeoutSeconds Value[int]
 	Retries        Value[int]
+	// RetryDelaySeconds, TextBody, Name, Description, Tags, SuccessURL
+	// and FailureURL set the cron.Job fields of those names; a TextBody
+	// replaces the JSON Body, and a Body the TextBody.
+	RetryDelaySeconds Value[int]
+	TextBody          Value[string]
+	Name              Value[string]
+	Description       Value[string]
+	Tags              Value[[]string]
+	SuccessURL        Value[string]
+	FailureURL        Value[string]
+	// Schedule, when set, replaces the schedule but its time zone
+	// (Timezone changes that): its intervals then count from today, and
+	// its runs towards an end from zero.
+	Schedule Value[cron.Spec]
+	// Active, when set, resumes (true) or pauses (false) the job.
+	Active Value[bool]
 }
 
 // apply changes j by p. Fields that only the old frequency used are
@@ -201,8 +276,42 @@ func (p Patch) apply(j cron.Job) (cron.Job, failure.Problems) {
 		}
 		*dst = v.V
 	}
+	if p.Schedule.Set && !p.Schedule.Null {
+		zone := j.Timezone
+		j.Spec = p.Schedule.V
+		j.Timezone, j.Start, j.Runs = zone, "", 0
+	}
 	str(p.EndpointURL, "endpoint_url", &j.EndpointURL)
 	str(p.Method, "method", &j.Method)
+	str(p.Name, "name", &j.Name)
+	str(p.Description, "description", &j.Description)
+	str(p.SuccessURL, "success_url", &j.SuccessURL)
+	str(p.FailureURL, "failure_url", &j.FailureURL)
+	if p.Tags.Set {
+		j.Tags = p.Tags.V
+	}
+	if p.TextBody.Set {
+		j.TextBody, j.Body = nil, nil
+		if !p.TextBody.Null {
+			text := p.TextBody.V
+			j.TextBody = &text
+		}
+	}
+	if p.RetryDelaySeconds.Set {
+		j.RetryDelay = 0
+		if !p.RetryDelaySeconds.Null {
+			j.RetryDelay = time.Duration(p.RetryDelaySeconds.V) * time.Second
+			if p.RetryDelaySeconds.V <= 0 {
+				j.RetryDelay = -1
+			}
+		}
+	}
+	if p.Active.Set && !p.Active.Null {
+		j.Status = cron.Paused
+		if p.Active.V {
+			j.Status = cron.Active
+		}
+	}
 	freq := string(j.Frequency)
 	str(p.Frequency, "frequency", &freq)
 	str(p.Time, "time", &j.Time)
@@ -211,12 +320,13 @@ func (p Patch) apply(j cron.Job) (cron.Job, failure.Problems) {
 		j.Headers = p.Headers.V
 	}
 	if p.Body.Set {
-		j.Body = nil
+		j.Body, j.TextBody = nil, nil
 		if !p.Body.Null {
 			j.Body = p.Body.V
 		}
 	}
 	if f := cron.Frequency(freq); f != j.Frequency {
+		j.Every, j.DaysOfWeek = 0, nil
 		if !p.DayOfWeek.Set {
 			j.DayOfWeek = nil
 		}
@@ -271,23 +381,26 @@ func (s *Service) Update(ctx context.Context, accountID, id string, p Patch) (cr
 	if !ident.Valid(ident.CronJob, id) {
 		return cron.Job{}, failure.NotFound("cron job")
 	}
-	// A new address is checked first, outside the transaction; the
+	// New addresses are checked first, outside the transaction; a
 	// verdict counts only if the address differs from the job's.
-	var urlErr error
+	var given cron.Job
 	if p.EndpointURL.Set && !p.EndpointURL.Null {
-		urlErr = s.checkURL(ctx, p.EndpointURL.V)
+		given.EndpointURL = p.EndpointURL.V
 	}
+	if p.SuccessURL.Set && !p.SuccessURL.Null {
+		given.SuccessURL = p.SuccessURL.V
+	}
+	if p.FailureURL.Set && !p.FailureURL.Null {
+		given.FailureURL = p.FailureURL.V
+	}
+	verdicts := s.checkURLs(ctx, given, nil)
 	out, err := s.store.Repos().ChangeJob(ctx, accountID, id, func(j cron.Job) (cron.Job, error) {
-		oldURL := j.EndpointURL
+		old := j
 		j, probs := p.apply(j)
 		if err := probs.Err(); err != nil {
 			return j, err
 		}
-		verdict := urlErr
-		if j.EndpointURL == oldURL {
-			verdict = nil
-		}
-		j, err := s.check(j, verdict)
+		j, err := s.check(j, changedURLVerdicts(verdicts, j, old))
 		if err != nil {
 			return j, err
 		}
@@ -301,6 +414,29 @@ func (s *Service) Update(ctx context.Context, accountID, id string, p Patch) (cr
 	}
 	s.wake()
 	return out, nil
+}
+
+// changedURLVerdicts keeps, of the refusals of checkURLs, those of the
+// addresses that j changes from old.
+func changedURLVerdicts(verdicts error, j, old cron.Job) error {
+	if verdicts == nil {
+		return nil
+	}
+	changed := map[string]bool{
+		"endpoint_url": j.EndpointURL != old.EndpointURL,
+		"success_url":  j.SuccessURL != old.SuccessURL,
+		"failure_url":  j.FailureURL != old.FailureURL,
+	}
+	var kept []failure.FieldError
+	for _, f := range failure.As(verdicts).Fields {
+		if len(f.Path) > 0 && changed[fmt.Sprint(f.Path[len(f.Path)-1])] {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return failure.Invalid(kept...)
 }
 
 // Pause stops a job's runs at once; pausing a paused job changes nothing.
@@ -345,6 +481,18 @@ func (s *Service) Delete(ctx context.Context, accountID, id string) error {
 		return failure.NotFound("cron job")
 	}
 	return s.store.Repos().DeleteJob(ctx, accountID, id)
+}
+
+// RunCounts counts the finished executions of each of the account's jobs
+// among jobIDs (for listings: one read for the page).
+func (s *Service) RunCounts(ctx context.Context, accountID string, jobIDs []string) (map[string]RunCount, error) {
+	ids := make([]string, 0, len(jobIDs))
+	for _, id := range jobIDs {
+		if ident.Valid(ident.CronJob, id) {
+			ids = append(ids, id)
+		}
+	}
+	return s.store.Repos().RunCounts(ctx, accountID, ids)
 }
 
 // Executions lists a job's finished executions, newest first.

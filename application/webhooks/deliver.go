@@ -82,27 +82,64 @@ func (s *Service) saveDelivery(ctx context.Context, d webhook.Delivery) error {
 // post signs and sends one attempt of d, body, within the attempt
 // timeout.
 func (s *Service) post(ctx context.Context, ep webhook.Endpoint, signer *webhook.Signer, d webhook.Delivery, body []byte, now time.Time) (Response, error) {
-	sig := signer.Sign(d.ID, now, body)
+	return s.send(ctx, ep.URL, signedHeader(signer, d.ID, string(d.EventType), now, body), body)
+}
+
+// signedHeader is the header of a POST of body signed by signer (nil:
+// unsigned) under webhook-id id, with x-event-type eventType.
+func signedHeader(signer *webhook.Signer, id, eventType string, now time.Time, body []byte) map[string]string {
 	header := map[string]string{
-		"Content-Type":      "application/json",
-		"User-Agent":        "Switchboard-Webhooks/1",
-		"webhook-id":        sig.ID,
-		"webhook-timestamp": sig.Timestamp,
-		"webhook-signature": sig.Standard,
-		"x-timestamp":       sig.Timestamp,
-		"x-signature":       sig.Legacy,
-		"x-event-type":      string(d.EventType),
+		"Content-Type": "application/json",
+		"User-Agent":   "Switchboard-Webhooks/1",
+		"x-event-type": eventType,
 	}
+	if signer == nil {
+		return header
+	}
+	sig := signer.Sign(id, now, body)
+	header["webhook-id"] = sig.ID
+	header["webhook-timestamp"] = sig.Timestamp
+	header["webhook-signature"] = sig.Standard
+	header["x-timestamp"] = sig.Timestamp
+	header["x-signature"] = sig.Legacy
 	if sig.LegacyPrevious != "" {
 		header["x-signature-previous"] = sig.LegacyPrevious
 	}
+	return header
+}
+
+// send POSTs body with header to url within the attempt timeout.
+func (s *Service) send(ctx context.Context, url string, header map[string]string, body []byte) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res, err := s.sender.Post(ctx, Request{URL: ep.URL, Header: header, Body: body})
+	res, err := s.sender.Post(ctx, Request{URL: url, Header: header, Body: body})
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("no answer within %s: %w", s.timeout, err)
 	}
 	return res, err
+}
+
+// PostSigned POSTs the JSON body to url for the account, signed with the
+// account's webhook secrets as a delivery is (the current one, and the
+// previous one during a rotation), under webhook-id id, with x-event-type
+// event; unsigned when the account has no webhook. It goes through the
+// SSRF-guarded sender, without following redirects, within the attempt
+// timeout, and returns the answer's status code, or an error when none
+// came.
+func (s *Service) PostSigned(ctx context.Context, accountID, id, event, url string, body []byte) (int, error) {
+	var signer *webhook.Signer
+	now := s.now()
+	rec, err := s.store.Repos().WebhookEndpoint(ctx, accountID)
+	switch {
+	case err == nil:
+		if _, signer, err = s.signer(rec, now); err != nil {
+			return 0, err
+		}
+	case !failure.Is(err, failure.KindNotFound):
+		return 0, err
+	}
+	res, err := s.send(ctx, url, signedHeader(signer, id, event, now, body), body)
+	return res.StatusCode, err
 }
 
 // record logs the attempt and moves the delivery and the endpoint's

@@ -158,17 +158,26 @@ type PutInput struct {
 	// message.received the deliveries carry inline (0 turns it off); nil
 	// keeps the current setting.
 	InlineMediaMaxBytes *int64
+	// Secret, when set, is a signing secret the customer chose (an A1Base
+	// template sets its API secret, which its x-signature check keys
+	// with). It replaces the current secret, which keeps signing for
+	// webhook.RotationOverlap as after a rotation; the current secret
+	// given again changes nothing. Nil keeps the current secret.
+	Secret *string
 }
 
-// Put saves an account's endpoint. The first save makes the signing
-// secret, returned once. Enabling an endpoint the service disabled clears
-// its failure record.
+// Put saves an account's endpoint. The first save without a Secret makes
+// the signing secret, returned once; a chosen Secret is never returned.
+// Enabling an endpoint the service disabled clears its failure record.
 func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 	enabled := in.Enabled == nil || *in.Enabled
 	settings := webhook.Settings{URL: strings.TrimSpace(in.URL), Enabled: enabled, Events: in.Events}
 	types, err := settings.Check(s.plainAllowed)
 	if err == nil && in.InlineMediaMaxBytes != nil {
 		err = webhook.CheckInlineMediaMaxBytes(*in.InlineMediaMaxBytes, "inline_media_max_bytes")
+	}
+	if err == nil && in.Secret != nil {
+		err = webhook.CheckSecret(*in.Secret, "secret")
 	}
 	if err != nil {
 		return View{}, s.forbiddenOverScheme(ctx, settings.URL, err)
@@ -182,9 +191,14 @@ func (s *Service) Put(ctx context.Context, in PutInput) (View, error) {
 	rec, err := s.store.Repos().ChangeWebhookEndpoint(ctx, in.AccountID, func(rec Record, found bool) (Record, error) {
 		now := s.now()
 		newSecret = ""
-		if !found {
+		switch {
+		case !found && in.Secret != nil:
+			rec = Record{Endpoint: webhook.Endpoint{AccountID: in.AccountID, CreatedAt: now}, SealedSecret: s.seal(in.AccountID, *in.Secret)}
+		case !found:
 			newSecret = webhook.NewSecret()
 			rec = Record{Endpoint: webhook.Endpoint{AccountID: in.AccountID, CreatedAt: now}, SealedSecret: s.seal(in.AccountID, newSecret)}
+		case in.Secret != nil:
+			s.replaceSecret(&rec, *in.Secret, now)
 		}
 		e := &rec.Endpoint
 		e.URL, e.Events, e.UpdatedAt = settings.URL, types, now
@@ -257,6 +271,23 @@ func (s *Service) RotateSecret(ctx context.Context, accountID string) (View, err
 		return View{}, err
 	}
 	return view(rec.Endpoint, next), nil
+}
+
+// replaceSecret makes next the endpoint's signing secret, the current one
+// signing beside it for webhook.RotationOverlap; when next is the current
+// secret, nothing changes. A current secret that no longer opens (sealed
+// under another server key) signs nothing, and is dropped.
+func (s *Service) replaceSecret(rec *Record, next string, now time.Time) {
+	current, err := s.keys.Open(rec.SealedSecret, "webhook:"+rec.Endpoint.AccountID)
+	switch {
+	case err == nil && string(current) == next:
+		return
+	case err == nil:
+		rec.SealedPrevious, rec.Endpoint.PreviousUntil = rec.SealedSecret, now.Add(webhook.RotationOverlap)
+	default:
+		rec.SealedPrevious, rec.Endpoint.PreviousUntil = nil, time.Time{}
+	}
+	rec.SealedSecret = s.seal(rec.Endpoint.AccountID, next)
 }
 
 func (s *Service) seal(accountID, secret string) []byte {

@@ -54,18 +54,22 @@ func printWebhook(w io.Writer, v webhooks.View) {
 func newWebhookCommand(s *settings) *cobra.Command {
 	cmd := &cobra.Command{Use: "webhook", Short: "Set, show and rotate an account's webhook"}
 	var (
-		accountID, url string
-		events         []string
-		disabled       bool
+		accountID, url, secret string
+		events                 []string
+		disabled               bool
 	)
 	set := &cobra.Command{
 		Use:   "set",
-		Short: "Set an account's webhook URL, event types and enabled flag (the first time prints the signing secret)",
+		Short: "Set an account's webhook URL, event types, enabled flag and signing secret (the first time without --secret prints the one it made)",
 		Args:  cobra.NoArgs,
 		RunE: s.withOperator(func(cmd *cobra.Command, _ []string, op *operator) error {
 			svc := op.webhooks
 			enabled := !disabled
-			v, err := svc.Put(cmd.Context(), webhooks.PutInput{AccountID: accountID, URL: url, Enabled: &enabled, Events: events})
+			in := webhooks.PutInput{AccountID: accountID, URL: url, Enabled: &enabled, Events: events}
+			if cmd.Flags().Changed("secret") {
+				in.Secret = &secret
+			}
+			v, err := svc.Put(cmd.Context(), in)
 			if err != nil {
 				return err
 			}
@@ -76,6 +80,7 @@ func newWebhookCommand(s *settings) *cobra.Command {
 	sf.StringVar(&url, "url", "", "the https:// URL deliveries are posted to (required)")
 	sf.StringSliceVar(&events, "events", nil, "event types to deliver, comma-separated (default: all)")
 	sf.BoolVar(&disabled, "disabled", false, "save the webhook disabled")
+	secretVar(sf, &secret, "secret", "a signing secret of your choosing, 24 to 256 characters (an A1Base template's API secret); the current one signs beside it for 24 hours")
 	sf.StringVar(&s.allowPrivateURLs, "allow-private-urls", "", "comma-separated CIDR ranges the URL may point into (self-hosted setups)")
 	_ = set.MarkFlagRequired("url")
 

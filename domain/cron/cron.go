@@ -7,6 +7,7 @@ package cron
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +21,11 @@ const (
 	Weekly  Frequency = "weekly"
 	Monthly Frequency = "monthly"
 	Custom  Frequency = "custom"
+	// Hourly runs every Every hours (elapsed time), from Time on the
+	// Start date: at Time's minute past the hour where the zone's offset
+	// is whole hours. The interface's routes do not offer it; the A1Cron
+	// routes do.
+	Hourly Frequency = "hourly"
 )
 
 // FrequencyMessage is the validation message for an unknown frequency; the
@@ -52,7 +58,9 @@ const (
 	DefaultTimeout = 30 * time.Second
 	MaxTimeout     = 5 * time.Minute
 	// MaxRetries bounds the optional retries of a failed run.
-	MaxRetries = 5
+	MaxRetries = 10
+	// MaxRetryDelay bounds a job's own wait before each retry.
+	MaxRetryDelay = 24 * time.Hour
 	// MaxResponseBody is the most of a response body an execution keeps.
 	MaxResponseBody = 64 << 10
 	// MaxHeaders bounds the headers of a job.
@@ -79,7 +87,33 @@ type Job struct {
 	Timeout time.Duration
 	// Retries is how many times a failed run is tried again, never past
 	// the next scheduled run.
-	Retries   int
+	Retries int
+	// RetryDelay, when above 0, is the wait before each retry; 0 leaves
+	// the scheduler's backoff (10 s doubling).
+	RetryDelay time.Duration
+	// TextBody, when set, is sent verbatim as the body of the calls that
+	// carry one, instead of Body (A1Cron jobs give their body as a
+	// string). The Content-Type is the job's header, application/json
+	// when it has none.
+	TextBody *string
+	// Name, Description and Tags describe the job to its owner; Tags
+	// filter listings.
+	Name        string
+	Description string
+	Tags        []string
+	// SuccessURL and FailureURL, when set, are POSTed the outcome of each
+	// run whose call ends in success, or in failure once its retries are
+	// spent, signed as the account's webhook deliveries are.
+	SuccessURL string
+	FailureURL string
+	// Origin is the API the job was made through: "" for the interface's
+	// routes, OriginA1Cron for the A1Cron routes, whose jobs may also use
+	// PATCH and run hourly. Either API reads, changes and deletes both.
+	Origin string
+	// Runs counts the scheduled runs made since the schedule was set; a
+	// Spec with MaxRuns ends once it reaches them. Runs made on demand
+	// (a trigger) do not count.
+	Runs      int
 	Status    Status
 	CreatedAt time.Time
 	// UpdatedAt is nil until the job is first changed.
@@ -114,7 +148,27 @@ type Spec struct {
 	DayOfMonth *int
 	// CustomSchedule is a 5-field cron expression for custom jobs.
 	CustomSchedule string
+	// Every spaces the runs of hourly, daily, weekly and monthly jobs:
+	// every Every hours, days, weeks (of the days of DaysOfWeek or
+	// DayOfWeek) or months, counted from Start. 0 or 1: every one.
+	Every int
+	// DaysOfWeek (0 Sunday .. 6) are the days of a weekly job that runs
+	// on more than one day; one day is DayOfWeek.
+	DaysOfWeek []int
+	// Start is the date (DateLayout, in Timezone) intervals count from:
+	// runs fall on Start's day, week (Sunday to Saturday) or month and on
+	// every Every-th one after it; hourly runs are every Every hours from
+	// Time on Start. Set by the use cases when the schedule is set.
+	Start string
+	// EndAt, when set, ends the schedule: no run is after it.
+	EndAt *time.Time
+	// MaxRuns, when above 0, ends the schedule once the job has made
+	// that many scheduled runs (Job.Runs).
+	MaxRuns int
 }
+
+// DateLayout is the form of Spec.Start.
+const DateLayout = "2006-01-02"
 
 // Execution is one run of a job: one scheduled slot, possibly tried more
 // than once.
@@ -149,27 +203,57 @@ type Execution struct {
 	// CallStartedAt is set, in its own commit, right before the running
 	// attempt's HTTP call; nil while the call has not started.
 	CallStartedAt *time.Time
+	// TimedOut says the last call got no complete answer within the
+	// job's timeout.
+	TimedOut bool
 }
 
 // ErrNoNextRun is returned by Next when the schedule has no run within
 // the horizon.
 var ErrNoNextRun = errors.New("the schedule has no run within the next 366 days")
 
-// Methods are the HTTP methods a job may use.
-var Methods = []string{"GET", "POST", "PUT", "DELETE"}
+// ErrEnded is returned by Next when the schedule's end (Spec.EndAt or
+// Spec.MaxRuns) is reached: the job has no more runs, which is not a
+// fault of its schedule.
+var ErrEnded = errors.New("the schedule has ended")
 
-// ValidMethod reports whether m is an allowed method.
-func ValidMethod(m string) bool {
-	for _, v := range Methods {
-		if v == m {
-			return true
-		}
+// Methods are the HTTP methods a job made through the interface's routes
+// may use; A1CronMethods those of a job made through the A1Cron routes.
+var (
+	Methods       = []string{"GET", "POST", "PUT", "DELETE"}
+	A1CronMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+)
+
+// OriginA1Cron is the Origin of a job made through the A1Cron routes.
+const OriginA1Cron = "a1cron"
+
+// ValidMethod reports whether m is an allowed method of some job.
+func ValidMethod(m string) bool { return slices.Contains(A1CronMethods, m) }
+
+// methodsOf are the methods a job may use: its Origin's.
+func methodsOf(j Job) []string {
+	if j.Origin == OriginA1Cron {
+		return A1CronMethods
 	}
-	return false
+	return Methods
 }
 
 // HasBody reports whether calls with method m carry the job's body.
-func HasBody(m string) bool { return m == "POST" || m == "PUT" }
+func HasBody(m string) bool { return m == "POST" || m == "PUT" || m == "PATCH" }
+
+// CallBody is what a call of the job sends: its TextBody, or its JSON
+// Body; nil when the method carries none or the job has none.
+func (j Job) CallBody() []byte {
+	switch {
+	case !HasBody(j.Method):
+		return nil
+	case j.TextBody != nil:
+		return []byte(*j.TextBody)
+	case j.Body != nil:
+		return j.Body
+	}
+	return nil
+}
 
 // IdempotencyKey is the Idempotency-Key header of the call for one slot:
 // the same for every attempt of that slot, different for every other.

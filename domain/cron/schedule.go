@@ -2,6 +2,7 @@ package cron
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ type Plan struct {
 	hour   int
 	minute int
 	custom Schedule
+	// start is Spec.Start as a date at noon UTC (the zero time when the
+	// Spec has none), the origin of Every.
+	start time.Time
 }
 
 var locations sync.Map // name → *time.Location
@@ -100,9 +104,33 @@ func CheckCustom(expr string, loc *time.Location, parser Parser) (Schedule, erro
 // expressions follow the same rules for each wall time they match: every
 // wall time runs once, so the hour a fall-back change repeats has no runs
 // the second time round.
+//
+// Every spaces the runs (every Every-th day, week or month from Start's;
+// hourly runs every Every hours from Time on Start); DaysOfWeek adds days
+// to weekly runs. ErrEnded when the next run would be after EndAt.
 func (p Plan) Next(after time.Time) (time.Time, error) {
-	if p.spec.Frequency == Custom {
+	t, err := p.next(after)
+	if err == nil && p.spec.EndAt != nil && t.After(*p.spec.EndAt) {
+		return time.Time{}, ErrEnded
+	}
+	return t, err
+}
+
+// NextRun is Next for a job that has made runs scheduled runs: ErrEnded
+// once they reach the Spec's MaxRuns.
+func (p Plan) NextRun(after time.Time, runs int) (time.Time, error) {
+	if p.spec.MaxRuns > 0 && runs >= p.spec.MaxRuns {
+		return time.Time{}, ErrEnded
+	}
+	return p.Next(after)
+}
+
+func (p Plan) next(after time.Time) (time.Time, error) {
+	switch p.spec.Frequency {
+	case Custom:
 		return p.nextCustom(after)
+	case Hourly:
+		return p.nextHourly(after)
 	}
 	local := after.In(p.loc)
 	y, m, d := local.Date()
@@ -122,17 +150,51 @@ func (p Plan) Next(after time.Time) (time.Time, error) {
 	return time.Time{}, ErrNoNextRun
 }
 
+// matches reports whether day (a date at noon UTC) has a run.
 func (p Plan) matches(day time.Time) bool {
+	every := p.every()
+	if every > 1 && day.Before(p.start) {
+		return false
+	}
 	switch p.spec.Frequency {
 	case Weekly:
-		return p.spec.DayOfWeek != nil && int(day.Weekday()) == *p.spec.DayOfWeek
-	case Monthly:
-		if p.spec.DayOfMonth == nil {
+		wd := int(day.Weekday())
+		if (p.spec.DayOfWeek == nil || *p.spec.DayOfWeek != wd) && !slices.Contains(p.spec.DaysOfWeek, wd) {
 			return false
 		}
-		return day.Day() == min(*p.spec.DayOfMonth, DaysIn(day.Year(), day.Month()))
+		// Weeks run Sunday to Saturday: whole weeks between the Sundays.
+		return every == 1 || daysBetween(p.start.AddDate(0, 0, -int(p.start.Weekday())), day.AddDate(0, 0, -wd))/7%every == 0
+	case Monthly:
+		if p.spec.DayOfMonth == nil || day.Day() != min(*p.spec.DayOfMonth, DaysIn(day.Year(), day.Month())) {
+			return false
+		}
+		return every == 1 || ((day.Year()-p.start.Year())*12+int(day.Month())-int(p.start.Month()))%every == 0
 	}
-	return true
+	return every == 1 || daysBetween(p.start, day)%every == 0
+}
+
+// every is the Spec's interval, at least 1.
+func (p Plan) every() int { return max(p.spec.Every, 1) }
+
+// daysBetween counts the days from a to b, dates at noon UTC.
+func daysBetween(a, b time.Time) int {
+	return int(b.Sub(a).Round(24*time.Hour) / (24 * time.Hour))
+}
+
+// nextHourly is the first run after after: runs are every Every hours of
+// elapsed time from Time on the Start date, so a daylight-saving change
+// moves neither their spacing nor, in whole-hour zones, their minute.
+func (p Plan) nextHourly(after time.Time) (time.Time, error) {
+	first := resolve(p.start.Year(), p.start.Month(), p.start.Day(), p.hour, p.minute, p.loc)
+	if after.Before(first) {
+		if first.Sub(after) > Horizon {
+			return time.Time{}, ErrNoNextRun
+		}
+		return first.In(p.loc), nil
+	}
+	step := time.Duration(p.every()) * time.Hour
+	n := after.Sub(first)/step + 1
+	return first.Add(n * step).In(p.loc), nil
 }
 
 // DaysIn is the number of days of a month.

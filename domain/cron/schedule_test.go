@@ -160,3 +160,64 @@ func TestTimeTravel(t *testing.T) {
 		}
 	}
 }
+
+// TestNextIntervals: every Every-th day, week (on each of its days) or
+// month from the Start date's, and hourly runs every Every hours of
+// elapsed time from Time on Start, across a daylight-saving change.
+func TestNextIntervals(t *testing.T) {
+	t.Parallel()
+	ny := "America/New_York"
+	cases := []struct {
+		name  string
+		spec  cron.Spec
+		after string
+		want  string
+	}{
+		{"every 2 days, the start day", cron.Spec{Frequency: cron.Daily, Every: 2, Start: "2026-03-01", Time: "09:00", Timezone: ny}, "2026-03-01T12:00:00Z", "2026-03-01T09:00:00-05:00"},
+		{"every 2 days, skips one", cron.Spec{Frequency: cron.Daily, Every: 2, Start: "2026-03-01", Time: "09:00", Timezone: ny}, "2026-03-01T15:00:00Z", "2026-03-03T09:00:00-05:00"},
+		{"every 2 days, over the DST change", cron.Spec{Frequency: cron.Daily, Every: 2, Start: "2026-03-01", Time: "09:00", Timezone: ny}, "2026-03-07T15:00:00Z", "2026-03-09T09:00:00-04:00"},
+		{"weekly on three days, the start week", cron.Spec{Frequency: cron.Weekly, Every: 2, Start: "2026-03-04", DaysOfWeek: []int{1, 3, 5}, Time: "17:00", Timezone: ny}, "2026-03-04T23:00:00Z", "2026-03-06T17:00:00-05:00"},
+		{"weekly on three days, the week off", cron.Spec{Frequency: cron.Weekly, Every: 2, Start: "2026-03-04", DaysOfWeek: []int{1, 3, 5}, Time: "17:00", Timezone: ny}, "2026-03-06T23:00:00Z", "2026-03-16T17:00:00-04:00"},
+		{"weekly every week on two days", cron.Spec{Frequency: cron.Weekly, Start: "2026-03-04", DaysOfWeek: []int{2, 4}, Time: "08:00", Timezone: "UTC"}, "2026-03-05T09:00:00Z", "2026-03-10T08:00:00Z"},
+		{"every 3 months on the 1st, from mid-month", cron.Spec{Frequency: cron.Monthly, Every: 3, Start: "2026-01-15", DayOfMonth: intp(1), Time: "10:00", Timezone: ny}, "2026-01-15T12:00:00Z", "2026-04-01T10:00:00-04:00"},
+		{"every 3 months, the one after", cron.Spec{Frequency: cron.Monthly, Every: 3, Start: "2026-01-15", DayOfMonth: intp(1), Time: "10:00", Timezone: ny}, "2026-04-01T15:00:00Z", "2026-07-01T10:00:00-04:00"},
+		{"hourly, the top of the hour", cron.Spec{Frequency: cron.Hourly, Every: 1, Start: "2026-01-10", Time: "00:00", Timezone: "UTC"}, "2026-01-10T15:20:00Z", "2026-01-10T16:00:00Z"},
+		{"hourly at half past", cron.Spec{Frequency: cron.Hourly, Start: "2026-01-10", Time: "00:30", Timezone: ny}, "2026-01-10T15:30:00Z", "2026-01-10T11:30:00-05:00"},
+		{"every 5 hours", cron.Spec{Frequency: cron.Hourly, Every: 5, Start: "2026-03-07", Time: "00:30", Timezone: ny}, "2026-03-07T06:00:00Z", "2026-03-07T05:30:00-05:00"},
+		{"every 5 hours, over the spring-forward change", cron.Spec{Frequency: cron.Hourly, Every: 5, Start: "2026-03-07", Time: "00:30", Timezone: ny}, "2026-03-08T06:31:00Z", "2026-03-08T07:30:00-04:00"},
+		{"hourly before its start", cron.Spec{Frequency: cron.Hourly, Every: 2, Start: "2026-03-07", Time: "06:15", Timezone: "UTC"}, "2026-03-01T00:00:00Z", "2026-03-07T06:15:00Z"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := plan(t, tc.spec).Next(utc(tc.after))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Format(time.RFC3339) != tc.want {
+				t.Fatalf("Next(%s) = %s, want %s", tc.after, got.Format(time.RFC3339), tc.want)
+			}
+		})
+	}
+}
+
+// TestScheduleEnds: no run after EndAt, and none once the job has made
+// MaxRuns scheduled runs; both are ErrEnded, not a broken schedule.
+func TestScheduleEnds(t *testing.T) {
+	t.Parallel()
+	end := utc("2026-03-02T12:00:00Z")
+	p := plan(t, cron.Spec{Frequency: cron.Daily, Time: "09:00", Timezone: "America/New_York", EndAt: &end})
+	if got, err := p.Next(utc("2026-03-01T12:00:00Z")); err != nil || got.Format(time.RFC3339) != "2026-03-01T09:00:00-05:00" {
+		t.Fatalf("before the end: %v, %v", got, err)
+	}
+	if _, err := p.Next(utc("2026-03-01T15:00:00Z")); err != cron.ErrEnded {
+		t.Fatalf("the next run is after the end: want ErrEnded, got %v", err)
+	}
+	p = plan(t, cron.Spec{Frequency: cron.Daily, Time: "09:00", Timezone: "UTC", MaxRuns: 2})
+	if _, err := p.NextRun(utc("2026-03-01T12:00:00Z"), 1); err != nil {
+		t.Fatalf("one run made of two: %v", err)
+	}
+	if _, err := p.NextRun(utc("2026-03-01T12:00:00Z"), 2); err != cron.ErrEnded {
+		t.Fatalf("two runs made of two: want ErrEnded, got %v", err)
+	}
+}

@@ -107,11 +107,18 @@ func (s *Signer) Sign(id string, now time.Time, body []byte) Signature {
 	return sig
 }
 
-// SecretKey is the HMAC key of a whsec_ secret: its base64 part, decoded.
+// SecretKey is the webhook-signature HMAC key of a secret: the base64
+// part of a whsec_ secret, decoded; the bytes of the string itself for any
+// other secret (one a customer chose, such as an A1Base API secret). A
+// whsec_ secret whose rest is not base64 is an error.
 func SecretKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
+	encoded, ok := strings.CutPrefix(secret, SecretPrefix)
+	if !ok {
+		return []byte(secret), nil
+	}
+	key, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
-		return nil, errors.New("signing secret is not whsec_ and base64")
+		return nil, errors.New("a signing secret that starts with whsec_ must continue in standard base64")
 	}
 	return key, nil
 }

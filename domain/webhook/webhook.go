@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -136,6 +138,39 @@ func NewSecret() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	return SecretPrefix + base64.StdEncoding.EncodeToString(b[:])
+}
+
+// Bounds of a signing secret a customer chooses.
+const (
+	MinSecretLength = 24
+	MaxSecretLength = 256
+)
+
+// CheckSecret refuses a signing secret a customer chose when it has fewer
+// than MinSecretLength or more than MaxSecretLength characters, holds a
+// space or a control character (it travels in environment variables and
+// headers of the receivers' own code), or starts with whsec_ without
+// standard base64 after it (such a secret keys webhook-signature with its
+// decoded bytes). The failure names field.
+func CheckSecret(secret string, field ...any) error {
+	n := utf8.RuneCountInString(secret)
+	msg := ""
+	switch {
+	case n < MinSecretLength:
+		msg = fmt.Sprintf("secret must be at least %d characters", MinSecretLength)
+	case n > MaxSecretLength:
+		msg = fmt.Sprintf("secret must be at most %d characters", MaxSecretLength)
+	case !utf8.ValidString(secret) || strings.IndexFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		msg = "secret must not contain spaces or control characters"
+	default:
+		if _, err := SecretKey(secret); err != nil {
+			msg = err.Error()
+		}
+	}
+	if msg == "" {
+		return nil
+	}
+	return failure.Invalid(failure.Field("value_error", msg, field...))
 }
 
 // Settings are what a customer sets.

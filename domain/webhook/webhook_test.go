@@ -291,3 +291,46 @@ func TestButtonPayloads(t *testing.T) {
 		t.Fatalf("plain payload: %v", got)
 	}
 }
+
+// A secret of the customer's choosing keys webhook-signature with its
+// bytes, unless it is a whsec_ secret, whose base64 part is the key; x-
+// signature is keyed with the string either way.
+func TestChosenSecrets(t *testing.T) {
+	chosen := "sws_an-api-secret-of-the-template-0123"
+	body := []byte(`{"event":"webhook.test"}`)
+	sig, err := sign([]string{chosen}, "whk_1", at, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, []byte(chosen))
+	mac.Write([]byte("whk_1." + sig.Timestamp + "."))
+	mac.Write(body)
+	if want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)); sig.Standard != want {
+		t.Fatalf("webhook-signature = %s, want %s (keyed with the string's bytes)", sig.Standard, want)
+	}
+	if want := legacySignature(chosen, sig.Timestamp, body); sig.Legacy != want {
+		t.Fatalf("x-signature = %s, want %s", sig.Legacy, want)
+	}
+	for secret, want := range map[string]string{
+		chosen:                   "",
+		webhook.NewSecret():      "",
+		"short":                  "secret must be at least 24 characters",
+		strings.Repeat("x", 257): "secret must be at most 256 characters",
+		"a secret with spaces in it, long enough":   "secret must not contain spaces or control characters",
+		"whsec_this is not base64 at all, is it?":   "secret must not contain spaces or control characters",
+		"whsec_not-base64-but-long-enough-!!!!!!!!": "a signing secret that starts with whsec_ must continue in standard base64",
+	} {
+		err := webhook.CheckSecret(secret, "secret")
+		got := ""
+		if err != nil {
+			fe := failure.As(err)
+			if len(fe.Fields) != 1 || fmt.Sprint(fe.Fields[0].Path) != "[secret]" {
+				t.Fatalf("%q: the failure names secret: %+v", secret, fe.Fields)
+			}
+			got = fe.Fields[0].Message
+		}
+		if got != want {
+			t.Errorf("CheckSecret(%q) = %q, want %q", secret, got, want)
+		}
+	}
+}

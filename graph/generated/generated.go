@@ -139,6 +139,7 @@ type ComplexityRoot struct {
 		CustomSchedule func(childComplexity int) int
 		DayOfMonth     func(childComplexity int) int
 		DayOfWeek      func(childComplexity int) int
+		Description    func(childComplexity int) int
 		EndpointURL    func(childComplexity int) int
 		Executions     func(childComplexity int, status *cron.ExecutionStatus, first *int, after *string) int
 		Frequency      func(childComplexity int) int
@@ -146,9 +147,11 @@ type ComplexityRoot struct {
 		ID             func(childComplexity int) int
 		LastExecution  func(childComplexity int) int
 		Method         func(childComplexity int) int
+		Name           func(childComplexity int) int
 		NextExecution  func(childComplexity int) int
 		Retries        func(childComplexity int) int
 		Status         func(childComplexity int) int
+		Tags           func(childComplexity int) int
 		Time           func(childComplexity int) int
 		TimeoutSeconds func(childComplexity int) int
 		Timezone       func(childComplexity int) int
@@ -981,6 +984,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronJob.DayOfWeek(childComplexity), true
+	case "CronJob.description":
+		if e.ComplexityRoot.CronJob.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CronJob.Description(childComplexity), true
 	case "CronJob.endpointUrl":
 		if e.ComplexityRoot.CronJob.EndpointURL == nil {
 			break
@@ -1028,6 +1037,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronJob.Method(childComplexity), true
+	case "CronJob.name":
+		if e.ComplexityRoot.CronJob.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CronJob.Name(childComplexity), true
 	case "CronJob.nextExecution":
 		if e.ComplexityRoot.CronJob.NextExecution == nil {
 			break
@@ -1046,6 +1061,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronJob.Status(childComplexity), true
+	case "CronJob.tags":
+		if e.ComplexityRoot.CronJob.Tags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CronJob.Tags(childComplexity), true
 	case "CronJob.time":
 		if e.ComplexityRoot.CronJob.Time == nil {
 			break
@@ -3073,6 +3094,8 @@ enum CronFrequency {
   MONTHLY
   "A 5-field cron expression (customSchedule)."
   CUSTOM
+  "Every few hours; only jobs made through the A1Cron routes (/v1/cron-jobs/{accountId}/create) run hourly."
+  HOURLY
 }
 
 "The outcome of a finished execution: SUCCESS when the endpoint answered 2xx."
@@ -3093,8 +3116,12 @@ type CronJob {
   endpointUrl: String!
   method: String!
   headers: [HttpHeader!]!
-  "The JSON body sent with POST and PUT, as JSON text; null when none."
+  "The body sent with POST and PUT (and PATCH): JSON text, or the text an A1Cron job gave; null when none."
   body: String
+  "The name, description and tags an A1Cron job was given; empty for others."
+  name: String!
+  description: String!
+  tags: [String!]!
   frequency: CronFrequency!
   "HH:MM of daily, weekly and monthly runs, in timezone."
   time: String!
@@ -4016,7 +4043,7 @@ type Webhook {
 "The result of updateWebhook."
 type WebhookUpdate {
   webhook: Webhook!
-  "The signing secret (whsec_…) when it was just made; null otherwise."
+  "The signing secret (whsec_…) when Switchboard just made it; null otherwise (a chosen secret is never shown)."
   secret: String
 }
 
@@ -4027,6 +4054,14 @@ input WebhookInput {
   events: [String!]
   "Inline media up to this many bytes (0 off, at most 5 MB); absent keeps the current setting."
   inlineMediaMaxBytes: Int
+  """
+  A signing secret of your choosing (24 to 256 characters without spaces), such
+  as an A1Base template's API secret: x-signature is keyed with the string,
+  webhook-signature with the decoded base64 of a whsec_ secret, else with the
+  string's bytes. It replaces the current secret, which keeps signing for 24
+  hours; it is never shown. Absent keeps the current secret.
+  """
+  secret: String
 }
 
 "One event on its way to the account's endpoint; its id is the webhook-id header."
@@ -4233,6 +4268,12 @@ func (ec *executionContext) childFields_CronJob(ctx context.Context, field graph
 		return ec.fieldContext_CronJob_headers(ctx, field)
 	case "body":
 		return ec.fieldContext_CronJob_body(ctx, field)
+	case "name":
+		return ec.fieldContext_CronJob_name(ctx, field)
+	case "description":
+		return ec.fieldContext_CronJob_description(ctx, field)
+	case "tags":
+		return ec.fieldContext_CronJob_tags(ctx, field)
 	case "frequency":
 		return ec.fieldContext_CronJob_frequency(ctx, field)
 	case "time":
@@ -6946,6 +6987,75 @@ func (ec *executionContext) _CronJob_body(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_CronJob_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CronJob", field, true, true, "String")
+}
+
+func (ec *executionContext) _CronJob_name(ctx context.Context, field graphql.CollectedField, obj *cron.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CronJob_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CronJob_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CronJob", field, false, false, "String")
+}
+
+func (ec *executionContext) _CronJob_description(ctx context.Context, field graphql.CollectedField, obj *cron.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CronJob_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CronJob_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CronJob", field, false, false, "String")
+}
+
+func (ec *executionContext) _CronJob_tags(ctx context.Context, field graphql.CollectedField, obj *cron.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CronJob_tags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tags, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CronJob_tags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CronJob", field, false, false, "String")
 }
 
 func (ec *executionContext) _CronJob_frequency(ctx context.Context, field graphql.CollectedField, obj *cron.Job) (ret graphql.Marshaler) {
@@ -16516,7 +16626,7 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "enabled", "events", "inlineMediaMaxBytes"}
+	fieldsInOrder := [...]string{"url", "enabled", "events", "inlineMediaMaxBytes", "secret"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16551,6 +16661,13 @@ func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.InlineMediaMaxBytes = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
 		}
 	}
 	return it, nil
@@ -17088,6 +17205,21 @@ func (ec *executionContext) _CronJob(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._CronJob_body(ctx, field, obj)
 				})
+		case "name":
+			out.Values[i] = ec._CronJob_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._CronJob_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "tags":
+			out.Values[i] = ec._CronJob_tags(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "frequency":
 			out.Values[i] = ec._CronJob_frequency(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -20302,12 +20434,14 @@ var (
 		"WEEKLY":  cron.Weekly,
 		"MONTHLY": cron.Monthly,
 		"CUSTOM":  cron.Custom,
+		"HOURLY":  cron.Hourly,
 	}
 	marshalNCronFrequency2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋcronᚐFrequency = map[cron.Frequency]string{
 		cron.Daily:   "DAILY",
 		cron.Weekly:  "WEEKLY",
 		cron.Monthly: "MONTHLY",
 		cron.Custom:  "CUSTOM",
+		cron.Hourly:  "HOURLY",
 	}
 )
 
@@ -21588,12 +21722,14 @@ var (
 		"WEEKLY":  cron.Weekly,
 		"MONTHLY": cron.Monthly,
 		"CUSTOM":  cron.Custom,
+		"HOURLY":  cron.Hourly,
 	}
 	marshalOCronFrequency2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋcronᚐFrequency = map[cron.Frequency]string{
 		cron.Daily:   "DAILY",
 		cron.Weekly:  "WEEKLY",
 		cron.Monthly: "MONTHLY",
 		cron.Custom:  "CUSTOM",
+		cron.Hourly:  "HOURLY",
 	}
 )
 

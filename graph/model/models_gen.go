@@ -268,11 +268,17 @@ type WebhookInput struct {
 	Events  []string `json:"events,omitempty"`
 	// Inline media up to this many bytes (0 off, at most 5 MB); absent keeps the current setting.
 	InlineMediaMaxBytes *int `json:"inlineMediaMaxBytes,omitempty"`
+	// A signing secret of your choosing (24 to 256 characters without spaces), such
+	// as an A1Base template's API secret: x-signature is keyed with the string,
+	// webhook-signature with the decoded base64 of a whsec_ secret, else with the
+	// string's bytes. It replaces the current secret, which keeps signing for 24
+	// hours; it is never shown. Absent keeps the current secret.
+	Secret *string `json:"secret,omitempty"`
 }
 
 // The result of updateWebhook.
 type WebhookUpdate struct {
 	Webhook *webhook.Endpoint `json:"webhook"`
-	// The signing secret (whsec_…) when it was just made; null otherwise.
+	// The signing secret (whsec_…) when Switchboard just made it; null otherwise (a chosen secret is never shown).
 	Secret *string `json:"secret,omitempty"`
 }

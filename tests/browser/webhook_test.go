@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -219,5 +221,56 @@ func TestWebhookLogPaging(t *testing.T) {
 	require.Equal(t, first, eval[string](tb, `document.querySelector('.webhook-log tr.delivery').dataset.id`), "the oldest last")
 	tb.clickText("Newer")
 	tb.waitText(".webhook-log .pager-status", "1–20 of 21")
+	tb.requireHealthy()
+}
+
+// A signing secret of one's own (an A1Base template's API secret), set on
+// the Webhook page: too short is refused at the field; accepted, it is
+// neither shown nor kept in the form, and the next delivery's
+// x-signature (hex HMAC-SHA256 of x-timestamp and the body) verifies
+// with it, as the template checks.
+func TestWebhookSecretOfYourOwn(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{args: []string{"--allow-private-urls", "127.0.0.0/8"}})
+	var (
+		mu         sync.Mutex
+		signatures []string
+	)
+	const own = "sws_the-templates-own-api-secret-0123456789"
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte(own))
+		mac.Write([]byte(r.Header.Get("x-timestamp")))
+		mac.Write(body)
+		mu.Lock()
+		signatures = append(signatures, fmt.Sprint(hex.EncodeToString(mac.Sum(nil)) == r.Header.Get("x-signature")))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.Close)
+	s.mustAPI(http.MethodPut, "/v1/accounts/{account}/webhook", map[string]any{"url": rc.URL + "/hooks"})
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/webhook")
+	tb.waitReady()
+	require.Equal(t, "password", eval[string](tb, `document.querySelector('input[name="secret"]').type`))
+
+	tb.fill(`input[name="secret"]`, "too-short")
+	tb.clickText("Save")
+	tb.waitText(".field-error", "secret must be at least 24 characters")
+	require.Equal(t, "true", eval[string](tb, `document.querySelector('input[name="secret"]').getAttribute('aria-invalid')`))
+
+	tb.fill(`input[name="secret"]`, own)
+	tb.clickText("Save")
+	tb.waitText(".notice-success", "The webhook is saved.")
+	require.Equal(t, 0, tb.count(".secret-value"), "a chosen secret is not shown")
+	require.Equal(t, "", eval[string](tb, `document.querySelector('input[name="secret"]').value`), "nor kept in the form")
+	tb.waitText(".webhook-facts", "signs too until")
+
+	tb.clickText("Send test")
+	tb.waitFor("the test delivery in the log", `() => !!document.querySelector('.webhook-log tr.delivery')`)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"true"}, signatures, "x-signature is keyed with the secret chosen")
 	tb.requireHealthy()
 }

@@ -28,6 +28,7 @@ type CronUseCases interface {
 	Resume(ctx context.Context, accountID, id string) (cron.Job, error)
 	Delete(ctx context.Context, accountID, id string) error
 	Executions(ctx context.Context, accountID string, q appcron.ExecutionQuery) ([]cron.Execution, int, error)
+	RunCounts(ctx context.Context, accountID string, jobIDs []string) (map[string]appcron.RunCount, error)
 }
 
 func (s *server) mountCron(api *edge.Routes) {

@@ -38,8 +38,11 @@ type Deps struct {
 	Messaging MessagingUseCases
 	// Email serves the email routes when set.
 	Email EmailUseCases
-	// Cron serves the /cron-jobs routes when set.
+	// Cron serves the /cron-jobs routes, the interface's and A1Cron's,
+	// when set.
 	Cron CronUseCases
+	// CronTrigger, when set, serves A1Cron's trigger route.
+	CronTrigger CronTrigger
 	// Webhooks serves the webhook settings, delivery log and polling
 	// routes when set.
 	Webhooks WebhookUseCases
@@ -59,6 +62,7 @@ type server struct {
 	email       EmailUseCases
 	inbox       InboxUseCases
 	cron        CronUseCases
+	cronTrigger CronTrigger
 	webhooks    WebhookUseCases
 	idempotency *edge.Idempotency
 	limiters    edge.Limiters
@@ -74,7 +78,7 @@ func Mount(host *edge.Host, d Deps) {
 		now = time.Now
 	}
 	s := &server{
-		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron,
+		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron, cronTrigger: d.CronTrigger,
 		webhooks: d.Webhooks, idempotency: host.Idempotency(), limiters: host.Limiters(), now: now,
 		emailDomain: d.EmailDomain,
 	}
@@ -87,6 +91,7 @@ func Mount(host *edge.Host, d Deps) {
 	api.Handle(http.MethodGet, "/accounts/{accountId}", s.getAccount)
 	api.Handle(http.MethodPatch, "/accounts/{accountId}", s.patchAccount)
 	s.mountCron(host.APIWithBearerKey())
+	s.mountA1Cron(api)
 	s.mountWebhooks(api)
 	s.mountProviders(top)
 	if s.messaging != nil {

@@ -98,6 +98,8 @@ type webhookBody struct {
 	Events  *[]string `json:"events"`
 	// InlineMediaMaxBytes absent keeps the current setting.
 	InlineMediaMaxBytes *int64 `json:"inline_media_max_bytes"`
+	// Secret absent (or null) keeps the signing secret.
+	Secret *string `json:"secret"`
 }
 
 func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
@@ -112,7 +114,7 @@ func (s *server) putWebhook(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, r, err)
 		return
 	}
-	in := webhooks.PutInput{AccountID: mux.Vars(r)["accountId"], URL: *b.URL, Enabled: b.Enabled, InlineMediaMaxBytes: b.InlineMediaMaxBytes}
+	in := webhooks.PutInput{AccountID: mux.Vars(r)["accountId"], URL: *b.URL, Enabled: b.Enabled, InlineMediaMaxBytes: b.InlineMediaMaxBytes, Secret: b.Secret}
 	if b.Events != nil {
 		in.Events = *b.Events
 	}

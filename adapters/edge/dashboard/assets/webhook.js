@@ -181,18 +181,23 @@ export async function render(root, ctx) {
       type: 'number', name: 'inline_media_max_bytes', min: 0, max: 5242880, step: 1, inputmode: 'numeric',
       value: String(wh ? wh.inlineMediaMaxBytes : 0),
     });
+    const secret = h('input', {
+      type: 'password', name: 'secret', value: '', autocomplete: 'off', spellcheck: 'false', minlength: 24, maxlength: 256,
+    });
     const formError = h('div', { class: 'form-error' });
     const submit = h('button', { type: 'submit' }, wh ? 'Save' : 'Create webhook');
     const form = h('form', { class: 'webhook-form', novalidate: true },
       field('Endpoint URL', url, { hint: 'A complete https:// URL including its route (plain http:// only to hosts the server allows as private).' }),
       events,
       field('Inline media up to (bytes)', inline, { hint: 'A photo or file a user sends of at most this size arrives in the payload as base64 data; 0 turns it off, at most 5242880 (5 MB).' }),
+      field('Signing secret of your own (optional)', secret, { hint: 'Leave empty to keep the current secret. Receivers that already hold one (an A1Base template: its API secret) verify with it; 24 to 256 characters. The current secret signs beside it for 24 hours.' }),
       formError, h('div', { class: 'actions' }, submit));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       mount(formError);
       eventsError.hidden = true;
       const input = { url: url.value.trim(), inlineMediaMaxBytes: Number(inline.value || 0) };
+      if (secret.value !== '') input.secret = secret.value;
       if (!all.checked) {
         input.events = boxes.filter((b) => b.checked).map((b) => b.value);
         if (input.events.length === 0) {

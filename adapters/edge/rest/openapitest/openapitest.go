@@ -156,6 +156,9 @@ func (c *Client) Send(req *http.Request) Response {
 	return Response{Response: resp, Body: body}
 }
 
+// a1CronVerbs are the third segments of the A1Cron routes' paths.
+var a1CronVerbs = map[string]bool{"list": true, "create": true, "details": true, "update": true, "delete": true, "trigger": true, "logs": true}
+
 // Validate checks one response against the document. A request that
 // matches no documented path (or method) must have been answered 404 or 405
 // with the documented error body.
@@ -170,8 +173,12 @@ func Validate(req *http.Request, resp *http.Response, body []byte) error {
 			return err
 		}
 		name := "Error"
-		if strings.HasPrefix(req.URL.Path, "/v1/cron-jobs") {
+		if rest, ok := strings.CutPrefix(req.URL.Path, "/v1/cron-jobs"); ok {
 			name = "CronError"
+			// /v1/cron-jobs/{accountId}/{list,create,…}: the A1Cron routes.
+			if parts := strings.Split(strings.TrimPrefix(rest, "/"), "/"); len(parts) >= 2 && a1CronVerbs[parts[1]] {
+				name = "A1CronError"
+			}
 		}
 		var v any
 		if err := json.Unmarshal(body, &v); err != nil {

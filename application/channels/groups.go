@@ -25,6 +25,11 @@ type GroupUpdate struct {
 	Failure     *appmessaging.ProviderError
 }
 
+// ThreadOfChat is the group thread of a provider group chat.
+func (d *Directory) ThreadOfChat(ctx context.Context, n account.Number, chat string) (string, error) {
+	return d.store.Repos().GroupChatThread(ctx, n.ID, chat)
+}
+
 // GroupReported records a change of a group chat of the agent number n
 // that its provider reported. A group made at Switchboard's request
 // leaves the chat of its request (appmessaging.PendingGroupChat) for its

@@ -38,8 +38,8 @@ var channelsModule = fx.Module("channels",
 		},
 		func(d *channels.Directory, a *accounts.Service) numberSource { return numberSource{d, a} },
 		func(s *channels.Service) *telegram.Inbound { return &telegram.Inbound{Inbox: s} },
-		func(s *channels.Service, n numberSource) *whatsapp.Inbound {
-			return &whatsapp.Inbound{Inbox: s, Siblings: n}
+		func(s *channels.Service, n numberSource, c *whatsapp.Client) *whatsapp.Inbound {
+			return &whatsapp.Inbound{Inbox: s, Siblings: n, Client: c}
 		},
 		fx.Annotate(func(t *telegram.Inbound, w *whatsapp.Inbound) providerWebhooks {
 			return providerWebhooks{telegram: t, whatsapp: w}

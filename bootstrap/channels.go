@@ -32,7 +32,9 @@ var channelsModule = fx.Module("channels",
 		func(c *telegram.Client, d *channels.Directory, g *httpguard.Guard) *telegram.Provider {
 			return &telegram.Provider{Client: c, Chats: d, Media: g.Client(httpguard.ClientOptions{Timeout: 30 * time.Second})}
 		},
-		func(c *whatsapp.Client, d *channels.Directory) *whatsapp.Provider { return &whatsapp.Provider{Client: c, Chats: d} },
+		func(c *whatsapp.Client, d *channels.Directory) *whatsapp.Provider {
+			return &whatsapp.Provider{Client: c, Chats: d}
+		},
 		func(s channels.Store, m *messaging.Service, a *accounts.Service, log *slog.Logger) *channels.Service {
 			return channels.NewService(channels.Deps{Store: s, Receiver: m, Opener: a, Logger: log})
 		},

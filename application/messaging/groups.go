@@ -255,15 +255,7 @@ const MaxJoinRequests = 100
 // rejection names: present, 1 to MaxJoinRequests ids, none blank or
 // listed twice.
 func checkJoinRequests(p *failure.Problems, ids []string, given bool) {
-	switch {
-	case !given:
-		p.Add("missing", "Field required", "join_requests")
-		return
-	case len(ids) == 0:
-		p.Add("too_short", "join_requests must list at least one join request id", "join_requests")
-		return
-	case len(ids) > MaxJoinRequests:
-		p.Add("too_long", fmt.Sprintf("join_requests may list at most %d ids", MaxJoinRequests), "join_requests")
+	if !checkListSize(p, "join_requests", "join request id", len(ids), given, MaxJoinRequests) {
 		return
 	}
 	seen := map[string]bool{}
@@ -278,18 +270,27 @@ func checkJoinRequests(p *failure.Problems, ids []string, given bool) {
 	}
 }
 
+// checkListSize records what is wrong with the size of the list field
+// of n items (each a noun): missing, empty, or longer than max. It
+// reports whether the size is right.
+func checkListSize(p *failure.Problems, field, noun string, n int, given bool, max int) bool {
+	switch {
+	case !given:
+		p.Add("missing", "Field required", field)
+	case n == 0:
+		p.Add("too_short", field+" must list at least one "+noun, field)
+	case n > max:
+		p.Add("too_long", fmt.Sprintf("%s may list at most %d %ss", field, max, noun), field)
+	default:
+		return true
+	}
+	return false
+}
+
 // checkParticipants validates a participants list: present, non-empty,
 // E.164, no duplicates (nor the agent itself), at most the group limit.
 func checkParticipants(p *failure.Problems, list []string, given bool, agent string) {
-	switch {
-	case !given:
-		p.Add("missing", "Field required", "participants")
-		return
-	case len(list) == 0:
-		p.Add("too_short", "participants must list at least one number", "participants")
-		return
-	case len(list) > messaging.MaxGroupMembers:
-		p.Add("too_long", fmt.Sprintf("participants may list at most %d numbers", messaging.MaxGroupMembers), "participants")
+	if !checkListSize(p, "participants", "number", len(list), given, messaging.MaxGroupMembers) {
 		return
 	}
 	seen := map[string]bool{}

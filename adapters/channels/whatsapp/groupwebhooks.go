@@ -51,14 +51,18 @@ type GroupEvent struct {
 	Username         string              `json:"username"`
 	GroupSubject     *GroupSettingChange `json:"group_subject"`
 	GroupDescription *GroupSettingChange `json:"group_description"`
-	Errors           []struct {
-		Code      int    `json:"code"`
-		Title     string `json:"title"`
-		Message   string `json:"message"`
-		ErrorData struct {
-			Details string `json:"details"`
-		} `json:"error_data"`
-	} `json:"errors"`
+	Errors           []WebhookError      `json:"errors"`
+}
+
+// WebhookError is an error a webhook reports: a failed delivery, a group
+// change Meta could not make.
+type WebhookError struct {
+	Code      int    `json:"code"`
+	Title     string `json:"title"`
+	Message   string `json:"message"`
+	ErrorData struct {
+		Details string `json:"details"`
+	} `json:"error_data"`
 }
 
 // GroupParticipant is someone a participants webhook names: what the

@@ -203,18 +203,11 @@ type System struct {
 
 // StatusUpdate is a delivery status of a message the number sent.
 type StatusUpdate struct {
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	Timestamp   string `json:"timestamp"`
-	RecipientID string `json:"recipient_id"`
-	Errors      []struct {
-		Code      int    `json:"code"`
-		Title     string `json:"title"`
-		Message   string `json:"message"`
-		ErrorData struct {
-			Details string `json:"details"`
-		} `json:"error_data"`
-	} `json:"errors"`
+	ID          string         `json:"id"`
+	Status      string         `json:"status"`
+	Timestamp   string         `json:"timestamp"`
+	RecipientID string         `json:"recipient_id"`
+	Errors      []WebhookError `json:"errors"`
 }
 
 // Verified is a webhook post whose signature verified with its number's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ type laterGroups struct {
 
 func (p *laterGroups) CreateGroup(_ context.Context, c messaging.GroupChange) (string, error) {
 	p.asked = append(p.asked, c)
-	return "req-1", nil
+	return fmt.Sprintf("req-%d", len(p.asked)), nil
 }
 
 func (p *laterGroups) ApplyGroupChange(_ context.Context, c messaging.GroupChange) error {

@@ -76,6 +76,8 @@ func TestManageGroup(t *testing.T) {
 		require.Equal(t, "not_supported_by_provider", e.Code)
 		e = fails(t, cs, "manage_group", map[string]any{"action": "approve_join_requests", "agent_number": agentA, "thread_id": g.ThreadID})
 		require.Equal(t, "join_requests", e.Fields[0].Field, "approving names the requests")
+		e = fails(t, cs, "manage_group", map[string]any{"action": "approve_join_requests", "agent_number": agentA, "thread_id": g.ThreadID, "join_requests": []string{"jr-1"}})
+		require.Equal(t, "not_supported_by_provider", e.Code, "nobody asks to join a sandbox group")
 		e = fails(t, cs, "manage_group", map[string]any{"action": "list", "agent_number": agentA, "thread_id": g.ThreadID})
 		require.Equal(t, "thread_id", e.Fields[0].Field, "list takes no group")
 

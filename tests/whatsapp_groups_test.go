@@ -155,6 +155,7 @@ func TestWhatsAppCloudGroupsEndToEnd(t *testing.T) {
 		r = manage(map[string]any{"action": "add_participants", "agent_number": chWAAgent, "thread_id": group, "participants": []string{"+14155550202"}})
 		requireCode(t, r, http.StatusForbidden, "use_invite_link")
 		require.Contains(t, r.JSON(t)["message"], link, "the refusal hands out the invite link")
+		require.Equal(t, link, r.JSON(t)["invite_link"])
 		r = manage(map[string]any{"action": "promote_admin", "agent_number": chWAAgent, "thread_id": group, "participants": []string{"+14155550201"}})
 		requireCode(t, r, http.StatusForbidden, "admin_roles_fixed")
 		r = manage(map[string]any{"action": "add_participants", "agent_number": chWAAgent, "thread_id": group, "participants": nine[1:]})

@@ -128,6 +128,10 @@ const (
 	MaxGroupDescription = 2048
 )
 
+// InviteLinkDetail names the detail of a refusal that says which link
+// people join the group with instead (use_invite_link).
+const InviteLinkDetail = "invite_link"
+
 // Group rule failures, with the codes clients see.
 var (
 	ErrNotAdmin       = failure.Forbidden("not_group_admin", "only group admins may do this")

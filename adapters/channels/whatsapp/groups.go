@@ -142,8 +142,12 @@ func notOffered(c messaging.GroupChange) error {
 		if c.Group.InviteLink != "" {
 			how += ", " + c.Group.InviteLink
 		}
-		return failure.Forbidden("use_invite_link", "a WhatsApp Cloud API group takes nobody in directly: "+how+
+		refusal := failure.Forbidden("use_invite_link", "a WhatsApp Cloud API group takes nobody in directly: "+how+
 			"; they join with it (or ask to join, when the group needs approval: approve_join_requests)")
+		if c.Group.InviteLink != "" {
+			refusal.Details = map[string]string{domain.InviteLinkDetail: c.Group.InviteLink}
+		}
+		return refusal
 	case domain.ActionPromoteAdmin, domain.ActionDemoteAdmin:
 		return failure.Forbidden("admin_roles_fixed",
 			"in a WhatsApp Cloud API group the business is the only admin: participants cannot be promoted or demoted")

@@ -220,6 +220,7 @@ func TestGroupRefusals(t *testing.T) {
 	}
 	err := b.change(messaging.GroupChange{Action: domain.ActionAddParticipants, Group: linked, Participants: []string{"+14155550111"}})
 	require.Contains(t, err.Error(), linked.InviteLink, "the refusal hands out the invite link")
+	require.Equal(t, map[string]string{domain.InviteLinkDetail: linked.InviteLink}, failure.As(err).Details)
 	require.Len(t, b.fake.GroupCalls(), calls, "nothing was asked of the Cloud API")
 	require.Equal(t, whatsapp.MaxGroupParticipants, b.p.MaxGroupParticipants())
 

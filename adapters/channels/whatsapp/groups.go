@@ -218,16 +218,20 @@ func (p *Provider) addressGroup(ctx context.Context, m messaging.Outbound, body 
 	return nil
 }
 
+// graphPaging is the paging of a Cloud API list: the cursor after the
+// page, and the next page's URL when there is one.
+type graphPaging struct {
+	Cursors struct {
+		After string `json:"after"`
+	} `json:"cursors"`
+	Next string `json:"next"`
+}
+
 // rawPage is one page of a Cloud API list: its items in data (a list,
-// or an object whose groups are the list) and the cursor of the next.
+// or an object whose groups are the list) and its paging.
 type rawPage struct {
 	Data   json.RawMessage `json:"data"`
-	Paging struct {
-		Cursors struct {
-			After string `json:"after"`
-		} `json:"cursors"`
-		Next string `json:"next"`
-	} `json:"paging"`
+	Paging graphPaging     `json:"paging"`
 }
 
 // items decodes the page's items into v.
@@ -269,7 +273,7 @@ func (p *Provider) pages(ctx context.Context, settings map[string]string, path s
 		if err := each(page); err != nil {
 			return err
 		}
-		if page.Paging.Next == "" || page.Paging.Cursors.After == "" {
+		if page.Paging.Next == "" || page.Paging.Cursors.After == "" || page.Paging.Cursors.After == after {
 			return nil
 		}
 		after = page.Paging.Cursors.After

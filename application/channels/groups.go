@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"time"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -23,7 +24,14 @@ type GroupUpdate struct {
 	People      []appmessaging.GroupPerson
 	JoinRequest *appmessaging.JoinRequest
 	Failure     *appmessaging.ProviderError
+	// At is when the provider made the change, as it says.
+	At time.Time
 }
+
+// creationRace is how long after a group was made its report may arrive
+// before the create that asked for it is recorded: the provider answers
+// the request, then Switchboard commits it.
+const creationRace = time.Minute
 
 // ThreadOfChat is the group thread of a provider group chat.
 func (d *Directory) ThreadOfChat(ctx context.Context, n account.Number, chat string) (string, error) {
@@ -33,8 +41,10 @@ func (d *Directory) ThreadOfChat(ctx context.Context, n account.Number, chat str
 // GroupReported records a change of a group chat of the agent number n
 // that its provider reported. A group made at Switchboard's request
 // leaves the chat of its request (appmessaging.PendingGroupChat) for its
-// own id; one made elsewhere becomes a group thread. A report about a
-// chat Switchboard does not keep is left alone.
+// own id; one made elsewhere becomes a group thread, unless it was made
+// less than creationRace ago, when its create may still be committing:
+// that report fails Unavailable, for the provider to deliver again. A
+// report about a chat Switchboard does not keep is left alone.
 func (s *Service) GroupReported(ctx context.Context, n account.Number, u GroupUpdate) error {
 	r := s.store.Repos()
 	chat := u.ChatID
@@ -52,6 +62,12 @@ func (s *Service) GroupReported(ctx context.Context, n account.Number, u GroupUp
 	}
 	threadID, err := r.GroupChatThread(ctx, n.ID, chat)
 	if failure.Is(err, failure.KindNotFound) && u.Kind == appmessaging.GroupReportCreated {
+		if u.Request != "" && s.now().Sub(u.At) < creationRace {
+			// The create that asked for the group may not be recorded
+			// yet: the provider is asked to report it again.
+			return &failure.Error{Kind: failure.KindUnavailable, Code: "unavailable", RetryAfter: 5 * time.Second,
+				Message: "the group's creation is not recorded yet; report it again"}
+		}
 		threadID, err = s.groupThread(ctx, n, chat, u.Title, n.Number, "")
 	}
 	if failure.Is(err, failure.KindNotFound) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -305,7 +306,8 @@ func TestGroupWebhooks(t *testing.T) {
 	post(failed)
 	require.Len(t, box.groups, 7)
 	fail := box.groups[6]
-	require.Equal(t, channels.GroupUpdate{Request: "77", Kind: messaging.GroupReportCreateFailed, Title: "Nope", Failure: fail.Failure}, fail)
+	require.Equal(t, channels.GroupUpdate{Request: "77", Kind: messaging.GroupReportCreateFailed, Title: "Nope", Failure: fail.Failure,
+		At: time.Unix(1763800200, 0).UTC()}, fail)
 	require.Contains(t, fail.Failure.Message, "131215")
 	require.Contains(t, fail.Failure.Message, "Too many groups")
 }

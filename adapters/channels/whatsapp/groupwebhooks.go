@@ -115,7 +115,7 @@ func people(list []GroupParticipant) []messaging.GroupPerson {
 // for entries Switchboard does not act on (a delete or a settings update
 // that failed, types it does not know).
 func groupUpdate(e GroupEvent) (channels.GroupUpdate, bool) {
-	u := channels.GroupUpdate{ChatID: e.GroupID, Request: e.RequestID}
+	u := channels.GroupUpdate{ChatID: e.GroupID, Request: e.RequestID, At: unixTime(e.Timestamp)}
 	failed := len(e.Errors) > 0
 	switch e.Type {
 	case "group_create":

@@ -122,6 +122,22 @@ func (s InboxStore) ThreadBySubject(ctx context.Context, accountID, mailbox, cor
 	return thread, translate(err, "email")
 }
 
+// SentEmail is the account's newest outbound email with one of the
+// Message-IDs ids, on emails_message_id_idx.
+func (s InboxStore) SentEmail(ctx context.Context, accountID string, ids []string) (email.Email, bool, error) {
+	if len(ids) == 0 {
+		return email.Email{}, false, nil
+	}
+	var rows []emailRow
+	err := s.read.NewRaw("SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND message_id IN (?) AND direction = 'outbound' ORDER BY created_at DESC, id DESC LIMIT 1",
+		accountID, bun.List(ids)).Scan(ctx, &rows)
+	if err != nil || len(rows) == 0 {
+		return email.Email{}, false, translate(err, "email")
+	}
+	e, err := rows[0].domain()
+	return e, err == nil, err
+}
+
 // StoredAttachmentBytes adds up the account's stored attachments.
 func (s InboxStore) StoredAttachmentBytes(ctx context.Context, accountID string) (int64, error) {
 	var n sql.NullInt64

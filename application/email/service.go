@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -360,7 +361,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err == nil {
 		at := s.now()
 		e.Status, e.Reply, e.FailureCode, e.SentAt, e.UpdatedAt = email.Sent, receipt.Reply, "", &at, at
-		return s.recordOutcome(ctx, e)
+		return s.recordOutcome(ctx, e, event.EmailSent)
 	}
 
 	var (
@@ -383,7 +384,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	// A 4xx or a connection failure: keep the email queued, note why, and
 	// retry with the kind's back-off.
 	e.Reply, e.UpdatedAt = replyOf(err), s.now()
-	if uerr := s.recordOutcome(ctx, e); uerr != nil {
+	if uerr := s.recordOutcome(ctx, e, ""); uerr != nil {
 		return errors.Join(err, uerr)
 	}
 	return err
@@ -401,15 +402,20 @@ func replyOf(err error) string {
 // fail marks the email failed with the reply, and stops the job.
 func (s *Service) fail(ctx context.Context, e email.Email, code, reply string, cause error) error {
 	e.Status, e.FailureCode, e.Reply, e.UpdatedAt = email.Failed, code, reply, s.now()
-	if err := s.recordOutcome(ctx, e); err != nil {
+	if err := s.recordOutcome(ctx, e, event.EmailFailed); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)
 }
 
-// recordOutcome commits e's delivery, to e while it is still queued.
-func (s *Service) recordOutcome(ctx context.Context, e email.Email) error {
-	return s.committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{e}})
+// recordOutcome commits e's delivery, to e while it is still queued,
+// with its event of type typ (none when typ is empty: a retry).
+func (s *Service) recordOutcome(ctx context.Context, e email.Email, typ event.Type) error {
+	b := writes.Batch{EmailOutcomes: []email.Email{e}}
+	if typ != "" {
+		b.Events = []event.Event{s.outcomeEvent(typ, e, nil)}
+	}
+	return s.committer.Commit(ctx, b)
 }
 
 // outgoing builds what the Sender gets, fetching the attachment.

@@ -72,7 +72,7 @@ type Parsed struct {
 	To      []email.Mailbox
 	Cc      []string
 	ReplyTo []string
-	Date     time.Time
+	Date    time.Time
 	// Text and HTML are the first text/plain and text/html parts that
 	// are not attachments, decoded to UTF-8.
 	Text, HTML string

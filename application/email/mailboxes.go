@@ -97,8 +97,9 @@ type ReplyInput struct {
 }
 
 // Reply answers an email of the account: from the mailbox it belongs to,
-// to its Reply-To (else its sender) for a received email or to its
-// recipient for a sent one, with "Re: " before its subject, In-Reply-To
+// to its Reply-To (else its sender, with the sender's display name) for a
+// received email or to its To recipients for a sent one (from the sent
+// one's display name), with "Re: " before its subject, In-Reply-To
 // its Message-ID and References its References followed by its
 // Message-ID, in its thread. An email of another account is NotFound.
 func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error) {
@@ -106,12 +107,14 @@ func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error)
 	if err != nil {
 		return email.Email{}, err
 	}
-	to := orig.To
+	from, to := email.Mailbox{Address: orig.Mailbox}, email.FormatList(orig.AllTo())
 	if orig.Direction == email.Inbound {
-		to = orig.From
+		to = email.Mailbox{Name: orig.FromName, Address: orig.From}.String()
 		if len(orig.ReplyTo) > 0 {
-			to = orig.ReplyTo[0]
+			to = strings.Join(orig.ReplyTo, ", ")
 		}
+	} else {
+		from.Name = orig.FromName
 	}
 	headers := make(map[string]any, len(in.Headers)+2)
 	for k, v := range in.Headers {
@@ -130,7 +133,7 @@ func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error)
 		headers["References"] = referencesValue(email.ReplyReferences(refs, orig.MessageID, MaxReferences))
 	}
 	return s.send(ctx, SendInput{
-		AccountID: in.AccountID, SenderAddress: orig.Mailbox, RecipientAddress: to, Subject: email.ReplySubject(orig.Subject),
+		AccountID: in.AccountID, SenderAddress: from.String(), RecipientAddress: to, Subject: email.ReplySubject(orig.Subject),
 		Body: in.Body, Headers: headers, AttachmentURI: in.AttachmentURI, Idempotency: in.Idempotency,
 	}, orig.ThreadID)
 }

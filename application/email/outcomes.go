@@ -61,7 +61,7 @@ func (s *Service) outcomeEvent(typ event.Type, e email.Email, fill func(*Outcome
 	p := OutcomePayload{
 		Event: typ, EventID: id, Timestamp: now.Format(webhook.TimeFormat), AccountID: e.AccountID, EmailID: e.ID,
 		ThreadID: e.ThreadID, MessageID: e.MessageID, Status: string(e.Status), SenderAddress: e.From,
-		RecipientAddress: e.To, To: addressesOf(e.AllTo()), Cc: nonNilList(e.Cc), Subject: e.Subject,
+		RecipientAddress: e.To, To: email.Addresses(e.AllTo()), Cc: nonNilList(e.Cc), Subject: e.Subject,
 		SMTPReply: e.Reply, ErrorCode: e.FailureCode, Attempts: e.Attempts,
 	}
 	if e.SentAt != nil {
@@ -72,15 +72,6 @@ func (s *Service) outcomeEvent(typ event.Type, e email.Email, fill func(*Outcome
 	}
 	payload, _ := json.Marshal(p)
 	return event.Event{ID: id, AccountID: e.AccountID, Type: typ, ThreadID: e.ThreadID, Payload: payload, CreatedAt: now}
-}
-
-// addressesOf are the mailboxes' addresses.
-func addressesOf(ms []email.Mailbox) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = m.Address
-	}
-	return out
 }
 
 // BounceCode is the error_code of a bounced email.

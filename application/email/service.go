@@ -160,9 +160,15 @@ func (s *Service) domainExample() string {
 
 // SendInput is a send request.
 type SendInput struct {
-	AccountID        string
-	SenderAddress    string
+	AccountID string
+	// SenderAddress is an address of the account, with a display name
+	// where given ("Acme Support" <support@…>).
+	SenderAddress string
+	// RecipientAddress is the To recipient, or several separated by
+	// commas, each an address or a display name with an address;
+	// Recipients, when not nil, lists them one a value instead.
 	RecipientAddress string
+	Recipients       []string
 	Subject          string
 	Body             string
 	// Headers is the request's headers object as decoded JSON (values are
@@ -190,14 +196,21 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 
 // send is Send into thread (found from the headers when empty).
 func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.Email, error) {
-	var p failure.Problems
-	var from, to email.Address
+	var (
+		p    failure.Problems
+		from email.Mailbox
+	)
 	if email.CheckLine(&p, in.SenderAddress, "sender_address") {
-		from = email.CheckAddress(&p, in.SenderAddress, "sender_address")
+		var err error
+		if from, err = email.ParseMailbox(in.SenderAddress); err != nil {
+			p.Add("value_error", "must be an address of the account such as support@example.com, or Name <support@example.com>", "sender_address")
+		}
 	}
-	if email.CheckLine(&p, in.RecipientAddress, "recipient_address") {
-		to = email.CheckAddress(&p, in.RecipientAddress, "recipient_address")
+	values, isList := []string{in.RecipientAddress}, false
+	if in.Recipients != nil {
+		values, isList = in.Recipients, true
 	}
+	to := email.CheckMailboxes(&p, values, isList, "recipient_address")
 	subject := strings.TrimSpace(in.Subject)
 	if email.CheckLine(&p, in.Subject, "subject") {
 		switch n := utf8.RuneCountInString(subject); {
@@ -216,8 +229,12 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 	if err != nil {
 		p = append(p, failure.As(err).Fields...)
 	}
-	if n := 1 + len(headers.Cc) + len(headers.Bcc); n > email.MaxRecipients {
-		p.Add("value_error", fmt.Sprintf("an email may have at most %d recipients (to, cc and bcc), not %d", email.MaxRecipients, n), "headers")
+	if n := len(to) + len(headers.Cc) + len(headers.Bcc); n > email.MaxRecipients {
+		field := "headers"
+		if len(to) > email.MaxRecipients {
+			field = "recipient_address"
+		}
+		p.Add("value_error", fmt.Sprintf("an email may have at most %d recipients (to, cc and bcc), not %d", email.MaxRecipients, n), field)
 	}
 	if in.AttachmentURI != "" {
 		s.checkAttachmentURI(ctx, &p, in.AttachmentURI)
@@ -226,9 +243,10 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 		return email.Email{}, err
 	}
 
-	addr, err := s.senderAddress(ctx, strings.ToLower(from.Local), from.Domain)
+	sender, _ := email.ParseAddress(from.Address)
+	addr, err := s.senderAddress(ctx, strings.ToLower(sender.Local), sender.Domain)
 	if failure.Is(err, failure.KindNotFound) || (err == nil && addr.AccountID != in.AccountID) {
-		return email.Email{}, failure.Forbidden("sender_not_permitted", "the sender address "+from.String()+" is not an address of this account")
+		return email.Email{}, failure.Forbidden("sender_not_permitted", "the sender address "+from.Address+" is not an address of this account")
 	}
 	if err != nil {
 		return email.Email{}, err
@@ -236,7 +254,7 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 	now := s.now()
 	id := ident.New(ident.Email)
 	e := email.Email{
-		ID: id, AccountID: in.AccountID, From: addr.Address(), To: to.String(),
+		ID: id, AccountID: in.AccountID, From: addr.Address(), FromName: from.Name, To: to[0].Address, ToList: to,
 		Cc: headers.Cc, Bcc: headers.Bcc, ReplyTo: headers.ReplyTo,
 		Subject: subject, Body: in.Body, HTML: email.LooksLikeHTML(in.Body), Headers: headers.Extra,
 		AttachmentURI: in.AttachmentURI, MessageID: "<" + id + "@" + addr.Domain + ">",
@@ -421,7 +439,7 @@ func (s *Service) recordOutcome(ctx context.Context, e email.Email, typ event.Ty
 // outgoing builds what the Sender gets, fetching the attachment.
 func (s *Service) outgoing(ctx context.Context, e email.Email) (Outgoing, error) {
 	out := Outgoing{
-		AccountID: e.AccountID, MessageID: e.MessageID, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
+		AccountID: e.AccountID, MessageID: e.MessageID, From: e.From, FromName: e.FromName, To: e.AllTo(), Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
 		Subject: e.Subject, Text: e.Body, Headers: e.Headers, Date: e.CreatedAt,
 	}
 	if e.HTML {

@@ -36,7 +36,7 @@ func TestCorpus(t *testing.T) {
 		require.Equal(t, "Order 1234", p.Subject)
 		require.Equal(t, "ann@example.org", p.From)
 		require.Equal(t, "Ann Example", p.FromName)
-		require.Equal(t, []string{"support.bot@mail.acme.test"}, p.To)
+		require.Equal(t, []email.Mailbox{{Address: "support.bot@mail.acme.test"}}, p.To)
 		require.Equal(t, "<alt-1@example.org>", p.MessageID)
 		require.Equal(t, "Hello, where is my order? Café au lait ☕", strings.TrimSpace(p.Text))
 		require.Equal(t, "<p>Hello, where is my <b>order</b>?</p>", strings.TrimSpace(p.HTML))

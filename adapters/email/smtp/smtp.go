@@ -340,11 +340,13 @@ func (s *Sender) Close() error {
 // build writes the Outgoing as a go-mail message.
 func (s *Sender) build(out appemail.Outgoing) (*mail.Msg, error) {
 	m := mail.NewMsg(mail.WithNoDefaultUserAgent(), mail.WithCharset(mail.CharsetUTF8), mail.WithEncoding(mail.EncodingQP))
-	if err := m.From(out.From); err != nil {
+	if err := m.FromFormat(out.FromName, out.From); err != nil {
 		return nil, unsendable("from", err)
 	}
-	if err := m.To(out.To); err != nil {
-		return nil, unsendable("to", err)
+	for _, to := range out.To {
+		if err := m.AddToFormat(to.Name, to.Address); err != nil {
+			return nil, unsendable("to", err)
+		}
 	}
 	if len(out.Cc) > 0 {
 		if err := m.Cc(out.Cc...); err != nil {

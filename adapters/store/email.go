@@ -223,18 +223,5 @@ func (r EmailStore) Emails(ctx context.Context, accountID string, after *appemai
 		args = append(args, after.CreatedAt, after.CreatedAt, after.ID)
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
-	var rows []emailRow
-	if err := r.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
-		return nil, translate(err, "email")
-	}
-	out := make([]email.Email, 0, len(rows))
-	for _, row := range rows {
-		e, err := row.domain()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return r.readEmails(ctx, q, append(args, limit)...)
 }

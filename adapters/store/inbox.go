@@ -161,9 +161,21 @@ func (s InboxStore) MailboxEmails(ctx context.Context, accountID, mailbox string
 		args = append(args, after.CreatedAt, after.CreatedAt, after.ID)
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
+	return s.readEmails(ctx, q, append(args, limit)...)
+}
+
+// ThreadEmails reads a thread's emails, oldest first, on
+// emails_thread_idx.
+func (s InboxStore) ThreadEmails(ctx context.Context, accountID, threadID string, limit int) ([]email.Email, error) {
+	return s.readEmails(ctx, "SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND thread_id = ? ORDER BY created_at, id LIMIT ?",
+		accountID, threadID, limit)
+}
+
+// readEmails reads the emails of the query q, whose columns are
+// emailColumns.
+func (c *Conn) readEmails(ctx context.Context, q string, args ...any) ([]email.Email, error) {
 	var rows []emailRow
-	if err := s.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
+	if err := c.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "email")
 	}
 	out := make([]email.Email, 0, len(rows))

@@ -30,6 +30,9 @@ type Inbox interface {
 	// sent, mailbox lower-case), newest first (by creation, then id),
 	// after the position after when it is set; at most limit.
 	MailboxEmails(ctx context.Context, accountID, mailbox string, after *EmailCursor, limit int) ([]email.Email, error)
+	// ThreadEmails lists the account's emails of the thread threadID,
+	// oldest first (by creation, then id), at most limit.
+	ThreadEmails(ctx context.Context, accountID, threadID string, limit int) ([]email.Email, error)
 	// Attachments lists an email's attachments, without their content.
 	Attachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error)
 	// Attachment reads one attachment of an account's email with its

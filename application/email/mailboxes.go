@@ -13,6 +13,19 @@ import (
 // errInboxOff answers the mailbox reads when the service has no inbox.
 var errInboxOff = failure.NotFound("mailbox")
 
+// OwnMailbox is address as the mailbox of one of the account's addresses
+// (lower-case); an address the account does not own is NotFound.
+func (s *Service) OwnMailbox(ctx context.Context, accountID, address string) (string, error) {
+	rcpt, err := s.Recipient(ctx, address)
+	if err != nil || rcpt.AccountID != accountID {
+		if err == nil || failure.Is(err, failure.KindNotFound) {
+			return "", failure.NotFound("mailbox")
+		}
+		return "", err
+	}
+	return strings.ToLower(rcpt.Address), nil
+}
+
 // MailboxEmails returns one page of the emails of one of the account's
 // addresses, received and sent, newest first, after the position after
 // when it is set, and whether more follow. An address the account does
@@ -21,15 +34,12 @@ func (s *Service) MailboxEmails(ctx context.Context, accountID, address string, 
 	if s.inbox == nil {
 		return nil, false, errInboxOff
 	}
-	rcpt, err := s.Recipient(ctx, address)
-	if err != nil || rcpt.AccountID != accountID {
-		if err == nil || failure.Is(err, failure.KindNotFound) {
-			return nil, false, failure.NotFound("mailbox")
-		}
+	mailbox, err := s.OwnMailbox(ctx, accountID, address)
+	if err != nil {
 		return nil, false, err
 	}
 	limit = ClampPage(limit)
-	rows, err := s.inbox.MailboxEmails(ctx, accountID, strings.ToLower(rcpt.Address), after, limit+1)
+	rows, err := s.inbox.MailboxEmails(ctx, accountID, mailbox, after, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -37,6 +47,23 @@ func (s *Service) MailboxEmails(ctx context.Context, accountID, address string, 
 		return rows[:limit], true, nil
 	}
 	return rows, false, nil
+}
+
+// MaxThreadEmails bounds the emails a thread read returns: its oldest.
+const MaxThreadEmails = 200
+
+// ThreadEmails reads the account's email thread threadID (eth_…), oldest
+// first, at most MaxThreadEmails; a thread of another account, or none,
+// is NotFound.
+func (s *Service) ThreadEmails(ctx context.Context, accountID, threadID string) ([]email.Email, error) {
+	if s.inbox == nil || !ident.Valid(ident.EmailThread, threadID) {
+		return nil, failure.NotFound("email thread")
+	}
+	list, err := s.inbox.ThreadEmails(ctx, accountID, threadID, MaxThreadEmails)
+	if err == nil && len(list) == 0 {
+		return nil, failure.NotFound("email thread")
+	}
+	return list, err
 }
 
 // EmailWithAttachments reads an email of an account with its

@@ -2,3 +2,6 @@
 -- of objects (name, address); to_address keeps the first address. An
 -- email with one recipient and no name may keep an empty array.
 ALTER TABLE emails ADD COLUMN to_list TEXT NOT NULL DEFAULT '[]';
+
+-- A thread reads its emails oldest first.
+CREATE INDEX emails_thread_idx ON emails (account_id, thread_id, created_at, id);

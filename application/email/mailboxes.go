@@ -77,6 +77,15 @@ func (s *Service) EmailWithAttachments(ctx context.Context, accountID, id string
 	return e, err
 }
 
+// EmailAttachments lists the attachments of an account's email, without
+// their content (none for a sent email, or an email of another account).
+func (s *Service) EmailAttachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error) {
+	if s.inbox == nil || !ident.Valid(ident.Email, emailID) {
+		return nil, nil
+	}
+	return s.inbox.Attachments(ctx, accountID, emailID)
+}
+
 // Attachment reads an attachment of an account's email with its content;
 // one whose content a cap dropped is NotFound with code
 // attachment_not_stored.

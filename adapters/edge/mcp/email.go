@@ -2,16 +2,12 @@ package mcp
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/email"
-	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 const sendEmailToolName = "send_email"
@@ -72,7 +68,7 @@ func sentEmailOf(e email.Email) sentEmail {
 }
 
 func (h *Handler) sendEmail(ctx context.Context, accountID string, in sendEmailArgs) (any, error) {
-	headers, err := emailHeaders(in.Headers, in.Cc, in.Bcc, in.ReplyTo)
+	headers, err := appemail.ArgumentHeaders(in.Headers, in.Cc, in.Bcc, in.ReplyTo)
 	if err != nil {
 		return nil, err
 	}
@@ -83,54 +79,6 @@ func (h *Handler) sendEmail(ctx context.Context, accountID string, in sendEmailA
 			AccountID: accountID, SenderAddress: in.SenderAddress, RecipientAddress: in.RecipientAddress, Subject: in.Subject,
 			Body: in.Body, Headers: headers, AttachmentURI: in.AttachmentURI, Idempotency: answer,
 		})
-		return e, ownArguments(err)
+		return e, appemail.ArgumentProblems(err)
 	}, sentEmailOf)
-}
-
-// emailHeaders is the headers object the use cases read, as the REST
-// body's: the further headers, and cc, bcc and reply-to (given in their
-// own arguments) as lists.
-func emailHeaders(further map[string]string, cc, bcc, replyTo []string) (map[string]any, error) {
-	headers := map[string]any{}
-	for name, v := range further {
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "cc", "bcc", "reply-to":
-			return nil, invalid("value_error", "give "+name+" in its own argument", "headers", name)
-		}
-		headers[name] = v
-	}
-	for name, list := range map[string][]string{"cc": cc, "bcc": bcc, "reply-to": replyTo} {
-		if list == nil {
-			continue
-		}
-		items := make([]any, len(list))
-		for i, a := range list {
-			items[i] = a
-		}
-		headers[name] = items
-	}
-	return headers, nil
-}
-
-// ownArguments names the cc, bcc and reply-to arguments in errors about
-// them, which the use case reports as headers of the REST body.
-func ownArguments(err error) error {
-	fe, ok := errors.AsType[*failure.Error](err)
-	if !ok || len(fe.Fields) == 0 {
-		return err
-	}
-	out := *fe
-	out.Fields = slices.Clone(fe.Fields)
-	for i, f := range out.Fields {
-		if len(f.Path) < 2 || f.Path[0] != "headers" {
-			continue
-		}
-		switch name, _ := f.Path[1].(string); strings.ToLower(name) {
-		case "cc", "bcc":
-			out.Fields[i].Path = append([]any{strings.ToLower(name)}, f.Path[2:]...)
-		case "reply-to":
-			out.Fields[i].Path = append([]any{"reply_to"}, f.Path[2:]...)
-		}
-	}
-	return &out
 }

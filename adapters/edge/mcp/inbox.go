@@ -206,7 +206,7 @@ func (h *Handler) replyEmail(ctx context.Context, accountID string, in replyEmai
 	if in.EmailID == "" {
 		return nil, invalid("missing", "email_id is required", "email_id")
 	}
-	headers, err := emailHeaders(in.Headers, in.Cc, in.Bcc, in.ReplyTo)
+	headers, err := appemail.ArgumentHeaders(in.Headers, in.Cc, in.Bcc, in.ReplyTo)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +216,6 @@ func (h *Handler) replyEmail(ctx context.Context, accountID string, in replyEmai
 		e, err := h.deps.Email.Reply(ctx, appemail.ReplyInput{
 			AccountID: accountID, EmailID: in.EmailID, Body: in.Body, Headers: headers, AttachmentURI: in.AttachmentURI, Idempotency: answer,
 		})
-		return e, ownArguments(err)
+		return e, appemail.ArgumentProblems(err)
 	}, sentEmailOf)
 }

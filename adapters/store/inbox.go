@@ -39,13 +39,14 @@ type spooledRow struct {
 	Raw           []byte    `bun:"raw"`
 	Size          int64     `bun:"size"`
 	ReceivedAt    time.Time `bun:"received_at"`
+	Simulated     bool      `bun:"simulated"`
 }
 
 func spooledToRow(m email.Spooled) spooledRow {
 	rcpts, _ := json.Marshal(m.Recipients)
 	return spooledRow{
 		ID: m.ID, RemoteIP: m.RemoteIP, Helo: m.Helo, MailFrom: m.MailFrom, Recipients: string(rcpts),
-		Raw: nonNilBytes(m.Raw), Size: int64(len(m.Raw)), ReceivedAt: m.ReceivedAt,
+		Raw: nonNilBytes(m.Raw), Size: int64(len(m.Raw)), ReceivedAt: m.ReceivedAt, Simulated: m.Simulated,
 	}
 }
 
@@ -83,10 +84,10 @@ func (row attachmentRow) domain() email.Attachment {
 // Spooled reads a spooled message.
 func (s InboxStore) Spooled(ctx context.Context, id string) (email.Spooled, error) {
 	var row spooledRow
-	if err := s.read.NewRaw("SELECT id, remote_ip, helo, mail_from, recipients, raw, size, received_at FROM email_spool WHERE id = ?", id).Scan(ctx, &row); err != nil {
+	if err := s.read.NewRaw("SELECT id, remote_ip, helo, mail_from, recipients, raw, size, received_at, simulated FROM email_spool WHERE id = ?", id).Scan(ctx, &row); err != nil {
 		return email.Spooled{}, translate(err, "spooled email")
 	}
-	m := email.Spooled{ID: row.ID, RemoteIP: row.RemoteIP, Helo: row.Helo, MailFrom: row.MailFrom, Raw: row.Raw, ReceivedAt: row.ReceivedAt.UTC()}
+	m := email.Spooled{ID: row.ID, RemoteIP: row.RemoteIP, Helo: row.Helo, MailFrom: row.MailFrom, Raw: row.Raw, ReceivedAt: row.ReceivedAt.UTC(), Simulated: row.Simulated}
 	if err := json.Unmarshal([]byte(row.Recipients), &m.Recipients); err != nil {
 		return email.Spooled{}, err
 	}

@@ -94,9 +94,23 @@ func (s *Service) Receive(ctx context.Context, job jobs.Job) error {
 	if err != nil {
 		return err
 	}
+	return s.receive(ctx, sp)
+}
+
+// SimulatedAuthentication is what a simulated message records for its
+// checks: none was made.
+var SimulatedAuthentication = email.Authentication{SPF: email.AuthNone, DKIM: email.AuthNone, DMARC: email.AuthNone,
+	Reason: "simulated through the sandbox: nothing was checked"}
+
+// receive parses the spooled message sp and commits one email per
+// receiving address, each unless it exists.
+func (s *Service) receive(ctx context.Context, sp email.Spooled) error {
 	parsed := s.parser.Parse(sp.Raw)
 	var auth email.Authentication
-	if s.auth != nil {
+	switch {
+	case sp.Simulated:
+		auth = SimulatedAuthentication
+	case s.auth != nil:
 		fromDomain := ""
 		if a, err := email.ParseAddress(parsed.From); err == nil {
 			fromDomain = a.Domain

@@ -110,6 +110,13 @@ type Sender interface {
 	Send(ctx context.Context, m Outgoing) (Receipt, error)
 }
 
+// Composer writes an email as RFC 5322 bytes, as a Sender would send it.
+// It returns an error wrapping ErrUnsendable when the email cannot be
+// written.
+type Composer interface {
+	Compose(out Outgoing) ([]byte, error)
+}
+
 // Mailbox is the storage of the sandbox mailbox, where the Sender used
 // when no relay is configured keeps what it was handed instead of sending
 // it. It lives in the database, so every replica reads the same mailbox.

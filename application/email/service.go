@@ -65,8 +65,10 @@ type Service struct {
 	parser  Parser
 	auth    Authenticator
 	inbound InboundLimits
-	now     func() time.Time
-	log     *slog.Logger
+	// composer writes the sandbox's simulated received email.
+	composer Composer
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // Deps are what the email use cases are built from.
@@ -92,8 +94,11 @@ type Deps struct {
 	Parser        Parser
 	Authenticator Authenticator
 	InboundLimits InboundLimits
-	Now           func() time.Time
-	Logger        *slog.Logger
+	// Composer writes the sandbox's simulated received email; without
+	// it, only whole messages are simulated.
+	Composer Composer
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // NewService builds the email use cases.
@@ -112,7 +117,7 @@ func NewService(d Deps) *Service {
 	}
 	return &Service{
 		store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, mailbox: d.Mailbox,
-		inbox: d.Inbox, parser: d.Parser, auth: d.Authenticator, inbound: d.InboundLimits, now: now, log: d.Logger,
+		inbox: d.Inbox, parser: d.Parser, auth: d.Authenticator, inbound: d.InboundLimits, composer: d.Composer, now: now, log: d.Logger,
 	}
 }
 

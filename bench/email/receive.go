@@ -292,4 +292,3 @@ func (m benchMessage) with(id, to string) []byte {
 
 // size is the message's length in bytes (its Message-ID and To aside).
 func (m benchMessage) size() int { return len(m.rest) }
-

@@ -259,11 +259,14 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 	now := s.now()
 	id := ident.New(ident.Email)
 	e := email.Email{
-		ID: id, AccountID: in.AccountID, From: addr.Address(), FromName: from.Name, To: to[0].Address, ToList: to,
+		ID: id, AccountID: in.AccountID, From: addr.Address(), FromName: from.Name, To: to[0].Address,
 		Cc: headers.Cc, Bcc: headers.Bcc, ReplyTo: headers.ReplyTo,
 		Subject: subject, Body: in.Body, HTML: email.LooksLikeHTML(in.Body), Headers: headers.Extra,
 		AttachmentURI: in.AttachmentURI, MessageID: "<" + id + "@" + addr.Domain + ">",
 		Status: email.Queued, CreatedAt: now, UpdatedAt: now,
+	}
+	if len(to) > 1 || to[0].Name != "" {
+		e.ToList = to
 	}
 	e.Direction, e.Mailbox = email.Outbound, strings.ToLower(addr.Address())
 	e.InReplyTo, e.References = headerValue(e.Headers, "In-Reply-To"), email.MessageIDs(headerValue(e.Headers, "References"))

@@ -85,11 +85,19 @@ func CheckMailboxes(p *failure.Problems, values []string, isList bool, field str
 			ms  []Mailbox
 			err error
 		)
-		if isList {
+		switch {
+		case !strings.ContainsAny(v, ",<\"("):
+			// One bare address, the common case: no list, name or comment
+			// to read.
+			var a Address
+			if a, err = ParseAddress(v); err == nil {
+				ms = []Mailbox{{Address: a.String()}}
+			}
+		case isList:
 			var m Mailbox
 			m, err = ParseMailbox(v)
 			ms = []Mailbox{m}
-		} else {
+		default:
 			ms, err = ParseMailboxList(v)
 		}
 		if err != nil {

@@ -238,7 +238,7 @@ func (r AccountStore) RevokedSince(ctx context.Context, since time.Time) ([]acco
 	return out, nil
 }
 
-const numberColumns = "id, account_id, number, service, provider, sealed_settings, enabled, created_at"
+const numberColumns = "id, account_id, number, service, provider, sealed_settings, enabled, created_at, profile_name, profile_picture_url, profile_updated_at"
 
 type numberRow struct {
 	bun.BaseModel  `bun:"table:numbers"`
@@ -250,6 +250,11 @@ type numberRow struct {
 	SealedSettings []byte    `bun:"sealed_settings"`
 	Enabled        bool      `bun:"enabled"`
 	CreatedAt      time.Time `bun:"created_at"`
+	// The profile columns are empty (and the time NULL) until the
+	// account sets a profile.
+	ProfileName       string     `bun:"profile_name"`
+	ProfilePictureURL string     `bun:"profile_picture_url"`
+	ProfileUpdatedAt  *time.Time `bun:"profile_updated_at"`
 }
 
 func (r numberRow) domain() account.Number {
@@ -257,6 +262,7 @@ func (r numberRow) domain() account.Number {
 		ID: r.ID, AccountID: r.AccountID, Number: r.Number, Service: account.Service(r.Service),
 		Provider: account.Provider(r.Provider), SealedSettings: r.SealedSettings, Enabled: r.Enabled,
 		CreatedAt: r.CreatedAt.UTC(),
+		Profile:   account.Profile{Name: r.ProfileName, PictureURL: r.ProfilePictureURL, UpdatedAt: utcPtr(r.ProfileUpdatedAt)},
 	}
 }
 
@@ -288,6 +294,30 @@ func (r AccountStore) SetNumberEnabled(ctx context.Context, accountID, id string
 		Set("enabled = ?", enabled).
 		Where("id = ? AND account_id = ?", id, accountID).
 		Exec(ctx)
+	if err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	if err := requireOneRow(res, "number"); err != nil {
+		return account.Number{}, err
+	}
+	var row numberRow
+	if err := r.write.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return account.Number{}, translate(err, "number")
+	}
+	return row.domain(), nil
+}
+
+// SetNumberProfile sets the fields of a number's profile that change
+// names and returns the number.
+func (r AccountStore) SetNumberProfile(ctx context.Context, accountID, id string, change account.ProfileChange) (account.Number, error) {
+	q := r.write.NewUpdate().Model((*numberRow)(nil)).Set("profile_updated_at = ?", change.At)
+	if change.Name != nil {
+		q = q.Set("profile_name = ?", *change.Name)
+	}
+	if change.PictureURL != nil {
+		q = q.Set("profile_picture_url = ?", *change.PictureURL)
+	}
+	res, err := q.Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
 	if err != nil {
 		return account.Number{}, translate(err, "number")
 	}

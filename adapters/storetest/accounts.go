@@ -180,6 +180,39 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		require.False(t, disabled.Enabled)
 	})
 
+	t.Run("NumberProfiles", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, other := newAccount("A"), newAccount("B")
+		require.NoError(t, s.Repos().InsertAccount(ctx, a))
+		require.NoError(t, s.Repos().InsertAccount(ctx, other))
+		n := account.Number{
+			ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: account.Telegram,
+			Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
+		}
+		require.NoError(t, s.Repos().InsertNumber(ctx, n))
+		list, err := s.Repos().Numbers(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, account.Profile{}, list[0].Profile, "a new number has no profile")
+
+		name, picture := "Ada Support", "https://files.example.com/ada.png"
+		_, err = s.Repos().SetNumberProfile(ctx, other.ID, n.ID, account.ProfileChange{Name: &name, At: at})
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's number, got %v", err)
+		named, err := s.Repos().SetNumberProfile(ctx, a.ID, n.ID, account.ProfileChange{Name: &name, At: at})
+		require.NoError(t, err)
+		stamp := at
+		require.Equal(t, account.Profile{Name: name, UpdatedAt: &stamp}, named.Profile)
+
+		later := at.Add(time.Minute)
+		pictured, err := s.Repos().SetNumberProfile(ctx, a.ID, n.ID, account.ProfileChange{PictureURL: &picture, At: later})
+		require.NoError(t, err)
+		require.Equal(t, account.Profile{Name: name, PictureURL: picture, UpdatedAt: &later}, pictured.Profile, "the name is kept")
+		list, err = s.Repos().Numbers(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []account.Number{pictured}, list, "read back as stored")
+	})
+
 	t.Run("DomainsAndAddresses", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
@@ -226,6 +259,11 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 				_, err := s.Repos().SetNumberEnabled(ctx, a.ID, "num_v1", false)
 				require.NoError(t, err)
 			},
+			"set number profile": func() {
+				name := "Ada"
+				_, err := s.Repos().SetNumberProfile(ctx, a.ID, "num_v1", account.ProfileChange{Name: &name, At: at})
+				require.NoError(t, err)
+			},
 			"insert domain": func() {
 				require.NoError(t, s.Repos().InsertDomain(ctx, account.Domain{ID: "dom_v1", AccountID: a.ID, Name: "v.example.com", CreatedAt: at}))
 			},
@@ -234,7 +272,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 				require.NoError(t, err)
 			},
 		}
-		for _, name := range []string{"insert number", "disable number", "insert domain", "rename"} {
+		for _, name := range []string{"insert number", "disable number", "set number profile", "insert domain", "rename"} {
 			changes[name]()
 			now := version(a.ID)
 			require.Greater(t, now, last, "%s must move the version", name)

@@ -62,6 +62,10 @@ type Repos interface {
 	// SetNumberEnabled turns a number of the account on or off and
 	// returns it. NotFound.
 	SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error)
+	// SetNumberProfile sets the fields of the profile of a number of the
+	// account that change names, at change.At, and returns the number.
+	// NotFound.
+	SetNumberProfile(ctx context.Context, accountID, id string, change account.ProfileChange) (account.Number, error)
 
 	// InsertDomain stores a custom email domain. NotFound when its
 	// account does not exist; Conflict when the domain is taken, on any

@@ -352,6 +352,17 @@ func (s *Service) SetNumberEnabled(ctx context.Context, accountID, idOrNumber st
 	return s.store.Repos().SetNumberEnabled(ctx, accountID, id, enabled)
 }
 
+// SetNumberProfile stores the display name and picture URL that change
+// sets for the account's agent number numberID (the values as the caller
+// checked them; see account.CheckProfileName) and returns the number.
+// NotFound for a number of another account.
+func (s *Service) SetNumberProfile(ctx context.Context, accountID, numberID string, change account.ProfileChange) (account.Number, error) {
+	if change.At.IsZero() {
+		change.At = s.now().UTC()
+	}
+	return s.store.Repos().SetNumberProfile(ctx, accountID, numberID, change)
+}
+
 // AddDomain authorises a custom email domain for an account. A domain can be
 // authorised for one account only.
 func (s *Service) AddDomain(ctx context.Context, accountID, name string) (account.Domain, error) {

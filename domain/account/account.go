@@ -131,6 +131,9 @@ type Number struct {
 	SealedSettings []byte
 	Enabled        bool
 	CreatedAt      time.Time
+	// Profile is how the number presents itself to users, as the account
+	// last set it.
+	Profile Profile
 }
 
 // Domain is an email domain an account may create addresses on, besides the

@@ -48,6 +48,7 @@ func Options(cfg Config) fx.Option {
 		messagingModule,
 		graphModule,
 		channelsModule,
+		profilesModule,
 		emailModule,
 		cronModule(cfg),
 		webhooksModule,

@@ -34,6 +34,9 @@ type numberBody struct {
 	Provider  string `json:"provider"`
 	Enabled   bool   `json:"enabled"`
 	CreatedAt string `json:"created_at"`
+	// Profile is the display name and picture, as the account last set
+	// them.
+	Profile numberProfileBody `json:"profile"`
 }
 
 type emailAddressBody struct {
@@ -62,7 +65,7 @@ func (s *server) accountResponse(o accounts.Overview) accountResponse {
 	}
 	for i, n := range o.Numbers {
 		body.Numbers[i] = numberBody{NumberID: n.ID, Number: n.Number, Service: string(n.Service),
-			Provider: string(n.Provider), Enabled: n.Enabled, CreatedAt: timestamp(n.CreatedAt)}
+			Provider: string(n.Provider), Enabled: n.Enabled, CreatedAt: timestamp(n.CreatedAt), Profile: numberProfile(n.Profile)}
 	}
 	for i, e := range o.EmailAddresses {
 		body.EmailAddresses[i] = emailAddressBody{EmailID: e.ID, Address: e.Address(), CreatedAt: timestamp(e.CreatedAt)}

@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/profiles"
+	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -94,13 +95,11 @@ type profileAnswer struct {
 }
 
 type profileBody struct {
-	NumberID    string  `json:"number_id"`
-	AgentNumber string  `json:"agent_number"`
-	Service     string  `json:"service"`
-	Provider    string  `json:"provider"`
-	Name        *string `json:"name"`
-	ImageURL    *string `json:"image_url"`
-	UpdatedAt   *string `json:"updated_at"`
+	NumberID    string            `json:"number_id"`
+	AgentNumber string            `json:"agent_number"`
+	Service     string            `json:"service"`
+	Provider    string            `json:"provider"`
+	Profile     numberProfileBody `json:"profile"`
 	// Fields says, for each field the call changed, whether the provider
 	// applied it and, when not, why.
 	Fields []profileField `json:"fields"`
@@ -121,19 +120,9 @@ func (s *server) writeProfile(w http.ResponseWriter, r *http.Request, res profil
 		return
 	}
 	n := res.Number
-	orNil := func(v string) *string {
-		if v == "" {
-			return nil
-		}
-		return &v
-	}
 	body := profileBody{
-		NumberID: n.ID, AgentNumber: n.Number, Service: string(n.Service), Provider: string(n.Provider),
-		Name: orNil(n.Profile.Name), ImageURL: orNil(n.Profile.PictureURL),
+		NumberID: n.ID, AgentNumber: n.Number, Service: string(n.Service), Provider: string(n.Provider), Profile: numberProfile(n.Profile),
 		Fields: []profileField{{Field: res.Field, Applied: res.Outcome.Applied, Reason: res.Outcome.Reason}},
-	}
-	if n.Profile.UpdatedAt != nil {
-		body.UpdatedAt = orNil(timestamp(*n.Profile.UpdatedAt))
 	}
 	what := profileFieldNames[res.Field]
 	message := strings.ToUpper(what[:1]) + what[1:] + " of " + n.Number + " saved and applied on " + string(n.Service) + "."
@@ -141,4 +130,26 @@ func (s *server) writeProfile(w http.ResponseWriter, r *http.Request, res profil
 		message = strings.ToUpper(what[:1]) + what[1:] + " of " + n.Number + " saved, not applied: " + res.Outcome.Reason + "."
 	}
 	edge.WriteJSON(w, http.StatusOK, profileAnswer{Status: "success", Message: message, Data: body})
+}
+
+// numberProfileBody is a number's stored profile; null for what was never
+// set.
+type numberProfileBody struct {
+	Name      *string `json:"name"`
+	ImageURL  *string `json:"image_url"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+func numberProfile(p account.Profile) numberProfileBody {
+	orNil := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	out := numberProfileBody{Name: orNil(p.Name), ImageURL: orNil(p.PictureURL)}
+	if p.UpdatedAt != nil {
+		out.UpdatedAt = orNil(timestamp(*p.UpdatedAt))
+	}
+	return out
 }

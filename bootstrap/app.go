@@ -262,6 +262,7 @@ type restInputs struct {
 	Email     rest.EmailUseCases
 	Cron      rest.CronUseCases
 	Trigger   rest.CronTrigger
+	Profiles  rest.ProfileUseCases
 }
 
 func newRESTDeps(in restInputs) rest.Deps {
@@ -272,6 +273,7 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Email:       in.Email,
 		Cron:        in.Cron,
 		CronTrigger: in.Trigger,
+		Profiles:    in.Profiles,
 		EmailDomain: in.Config.EmailDomain,
 	}
 }

@@ -20,7 +20,7 @@ const pictureFetchTimeout = 30 * time.Second
 
 // profilesModule wires the profile use cases (an agent number's display
 // name and picture) over the account use cases, the providers that apply
-// a profile and the SSRF guard, and serves them on REST.
+// a profile and the SSRF guard, for the REST handler set.
 var profilesModule = fx.Module("profiles",
 	fx.Provide(
 		func(c Config, a *accounts.Service, tg *telegram.Provider, wa *whatsapp.Provider, g *httpguard.Guard) *profiles.Service {
@@ -35,8 +35,5 @@ var profilesModule = fx.Module("profiles",
 			})
 		},
 	),
-	fx.Decorate(func(d rest.Deps, s *profiles.Service) rest.Deps {
-		d.Profiles = s
-		return d
-	}),
+	fx.Provide(fx.Annotate(func(s *profiles.Service) *profiles.Service { return s }, fx.As(new(rest.ProfileUseCases)))),
 )

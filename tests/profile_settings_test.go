@@ -188,6 +188,8 @@ func TestProfileSettingsEndToEnd(t *testing.T) {
 		before := len(f.tg.Calls(""))
 		refused(template("update-profile-name", map[string]any{"agent_number": chTGAgent}), http.StatusUnprocessableEntity, "name")
 		refused(setName(chTGAgent, "   "), http.StatusUnprocessableEntity, "name")
+		refused(template("update-profile-name", map[string]any{"agent_number": chTGAgent, "name": "Ada", "image_url": pics.URL + "/logo.png"}),
+			http.StatusUnprocessableEntity, "image_url")
 		refused(setName(chTGAgent, strings.Repeat("n", 65)), http.StatusUnprocessableEntity, "name")
 		ok(setName(chWAAgent, strings.Repeat("n", 65)), "name", false)
 		refused(setName("14155550121", "Ada"), http.StatusUnprocessableEntity, "agent_number")

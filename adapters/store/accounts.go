@@ -290,10 +290,13 @@ func (r AccountStore) Numbers(ctx context.Context, accountID string) ([]account.
 
 // SetNumberEnabled flips a number's enabled flag and returns the number.
 func (r AccountStore) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
-	res, err := r.write.NewUpdate().Model((*numberRow)(nil)).
-		Set("enabled = ?", enabled).
-		Where("id = ? AND account_id = ?", id, accountID).
-		Exec(ctx)
+	return r.updateNumber(ctx, accountID, id, r.write.NewUpdate().Model((*numberRow)(nil)).Set("enabled = ?", enabled))
+}
+
+// updateNumber runs q, an update of numbers with its Sets, on the number
+// id of the account (NotFound when there is none), and reads it back.
+func (r AccountStore) updateNumber(ctx context.Context, accountID, id string, q *bun.UpdateQuery) (account.Number, error) {
+	res, err := q.Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
 	if err != nil {
 		return account.Number{}, translate(err, "number")
 	}
@@ -317,18 +320,7 @@ func (r AccountStore) SetNumberProfile(ctx context.Context, accountID, id string
 	if change.PictureURL != nil {
 		q = q.Set("profile_picture_url = ?", *change.PictureURL)
 	}
-	res, err := q.Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
-	if err != nil {
-		return account.Number{}, translate(err, "number")
-	}
-	if err := requireOneRow(res, "number"); err != nil {
-		return account.Number{}, err
-	}
-	var row numberRow
-	if err := r.write.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
-		return account.Number{}, translate(err, "number")
-	}
-	return row.domain(), nil
+	return r.updateNumber(ctx, accountID, id, q)
 }
 
 type domainRow struct {

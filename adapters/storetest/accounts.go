@@ -33,6 +33,22 @@ func newCredential(accountID string, seed byte) account.Credential {
 	}
 }
 
+// accountsWithNumber stores two accounts, the first with a sandbox number
+// on service, and returns them and the number.
+func accountsWithNumber(t *testing.T, s accounts.Store, service account.Service) (account.Account, account.Account, account.Number) {
+	t.Helper()
+	ctx := context.Background()
+	a, other := newAccount("A"), newAccount("B")
+	require.NoError(t, s.Repos().InsertAccount(ctx, a))
+	require.NoError(t, s.Repos().InsertAccount(ctx, other))
+	n := account.Number{
+		ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: service,
+		Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
+	}
+	require.NoError(t, s.Repos().InsertNumber(ctx, n))
+	return a, other, n
+}
+
 // Accounts runs the contract of accounts.Store against the store that open
 // returns; open must give each call its own empty, migrated database.
 func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
@@ -151,14 +167,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		t.Parallel()
 		s := open(t)
 		ctx := context.Background()
-		a, other := newAccount("A"), newAccount("B")
-		require.NoError(t, s.Repos().InsertAccount(ctx, a))
-		require.NoError(t, s.Repos().InsertAccount(ctx, other))
-		n := account.Number{
-			ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: account.WhatsApp,
-			Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
-		}
-		require.NoError(t, s.Repos().InsertNumber(ctx, n))
+		a, other, n := accountsWithNumber(t, s, account.WhatsApp)
 
 		same := n
 		same.ID, same.AccountID = ident.New(ident.Number), other.ID
@@ -184,14 +193,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		t.Parallel()
 		s := open(t)
 		ctx := context.Background()
-		a, other := newAccount("A"), newAccount("B")
-		require.NoError(t, s.Repos().InsertAccount(ctx, a))
-		require.NoError(t, s.Repos().InsertAccount(ctx, other))
-		n := account.Number{
-			ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: account.Telegram,
-			Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
-		}
-		require.NoError(t, s.Repos().InsertNumber(ctx, n))
+		a, other, n := accountsWithNumber(t, s, account.Telegram)
 		list, err := s.Repos().Numbers(ctx, a.ID)
 		require.NoError(t, err)
 		require.Equal(t, account.Profile{}, list[0].Profile, "a new number has no profile")

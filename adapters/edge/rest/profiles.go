@@ -24,59 +24,46 @@ func (s *server) mountProfiles(api *edge.Routes) {
 	if s.profiles == nil {
 		return
 	}
-	api.Handle(http.MethodPost, "/profile-settings/{accountId}/update-profile-name", s.idempotent(s.updateProfileName))
-	api.Handle(http.MethodPost, "/profile-settings/{accountId}/update-profile-picture", s.idempotent(s.updateProfilePicture))
+	api.Handle(http.MethodPost, "/profile-settings/{accountId}/update-profile-name", s.idempotent(s.profileCall("name", s.profiles.SetName)))
+	api.Handle(http.MethodPost, "/profile-settings/{accountId}/update-profile-picture", s.idempotent(s.profileCall("image_url", s.profiles.SetPicture)))
 }
 
-// profileNameBody is the update-profile-name call: the agent number and
-// its new display name; service picks the number when the account has it
-// on several services.
-type profileNameBody struct {
+// profileCallBody is both profile calls: the agent number and, for
+// update-profile-name, its new display name or, for
+// update-profile-picture, the URL of its new picture; service picks the
+// number when the account has it on several services.
+type profileCallBody struct {
 	AgentNumber *string `json:"agent_number"`
 	Name        *string `json:"name"`
-	Service     *string `json:"service"`
-}
-
-// profilePictureBody is the update-profile-picture call: the agent number
-// and the URL of its new picture.
-type profilePictureBody struct {
-	AgentNumber *string `json:"agent_number"`
 	ImageURL    *string `json:"image_url"`
 	Service     *string `json:"service"`
 }
 
-func (s *server) updateProfileName(w http.ResponseWriter, r *http.Request) {
-	var b profileNameBody
-	if err := decodeJSON(r, &b); err != nil {
-		edge.WriteError(w, r, err)
-		return
+// profileCall serves the profile call that sets field (name or
+// image_url) with set; the other call's field is refused, not ignored.
+func (s *server) profileCall(field string, set func(context.Context, profiles.Target, string) (profiles.Result, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b profileCallBody
+		if err := decodeJSON(r, &b); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+		values := map[string]*string{"name": b.Name, "image_url": b.ImageURL}
+		var p failure.Problems
+		required(&p, b.AgentNumber, "agent_number")
+		required(&p, values[field], field)
+		for other, v := range values {
+			if other != field && v != nil {
+				p.Add("extra_forbidden", other+" is not a field of this call", other)
+			}
+		}
+		if err := p.Err(); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+		res, err := set(r.Context(), profileTarget(r, b.AgentNumber, b.Service), *values[field])
+		s.writeProfile(w, r, res, err)
 	}
-	var p failure.Problems
-	required(&p, b.AgentNumber, "agent_number")
-	required(&p, b.Name, "name")
-	if err := p.Err(); err != nil {
-		edge.WriteError(w, r, err)
-		return
-	}
-	res, err := s.profiles.SetName(r.Context(), profileTarget(r, b.AgentNumber, b.Service), *b.Name)
-	s.writeProfile(w, r, res, err)
-}
-
-func (s *server) updateProfilePicture(w http.ResponseWriter, r *http.Request) {
-	var b profilePictureBody
-	if err := decodeJSON(r, &b); err != nil {
-		edge.WriteError(w, r, err)
-		return
-	}
-	var p failure.Problems
-	required(&p, b.AgentNumber, "agent_number")
-	required(&p, b.ImageURL, "image_url")
-	if err := p.Err(); err != nil {
-		edge.WriteError(w, r, err)
-		return
-	}
-	res, err := s.profiles.SetPicture(r.Context(), profileTarget(r, b.AgentNumber, b.Service), *b.ImageURL)
-	s.writeProfile(w, r, res, err)
 }
 
 // profileTarget is the number a profile call names, of the account the

@@ -26,7 +26,13 @@ func (r *queryResolver) Account(ctx context.Context) (*model.Account, error) {
 	return model.NewAccount(o), nil
 }
 
+// AgentNumber returns generated.AgentNumberResolver implementation.
+func (r *Resolver) AgentNumber() generated.AgentNumberResolver { return &agentNumberResolver{r} }
+
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
-type queryResolver struct{ *Resolver }
+type (
+	agentNumberResolver struct{ *Resolver }
+	queryResolver       struct{ *Resolver }
+)

@@ -69,7 +69,8 @@ func newPictureHost(t *testing.T) *pictureHost {
 // stored and not applied (Meta reviews it), its picture applied through
 // the Resumable Upload API when the number has its Meta app id and stored
 // with the reason otherwise; a sandbox number applies both. What is
-// stored shows in the account. Bad input is refused naming the field, a
+// stored shows in the account, on REST and GraphQL (setAgentProfile,
+// AgentNumber.profile). Bad input is refused naming the field, a
 // number of another account is 404, another account's credentials 403,
 // and a provider that fails stores nothing.
 func TestProfileSettingsEndToEnd(t *testing.T) {
@@ -221,5 +222,30 @@ func TestProfileSettingsEndToEnd(t *testing.T) {
 		require.Equal(t, "7", r.Header.Get("Retry-After"))
 		require.Equal(t, "Ada from Acme", f.tg.Profile().Name)
 		requireFields(t, profileOf(chTGAgent), map[string]any{"name": "Ada from Acme"})
+
+		// GraphQL: both fields in one mutation, the profile on the number.
+		var gql map[string]any
+		postGraphQL(t, f.srv.URL, acct, `mutation { setAgentProfile(input: {agentNumber: "`+chTGAgent+`", name: "Ada (GraphQL)", imageUrl: "`+pics.URL+`/photo.jpg"}) {
+			number { number profile { name imageUrl } } fields { field applied reason } } }`, &gql)
+		require.Equal(t, map[string]any{"setAgentProfile": map[string]any{
+			"number": map[string]any{"number": chTGAgent, "profile": map[string]any{"name": "Ada (GraphQL)", "imageUrl": pics.URL + "/photo.jpg"}},
+			"fields": []any{map[string]any{"field": "name", "applied": true, "reason": nil}, map[string]any{"field": "image_url", "applied": true, "reason": nil}},
+		}}, gql["data"], "%v", gql)
+		require.Equal(t, "Ada (GraphQL)", f.tg.Profile().Name)
+		require.Equal(t, pics.jpeg, f.tg.Profile().Photo)
+		postGraphQL(t, f.srv.URL, acct, `mutation { setAgentProfile(input: {agentNumber: "`+chWAAgent+`", name: "Acme"}) { fields { applied reason } } }`, &gql)
+		require.Equal(t, false, gql["data"].(map[string]any)["setAgentProfile"].(map[string]any)["fields"].([]any)[0].(map[string]any)["applied"], "%v", gql)
+		postGraphQL(t, f.srv.URL, acct, `{ account { numbers { number profile { name } } } }`, &gql)
+		require.Contains(t, gql["data"].(map[string]any)["account"].(map[string]any)["numbers"],
+			map[string]any{"number": sandboxAgent, "profile": map[string]any{"name": "Sandy"}})
+		for query, code := range map[string]string{
+			`mutation { setAgentProfile(input: {agentNumber: "` + otherAgent + `", name: "Mine"}) { fields { applied } } }`:                      "not_found",
+			`mutation { setAgentProfile(input: {agentNumber: "` + chTGAgent + `", name: " "}) { fields { applied } } }`:                          "validation_error",
+			`mutation { setAgentProfile(input: {agentNumber: "` + chTGAgent + `"}) { fields { applied } } }`:                                     "validation_error",
+			`mutation { setAgentProfile(input: {agentNumber: "` + chTGAgent + `", imageUrl: "https://10.0.0.7/a.png"}) { fields { applied } } }`: "validation_error",
+		} {
+			postGraphQL(t, f.srv.URL, acct, query, &gql)
+			require.Equal(t, code, gql["errors"].([]any)[0].(map[string]any)["extensions"].(map[string]any)["code"], "%s: %v", query, gql)
+		}
 	})
 }

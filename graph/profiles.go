@@ -12,8 +12,7 @@ import (
 // ProfileSetter serves setAgentProfile; *profiles.Service implements it.
 // Without one it answers not_implemented.
 type ProfileSetter interface {
-	SetName(ctx context.Context, t profiles.Target, name string) (profiles.Result, error)
-	SetPicture(ctx context.Context, t profiles.Target, imageURL string) (profiles.Result, error)
+	Set(ctx context.Context, t profiles.Target, name, imageURL *string) ([]profiles.Result, error)
 }
 
 var _ ProfileSetter = (*profiles.Service)(nil)
@@ -33,22 +32,11 @@ func numberProfile(p account.Profile) *model.NumberProfile {
 	return out
 }
 
-// setAgentProfile sets the name, then the picture, that input gives; each
-// call's outcome is one entry of fields, and the number is as the last
-// left it.
-func setAgentProfile(ctx context.Context, set ProfileSetter, accountID string, input model.SetAgentProfileInput) (*model.AgentProfileResult, error) {
-	if input.Name == nil && input.ImageURL == nil {
-		return nil, failure.Invalid(failure.Field("missing", "name or imageUrl is required", "name"))
-	}
-	t := profiles.Target{AccountID: accountID, AgentNumber: input.AgentNumber}
-	if input.Service != nil {
-		t.Service = string(*input.Service)
-	}
+// agentProfileResult is what setAgentProfile answers for the results
+// of its calls: the number as the last left it, and each call's outcome.
+func agentProfileResult(results []profiles.Result) *model.AgentProfileResult {
 	out := &model.AgentProfileResult{Fields: []model.ProfileFieldOutcome{}}
-	apply := func(res profiles.Result, err error) error {
-		if err != nil {
-			return err
-		}
+	for _, res := range results {
 		n := res.Number
 		out.Number = &n
 		f := model.ProfileFieldOutcome{Field: res.Field, Applied: res.Outcome.Applied}
@@ -56,17 +44,6 @@ func setAgentProfile(ctx context.Context, set ProfileSetter, accountID string, i
 			f.Reason = &res.Outcome.Reason
 		}
 		out.Fields = append(out.Fields, f)
-		return nil
 	}
-	if input.Name != nil {
-		if err := apply(set.SetName(ctx, t, *input.Name)); err != nil {
-			return nil, err
-		}
-	}
-	if input.ImageURL != nil {
-		if err := apply(set.SetPicture(ctx, t, *input.ImageURL)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return out
 }

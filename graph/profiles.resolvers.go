@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/switchboard-dev/switchboard/application/profiles"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/graph/model"
 )
@@ -26,5 +27,13 @@ func (r *mutationResolver) SetAgentProfile(ctx context.Context, input model.SetA
 	if r.profiles == nil {
 		return nil, errNoProfiles
 	}
-	return setAgentProfile(ctx, r.profiles, p.AccountID, input)
+	t := profiles.Target{AccountID: p.AccountID, AgentNumber: input.AgentNumber}
+	if input.Service != nil {
+		t.Service = string(*input.Service)
+	}
+	results, err := r.profiles.Set(ctx, t, input.Name, input.ImageURL)
+	if err != nil {
+		return nil, err
+	}
+	return agentProfileResult(results), nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
@@ -69,8 +70,8 @@ func newPictureHost(t *testing.T) *pictureHost {
 // stored and not applied (Meta reviews it), its picture applied through
 // the Resumable Upload API when the number has its Meta app id and stored
 // with the reason otherwise; a sandbox number applies both. What is
-// stored shows in the account, on REST and GraphQL (setAgentProfile,
-// AgentNumber.profile). Bad input is refused naming the field, a
+// stored shows in the account; GraphQL (setAgentProfile,
+// AgentNumber.profile) and MCP (set_agent_profile) do the same. Bad input is refused naming the field, a
 // number of another account is 404, another account's credentials 403,
 // and a provider that fails stores nothing.
 func TestProfileSettingsEndToEnd(t *testing.T) {
@@ -246,6 +247,27 @@ func TestProfileSettingsEndToEnd(t *testing.T) {
 		} {
 			postGraphQL(t, f.srv.URL, acct, query, &gql)
 			require.Equal(t, code, gql["errors"].([]any)[0].(map[string]any)["extensions"].(map[string]any)["code"], "%s: %v", query, gql)
+		}
+
+		// MCP: the same use case as a tool; a business failure is a tool
+		// result with isError and the REST code.
+		cs := connectMCP(t, f.srv, acct)
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "set_agent_profile", Arguments: map[string]any{
+			"agent_number": sandboxAgent, "name": "Sandy (MCP)", "image_url": pics.URL + "/photo.jpg"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		out := res.StructuredContent.(map[string]any)
+		requireFields(t, out, map[string]any{"agent_number": sandboxAgent, "provider": "sandbox", "name": "Sandy (MCP)", "image_url": pics.URL + "/photo.jpg"})
+		require.Equal(t, []any{map[string]any{"field": "name", "applied": true}, map[string]any{"field": "image_url", "applied": true}}, out["fields"])
+		requireFields(t, profileOf(sandboxAgent), map[string]any{"name": "Sandy (MCP)", "image_url": pics.URL + "/photo.jpg"})
+		for code, args := range map[string]map[string]any{
+			"not_found":        {"agent_number": otherAgent, "name": "Mine"},
+			"validation_error": {"agent_number": chTGAgent, "image_url": pics.URL + "/notes.txt"},
+		} {
+			res, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "set_agent_profile", Arguments: args})
+			require.NoError(t, err)
+			require.True(t, res.IsError, "%v", args)
+			require.Equal(t, code, res.StructuredContent.(map[string]any)["code"], "%v", res.Content)
 		}
 	})
 }

@@ -222,6 +222,32 @@ func (s *Service) SetPicture(ctx context.Context, t Target, imageURL string) (Re
 	})
 }
 
+// Set sets the name and then the picture that are not nil (SetName, then
+// SetPicture) and returns each one's result, in that order; when the
+// picture then fails, the name stays set. Neither given is Invalid naming
+// name.
+func (s *Service) Set(ctx context.Context, t Target, name, imageURL *string) ([]Result, error) {
+	if name == nil && imageURL == nil {
+		return nil, failure.Invalid(failure.Field("missing", "name or image_url is required", "name"))
+	}
+	var out []Result
+	if name != nil {
+		res, err := s.SetName(ctx, t, *name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	if imageURL != nil {
+		res, err := s.SetPicture(ctx, t, *imageURL)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
 // checkTarget checks the number and service a change names.
 func checkTarget(p *failure.Problems, t Target) {
 	switch {

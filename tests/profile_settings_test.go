@@ -21,7 +21,8 @@ import (
 )
 
 // pictureHost serves the pictures of the profile tests on 127.0.0.1: a
-// PNG, a JPEG, a text file, and a PNG over 5 MB.
+// PNG, a JPEG, a text file, a PNG over 5 MB, and a redirect into a
+// private range.
 type pictureHost struct {
 	URL       string
 	png, jpeg []byte
@@ -53,6 +54,9 @@ func newPictureHost(t *testing.T) *pictureHost {
 	serve("/photo.jpg", "image/jpeg", h.jpeg)
 	serve("/notes.txt", "text/plain; charset=utf-8", []byte("not a picture"))
 	serve("/huge.png", "image/png", append(append([]byte(nil), h.png...), make([]byte, 5<<20)...))
+	mux.HandleFunc("/moved.png", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://10.9.8.7/logo.png", http.StatusFound)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	h.URL = srv.URL
@@ -201,6 +205,8 @@ func TestProfileSettingsEndToEnd(t *testing.T) {
 		body := refused(setPicture(chTGAgent, "https://10.1.2.3/logo.png"), http.StatusUnprocessableEntity, "image_url")
 		require.Equal(t, "url_forbidden", body["detail"].([]any)[0].(map[string]any)["type"])
 		refused(setPicture(chTGAgent, "https://169.254.169.254/latest/meta-data"), http.StatusUnprocessableEntity, "image_url")
+		body = refused(setPicture(chTGAgent, pics.URL+"/moved.png"), http.StatusUnprocessableEntity, "image_url")
+		require.Equal(t, "url_forbidden", body["detail"].([]any)[0].(map[string]any)["type"], "refused when connecting, after the redirect")
 		body = refused(setPicture(chTGAgent, pics.URL+"/notes.txt"), http.StatusUnprocessableEntity, "image_url")
 		require.Contains(t, body["message"], "JPEG or PNG")
 		body = refused(setPicture(chTGAgent, pics.URL+"/huge.png"), http.StatusUnprocessableEntity, "image_url")

@@ -32,14 +32,16 @@ var channelsModule = fx.Module("channels",
 		func(c *telegram.Client, d *channels.Directory, g *httpguard.Guard) *telegram.Provider {
 			return &telegram.Provider{Client: c, Chats: d, Media: g.Client(httpguard.ClientOptions{Timeout: 30 * time.Second})}
 		},
-		func(c *whatsapp.Client) *whatsapp.Provider { return &whatsapp.Provider{Client: c} },
+		func(c *whatsapp.Client, d *channels.Directory) *whatsapp.Provider {
+			return &whatsapp.Provider{Client: c, Chats: d}
+		},
 		func(s channels.Store, m *messaging.Service, a *accounts.Service, log *slog.Logger) *channels.Service {
 			return channels.NewService(channels.Deps{Store: s, Receiver: m, Opener: a, Logger: log})
 		},
 		func(d *channels.Directory, a *accounts.Service) numberSource { return numberSource{d, a} },
 		func(s *channels.Service) *telegram.Inbound { return &telegram.Inbound{Inbox: s} },
-		func(s *channels.Service, n numberSource) *whatsapp.Inbound {
-			return &whatsapp.Inbound{Inbox: s, Siblings: n}
+		func(s *channels.Service, n numberSource, c *whatsapp.Client) *whatsapp.Inbound {
+			return &whatsapp.Inbound{Inbox: s, Siblings: n, Client: c}
 		},
 		fx.Annotate(func(t *telegram.Inbound, w *whatsapp.Inbound) providerWebhooks {
 			return providerWebhooks{telegram: t, whatsapp: w}

@@ -339,6 +339,7 @@ func saveGroupColumnsBound(p *binder, g messaging.GroupState) string {
 	return "UPDATE threads SET name = " + p.bind(g.Thread.Name) + ", description = " + p.bind(g.Description) +
 		", picture_url = " + p.bind(g.PictureURL) + ", invite_code = " + p.bind(nullable(g.InviteCode)) +
 		", announcement = " + p.bind(g.Announcement) + ", locked = " + p.bind(g.Locked) +
+		", invite_link = " + p.bind(g.InviteLink) + ", creating = " + p.bind(g.Creating) +
 		", updated_at = " + p.bind(g.Thread.UpdatedAt) + " WHERE id = " + p.bind(g.Thread.ID) + " AND type = 'group'"
 }
 

@@ -389,6 +389,7 @@ func saveGroupStates(db bun.IDB, groups []messaging.GroupState) []batchQuery {
 		out = append(out, db.NewUpdate().Model((*threadRow)(nil)).
 			Set("name = ?", g.Thread.Name).Set("description = ?", g.Description).Set("picture_url = ?", g.PictureURL).
 			Set("invite_code = ?", nullable(g.InviteCode)).Set("announcement = ?", g.Announcement).Set("locked = ?", g.Locked).
+			Set("invite_link = ?", g.InviteLink).Set("creating = ?", g.Creating).
 			Set("updated_at = ?", g.Thread.UpdatedAt).
 			Where("id = ? AND type = 'group'", g.Thread.ID))
 		addresses := make([]string, len(g.Members))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,15 @@ func (r MessagingStore) Contact(ctx context.Context, accountID, id string) (mess
 // ContactByIdentity finds the account's contact with the identity's
 // WhatsApp user id, Telegram user id or phone number (in that order),
 // the oldest when several have it.
+//
+// Inside a decision on Postgres it first takes, until the decision ends,
+// a lock on each of the identity's ids in the account (lockIdentity), so
+// that two decisions about one person run one after another and the
+// second finds the contact the first created.
 func (r MessagingStore) ContactByIdentity(ctx context.Context, accountID string, id messaging.Identity) (messaging.Contact, error) {
+	if err := r.lockIdentity(ctx, accountID, id); err != nil {
+		return messaging.Contact{}, err
+	}
 	var row personRow
 	try := func(where string, v string) error {
 		if v == "" {
@@ -230,4 +239,26 @@ func writeContactsBound(tables *schema.Tables, add func(name string, build func(
 	for _, s := range contactUpdates(ws, merges) {
 		add("write contacts", func(p *binder) string { return bindRaw(p, s.sql, s.args) })
 	}
+}
+
+// lockIdentity takes a transaction-scoped advisory lock per id of the
+// identity in the account, in one order, inside a Postgres transaction;
+// it does nothing elsewhere (SQLite runs one decision at a time).
+func (r MessagingStore) lockIdentity(ctx context.Context, accountID string, id messaging.Identity) error {
+	if r.tx == nil || r.dialect != Postgres {
+		return nil
+	}
+	var keys []string
+	for _, k := range [][2]string{{"phone", id.Phone}, {"telegram", id.TelegramUserID}, {"whatsapp", id.WhatsAppUserID}} {
+		if k[1] != "" {
+			keys = append(keys, "contact "+accountID+" "+k[0]+" "+k[1])
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, err := execWithArgs(ctx, r.write, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", []any{k}); err != nil {
+			return translate(err, "contact")
+		}
+	}
+	return nil
 }

@@ -21,14 +21,17 @@ type groupColumnsRow struct {
 	InviteCode   sql.NullString `bun:"invite_code"`
 	Announcement bool           `bun:"announcement"`
 	Locked       bool           `bun:"locked"`
+	InviteLink   string         `bun:"invite_link"`
+	Creating     bool           `bun:"creating"`
 }
 
-const groupColumns = threadColumns + ", description, picture_url, invite_code, announcement, locked"
+const groupColumns = threadColumns + ", description, picture_url, invite_code, announcement, locked, invite_link, creating"
 
 func (r MessagingStore) groupFrom(ctx context.Context, row groupColumnsRow) (messaging.GroupState, error) {
 	g := messaging.GroupState{
 		Thread: row.threadRow.domain(), Description: row.Description, PictureURL: row.PictureURL,
 		InviteCode: row.InviteCode.String, Announcement: row.Announcement, Locked: row.Locked,
+		InviteLink: row.InviteLink, Creating: row.Creating,
 	}
 	var err error
 	g.Members, err = r.Participants(ctx, g.Thread.ID)
@@ -71,5 +74,5 @@ type eventRow struct {
 // groupToRow is a new group as inserted.
 func groupToRow(g messaging.GroupState) groupColumnsRow {
 	return groupColumnsRow{threadRow: threadToRow(g.Thread), Description: g.Description, PictureURL: g.PictureURL,
-		InviteCode: nullable(g.InviteCode), Announcement: g.Announcement, Locked: g.Locked}
+		InviteCode: nullable(g.InviteCode), Announcement: g.Announcement, Locked: g.Locked, InviteLink: g.InviteLink, Creating: g.Creating}
 }

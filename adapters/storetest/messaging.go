@@ -907,7 +907,7 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		agent := "+14155550100"
 		g := messaging.GroupState{
 			Thread: groupThread(a, account.WhatsApp, agent, at), Description: "The team's room", PictureURL: "https://files.example.com/team.png",
-			InviteCode: "inv-1", Announcement: true,
+			InviteCode: "inv-1", Announcement: true, InviteLink: "https://chat.whatsapp.com/Inv1", Creating: true,
 			Members: []messaging.Participant{
 				{Address: agent, IsAgent: true, Admin: true},
 				{Address: "+4917000000001", Name: "Ann", Admin: true},
@@ -961,6 +961,7 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		// joins, one is demoted.
 		g.Thread.Name, g.Thread.UpdatedAt = "Team 2", at.Add(time.Hour)
 		g.Description, g.PictureURL, g.InviteCode, g.Announcement, g.Locked = "", "https://files.example.com/t2.png", "inv-2", false, true
+		g.InviteLink, g.Creating = "https://chat.whatsapp.com/Inv2", false
 		g.Members = []messaging.Participant{
 			{Address: agent, IsAgent: true, Admin: true},
 			{Address: "+4917000000001", Name: "Ann"},

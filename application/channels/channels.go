@@ -163,6 +163,7 @@ type Receiver interface {
 	ReceiveReaction(ctx context.Context, in appmessaging.InboundReaction) (messaging.Reaction, error)
 	ReceiveChange(ctx context.Context, in appmessaging.InboundChange) (messaging.Message, error)
 	ApplyStatus(ctx context.Context, service account.Service, providerID string, to messaging.Status, code, text string) error
+	ApplyGroupReport(ctx context.Context, r appmessaging.GroupReport) error
 }
 
 // Service runs the inbound use cases of the real providers.

@@ -36,12 +36,28 @@ type GroupCommand struct {
 	ImageURL          string
 	InviteCode        string
 	Setting           string
+	// JoinApprovalMode is how a new group lets people in (create, on
+	// providers that ask); JoinRequests are the requests an approval or a
+	// rejection names.
+	JoinApprovalMode string
+	JoinRequests     []string
+	// JoinRequestsGiven tells an empty list from a missing one.
+	JoinRequestsGiven bool
 }
 
 // GroupResult is the group after an action, and what happened.
 type GroupResult struct {
 	Group   messaging.GroupState
 	Message string
+	// Invited are the people a create named on a provider that adds
+	// nobody: they join with the group's invite link.
+	Invited []string
+	// Info is the group as its provider has it (info).
+	Info *ProviderGroup
+	// JoinRequests are the group's open requests to join (join_requests).
+	JoinRequests []JoinRequest
+	// Groups are the agent number's groups (list).
+	Groups []ProviderGroup
 }
 
 // ManageGroup runs one group action: it checks the input and the group's
@@ -63,14 +79,17 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 	if !strings.HasPrefix(cmd.AgentNumber, "+") || !account.ValidE164(cmd.AgentNumber) {
 		p.Add("value_error", "agent_number must be an agent number in E.164 form, starting with +", "agent_number")
 	}
-	if ok && action != messaging.ActionCreate && cmd.ThreadID == "" && !(isJoin(action) && cmd.InviteCode != "") {
+	if ok && action != messaging.ActionCreate && action != messaging.ActionList && cmd.ThreadID == "" && !(isJoin(action) && cmd.InviteCode != "") {
 		p.Add("missing", "Field required", "thread_id")
 	}
 	if err := p.Err(); err != nil {
 		return GroupResult{}, err
 	}
-	if action == messaging.ActionCreate {
+	switch action {
+	case messaging.ActionCreate:
 		return s.createGroup(ctx, cmd)
+	case messaging.ActionList:
+		return s.listGroups(ctx, cmd)
 	}
 	if err := checkActionFields(action, cmd); err != nil {
 		return GroupResult{}, err
@@ -101,15 +120,30 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 	if err != nil {
 		return GroupResult{}, err
 	}
+	if action.ReadOnly() {
+		return s.readGroup(ctx, number, action, g, cmd.AgentNumber)
+	}
 	if action == messaging.ActionAddParticipants {
 		if err := s.refuseOwnNumbers(ctx, r, cmd.AccountID, g.Thread.Service, cmd.Participants); err != nil {
 			return GroupResult{}, err
 		}
 	}
-	if _, named, _, err := applyGroupAction(&g, action, cmd); err != nil {
+	typ, named, message, err := applyGroupAction(&g, action, cmd)
+	if err != nil {
 		return GroupResult{}, err
-	} else if err := s.tellProvider(ctx, number, action, g, named); err != nil {
+	}
+	if action == messaging.ActionAddParticipants {
+		if err := s.checkGroupLimit(number, g, "participants"); err != nil {
+			return GroupResult{}, err
+		}
+	}
+	if err := s.tellProvider(ctx, number, GroupChange{Action: action, Group: g, Participants: named, JoinRequests: cmd.JoinRequests}); err != nil {
 		return GroupResult{}, err
+	}
+	if typ == "" {
+		// The provider reports what the action changes later, as it
+		// happens (people joining after their requests are approved).
+		return GroupResult{Group: g, Message: message}, nil
 	}
 	var out GroupResult
 	err = s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
@@ -122,7 +156,7 @@ func (s *Service) ManageGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			return writes.Batch{}, err
 		}
 		g.Thread.UpdatedAt = s.now().UTC()
-		e, err := s.groupEvent(typ, g, cmd.AgentNumber, action, named)
+		e, err := s.groupEvent(typ, g, cmd.AgentNumber, string(action), named, nil)
 		if err != nil {
 			return writes.Batch{}, err
 		}
@@ -207,22 +241,56 @@ func checkActionFields(action messaging.GroupAction, cmd GroupCommand) error {
 		if _, ok := messaging.ParseSetting(cmd.Setting); !ok {
 			p.Add("enum", "setting must be one of announcement, not_announcement, locked, unlocked", "setting")
 		}
+	case messaging.ActionApproveJoinRequests, messaging.ActionRejectJoinRequests:
+		checkJoinRequests(&p, cmd.JoinRequests, cmd.JoinRequestsGiven)
 	}
 	return p.Err()
+}
+
+// MaxJoinRequests is how many join requests one approval or rejection
+// names at most.
+const MaxJoinRequests = 100
+
+// checkJoinRequests validates the join requests an approval or a
+// rejection names: present, 1 to MaxJoinRequests ids, none blank or
+// listed twice.
+func checkJoinRequests(p *failure.Problems, ids []string, given bool) {
+	if !checkListSize(p, "join_requests", "join request id", len(ids), given, MaxJoinRequests) {
+		return
+	}
+	seen := map[string]bool{}
+	for i, id := range ids {
+		switch {
+		case strings.TrimSpace(id) == "" || len(id) > 256:
+			p.Add("value_error", "a join request id is 1 to 256 characters, as the join_requests action lists it", "join_requests", i)
+		case seen[id]:
+			p.Add("value_error", "join request id listed twice", "join_requests", i)
+		}
+		seen[id] = true
+	}
+}
+
+// checkListSize records what is wrong with the size of the list field
+// of n items (each a noun): missing, empty, or longer than max. It
+// reports whether the size is right.
+func checkListSize(p *failure.Problems, field, noun string, n int, given bool, max int) bool {
+	switch {
+	case !given:
+		p.Add("missing", "Field required", field)
+	case n == 0:
+		p.Add("too_short", field+" must list at least one "+noun, field)
+	case n > max:
+		p.Add("too_long", fmt.Sprintf("%s may list at most %d %ss", field, max, noun), field)
+	default:
+		return true
+	}
+	return false
 }
 
 // checkParticipants validates a participants list: present, non-empty,
 // E.164, no duplicates (nor the agent itself), at most the group limit.
 func checkParticipants(p *failure.Problems, list []string, given bool, agent string) {
-	switch {
-	case !given:
-		p.Add("missing", "Field required", "participants")
-		return
-	case len(list) == 0:
-		p.Add("too_short", "participants must list at least one number", "participants")
-		return
-	case len(list) > messaging.MaxGroupMembers:
-		p.Add("too_long", fmt.Sprintf("participants may list at most %d numbers", messaging.MaxGroupMembers), "participants")
+	if !checkListSize(p, "participants", "number", len(list), given, messaging.MaxGroupMembers) {
 		return
 	}
 	seen := map[string]bool{}
@@ -295,26 +363,68 @@ func applyGroupAction(g *messaging.GroupState, action messaging.GroupAction, cmd
 		return event.GroupParticipantsAdded, []string{agent}, "joined the group", g.Join(agent)
 	case messaging.ActionLeave:
 		return event.GroupLeft, []string{agent}, "left the group", g.Leave(agent)
+	case messaging.ActionDelete:
+		return event.GroupLeft, nil, "group deleted", g.Delete(agent)
+	case messaging.ActionApproveJoinRequests:
+		return "", nil, "join requests approved: the people join with group.participants_added events", g.CheckAdmin(agent)
+	case messaging.ActionRejectJoinRequests:
+		return "", nil, "join requests rejected", g.CheckAdmin(agent)
 	}
 	return "", nil, "", fmt.Errorf("unhandled group action %s", action)
 }
 
-// tellProvider asks the provider behind the number to make the change.
-func (s *Service) tellProvider(ctx context.Context, n account.Number, action messaging.GroupAction, g messaging.GroupState, named []string) error {
+// tellProvider asks the provider behind the number n to make the change
+// c (whose Number and Settings it fills in).
+func (s *Service) tellProvider(ctx context.Context, n account.Number, c GroupChange) error {
 	provider, ok := s.providers.Provider(n.Provider)
 	gp, can := provider.(GroupProvider)
 	if !ok || !can {
-		return notSupported(n.Provider, action)
+		return notSupported(n.Provider, c.Action)
 	}
 	settings, err := s.opener.NumberSettings(n)
 	if err != nil {
 		return err
 	}
-	err = gp.ApplyGroupChange(ctx, GroupChange{Number: n, Settings: settings, Action: action, Group: g, Participants: named})
+	c.Number, c.Settings = n, settings
+	err = gp.ApplyGroupChange(ctx, c)
 	if errors.Is(err, ErrNotSupported) {
-		return notSupported(n.Provider, action)
+		return notSupported(n.Provider, c.Action)
 	}
-	return providerRefused("the change", err)
+	return groupRefused("the change", err)
+}
+
+// groupRefused is the failure of a group action its provider refused: a
+// refusal the provider calls final (the number may not use groups, a
+// parameter it does not take) is 403 provider_refused, naming the
+// provider's error; one that may pass later is providerRefused's.
+func groupRefused(what string, err error) error {
+	var pe *ProviderError
+	if errors.As(err, &pe) && pe.Permanent {
+		return &failure.Error{Kind: failure.KindForbidden, Code: "provider_refused",
+			Message: "the provider refused " + what + ": " + pe.Message, Err: err}
+	}
+	return providerRefused(what, err)
+}
+
+// checkGroupLimit refuses a group with more participants (people besides
+// the agent numbers) than the provider's platform allows, naming field.
+func (s *Service) checkGroupLimit(n account.Number, g messaging.GroupState, field string) error {
+	provider, _ := s.providers.Provider(n.Provider)
+	limits, ok := provider.(GroupLimits)
+	if !ok {
+		return nil
+	}
+	people := 0
+	for _, m := range g.Members {
+		if !m.IsAgent {
+			people++
+		}
+	}
+	if max := limits.MaxGroupParticipants(); people > max {
+		return failure.Invalid(failure.Field("too_long", fmt.Sprintf(
+			"a %s group has at most %d participants besides the agent number; this one would have %d", n.Provider, max, people), field))
+	}
+	return nil
 }
 
 func notSupported(p account.Provider, action messaging.GroupAction) error {
@@ -356,46 +466,82 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			p = append(p, failure.As(err).Fields...)
 		}
 	}
+	if len([]rune(cmd.Description)) > messaging.MaxGroupDescription {
+		p.Add("string_too_long", fmt.Sprintf("description must be at most %d characters", messaging.MaxGroupDescription), "description")
+	}
+	mode, modeOK := messaging.ParseJoinApprovalMode(cmd.JoinApprovalMode)
+	if cmd.JoinApprovalMode != "" && !modeOK {
+		p.Add("enum", "join_approval_mode must be one of auto_approve, approval_required", "join_approval_mode")
+	}
 	if err := p.Err(); err != nil {
 		return GroupResult{}, err
 	}
-	var out GroupResult
-	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
-		// The route is WhatsApp's; the number decides the channel.
-		number, err := s.sendingNumber(ctx, tx, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
+	// The provider is asked first, outside any transaction (see
+	// ManageGroup); the group is then recorded with the number as it is
+	// at the commit.
+	number, err := s.creatingNumber(ctx, cmd)
+	if err != nil {
+		return GroupResult{}, err
+	}
+	if err := s.refuseOwnNumbers(ctx, s.store.Repos(), cmd.AccountID, number.Service, cmd.Participants); err != nil {
+		return GroupResult{}, err
+	}
+	now := s.now().UTC()
+	g := messaging.GroupState{
+		Thread: messaging.Thread{
+			ID: ident.New(ident.Thread), AccountID: cmd.AccountID, Service: number.Service, Type: messaging.Group,
+			AgentNumber: number.Number, Name: strings.TrimSpace(cmd.Title), CreatedAt: now, UpdatedAt: now,
+		},
+		Description: cmd.Description,
+		Members:     []messaging.Participant{{Address: number.Number, IsAgent: true, Admin: true}},
+	}
+	for _, a := range cmd.Participants {
+		g.Members = append(g.Members, messaging.Participant{Address: a})
+	}
+	if err := s.checkGroupLimit(number, g, "participants"); err != nil {
+		return GroupResult{}, err
+	}
+	out := GroupResult{Message: "group created"}
+	var chat string
+	if creator, ok := s.providerOf(number).(GroupCreator); ok {
+		// The platform makes the group later, empty: people join it with
+		// the invite link it makes.
+		if cmd.InitialMessage != "" {
+			return GroupResult{}, failure.Invalid(failure.Field("value_error", fmt.Sprintf(
+				"a %s group is created empty, and people join it with its invite link: send the first message once they joined", number.Provider), "initial_message"))
+		}
+		request, err := s.askCreator(ctx, creator, number, GroupChange{Action: messaging.ActionCreate, Group: g, Participants: cmd.Participants, JoinApprovalMode: mode})
 		if err != nil {
-			// A Telegram bot's provider is asked, so that it says what it
-			// can do (bots cannot create groups: 501).
-			if bot, botErr := s.sendingNumber(ctx, tx, cmd.AccountID, account.Telegram, cmd.AgentNumber); botErr == nil && bot.Provider != account.ProviderSandbox {
-				if perr := s.tellProvider(ctx, bot, messaging.ActionCreate, messaging.GroupState{}, cmd.Participants); perr != nil {
-					return writes.Batch{}, perr
-				}
-			}
+			return GroupResult{}, err
+		}
+		g.Members, g.Creating, chat = g.Members[:1], true, PendingGroupChat(request)
+		out.Invited = cmd.Participants
+		out.Message = fmt.Sprintf("group creation requested: %s makes the group in a moment and adds nobody itself; "+
+			"the group.created event brings its invite_link, which people join with", number.Provider)
+	} else {
+		g.InviteCode = inviteCode()
+		if err := s.tellProvider(ctx, number, GroupChange{Action: messaging.ActionCreate, Group: g, Participants: cmd.Participants, JoinApprovalMode: mode}); err != nil {
+			return GroupResult{}, err
+		}
+	}
+	err = s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		if _, err := s.sendingNumber(ctx, tx, cmd.AccountID, number.Service, number.Number); err != nil {
 			return writes.Batch{}, err
 		}
 		if err := s.refuseOwnNumbers(ctx, tx, cmd.AccountID, number.Service, cmd.Participants); err != nil {
 			return writes.Batch{}, err
 		}
-		now := s.now().UTC()
-		g := messaging.GroupState{
-			Thread: messaging.Thread{
-				ID: ident.New(ident.Thread), AccountID: cmd.AccountID, Service: number.Service, Type: messaging.Group,
-				AgentNumber: number.Number, Name: strings.TrimSpace(cmd.Title), CreatedAt: now, UpdatedAt: now,
-			},
-			InviteCode: inviteCode(),
-			Members:    []messaging.Participant{{Address: number.Number, IsAgent: true, Admin: true}},
+		b := writes.Batch{Groups: []messaging.GroupState{g}}
+		if chat != "" {
+			b.GroupChats = []writes.GroupChat{{NumberID: number.ID, ChatID: chat, ThreadID: g.Thread.ID, At: now}}
 		}
-		for _, a := range cmd.Participants {
-			g.Members = append(g.Members, messaging.Participant{Address: a})
+		if !g.Creating {
+			e, err := s.groupEvent(event.GroupCreated, g, cmd.AgentNumber, string(messaging.ActionCreate), cmd.Participants, nil)
+			if err != nil {
+				return writes.Batch{}, err
+			}
+			b.Events = []event.Event{e}
 		}
-		if err := s.tellProvider(ctx, number, messaging.ActionCreate, g, cmd.Participants); err != nil {
-			return writes.Batch{}, err
-		}
-		e, err := s.groupEvent(event.GroupCreated, g, cmd.AgentNumber, messaging.ActionCreate, cmd.Participants)
-		if err != nil {
-			return writes.Batch{}, err
-		}
-		b := writes.Batch{Groups: []messaging.GroupState{g}, Events: []event.Event{e}}
 		if cmd.InitialMessage != "" {
 			_, sent, err := s.queued(g.Thread, number, "", messaging.Content{Kind: messaging.KindText, Text: cmd.InitialMessage}, messaging.Reply{})
 			if err != nil {
@@ -403,10 +549,140 @@ func (s *Service) createGroup(ctx context.Context, cmd GroupCommand) (GroupResul
 			}
 			b.Add(sent)
 		}
-		out = GroupResult{Group: g, Message: "group created"}
 		return b, nil
 	})
+	out.Group = g
 	return out, err
+}
+
+// creatingNumber is the agent number a create names: a WhatsApp number of
+// the account (the route is WhatsApp's). A Telegram bot's provider is
+// asked, so that it says what it can do (bots cannot create groups: 501).
+func (s *Service) creatingNumber(ctx context.Context, cmd GroupCommand) (account.Number, error) {
+	r := s.store.Repos()
+	number, err := s.sendingNumber(ctx, r, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
+	if err == nil {
+		return number, nil
+	}
+	if bot, botErr := s.sendingNumber(ctx, r, cmd.AccountID, account.Telegram, cmd.AgentNumber); botErr == nil && bot.Provider != account.ProviderSandbox {
+		if perr := s.tellProvider(ctx, bot, GroupChange{Action: messaging.ActionCreate, Participants: cmd.Participants}); perr != nil {
+			return account.Number{}, perr
+		}
+	}
+	return account.Number{}, err
+}
+
+// providerOf is the provider behind n, nil when none is configured.
+func (s *Service) providerOf(n account.Number) Provider {
+	p, _ := s.providers.Provider(n.Provider)
+	return p
+}
+
+// askCreator asks a platform that makes groups itself for the group of c
+// and returns its request's id.
+func (s *Service) askCreator(ctx context.Context, creator GroupCreator, n account.Number, c GroupChange) (string, error) {
+	settings, err := s.opener.NumberSettings(n)
+	if err != nil {
+		return "", err
+	}
+	c.Number, c.Settings = n, settings
+	request, err := creator.CreateGroup(ctx, c)
+	if err != nil {
+		return "", groupRefused("to create the group", err)
+	}
+	return request, nil
+}
+
+// readGroup answers the actions that only read a group: info (the group
+// as its provider has it, for a member) and join_requests (for an
+// admin). A group its provider is still creating is answered as stored.
+func (s *Service) readGroup(ctx context.Context, n account.Number, action messaging.GroupAction, g messaging.GroupState, agent string) (GroupResult, error) {
+	out := GroupResult{Group: g, Message: "group info"}
+	if g.Creating && action == messaging.ActionInfo {
+		out.Message = "the provider is creating the group"
+		return out, nil
+	}
+	inspector, ok := s.providerOf(n).(GroupInspector)
+	q := GroupQuery{Number: n, Group: g}
+	var err error
+	if ok {
+		if q.Settings, err = s.opener.NumberSettings(n); err != nil {
+			return GroupResult{}, err
+		}
+	}
+	switch action {
+	case messaging.ActionInfo:
+		if _, err := g.Actor(agent); err != nil {
+			return GroupResult{}, err
+		}
+		if !ok {
+			return out, nil
+		}
+		info, err := inspector.GroupInfo(ctx, q)
+		if err != nil {
+			return GroupResult{}, groupRefused("to read the group", err)
+		}
+		info.ThreadID = g.Thread.ID
+		out.Info = &info
+		if info.InviteLink != "" {
+			out.Group.InviteLink = info.InviteLink
+		}
+	case messaging.ActionJoinRequests:
+		if err := g.CheckAdmin(agent); err != nil {
+			return GroupResult{}, err
+		}
+		if !ok {
+			return GroupResult{}, notSupported(n.Provider, action)
+		}
+		if out.JoinRequests, err = inspector.JoinRequests(ctx, q); err != nil {
+			return GroupResult{}, groupRefused("to list the join requests", err)
+		}
+		if out.JoinRequests == nil {
+			out.JoinRequests = []JoinRequest{}
+		}
+		out.Message = fmt.Sprintf("%d open join requests", len(out.JoinRequests))
+	}
+	return out, nil
+}
+
+// listGroups answers the list action: the agent number's groups, as its
+// provider lists them where it can, else the group threads it is a
+// member of (at most 100, most recently active first).
+func (s *Service) listGroups(ctx context.Context, cmd GroupCommand) (GroupResult, error) {
+	r := s.store.Repos()
+	number, err := s.sendingNumber(ctx, r, cmd.AccountID, account.WhatsApp, cmd.AgentNumber)
+	if err != nil {
+		var botErr error
+		if number, botErr = s.sendingNumber(ctx, r, cmd.AccountID, account.Telegram, cmd.AgentNumber); botErr != nil {
+			return GroupResult{}, err
+		}
+	}
+	out := GroupResult{Groups: []ProviderGroup{}}
+	if inspector, ok := s.providerOf(number).(GroupInspector); ok {
+		settings, err := s.opener.NumberSettings(number)
+		if err != nil {
+			return GroupResult{}, err
+		}
+		groups, err := inspector.ActiveGroups(ctx, number, settings)
+		if err != nil {
+			return GroupResult{}, groupRefused("to list the groups", err)
+		}
+		out.Groups = append(out.Groups, groups...)
+	} else {
+		threads, _, err := r.Threads(ctx, ThreadQuery{AccountID: cmd.AccountID, Phone: number.Number, Limit: 100})
+		if err != nil {
+			return GroupResult{}, err
+		}
+		for _, t := range threads {
+			if t.Thread.Type != messaging.Group || t.Thread.Service != number.Service || messaging.CheckGroupSend(number.Number, t.Participants) != nil {
+				continue
+			}
+			out.Groups = append(out.Groups, ProviderGroup{ThreadID: t.Thread.ID, Subject: t.Thread.Name, CreatedAt: t.Thread.CreatedAt,
+				ParticipantCount: len(t.Participants) - 1})
+		}
+	}
+	out.Message = fmt.Sprintf("%d groups", len(out.Groups))
+	return out, nil
 }
 
 // inviteCode is 22 random URL-safe characters, like a WhatsApp invite link.
@@ -420,23 +696,36 @@ func inviteCode() string {
 	return string(b)
 }
 
-// groupEvent is the event on the group's log about a change.
-func (s *Service) groupEvent(typ event.Type, g messaging.GroupState, agent string, action messaging.GroupAction, named []string) (event.Event, error) {
+// groupEvent is the event on the group's log about a change: the action
+// (an action of the route, or what the provider reported), the addresses
+// it named, and extra fields of the payload, if any.
+func (s *Service) groupEvent(typ event.Type, g messaging.GroupState, agent string, action string, named []string, extra map[string]any) (event.Event, error) {
 	members := make([]map[string]any, len(g.Members))
 	for i, m := range g.Members {
 		members[i] = map[string]any{"number": m.Address, "admin": m.Admin, "is_agent": m.IsAgent}
 	}
+	if named == nil {
+		named = []string{}
+	}
 	id := ident.New(ident.Event)
 	now := s.now().UTC()
-	payload, err := json.Marshal(map[string]any{
+	group := map[string]any{
+		"title": g.Thread.Name, "description": g.Description, "picture_url": g.PictureURL,
+		"announcement": g.Announcement, "locked": g.Locked, "members": members,
+	}
+	if g.InviteLink != "" {
+		group["invite_link"] = g.InviteLink
+	}
+	body := map[string]any{
 		"event": typ, "event_id": id, "thread_id": g.Thread.ID, "thread_type": "group", "a1_account_id": g.Thread.AccountID,
 		"a1_phone_number": agent, "service": g.Thread.Service, "action": action, "participants": named,
-		"group": map[string]any{
-			"title": g.Thread.Name, "description": g.Description, "picture_url": g.PictureURL,
-			"announcement": g.Announcement, "locked": g.Locked, "members": members,
-		},
+		"group":     group,
 		"timestamp": now.Format("2006-01-02T15:04:05.999999Z07:00"),
-	})
+	}
+	for k, v := range extra {
+		body[k] = v
+	}
+	payload, err := json.Marshal(body)
 	if err != nil {
 		return event.Event{}, err
 	}

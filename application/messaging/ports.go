@@ -306,6 +306,11 @@ type GroupChange struct {
 	Group messaging.GroupState
 	// Participants are the addresses the action names, if any.
 	Participants []string
+	// JoinApprovalMode is how a new group lets people in (create), where
+	// the provider asks; JoinRequests are the requests an approval or a
+	// rejection names.
+	JoinApprovalMode messaging.JoinApprovalMode
+	JoinRequests     []string
 }
 
 // GroupProvider is what a provider implements when its platform lets an

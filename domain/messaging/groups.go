@@ -25,6 +25,17 @@ const (
 	ActionJoinGroup          GroupAction = "join_group"
 	ActionLeave              GroupAction = "leave"
 	ActionUpdateSettings     GroupAction = "update_settings"
+	// ActionInfo reads the group as the provider has it; ActionList, the
+	// agent number's groups.
+	ActionInfo GroupAction = "info"
+	ActionList GroupAction = "list"
+	// ActionDelete ends the group: nobody is a member any more.
+	ActionDelete GroupAction = "delete"
+	// ActionJoinRequests lists the requests to join a group that needs
+	// approval; the other two approve or reject some of them.
+	ActionJoinRequests        GroupAction = "join_requests"
+	ActionApproveJoinRequests GroupAction = "approve_join_requests"
+	ActionRejectJoinRequests  GroupAction = "reject_join_requests"
 )
 
 // GroupActions lists every action, for validation messages.
@@ -32,6 +43,32 @@ var GroupActions = []GroupAction{
 	ActionCreate, ActionUpdateName, ActionUpdateDescription, ActionUpdatePicture,
 	ActionAddParticipants, ActionRemoveParticipants, ActionPromoteAdmin, ActionDemoteAdmin,
 	ActionJoin, ActionJoinGroup, ActionLeave, ActionUpdateSettings,
+	ActionInfo, ActionList, ActionDelete, ActionJoinRequests, ActionApproveJoinRequests, ActionRejectJoinRequests,
+}
+
+// ReadOnly tells whether the action only reads: it changes no group and
+// records no event.
+func (a GroupAction) ReadOnly() bool {
+	return a == ActionInfo || a == ActionList || a == ActionJoinRequests
+}
+
+// JoinApprovalMode says whether people who open a group's invite link
+// join at once or ask to join (a WhatsApp Cloud API group's setting).
+type JoinApprovalMode string
+
+// The join approval modes, with the WhatsApp Cloud API's names.
+const (
+	JoinAutoApprove      JoinApprovalMode = "auto_approve"
+	JoinApprovalRequired JoinApprovalMode = "approval_required"
+)
+
+// ParseJoinApprovalMode accepts a join approval mode.
+func ParseJoinApprovalMode(s string) (JoinApprovalMode, bool) {
+	switch JoinApprovalMode(s) {
+	case JoinAutoApprove, JoinApprovalRequired:
+		return JoinApprovalMode(s), true
+	}
+	return "", false
 }
 
 // ParseGroupAction accepts an action name.
@@ -74,6 +111,14 @@ type GroupState struct {
 	Announcement bool
 	Locked       bool
 	Members      []Participant
+	// InviteLink is the link people join the group with, where the
+	// provider makes one (https://chat.whatsapp.com/… for a WhatsApp
+	// Cloud API group).
+	InviteLink string
+	// Creating is set while the provider has not yet created the group it
+	// was asked for (a WhatsApp Cloud API group until Meta confirms it):
+	// nobody acts in the group or sends to it before.
+	Creating bool
 }
 
 // Limits of groups (WhatsApp's).
@@ -83,6 +128,10 @@ const (
 	MaxGroupDescription = 2048
 )
 
+// InviteLinkDetail names the detail of a refusal that says which link
+// people join the group with instead (use_invite_link).
+const InviteLinkDetail = "invite_link"
+
 // Group rule failures, with the codes clients see.
 var (
 	ErrNotAdmin       = failure.Forbidden("not_group_admin", "only group admins may do this")
@@ -90,6 +139,8 @@ var (
 		"this group is set to announcement: only admins may send messages")
 	ErrAdminsOnlyEdit = failure.Forbidden("group_locked",
 		"this group is locked: only admins may change its name, description, picture or settings")
+	ErrGroupCreating = failure.Conflict("group_not_ready",
+		"the provider has not created this group yet: it is ready with the group.created event")
 )
 
 // member returns the member with address, if any.
@@ -102,8 +153,12 @@ func (g *GroupState) member(address string) (*Participant, bool) {
 	return nil, false
 }
 
-// Actor checks that agent is a member of the group and returns it.
+// Actor checks that the group exists at its provider and that agent is a
+// member of it, and returns the member.
 func (g *GroupState) Actor(agent string) (Participant, error) {
+	if g.Creating {
+		return Participant{}, ErrGroupCreating
+	}
 	m, ok := g.member(agent)
 	if !ok || !m.IsAgent {
 		return Participant{}, ErrNotGroupMember
@@ -230,6 +285,16 @@ func (g *GroupState) Leave(agent string) error {
 		return err
 	}
 	return g.RemoveMembers([]string{agent})
+}
+
+// Delete ends the group: every member is gone, and with them the ways to
+// join it.
+func (g *GroupState) Delete(agent string) error {
+	if err := g.CheckAdmin(agent); err != nil {
+		return err
+	}
+	g.Members, g.InviteCode, g.InviteLink = nil, "", ""
+	return nil
 }
 
 // Apply changes a setting.

@@ -73,9 +73,13 @@ func (Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Recei
 
 var _ messaging.GroupProvider = Provider{}
 
-// ApplyGroupChange accepts every group action: the sandbox's groups exist
-// only in Switchboard's own tables.
-func (Provider) ApplyGroupChange(ctx context.Context, _ messaging.GroupChange) error {
+// ApplyGroupChange accepts every group action but the join requests'
+// (the sandbox's groups exist only in Switchboard's own tables, and
+// nobody asks to join them).
+func (Provider) ApplyGroupChange(ctx context.Context, c messaging.GroupChange) error {
+	if c.Action == domain.ActionApproveJoinRequests || c.Action == domain.ActionRejectJoinRequests {
+		return messaging.ErrNotSupported
+	}
 	return ctx.Err()
 }
 

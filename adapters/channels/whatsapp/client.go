@@ -1,7 +1,8 @@
 // Package whatsapp is the channel provider for the WhatsApp Cloud API
-// (Meta's Graph API): sends to /{phone-number-id}/messages and the inbound
+// (Meta's Graph API): sends to /{phone-number-id}/messages, to users and
+// to groups, the groups of the Groups API (groups.go), and the inbound
 // webhook (the GET verification handshake, and POSTs signed with the app
-// secret) carrying messages and delivery statuses.
+// secret) carrying messages, delivery statuses and group changes.
 //
 // A number's settings (sealed at rest) are:
 //

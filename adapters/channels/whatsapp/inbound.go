@@ -22,6 +22,7 @@ type Inbox interface {
 	Number(ctx context.Context, p account.Provider, numberID string) (account.Number, map[string]string, error)
 	Receive(ctx context.Context, in channels.Inbound) error
 	Status(ctx context.Context, n account.Number, st channels.StatusReport) error
+	GroupReported(ctx context.Context, n account.Number, u channels.GroupUpdate) error
 }
 
 // Siblings finds the other Cloud API numbers, for webhooks that carry
@@ -35,6 +36,9 @@ type Siblings interface {
 type Inbound struct {
 	Inbox    Inbox
 	Siblings Siblings
+	// Client, when set, reads what a group webhook leaves out (an invite
+	// link).
+	Client *Client
 }
 
 // Verify answers the subscription handshake: when the mode is subscribe
@@ -90,6 +94,8 @@ type Value struct {
 	Contacts []Contact      `json:"contacts"`
 	Messages []Message      `json:"messages"`
 	Statuses []StatusUpdate `json:"statuses"`
+	// Groups are the entries of a group webhook (see groupField).
+	Groups []GroupEvent `json:"groups"`
 }
 
 // Contact is who sent the messages of a change: their phone number
@@ -123,10 +129,12 @@ type Media struct {
 type Message struct {
 	From       string `json:"from"`
 	FromUserID string `json:"from_user_id"`
-	ID         string `json:"id"`
-	Timestamp  string `json:"timestamp"`
-	Type       string `json:"type"`
-	Text       *struct {
+	// GroupID is set on a message in a group of the Groups API.
+	GroupID   string `json:"group_id"`
+	ID        string `json:"id"`
+	Timestamp string `json:"timestamp"`
+	Type      string `json:"type"`
+	Text      *struct {
 		Body string `json:"body"`
 	} `json:"text"`
 	Image    *Media `json:"image"`
@@ -195,18 +203,11 @@ type System struct {
 
 // StatusUpdate is a delivery status of a message the number sent.
 type StatusUpdate struct {
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	Timestamp   string `json:"timestamp"`
-	RecipientID string `json:"recipient_id"`
-	Errors      []struct {
-		Code      int    `json:"code"`
-		Title     string `json:"title"`
-		Message   string `json:"message"`
-		ErrorData struct {
-			Details string `json:"details"`
-		} `json:"error_data"`
-	} `json:"errors"`
+	ID          string         `json:"id"`
+	Status      string         `json:"status"`
+	Timestamp   string         `json:"timestamp"`
+	RecipientID string         `json:"recipient_id"`
+	Errors      []WebhookError `json:"errors"`
 }
 
 // Verified is a webhook post whose signature verified with its number's
@@ -241,14 +242,20 @@ func (v *Verified) Deliver(ctx context.Context) error {
 	}
 	for _, e := range p.Entry {
 		for _, ch := range e.Changes {
-			if ch.Field != "messages" {
+			if ch.Field != "messages" && !groupField(ch.Field) {
 				continue
 			}
-			target, _, ok := v.in.numberFor(ctx, v.number, v.settings, ch.Value.Metadata.PhoneNumberID)
+			target, settings, ok := v.in.numberFor(ctx, v.number, v.settings, ch.Value.Metadata.PhoneNumberID)
 			if !ok {
 				continue
 			}
-			if err := v.in.handle(ctx, target, ch.Value); err != nil {
+			handle := v.in.handle
+			if groupField(ch.Field) {
+				handle = func(ctx context.Context, n account.Number, value Value) error {
+					return v.in.handleGroups(ctx, n, settings, value)
+				}
+			}
+			if err := handle(ctx, target, ch.Value); err != nil {
 				return err
 			}
 		}
@@ -299,7 +306,7 @@ func (in *Inbound) handle(ctx context.Context, n account.Number, v Value) error 
 		if m.ID == "" {
 			continue
 		}
-		report := channels.Inbound{Number: n, Sender: sender(m, v.Contacts), ProviderMessageID: m.ID, SentAt: unixTime(m.Timestamp)}
+		report := channels.Inbound{Number: n, Sender: sender(m, v.Contacts), ProviderMessageID: m.ID, SentAt: unixTime(m.Timestamp), GroupChatID: m.GroupID}
 		if m.System != nil {
 			report.IdentityChange = identityChange(m, report.Sender)
 		}

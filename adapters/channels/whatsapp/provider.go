@@ -14,21 +14,22 @@ import (
 // Name is the provider name agent numbers use.
 const Name = account.ProviderWhatsAppCloud
 
-// Provider sends through the Cloud API. It has no group actions: the
-// Cloud API does not let a business number create or manage groups in
-// general availability, so every action answers 501 and group sends are
-// refused when they are made.
+// Provider sends through the Cloud API, to users and to the groups of
+// the Groups API (groups.go).
 type Provider struct {
 	Client *Client
+	// Chats says which Cloud API group a group thread is.
+	Chats Chats
 }
 
 var _ messaging.Provider = (*Provider)(nil)
 
-// Capabilities: every kind, to users only.
+// Capabilities: every kind to users; text and media to groups.
 func (p *Provider) Capabilities() messaging.Capabilities {
 	return messaging.Capabilities{
 		Kinds:   []domain.Kind{domain.KindText, domain.KindImage, domain.KindVideo, domain.KindAudio, domain.KindDocument, domain.KindLocation},
 		Buttons: true,
+		Groups:  true,
 	}
 }
 
@@ -44,10 +45,15 @@ func (p *Provider) Send(ctx context.Context, m messaging.Outbound) (messaging.Re
 	if err := ctx.Err(); err != nil {
 		return messaging.Receipt{}, err
 	}
+	body := map[string]any{"messaging_product": "whatsapp", "type": string(m.Content.Kind)}
 	if m.ThreadTyp == domain.Group {
-		return messaging.Receipt{}, &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API does not send to groups", Permanent: true}
+		if err := p.addressGroup(ctx, m, body); err != nil {
+			return messaging.Receipt{}, err
+		}
+	} else {
+		body["recipient_type"] = "individual"
+		addressed(m.To, body)
 	}
-	body := addressed(m.To, map[string]any{"messaging_product": "whatsapp", "recipient_type": "individual", "type": string(m.Content.Kind)})
 	c := m.Content
 	switch {
 	case c.Kind == domain.KindText && len(c.Buttons) > 0:
@@ -124,7 +130,7 @@ func (p *Provider) readStatus(ctx context.Context, in messaging.Indication, typi
 		return err
 	}
 	if in.ThreadType == domain.Group {
-		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API has no groups", Permanent: true}
+		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "WhatsApp Cloud API groups have no read receipts or typing indicators", Permanent: true}
 	}
 	wamid := in.Latest.ProviderMessageID
 	if wamid == "" {
@@ -157,7 +163,7 @@ func (p *Provider) React(ctx context.Context, in messaging.OutboundReaction) err
 		return err
 	}
 	if in.ThreadType == domain.Group {
-		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "the WhatsApp Cloud API has no groups", Permanent: true}
+		return &messaging.ProviderError{Code: "not_supported_by_provider", Message: "WhatsApp Cloud API groups take no reactions", Permanent: true}
 	}
 	if in.Target.ProviderMessageID == "" {
 		return &messaging.ProviderError{Code: "provider_rejected", Message: "WhatsApp never had the message reacted to", Permanent: true}

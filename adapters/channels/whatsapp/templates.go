@@ -31,12 +31,7 @@ type templatePage struct {
 		ParameterFormat string                     `json:"parameter_format"`
 		Components      []domain.TemplateComponent `json:"components"`
 	} `json:"data"`
-	Paging struct {
-		Cursors struct {
-			After string `json:"after"`
-		} `json:"cursors"`
-		Next string `json:"next"`
-	} `json:"paging"`
+	Paging graphPaging `json:"paging"`
 }
 
 // maxTemplatePages bounds a sync: 100 pages of 100 templates is more than

@@ -68,15 +68,6 @@ func TestSendRequests(t *testing.T) {
 	require.Equal(t, "document", s[3]["type"])
 	require.Equal(t, "video", s[4]["type"])
 	require.Equal(t, map[string]any{"latitude": 52.5, "longitude": 13.4, "name": "Berlin", "address": "Pariser Platz"}, s[5]["location"])
-
-	_, err := p.Send(ctx, messaging.Outbound{Number: number, Settings: fake.Settings(appSecret, verify), ThreadTyp: domain.Group, To: "thr_x", Content: domain.Content{Kind: domain.KindText, Text: "x"}})
-	var pe *messaging.ProviderError
-	require.ErrorAs(t, err, &pe)
-	require.True(t, pe.Permanent)
-	require.False(t, p.Capabilities().Groups, "group sends are refused up front")
-	var _ messaging.Provider = p
-	_, isGroupProvider := any(p).(messaging.GroupProvider)
-	require.False(t, isGroupProvider, "every group action answers 501")
 }
 
 func TestSendErrors(t *testing.T) {
@@ -123,6 +114,7 @@ type inbox struct {
 	messages []channels.Inbound
 	ids      map[string]bool
 	statuses []channels.StatusReport
+	groups   []channels.GroupUpdate
 }
 
 func newInbox() *inbox {
@@ -153,6 +145,13 @@ func (b *inbox) Status(_ context.Context, n account.Number, st channels.StatusRe
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.statuses = append(b.statuses, st)
+	return nil
+}
+
+func (b *inbox) GroupReported(_ context.Context, _ account.Number, u channels.GroupUpdate) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.groups = append(b.groups, u)
 	return nil
 }
 

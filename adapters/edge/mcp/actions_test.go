@@ -56,8 +56,41 @@ func TestManageGroup(t *testing.T) {
 		e = fails(t, other, "manage_group", map[string]any{"action": "leave", "agent_number": agentOther, "thread_id": g.ThreadID})
 		require.Equal(t, "not_found", e.Code, "another account's group is not found")
 
+		// Reading: info, list; the sandbox has no join requests.
+		var info group
+		ok(t, cs, "manage_group", map[string]any{"action": "info", "agent_number": agentA, "thread_id": g.ThreadID}, &info)
+		require.Equal(t, "Launch crew", info.Title)
+		var listed struct {
+			Groups []struct {
+				ThreadID         string `json:"thread_id"`
+				Subject          string `json:"subject"`
+				ParticipantCount int    `json:"participant_count"`
+			} `json:"groups"`
+		}
+		ok(t, cs, "manage_group", map[string]any{"action": "list", "agent_number": agentA}, &listed)
+		require.Len(t, listed.Groups, 1)
+		require.Equal(t, g.ThreadID, listed.Groups[0].ThreadID)
+		require.Equal(t, "Launch crew", listed.Groups[0].Subject)
+		require.Equal(t, 2, listed.Groups[0].ParticipantCount)
+		e = fails(t, cs, "manage_group", map[string]any{"action": "join_requests", "agent_number": agentA, "thread_id": g.ThreadID})
+		require.Equal(t, "not_supported_by_provider", e.Code)
+		e = fails(t, cs, "manage_group", map[string]any{"action": "approve_join_requests", "agent_number": agentA, "thread_id": g.ThreadID})
+		require.Equal(t, "join_requests", e.Fields[0].Field, "approving names the requests")
+		e = fails(t, cs, "manage_group", map[string]any{"action": "approve_join_requests", "agent_number": agentA, "thread_id": g.ThreadID, "join_requests": []string{"jr-1"}})
+		require.Equal(t, "not_supported_by_provider", e.Code, "nobody asks to join a sandbox group")
+		e = fails(t, cs, "manage_group", map[string]any{"action": "list", "agent_number": agentA, "thread_id": g.ThreadID})
+		require.Equal(t, "thread_id", e.Fields[0].Field, "list takes no group")
+
 		ok(t, cs, "manage_group", map[string]any{"action": "leave", "agent_number": agentA, "thread_id": g.ThreadID}, &g)
 		e = fails(t, cs, "send_message", map[string]any{"from": agentA, "thread_id": g.ThreadID, "text": "Still here?"})
+		require.Equal(t, "not_group_member", e.Code)
+
+		// A deleted group has nobody left.
+		var doomed group
+		ok(t, cs, "manage_group", map[string]any{"action": "create", "agent_number": agentA, "title": "Short-lived", "participants": []string{userB}}, &doomed)
+		ok(t, cs, "manage_group", map[string]any{"action": "delete", "agent_number": agentA, "thread_id": doomed.ThreadID}, &doomed)
+		require.Empty(t, doomed.Participants)
+		e = fails(t, cs, "send_message", map[string]any{"from": agentA, "thread_id": doomed.ThreadID, "text": "Anyone?"})
 		require.Equal(t, "not_group_member", e.Code)
 	})
 }

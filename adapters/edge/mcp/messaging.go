@@ -2,11 +2,13 @@ package mcp
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -69,13 +71,18 @@ func (h *Handler) addMessagingTools() error {
 	return addTool[manageGroupArgs, groupAnswer](h, &sdk.Tool{
 		Name:  manageGroupToolName,
 		Title: "Manage a group",
-		Description: "Create a group or change one the agent number is in. action create takes title, participants and an optional initial_message; " +
+		Description: "Create a group, read one or change one the agent number is in. action create takes title, participants and optional initial_message, description and join_approval_mode; " +
 			"update_name takes name; update_description description; update_picture image_url; add_participants, remove_participants, promote_admin and demote_admin take participants; " +
-			"join and join_group take invite_code (or thread_id); leave takes thread_id only; update_settings takes setting (announcement: only admins send; not_announcement; locked: only admins edit; unlocked). " +
-			"Every action but create names the group in thread_id. Only admins add, remove, promote and demote (not_group_admin).",
+			"join and join_group take invite_code (or thread_id); leave, delete, info and join_requests take thread_id only; update_settings takes setting (announcement: only admins send; not_announcement; locked: only admins edit; unlocked); " +
+			"approve_join_requests and reject_join_requests take join_requests (ids join_requests lists); list takes nothing and lists the agent number's groups. " +
+			"Every action but create and list names the group in thread_id. Only admins add, remove, promote and demote (not_group_admin). " +
+			"On WhatsApp Cloud API numbers a group is created empty and confirmed later (creating until the group.created event, which carries its invite_link); people join with the invite link, " +
+			"so add_participants answers use_invite_link, promote and demote admin_roles_fixed, leave use_delete, update_settings settings_not_offered; a group has at most 8 participants.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-	}, h.manageGroup, oneOf(messaging.GroupActions, "action"), oneOf(groupSettings, "setting"))
+	}, h.manageGroup, oneOf(messaging.GroupActions, "action"), oneOf(groupSettings, "setting"), oneOf(joinApprovalModes, "join_approval_mode"))
 }
+
+var joinApprovalModes = []messaging.JoinApprovalMode{messaging.JoinAutoApprove, messaging.JoinApprovalRequired}
 
 var groupSettings = []messaging.Setting{messaging.SettingAnnouncement, messaging.SettingNotAnnouncement, messaging.SettingLocked, messaging.SettingUnlocked}
 
@@ -353,40 +360,20 @@ func (h *Handler) ownThread(ctx context.Context, accountID, threadID string) err
 // manageGroupArgs are manage_group's arguments: every field any action
 // takes; an action refuses the others.
 type manageGroupArgs struct {
-	Action         string   `json:"action" jsonschema:"what to do"`
-	AgentNumber    string   `json:"agent_number" jsonschema:"the account's agent number acting (E.164, starting with +)"`
-	ThreadID       string   `json:"thread_id,omitempty" jsonschema:"the group (thr_…); every action but create"`
-	Title          string   `json:"title,omitempty" jsonschema:"create: the group's name"`
-	Participants   []string `json:"participants,omitempty" jsonschema:"create, add_participants, remove_participants, promote_admin, demote_admin: numbers in E.164 form"`
-	InitialMessage string   `json:"initial_message,omitempty" jsonschema:"create: a first message to the group"`
-	Name           string   `json:"name,omitempty" jsonschema:"update_name: the new name"`
-	Description    string   `json:"description,omitempty" jsonschema:"update_description: the new description"`
-	ImageURL       string   `json:"image_url,omitempty" jsonschema:"update_picture: a public URL of the new picture"`
-	InviteCode     string   `json:"invite_code,omitempty" jsonschema:"join, join_group: the group's invite code"`
-	Setting        string   `json:"setting,omitempty" jsonschema:"update_settings: the new setting"`
+	Action           string   `json:"action" jsonschema:"what to do"`
+	AgentNumber      string   `json:"agent_number" jsonschema:"the account's agent number acting (E.164, starting with +)"`
+	ThreadID         string   `json:"thread_id,omitempty" jsonschema:"the group (thr_…); every action but create and list"`
+	Title            string   `json:"title,omitempty" jsonschema:"create: the group's name"`
+	Participants     []string `json:"participants,omitempty" jsonschema:"create, add_participants, remove_participants, promote_admin, demote_admin: numbers in E.164 form"`
+	InitialMessage   string   `json:"initial_message,omitempty" jsonschema:"create: a first message to the group"`
+	Name             string   `json:"name,omitempty" jsonschema:"update_name: the new name"`
+	Description      string   `json:"description,omitempty" jsonschema:"create, update_description: the group's description"`
+	ImageURL         string   `json:"image_url,omitempty" jsonschema:"update_picture: a public URL of the new picture"`
+	InviteCode       string   `json:"invite_code,omitempty" jsonschema:"join, join_group: the group's invite code"`
+	Setting          string   `json:"setting,omitempty" jsonschema:"update_settings: the new setting"`
+	JoinApprovalMode string   `json:"join_approval_mode,omitempty" jsonschema:"create, on WhatsApp Cloud API numbers: whether people who open the invite link join at once or ask to join"`
+	JoinRequests     []string `json:"join_requests,omitempty" jsonschema:"approve_join_requests, reject_join_requests: the ids of the requests"`
 }
-
-// groupFields lists the arguments each action reads besides action and
-// agent_number, as the REST route does: any other is refused rather than
-// silently ignored.
-var groupFields = func() map[messaging.GroupAction][]string {
-	members := []string{"thread_id", "participants"}
-	join := []string{"thread_id", "invite_code"}
-	return map[messaging.GroupAction][]string{
-		messaging.ActionCreate:             {"title", "participants", "initial_message"},
-		messaging.ActionUpdateName:         {"thread_id", "name"},
-		messaging.ActionUpdateDescription:  {"thread_id", "description"},
-		messaging.ActionUpdatePicture:      {"thread_id", "image_url"},
-		messaging.ActionAddParticipants:    members,
-		messaging.ActionRemoveParticipants: members,
-		messaging.ActionPromoteAdmin:       members,
-		messaging.ActionDemoteAdmin:        members,
-		messaging.ActionJoin:               join,
-		messaging.ActionJoinGroup:          join,
-		messaging.ActionLeave:              {"thread_id"},
-		messaging.ActionUpdateSettings:     {"thread_id", "setting"},
-	}
-}()
 
 // given names the optional arguments present.
 func (a manageGroupArgs) given() map[string]bool {
@@ -394,13 +381,15 @@ func (a manageGroupArgs) given() map[string]bool {
 		"thread_id": a.ThreadID != "", "title": a.Title != "", "participants": a.Participants != nil,
 		"initial_message": a.InitialMessage != "", "name": a.Name != "", "description": a.Description != "",
 		"image_url": a.ImageURL != "", "invite_code": a.InviteCode != "", "setting": a.Setting != "",
+		"join_approval_mode": a.JoinApprovalMode != "", "join_requests": a.JoinRequests != nil,
 	}
 }
 
-// groupAnswer is manage_group's answer: the group after the action.
+// groupAnswer is manage_group's answer: the group after the action, with
+// what the action read.
 type groupAnswer struct {
 	Message      string   `json:"message" jsonschema:"what happened"`
-	ThreadID     string   `json:"thread_id"`
+	ThreadID     string   `json:"thread_id" jsonschema:"the group; empty for list"`
 	Title        string   `json:"title"`
 	Service      string   `json:"service"`
 	Participants []string `json:"participants"`
@@ -408,32 +397,31 @@ type groupAnswer struct {
 	Description  string   `json:"description"`
 	PictureURL   string   `json:"picture_url"`
 	InviteCode   string   `json:"invite_code"`
+	InviteLink   string   `json:"invite_link,omitempty" jsonschema:"the link people join the group with, where the provider makes one"`
+	Creating     bool     `json:"creating,omitempty" jsonschema:"the provider has not confirmed the group yet"`
 	Announcement bool     `json:"announcement" jsonschema:"only admins may send"`
 	Locked       bool     `json:"locked" jsonschema:"only admins may change the name, description, picture and settings"`
+	Invited      []string `json:"invited,omitempty" jsonschema:"create on a provider that adds nobody: the people to send the invite link to"`
+	// ProviderGroup, JoinRequests and Groups answer info, join_requests
+	// and list.
+	ProviderGroup *edge.ProviderGroupView  `json:"provider_group,omitempty"`
+	JoinRequests  []edge.JoinRequestView   `json:"join_requests,omitempty"`
+	Groups        []edge.ProviderGroupView `json:"groups,omitempty"`
 }
 
 func (h *Handler) manageGroup(ctx context.Context, accountID string, in manageGroupArgs) (any, error) {
 	var p failure.Problems
 	action := messaging.GroupAction(in.Action)
 	given := in.given()
-	allowed := map[string]bool{}
-	for _, name := range groupFields[action] {
-		allowed[name] = true
-	}
-	for _, name := range []string{"thread_id", "title", "participants", "initial_message", "name", "description", "image_url", "invite_code", "setting"} {
-		if given[name] && !allowed[name] {
+	for name, present := range given {
+		if allowed, known := edge.GroupActionFields[action]; present && known && !slices.Contains(allowed, name) {
 			p.Add("extra_forbidden", name+" is not an argument of action "+in.Action, name)
 		}
 	}
-	required := map[messaging.GroupAction]string{
-		messaging.ActionCreate: "title", messaging.ActionUpdateName: "name", messaging.ActionUpdateDescription: "description",
-		messaging.ActionUpdatePicture: "image_url", messaging.ActionUpdateSettings: "setting",
-	}
-	if name, ok := required[action]; ok && !given[name] {
-		p.Add("missing", "Field required", name)
-	}
-	if action == messaging.ActionCreate && !given["participants"] {
-		p.Add("missing", "Field required", "participants")
+	for _, name := range edge.GroupRequiredFields[action] {
+		if !given[name] {
+			p.Add("missing", "Field required", name)
+		}
 	}
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -442,22 +430,26 @@ func (h *Handler) manageGroup(ctx context.Context, accountID string, in manageGr
 		AccountID: accountID, Action: in.Action, AgentNumber: in.AgentNumber, ThreadID: in.ThreadID, Title: in.Title,
 		Participants: in.Participants, ParticipantsGiven: in.Participants != nil, InitialMessage: in.InitialMessage,
 		Name: in.Name, Description: in.Description, ImageURL: in.ImageURL, InviteCode: in.InviteCode, Setting: in.Setting,
+		JoinApprovalMode: in.JoinApprovalMode, JoinRequests: in.JoinRequests, JoinRequestsGiven: in.JoinRequests != nil,
 	})
 	if err != nil {
 		return nil, err
 	}
-	g := res.Group
-	admins := []string{}
-	for _, m := range g.Members {
-		if m.Admin {
-			admins = append(admins, m.Address)
-		}
+	if action == messaging.ActionList {
+		return groupAnswer{Message: res.Message, Participants: []string{}, Admins: []string{}, Groups: edge.GroupsOf(res.Groups)}, nil
 	}
-	return groupAnswer{
+	g := res.Group
+	out := groupAnswer{
 		Message: res.Message, ThreadID: g.Thread.ID, Title: g.Thread.Name, Service: string(g.Thread.Service),
-		Participants: addresses(g.Members), Admins: admins, Description: g.Description, PictureURL: g.PictureURL,
-		InviteCode: g.InviteCode, Announcement: g.Announcement, Locked: g.Locked,
-	}, nil
+		Participants: addresses(g.Members), Admins: edge.GroupAdmins(g), Description: g.Description, PictureURL: g.PictureURL,
+		InviteCode: g.InviteCode, InviteLink: g.InviteLink, Creating: g.Creating, Announcement: g.Announcement, Locked: g.Locked,
+		Invited: res.Invited, JoinRequests: edge.JoinRequestsOf(res.JoinRequests),
+	}
+	if res.Info != nil {
+		info := edge.ProviderGroupOf(*res.Info)
+		out.ProviderGroup = &info
+	}
+	return out, nil
 }
 
 func addresses(parts []messaging.Participant) []string {

@@ -103,6 +103,9 @@ type toolError struct {
 	// WindowClosedAt is when the customer service window closed, for
 	// window_closed.
 	WindowClosedAt string `json:"window_closed_at,omitempty" jsonschema:"for window_closed: when the conversation's customer service window closed; send a template"`
+	// InviteLink is the link people join a group with, for
+	// use_invite_link.
+	InviteLink string `json:"invite_link,omitempty" jsonschema:"for use_invite_link: the group's invite link, to send to the people to add"`
 }
 
 type fieldError struct {
@@ -135,6 +138,7 @@ func (h *Handler) toolErrorOf(ctx context.Context, err error) toolError {
 		out.RetryAfterSeconds = int(math.Ceil(fe.RetryAfter.Seconds()))
 	}
 	out.WindowClosedAt = fe.Details[messaging.WindowClosedAtDetail]
+	out.InviteLink = fe.Details[messaging.InviteLinkDetail]
 	return out
 }
 

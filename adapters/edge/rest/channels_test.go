@@ -159,7 +159,7 @@ func setupChannels(t testing.TB, dialect store.Dialect, limits ...edge.Limits) *
 		Providers: messaging.ProviderSet{
 			sandbox.Name:  sandbox.Provider{Media: guard.Client(httpguard.ClientOptions{Timeout: 5 * time.Second})},
 			telegram.Name: &telegram.Provider{Client: telegram.NewClient(), Chats: dir},
-			whatsapp.Name: &whatsapp.Provider{Client: whatsapp.NewClient()},
+			whatsapp.Name: &whatsapp.Provider{Client: whatsapp.NewClient(), Chats: dir},
 		},
 		Opener: acc, URLs: guard, Media: guard.NewProber(5 * time.Second), Logger: quiet, Recipients: dir,
 		MediaLinks: b.links,
@@ -418,9 +418,15 @@ func TestWhatsAppEndToEnd(t *testing.T) {
 		require.Equal(t, "failed", failed["status"])
 		require.Equal(t, "re_engagement_required", failed["error_code"])
 
-		// Group sends and actions are not for the Cloud API.
+		// The Cloud API makes a group later, empty: the answer says it is
+		// being created, and whom to send the invite link.
 		r = b.post("/v1/group-management/"+b.account, map[string]any{"action": "create", "agent_number": agentWACld, "title": "New", "participants": []string{"+14155550111"}})
-		requireError(t, r, http.StatusNotImplemented, "not_supported_by_provider")
+		require.Equal(t, http.StatusOK, r.StatusCode, "create: %s", r.Body)
+		created := r.JSON(t)["data"].(map[string]any)
+		require.Equal(t, true, created["creating"])
+		require.Nil(t, created["invite_link"])
+		require.Equal(t, []any{"+14155550111"}, created["invited"])
+		require.Equal(t, []any{agentWACld}, created["participants"], "nobody is added: people join with the invite link")
 	})
 }
 

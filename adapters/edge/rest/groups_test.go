@@ -178,6 +178,7 @@ func TestGroupManagementActions(t *testing.T) {
 		require.Equal(t, map[string]any{
 			"thread_id": group, "title": "Team", "participants": []any{agentA, userA, userB}, "admins": []any{agentA},
 			"description": "", "picture_url": "", "invite_code": invite, "announcement": false, "locked": false, "service": "whatsapp",
+			"invite_link": nil, "creating": false,
 		}, data)
 		wantEvents = append(wantEvents, "group.created")
 		info := b.threadInfo(t, group)

@@ -52,6 +52,8 @@ type Server struct {
 	templates []Template
 	listings  []url.Values
 	PageSize  int
+	// groupBook is the Groups API's state (groups.go).
+	groupBook *groupBook
 	// profile is the business profile and its uploads (profile.go).
 	profile profileState
 }
@@ -190,6 +192,7 @@ var graphErrors = map[int]struct {
 	100:    {400, "(#100) Invalid parameter", "Parameter value is not valid"},
 	132000: {400, "(#132000) Number of parameters does not match the expected number of params", "The number of parameters given does not match the number of variables of the template."},
 	132001: {404, "(#132001) Template name does not exist in the translation", "The template does not exist in the language given, or is not approved."},
+	10:     {403, "(#10) Application does not have permission for this action", "The Groups API is available to Official Business Accounts only."},
 }
 
 func graphError(w http.ResponseWriter, code int) {
@@ -214,6 +217,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		graphError(w, 190)
 		return
 	}
+	if s.serveGroups(w, r) {
+		return
+	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/"+Version+"/"+s.PhoneNumberID:
 		w.Header().Set("Content-Type", "application/json")
@@ -230,7 +236,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !parsed || body["messaging_product"] != "whatsapp" || !validAddress(body) || body[fmt.Sprint(body["type"])] == nil ||
-			!validReaction(body) || !validContext(body) || !validInteractive(body) {
+			!validReaction(body) || !validContext(body) || !validInteractive(body) || !s.validGroupSend(body) {
 			graphError(w, 100)
 			return
 		}
@@ -268,6 +274,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // sentTo is the contacts entry of a send's answer: the input and the
 // user's phone number, or their user id for a send to a recipient.
 func sentTo(body map[string]any, to string) map[string]any {
+	if body["recipient_type"] == "group" {
+		return map[string]any{"input": to}
+	}
 	if body["to"] == nil {
 		return map[string]any{"input": to, "user_id": to}
 	}
@@ -430,15 +439,22 @@ func (s *Server) LastID() string {
 	return fmt.Sprintf("wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI%06d", s.nextID)
 }
 
-// notification wraps a change value the way the Cloud API posts it.
+// notification wraps a change value of the messages field the way the
+// Cloud API posts it.
 func notification(phoneNumberID, display string, value map[string]any) []byte {
+	return change(phoneNumberID, display, "messages", value)
+}
+
+// change wraps a change value of the webhook field the way the Cloud API
+// posts it.
+func change(phoneNumberID, display, field string, value map[string]any) []byte {
 	value["messaging_product"] = "whatsapp"
 	value["metadata"] = map[string]any{"display_phone_number": display, "phone_number_id": phoneNumberID}
 	b, err := json.Marshal(map[string]any{
 		"object": "whatsapp_business_account",
 		"entry": []any{map[string]any{
 			"id":      "102290129340398",
-			"changes": []any{map[string]any{"value": value, "field": "messages"}},
+			"changes": []any{map[string]any{"value": value, "field": field}},
 		}},
 	})
 	if err != nil {

@@ -189,16 +189,13 @@ func (r RetentionStore) pruneCronExecutions(ctx context.Context, q retention.Que
 			SELECT id FROM cron_executions WHERE account_id = ? AND started_at < ? AND status IN (?)
 			ORDER BY started_at LIMIT ?)
 		AND status IN (?)`,
-		q.AccountID, micros(q.Before), bun.List(endedExecutions), q.Limit, bun.List(endedExecutions)).Exec(ctx)
+		q.AccountID, micros(q.Before), bun.List(finished), q.Limit, bun.List(finished)).Exec(ctx)
 	if err != nil {
 		return retention.Step{}, err
 	}
 	n, err := res.RowsAffected()
 	return retention.Step{Deleted: int(n), Done: int(n) < q.Limit}, err
 }
-
-// endedExecutions are the statuses of cron executions that are over.
-var endedExecutions = []string{"success", "failed"}
 
 // pruneSandboxEmails deletes the old emails of the account's sandbox
 // mailbox and takes them off its counts. On Postgres the totals row is

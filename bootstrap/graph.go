@@ -29,7 +29,7 @@ var graphModule = fx.Module("graphql-deps",
 		},
 		newLive,
 		func(in graphInputs) graph.Deps {
-			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
+			d := graph.Deps{Accounts: in.Accounts, Retention: in.Retention, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
 				Idempotency: in.Idempotency}
 			if in.Cron != nil {
 				d.Cron = in.Cron
@@ -60,14 +60,16 @@ var graphModule = fx.Module("graphql-deps",
 type graphInputs struct {
 	fx.In
 	Accounts graph.AccountReader
-	Threads  *messaging.Reader
-	Sender   *messaging.Service
-	Live     *messaging.Live
-	Cron     *appcron.Service  `optional:"true"`
-	Webhooks *webhooks.Service `optional:"true"`
-	Email    *appemail.Service `optional:"true"`
-	DB       *store.DB
-	Limiters edge.Limiters
+	// Retention is the accounts' history retention.
+	Retention *accounts.Service
+	Threads   *messaging.Reader
+	Sender    *messaging.Service
+	Live      *messaging.Live
+	Cron      *appcron.Service  `optional:"true"`
+	Webhooks  *webhooks.Service `optional:"true"`
+	Email     *appemail.Service `optional:"true"`
+	DB        *store.DB
+	Limiters  edge.Limiters
 	// Idempotency is the idempotency-key protocol REST's routes use too.
 	Idempotency *edge.Idempotency
 }

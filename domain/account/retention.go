@@ -24,15 +24,22 @@ const Day = 24 * time.Hour
 const MaxHistoryRetentionDays = 36500
 
 // CheckHistoryRetentionDays refuses an account's own period of fewer
-// than one day or more than MaxHistoryRetentionDays, naming field.
+// than one day or more than MaxHistoryRetentionDays, naming field (whose
+// last element, when a string, names it in the message too).
 func CheckHistoryRetentionDays(days int, field ...any) error {
+	name := "history_retention_days"
+	if len(field) > 0 {
+		if s, ok := field[len(field)-1].(string); ok {
+			name = s
+		}
+	}
 	switch {
 	case days < 1:
 		return failure.Invalid(failure.Field("greater_than_equal",
-			fmt.Sprintf("history_retention_days must be at least 1 (a day), got %d; null follows the server's setting", days), field...))
+			fmt.Sprintf("%s must be at least 1 (a day), got %d", name, days), field...))
 	case days > MaxHistoryRetentionDays:
 		return failure.Invalid(failure.Field("less_than_equal",
-			fmt.Sprintf("history_retention_days must be at most %d (100 years), got %d", MaxHistoryRetentionDays, days), field...))
+			fmt.Sprintf("%s must be at most %d (100 years), got %d", name, MaxHistoryRetentionDays, days), field...))
 	}
 	return nil
 }

@@ -224,5 +224,5 @@ func (r RetentionStore) pruneSandboxEmails(ctx context.Context, q retention.Quer
 		removed.Bytes += n
 	}
 	step.Deleted = len(sizes)
-	return step, MailboxStore{r.Conn}.takeOff(ctx, q.AccountID, removed)
+	return step, MailboxStore(r).takeOff(ctx, q.AccountID, removed)
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/bench/harness"
@@ -322,30 +321,10 @@ type post struct {
 // postAll posts each request to sb from 16 clients at once, untimed, and
 // returns the first failure.
 func postAll(ctx context.Context, sb *harness.Switchboard, posts []post) error {
-	next := make(chan post)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for p := range next {
-				if err := harness.PostJSON(ctx, sb.URL+p.path, sb.Header(), p.body, nil); err != nil {
-					select {
-					case errs <- fmt.Errorf("POST %s: %w", p.path, err):
-					default:
-					}
-				}
-			}
-		})
-	}
-	for _, p := range posts {
-		next <- p
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
+	return harness.ForEach(ctx, 16, posts, func(ctx context.Context, p post) error {
+		if err := harness.PostJSON(ctx, sb.URL+p.path, sb.Header(), p.body, nil); err != nil {
+			return fmt.Errorf("POST %s: %w", p.path, err)
+		}
 		return nil
-	}
+	})
 }

@@ -331,7 +331,7 @@ var historyPruner = messaging.Pruner{
 	PrunedFor:   2 * time.Second,
 	PrunedEvery: time.Second,
 	Storage: messaging.Storage{
-		Messages: 10_000, Users: 100, Retention: 30 * time.Second, Interval: 5 * time.Second, Timeout: 15 * time.Minute,
+		Messages: 10_000, Users: 2000, Retention: 30 * time.Second, Interval: 5 * time.Second, Timeout: 30 * time.Minute,
 	},
 }
 

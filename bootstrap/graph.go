@@ -60,18 +60,18 @@ var graphModule = fx.Module("graphql-deps",
 type graphInputs struct {
 	fx.In
 	Accounts graph.AccountReader
-	// Retention is the accounts' history retention.
-	Retention *accounts.Service
-	Threads   *messaging.Reader
-	Sender    *messaging.Service
-	Live      *messaging.Live
-	Cron      *appcron.Service  `optional:"true"`
-	Webhooks  *webhooks.Service `optional:"true"`
-	Email     *appemail.Service `optional:"true"`
-	DB        *store.DB
-	Limiters  edge.Limiters
+	Threads  *messaging.Reader
+	Sender   *messaging.Service
+	Live     *messaging.Live
+	Cron     *appcron.Service  `optional:"true"`
+	Webhooks *webhooks.Service `optional:"true"`
+	Email    *appemail.Service `optional:"true"`
+	DB       *store.DB
+	Limiters edge.Limiters
 	// Idempotency is the idempotency-key protocol REST's routes use too.
 	Idempotency *edge.Idempotency
+	// Retention is the accounts' history retention.
+	Retention *accounts.Service
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

@@ -29,8 +29,9 @@ var graphModule = fx.Module("graphql-deps",
 		},
 		newLive,
 		func(in graphInputs) graph.Deps {
-			d := graph.Deps{Accounts: in.Accounts, Retention: in.Retention, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
+			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
 				Idempotency: in.Idempotency}
+			d.Retention = in.Retention
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}

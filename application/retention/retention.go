@@ -2,8 +2,8 @@
 // than their history retention (account.Account.HistoryRetention): events,
 // webhook deliveries with their attempts, cron executions and the sandbox
 // mailbox. A pass walks every account and every kind in small batches,
-// each its own short transaction, pausing between batches as long as the
-// batch took so that sends running meanwhile keep most of the database;
+// each its own short transaction, pausing after a batch as long as it
+// took so that sends running meanwhile keep most of the database;
 // one process at a time prunes (Lock), whichever replica gets there.
 package retention
 
@@ -107,9 +107,9 @@ func (p *Pruner) pass(ctx context.Context, deleted map[Kind]int) error {
 }
 
 // prune walks one kind of one account batch by batch until nothing more
-// is old, and returns how many rows it deleted. After a batch that
-// deleted rows it waits as long as the batch took: the pruner then holds
-// the database at most half of the time.
+// is old, and returns how many rows it deleted. Between two batches it
+// waits as long as the first took: the pruner then holds the database at
+// most half of the time, also while it walks past rows still needed.
 func (p *Pruner) prune(ctx context.Context, q Query) (int, error) {
 	deleted := 0
 	for {
@@ -123,10 +123,8 @@ func (p *Pruner) prune(ctx context.Context, q Query) (int, error) {
 			return deleted, nil
 		}
 		q.After = step.Next
-		if step.Deleted > 0 {
-			if err := sleep(ctx, time.Since(start)); err != nil {
-				return deleted, err
-			}
+		if err := sleep(ctx, time.Since(start)); err != nil {
+			return deleted, err
 		}
 	}
 }

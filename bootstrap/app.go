@@ -43,6 +43,7 @@ func Options(cfg Config) fx.Option {
 		),
 		fx.Invoke(registerSharedMetrics),
 		jobsModule(cfg),
+		retentionModule(cfg),
 		accountsModule,
 		fx.Invoke(watchRevocations),
 		messagingModule,
@@ -123,8 +124,8 @@ var accountsModule = fx.Module("accounts",
 		func(db *store.DB) accounts.Store {
 			return db.AccountStore()
 		},
-		func(s accounts.Store, caches *cache.Caches, k *keyring.Keyring) *accounts.Service {
-			return accounts.NewService(caches.Accounts(s), k, accounts.Options{})
+		func(c Config, s accounts.Store, caches *cache.Caches, k *keyring.Keyring) *accounts.Service {
+			return accounts.NewService(caches.Accounts(s), k, accounts.Options{HistoryRetention: c.HistoryRetention})
 		},
 		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
 	),

@@ -32,6 +32,7 @@ var graphModule = fx.Module("graphql-deps",
 		func(in graphInputs) graph.Deps {
 			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
 				Idempotency: in.Idempotency}
+			d.Retention = in.Retention
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -75,6 +76,8 @@ type graphInputs struct {
 	Limiters edge.Limiters
 	// Idempotency is the idempotency-key protocol REST's routes use too.
 	Idempotency *edge.Idempotency
+	// Retention is the accounts' history retention.
+	Retention *accounts.Service
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

@@ -26,6 +26,9 @@ func (r *queryResolver) Account(ctx context.Context) (*model.Account, error) {
 	return model.NewAccount(o), nil
 }
 
+// Account returns generated.AccountResolver implementation.
+func (r *Resolver) Account() generated.AccountResolver { return &accountResolver{r} }
+
 // AgentNumber returns generated.AgentNumberResolver implementation.
 func (r *Resolver) AgentNumber() generated.AgentNumberResolver { return &agentNumberResolver{r} }
 
@@ -33,6 +36,7 @@ func (r *Resolver) AgentNumber() generated.AgentNumberResolver { return &agentNu
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
 type (
+	accountResolver     struct{ *Resolver }
 	agentNumberResolver struct{ *Resolver }
 	queryResolver       struct{ *Resolver }
 )

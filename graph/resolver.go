@@ -99,6 +99,9 @@ type Deps struct {
 	// Profiles serves setAgentProfile; without it it answers
 	// not_implemented.
 	Profiles ProfileSetter
+	// Retention serves the account's history retention; without it its
+	// fields answer not_implemented.
+	Retention HistoryRetention
 	// Idempotency, when set, honours the Idempotency-Key header on
 	// mutations over HTTP (see keyedMutations).
 	Idempotency *edge.Idempotency
@@ -121,12 +124,14 @@ type Resolver struct {
 	contacts  ContactBook
 	templates TemplateCatalog
 	profiles  ProfileSetter
+	retention HistoryRetention
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
-		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts, templates: d.Templates, profiles: d.Profiles}
+		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts, templates: d.Templates, profiles: d.Profiles,
+		retention: d.Retention}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

@@ -47,18 +47,20 @@ type accountRow struct {
 	ID            string    `bun:"id,pk"`
 	Name          string    `bun:"name"`
 	Version       int64     `bun:"version"`
+	RetentionDays int       `bun:"history_retention_days"`
 	CreatedAt     time.Time `bun:"created_at"`
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
 func (r accountRow) domain() account.Account {
-	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, HistoryRetentionDays: r.RetentionDays,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // InsertAccount stores a new account and its credentials in one
 // transaction.
 func (r AccountStore) InsertAccount(ctx context.Context, a account.Account, credentials ...account.Credential) error {
-	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, RetentionDays: a.HistoryRetentionDays, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	if len(credentials) == 0 {
 		return insertRow(ctx, r.Conn, &row, "account")
 	}
@@ -78,10 +80,23 @@ func (r AccountStore) InsertAccount(ctx context.Context, a account.Account, cred
 // RenameAccount saves an account's name, moves its version on and reads
 // it back, in one transaction.
 func (r AccountStore) RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error) {
+	return r.updateAccount(ctx, id, at, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Set("name = ?", name) })
+}
+
+// SetHistoryRetention saves an account's own history retention in days
+// (0: the server's), moves its version on and reads it back, in one
+// transaction.
+func (r AccountStore) SetHistoryRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error) {
+	return r.updateAccount(ctx, id, at, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Set("history_retention_days = ?", days) })
+}
+
+// updateAccount changes the account as set says, updated at at, moves its
+// version on and reads it back, in one transaction.
+func (r AccountStore) updateAccount(ctx context.Context, id string, at time.Time, set func(*bun.UpdateQuery) *bun.UpdateQuery) (account.Account, error) {
 	var out account.Account
 	err := r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
-		res, err := c.write.NewUpdate().Model((*accountRow)(nil)).
-			Set("name = ?", name).Set("updated_at = ?", at).Set("version = version + 1").
+		res, err := set(c.write.NewUpdate().Model((*accountRow)(nil))).
+			Set("updated_at = ?", at).Set("version = version + 1").
 			Where("id = ?", id).Exec(ctx)
 		if err != nil {
 			return translate(err, "account")
@@ -98,7 +113,7 @@ func (r AccountStore) RenameAccount(ctx context.Context, id, name string, at tim
 // Account reads one account.
 func (r AccountStore) Account(ctx context.Context, id string) (account.Account, error) {
 	var row accountRow
-	if err := r.selectOne(ctx, &row, "SELECT id, name, version, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT id, name, version, history_retention_days, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
 		return account.Account{}, translate(err, "account")
 	}
 	return row.domain(), nil

@@ -72,6 +72,20 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		require.NoError(t, err)
 		require.Equal(t, a, got)
 
+		a.HistoryRetentionDays, a.UpdatedAt = 3650, at.Add(2*time.Hour)
+		kept, err := s.Repos().SetHistoryRetention(ctx, a.ID, a.HistoryRetentionDays, a.UpdatedAt)
+		require.NoError(t, err)
+		a.Version++
+		require.Equal(t, a, kept, "a history retention moves the version on and returns the account as stored")
+		got, err = s.Repos().Account(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+		a.HistoryRetentionDays, a.UpdatedAt = 0, at.Add(3*time.Hour)
+		kept, err = s.Repos().SetHistoryRetention(ctx, a.ID, 0, a.UpdatedAt)
+		require.NoError(t, err)
+		a.Version++
+		require.Equal(t, a, kept, "0 gives the account the server's period again")
+
 		n, err := s.Repos().CountAccounts(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -84,6 +98,8 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		_, err := s.Repos().Account(ctx, "acc_missing")
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 		_, err = s.Repos().RenameAccount(ctx, "acc_ghost", "ghost", at)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		_, err = s.Repos().SetHistoryRetention(ctx, "acc_ghost", 90, at)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 		err = s.Repos().InsertCredential(ctx, newCredential("acc_ghost", 7))
 		require.True(t, failure.Is(err, failure.KindNotFound), "a credential needs its account, got %v", err)

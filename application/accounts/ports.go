@@ -24,6 +24,10 @@ type Repos interface {
 	// RenameAccount gives an account a new name, updated at at, moves its
 	// version on, and returns it as stored. NotFound.
 	RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error)
+	// SetHistoryRetention gives an account its own history retention in
+	// days (0: the server's), updated at at, moves its version on, and
+	// returns it as stored. NotFound.
+	SetHistoryRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error)
 	// Account reads an account. NotFound.
 	Account(ctx context.Context, id string) (account.Account, error)
 	// Accounts lists every account, oldest first.

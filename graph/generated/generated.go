@@ -38,6 +38,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Account() AccountResolver
 	AgentNumber() AgentNumberResolver
 	Contact() ContactResolver
 	CronExecution() CronExecutionResolver
@@ -64,11 +65,13 @@ type DirectiveRoot struct {
 
 type ComplexityRoot struct {
 	Account struct {
-		CreatedAt      func(childComplexity int) int
-		EmailAddresses func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Name           func(childComplexity int) int
-		Numbers        func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		EmailAddresses         func(childComplexity int) int
+		HistoryRetentionDays   func(childComplexity int) int
+		HistoryRetentionSource func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		Name                   func(childComplexity int) int
+		Numbers                func(childComplexity int) int
 	}
 
 	AgentNumber struct {
@@ -314,6 +317,7 @@ type ComplexityRoot struct {
 		SendTemplate          func(childComplexity int, input model.SendTemplateInput) int
 		SendTyping            func(childComplexity int, threadID string) int
 		SetAgentProfile       func(childComplexity int, input model.SetAgentProfileInput) int
+		SetHistoryRetention   func(childComplexity int, days *int) int
 		SyncTemplates         func(childComplexity int, number *string) int
 		TestWebhook           func(childComplexity int) int
 		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
@@ -565,6 +569,10 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AccountResolver interface {
+	HistoryRetentionDays(ctx context.Context, obj *model.Account) (float64, error)
+	HistoryRetentionSource(ctx context.Context, obj *model.Account) (model.HistoryRetentionSource, error)
+}
 type AgentNumberResolver interface {
 	Profile(ctx context.Context, obj *account.Number) (*model.NumberProfile, error)
 }
@@ -614,6 +622,7 @@ type MutationResolver interface {
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
 	SetAgentProfile(ctx context.Context, input model.SetAgentProfileInput) (*model.AgentProfileResult, error)
+	SetHistoryRetention(ctx context.Context, days *int) (*model.Account, error)
 	SyncTemplates(ctx context.Context, number *string) ([]messaging.Template, error)
 	SendTemplate(ctx context.Context, input model.SendTemplateInput) (*messaging.Message, error)
 	UpdateWebhook(ctx context.Context, input model.WebhookInput) (*model.WebhookUpdate, error)
@@ -717,6 +726,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Account.EmailAddresses(childComplexity), true
+	case "Account.historyRetentionDays":
+		if e.ComplexityRoot.Account.HistoryRetentionDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.HistoryRetentionDays(childComplexity), true
+	case "Account.historyRetentionSource":
+		if e.ComplexityRoot.Account.HistoryRetentionSource == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.HistoryRetentionSource(childComplexity), true
 	case "Account.id":
 		if e.ComplexityRoot.Account.ID == nil {
 			break
@@ -1845,6 +1866,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetAgentProfile(childComplexity, args["input"].(model.SetAgentProfileInput)), true
+	case "Mutation.setHistoryRetention":
+		if e.ComplexityRoot.Mutation.SetHistoryRetention == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setHistoryRetention_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetHistoryRetention(childComplexity, args["days"].(*int)), true
 	case "Mutation.syncTemplates":
 		if e.ComplexityRoot.Mutation.SyncTemplates == nil {
 			break
@@ -3972,6 +4004,40 @@ type QueueKind {
   oldestReadyAt: Time
 }
 `, BuiltIn: false},
+	{Name: "../schema/retention.graphqls", Input: `# History retention: how long an account's events, webhook deliveries and
+# their attempts, cron executions and sandbox mailbox are kept.
+
+extend type Account {
+  """
+  How long the account's history (events, webhook deliveries and their
+  attempts, cron executions, the sandbox mailbox) is kept, in days: its own
+  period or the server's (a fraction only when the operator set one that is
+  not whole days). What is still needed stays longer: a delivery not yet
+  finished and the event it sends, a cron execution running or retrying.
+  """
+  historyRetentionDays: Float!
+  "Whose period historyRetentionDays is."
+  historyRetentionSource: HistoryRetentionSource!
+}
+
+"Whose history retention an account follows."
+enum HistoryRetentionSource {
+  "The account's own, set with setHistoryRetention."
+  ACCOUNT
+  "The server's (SWITCHBOARD_HISTORY_RETENTION, 30 days by default)."
+  SERVER
+}
+
+extend type Mutation {
+  """
+  Keep the account's history for days whole days (1 to 36500); null follows
+  the server's setting again. 0 or a negative number is a validation error
+  on days. History older than the period goes within one pass of the
+  pruner (every 10 minutes by default).
+  """
+  setHistoryRetention(days: Int): Account!
+}
+`, BuiltIn: false},
 	{Name: "../schema/templates.graphqls", Input: `# WhatsApp message templates: the only messages an agent may send once a
 # conversation's 24-hour customer service window has closed.
 
@@ -4282,6 +4348,10 @@ func (ec *executionContext) childFields_Account(ctx context.Context, field graph
 		return ec.fieldContext_Account_numbers(ctx, field)
 	case "emailAddresses":
 		return ec.fieldContext_Account_emailAddresses(ctx, field)
+	case "historyRetentionDays":
+		return ec.fieldContext_Account_historyRetentionDays(ctx, field)
+	case "historyRetentionSource":
+		return ec.fieldContext_Account_historyRetentionSource(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Account", field.Name)
 }
@@ -5516,6 +5586,20 @@ func (ec *executionContext) field_Mutation_setAgentProfile_args(ctx context.Cont
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setHistoryRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "days",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["days"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_syncTemplates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6091,6 +6175,52 @@ func (ec *executionContext) fieldContext_Account_emailAddresses(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Account_historyRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.Account) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_historyRetentionDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().HistoryRetentionDays(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_historyRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Account_historyRetentionSource(ctx context.Context, field graphql.CollectedField, obj *model.Account) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_historyRetentionSource(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().HistoryRetentionSource(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HistoryRetentionSource) graphql.Marshaler {
+			return ec.marshalNHistoryRetentionSource2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHistoryRetentionSource(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_historyRetentionSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "HistoryRetentionSource")
 }
 
 func (ec *executionContext) _AgentNumber_id(ctx context.Context, field graphql.CollectedField, obj *account.Number) (ret graphql.Marshaler) {
@@ -10509,6 +10639,50 @@ func (ec *executionContext) fieldContext_Mutation_setAgentProfile(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setAgentProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setHistoryRetention(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setHistoryRetention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetHistoryRetention(ctx, fc.Args["days"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Account) graphql.Marshaler {
+			return ec.marshalNAccount2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐAccount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setHistoryRetention(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Account(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setHistoryRetention_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17254,28 +17428,40 @@ func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, 
 		case "id":
 			out.Values[i] = ec._Account_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "name":
 			out.Values[i] = ec._Account_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Account_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "numbers":
 			out.Values[i] = ec._Account_numbers(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "emailAddresses":
 			out.Values[i] = ec._Account_emailAddresses(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "historyRetentionDays":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_historyRetentionDays(ctx, field, obj)
+				})
+		case "historyRetentionSource":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_historyRetentionSource(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18861,6 +19047,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setAgentProfile":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setAgentProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setHistoryRetention":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setHistoryRetention(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -21399,6 +21592,16 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) unmarshalNHistoryRetentionSource2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHistoryRetentionSource(ctx context.Context, v any) (model.HistoryRetentionSource, error) {
+	var res model.HistoryRetentionSource
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNHistoryRetentionSource2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHistoryRetentionSource(ctx context.Context, sel ast.SelectionSet, v model.HistoryRetentionSource) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNHttpHeader2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHTTPHeader(ctx context.Context, sel ast.SelectionSet, v model.HTTPHeader) graphql.Marshaler {

@@ -3,6 +3,10 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/domain/account"
@@ -319,4 +323,62 @@ type WebhookUpdate struct {
 	Webhook *webhook.Endpoint `json:"webhook"`
 	// The signing secret (whsec_…) when Switchboard just made it; null otherwise (a chosen secret is never shown).
 	Secret *string `json:"secret,omitempty"`
+}
+
+// Whose history retention an account follows.
+type HistoryRetentionSource string
+
+const (
+	// The account's own, set with setHistoryRetention.
+	HistoryRetentionSourceAccount HistoryRetentionSource = "ACCOUNT"
+	// The server's (SWITCHBOARD_HISTORY_RETENTION, 30 days by default).
+	HistoryRetentionSourceServer HistoryRetentionSource = "SERVER"
+)
+
+var AllHistoryRetentionSource = []HistoryRetentionSource{
+	HistoryRetentionSourceAccount,
+	HistoryRetentionSourceServer,
+}
+
+func (e HistoryRetentionSource) IsValid() bool {
+	switch e {
+	case HistoryRetentionSourceAccount, HistoryRetentionSourceServer:
+		return true
+	}
+	return false
+}
+
+func (e HistoryRetentionSource) String() string {
+	return string(e)
+}
+
+func (e *HistoryRetentionSource) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = HistoryRetentionSource(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid HistoryRetentionSource", str)
+	}
+	return nil
+}
+
+func (e HistoryRetentionSource) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *HistoryRetentionSource) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e HistoryRetentionSource) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

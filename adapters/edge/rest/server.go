@@ -29,6 +29,8 @@ var OpenAPIYAML []byte
 type AccountUseCases interface {
 	Overview(ctx context.Context, accountID string) (accounts.Overview, error)
 	Rename(ctx context.Context, accountID, name string) (account.Account, error)
+	SetHistoryRetention(ctx context.Context, accountID string, days *int, field ...any) (account.Account, error)
+	HistoryRetention(a account.Account) time.Duration
 }
 
 // Deps is what the REST handler set is built from.

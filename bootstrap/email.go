@@ -111,7 +111,7 @@ var emailModule = fx.Module("email",
 				Store: caches.Email(s), Committer: db, Sender: sender, Fetcher: g.NewFetcher(2 * time.Minute), URLs: g,
 				ServiceDomain: c.EmailDomain, Mailbox: mailbox, Logger: log,
 				Inbox: db.InboxStore(), Parser: mailparse.New(mailparse.DefaultLimits), Authenticator: mailauth.New(dns, 20*time.Second),
-				InboundLimits: c.SMTP.Inbound,
+				InboundLimits: c.SMTP.Inbound, Composer: smtp.Composer{},
 			})
 		},
 		// The DNS the SPF, DKIM and DMARC checks ask: the system's.

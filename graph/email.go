@@ -10,10 +10,17 @@ import (
 	"github.com/switchboard-dev/switchboard/graph/model"
 )
 
-// EmailReader reads the account's emails and the sandbox mailbox, as the
-// console shows them; *email.Service implements it.
+// EmailReader reads the account's emails, mailboxes, email threads and
+// the sandbox mailbox, as the console shows them, and answers emails;
+// *email.Service implements it. Ids and addresses of other accounts are
+// not found.
 type EmailReader interface {
 	Emails(ctx context.Context, accountID string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
+	MailboxEmails(ctx context.Context, accountID, address string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
+	EmailWithAttachments(ctx context.Context, accountID, id string) (email.Email, error)
+	EmailAttachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error)
+	ThreadEmails(ctx context.Context, accountID, threadID string) ([]email.Email, error)
+	Reply(ctx context.Context, in appemail.ReplyInput) (email.Email, error)
 	Mailbox(ctx context.Context, accountID string, offset, limit int) (appemail.SandboxMailbox, error)
 }
 
@@ -56,4 +63,28 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// emailCursor reads the after argument of an email listing.
+func emailCursor(after *string) (*appemail.EmailCursor, error) {
+	if after == nil {
+		return nil, nil
+	}
+	at, id, err := decodeCursor("e", "after", *after)
+	if err != nil {
+		return nil, err
+	}
+	return &appemail.EmailCursor{CreatedAt: at, ID: id}, nil
+}
+
+// notFoundIsNull is v, or nil without an error when err is a not found:
+// the answer of a field that is null for an id of another account.
+func notFoundIsNull[T any](v T, err error) (*T, error) {
+	if failure.Is(err, failure.KindNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
 }

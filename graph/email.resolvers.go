@@ -15,6 +15,11 @@ import (
 	"github.com/switchboard-dev/switchboard/graph/model"
 )
 
+// ToList is the resolver for the toList field.
+func (r *emailResolver) ToList(ctx context.Context, obj *email.Email) ([]email.Mailbox, error) {
+	return orEmpty(obj.AllTo()), nil
+}
+
 // Cc is the resolver for the cc field.
 func (r *emailResolver) Cc(ctx context.Context, obj *email.Email) ([]string, error) {
 	return orEmpty(obj.Cc), nil
@@ -30,6 +35,61 @@ func (r *emailResolver) ReplyTo(ctx context.Context, obj *email.Email) ([]string
 	return orEmpty(obj.ReplyTo), nil
 }
 
+// References is the resolver for the references field.
+func (r *emailResolver) References(ctx context.Context, obj *email.Email) ([]string, error) {
+	return orEmpty(obj.References), nil
+}
+
+// Authentication is the resolver for the authentication field.
+func (r *emailResolver) Authentication(ctx context.Context, obj *email.Email) (*email.Authentication, error) {
+	if obj.Direction != email.Inbound {
+		return nil, nil
+	}
+	return &obj.Auth, nil
+}
+
+// DmarcFailed is the resolver for the dmarcFailed field.
+func (r *emailResolver) DmarcFailed(ctx context.Context, obj *email.Email) (bool, error) {
+	return obj.Auth.DMARCFailed(), nil
+}
+
+// Attachments is the resolver for the attachments field.
+func (r *emailResolver) Attachments(ctx context.Context, obj *email.Email) ([]email.Attachment, error) {
+	if obj.Attachments != nil || obj.Direction != email.Inbound {
+		return orEmpty(obj.Attachments), nil
+	}
+	if r.email == nil {
+		return nil, errNoEmail
+	}
+	list, err := r.email.EmailAttachments(ctx, obj.AccountID, obj.ID)
+	return orEmpty(list), err
+}
+
+// DkimDomains is the resolver for the dkimDomains field.
+func (r *emailAuthenticationResolver) DkimDomains(ctx context.Context, obj *email.Authentication) ([]string, error) {
+	return orEmpty(obj.DKIMDomains), nil
+}
+
+// ReplyEmail is the resolver for the replyEmail field.
+func (r *mutationResolver) ReplyEmail(ctx context.Context, input model.ReplyEmailInput) (*email.Email, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.email == nil {
+		return nil, errNoEmail
+	}
+	headers, err := email1.ArgumentHeaders(nil, input.Cc, input.Bcc, nil)
+	if err != nil {
+		return nil, err
+	}
+	e, err := r.email.Reply(ctx, email1.ReplyInput{AccountID: p.AccountID, EmailID: input.EmailID, Body: input.Body, Headers: headers})
+	if err != nil {
+		return nil, email1.ArgumentProblems(err)
+	}
+	return &e, nil
+}
+
 // Emails is the resolver for the emails field.
 func (r *queryResolver) Emails(ctx context.Context, first *int, after *string) (*model.EmailConnection, error) {
 	p, err := principal(ctx)
@@ -39,19 +99,63 @@ func (r *queryResolver) Emails(ctx context.Context, first *int, after *string) (
 	if r.email == nil {
 		return nil, errNoEmail
 	}
-	var cur *email1.EmailCursor
-	if after != nil {
-		at, id, err := decodeCursor("e", "after", *after)
-		if err != nil {
-			return nil, err
-		}
-		cur = &email1.EmailCursor{CreatedAt: at, ID: id}
+	cur, err := emailCursor(after)
+	if err != nil {
+		return nil, err
 	}
 	page, more, err := r.email.Emails(ctx, p.AccountID, cur, intOr(first, email1.DefaultPageSize))
 	if err != nil {
 		return nil, err
 	}
 	return emailConnection(page, more), nil
+}
+
+// MailboxEmails is the resolver for the mailboxEmails field.
+func (r *queryResolver) MailboxEmails(ctx context.Context, address string, first *int, after *string) (*model.EmailConnection, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.email == nil {
+		return nil, errNoEmail
+	}
+	cur, err := emailCursor(after)
+	if err != nil {
+		return nil, err
+	}
+	page, more, err := r.email.MailboxEmails(ctx, p.AccountID, address, cur, intOr(first, email1.DefaultPageSize))
+	if err != nil {
+		return nil, err
+	}
+	return emailConnection(page, more), nil
+}
+
+// Email is the resolver for the email field.
+func (r *queryResolver) Email(ctx context.Context, id string) (*email.Email, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.email == nil {
+		return nil, errNoEmail
+	}
+	return notFoundIsNull(r.email.EmailWithAttachments(ctx, p.AccountID, id))
+}
+
+// EmailThread is the resolver for the emailThread field.
+func (r *queryResolver) EmailThread(ctx context.Context, id string) (*model.EmailThread, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.email == nil {
+		return nil, errNoEmail
+	}
+	list, err := notFoundIsNull(r.email.ThreadEmails(ctx, p.AccountID, id))
+	if list == nil || err != nil {
+		return nil, err
+	}
+	return &model.EmailThread{ID: id, Subject: (*list)[0].Subject, Emails: *list}, nil
 }
 
 // SandboxMailbox is the resolver for the sandboxMailbox field.
@@ -109,6 +213,11 @@ func (r *sandboxEmailResolver) AttachmentName(ctx context.Context, obj *email1.K
 // Email returns generated.EmailResolver implementation.
 func (r *Resolver) Email() generated.EmailResolver { return &emailResolver{r} }
 
+// EmailAuthentication returns generated.EmailAuthenticationResolver implementation.
+func (r *Resolver) EmailAuthentication() generated.EmailAuthenticationResolver {
+	return &emailAuthenticationResolver{r}
+}
+
 // SandboxAttachment returns generated.SandboxAttachmentResolver implementation.
 func (r *Resolver) SandboxAttachment() generated.SandboxAttachmentResolver {
 	return &sandboxAttachmentResolver{r}
@@ -118,7 +227,8 @@ func (r *Resolver) SandboxAttachment() generated.SandboxAttachmentResolver {
 func (r *Resolver) SandboxEmail() generated.SandboxEmailResolver { return &sandboxEmailResolver{r} }
 
 type (
-	emailResolver             struct{ *Resolver }
-	sandboxAttachmentResolver struct{ *Resolver }
-	sandboxEmailResolver      struct{ *Resolver }
+	emailResolver               struct{ *Resolver }
+	emailAuthenticationResolver struct{ *Resolver }
+	sandboxAttachmentResolver   struct{ *Resolver }
+	sandboxEmailResolver        struct{ *Resolver }
 )

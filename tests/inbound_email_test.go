@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/smtp"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-dev/switchboard/adapters/email/smtptest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 )
@@ -48,15 +50,7 @@ func TestInboundEmailEndToEnd(t *testing.T) {
 		headers := auth(acct.APIKey, acct.APISecret)
 		api := b.serve(t, "--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--allow-private-urls", "127.0.0.1/32")
 		client := api.client(t)
-		var smtpAddr string
-		listening := regexp.MustCompile(`receiving email over SMTP.* addr=(\S+)`)
-		require.Eventually(t, func() bool {
-			m := listening.FindStringSubmatch(api.stderr.String())
-			if m != nil {
-				smtpAddr = m[1]
-			}
-			return m != nil
-		}, 30*time.Second, 20*time.Millisecond, "the SMTP listener logs its address")
+		smtpAddr := smtpListenAddr(t, api)
 
 		base := "/v1/emails/" + acct.AccountID
 		r := client.Do(http.MethodPut, "/v1/accounts/"+acct.AccountID+"/webhook", map[string]any{"url": hook.URL + "/hooks"}, headers...)
@@ -132,6 +126,99 @@ func TestInboundEmailEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, r.StatusCode, "%s", r.Body)
 		r = client.Do(http.MethodGet, base+"/mailboxes/support.bot@mail.acme.test/messages?cursor=nonsense", nil, headers...)
 		require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "%s", r.Body)
+		api.stop(t)
+	})
+}
+
+// smtpListenAddr is the address the SMTP listener of a server started
+// with --smtp-listen 127.0.0.1:0 listens on, as it logs it.
+func smtpListenAddr(t *testing.T, api *serverProc) string {
+	t.Helper()
+	var addr string
+	listening := regexp.MustCompile(`receiving email over SMTP.* addr=(\S+)`)
+	require.Eventually(t, func() bool {
+		m := listening.FindStringSubmatch(api.stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 30*time.Second, 20*time.Millisecond, "the SMTP listener logs its address")
+	return addr
+}
+
+// The built binary with a relay and the SMTP listener: an email the
+// relay accepts reaches the webhook as email.sent, one it refuses as
+// email.failed with its reply; a receiving server's delivery status
+// notification about the sent one, delivered to the listener, makes it
+// bounced and reaches the webhook as email.bounced with the recipient
+// and the reason.
+func TestEmailOutcomesReachTheWebhook(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		relay, err := smtptest.Start(smtptest.Options{OnData: func(m smtptest.Message) error {
+			if slices.Contains(m.To, "refused@example.org") {
+				return smtptest.Reply(550, "5.7.1", "Message refused by policy")
+			}
+			return nil
+		}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = relay.Close() })
+		hooks := newHookReceiver(t)
+		b := setup(t, dialect)
+		acct := b.createAccount(t, "Mailer")
+		headers := auth(acct.APIKey, acct.APISecret)
+		var hook webhookOut
+		b.cliJSON(t, &hook, "webhook", "set", "--account", acct.AccountID, "--url", hooks.URL, "--allow-private-urls", "127.0.0.1/32")
+		hooks.setSecret(t, hook.Secret)
+		api := b.serve(t, "--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--smtp-url", relay.URL(),
+			"--allow-private-urls", "127.0.0.1/32")
+		client := api.client(t)
+		smtpAddr := smtpListenAddr(t, api)
+
+		base := "/v1/emails/" + acct.AccountID
+		r := client.Do(http.MethodPost, base+"/create-email", map[string]any{"address": "support.bot", "domain_name": "mail.acme.test"}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		send := func(to string) map[string]any {
+			r := client.Do(http.MethodPost, base+"/send", map[string]any{
+				"sender_address": "support.bot@mail.acme.test", "recipient_address": to, "subject": "Your report", "body": "Hello",
+			}, headers...)
+			require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+			return r.JSON(t)
+		}
+		sent, refused := send("nobody@example.org"), send("refused@example.org")
+
+		ev := hooks.waitOne(t, "email.sent", sent["message_id"].(string))
+		require.Equal(t, sent["email_id"], ev["email_id"])
+		require.Equal(t, "sent", ev["status"])
+		require.Equal(t, "nobody@example.org", ev["recipient_address"])
+		require.Regexp(t, `^250 `, ev["smtp_reply"])
+		ev = hooks.waitOne(t, "email.failed", refused["message_id"].(string))
+		require.Equal(t, refused["email_id"], ev["email_id"])
+		require.Equal(t, "failed", ev["status"])
+		require.Equal(t, "rejected", ev["error_code"])
+		require.Regexp(t, `^550 .*Message refused by policy`, ev["smtp_reply"])
+
+		dsn := "From: Mail Delivery System <MAILER-DAEMON@mx.example.org>\r\nTo: support.bot@mail.acme.test\r\n" +
+			"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: <dsn-e2e@mx.example.org>\r\nMIME-Version: 1.0\r\n" +
+			"Content-Type: multipart/report; report-type=delivery-status; boundary=\"r\"\r\n\r\n" +
+			"--r\r\nContent-Type: text/plain\r\n\r\nYour message could not be delivered.\r\n" +
+			"--r\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.org\r\n\r\n" +
+			"Final-Recipient: rfc822; nobody@example.org\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 User unknown\r\n" +
+			"--r\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: support.bot@mail.acme.test\r\nTo: nobody@example.org\r\n" +
+			"Subject: Your report\r\nMessage-ID: " + sent["message_id"].(string) + "\r\n--r--\r\n"
+		require.NoError(t, smtp.SendMail(smtpAddr, nil, "", []string{"support.bot@mail.acme.test"}, []byte(dsn)))
+		ev = hooks.waitOne(t, "email.bounced", sent["message_id"].(string))
+		require.Equal(t, sent["email_id"], ev["email_id"])
+		require.Equal(t, sent["thread_id"], ev["thread_id"])
+		require.Equal(t, "bounced", ev["status"])
+		require.Equal(t, "nobody@example.org", ev["recipient"])
+		require.Equal(t, "550 5.1.1 User unknown", ev["reason"])
+		r = client.Do(http.MethodGet, base+"/messages/"+sent["email_id"].(string), nil, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		details := r.JSON(t)["data"].(map[string]any)
+		require.Equal(t, "bounced", details["status"])
+		require.Equal(t, "bounced", details["error_code"])
+		require.Equal(t, "nobody@example.org: 550 5.1.1 User unknown", details["smtp_reply"])
 		api.stop(t)
 	})
 }

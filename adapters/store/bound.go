@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -153,6 +154,9 @@ func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next fun
 	}
 	if len(b.EmailOutcomes) > 0 {
 		add("record email deliveries", func(p *binder) string { return recordEmailOutcomesBound(p, b.EmailOutcomes) })
+	}
+	if len(b.EmailBounces) > 0 {
+		add("record email bounces", func(p *binder) string { return recordEmailBouncesBound(p, b.EmailBounces) })
 	}
 	if len(b.EmailAttachments) > 0 {
 		add("insert email attachments", func(p *binder) string {
@@ -331,6 +335,16 @@ func recordEmailOutcomesBound(p *binder, outcomes []email.Email) string {
 		},
 		"u(id, status, reply, failure_code, attempts, sent_at, updated_at) WHERE e.id = u.id AND e.status = ")
 	return q + p.bind(string(email.Queued))
+}
+
+// recordEmailBouncesBound marks emails bounced, those queued or sent.
+func recordEmailBouncesBound(p *binder, bounces []writes.EmailBounce) string {
+	q := updateFrom(p, `UPDATE emails AS e SET status = `+p.bind(string(email.Bounced))+`, failure_code = `+p.bind(appemail.BounceCode)+`,
+		reply = u.reply, updated_at = u.updated_at`,
+		bounces, []string{"::text", "::text", "::timestamptz"},
+		func(b writes.EmailBounce) []any { return []any{b.EmailID, b.Reply, b.UpdatedAt} },
+		"u(id, reply, updated_at) WHERE e.id = u.id AND e.status IN (")
+	return q + p.bind(string(email.Queued)) + ", " + p.bind(string(email.Sent)) + ")"
 }
 
 // saveGroupColumnsBound writes a group's own columns (see

@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 	"modernc.org/sqlite"
 
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/email"
@@ -264,6 +265,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("record endpoint health", recordEndpointHealth(db, b.EndpointHealth)...)
 	add("insert emails", insertRows(db, b.Emails, emailToRow)...)
 	add("record email deliveries", recordEmailOutcomes(db, b.EmailOutcomes)...)
+	add("record email bounces", recordEmailBounces(db, b.EmailBounces)...)
 	add("insert email attachments", insertRows(db, b.EmailAttachments, attachmentToRow)...)
 	add("spool received emails", insertRows(db, b.Spooled, spooledToRow)...)
 	add("replace message templates", writeTemplateSets(db, b.TemplateSets)...)
@@ -571,6 +573,16 @@ func recordEndpointHealth(db bun.IDB, es []webhook.Endpoint) []batchQuery {
 			Set("enabled = ?", e.Enabled).Set("disabled_reason = ?", e.DisabledReason).Set("disabled_at = ?", e.DisabledAt).
 			Set("failing_since = ?", e.FailingSince).Set("updated_at = ?", e.UpdatedAt).
 			Where("account_id = ?", e.AccountID)
+	}
+	return out
+}
+
+// recordEmailBounces marks emails bounced, those queued or sent.
+func recordEmailBounces(db bun.IDB, bounces []writes.EmailBounce) []batchQuery {
+	out := make([]batchQuery, len(bounces))
+	for i, b := range bounces {
+		out[i] = db.NewRaw(`UPDATE emails SET status = ?, failure_code = ?, reply = ?, updated_at = ? WHERE id = ? AND status IN (?, ?)`,
+			string(email.Bounced), appemail.BounceCode, b.Reply, b.UpdatedAt, b.EmailID, string(email.Queued), string(email.Sent))
 	}
 	return out
 }

@@ -56,7 +56,7 @@ func (r EmailStore) EmailAddressByAddress(ctx context.Context, localPart, domain
 }
 
 const emailColumns = "id, account_id, from_address, to_address, cc, bcc, reply_to, subject, body, html, headers, attachment_uri, message_id, status, reply, failure_code, attempts, created_at, updated_at, sent_at, " +
-	"direction, mailbox, thread_id, from_name, in_reply_to, references_ids, subject_key, html_body, extracted_text, auth, raw_id, size, parse_problem"
+	"direction, mailbox, thread_id, from_name, in_reply_to, references_ids, subject_key, html_body, extracted_text, auth, raw_id, size, parse_problem, to_list"
 
 type emailRow struct {
 	bun.BaseModel `bun:"table:emails"`
@@ -93,6 +93,7 @@ type emailRow struct {
 	RawID         string     `bun:"raw_id"`
 	Size          int64      `bun:"size"`
 	ParseProblem  string     `bun:"parse_problem"`
+	ToList        string     `bun:"to_list"`
 }
 
 // headerJSON is how one extra header is kept.
@@ -124,7 +125,7 @@ func emailToRow(e email.Email) emailRow {
 		Direction: string(cmp.Or(e.Direction, email.Outbound)), Mailbox: strings.ToLower(e.Mailbox), ThreadID: e.ThreadID,
 		FromName: e.FromName, InReplyTo: e.InReplyTo, References: jsonList(e.References), SubjectKey: email.SubjectKey(e.Subject),
 		HTMLBody: e.HTMLBody, ExtractedText: e.ExtractedText, Auth: authJSON(e.Auth), RawID: e.RawID, Size: e.Size,
-		ParseProblem: e.ParseProblem,
+		ParseProblem: e.ParseProblem, ToList: jsonList(e.ToList),
 	}
 }
 
@@ -151,6 +152,11 @@ func (row emailRow) domain() (email.Email, error) {
 	}
 	if row.References != "" && row.References != "[]" {
 		if err := json.Unmarshal([]byte(row.References), &e.References); err != nil {
+			return email.Email{}, err
+		}
+	}
+	if row.ToList != "" && row.ToList != "[]" {
+		if err := json.Unmarshal([]byte(row.ToList), &e.ToList); err != nil {
 			return email.Email{}, err
 		}
 	}
@@ -217,18 +223,5 @@ func (r EmailStore) Emails(ctx context.Context, accountID string, after *appemai
 		args = append(args, after.CreatedAt, after.CreatedAt, after.ID)
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
-	var rows []emailRow
-	if err := r.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
-		return nil, translate(err, "email")
-	}
-	out := make([]email.Email, 0, len(rows))
-	for _, row := range rows {
-		e, err := row.domain()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return r.readEmails(ctx, q, append(args, limit)...)
 }

@@ -39,13 +39,14 @@ type spooledRow struct {
 	Raw           []byte    `bun:"raw"`
 	Size          int64     `bun:"size"`
 	ReceivedAt    time.Time `bun:"received_at"`
+	Simulated     bool      `bun:"simulated"`
 }
 
 func spooledToRow(m email.Spooled) spooledRow {
 	rcpts, _ := json.Marshal(m.Recipients)
 	return spooledRow{
 		ID: m.ID, RemoteIP: m.RemoteIP, Helo: m.Helo, MailFrom: m.MailFrom, Recipients: string(rcpts),
-		Raw: nonNilBytes(m.Raw), Size: int64(len(m.Raw)), ReceivedAt: m.ReceivedAt,
+		Raw: nonNilBytes(m.Raw), Size: int64(len(m.Raw)), ReceivedAt: m.ReceivedAt, Simulated: m.Simulated,
 	}
 }
 
@@ -83,10 +84,10 @@ func (row attachmentRow) domain() email.Attachment {
 // Spooled reads a spooled message.
 func (s InboxStore) Spooled(ctx context.Context, id string) (email.Spooled, error) {
 	var row spooledRow
-	if err := s.read.NewRaw("SELECT id, remote_ip, helo, mail_from, recipients, raw, size, received_at FROM email_spool WHERE id = ?", id).Scan(ctx, &row); err != nil {
+	if err := s.read.NewRaw("SELECT id, remote_ip, helo, mail_from, recipients, raw, size, received_at, simulated FROM email_spool WHERE id = ?", id).Scan(ctx, &row); err != nil {
 		return email.Spooled{}, translate(err, "spooled email")
 	}
-	m := email.Spooled{ID: row.ID, RemoteIP: row.RemoteIP, Helo: row.Helo, MailFrom: row.MailFrom, Raw: row.Raw, ReceivedAt: row.ReceivedAt.UTC()}
+	m := email.Spooled{ID: row.ID, RemoteIP: row.RemoteIP, Helo: row.Helo, MailFrom: row.MailFrom, Raw: row.Raw, ReceivedAt: row.ReceivedAt.UTC(), Simulated: row.Simulated}
 	if err := json.Unmarshal([]byte(row.Recipients), &m.Recipients); err != nil {
 		return email.Spooled{}, err
 	}
@@ -122,6 +123,22 @@ func (s InboxStore) ThreadBySubject(ctx context.Context, accountID, mailbox, cor
 	return thread, translate(err, "email")
 }
 
+// SentEmail is the account's newest outbound email with one of the
+// Message-IDs ids, on emails_message_id_idx.
+func (s InboxStore) SentEmail(ctx context.Context, accountID string, ids []string) (email.Email, bool, error) {
+	if len(ids) == 0 {
+		return email.Email{}, false, nil
+	}
+	var rows []emailRow
+	err := s.read.NewRaw("SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND message_id IN (?) AND direction = 'outbound' ORDER BY created_at DESC, id DESC LIMIT 1",
+		accountID, bun.List(ids)).Scan(ctx, &rows)
+	if err != nil || len(rows) == 0 {
+		return email.Email{}, false, translate(err, "email")
+	}
+	e, err := rows[0].domain()
+	return e, err == nil, err
+}
+
 // StoredAttachmentBytes adds up the account's stored attachments.
 func (s InboxStore) StoredAttachmentBytes(ctx context.Context, accountID string) (int64, error) {
 	var n sql.NullInt64
@@ -145,9 +162,21 @@ func (s InboxStore) MailboxEmails(ctx context.Context, accountID, mailbox string
 		args = append(args, after.CreatedAt, after.CreatedAt, after.ID)
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
+	return s.readEmails(ctx, q, append(args, limit)...)
+}
+
+// ThreadEmails reads a thread's emails, oldest first, on
+// emails_thread_idx.
+func (s InboxStore) ThreadEmails(ctx context.Context, accountID, threadID string, limit int) ([]email.Email, error) {
+	return s.readEmails(ctx, "SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND thread_id = ? ORDER BY created_at, id LIMIT ?",
+		accountID, threadID, limit)
+}
+
+// readEmails reads the emails of the query q, whose columns are
+// emailColumns.
+func (c *Conn) readEmails(ctx context.Context, q string, args ...any) ([]email.Email, error) {
 	var rows []emailRow
-	if err := s.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
+	if err := c.read.NewRaw(q, args...).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "email")
 	}
 	out := make([]email.Email, 0, len(rows))

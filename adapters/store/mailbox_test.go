@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
 func TestMailboxContract(t *testing.T) {
@@ -55,7 +56,7 @@ func TestMailboxKeepsNoAttachmentBytes(t *testing.T) {
 		data := make([]byte, 5<<20)
 		_, _ = rand.Read(data)
 		out := appemail.Outgoing{
-			AccountID: "acc_a", MessageID: "<a@mail.example.com>", From: "agent@mail.example.com", To: "ann@example.org",
+			AccountID: "acc_a", MessageID: "<a@mail.example.com>", From: "agent@mail.example.com", To: []email.Mailbox{{Address: "ann@example.org"}},
 			Subject: "Report", Text: strings.Repeat("Hello. ", 200),
 			Attachment: &appemail.Attachment{Name: "report.bin", ContentType: "application/octet-stream", Data: data},
 		}

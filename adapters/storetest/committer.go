@@ -489,6 +489,36 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.Equal(t, sent, got)
 	})
 
+	t.Run("EmailBouncesReachQueuedAndSentEmailsOnly", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		at := f.now.Add(time.Second)
+		var ids []string
+		for _, st := range []email.Status{email.Queued, email.Sent, email.Failed} {
+			e := email.Email{ID: "eml_bounce" + string(st), AccountID: f.account, From: "a@b.example", To: "c@d.example", Subject: "s", Body: "b",
+				MessageID: "<" + string(st) + "@b.example>", Direction: email.Outbound, Status: st, Reply: "250 ok", CreatedAt: f.now, UpdatedAt: f.now}
+			require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Emails: []email.Email{e}}))
+			ids = append(ids, e.ID)
+		}
+		var bounces []writes.EmailBounce
+		for _, id := range ids {
+			bounces = append(bounces, writes.EmailBounce{EmailID: id, Reply: "c@d.example: 550 5.1.1 User unknown", UpdatedAt: at})
+		}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{EmailBounces: bounces}))
+		for i, want := range []email.Status{email.Bounced, email.Bounced, email.Failed} {
+			got, err := f.Email.Repos().Email(ctx, f.account, ids[i])
+			require.NoError(t, err)
+			require.Equal(t, want, got.Status, ids[i])
+			if want == email.Bounced {
+				require.Equal(t, "bounced", got.FailureCode)
+				require.Equal(t, "c@d.example: 550 5.1.1 User unknown", got.Reply)
+				require.True(t, got.UpdatedAt.Equal(at))
+			} else {
+				require.Equal(t, "250 ok", got.Reply, "a failed email is left as it is")
+			}
+		}
+	})
+
 	t.Run("ConcurrentCommitsAllLand", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

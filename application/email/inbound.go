@@ -94,9 +94,23 @@ func (s *Service) Receive(ctx context.Context, job jobs.Job) error {
 	if err != nil {
 		return err
 	}
+	return s.receive(ctx, sp)
+}
+
+// SimulatedAuthentication is what a simulated message records for its
+// checks: none was made.
+var SimulatedAuthentication = email.Authentication{SPF: email.AuthNone, DKIM: email.AuthNone, DMARC: email.AuthNone,
+	Reason: "simulated through the sandbox: nothing was checked"}
+
+// receive parses the spooled message sp and commits one email per
+// receiving address, each unless it exists.
+func (s *Service) receive(ctx context.Context, sp email.Spooled) error {
 	parsed := s.parser.Parse(sp.Raw)
 	var auth email.Authentication
-	if s.auth != nil {
+	switch {
+	case sp.Simulated:
+		auth = SimulatedAuthentication
+	case s.auth != nil:
 		fromDomain := ""
 		if a, err := email.ParseAddress(parsed.From); err == nil {
 			fromDomain = a.Domain
@@ -106,6 +120,9 @@ func (s *Service) Receive(ctx context.Context, job jobs.Job) error {
 	return s.inbox.Decide(ctx, func(ctx context.Context, tx InboxReads) (writes.Batch, error) {
 		var b writes.Batch
 		seen := map[string]bool{}
+		// reported are the sent emails a delivery report bounced for an
+		// earlier recipient of the same account.
+		reported := map[string]bool{}
 		for i, rcpt := range sp.Recipients {
 			if seen[strings.ToLower(rcpt.Address)] {
 				continue
@@ -119,7 +136,7 @@ func (s *Service) Receive(ctx context.Context, job jobs.Job) error {
 			if exists {
 				continue
 			}
-			rb, err := s.received(ctx, tx, sp, parsed, auth, rcpt, id)
+			rb, err := s.received(ctx, tx, sp, parsed, auth, rcpt, id, reported)
 			if err != nil {
 				return writes.Batch{}, err
 			}
@@ -136,8 +153,9 @@ func receivedEmailID(spooledID string, i int) string {
 }
 
 // received is the batch of one receiving address: the email, its
-// attachments within the caps, and its event.
-func (s *Service) received(ctx context.Context, tx InboxReads, sp email.Spooled, m Parsed, auth email.Authentication, rcpt email.SpooledRecipient, id string) (writes.Batch, error) {
+// attachments within the caps, and its event; for a delivery report, the
+// bounce of the sent email it reports on, unless reported has it.
+func (s *Service) received(ctx context.Context, tx InboxReads, sp email.Spooled, m Parsed, auth email.Authentication, rcpt email.SpooledRecipient, id string, reported map[string]bool) (writes.Batch, error) {
 	limits := s.inbound
 	text := m.Text
 	if text == "" && m.HTML != "" {
@@ -145,7 +163,7 @@ func (s *Service) received(ctx context.Context, tx InboxReads, sp email.Spooled,
 	}
 	e := email.Email{
 		ID: id, AccountID: rcpt.AccountID, Direction: email.Inbound, Mailbox: strings.ToLower(rcpt.Address),
-		From: m.From, FromName: m.FromName, To: rcpt.Address, Cc: m.Cc, ReplyTo: m.ReplyTo,
+		From: m.From, FromName: m.FromName, To: rcpt.Address, ToList: m.To, Cc: m.Cc, ReplyTo: m.ReplyTo,
 		Subject: m.Subject, Body: cut(text, limits.TextBytes), HTMLBody: cut(m.HTML, limits.TextBytes),
 		ExtractedText: cut(email.ExtractReply(text), limits.TextBytes),
 		Headers:       m.Headers, MessageID: m.MessageID, InReplyTo: m.InReplyTo, References: m.References,
@@ -155,19 +173,32 @@ func (s *Service) received(ctx context.Context, tx InboxReads, sp email.Spooled,
 	if e.From == "" {
 		e.From = sp.MailFrom
 	}
-	thread, err := s.threadOf(ctx, tx, e)
-	if err != nil {
+	var (
+		b    writes.Batch
+		orig *email.Email
+		err  error
+	)
+	if m.Report != nil {
+		// A delivery report joins the thread of the email it reports on.
+		if orig, b, err = s.bounce(ctx, tx, e, m.Report); err != nil {
+			return writes.Batch{}, err
+		}
+		if orig != nil && reported[orig.ID] {
+			b = writes.Batch{}
+		} else if orig != nil {
+			reported[orig.ID] = true
+		}
+	}
+	if orig != nil && orig.ThreadID != "" {
+		e.ThreadID = orig.ThreadID
+	} else if e.ThreadID, err = s.threadOf(ctx, tx, e); err != nil {
 		return writes.Batch{}, err
 	}
-	e.ThreadID = thread
 	used, err := tx.StoredAttachmentBytes(ctx, e.AccountID)
 	if err != nil {
 		return writes.Batch{}, err
 	}
-	var (
-		b       writes.Batch
-		perMail int64
-	)
+	var perMail int64
 	for i, pa := range m.Attachments {
 		a := email.Attachment{
 			ID: attachmentID(e.ID, i), EmailID: e.ID, AccountID: e.AccountID, Name: pa.Name, ContentType: pa.ContentType,
@@ -182,7 +213,7 @@ func (s *Service) received(ctx context.Context, tx InboxReads, sp email.Spooled,
 		e.Attachments = append(e.Attachments, a)
 	}
 	b.Emails = []email.Email{e}
-	b.Events = []event.Event{s.receivedEvent(e, sp)}
+	b.Events = append([]event.Event{s.receivedEvent(e, sp)}, b.Events...)
 	return b, nil
 }
 

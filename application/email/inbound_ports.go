@@ -30,6 +30,9 @@ type Inbox interface {
 	// sent, mailbox lower-case), newest first (by creation, then id),
 	// after the position after when it is set; at most limit.
 	MailboxEmails(ctx context.Context, accountID, mailbox string, after *EmailCursor, limit int) ([]email.Email, error)
+	// ThreadEmails lists the account's emails of the thread threadID,
+	// oldest first (by creation, then id), at most limit.
+	ThreadEmails(ctx context.Context, accountID, threadID string, limit int) ([]email.Email, error)
 	// Attachments lists an email's attachments, without their content.
 	Attachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error)
 	// Attachment reads one attachment of an account's email with its
@@ -47,6 +50,9 @@ type InboxReads interface {
 	// exchanged with correspondent (sent to it, or received from it);
 	// "" when there is none.
 	ThreadBySubject(ctx context.Context, accountID, mailbox, correspondent, key string, since time.Time) (string, error)
+	// SentEmail is the account's newest outbound email whose Message-ID
+	// is one of ids; found is false when there is none.
+	SentEmail(ctx context.Context, accountID string, ids []string) (e email.Email, found bool, err error)
 	// StoredAttachmentBytes is the size of the content of the account's
 	// stored attachments.
 	StoredAttachmentBytes(ctx context.Context, accountID string) (int64, error)
@@ -65,15 +71,20 @@ type Parsed struct {
 	// From is the first From address and FromName its display name.
 	From     string
 	FromName string
-	To, Cc   []string
-	ReplyTo  []string
-	Date     time.Time
+	// To are the To header's mailboxes, with their display names.
+	To      []email.Mailbox
+	Cc      []string
+	ReplyTo []string
+	Date    time.Time
 	// Text and HTML are the first text/plain and text/html parts that
 	// are not attachments, decoded to UTF-8.
 	Text, HTML string
 	// Headers are the top-level header fields, in order, decoded.
 	Headers     []email.Header
 	Attachments []ParsedAttachment
+	// Report is what the message reports about an email sent earlier
+	// when it is a delivery status notification; nil otherwise.
+	Report *email.DeliveryReport
 	// Problem says where reading stopped or what was skipped (a missing
 	// boundary, too many parts, an unknown charset); empty when the
 	// whole message was read.

@@ -19,9 +19,11 @@ type KeptEmail struct {
 	AccountID string
 	// MessageID is the Message-ID header value, angle brackets included.
 	MessageID string
-	From      string
-	To        string
-	Cc        []string
+	// From and To are the header values: the sender and the To
+	// recipients as written, display names included.
+	From string
+	To   string
+	Cc   []string
 	// Bcc recipients were in the envelope only.
 	Bcc     []string
 	ReplyTo []string
@@ -56,7 +58,7 @@ const TruncatedMarker = "\n[… truncated by the sandbox mailbox: %d bytes in al
 // bodyBytes is cut at a character boundary and ends with TruncatedMarker.
 func KeptFrom(out Outgoing, bodyBytes int) KeptEmail {
 	k := KeptEmail{
-		AccountID: out.AccountID, MessageID: out.MessageID, From: out.From, To: out.To,
+		AccountID: out.AccountID, MessageID: out.MessageID, From: email.Mailbox{Name: out.FromName, Address: out.From}.String(), To: email.FormatList(out.To),
 		Cc: out.Cc, Bcc: out.Bcc, ReplyTo: out.ReplyTo, Subject: out.Subject,
 		Text: truncate(out.Text, bodyBytes), HTML: truncate(out.HTML, bodyBytes),
 		Headers: out.Headers, Date: out.Date.UTC().Truncate(time.Microsecond),

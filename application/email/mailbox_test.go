@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
 // The mailbox keeps an attachment as its name, type, size and SHA-256,
@@ -18,7 +19,7 @@ func TestKeptFromDescribesTheAttachment(t *testing.T) {
 	t.Parallel()
 	data := []byte(strings.Repeat("%PDF-1.4 report ", 1000))
 	out := appemail.Outgoing{
-		AccountID: "acc_a", MessageID: "<m@x>", From: "a@x.example", To: "b@y.example", Subject: "Hi", Text: "Hello", HTML: "<p>Hello</p>",
+		AccountID: "acc_a", MessageID: "<m@x>", From: "a@x.example", To: []email.Mailbox{{Address: "b@y.example"}}, Subject: "Hi", Text: "Hello", HTML: "<p>Hello</p>",
 		Attachment: &appemail.Attachment{Name: "r.pdf", ContentType: "application/pdf", Data: data},
 	}
 	k := appemail.KeptFrom(out, 1<<10)

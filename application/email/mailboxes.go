@@ -13,6 +13,19 @@ import (
 // errInboxOff answers the mailbox reads when the service has no inbox.
 var errInboxOff = failure.NotFound("mailbox")
 
+// OwnMailbox is address as the mailbox of one of the account's addresses
+// (lower-case); an address the account does not own is NotFound.
+func (s *Service) OwnMailbox(ctx context.Context, accountID, address string) (string, error) {
+	rcpt, err := s.Recipient(ctx, address)
+	if err != nil || rcpt.AccountID != accountID {
+		if err == nil || failure.Is(err, failure.KindNotFound) {
+			return "", failure.NotFound("mailbox")
+		}
+		return "", err
+	}
+	return strings.ToLower(rcpt.Address), nil
+}
+
 // MailboxEmails returns one page of the emails of one of the account's
 // addresses, received and sent, newest first, after the position after
 // when it is set, and whether more follow. An address the account does
@@ -21,15 +34,12 @@ func (s *Service) MailboxEmails(ctx context.Context, accountID, address string, 
 	if s.inbox == nil {
 		return nil, false, errInboxOff
 	}
-	rcpt, err := s.Recipient(ctx, address)
-	if err != nil || rcpt.AccountID != accountID {
-		if err == nil || failure.Is(err, failure.KindNotFound) {
-			return nil, false, failure.NotFound("mailbox")
-		}
+	mailbox, err := s.OwnMailbox(ctx, accountID, address)
+	if err != nil {
 		return nil, false, err
 	}
 	limit = ClampPage(limit)
-	rows, err := s.inbox.MailboxEmails(ctx, accountID, strings.ToLower(rcpt.Address), after, limit+1)
+	rows, err := s.inbox.MailboxEmails(ctx, accountID, mailbox, after, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -37,6 +47,23 @@ func (s *Service) MailboxEmails(ctx context.Context, accountID, address string, 
 		return rows[:limit], true, nil
 	}
 	return rows, false, nil
+}
+
+// MaxThreadEmails bounds the emails a thread read returns: its oldest.
+const MaxThreadEmails = 200
+
+// ThreadEmails reads the account's email thread threadID (eth_…), oldest
+// first, at most MaxThreadEmails; a thread of another account, or none,
+// is NotFound.
+func (s *Service) ThreadEmails(ctx context.Context, accountID, threadID string) ([]email.Email, error) {
+	if s.inbox == nil || !ident.Valid(ident.EmailThread, threadID) {
+		return nil, failure.NotFound("email thread")
+	}
+	list, err := s.inbox.ThreadEmails(ctx, accountID, threadID, MaxThreadEmails)
+	if err == nil && len(list) == 0 {
+		return nil, failure.NotFound("email thread")
+	}
+	return list, err
 }
 
 // EmailWithAttachments reads an email of an account with its
@@ -48,6 +75,15 @@ func (s *Service) EmailWithAttachments(ctx context.Context, accountID, id string
 	}
 	e.Attachments, err = s.inbox.Attachments(ctx, accountID, id)
 	return e, err
+}
+
+// EmailAttachments lists the attachments of an account's email, without
+// their content (none for a sent email, or an email of another account).
+func (s *Service) EmailAttachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error) {
+	if s.inbox == nil || !ident.Valid(ident.Email, emailID) {
+		return nil, nil
+	}
+	return s.inbox.Attachments(ctx, accountID, emailID)
 }
 
 // Attachment reads an attachment of an account's email with its content;
@@ -97,8 +133,9 @@ type ReplyInput struct {
 }
 
 // Reply answers an email of the account: from the mailbox it belongs to,
-// to its Reply-To (else its sender) for a received email or to its
-// recipient for a sent one, with "Re: " before its subject, In-Reply-To
+// to its Reply-To (else its sender, with the sender's display name) for a
+// received email or to its To recipients for a sent one (from the sent
+// one's display name), with "Re: " before its subject, In-Reply-To
 // its Message-ID and References its References followed by its
 // Message-ID, in its thread. An email of another account is NotFound.
 func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error) {
@@ -106,12 +143,14 @@ func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error)
 	if err != nil {
 		return email.Email{}, err
 	}
-	to := orig.To
+	from, to := email.Mailbox{Address: orig.Mailbox}, email.FormatList(orig.AllTo())
 	if orig.Direction == email.Inbound {
-		to = orig.From
+		to = email.Mailbox{Name: orig.FromName, Address: orig.From}.String()
 		if len(orig.ReplyTo) > 0 {
-			to = orig.ReplyTo[0]
+			to = strings.Join(orig.ReplyTo, ", ")
 		}
+	} else {
+		from.Name = orig.FromName
 	}
 	headers := make(map[string]any, len(in.Headers)+2)
 	for k, v := range in.Headers {
@@ -130,7 +169,7 @@ func (s *Service) Reply(ctx context.Context, in ReplyInput) (email.Email, error)
 		headers["References"] = referencesValue(email.ReplyReferences(refs, orig.MessageID, MaxReferences))
 	}
 	return s.send(ctx, SendInput{
-		AccountID: in.AccountID, SenderAddress: orig.Mailbox, RecipientAddress: to, Subject: email.ReplySubject(orig.Subject),
+		AccountID: in.AccountID, SenderAddress: from.String(), RecipientAddress: to, Subject: email.ReplySubject(orig.Subject),
 		Body: in.Body, Headers: headers, AttachmentURI: in.AttachmentURI, Idempotency: in.Idempotency,
 	}, orig.ThreadID)
 }

@@ -59,9 +59,12 @@ type Outgoing struct {
 	AccountID string
 	// MessageID is the Message-ID header value, angle brackets included.
 	MessageID string
-	From      string
-	To        string
-	Cc        []string
+	// From is the sender's address and FromName its display name ("" for
+	// none); To are the To recipients.
+	From     string
+	FromName string
+	To       []email.Mailbox
+	Cc       []string
 	// Bcc recipients are in the envelope only, never in a header.
 	Bcc     []string
 	ReplyTo []string
@@ -78,7 +81,11 @@ type Outgoing struct {
 
 // Recipients is the envelope: To, Cc and Bcc.
 func (o Outgoing) Recipients() []string {
-	out := append([]string{o.To}, o.Cc...)
+	out := make([]string, 0, len(o.To)+len(o.Cc)+len(o.Bcc))
+	for _, m := range o.To {
+		out = append(out, m.Address)
+	}
+	out = append(out, o.Cc...)
 	return append(out, o.Bcc...)
 }
 
@@ -101,6 +108,13 @@ type Receipt struct {
 // any other error (connection refused, timeout) is transient.
 type Sender interface {
 	Send(ctx context.Context, m Outgoing) (Receipt, error)
+}
+
+// Composer writes an email as RFC 5322 bytes, as a Sender would send it.
+// It returns an error wrapping ErrUnsendable when the email cannot be
+// written.
+type Composer interface {
+	Compose(out Outgoing) ([]byte, error)
 }
 
 // Mailbox is the storage of the sandbox mailbox, where the Sender used

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -64,8 +65,10 @@ type Service struct {
 	parser  Parser
 	auth    Authenticator
 	inbound InboundLimits
-	now     func() time.Time
-	log     *slog.Logger
+	// composer writes the sandbox's simulated received email.
+	composer Composer
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // Deps are what the email use cases are built from.
@@ -91,8 +94,11 @@ type Deps struct {
 	Parser        Parser
 	Authenticator Authenticator
 	InboundLimits InboundLimits
-	Now           func() time.Time
-	Logger        *slog.Logger
+	// Composer writes the sandbox's simulated received email; without
+	// it, only whole messages are simulated.
+	Composer Composer
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // NewService builds the email use cases.
@@ -111,7 +117,7 @@ func NewService(d Deps) *Service {
 	}
 	return &Service{
 		store: d.Store, committer: d.Committer, sender: d.Sender, fetch: d.Fetcher, urls: d.URLs, domain: domain, mailbox: d.Mailbox,
-		inbox: d.Inbox, parser: d.Parser, auth: d.Authenticator, inbound: d.InboundLimits, now: now, log: d.Logger,
+		inbox: d.Inbox, parser: d.Parser, auth: d.Authenticator, inbound: d.InboundLimits, composer: d.Composer, now: now, log: d.Logger,
 	}
 }
 
@@ -159,9 +165,15 @@ func (s *Service) domainExample() string {
 
 // SendInput is a send request.
 type SendInput struct {
-	AccountID        string
-	SenderAddress    string
+	AccountID string
+	// SenderAddress is an address of the account, with a display name
+	// where given ("Acme Support" <support@…>).
+	SenderAddress string
+	// RecipientAddress is the To recipient, or several separated by
+	// commas, each an address or a display name with an address;
+	// Recipients, when not nil, lists them one a value instead.
 	RecipientAddress string
+	Recipients       []string
 	Subject          string
 	Body             string
 	// Headers is the request's headers object as decoded JSON (values are
@@ -189,14 +201,21 @@ func (s *Service) Send(ctx context.Context, in SendInput) (email.Email, error) {
 
 // send is Send into thread (found from the headers when empty).
 func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.Email, error) {
-	var p failure.Problems
-	var from, to email.Address
+	var (
+		p    failure.Problems
+		from email.Mailbox
+	)
 	if email.CheckLine(&p, in.SenderAddress, "sender_address") {
-		from = email.CheckAddress(&p, in.SenderAddress, "sender_address")
+		var err error
+		if from, err = email.ParseMailbox(in.SenderAddress); err != nil {
+			p.Add("value_error", "must be an address of the account such as support@example.com, or Name <support@example.com>", "sender_address")
+		}
 	}
-	if email.CheckLine(&p, in.RecipientAddress, "recipient_address") {
-		to = email.CheckAddress(&p, in.RecipientAddress, "recipient_address")
+	values, isList := []string{in.RecipientAddress}, false
+	if in.Recipients != nil {
+		values, isList = in.Recipients, true
 	}
+	to := email.CheckMailboxes(&p, values, isList, "recipient_address")
 	subject := strings.TrimSpace(in.Subject)
 	if email.CheckLine(&p, in.Subject, "subject") {
 		switch n := utf8.RuneCountInString(subject); {
@@ -215,8 +234,12 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 	if err != nil {
 		p = append(p, failure.As(err).Fields...)
 	}
-	if n := 1 + len(headers.Cc) + len(headers.Bcc); n > email.MaxRecipients {
-		p.Add("value_error", fmt.Sprintf("an email may have at most %d recipients (to, cc and bcc), not %d", email.MaxRecipients, n), "headers")
+	if n := len(to) + len(headers.Cc) + len(headers.Bcc); n > email.MaxRecipients {
+		field := "headers"
+		if len(to) > email.MaxRecipients {
+			field = "recipient_address"
+		}
+		p.Add("value_error", fmt.Sprintf("an email may have at most %d recipients (to, cc and bcc), not %d", email.MaxRecipients, n), field)
 	}
 	if in.AttachmentURI != "" {
 		s.checkAttachmentURI(ctx, &p, in.AttachmentURI)
@@ -225,9 +248,10 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 		return email.Email{}, err
 	}
 
-	addr, err := s.senderAddress(ctx, strings.ToLower(from.Local), from.Domain)
+	sender, _ := email.ParseAddress(from.Address)
+	addr, err := s.senderAddress(ctx, strings.ToLower(sender.Local), sender.Domain)
 	if failure.Is(err, failure.KindNotFound) || (err == nil && addr.AccountID != in.AccountID) {
-		return email.Email{}, failure.Forbidden("sender_not_permitted", "the sender address "+from.String()+" is not an address of this account")
+		return email.Email{}, failure.Forbidden("sender_not_permitted", "the sender address "+from.Address+" is not an address of this account")
 	}
 	if err != nil {
 		return email.Email{}, err
@@ -235,7 +259,7 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 	now := s.now()
 	id := ident.New(ident.Email)
 	e := email.Email{
-		ID: id, AccountID: in.AccountID, From: addr.Address(), To: to.String(),
+		ID: id, AccountID: in.AccountID, From: addr.Address(), FromName: from.Name, To: to[0].Address, ToList: to,
 		Cc: headers.Cc, Bcc: headers.Bcc, ReplyTo: headers.ReplyTo,
 		Subject: subject, Body: in.Body, HTML: email.LooksLikeHTML(in.Body), Headers: headers.Extra,
 		AttachmentURI: in.AttachmentURI, MessageID: "<" + id + "@" + addr.Domain + ">",
@@ -360,7 +384,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	if err == nil {
 		at := s.now()
 		e.Status, e.Reply, e.FailureCode, e.SentAt, e.UpdatedAt = email.Sent, receipt.Reply, "", &at, at
-		return s.recordOutcome(ctx, e)
+		return s.recordOutcome(ctx, e, event.EmailSent)
 	}
 
 	var (
@@ -383,7 +407,7 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 	// A 4xx or a connection failure: keep the email queued, note why, and
 	// retry with the kind's back-off.
 	e.Reply, e.UpdatedAt = replyOf(err), s.now()
-	if uerr := s.recordOutcome(ctx, e); uerr != nil {
+	if uerr := s.recordOutcome(ctx, e, ""); uerr != nil {
 		return errors.Join(err, uerr)
 	}
 	return err
@@ -401,21 +425,26 @@ func replyOf(err error) string {
 // fail marks the email failed with the reply, and stops the job.
 func (s *Service) fail(ctx context.Context, e email.Email, code, reply string, cause error) error {
 	e.Status, e.FailureCode, e.Reply, e.UpdatedAt = email.Failed, code, reply, s.now()
-	if err := s.recordOutcome(ctx, e); err != nil {
+	if err := s.recordOutcome(ctx, e, event.EmailFailed); err != nil {
 		return err
 	}
 	return jobs.Permanent(cause)
 }
 
-// recordOutcome commits e's delivery, to e while it is still queued.
-func (s *Service) recordOutcome(ctx context.Context, e email.Email) error {
-	return s.committer.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{e}})
+// recordOutcome commits e's delivery, to e while it is still queued,
+// with its event of type typ (none when typ is empty: a retry).
+func (s *Service) recordOutcome(ctx context.Context, e email.Email, typ event.Type) error {
+	b := writes.Batch{EmailOutcomes: []email.Email{e}}
+	if typ != "" {
+		b.Events = []event.Event{s.outcomeEvent(typ, e, nil)}
+	}
+	return s.committer.Commit(ctx, b)
 }
 
 // outgoing builds what the Sender gets, fetching the attachment.
 func (s *Service) outgoing(ctx context.Context, e email.Email) (Outgoing, error) {
 	out := Outgoing{
-		AccountID: e.AccountID, MessageID: e.MessageID, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
+		AccountID: e.AccountID, MessageID: e.MessageID, From: e.From, FromName: e.FromName, To: e.AllTo(), Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo,
 		Subject: e.Subject, Text: e.Body, Headers: e.Headers, Date: e.CreatedAt,
 	}
 	if e.HTML {

@@ -17,6 +17,7 @@ import (
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
@@ -31,6 +32,7 @@ func (f *fakeSender) Send(ctx context.Context, m appemail.Outgoing) (appemail.Re
 }
 
 type testBundle struct {
+	db      *store.DB
 	svc     *appemail.Service
 	sender  *fakeSender
 	account string
@@ -45,7 +47,7 @@ func setup(t *testing.T) *testBundle {
 	acc := accounts.NewService(db.AccountStore(), keys, accounts.Options{})
 	a, _, err := acc.CreateAccount(context.Background(), "Acme")
 	require.NoError(t, err)
-	b := &testBundle{sender: &fakeSender{}, account: a.ID, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	b := &testBundle{db: db, sender: &fakeSender{}, account: a.ID, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	b.svc = appemail.NewService(appemail.Deps{
 		Committer: db, Store: db.EmailStore(),
 		Sender: b.sender, ServiceDomain: "Mail.Example.com", Now: func() time.Time { return b.now },
@@ -71,6 +73,66 @@ func (b *testBundle) read(t *testing.T, id string) email.Email {
 	e, err := b.svc.Email(context.Background(), b.account, id)
 	require.NoError(t, err)
 	return e
+}
+
+// events are the account's events of type typ, oldest first, as
+// payloads.
+func (b *testBundle) events(t *testing.T, typ event.Type) []appemail.OutcomePayload {
+	t.Helper()
+	all, err := b.db.WebhookStore().EventsAfter(context.Background(), b.account, "", 100)
+	require.NoError(t, err)
+	var out []appemail.OutcomePayload
+	for _, e := range all {
+		if e.Type == typ {
+			var p appemail.OutcomePayload
+			require.NoError(t, json.Unmarshal(e.Payload, &p))
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// A delivery's outcome is an event committed with it: email.sent when
+// the relay accepts the email, email.failed when it refuses it for good;
+// a retry is none.
+func TestDeliveryOutcomesAreEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sent, job := b.queue(t)
+	b.sender.send = func(context.Context, appemail.Outgoing) (appemail.Receipt, error) {
+		return appemail.Receipt{}, &appemail.SMTPError{Code: 451, Reply: "451 4.7.1 try later"}
+	}
+	require.Error(t, b.svc.Work(context.Background(), job))
+	require.Empty(t, b.events(t, event.EmailSent))
+	require.Empty(t, b.events(t, event.EmailFailed), "a retry is no outcome")
+
+	b.sender.send = func(context.Context, appemail.Outgoing) (appemail.Receipt, error) {
+		return appemail.Receipt{Reply: "250 2.0.0 Ok: queued as 4BXk"}, nil
+	}
+	require.NoError(t, b.svc.Work(context.Background(), job))
+	got := b.events(t, event.EmailSent)
+	require.Len(t, got, 1)
+	require.Equal(t, sent.ID, got[0].EmailID)
+	require.Equal(t, "sent", got[0].Status)
+	require.Equal(t, sent.ThreadID, got[0].ThreadID)
+	require.Equal(t, sent.MessageID, got[0].MessageID)
+	require.Equal(t, "user@example.org", got[0].RecipientAddress)
+	require.Equal(t, []string{"user@example.org"}, got[0].To)
+	require.Equal(t, "250 2.0.0 Ok: queued as 4BXk", got[0].SMTPReply)
+	require.NotEmpty(t, got[0].DateSent)
+
+	refused, job := b.queue(t)
+	b.sender.send = func(context.Context, appemail.Outgoing) (appemail.Receipt, error) {
+		return appemail.Receipt{}, &appemail.SMTPError{Code: 550, Reply: "550 5.1.1 User unknown"}
+	}
+	require.True(t, jobs.IsPermanent(b.svc.Work(context.Background(), job)))
+	failed := b.events(t, event.EmailFailed)
+	require.Len(t, failed, 1)
+	require.Equal(t, refused.ID, failed[0].EmailID)
+	require.Equal(t, "failed", failed[0].Status)
+	require.Equal(t, "rejected", failed[0].ErrorCode)
+	require.Equal(t, "550 5.1.1 User unknown", failed[0].SMTPReply)
+	require.Len(t, b.events(t, event.EmailSent), 1)
 }
 
 func TestTransientFailuresRetryThenGiveUp(t *testing.T) {

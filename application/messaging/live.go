@@ -41,11 +41,13 @@ type LiveMessages interface {
 	MessagesByID(ctx context.Context, accountID string, ids []string) ([]messaging.Message, error)
 }
 
-// LiveUpdate is a message event as a live subscriber sees it: the event's
-// type and the message as it is once the event is read.
+// LiveUpdate is an event as a live subscriber sees it: the event's type
+// and, for a message event, the message as it is once the event is read;
+// for an email.received event, the event's payload.
 type LiveUpdate struct {
 	Type    event.Type
 	Message messaging.Message
+	Payload []byte
 }
 
 // LiveOptions tune the live feed.
@@ -64,8 +66,9 @@ type LiveOptions struct {
 	Now    func() time.Time
 }
 
-// Live follows the event log and hands message events to the subscribers
-// of their account. One reader per process serves every subscriber, so the
+// Live follows the event log and hands message events, and the
+// email.received events of received email, to the subscribers of their
+// account. One reader per process serves every subscriber, so the
 // database sees one query per wake-up however many subscriptions are open.
 type Live struct {
 	log  EventLog
@@ -253,6 +256,8 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 		typ       event.Type
 		accountID string
 		messageID string
+		// payload is an email.received event's.
+		payload []byte
 	}
 	var todo []pending
 	ids := map[string][]string{}
@@ -263,10 +268,14 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 	}
 	l.mu.Unlock()
 	for _, e := range evs {
-		if e.Event.Type != event.MessageReceived && e.Event.Type != event.MessageStatus {
+		if !listening[e.Event.AccountID] {
 			continue
 		}
-		if !listening[e.Event.AccountID] {
+		if e.Event.Type == event.EmailReceived {
+			todo = append(todo, pending{typ: e.Event.Type, accountID: e.Event.AccountID, payload: e.Event.Payload})
+			continue
+		}
+		if e.Event.Type != event.MessageReceived && e.Event.Type != event.MessageStatus {
 			continue
 		}
 		var p messagePayload
@@ -294,16 +303,20 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range todo {
-		m, ok := found[p.messageID]
-		if !ok || m.AccountID != p.accountID {
-			continue
+		u := LiveUpdate{Type: p.typ, Payload: p.payload}
+		if p.payload == nil {
+			m, ok := found[p.messageID]
+			if !ok || m.AccountID != p.accountID {
+				continue
+			}
+			u.Message = m
 		}
 		for s := range l.subs {
 			if s.accountID != p.accountID {
 				continue
 			}
 			select {
-			case s.ch <- LiveUpdate{Type: p.typ, Message: m}:
+			case s.ch <- u:
 			default:
 				l.opts.Logger.WarnContext(ctx, "live subscriber fell behind; ending its subscription", "account_id", s.accountID)
 				l.drop(s)

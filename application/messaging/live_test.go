@@ -149,6 +149,23 @@ func TestLive(t *testing.T) {
 		require.Equal(t, "msg_mine", next(t, updates).Message.ID)
 	})
 
+	t.Run("ReceivedEmailWithItsPayload", func(t *testing.T) {
+		t.Parallel()
+		log := newFakeLog()
+		live := startLive(t, log, appmessaging.LiveOptions{})
+		updates, stop, err := live.Subscribe(t.Context(), "acc_1")
+		require.NoError(t, err)
+		defer stop()
+
+		log.commit(1, "acc_2", event.EmailReceived, "theirs")
+		log.commit(2, "acc_1", event.EmailSent, "sent")
+		log.commit(3, "acc_1", event.EmailReceived, "mine")
+		u := next(t, updates)
+		require.Equal(t, event.EmailReceived, u.Type)
+		require.JSONEq(t, `{"message_id":"mine"}`, string(u.Payload))
+		require.Empty(t, u.Message.ID)
+	})
+
 	t.Run("StartsAtTheEndOfTheLog", func(t *testing.T) {
 		t.Parallel()
 		log := newFakeLog()

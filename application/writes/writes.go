@@ -106,6 +106,10 @@ type Batch struct {
 	// still queued (one no longer queued is left as it is).
 	Emails        []email.Email
 	EmailOutcomes []email.Email
+	// EmailBounces mark sent emails bounced: an email queued or sent
+	// takes status bounced, error code bounced and the report's reasons
+	// as its reply; one of another status is left as it is.
+	EmailBounces []EmailBounce
 	// EmailAttachments are new attachments of emails (of Emails, or
 	// recorded before); Spooled are messages the SMTP listener accepted,
 	// kept whole until parsed. A taken id fails the batch with a
@@ -241,6 +245,14 @@ type MessageChange struct {
 	UpdatedAt    time.Time
 }
 
+// EmailBounce is a delivery report about the sent email EmailID: the
+// reasons its recipients failed (Reply), received at UpdatedAt.
+type EmailBounce struct {
+	EmailID   string
+	Reply     string
+	UpdatedAt time.Time
+}
+
 // Answer is the response to an account's Idempotency-Key.
 type Answer struct {
 	AccountID string
@@ -270,6 +282,7 @@ func (b *Batch) Add(o Batch) {
 	b.EndpointHealth = append(b.EndpointHealth, o.EndpointHealth...)
 	b.Emails = append(b.Emails, o.Emails...)
 	b.EmailOutcomes = append(b.EmailOutcomes, o.EmailOutcomes...)
+	b.EmailBounces = append(b.EmailBounces, o.EmailBounces...)
 	b.EmailAttachments = append(b.EmailAttachments, o.EmailAttachments...)
 	b.Spooled = append(b.Spooled, o.Spooled...)
 	b.Jobs = append(b.Jobs, o.Jobs...)

@@ -5,6 +5,7 @@
 package email
 
 import (
+	"net/mail"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,17 +17,25 @@ import (
 // Status is where an email is in its life.
 type Status string
 
-// The statuses. An email is queued when accepted, then sent (the relay
-// accepted it with a 2xx) or failed (a 5xx, or retries ran out); both are
-// final.
+// The statuses of a sent email. It is queued when accepted, then sent
+// (the relay accepted it with a 2xx) or failed (a 5xx, or retries ran
+// out); a sent email becomes bounced when a receiving server reports
+// with a delivery status notification that it could not deliver it.
 const (
-	Queued Status = "queued"
-	Sent   Status = "sent"
-	Failed Status = "failed"
+	Queued  Status = "queued"
+	Sent    Status = "sent"
+	Failed  Status = "failed"
+	Bounced Status = "bounced"
 )
 
-// Final reports whether no further move is possible from s.
-func (s Status) Final() bool { return s == Sent || s == Failed || s == Received }
+// Final reports whether the delivery is over: no relay will be asked
+// again (a sent email may still become bounced).
+func (s Status) Final() bool { return s == Sent || s == Failed || s == Bounced || s == Received }
+
+// MayBounce reports whether an email of status s becomes bounced when a
+// delivery status notification reports a failed recipient: one queued
+// (its outcome not yet recorded when the report arrives) or sent.
+func (s Status) MayBounce() bool { return s == Queued || s == Sent }
 
 // Limits of an email.
 const (
@@ -143,9 +152,12 @@ type Email struct {
 	// FromName is the sender's display name, where given.
 	From     string
 	FromName string
-	// To is the recipient of an outbound email, the receiving address of
-	// an inbound one.
+	// To is the first To recipient of an outbound email, the receiving
+	// address of an inbound one. ToList is every To recipient with its
+	// display name (To first), where the email has several or a name; an
+	// inbound email's is its To header's.
 	To      string
+	ToList  []Mailbox
 	Cc      []string
 	Bcc     []string
 	ReplyTo []string
@@ -190,10 +202,42 @@ type Email struct {
 	Attachments   []Attachment
 }
 
-// Recipients is every envelope recipient: To, Cc and Bcc.
+// AllTo is every To recipient: ToList, or To alone.
+func (e Email) AllTo() []Mailbox {
+	if len(e.ToList) > 0 {
+		return e.ToList
+	}
+	if e.To == "" {
+		return nil
+	}
+	return []Mailbox{{Address: e.To}}
+}
+
+// Recipients is every envelope recipient of an outbound email: To, Cc
+// and Bcc.
 func (e Email) Recipients() []string {
-	out := make([]string, 0, 1+len(e.Cc)+len(e.Bcc))
-	out = append(out, e.To)
+	to := e.AllTo()
+	out := make([]string, 0, len(to)+len(e.Cc)+len(e.Bcc))
+	for _, m := range to {
+		out = append(out, m.Address)
+	}
 	out = append(out, e.Cc...)
 	return append(out, e.Bcc...)
+}
+
+// Mailbox is an address with the display name it is shown with ("" for
+// none).
+type Mailbox struct {
+	Name    string `json:"name,omitempty"`
+	Address string `json:"address"`
+}
+
+// String is the mailbox as a header shows it: the address alone, or the
+// name (quoted or encoded as RFC 5322 and 2047 need) and the address in
+// angle brackets.
+func (m Mailbox) String() string {
+	if m.Name == "" {
+		return m.Address
+	}
+	return (&mail.Address{Name: m.Name, Address: m.Address}).String()
 }

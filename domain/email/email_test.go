@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -166,4 +168,31 @@ func TestRecipients(t *testing.T) {
 	if strings.Join(e.Recipients(), ",") != "a@x.io,b@x.io,c@x.io" {
 		t.Errorf("recipients: %v", e.Recipients())
 	}
+}
+
+func TestParseMailbox(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]email.Mailbox{
+		"ann@example.org":                            {Address: "ann@example.org"},
+		"Ann Example <ann@example.org>":              {Name: "Ann Example", Address: "ann@example.org"},
+		`"Acme Support" <support@Mail.Acme.example>`: {Name: "Acme Support", Address: "support@mail.acme.example"},
+		"=?UTF-8?Q?Zo=C3=AB?= <zoe@example.com>":     {Name: "Zoë", Address: "zoe@example.com"},
+		"  <bob@example.org>  ":                      {Address: "bob@example.org"},
+	} {
+		got, err := email.ParseMailbox(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "ann", "Ann <ann@localhost>", "a@example.org, b@example.org", "\"Ann <ann@example.org>",
+		"Ann\r\n <ann@example.org>", "\"a b\"@example.org", strings.Repeat("n", 201) + " <ann@example.org>"} {
+		_, err := email.ParseMailbox(in)
+		require.Error(t, err, "%q", in)
+	}
+	list, err := email.ParseMailboxList(`"Doe, John" <john@example.net>, ann@example.org`)
+	require.NoError(t, err)
+	require.Equal(t, []email.Mailbox{{Name: "Doe, John", Address: "john@example.net"}, {Address: "ann@example.org"}}, list)
+	require.Equal(t, `"Doe, John" <john@example.net>, ann@example.org`, email.FormatList(list))
+	again, err := email.ParseMailboxList(email.FormatList([]email.Mailbox{{Name: "Zoë \"Z\" Ünver", Address: "zoe@example.com"}}))
+	require.NoError(t, err)
+	require.Equal(t, "Zoë \"Z\" Ünver", again[0].Name, "a formatted list reads back")
 }

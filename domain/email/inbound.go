@@ -68,6 +68,9 @@ type Spooled struct {
 	Recipients []SpooledRecipient
 	Raw        []byte
 	ReceivedAt time.Time
+	// Simulated is true for a message the sandbox route delivered: no
+	// server sent it, and nothing checks where it comes from.
+	Simulated bool
 }
 
 // SpooledRecipient is an accepted recipient and the account owning it.

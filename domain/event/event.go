@@ -31,14 +31,22 @@ const (
 	MessageDeleted Type = "message.deleted"
 	// EmailReceived is an email the SMTP listener received for one of
 	// the account's addresses.
-	EmailReceived    Type = "email.received"
+	EmailReceived Type = "email.received"
+	// EmailSent is a sent email the relay accepted; EmailFailed, one it
+	// refused or that could not be delivered before retries ran out;
+	// EmailBounced, one a receiving server reported undeliverable
+	// afterwards with a delivery status notification.
+	EmailSent        Type = "email.sent"
+	EmailFailed      Type = "email.failed"
+	EmailBounced     Type = "email.bounced"
 	WebhookTest      Type = "webhook.test"
 	EndpointDisabled Type = "endpoint.disabled"
 )
 
 // Types lists every event type a webhook may subscribe to.
 var Types = []Type{
-	MessageReceived, MessageSent, MessageStatus, MessageReaction, MessageEdited, MessageDeleted, EmailReceived,
+	MessageReceived, MessageSent, MessageStatus, MessageReaction, MessageEdited, MessageDeleted,
+	EmailReceived, EmailSent, EmailFailed, EmailBounced,
 	GroupCreated, GroupParticipantsAdded, GroupParticipantsRemoved, GroupAdminsChanged, GroupUpdated, GroupLeft,
 	WebhookTest, EndpointDisabled,
 }

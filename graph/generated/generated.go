@@ -44,6 +44,7 @@ type ResolverRoot interface {
 	CronExecution() CronExecutionResolver
 	CronJob() CronJobResolver
 	Email() EmailResolver
+	EmailAuthentication() EmailAuthenticationResolver
 	Message() MessageResolver
 	MessageContent() MessageContentResolver
 	Mutation() MutationResolver
@@ -181,30 +182,65 @@ type ComplexityRoot struct {
 	}
 
 	Email struct {
-		AttachmentURI func(childComplexity int) int
-		Attempts      func(childComplexity int) int
-		Bcc           func(childComplexity int) int
-		Body          func(childComplexity int) int
-		Cc            func(childComplexity int) int
-		CreatedAt     func(childComplexity int) int
-		FailureCode   func(childComplexity int) int
-		From          func(childComplexity int) int
-		HTML          func(childComplexity int) int
-		ID            func(childComplexity int) int
-		MessageID     func(childComplexity int) int
-		Reply         func(childComplexity int) int
-		ReplyTo       func(childComplexity int) int
-		SentAt        func(childComplexity int) int
-		Status        func(childComplexity int) int
-		Subject       func(childComplexity int) int
-		To            func(childComplexity int) int
-		UpdatedAt     func(childComplexity int) int
+		AttachmentURI  func(childComplexity int) int
+		Attachments    func(childComplexity int) int
+		Attempts       func(childComplexity int) int
+		Authentication func(childComplexity int) int
+		Bcc            func(childComplexity int) int
+		Body           func(childComplexity int) int
+		Cc             func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		Direction      func(childComplexity int) int
+		DmarcFailed    func(childComplexity int) int
+		ExtractedText  func(childComplexity int) int
+		FailureCode    func(childComplexity int) int
+		From           func(childComplexity int) int
+		FromName       func(childComplexity int) int
+		HTML           func(childComplexity int) int
+		HTMLBody       func(childComplexity int) int
+		ID             func(childComplexity int) int
+		InReplyTo      func(childComplexity int) int
+		Mailbox        func(childComplexity int) int
+		MessageID      func(childComplexity int) int
+		ParseProblem   func(childComplexity int) int
+		References     func(childComplexity int) int
+		Reply          func(childComplexity int) int
+		ReplyTo        func(childComplexity int) int
+		SentAt         func(childComplexity int) int
+		Size           func(childComplexity int) int
+		Status         func(childComplexity int) int
+		Subject        func(childComplexity int) int
+		ThreadID       func(childComplexity int) int
+		To             func(childComplexity int) int
+		ToList         func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
 	}
 
 	EmailAddress struct {
 		Address   func(childComplexity int) int
 		CreatedAt func(childComplexity int) int
 		ID        func(childComplexity int) int
+	}
+
+	EmailAttachment struct {
+		ContentID   func(childComplexity int) int
+		ContentType func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Inline      func(childComplexity int) int
+		Name        func(childComplexity int) int
+		SHA256      func(childComplexity int) int
+		Size        func(childComplexity int) int
+		Stored      func(childComplexity int) int
+	}
+
+	EmailAuthentication struct {
+		DKIM        func(childComplexity int) int
+		DMARC       func(childComplexity int) int
+		DMARCPolicy func(childComplexity int) int
+		DkimDomains func(childComplexity int) int
+		Reason      func(childComplexity int) int
+		SPF         func(childComplexity int) int
+		SPFDomain   func(childComplexity int) int
 	}
 
 	EmailConnection struct {
@@ -221,6 +257,17 @@ type ComplexityRoot struct {
 	EmailHeader struct {
 		Name  func(childComplexity int) int
 		Value func(childComplexity int) int
+	}
+
+	EmailMailbox struct {
+		Address func(childComplexity int) int
+		Name    func(childComplexity int) int
+	}
+
+	EmailThread struct {
+		Emails  func(childComplexity int) int
+		ID      func(childComplexity int) int
+		Subject func(childComplexity int) int
 	}
 
 	HttpHeader struct {
@@ -311,6 +358,7 @@ type ComplexityRoot struct {
 		PauseCronJob          func(childComplexity int, id string) int
 		React                 func(childComplexity int, messageID string, emoji *string, remove *bool) int
 		ReplayWebhookDelivery func(childComplexity int, id string) int
+		ReplyEmail            func(childComplexity int, input model.ReplyEmailInput) int
 		ResumeCronJob         func(childComplexity int, id string) int
 		RotateWebhookSecret   func(childComplexity int) int
 		SendMessage           func(childComplexity int, input model.SendMessageInput) int
@@ -356,7 +404,10 @@ type ComplexityRoot struct {
 		Contacts          func(childComplexity int, search *string, first *int, after *string) int
 		CronJob           func(childComplexity int, id string) int
 		CronJobs          func(childComplexity int, status *cron.Status, first *int, after *string) int
+		Email             func(childComplexity int, id string) int
+		EmailThread       func(childComplexity int, id string) int
 		Emails            func(childComplexity int, first *int, after *string) int
+		MailboxEmails     func(childComplexity int, address string, first *int, after *string) int
 		Message           func(childComplexity int, id string) int
 		QueueHealth       func(childComplexity int) int
 		SandboxMailbox    func(childComplexity int, first *int, offset *int) int
@@ -594,9 +645,19 @@ type CronJobResolver interface {
 	Executions(ctx context.Context, obj *cron.Job, status *cron.ExecutionStatus, first *int, after *string) (*model.CronExecutionConnection, error)
 }
 type EmailResolver interface {
+	ToList(ctx context.Context, obj *email.Email) ([]email.Mailbox, error)
 	Cc(ctx context.Context, obj *email.Email) ([]string, error)
 	Bcc(ctx context.Context, obj *email.Email) ([]string, error)
 	ReplyTo(ctx context.Context, obj *email.Email) ([]string, error)
+
+	References(ctx context.Context, obj *email.Email) ([]string, error)
+
+	Authentication(ctx context.Context, obj *email.Email) (*email.Authentication, error)
+	DmarcFailed(ctx context.Context, obj *email.Email) (bool, error)
+	Attachments(ctx context.Context, obj *email.Email) ([]email.Attachment, error)
+}
+type EmailAuthenticationResolver interface {
+	DkimDomains(ctx context.Context, obj *email.Authentication) ([]string, error)
 }
 type MessageResolver interface {
 	Thread(ctx context.Context, obj *messaging.Message) (*messaging.Thread, error)
@@ -621,6 +682,7 @@ type MutationResolver interface {
 	PauseCronJob(ctx context.Context, id string) (*cron.Job, error)
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
+	ReplyEmail(ctx context.Context, input model.ReplyEmailInput) (*email.Email, error)
 	SetAgentProfile(ctx context.Context, input model.SetAgentProfileInput) (*model.AgentProfileResult, error)
 	SetHistoryRetention(ctx context.Context, days *int) (*model.Account, error)
 	SyncTemplates(ctx context.Context, number *string) ([]messaging.Template, error)
@@ -637,6 +699,9 @@ type QueryResolver interface {
 	CronJobs(ctx context.Context, status *cron.Status, first *int, after *string) (*model.CronJobConnection, error)
 	CronJob(ctx context.Context, id string) (*cron.Job, error)
 	Emails(ctx context.Context, first *int, after *string) (*model.EmailConnection, error)
+	MailboxEmails(ctx context.Context, address string, first *int, after *string) (*model.EmailConnection, error)
+	Email(ctx context.Context, id string) (*email.Email, error)
+	EmailThread(ctx context.Context, id string) (*model.EmailThread, error)
 	SandboxMailbox(ctx context.Context, first *int, offset *int) (*email1.SandboxMailbox, error)
 	Threads(ctx context.Context, filter *model.ThreadFilter, first *int, after *string) (*model.ThreadConnection, error)
 	Thread(ctx context.Context, id string) (*messaging.Thread, error)
@@ -1200,12 +1265,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Email.AttachmentURI(childComplexity), true
+	case "Email.attachments":
+		if e.ComplexityRoot.Email.Attachments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Attachments(childComplexity), true
 	case "Email.attempts":
 		if e.ComplexityRoot.Email.Attempts == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Email.Attempts(childComplexity), true
+	case "Email.authentication":
+		if e.ComplexityRoot.Email.Authentication == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Authentication(childComplexity), true
 	case "Email.bcc":
 		if e.ComplexityRoot.Email.Bcc == nil {
 			break
@@ -1230,6 +1307,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Email.CreatedAt(childComplexity), true
+	case "Email.direction":
+		if e.ComplexityRoot.Email.Direction == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Direction(childComplexity), true
+	case "Email.dmarcFailed":
+		if e.ComplexityRoot.Email.DmarcFailed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.DmarcFailed(childComplexity), true
+	case "Email.extractedText":
+		if e.ComplexityRoot.Email.ExtractedText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.ExtractedText(childComplexity), true
 	case "Email.failureCode":
 		if e.ComplexityRoot.Email.FailureCode == nil {
 			break
@@ -1242,24 +1337,60 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Email.From(childComplexity), true
+	case "Email.fromName":
+		if e.ComplexityRoot.Email.FromName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.FromName(childComplexity), true
 	case "Email.html":
 		if e.ComplexityRoot.Email.HTML == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Email.HTML(childComplexity), true
+	case "Email.htmlBody":
+		if e.ComplexityRoot.Email.HTMLBody == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.HTMLBody(childComplexity), true
 	case "Email.id":
 		if e.ComplexityRoot.Email.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Email.ID(childComplexity), true
+	case "Email.inReplyTo":
+		if e.ComplexityRoot.Email.InReplyTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.InReplyTo(childComplexity), true
+	case "Email.mailbox":
+		if e.ComplexityRoot.Email.Mailbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Mailbox(childComplexity), true
 	case "Email.messageId":
 		if e.ComplexityRoot.Email.MessageID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Email.MessageID(childComplexity), true
+	case "Email.parseProblem":
+		if e.ComplexityRoot.Email.ParseProblem == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.ParseProblem(childComplexity), true
+	case "Email.references":
+		if e.ComplexityRoot.Email.References == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.References(childComplexity), true
 	case "Email.smtpReply":
 		if e.ComplexityRoot.Email.Reply == nil {
 			break
@@ -1278,6 +1409,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Email.SentAt(childComplexity), true
+	case "Email.size":
+		if e.ComplexityRoot.Email.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.Size(childComplexity), true
 	case "Email.status":
 		if e.ComplexityRoot.Email.Status == nil {
 			break
@@ -1290,12 +1427,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Email.Subject(childComplexity), true
+	case "Email.threadId":
+		if e.ComplexityRoot.Email.ThreadID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.ThreadID(childComplexity), true
 	case "Email.to":
 		if e.ComplexityRoot.Email.To == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Email.To(childComplexity), true
+	case "Email.toList":
+		if e.ComplexityRoot.Email.ToList == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Email.ToList(childComplexity), true
 	case "Email.updatedAt":
 		if e.ComplexityRoot.Email.UpdatedAt == nil {
 			break
@@ -1321,6 +1470,98 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EmailAddress.ID(childComplexity), true
+
+	case "EmailAttachment.contentId":
+		if e.ComplexityRoot.EmailAttachment.ContentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.ContentID(childComplexity), true
+	case "EmailAttachment.contentType":
+		if e.ComplexityRoot.EmailAttachment.ContentType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.ContentType(childComplexity), true
+	case "EmailAttachment.id":
+		if e.ComplexityRoot.EmailAttachment.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.ID(childComplexity), true
+	case "EmailAttachment.inline":
+		if e.ComplexityRoot.EmailAttachment.Inline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.Inline(childComplexity), true
+	case "EmailAttachment.name":
+		if e.ComplexityRoot.EmailAttachment.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.Name(childComplexity), true
+	case "EmailAttachment.sha256":
+		if e.ComplexityRoot.EmailAttachment.SHA256 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.SHA256(childComplexity), true
+	case "EmailAttachment.size":
+		if e.ComplexityRoot.EmailAttachment.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.Size(childComplexity), true
+	case "EmailAttachment.stored":
+		if e.ComplexityRoot.EmailAttachment.Stored == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAttachment.Stored(childComplexity), true
+
+	case "EmailAuthentication.dkim":
+		if e.ComplexityRoot.EmailAuthentication.DKIM == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.DKIM(childComplexity), true
+	case "EmailAuthentication.dmarc":
+		if e.ComplexityRoot.EmailAuthentication.DMARC == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.DMARC(childComplexity), true
+	case "EmailAuthentication.dmarcPolicy":
+		if e.ComplexityRoot.EmailAuthentication.DMARCPolicy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.DMARCPolicy(childComplexity), true
+	case "EmailAuthentication.dkimDomains":
+		if e.ComplexityRoot.EmailAuthentication.DkimDomains == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.DkimDomains(childComplexity), true
+	case "EmailAuthentication.reason":
+		if e.ComplexityRoot.EmailAuthentication.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.Reason(childComplexity), true
+	case "EmailAuthentication.spf":
+		if e.ComplexityRoot.EmailAuthentication.SPF == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.SPF(childComplexity), true
+	case "EmailAuthentication.spfDomain":
+		if e.ComplexityRoot.EmailAuthentication.SPFDomain == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailAuthentication.SPFDomain(childComplexity), true
 
 	case "EmailConnection.edges":
 		if e.ComplexityRoot.EmailConnection.Edges == nil {
@@ -1366,6 +1607,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EmailHeader.Value(childComplexity), true
+
+	case "EmailMailbox.address":
+		if e.ComplexityRoot.EmailMailbox.Address == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailMailbox.Address(childComplexity), true
+	case "EmailMailbox.name":
+		if e.ComplexityRoot.EmailMailbox.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailMailbox.Name(childComplexity), true
+
+	case "EmailThread.emails":
+		if e.ComplexityRoot.EmailThread.Emails == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailThread.Emails(childComplexity), true
+	case "EmailThread.id":
+		if e.ComplexityRoot.EmailThread.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailThread.ID(childComplexity), true
+	case "EmailThread.subject":
+		if e.ComplexityRoot.EmailThread.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailThread.Subject(childComplexity), true
 
 	case "HttpHeader.name":
 		if e.ComplexityRoot.HttpHeader.Name == nil {
@@ -1805,6 +2078,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReplayWebhookDelivery(childComplexity, args["id"].(string)), true
+	case "Mutation.replyEmail":
+		if e.ComplexityRoot.Mutation.ReplyEmail == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_replyEmail_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReplyEmail(childComplexity, args["input"].(model.ReplyEmailInput)), true
 	case "Mutation.resumeCronJob":
 		if e.ComplexityRoot.Mutation.ResumeCronJob == nil {
 			break
@@ -2055,6 +2339,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.CronJobs(childComplexity, args["status"].(*cron.Status), args["first"].(*int), args["after"].(*string)), true
+	case "Query.email":
+		if e.ComplexityRoot.Query.Email == nil {
+			break
+		}
+
+		args, err := ec.field_Query_email_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Email(childComplexity, args["id"].(string)), true
+	case "Query.emailThread":
+		if e.ComplexityRoot.Query.EmailThread == nil {
+			break
+		}
+
+		args, err := ec.field_Query_emailThread_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.EmailThread(childComplexity, args["id"].(string)), true
 	case "Query.emails":
 		if e.ComplexityRoot.Query.Emails == nil {
 			break
@@ -2067,6 +2373,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Emails(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
+	case "Query.mailboxEmails":
+		if e.ComplexityRoot.Query.MailboxEmails == nil {
+			break
+		}
+
+		args, err := ec.field_Query_mailboxEmails_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MailboxEmails(childComplexity, args["address"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.message":
 		if e.ComplexityRoot.Query.Message == nil {
 			break
@@ -2971,6 +3288,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CronJobPatch", ec.unmarshalInputCronJobPatch),
 			graphql.NewInputUnmarshaler("HttpHeaderInput", ec.unmarshalInputHttpHeaderInput),
 			graphql.NewInputUnmarshaler("MediaInput", ec.unmarshalInputMediaInput),
+			graphql.NewInputUnmarshaler("ReplyEmailInput", ec.unmarshalInputReplyEmailInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("SendTemplateInput", ec.unmarshalInputSendTemplateInput),
 			graphql.NewInputUnmarshaler("SetAgentProfileInput", ec.unmarshalInputSetAgentProfileInput),
@@ -3357,14 +3675,25 @@ type CronExecutionEdge {
   node: CronExecution!
 }
 `, BuiltIn: false},
-	{Name: "../schema/email.graphqls", Input: `# Email: what the account sent, and the sandbox mailbox.
+	{Name: "../schema/email.graphqls", Input: `# Email: what the account sent and received, its threads, replies, and
+# the sandbox mailbox.
 
 extend type Query {
   """
-  The account's emails, newest first, with where each is in its life.
-  first: 1 to 100, default 20.
+  The account's emails, sent and received, newest first, with where each
+  is in its life. first: 1 to 100, default 20.
   """
   emails(first: Int = 20, after: String): EmailConnection!
+  """
+  The emails of one of the account's addresses (its mailbox), received and
+  sent, newest first. first: 1 to 100, default 20; after: a cursor of an
+  earlier page. An address of another account is not found.
+  """
+  mailboxEmails(address: String!, first: Int = 20, after: String): EmailConnection!
+  "An email of the account, with its parts and attachments; null when it does not exist or is another account's."
+  email(id: ID!): Email
+  "An email thread of the account (eth_…), its emails oldest first; null when it does not exist or is another account's."
+  emailThread(id: ID!): EmailThread
   """
   What the sandbox mailbox kept of the account's emails, newest first, as
   a relay would have received them. The mailbox is where emails go when no
@@ -3376,19 +3705,72 @@ extend type Query {
   sandboxMailbox(first: Int = 20, offset: Int = 0): SandboxMailbox!
 }
 
-"Where an email is in its life: queued → sent, or failed."
+extend type Mutation {
+  """
+  Answer an email of the account: from the address it belongs to, to its
+  sender (its Reply-To, when set) for a received email or its recipients
+  for a sent one, with "Re: " before the subject and In-Reply-To and
+  References set, in its thread. The reply is stored and queued; its
+  delivery follows. Another account's email is not found; an empty body a
+  validation error naming body. An Idempotency-Key header makes a retry
+  safe.
+  """
+  replyEmail(input: ReplyEmailInput!): Email!
+}
+
+"A reply to an email."
+input ReplyEmailInput {
+  emailId: ID!
+  "Plain text or HTML (then a text part is generated)."
+  body: String!
+  cc: [String!]
+  bcc: [String!]
+}
+
+"A conversation of emails: every email linked to the others by Message-ID, In-Reply-To and References."
+type EmailThread {
+  id: ID!
+  "The subject of its first email."
+  subject: String!
+  "Its emails, oldest first (at most 200)."
+  emails: [Email!]!
+}
+
+"""
+Where an email is in its life: a sent one is QUEUED, then SENT or FAILED,
+and a SENT one BOUNCED when a delivery status notification reports a
+recipient that could not be reached; a received one is RECEIVED.
+"""
 enum EmailStatus {
   QUEUED
   SENT
   FAILED
+  BOUNCED
+  RECEIVED
 }
 
-"An email the account sent (or is sending)."
+"Whether the account sent an email or received it."
+enum EmailDirection {
+  OUTBOUND
+  INBOUND
+}
+
+"An email the account sent (or is sending), or received."
 type Email {
   id: ID!
-  "The account's address it is sent from."
+  direction: EmailDirection!
+  "The email thread it belongs to (eth_…)."
+  threadId: String!
+  "The account's address it belongs to: the sender of a sent email, the receiving address of a received one."
+  mailbox: String!
+  "The sender's address: the account's for a sent email."
   from: String!
+  "The sender's display name; empty when none."
+  fromName: String!
+  "The first To address (a received email's receiving address)."
   to: String!
+  "Every To recipient with its display name (a received email's To header)."
+  toList: [EmailMailbox!]!
   cc: [String!]!
   bcc: [String!]!
   replyTo: [String!]!
@@ -3409,6 +3791,63 @@ type Email {
   updatedAt: Time!
   "When the relay accepted it; null until then."
   sentAt: Time
+  "The Message-ID it answers; empty when none."
+  inReplyTo: String!
+  "The Message-IDs of its References header, oldest first."
+  references: [String!]!
+  "A received email's HTML part; empty otherwise."
+  htmlBody: String!
+  "A received email's reply without its quoted history; empty for a sent email."
+  extractedText: String!
+  "The SPF, DKIM and DMARC results of a received email; null for a sent one."
+  authentication: EmailAuthentication
+  "True when the From domain publishes DMARC and a received email aligns with no passing check: the From is likely forged."
+  dmarcFailed: Boolean!
+  "A received email's attachments (the bytes are read over REST with the account's credentials)."
+  attachments: [EmailAttachment!]!
+  "A received email's size in bytes as received; 0 for a sent one."
+  size: Int!
+  "Where reading a malformed received email stopped; empty when it was read whole."
+  parseProblem: String!
+}
+
+"An address with the display name it is shown with."
+type EmailMailbox {
+  "Empty when none."
+  name: String!
+  address: String!
+}
+
+"What the checks of a received email found."
+type EmailAuthentication {
+  "pass, fail, softfail, neutral, none, temperror or permerror."
+  spf: String!
+  spfDomain: String!
+  dkim: String!
+  "The signing domains whose signatures verified."
+  dkimDomains: [String!]!
+  dmarc: String!
+  "The From domain's published policy (none, quarantine, reject), where it has one."
+  dmarcPolicy: String!
+  "Why a check could not conclude, where one did not."
+  reason: String!
+}
+
+"A file a received email carries."
+type EmailAttachment {
+  id: ID!
+  "The file name the sender gave; empty when none."
+  name: String!
+  contentType: String!
+  "Names an inline part the HTML refers to (cid:…)."
+  contentId: String!
+  inline: Boolean!
+  "The decoded length in bytes."
+  size: Int!
+  "The SHA-256 of the decoded bytes, in hex."
+  sha256: String!
+  "False when a cap dropped the content (the other fields are kept)."
+  stored: Boolean!
 }
 
 "A page of emails, newest first, Relay-style."
@@ -4572,10 +5011,20 @@ func (ec *executionContext) childFields_Email(ctx context.Context, field graphql
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Email_id(ctx, field)
+	case "direction":
+		return ec.fieldContext_Email_direction(ctx, field)
+	case "threadId":
+		return ec.fieldContext_Email_threadId(ctx, field)
+	case "mailbox":
+		return ec.fieldContext_Email_mailbox(ctx, field)
 	case "from":
 		return ec.fieldContext_Email_from(ctx, field)
+	case "fromName":
+		return ec.fieldContext_Email_fromName(ctx, field)
 	case "to":
 		return ec.fieldContext_Email_to(ctx, field)
+	case "toList":
+		return ec.fieldContext_Email_toList(ctx, field)
 	case "cc":
 		return ec.fieldContext_Email_cc(ctx, field)
 	case "bcc":
@@ -4606,6 +5055,24 @@ func (ec *executionContext) childFields_Email(ctx context.Context, field graphql
 		return ec.fieldContext_Email_updatedAt(ctx, field)
 	case "sentAt":
 		return ec.fieldContext_Email_sentAt(ctx, field)
+	case "inReplyTo":
+		return ec.fieldContext_Email_inReplyTo(ctx, field)
+	case "references":
+		return ec.fieldContext_Email_references(ctx, field)
+	case "htmlBody":
+		return ec.fieldContext_Email_htmlBody(ctx, field)
+	case "extractedText":
+		return ec.fieldContext_Email_extractedText(ctx, field)
+	case "authentication":
+		return ec.fieldContext_Email_authentication(ctx, field)
+	case "dmarcFailed":
+		return ec.fieldContext_Email_dmarcFailed(ctx, field)
+	case "attachments":
+		return ec.fieldContext_Email_attachments(ctx, field)
+	case "size":
+		return ec.fieldContext_Email_size(ctx, field)
+	case "parseProblem":
+		return ec.fieldContext_Email_parseProblem(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Email", field.Name)
 }
@@ -4620,6 +5087,48 @@ func (ec *executionContext) childFields_EmailAddress(ctx context.Context, field 
 		return ec.fieldContext_EmailAddress_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EmailAddress", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailAttachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_EmailAttachment_id(ctx, field)
+	case "name":
+		return ec.fieldContext_EmailAttachment_name(ctx, field)
+	case "contentType":
+		return ec.fieldContext_EmailAttachment_contentType(ctx, field)
+	case "contentId":
+		return ec.fieldContext_EmailAttachment_contentId(ctx, field)
+	case "inline":
+		return ec.fieldContext_EmailAttachment_inline(ctx, field)
+	case "size":
+		return ec.fieldContext_EmailAttachment_size(ctx, field)
+	case "sha256":
+		return ec.fieldContext_EmailAttachment_sha256(ctx, field)
+	case "stored":
+		return ec.fieldContext_EmailAttachment_stored(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailAttachment", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailAuthentication(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "spf":
+		return ec.fieldContext_EmailAuthentication_spf(ctx, field)
+	case "spfDomain":
+		return ec.fieldContext_EmailAuthentication_spfDomain(ctx, field)
+	case "dkim":
+		return ec.fieldContext_EmailAuthentication_dkim(ctx, field)
+	case "dkimDomains":
+		return ec.fieldContext_EmailAuthentication_dkimDomains(ctx, field)
+	case "dmarc":
+		return ec.fieldContext_EmailAuthentication_dmarc(ctx, field)
+	case "dmarcPolicy":
+		return ec.fieldContext_EmailAuthentication_dmarcPolicy(ctx, field)
+	case "reason":
+		return ec.fieldContext_EmailAuthentication_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailAuthentication", field.Name)
 }
 
 func (ec *executionContext) childFields_EmailConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4652,6 +5161,28 @@ func (ec *executionContext) childFields_EmailHeader(ctx context.Context, field g
 		return ec.fieldContext_EmailHeader_value(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EmailHeader", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailMailbox(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_EmailMailbox_name(ctx, field)
+	case "address":
+		return ec.fieldContext_EmailMailbox_address(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailMailbox", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailThread(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_EmailThread_id(ctx, field)
+	case "subject":
+		return ec.fieldContext_EmailThread_subject(ctx, field)
+	case "emails":
+		return ec.fieldContext_EmailThread_emails(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailThread", field.Name)
 }
 
 func (ec *executionContext) childFields_HttpHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5516,6 +6047,20 @@ func (ec *executionContext) field_Mutation_replayWebhookDelivery_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_replyEmail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReplyEmailInput, error) {
+			return ec.unmarshalNReplyEmailInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐReplyEmailInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_resumeCronJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5752,6 +6297,34 @@ func (ec *executionContext) field_Query_cronJobs_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_emailThread_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_email_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_emails_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5771,6 +6344,36 @@ func (ec *executionContext) field_Query_emails_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_mailboxEmails_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "address",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["address"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -8039,6 +8642,75 @@ func (ec *executionContext) fieldContext_Email_id(_ context.Context, field graph
 	return graphql.NewScalarFieldContext("Email", field, false, false, "ID")
 }
 
+func (ec *executionContext) _Email_direction(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_direction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Direction, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v email.Direction) graphql.Marshaler {
+			return ec.marshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_direction(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "EmailDirection")
+}
+
+func (ec *executionContext) _Email_threadId(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_threadId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ThreadID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_threadId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_mailbox(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_mailbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mailbox, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_mailbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
 func (ec *executionContext) _Email_from(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8059,6 +8731,29 @@ func (ec *executionContext) _Email_from(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Email_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_fromName(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_fromName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_fromName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
 }
 
@@ -8083,6 +8778,38 @@ func (ec *executionContext) _Email_to(ctx context.Context, field graphql.Collect
 }
 func (ec *executionContext) fieldContext_Email_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_toList(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_toList(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().ToList(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []email.Mailbox) graphql.Marshaler {
+			return ec.marshalNEmailMailbox2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐMailboxᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_toList(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Email",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailMailbox(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Email_cc(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
@@ -8430,6 +9157,231 @@ func (ec *executionContext) fieldContext_Email_sentAt(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Email", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Email_inReplyTo(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_inReplyTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InReplyTo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_inReplyTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_references(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_references(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().References(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_references(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, true, true, "String")
+}
+
+func (ec *executionContext) _Email_htmlBody(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_htmlBody(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTMLBody, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_htmlBody(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_extractedText(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_extractedText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExtractedText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_extractedText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
+func (ec *executionContext) _Email_authentication(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_authentication(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().Authentication(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *email.Authentication) graphql.Marshaler {
+			return ec.marshalOEmailAuthentication2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐAuthentication(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Email_authentication(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Email",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailAuthentication(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Email_dmarcFailed(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_dmarcFailed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().DmarcFailed(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_dmarcFailed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Email_attachments(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_attachments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Email().Attachments(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []email.Attachment) graphql.Marshaler {
+			return ec.marshalNEmailAttachment2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐAttachmentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_attachments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Email",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailAttachment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Email_size(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Email_parseProblem(ctx context.Context, field graphql.CollectedField, obj *email.Email) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Email_parseProblem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ParseProblem, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Email_parseProblem(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Email", field, false, false, "String")
+}
+
 func (ec *executionContext) _EmailAddress_id(ctx context.Context, field graphql.CollectedField, obj *account.EmailAddress) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8497,6 +9449,351 @@ func (ec *executionContext) _EmailAddress_createdAt(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_EmailAddress_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("EmailAddress", field, false, false, "Time")
+}
+
+func (ec *executionContext) _EmailAttachment_id(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "ID")
+}
+
+func (ec *executionContext) _EmailAttachment_name(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAttachment_contentType(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_contentType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAttachment_contentId(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_contentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_contentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAttachment_inline(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_inline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Inline, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_inline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _EmailAttachment_size(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "Int")
+}
+
+func (ec *executionContext) _EmailAttachment_sha256(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_sha256(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA256, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_sha256(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAttachment_stored(ctx context.Context, field graphql.CollectedField, obj *email.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAttachment_stored(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stored, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAttachment_stored(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAttachment", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _EmailAuthentication_spf(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_spf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SPF, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_spf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAuthentication_spfDomain(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_spfDomain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SPFDomain, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_spfDomain(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAuthentication_dkim(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_dkim(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DKIM, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_dkim(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAuthentication_dkimDomains(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_dkimDomains(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.EmailAuthentication().DkimDomains(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_dkimDomains(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, true, true, "String")
+}
+
+func (ec *executionContext) _EmailAuthentication_dmarc(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_dmarc(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DMARC, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_dmarc(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAuthentication_dmarcPolicy(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_dmarcPolicy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DMARCPolicy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_dmarcPolicy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailAuthentication_reason(ctx context.Context, field graphql.CollectedField, obj *email.Authentication) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailAuthentication_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailAuthentication_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailAuthentication", field, false, false, "String")
 }
 
 func (ec *executionContext) _EmailConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.EmailConnection) (ret graphql.Marshaler) {
@@ -8694,6 +9991,130 @@ func (ec *executionContext) _EmailHeader_value(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_EmailHeader_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("EmailHeader", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailMailbox_name(ctx context.Context, field graphql.CollectedField, obj *email.Mailbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailMailbox_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailMailbox_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailMailbox", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailMailbox_address(ctx context.Context, field graphql.CollectedField, obj *email.Mailbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailMailbox_address(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Address, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailMailbox_address(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailMailbox", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailThread_id(ctx context.Context, field graphql.CollectedField, obj *model.EmailThread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailThread_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailThread_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailThread", field, false, false, "ID")
+}
+
+func (ec *executionContext) _EmailThread_subject(ctx context.Context, field graphql.CollectedField, obj *model.EmailThread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailThread_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailThread_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailThread", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmailThread_emails(ctx context.Context, field graphql.CollectedField, obj *model.EmailThread) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailThread_emails(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Emails, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []email.Email) graphql.Marshaler {
+			return ec.marshalNEmail2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmailᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailThread_emails(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EmailThread",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Email(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _HttpHeader_name(ctx context.Context, field graphql.CollectedField, obj *model.HTTPHeader) (ret graphql.Marshaler) {
@@ -10601,6 +12022,50 @@ func (ec *executionContext) fieldContext_Mutation_deleteCronJob(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_replyEmail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_replyEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReplyEmail(ctx, fc.Args["input"].(model.ReplyEmailInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *email.Email) graphql.Marshaler {
+			return ec.marshalNEmail2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_replyEmail(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Email(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_replyEmail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_setAgentProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11497,6 +12962,138 @@ func (ec *executionContext) fieldContext_Query_emails(ctx context.Context, field
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_emails_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_mailboxEmails(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_mailboxEmails(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MailboxEmails(ctx, fc.Args["address"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EmailConnection) graphql.Marshaler {
+			return ec.marshalNEmailConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_mailboxEmails(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_mailboxEmails_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_email(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Email(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *email.Email) graphql.Marshaler {
+			return ec.marshalOEmail2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_email(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Email(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_email_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_emailThread(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_emailThread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().EmailThread(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EmailThread) graphql.Marshaler {
+			return ec.marshalOEmailThread2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailThread(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_emailThread(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailThread(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_emailThread_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16544,6 +18141,69 @@ func UnmarshalMediaInput(ctx context.Context, raw any) (model.MediaInput, error)
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReplyEmailInput(ctx context.Context, obj any) (model.ReplyEmailInput, error) {
+	var it model.ReplyEmailInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"emailId", "body", "cc", "bcc"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "emailId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailID = data
+		case "body":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("body"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Body = data
+		case "cc":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cc"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cc = data
+		case "bcc":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bcc"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Bcc = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReplyEmailInput unmarshals raw into the ReplyEmailInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReplyEmailInput(ctx context.Context, raw any) (model.ReplyEmailInput, error) {
+	var out model.ReplyEmailInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReplyEmailInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, obj any) (model.SendMessageInput, error) {
 	var it model.SendMessageInput
 	if obj == nil {
@@ -18191,8 +19851,28 @@ func (ec *executionContext) _Email(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "direction":
+			out.Values[i] = ec._Email_direction(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "threadId":
+			out.Values[i] = ec._Email_threadId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "mailbox":
+			out.Values[i] = ec._Email_mailbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "from":
 			out.Values[i] = ec._Email_from(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "fromName":
+			out.Values[i] = ec._Email_fromName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -18201,6 +19881,12 @@ func (ec *executionContext) _Email(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "toList":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_toList(ctx, field, obj)
+				})
 		case "cc":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -18279,6 +19965,55 @@ func (ec *executionContext) _Email(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "inReplyTo":
+			out.Values[i] = ec._Email_inReplyTo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "references":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_references(ctx, field, obj)
+				})
+		case "htmlBody":
+			out.Values[i] = ec._Email_htmlBody(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "extractedText":
+			out.Values[i] = ec._Email_extractedText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "authentication":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_authentication(ctx, field, obj)
+				})
+		case "dmarcFailed":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_dmarcFailed(ctx, field, obj)
+				})
+		case "attachments":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Email_attachments(ctx, field, obj)
+				})
+		case "size":
+			out.Values[i] = ec._Email_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "parseProblem":
+			out.Values[i] = ec._Email_parseProblem(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18321,6 +20056,138 @@ func (ec *executionContext) _EmailAddress(ctx context.Context, sel ast.Selection
 			out.Values[i] = ec._EmailAddress_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailAttachmentImplementors = []string{"EmailAttachment"}
+
+func (ec *executionContext) _EmailAttachment(ctx context.Context, sel ast.SelectionSet, obj *email.Attachment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailAttachmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailAttachment")
+		case "id":
+			out.Values[i] = ec._EmailAttachment_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._EmailAttachment_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "contentType":
+			out.Values[i] = ec._EmailAttachment_contentType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "contentId":
+			out.Values[i] = ec._EmailAttachment_contentId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inline":
+			out.Values[i] = ec._EmailAttachment_inline(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "size":
+			out.Values[i] = ec._EmailAttachment_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sha256":
+			out.Values[i] = ec._EmailAttachment_sha256(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stored":
+			out.Values[i] = ec._EmailAttachment_stored(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailAuthenticationImplementors = []string{"EmailAuthentication"}
+
+func (ec *executionContext) _EmailAuthentication(ctx context.Context, sel ast.SelectionSet, obj *email.Authentication) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailAuthenticationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailAuthentication")
+		case "spf":
+			out.Values[i] = ec._EmailAuthentication_spf(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "spfDomain":
+			out.Values[i] = ec._EmailAuthentication_spfDomain(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "dkim":
+			out.Values[i] = ec._EmailAuthentication_dkim(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "dkimDomains":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._EmailAuthentication_dkimDomains(ctx, field, obj)
+				})
+		case "dmarc":
+			out.Values[i] = ec._EmailAuthentication_dmarc(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "dmarcPolicy":
+			out.Values[i] = ec._EmailAuthentication_dmarcPolicy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "reason":
+			out.Values[i] = ec._EmailAuthentication_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -18438,6 +20305,87 @@ func (ec *executionContext) _EmailHeader(ctx context.Context, sel ast.SelectionS
 			}
 		case "value":
 			out.Values[i] = ec._EmailHeader_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailMailboxImplementors = []string{"EmailMailbox"}
+
+func (ec *executionContext) _EmailMailbox(ctx context.Context, sel ast.SelectionSet, obj *email.Mailbox) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailMailboxImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailMailbox")
+		case "name":
+			out.Values[i] = ec._EmailMailbox_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "address":
+			out.Values[i] = ec._EmailMailbox_address(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var emailThreadImplementors = []string{"EmailThread"}
+
+func (ec *executionContext) _EmailThread(ctx context.Context, sel ast.SelectionSet, obj *model.EmailThread) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailThreadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailThread")
+		case "id":
+			out.Values[i] = ec._EmailThread_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._EmailThread_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emails":
+			out.Values[i] = ec._EmailThread_emails(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -19044,6 +20992,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "replyEmail":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_replyEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "setAgentProfile":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setAgentProfile(ctx, field)
@@ -19353,6 +21308,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_emails(ctx, field)
+				})
+		case "mailboxEmails":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_mailboxEmails(ctx, field)
+				})
+		case "email":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_email(ctx, field)
+				})
+		case "emailThread":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_emailThread(ctx, field)
 				})
 		case "sandboxMailbox":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -21504,6 +23477,26 @@ func (ec *executionContext) marshalNEmailAddress2ᚕgithubᚗcomᚋswitchboard�
 	return ret
 }
 
+func (ec *executionContext) marshalNEmailAttachment2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐAttachment(ctx context.Context, sel ast.SelectionSet, v email.Attachment) graphql.Marshaler {
+	return ec._EmailAttachment(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmailAttachment2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []email.Attachment) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEmailAttachment2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐAttachment(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNEmailConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailConnection(ctx context.Context, sel ast.SelectionSet, v *model.EmailConnection) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "EmailConnection!")
@@ -21511,6 +23504,32 @@ func (ec *executionContext) marshalNEmailConnection2ᚖgithubᚗcomᚋswitchboar
 	}
 	return ec._EmailConnection(ctx, sel, v)
 }
+
+func (ec *executionContext) unmarshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection(ctx context.Context, v any) (email.Direction, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection(ctx context.Context, sel ast.SelectionSet, v email.Direction) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "EmailDirection!")
+	}
+	return res
+}
+
+var (
+	unmarshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection = map[string]email.Direction{
+		"OUTBOUND": email.Outbound,
+		"INBOUND":  email.Inbound,
+	}
+	marshalNEmailDirection2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐDirection = map[email.Direction]string{
+		email.Outbound: "OUTBOUND",
+		email.Inbound:  "INBOUND",
+	}
+)
 
 func (ec *executionContext) marshalNEmailEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailEdge(ctx context.Context, sel ast.SelectionSet, v model.EmailEdge) graphql.Marshaler {
 	return ec._EmailEdge(ctx, sel, &v)
@@ -21552,6 +23571,26 @@ func (ec *executionContext) marshalNEmailHeader2ᚕgithubᚗcomᚋswitchboardᚑ
 	return ret
 }
 
+func (ec *executionContext) marshalNEmailMailbox2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐMailbox(ctx context.Context, sel ast.SelectionSet, v email.Mailbox) graphql.Marshaler {
+	return ec._EmailMailbox(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmailMailbox2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐMailboxᚄ(ctx context.Context, sel ast.SelectionSet, v []email.Mailbox) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEmailMailbox2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐMailbox(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus(ctx context.Context, v any) (email.Status, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus[tmp]
@@ -21569,14 +23608,18 @@ func (ec *executionContext) marshalNEmailStatus2githubᚗcomᚋswitchboardᚑdev
 
 var (
 	unmarshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus = map[string]email.Status{
-		"QUEUED": email.Queued,
-		"SENT":   email.Sent,
-		"FAILED": email.Failed,
+		"QUEUED":   email.Queued,
+		"SENT":     email.Sent,
+		"FAILED":   email.Failed,
+		"BOUNCED":  email.Bounced,
+		"RECEIVED": email.Received,
 	}
 	marshalNEmailStatus2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐStatus = map[email.Status]string{
-		email.Queued: "QUEUED",
-		email.Sent:   "SENT",
-		email.Failed: "FAILED",
+		email.Queued:   "QUEUED",
+		email.Sent:     "SENT",
+		email.Failed:   "FAILED",
+		email.Bounced:  "BOUNCED",
+		email.Received: "RECEIVED",
 	}
 )
 
@@ -21955,6 +23998,11 @@ func (ec *executionContext) marshalNReaction2ᚖgithubᚗcomᚋswitchboardᚑdev
 		return graphql.Null
 	}
 	return ec._Reaction(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNReplyEmailInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐReplyEmailInput(ctx context.Context, v any) (model.ReplyEmailInput, error) {
+	res, err := ec.unmarshalInputReplyEmailInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNSandboxEmail2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋapplicationᚋemailᚐKeptEmail(ctx context.Context, sel ast.SelectionSet, v email1.KeptEmail) graphql.Marshaler {
@@ -22705,6 +24753,27 @@ var (
 		cron.Paused: "PAUSED",
 	}
 )
+
+func (ec *executionContext) marshalOEmail2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐEmail(ctx context.Context, sel ast.SelectionSet, v *email.Email) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Email(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOEmailAuthentication2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋemailᚐAuthentication(ctx context.Context, sel ast.SelectionSet, v *email.Authentication) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._EmailAuthentication(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOEmailThread2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐEmailThread(ctx context.Context, sel ast.SelectionSet, v *model.EmailThread) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._EmailThread(ctx, sel, v)
+}
 
 func (ec *executionContext) unmarshalOHttpHeaderInput2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHTTPHeaderInputᚄ(ctx context.Context, v any) ([]model.HTTPHeaderInput, error) {
 	if v == nil {

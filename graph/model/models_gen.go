@@ -111,6 +111,15 @@ type EmailEdge struct {
 	Node   *email.Email `json:"node"`
 }
 
+// A conversation of emails: every email linked to the others by Message-ID, In-Reply-To and References.
+type EmailThread struct {
+	ID string `json:"id"`
+	// The subject of its first email.
+	Subject string `json:"subject"`
+	// Its emails, oldest first (at most 200).
+	Emails []email.Email `json:"emails"`
+}
+
 // An HTTP header a cron job sends.
 type HTTPHeader struct {
 	Name  string `json:"name"`
@@ -171,6 +180,15 @@ type ProfileFieldOutcome struct {
 	Applied bool   `json:"applied"`
 	// Why it was not applied; null when it was.
 	Reason *string `json:"reason,omitempty"`
+}
+
+// A reply to an email.
+type ReplyEmailInput struct {
+	EmailID string `json:"emailId"`
+	// Plain text or HTML (then a text part is generated).
+	Body string   `json:"body"`
+	Cc   []string `json:"cc,omitempty"`
+	Bcc  []string `json:"bcc,omitempty"`
 }
 
 // A send: to a user (to) or a group (threadId), with text or media.

@@ -2,38 +2,40 @@ package mcp
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/email"
-	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
 const sendEmailToolName = "send_email"
+
+const replyEmailToolName = "reply_email"
 
 func (h *Handler) addEmailTools() error {
 	if h.deps.Email == nil {
 		return nil
 	}
-	return addTool[sendEmailArgs, sentEmail](h, &sdk.Tool{
+	if err := addTool[sendEmailArgs, sentEmail](h, &sdk.Tool{
 		Name:  sendEmailToolName,
 		Title: "Send an email",
 		Description: "Send an email from one of the account's addresses (else the error code is sender_not_permitted). " +
-			"body is plain text, or HTML (then a text part is generated). The answer is the stored email, status queued: delivery follows. " +
+			"sender_address may carry a display name (\"Acme Support\" <support@…>); recipient_address is one address, a display name with an address, or several separated by commas. " +
+			"body is plain text, or HTML (then a text part is generated). The answer is the stored email, status queued: delivery follows (email.sent, email.failed or email.bounced tell the rest). " +
 			"Give an idempotency_key to make a retry safe: the same key and arguments within 24 hours answer the first result and send nothing.",
 		Annotations: sends,
-	}, h.sendEmail)
+	}, h.sendEmail); err != nil {
+		return err
+	}
+	return h.addInboxTools()
 }
 
 // sendEmailArgs are send_email's arguments.
 type sendEmailArgs struct {
-	SenderAddress    string            `json:"sender_address" jsonschema:"an address of the account, shown in From"`
-	RecipientAddress string            `json:"recipient_address"`
+	SenderAddress    string            `json:"sender_address" jsonschema:"an address of the account, shown in From, with a display name where wanted: \"Acme Support\" <support@mail.example.com>"`
+	RecipientAddress string            `json:"recipient_address" jsonschema:"the To recipients: an address, Name <address>, or several separated by commas"`
 	Subject          string            `json:"subject"`
 	Body             string            `json:"body" jsonschema:"plain text or HTML"`
 	Cc               []string          `json:"cc,omitempty"`
@@ -44,42 +46,31 @@ type sendEmailArgs struct {
 	IdempotencyKey   string            `json:"idempotency_key,omitempty" jsonschema:"a unique string (at most 255 characters) that makes a retry safe"`
 }
 
-// sentEmail is send_email's answer.
+// sentEmail is send_email's and reply_email's answer.
 type sentEmail struct {
-	EmailID     string `json:"email_id"`
-	Status      string `json:"status" jsonschema:"queued: stored, delivery follows"`
-	Sender      string `json:"sender"`
-	Recipient   string `json:"recipient"`
-	Subject     string `json:"subject"`
-	MessageID   string `json:"message_id" jsonschema:"the email's Message-ID header"`
+	EmailID    string   `json:"email_id"`
+	ThreadID   string   `json:"thread_id" jsonschema:"the email thread (eth_…) it belongs to"`
+	Status     string   `json:"status" jsonschema:"queued: stored, delivery follows"`
+	Sender     string   `json:"sender"`
+	Recipient  string   `json:"recipient" jsonschema:"the first To address"`
+	Recipients []string `json:"recipients" jsonschema:"every To address"`
+	Subject    string   `json:"subject"`
+	MessageID  string   `json:"message_id" jsonschema:"the email's Message-ID header"`
+	// InReplyTo is the Message-ID a reply answers.
+	InReplyTo   string `json:"in_reply_to,omitempty" jsonschema:"the Message-ID of the email it answers"`
 	DateCreated string `json:"date_created"`
 }
 
 func sentEmailOf(e email.Email) sentEmail {
-	return sentEmail{EmailID: e.ID, Status: string(e.Status), Sender: e.From, Recipient: e.To, Subject: e.Subject,
-		MessageID: e.MessageID, DateCreated: timestamp(e.CreatedAt)}
+	return sentEmail{EmailID: e.ID, ThreadID: e.ThreadID, Status: string(e.Status), Sender: e.From, Recipient: e.To,
+		Recipients: email.Addresses(e.AllTo()), Subject: e.Subject, MessageID: e.MessageID, InReplyTo: e.InReplyTo,
+		DateCreated: timestamp(e.CreatedAt)}
 }
 
 func (h *Handler) sendEmail(ctx context.Context, accountID string, in sendEmailArgs) (any, error) {
-	// The use case reads headers as the REST body's object: cc, bcc and
-	// reply-to as lists among the others.
-	headers := map[string]any{}
-	for name, v := range in.Headers {
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "cc", "bcc", "reply-to":
-			return nil, invalid("value_error", "give "+name+" in its own argument", "headers", name)
-		}
-		headers[name] = v
-	}
-	for name, list := range map[string][]string{"cc": in.Cc, "bcc": in.Bcc, "reply-to": in.ReplyTo} {
-		if list == nil {
-			continue
-		}
-		items := make([]any, len(list))
-		for i, a := range list {
-			items[i] = a
-		}
-		headers[name] = items
+	headers, err := appemail.ArgumentHeaders(in.Headers, in.Cc, in.Bcc, in.ReplyTo)
+	if err != nil {
+		return nil, err
 	}
 	key := in.IdempotencyKey
 	in.IdempotencyKey = ""
@@ -88,29 +79,6 @@ func (h *Handler) sendEmail(ctx context.Context, accountID string, in sendEmailA
 			AccountID: accountID, SenderAddress: in.SenderAddress, RecipientAddress: in.RecipientAddress, Subject: in.Subject,
 			Body: in.Body, Headers: headers, AttachmentURI: in.AttachmentURI, Idempotency: answer,
 		})
-		return e, ownArguments(err)
+		return e, appemail.ArgumentProblems(err)
 	}, sentEmailOf)
-}
-
-// ownArguments names the cc, bcc and reply-to arguments in errors about
-// them, which the use case reports as headers of the REST body.
-func ownArguments(err error) error {
-	fe, ok := errors.AsType[*failure.Error](err)
-	if !ok || len(fe.Fields) == 0 {
-		return err
-	}
-	out := *fe
-	out.Fields = slices.Clone(fe.Fields)
-	for i, f := range out.Fields {
-		if len(f.Path) < 2 || f.Path[0] != "headers" {
-			continue
-		}
-		switch name, _ := f.Path[1].(string); strings.ToLower(name) {
-		case "cc", "bcc":
-			out.Fields[i].Path = append([]any{strings.ToLower(name)}, f.Path[2:]...)
-		case "reply-to":
-			out.Fields[i].Path = append([]any{"reply_to"}, f.Path[2:]...)
-		}
-	}
-	return &out
 }

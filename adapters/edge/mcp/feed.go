@@ -2,19 +2,23 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
-// feed hands the messages accounts receive to the calls waiting for one
-// (wait_for_message) and to the threads' resource subscriptions. It holds
+// feed hands the messages and emails accounts receive to the calls
+// waiting for one (wait_for_message), and the messages to the threads'
+// resource subscriptions. It holds
 // one live subscription per account that has a wait or a subscription,
 // however many it has, and ends it when the last one goes: memory grows
 // with the accounts listening, not with the calls. Waits are bounded in
@@ -47,11 +51,40 @@ type accountFeed struct {
 	stop    func()
 }
 
-// waiter is a call waiting for the next message of its account, or of
-// one thread when threadID is set.
+// waiter is a call waiting for what its filter matches among what its
+// account receives.
 type waiter struct {
-	threadID string
-	got      chan messaging.Message
+	filter waitFilter
+	got    chan arrival
+}
+
+// waitFilter says what a wait waits for: messages, received emails or
+// both; of one thread only when threadID is set (a message thread, thr_…,
+// or an email thread, eth_…), and emails to one mailbox only when
+// mailbox is set (lower-case).
+type waitFilter struct {
+	messages, emails bool
+	threadID         string
+	mailbox          string
+}
+
+// arrival is what a wait returns: a message a user sent, or an email
+// received (as its email.received event tells it).
+type arrival struct {
+	message *messaging.Message
+	email   *appemail.ReceivedPayload
+}
+
+// matches reports whether the filter waits for a.
+func (f waitFilter) matches(a arrival) bool {
+	switch {
+	case a.message != nil:
+		return f.messages && (f.threadID == "" || f.threadID == a.message.ThreadID)
+	case a.email != nil:
+		return f.emails && (f.threadID == "" || f.threadID == a.email.ThreadID) &&
+			(f.mailbox == "" || strings.EqualFold(f.mailbox, a.email.RecipientAddress))
+	}
+	return false
 }
 
 func newFeed(live LiveFeed, maxWaits, maxPerAccount int, threadReceived func(threadID string), log *slog.Logger) *feed {
@@ -66,11 +99,11 @@ func errTooManyWaits(limit int, scope string) error {
 		Message: strconv.Itoa(limit) + " wait_for_message calls are waiting " + scope + "; retry when one ends"}
 }
 
-// wait returns the next message accountID receives (in threadID when
-// set) within timeout; false when none came. It ends early with ctx's
-// error, or when the feed closes.
-func (f *feed) wait(ctx context.Context, accountID, threadID string, timeout time.Duration) (messaging.Message, bool, error) {
-	w := &waiter{threadID: threadID, got: make(chan messaging.Message, 1)}
+// wait returns the next arrival of accountID that filter matches within
+// timeout; false when none came. It ends early with ctx's error, or when
+// the feed closes.
+func (f *feed) wait(ctx context.Context, accountID string, filter waitFilter, timeout time.Duration) (arrival, bool, error) {
+	w := &waiter{filter: filter, got: make(chan arrival, 1)}
 	if err := f.listen(ctx, accountID, func(a *accountFeed) error {
 		if f.waits >= f.maxWaits {
 			return errTooManyWaits(f.maxWaits, "on this server")
@@ -82,7 +115,7 @@ func (f *feed) wait(ctx context.Context, accountID, threadID string, timeout tim
 		f.waits++
 		return nil
 	}); err != nil {
-		return messaging.Message{}, false, err
+		return arrival{}, false, err
 	}
 	defer f.leave(accountID, func(a *accountFeed) {
 		if _, ok := a.waiters[w]; ok {
@@ -93,14 +126,14 @@ func (f *feed) wait(ctx context.Context, accountID, threadID string, timeout tim
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case m := <-w.got:
-		return m, true, nil
+	case a := <-w.got:
+		return a, true, nil
 	case <-timer.C:
-		return messaging.Message{}, false, nil
+		return arrival{}, false, nil
 	case <-ctx.Done():
-		return messaging.Message{}, false, ctx.Err()
+		return arrival{}, false, ctx.Err()
 	case <-f.ctx.Done():
-		return messaging.Message{}, false, failure.Unavailable(errClosed.Error(), errClosed)
+		return arrival{}, false, failure.Unavailable(errClosed.Error(), errClosed)
 	}
 }
 
@@ -202,23 +235,32 @@ func (f *feed) run(a *accountFeed, updates <-chan appmessaging.LiveUpdate) {
 			}
 			continue
 		}
-		if u.Type != event.MessageReceived {
-			continue
-		}
-		m := u.Message
-		f.mu.Lock()
-		for w := range a.waiters {
-			if w.threadID != "" && w.threadID != m.ThreadID {
+		var got arrival
+		switch u.Type {
+		case event.MessageReceived:
+			got.message = &u.Message
+		case event.EmailReceived:
+			var p appemail.ReceivedPayload
+			if err := json.Unmarshal(u.Payload, &p); err != nil {
 				continue
 			}
-			w.got <- m // room for one, and a waiter gets one
+			got.email = &p
+		default:
+			continue
+		}
+		f.mu.Lock()
+		for w := range a.waiters {
+			if !w.filter.matches(got) {
+				continue
+			}
+			w.got <- got // room for one, and a waiter gets one
 			delete(a.waiters, w)
 			f.waits--
 		}
-		watched := a.watches[m.ThreadID] > 0
+		watched := got.message != nil && a.watches[got.message.ThreadID] > 0
 		f.mu.Unlock()
 		if watched {
-			f.threadReceived(m.ThreadID)
+			f.threadReceived(got.message.ThreadID)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
@@ -66,6 +68,21 @@ func (l *fakeLive) receive(accountID, threadID, text string) {
 	}
 }
 
+// receiveEmail publishes an email.received event of an email to mailbox
+// in threadID.
+func (l *fakeLive) receiveEmail(accountID, threadID, mailbox, subject string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	payload, _ := json.Marshal(appemail.ReceivedPayload{Event: event.EmailReceived, AccountID: accountID, EmailID: "eml_" + subject,
+		ThreadID: threadID, RecipientAddress: mailbox, Subject: subject})
+	for _, ch := range l.subs[accountID] {
+		ch <- appmessaging.LiveUpdate{Type: event.EmailReceived, Payload: payload}
+	}
+}
+
+// messages is the filter of a wait for any message.
+var messages = waitFilter{messages: true}
+
 // fallBehind ends an account's subscriptions as the live feed does with a
 // subscriber that fell behind.
 func (l *fakeLive) fallBehind(accountID string) {
@@ -95,7 +112,7 @@ func TestFeedBoundsWaits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := f.wait(ctx, fmt.Sprintf("acc_%03d", i%100), "", time.Minute)
+			_, _, err := f.wait(ctx, fmt.Sprintf("acc_%03d", i%100), messages, time.Minute)
 			errs <- err
 		}()
 	}
@@ -104,7 +121,7 @@ func TestFeedBoundsWaits(t *testing.T) {
 	require.Equal(t, 100, accounts)
 	require.Equal(t, 100, live.open(), "one subscription per account, however many wait")
 
-	_, _, err := f.wait(t.Context(), "acc_new", "", time.Minute)
+	_, _, err := f.wait(t.Context(), "acc_new", messages, time.Minute)
 	require.Equal(t, "too_many_waits", failure.As(err).Code, "the thousand-and-first wait is refused")
 	require.Equal(t, failure.KindRateLimited, failure.As(err).Kind)
 
@@ -132,12 +149,12 @@ func TestFeedBoundsOneAccountsWaits(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	for range 2 {
-		go func() { _, _, _ = f.wait(ctx, "acc_a", "", time.Minute) }()
+		go func() { _, _, _ = f.wait(ctx, "acc_a", messages, time.Minute) }()
 	}
 	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 2 }, 5*time.Second, time.Millisecond)
-	_, _, err := f.wait(t.Context(), "acc_a", "", time.Minute)
+	_, _, err := f.wait(t.Context(), "acc_a", messages, time.Minute)
 	require.Equal(t, "too_many_waits", failure.As(err).Code)
-	_, ok, err := f.wait(t.Context(), "acc_b", "", 10*time.Millisecond)
+	_, ok, err := f.wait(t.Context(), "acc_b", messages, 10*time.Millisecond)
 	require.NoError(t, err, "another account still waits")
 	require.False(t, ok)
 }
@@ -162,7 +179,11 @@ func TestFeedHandsOutMessages(t *testing.T) {
 	waitFor := func(threadID string) <-chan got {
 		out := make(chan got, 1)
 		go func() {
-			m, ok, err := f.wait(t.Context(), "acc_a", threadID, 10*time.Second)
+			a, ok, err := f.wait(t.Context(), "acc_a", waitFilter{messages: true, threadID: threadID}, 10*time.Second)
+			var m messaging.Message
+			if a.message != nil {
+				m = *a.message
+			}
 			out <- got{m, ok, err}
 		}()
 		return out
@@ -194,18 +215,51 @@ func TestFeedHandsOutMessages(t *testing.T) {
 	require.Zero(t, live.open())
 }
 
+// A received email goes to the waits for email that it matches (of its
+// thread, of its mailbox, or any), never to a wait for messages; a
+// message never to a wait for email.
+func TestFeedHandsOutEmails(t *testing.T) {
+	t.Parallel()
+	live := newFakeLive()
+	f := newFeed(live, 1000, 10, func(string) {}, slog.Default())
+	defer f.close()
+	waitFor := func(filter waitFilter) <-chan arrival {
+		out := make(chan arrival, 1)
+		go func() {
+			a, _, _ := f.wait(t.Context(), "acc_a", filter, 10*time.Second)
+			out <- a
+		}()
+		return out
+	}
+	anyEmail := waitFor(waitFilter{emails: true})
+	ofMailbox := waitFor(waitFilter{emails: true, mailbox: "sales@mail.example.com"})
+	ofThread := waitFor(waitFilter{emails: true, threadID: "eth_2"})
+	either := waitFor(waitFilter{messages: true, emails: true})
+	onlyMessages := waitFor(messages)
+	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 5 }, 5*time.Second, time.Millisecond)
+
+	live.receiveEmail("acc_a", "eth_1", "Support@mail.example.com", "first")
+	require.Equal(t, "first", (<-anyEmail).email.Subject)
+	require.Equal(t, "first", (<-either).email.Subject)
+	live.receive("acc_a", "thr_1", "hello")
+	require.Equal(t, "hello", (<-onlyMessages).message.Content.Text)
+	live.receiveEmail("acc_a", "eth_2", "sales@mail.example.com", "second")
+	require.Equal(t, "second", (<-ofMailbox).email.Subject, "the mailbox is matched whatever its case")
+	require.Equal(t, "second", (<-ofThread).email.Subject)
+}
+
 // Closing the feed ends its waits.
 func TestFeedCloseEndsWaits(t *testing.T) {
 	t.Parallel()
 	f := newFeed(newFakeLive(), 1000, 10, func(string) {}, slog.Default())
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := f.wait(t.Context(), "acc_a", "", time.Minute)
+		_, _, err := f.wait(t.Context(), "acc_a", messages, time.Minute)
 		done <- err
 	}()
 	require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 1 }, 5*time.Second, time.Millisecond)
 	f.close()
 	require.Equal(t, failure.KindUnavailable, failure.As(<-done).Kind)
-	_, _, err := f.wait(t.Context(), "acc_a", "", time.Minute)
+	_, _, err := f.wait(t.Context(), "acc_a", messages, time.Minute)
 	require.Equal(t, failure.KindUnavailable, failure.As(err).Kind)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	appemail "github.com/switchboard-dev/switchboard/application/email"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
@@ -54,6 +55,8 @@ type testBundle struct {
 	mcp  *mcp.Handler
 	// threads reads threads past the API and its rate limit.
 	threads *appmessaging.Reader
+	// email receives email as the SMTP listener hands it over.
+	email *appemail.Service
 	// stop stops the app (once; the test's cleanup stops it otherwise).
 	stop  func()
 	acme  credentials
@@ -107,7 +110,7 @@ func startApp(t *testing.T, cfg bootstrap.Config, extra ...fx.Option) *testBundl
 	t.Helper()
 	b := &testBundle{cfg: cfg}
 	var ln *edge.Listener
-	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp, &b.threads)}, extra...)...)
+	app := fxtest.New(t, append([]fx.Option{bootstrap.Options(cfg), fx.NopLogger, fx.Populate(&ln, &b.acc, &b.db, &b.mcp, &b.threads, &b.email)}, extra...)...)
 	app.RequireStart()
 	b.stop = sync.OnceFunc(app.RequireStop)
 	t.Cleanup(b.stop)

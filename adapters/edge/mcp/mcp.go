@@ -82,12 +82,25 @@ type LiveFeed interface {
 
 var _ LiveFeed = (*appmessaging.Live)(nil)
 
-// EmailSender sends email; *email.Service implements it.
-type EmailSender interface {
+// Mail is what the email tools need of the email use cases;
+// *email.Service implements it. Every method returns a *failure.Error for
+// what the caller can fix, and answers ids and addresses of other
+// accounts as not found.
+type Mail interface {
 	Send(ctx context.Context, in appemail.SendInput) (email.Email, error)
+	Reply(ctx context.Context, in appemail.ReplyInput) (email.Email, error)
+	// Emails pages all of the account's emails, MailboxEmails those of
+	// one of its addresses, newest first.
+	Emails(ctx context.Context, accountID string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
+	MailboxEmails(ctx context.Context, accountID, address string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
+	// ThreadEmails reads an email thread, oldest first.
+	ThreadEmails(ctx context.Context, accountID, threadID string) ([]email.Email, error)
+	EmailWithAttachments(ctx context.Context, accountID, id string) (email.Email, error)
+	// OwnMailbox is an address of the account as its mailbox.
+	OwnMailbox(ctx context.Context, accountID, address string) (string, error)
 }
 
-var _ EmailSender = (*appemail.Service)(nil)
+var _ Mail = (*appemail.Service)(nil)
 
 // CronJobs manages cron jobs; *cron.Service implements it. Ids of other
 // accounts are not found.
@@ -117,7 +130,7 @@ type Deps struct {
 	Live      LiveFeed
 	// Email and Cron, when set, serve their tools; without them the tools
 	// are not offered.
-	Email EmailSender
+	Email Mail
 	Cron  CronJobs
 	// Profiles, when set, serves set_agent_profile; without it the tool
 	// is not offered.
@@ -278,7 +291,8 @@ func privateReads(_ context.Context, req sdk.Request, c *sdk.Cacheable) {
 // instructions tell the model how the tools fit together.
 const instructions = `Switchboard sends and receives WhatsApp and Telegram messages, email and scheduled HTTP calls for one account: the account of the API key this connection uses.
 Messages: a user must write to an agent number before the agent may write to them (conversation_not_started otherwise); list_threads shows the conversations, get_messages pages through one (newest first), and the resource switchboard://threads/{id} is a thread's whole transcript (subscribe to it to hear of new messages).
-wait_for_message waits up to timeout_seconds (1-60) for the next inbound message and returns it, or {"timed_out": true}; call it again to keep listening.
+Email: list_emails lists the account's emails (received and sent, by mailbox or email thread), get_email reads one whole, reply_email answers one in its thread; send_email sends.
+wait_for_message waits up to timeout_seconds (1-60) for the next inbound message (kind email: the next received email; kind any: either) and returns it, or {"timed_out": true}; call it again to keep listening.
 Errors come back as tool results with isError and {"status":"error","code":…,"message":…}; the code says what to fix.`
 
 // Close ends every session (their event streams and calls in flight) and

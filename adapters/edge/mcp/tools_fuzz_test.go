@@ -27,7 +27,7 @@ import (
 // fuzzedTools are the tools FuzzToolArguments calls: all but
 // wait_for_message, whose arguments choose how long it waits.
 var fuzzedTools = []string{
-	"send_message", "list_threads", "get_messages", "manage_group", "send_email",
+	"send_message", "list_threads", "get_messages", "manage_group", "send_email", "list_emails", "get_email", "reply_email",
 	"create_cron_job", "list_cron_jobs", "pause_cron_job", "resume_cron_job", "delete_cron_job",
 }
 
@@ -57,6 +57,9 @@ func FuzzToolArguments(f *testing.F) {
 		"get_messages":    {`{"thread_id":"thr_1","limit":5,"before":"bTF8"}`, `{"thread_id":""}`},
 		"manage_group":    {`{"action":"create","from":"` + agentA + `","name":"G","participants":["` + userA + `"]}`, `{"action":"rename","thread_id":"thr_x"}`},
 		"send_email":      {`{"sender_address":"agent@example.com","recipient_address":"a@example.com","subject":"s","body":"b","headers":{"X-A":"1"},"cc":["c@example.com"]}`, `{"attachment_uri":"http://127.0.0.1/"}`},
+		"list_emails":     {`{"mailbox":"agent@example.com","limit":5}`, `{"thread_id":"eth_x"}`, `{"cursor":"MTI6ZW1sX3g"}`},
+		"get_email":       {`{"email_id":"eml_x"}`},
+		"reply_email":     {`{"email_id":"eml_x","body":"b","cc":["c@example.com"],"headers":{"X-A":"1"}}`},
 		"create_cron_job": {`{"endpoint_url":"https://example.com/hook","frequency":"custom","custom_schedule":"*/5 * * * *","timezone":"UTC","method":"POST","body":{"a":1}}`, `{"frequency":"weekly","day_of_week":9}`},
 		"list_cron_jobs":  {`{"status":"paused","limit":100,"offset":0}`},
 		"pause_cron_job":  {`{"job_id":"job_x"}`},

@@ -2,7 +2,9 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"reflect"
 
 	"github.com/gorilla/mux"
 
@@ -73,22 +75,57 @@ func (s *server) createEmailAddress(w http.ResponseWriter, r *http.Request) {
 
 type sendEmailBody struct {
 	SenderAddress    *string        `json:"sender_address"`
-	RecipientAddress *string        `json:"recipient_address"`
+	RecipientAddress *recipients    `json:"recipient_address"`
 	Subject          *string        `json:"subject"`
 	Body             *string        `json:"body"`
 	Headers          map[string]any `json:"headers"`
 	AttachmentURI    *string        `json:"attachment_uri"`
 }
 
+// recipients is recipient_address: a string (one address, a display
+// name with an address, or a comma-separated list of them) or a list of
+// strings (one each).
+type recipients struct {
+	values []string
+	list   bool
+}
+
+func (r *recipients) UnmarshalJSON(data []byte) error {
+	var one string
+	if err := json.Unmarshal(data, &one); err == nil {
+		r.values, r.list = []string{one}, false
+		return nil
+	}
+	if err := json.Unmarshal(data, &r.values); err == nil {
+		r.list = true
+		return nil
+	}
+	return &json.UnmarshalTypeError{Value: "recipient_address", Type: reflect.TypeFor[string]()}
+}
+
+// input sets the recipients of in.
+func (r recipients) input(in *appemail.SendInput) {
+	if r.list {
+		in.Recipients = r.values
+		if in.Recipients == nil {
+			in.Recipients = []string{}
+		}
+		return
+	}
+	in.RecipientAddress = r.values[0]
+}
+
 type sendEmailResult struct {
-	Status      string `json:"status"`
-	EmailID     string `json:"email_id"`
-	Recipient   string `json:"recipient"`
-	Sender      string `json:"sender"`
-	Subject     string `json:"subject"`
-	MessageID   string `json:"message_id"`
-	ThreadID    string `json:"thread_id,omitempty"`
-	DateCreated string `json:"date_created"`
+	Status    string `json:"status"`
+	EmailID   string `json:"email_id"`
+	Recipient string `json:"recipient"`
+	// Recipients are every To address, Recipient the first.
+	Recipients  []string `json:"recipients"`
+	Sender      string   `json:"sender"`
+	Subject     string   `json:"subject"`
+	MessageID   string   `json:"message_id"`
+	ThreadID    string   `json:"thread_id,omitempty"`
+	DateCreated string   `json:"date_created"`
 }
 
 func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Held) {
@@ -106,11 +143,13 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Hel
 		edge.WriteError(w, r, err)
 		return
 	}
-	e, err := s.email.Send(r.Context(), appemail.SendInput{
-		AccountID: mux.Vars(r)["account_id"], SenderAddress: *b.SenderAddress, RecipientAddress: *b.RecipientAddress,
+	in := appemail.SendInput{
+		AccountID: mux.Vars(r)["account_id"], SenderAddress: *b.SenderAddress,
 		Subject: *b.Subject, Body: *b.Body, Headers: b.Headers, AttachmentURI: str(b.AttachmentURI),
 		Idempotency: edge.AnswerWith(key, sendEmailAnswer),
-	})
+	}
+	b.RecipientAddress.input(&in)
+	e, err := s.email.Send(r.Context(), in)
 	if err != nil {
 		edge.WriteError(w, r, err)
 		return
@@ -122,32 +161,34 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Hel
 // recorded for its Idempotency-Key.
 func sendEmailAnswer(e email.Email) idempotency.Response {
 	return jsonAnswer(http.StatusOK, sendEmailResult{
-		Status: string(e.Status), EmailID: e.ID, Recipient: e.To, Sender: e.From, Subject: e.Subject,
+		Status: string(e.Status), EmailID: e.ID, Recipient: e.To, Recipients: email.Addresses(e.AllTo()), Sender: e.From, Subject: e.Subject,
 		MessageID: e.MessageID, ThreadID: e.ThreadID, DateCreated: timestamp(e.CreatedAt),
 	})
 }
 
 type emailDetails struct {
-	EmailID          string            `json:"email_id"`
-	AccountID        string            `json:"account_id"`
-	Status           string            `json:"status"`
-	SenderAddress    string            `json:"sender_address"`
-	RecipientAddress string            `json:"recipient_address"`
-	Cc               []string          `json:"cc"`
-	Bcc              []string          `json:"bcc"`
-	ReplyTo          []string          `json:"reply_to"`
-	Subject          string            `json:"subject"`
-	Body             string            `json:"body"`
-	HTML             bool              `json:"html"`
-	Headers          map[string]string `json:"headers"`
-	AttachmentURI    string            `json:"attachment_uri,omitempty"`
-	MessageID        string            `json:"message_id"`
-	SMTPReply        string            `json:"smtp_reply"`
-	ErrorCode        string            `json:"error_code,omitempty"`
-	Attempts         int               `json:"attempts"`
-	DateCreated      string            `json:"date_created"`
-	DateUpdated      string            `json:"date_updated"`
-	DateSent         string            `json:"date_sent,omitempty"`
+	EmailID          string `json:"email_id"`
+	AccountID        string `json:"account_id"`
+	Status           string `json:"status"`
+	SenderAddress    string `json:"sender_address"`
+	RecipientAddress string `json:"recipient_address"`
+	// To are every To recipient with their display names.
+	To            []email.Mailbox   `json:"to"`
+	Cc            []string          `json:"cc"`
+	Bcc           []string          `json:"bcc"`
+	ReplyTo       []string          `json:"reply_to"`
+	Subject       string            `json:"subject"`
+	Body          string            `json:"body"`
+	HTML          bool              `json:"html"`
+	Headers       map[string]string `json:"headers"`
+	AttachmentURI string            `json:"attachment_uri,omitempty"`
+	MessageID     string            `json:"message_id"`
+	SMTPReply     string            `json:"smtp_reply"`
+	ErrorCode     string            `json:"error_code,omitempty"`
+	Attempts      int               `json:"attempts"`
+	DateCreated   string            `json:"date_created"`
+	DateUpdated   string            `json:"date_updated"`
+	DateSent      string            `json:"date_sent,omitempty"`
 	// The fields of threads and received email.
 	Direction      string                       `json:"direction,omitempty"`
 	ThreadID       string                       `json:"thread_id,omitempty"`
@@ -176,7 +217,7 @@ func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := emailDetails{
-		EmailID: e.ID, AccountID: e.AccountID, Status: string(e.Status), SenderAddress: e.From, RecipientAddress: e.To,
+		EmailID: e.ID, AccountID: e.AccountID, Status: string(e.Status), SenderAddress: e.From, RecipientAddress: e.To, To: nonNil(e.AllTo()),
 		Cc: nonNil(e.Cc), Bcc: nonNil(e.Bcc), ReplyTo: nonNil(e.ReplyTo), Subject: e.Subject, Body: e.Body, HTML: e.HTML,
 		Headers: map[string]string{}, AttachmentURI: e.AttachmentURI, MessageID: e.MessageID, SMTPReply: e.Reply,
 		ErrorCode: e.FailureCode, Attempts: e.Attempts,
@@ -186,9 +227,10 @@ func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 		d.Headers[h.Name] = h.Value
 	}
 	d.Direction, d.ThreadID, d.Mailbox, d.InReplyTo, d.References = string(e.Direction), e.ThreadID, e.Mailbox, e.InReplyTo, e.References
+	d.SenderName = e.FromName
 	if e.Direction == email.Inbound {
 		auth := e.Auth
-		d.SenderName, d.HTMLBody, d.ExtractedText, d.Authentication, d.DMARCFailed = e.FromName, e.HTMLBody, e.ExtractedText, &auth, auth.DMARCFailed()
+		d.HTMLBody, d.ExtractedText, d.Authentication, d.DMARCFailed = e.HTMLBody, e.ExtractedText, &auth, auth.DMARCFailed()
 		d.Attachments, d.Size, d.ParseProblem = appemail.Summaries(e.Attachments), e.Size, e.ParseProblem
 	}
 	if e.SentAt != nil {
@@ -197,9 +239,9 @@ func (s *server) getEmail(w http.ResponseWriter, r *http.Request) {
 	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": d})
 }
 
-func nonNil(v []string) []string {
+func nonNil[T any](v []T) []T {
 	if v == nil {
-		return []string{}
+		return []T{}
 	}
 	return v
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
+	"github.com/switchboard-dev/switchboard/adapters/email/mailparse"
 	"github.com/switchboard-dev/switchboard/adapters/email/sandbox"
+	"github.com/switchboard-dev/switchboard/adapters/email/smtp"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
@@ -76,6 +78,7 @@ func setupEmail(t *testing.T, dialect store.Dialect, opts emailOptions) *emailBu
 		Committer: db, Store: db.EmailStore(),
 		Sender: sender, Fetcher: guard.NewFetcher(5 * time.Second), URLs: guard,
 		ServiceDomain: serviceDomain, Logger: quiet,
+		Inbox: db.InboxStore(), Parser: mailparse.New(mailparse.DefaultLimits), Composer: smtp.Composer{},
 	})
 	// Retries come after milliseconds, so a 451 then 250 settles at once.
 	jr, err := runner.New(db.JobQueue(), db, runner.Config{PollInterval: 20 * time.Millisecond, Logger: quiet},

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/email/smtptest"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
+	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
 // smtpBundle is the email bundle delivering through the SMTP adapter to a
@@ -70,6 +71,51 @@ func TestEmailEndToEndOverSMTP(t *testing.T) {
 		require.Equal(t, "<h1>Hello</h1><p>See <a href=\"https://example.com/r\">the report</a>.</p>", got.HTML)
 		require.Equal(t, "Hello\nSee the report (https://example.com/r).", got.Text)
 		require.Equal(t, 1, srv.Authentications())
+	})
+}
+
+// Several To recipients, given as a list or as one comma-separated
+// string, and display names on the sender and the recipients, reach the
+// relay as the From and To headers go-mail writes (names quoted or
+// encoded) and as the envelope; the answer names the first recipient as
+// before, and every one besides.
+func TestEmailToSeveralWithDisplayNames(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b, srv := smtpBundle(t, dialect, smtptest.Options{})
+		b.createAddress(t, "agent", acmeDomain)
+		want := []email.Mailbox{{Name: "Ann Example", Address: "ann@example.org"}, {Name: "Doe, John", Address: "john@example.net"},
+			{Name: "Zoë Ünver", Address: "zoe@example.com"}, {Address: "bob@example.org"}}
+		for i, to := range []any{
+			[]any{"Ann Example <ann@example.org>", `"Doe, John" <john@example.net>`, "=?UTF-8?Q?Zo=C3=AB_=C3=9Cnver?= <zoe@example.com>", "bob@example.org"},
+			`Ann Example <ann@example.org>, "Doe, John" <john@example.net>, Zoë Ünver <zoe@example.com>, bob@example.org`,
+		} {
+			r := b.post("/v1/emails/"+b.account+"/send", map[string]any{
+				"sender_address": `"Acme Support" <agent@` + acmeDomain + ">", "recipient_address": to,
+				"subject": "Hello", "body": "Hello all", "headers": map[string]any{"cc": "cc@example.org"},
+			})
+			require.Equal(t, 200, r.StatusCode, "body: %s", r.Body)
+			out := r.JSON(t)
+			require.Equal(t, "ann@example.org", out["recipient"])
+			require.Equal(t, []any{"ann@example.org", "john@example.net", "zoe@example.com", "bob@example.org"}, out["recipients"])
+			require.Equal(t, "agent@"+acmeDomain, out["sender"])
+			d := b.waitEmail(t, out["email_id"].(string))
+			require.Equal(t, "sent", d["status"], "details: %v", d)
+			require.Equal(t, "Acme Support", d["sender_name"])
+			require.Equal(t, "ann@example.org", d["recipient_address"])
+			require.Len(t, d["to"], 4)
+			require.Equal(t, map[string]any{"name": "Doe, John", "address": "john@example.net"}, d["to"].([]any)[1])
+
+			msgs := srv.Messages()
+			require.Len(t, msgs, i+1)
+			m := msgs[i]
+			require.ElementsMatch(t, []string{"ann@example.org", "john@example.net", "zoe@example.com", "bob@example.org", "cc@example.org"}, m.To)
+			got, parsed, err := emailtest.FromMIME(m.From, m.To, m.Data)
+			require.NoError(t, err)
+			require.Equal(t, email.Mailbox{Name: "Acme Support", Address: "agent@" + acmeDomain}, got.Sender)
+			require.Equal(t, want, got.To)
+			require.Contains(t, parsed.Header.Get("To"), `"Doe, John" <john@example.net>`)
+		}
 	})
 }
 

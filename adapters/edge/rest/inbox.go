@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/base64"
 	"mime"
 	"net/http"
 	"strconv"
@@ -24,6 +25,9 @@ type InboxUseCases interface {
 	Attachment(ctx context.Context, accountID, emailID, id string) (email.Attachment, error)
 	Raw(ctx context.Context, accountID, emailID string) ([]byte, error)
 	Reply(ctx context.Context, in appemail.ReplyInput) (email.Email, error)
+	// Simulate delivers a sandbox email to one of the account's
+	// addresses, through the path received email takes.
+	Simulate(ctx context.Context, in appemail.SimulatedEmail) (email.Email, error)
 }
 
 // mountInbox mounts the received-email routes.
@@ -33,6 +37,7 @@ func (s *server) mountInbox(api *edge.Routes, in InboxUseCases) {
 	api.Handle(http.MethodGet, "/emails/{account_id}/messages/{email_id}/attachments/{attachment_id}", s.emailAttachment)
 	api.Handle(http.MethodGet, "/emails/{account_id}/messages/{email_id}/raw", s.rawEmail)
 	api.Handle(http.MethodPost, "/emails/{account_id}/messages/{email_id}/reply", s.idempotentAnswering(s.replyEmail))
+	api.Handle(http.MethodPost, "/sandbox/{accountId}/inbound-email", s.idempotent(s.sandboxInboundEmail))
 }
 
 // emailSummary is an email as a mailbox lists it.
@@ -170,4 +175,71 @@ func (s *server) replyEmail(w http.ResponseWriter, r *http.Request, key *edge.He
 		return
 	}
 	writeAnswer(w, sendEmailAnswer(e))
+}
+
+type sandboxEmailBody struct {
+	From       *string                 `json:"from"`
+	To         *string                 `json:"to"`
+	Subject    *string                 `json:"subject"`
+	Text       *string                 `json:"text"`
+	HTML       *string                 `json:"html"`
+	InReplyTo  *string                 `json:"in_reply_to"`
+	Attachment *sandboxEmailAttachment `json:"attachment"`
+	Raw        *string                 `json:"raw"`
+}
+
+type sandboxEmailAttachment struct {
+	Name        *string `json:"name"`
+	ContentType *string `json:"content_type"`
+	// Data is the file's bytes in base64.
+	Data *string `json:"data"`
+}
+
+// sandboxInboundEmail delivers a simulated email to one of the account's
+// addresses, as the SMTP listener would have received it.
+func (s *server) sandboxInboundEmail(w http.ResponseWriter, r *http.Request) {
+	var b sandboxEmailBody
+	if err := decodeJSON(r, &b); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	var p failure.Problems
+	required(&p, b.To, "to")
+	if b.Raw == nil {
+		required(&p, b.From, "from")
+	}
+	in := appemail.SimulatedEmail{
+		AccountID: mux.Vars(r)["accountId"], To: str(b.To), From: str(b.From), Subject: str(b.Subject), Text: str(b.Text),
+		HTML: str(b.HTML), InReplyTo: str(b.InReplyTo),
+	}
+	if b.Raw != nil {
+		in.Raw = []byte(*b.Raw)
+	}
+	if a := b.Attachment; a != nil {
+		if a.Name == nil {
+			p.Add("missing", "Field required", "attachment", "name")
+		}
+		if a.Data == nil {
+			p.Add("missing", "Field required", "attachment", "data")
+		}
+		in.Attachment = &appemail.Attachment{Name: str(a.Name), ContentType: str(a.ContentType)}
+		if a.Data != nil {
+			data, err := base64.StdEncoding.DecodeString(*a.Data)
+			if err != nil {
+				p.Add("value_error", "data must be the file in base64", "attachment", "data")
+			}
+			in.Attachment.Data = data
+		}
+	}
+	if err := p.Err(); err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	e, err := s.inbox.Simulate(r.Context(), in)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "email_id": e.ID, "thread_id": e.ThreadID,
+		"message_id": e.MessageID, "subject": e.Subject, "date_created": timestamp(e.CreatedAt)})
 }

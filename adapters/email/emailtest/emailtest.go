@@ -24,13 +24,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/domain/email"
 )
 
 // Delivered is one email as its destination saw it.
 type Delivered struct {
-	// From and Recipients are the envelope.
+	// From and Recipients are the envelope; Sender and To the From and
+	// To headers, display names decoded.
 	From       string
 	Recipients []string
+	Sender     email.Mailbox
+	To         []email.Mailbox
 	MessageID  string
 	Subject    string
 	Text       string
@@ -54,7 +58,7 @@ type Harness struct {
 func Outgoing(n int) appemail.Outgoing {
 	return appemail.Outgoing{
 		MessageID: fmt.Sprintf("<eml_contract%d.%d@mail.example.com>", n, time.Now().UnixNano()),
-		From:      "agent@mail.example.com", To: "user@example.org",
+		From:      "agent@mail.example.com", To: []email.Mailbox{{Address: "user@example.org"}},
 		Cc: []string{"cc@example.org"}, Bcc: []string{"hidden@example.org"}, ReplyTo: []string{"replies@example.com"},
 		Subject: fmt.Sprintf("Grüße Nr. %d", n), Text: "Hello there,\nsee you.",
 		Date: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
@@ -80,6 +84,23 @@ func Sender(t *testing.T, open func(t *testing.T) Harness) {
 		require.Equal(t, out.Subject, d.Subject)
 		require.Equal(t, out.Text, strings.ReplaceAll(d.Text, "\r\n", "\n"))
 		require.Empty(t, d.HTML)
+	})
+
+	t.Run("SeveralRecipientsWithDisplayNames", func(t *testing.T) {
+		t.Parallel()
+		h := open(t)
+		out := Outgoing(5)
+		out.FromName = "Acme Support"
+		out.To = []email.Mailbox{{Name: "Ann Example", Address: "ann@example.org"}, {Name: "Doe, John", Address: "john@example.net"},
+			{Name: "Zoë Ünver", Address: "zoe@example.com"}, {Address: "bob@example.org"}}
+		_, err := h.Sender.Send(context.Background(), out)
+		require.NoError(t, err)
+		got := h.Delivered(t)
+		require.Len(t, got, 1)
+		require.Equal(t, email.Mailbox{Name: "Acme Support", Address: "agent@mail.example.com"}, got[0].Sender)
+		require.Equal(t, out.To, got[0].To)
+		require.ElementsMatch(t, []string{"ann@example.org", "john@example.net", "zoe@example.com", "bob@example.org", "cc@example.org", "hidden@example.org"},
+			got[0].Recipients)
 	})
 
 	t.Run("HTMLTravelsWithItsTextAlternative", func(t *testing.T) {
@@ -154,16 +175,30 @@ func Sender(t *testing.T, open func(t *testing.T) Harness) {
 }
 
 // FromKept is what the sandbox mailbox kept of an email.
-func FromKept(k appemail.KeptEmail) Delivered {
-	d := Delivered{
-		From: k.From, Recipients: append(append([]string{k.To}, k.Cc...), k.Bcc...), MessageID: k.MessageID,
-		Subject: k.Subject, Text: k.Text, HTML: k.HTML,
+func FromKept(k appemail.KeptEmail) (Delivered, error) {
+	from, err := mail.ParseAddress(k.From)
+	if err != nil {
+		return Delivered{}, fmt.Errorf("kept From %q: %w", k.From, err)
 	}
+	to, err := mail.ParseAddressList(k.To)
+	if err != nil {
+		return Delivered{}, fmt.Errorf("kept To %q: %w", k.To, err)
+	}
+	d := Delivered{
+		From: from.Address, Sender: mailbox(from), MessageID: k.MessageID, Subject: k.Subject, Text: k.Text, HTML: k.HTML,
+	}
+	for _, a := range to {
+		d.To = append(d.To, mailbox(a))
+		d.Recipients = append(d.Recipients, a.Address)
+	}
+	d.Recipients = append(append(d.Recipients, k.Cc...), k.Bcc...)
 	if k.Attachment != nil {
 		d.AttachmentName, d.AttachmentSize, d.AttachmentSHA256 = k.Attachment.Name, k.Attachment.Size, k.Attachment.SHA256
 	}
-	return d
+	return d, nil
 }
+
+func mailbox(a *mail.Address) email.Mailbox { return email.Mailbox{Name: a.Name, Address: a.Address} }
 
 // FromMIME reads a received message.
 func FromMIME(from string, to []string, data []byte) (Delivered, *mail.Message, error) {
@@ -177,6 +212,14 @@ func FromMIME(from string, to []string, data []byte) (Delivered, *mail.Message, 
 		return Delivered{}, nil, err
 	}
 	d := Delivered{From: from, Recipients: to, MessageID: msg.Header.Get("Message-Id"), Subject: subject}
+	if sender, err := msg.Header.AddressList("From"); err == nil && len(sender) == 1 {
+		d.Sender = mailbox(sender[0])
+	}
+	if list, err := msg.Header.AddressList("To"); err == nil {
+		for _, a := range list {
+			d.To = append(d.To, mailbox(a))
+		}
+	}
 	body, err := io.ReadAll(msg.Body)
 	if err != nil {
 		return Delivered{}, nil, err

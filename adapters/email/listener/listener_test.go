@@ -381,3 +381,88 @@ func TestRepliesThread(t *testing.T) {
 		require.Contains(t, err.Error(), "not found")
 	})
 }
+
+// outcomeEvents are the account's events of type typ, oldest first.
+func (b *bundle) outcomeEvents(t *testing.T, accountID string, typ event.Type) []appemail.OutcomePayload {
+	t.Helper()
+	all, err := b.db.WebhookStore().EventsAfter(context.Background(), accountID, "", 100)
+	require.NoError(t, err)
+	var out []appemail.OutcomePayload
+	for _, e := range all {
+		if e.Type == typ {
+			var p appemail.OutcomePayload
+			require.NoError(t, json.Unmarshal(e.Payload, &p))
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// A delivery status notification about an email the agent sent, as a
+// receiving server writes one (Postfix's: one recipient failed, one
+// delayed, the returned headers), makes that email bounced, with the
+// failed recipient and the reason in its email.bounced event, and lands
+// in its thread. A report that fails no recipient, or that names no
+// email of the receiving account, bounces nothing.
+func TestBouncesReachTheSentEmail(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect, listener.Config{})
+		ctx := context.Background()
+		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
+			RecipientAddress: "nobody@example.org", Subject: "Your report", Body: "Hello"})
+		require.NoError(t, err)
+		theirs, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.other, SenderAddress: "other.bot@mail.acme.test",
+			RecipientAddress: "nobody@example.org", Subject: "Theirs", Body: "Hello"})
+		require.NoError(t, err)
+
+		dsn := strings.ReplaceAll(string(read(t, "bounce-postfix.eml")), "<eml_0123456789abcdef@mail.acme.test>", sent.MessageID)
+		// Bounces come from the null sender.
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(dsn)))
+		delayedOnly := strings.Replace(dsn, "Action: failed\r\nStatus: 5.1.1", "Action: delayed\r\nStatus: 4.4.1", 1)
+		delayedOnly = strings.Replace(delayedOnly, "<20261124092011.4BXk3Y0wQjz9sT@mx.example.org>", "<delayed@mx.example.org>", 1)
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(delayedOnly)))
+		// A report naming another account's email, received by this one.
+		foreign := strings.ReplaceAll(string(read(t, "bounce-postfix.eml")), "<eml_0123456789abcdef@mail.acme.test>", theirs.MessageID)
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(foreign)))
+		b.receive(t)
+
+		got, err := b.svc.Email(ctx, b.account, sent.ID)
+		require.NoError(t, err)
+		require.Equal(t, email.Bounced, got.Status)
+		require.Equal(t, appemail.BounceCode, got.FailureCode)
+		require.Equal(t, "nobody@example.org: 550 5.1.1 <nobody@example.org>: Recipient address rejected: User unknown in virtual mailbox table", got.Reply)
+		mine, err := b.svc.Email(ctx, b.other, theirs.ID)
+		require.NoError(t, err)
+		require.Equal(t, email.Queued, mine.Status, "another account's email is not bounced by this account's mail")
+
+		bounced := b.outcomeEvents(t, b.account, event.EmailBounced)
+		require.Len(t, bounced, 1, "the delayed-only report bounces nothing")
+		p := bounced[0]
+		require.Equal(t, sent.ID, p.EmailID)
+		require.Equal(t, sent.ThreadID, p.ThreadID)
+		require.Equal(t, "bounced", p.Status)
+		require.Equal(t, "nobody@example.org", p.Recipient)
+		require.Equal(t, "550 5.1.1 <nobody@example.org>: Recipient address rejected: User unknown in virtual mailbox table", p.Reason)
+		require.Equal(t, "mx.example.org", p.ReportingMTA)
+		require.Len(t, p.BouncedRecipients, 1)
+		require.Equal(t, "5.1.1", p.BouncedRecipients[0].Status)
+		require.Empty(t, b.outcomeEvents(t, b.other, event.EmailBounced))
+
+		var report email.Email
+		for _, e := range b.mailbox(t, b.account, "support.bot@mail.acme.test") {
+			if e.ID == p.ReportEmailID {
+				report = e
+			}
+		}
+		require.Equal(t, sent.ThreadID, report.ThreadID, "the report lands in the sent email's thread")
+		require.Equal(t, "Undelivered Mail Returned to Sender", report.Subject)
+
+		// A later delivery attempt leaves the bounced email alone.
+		payload, _ := json.Marshal(map[string]string{"email_id": sent.ID})
+		require.NoError(t, b.svc.Work(ctx, jobs.Job{Kind: appemail.DeliverKind, Payload: payload, Attempt: 1, MaxAttempts: 3}))
+		got, err = b.svc.Email(ctx, b.account, sent.ID)
+		require.NoError(t, err)
+		require.Equal(t, email.Bounced, got.Status)
+	})
+}

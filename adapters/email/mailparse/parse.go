@@ -10,9 +10,15 @@
 // broken MIME (a missing boundary, bad base64), is not read; the message
 // keeps what was read before it and says why in Parsed.Problem. Nothing is
 // decompressed: an archive is an attachment like any other.
+//
+// A delivery status notification (a multipart/report of report-type
+// delivery-status, RFC 3464) is read as any message, and its report
+// besides: the fields of its message/delivery-status part and the
+// Message-ID of the returned message or headers (Parsed.Report).
 package mailparse
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +31,7 @@ import (
 	"github.com/emersion/go-message"
 	_ "github.com/emersion/go-message/charset" // every charset go-message knows
 	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-message/textproto"
 
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/domain/email"
@@ -63,7 +70,13 @@ func (p Parser) Parse(raw []byte) appemail.Parsed {
 		w.problem("%v", err)
 	}
 	w.headers(mail.Header{Header: ent.Header})
+	if ct, params, _ := ent.Header.ContentType(); ct == "multipart/report" && strings.EqualFold(params["report-type"], "delivery-status") {
+		w.report = &email.DeliveryReport{}
+	}
 	w.walk(ent, 0)
+	if w.report != nil && len(w.report.Recipients) > 0 {
+		out.Report = w.report
+	}
 	return out
 }
 
@@ -76,6 +89,9 @@ type walker struct {
 	// more than doubles a message: charset conversion to UTF-8).
 	budget  int64
 	stopped bool
+	// report is the delivery report being read, when the message is
+	// one.
+	report *email.DeliveryReport
 }
 
 // problem records what went wrong first; later ones are left out.
@@ -97,7 +113,7 @@ func (w *walker) headers(h mail.Header) {
 		o.From, o.FromName = from[0].Address, clean(from[0].Name, 200)
 	}
 	for _, a := range addresses(h, "To") {
-		o.To = append(o.To, a.Address)
+		o.To = append(o.To, email.Mailbox{Name: clean(a.Name, 200), Address: a.Address})
 	}
 	for _, a := range addresses(h, "Cc") {
 		o.Cc = append(o.Cc, a.Address)
@@ -200,6 +216,9 @@ func (w *walker) leaf(e *message.Entity) {
 	if err != nil {
 		w.problem("a %s part could not be decoded whole: %v", ct, err)
 	}
+	if w.report != nil {
+		w.readReport(ct, body)
+	}
 	attachment := strings.EqualFold(disp, "attachment") || name != ""
 	switch {
 	case !attachment && ct == "text/plain" && w.out.Text == "":
@@ -213,6 +232,57 @@ func (w *walker) leaf(e *message.Entity) {
 			ContentID: clean(strings.Trim(e.Header.Get("Content-Id"), "<> "), 255),
 			Inline:    strings.EqualFold(disp, "inline"), Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Content: body,
 		})
+	}
+}
+
+// maxReportedRecipients bounds the recipients read of a delivery report.
+const maxReportedRecipients = email.MaxRecipients
+
+// readReport reads a part of a delivery report: the delivery status
+// fields (one block about the message, then one block per recipient), or
+// the returned message or its headers, for their Message-ID.
+func (w *walker) readReport(ct string, body []byte) {
+	switch ct {
+	case "message/delivery-status", "message/global-delivery-status":
+		r := bufio.NewReader(bytes.NewReader(body))
+		for block := 0; len(w.report.Recipients) < maxReportedRecipients; {
+			if _, err := r.Peek(1); err != nil {
+				return // the end
+			}
+			// A blank line between blocks reads as an empty block.
+			h, err := textproto.ReadHeader(r)
+			if h.Len() > 0 {
+				w.reportBlock(h, block == 0)
+				block++
+			}
+			if err != nil {
+				return
+			}
+		}
+	case "message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers":
+		h, _ := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(body)))
+		if ids := email.MessageIDs(h.Get("Message-Id")); len(ids) > 0 && w.report.OriginalMessageID == "" {
+			w.report.OriginalMessageID = clean(ids[0], 998)
+		}
+	}
+}
+
+// reportBlock reads one block of delivery status fields: the first is
+// about the message, each other about a recipient.
+func (w *walker) reportBlock(h textproto.Header, first bool) {
+	if first && !h.Has("Final-Recipient") {
+		w.report.ReportingMTA = clean(email.TypedValue(h.Get("Reporting-Mta")), 255)
+		return
+	}
+	r := email.ReportedRecipient{
+		Address:         clean(email.TypedValue(h.Get("Final-Recipient")), email.MaxAddressLength),
+		OriginalAddress: clean(email.TypedValue(h.Get("Original-Recipient")), email.MaxAddressLength),
+		Action:          strings.ToLower(clean(strings.TrimSpace(h.Get("Action")), 20)),
+		Status:          clean(strings.TrimSpace(h.Get("Status")), 20),
+		DiagnosticCode:  clean(email.TypedValue(h.Get("Diagnostic-Code")), 500),
+	}
+	if r.Address != "" {
+		w.report.Recipients = append(w.report.Recipients, r)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestCorpus(t *testing.T) {
 		require.Equal(t, "Order 1234", p.Subject)
 		require.Equal(t, "ann@example.org", p.From)
 		require.Equal(t, "Ann Example", p.FromName)
-		require.Equal(t, []string{"support.bot@mail.acme.test"}, p.To)
+		require.Equal(t, []email.Mailbox{{Address: "support.bot@mail.acme.test"}}, p.To)
 		require.Equal(t, "<alt-1@example.org>", p.MessageID)
 		require.Equal(t, "Hello, where is my order? Café au lait ☕", strings.TrimSpace(p.Text))
 		require.Equal(t, "<p>Hello, where is my <b>order</b>?</p>", strings.TrimSpace(p.HTML))
@@ -93,6 +93,28 @@ func TestCorpus(t *testing.T) {
 		require.Equal(t, "message/delivery-status", p.Attachments[0].ContentType)
 		require.Contains(t, string(p.Attachments[0].Content), "Status: 5.1.1")
 		require.Equal(t, "text/rfc822-headers", p.Attachments[1].ContentType)
+		require.Equal(t, &email.DeliveryReport{ReportingMTA: "mx.example.org", Recipients: []email.ReportedRecipient{
+			{Address: "nobody@example.org", Action: "failed", Status: "5.1.1", DiagnosticCode: "550 5.1.1 User unknown"},
+		}}, p.Report, "the returned headers carry no Message-ID")
+	})
+	t.Run("a Postfix bounce: one recipient failed, one delayed, the returned headers", func(t *testing.T) {
+		p := parseFile(t, "bounce-postfix.eml")
+		require.Empty(t, p.Problem)
+		require.NotNil(t, p.Report)
+		require.Equal(t, "mx.example.org", p.Report.ReportingMTA)
+		require.Equal(t, "<eml_0123456789abcdef@mail.acme.test>", p.Report.OriginalMessageID)
+		require.Len(t, p.Report.Recipients, 2)
+		failed := p.Report.FailedRecipients()
+		require.Len(t, failed, 1)
+		require.Equal(t, "nobody@example.org", failed[0].Address)
+		require.Equal(t, "Nobody@example.org", failed[0].OriginalAddress)
+		require.Equal(t, "5.1.1", failed[0].Status)
+		require.Equal(t, "550 5.1.1 <nobody@example.org>: Recipient address rejected: User unknown in virtual mailbox table", failed[0].Reason())
+		require.Equal(t, email.ActionDelayed, p.Report.Recipients[1].Action)
+		require.False(t, p.Report.Recipients[1].Failed())
+	})
+	t.Run("an ordinary message is no report", func(t *testing.T) {
+		require.Nil(t, parseFile(t, "nested-mixed.eml").Report)
 	})
 	t.Run("a multipart body without its boundary", func(t *testing.T) {
 		p := parseFile(t, "missing-boundary.eml")

@@ -26,7 +26,9 @@ func TestSenderContract(t *testing.T) {
 				require.NoError(t, err)
 				var out []emailtest.Delivered
 				for _, k := range page.Emails {
-					out = append(out, emailtest.FromKept(k))
+					d, err := emailtest.FromKept(k)
+					require.NoError(t, err)
+					out = append(out, d)
 				}
 				return out
 			}}

@@ -337,14 +337,57 @@ func (s *Sender) Close() error {
 	}
 }
 
-// build writes the Outgoing as a go-mail message.
+// build writes the Outgoing as a go-mail message, signed when its From
+// domain has a DKIM key.
 func (s *Sender) build(out appemail.Outgoing) (*mail.Msg, error) {
+	date := out.Date
+	if date.IsZero() {
+		date = s.now()
+	}
+	m, err := message(out, date)
+	if err != nil {
+		return nil, err
+	}
+	if signer := s.cfg.DKIM.For(out.From); signer != nil {
+		m.SetDKIM(signer)
+	}
+	return m, nil
+}
+
+// Composer writes emails as the Sender would send them, without sending
+// (appemail.Composer): the sandbox's simulated received email is written
+// so.
+type Composer struct{}
+
+var _ appemail.Composer = Composer{}
+
+// Compose is out as RFC 5322 bytes, dated out.Date (now when zero).
+func (Composer) Compose(out appemail.Outgoing) ([]byte, error) {
+	date := out.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
+	m, err := message(out, date)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if _, err := m.WriteTo(&b); err != nil {
+		return nil, unsendable("message", err)
+	}
+	return b.Bytes(), nil
+}
+
+// message writes out as a go-mail message dated date.
+func message(out appemail.Outgoing, date time.Time) (*mail.Msg, error) {
 	m := mail.NewMsg(mail.WithNoDefaultUserAgent(), mail.WithCharset(mail.CharsetUTF8), mail.WithEncoding(mail.EncodingQP))
-	if err := m.From(out.From); err != nil {
+	if err := m.FromFormat(out.FromName, out.From); err != nil {
 		return nil, unsendable("from", err)
 	}
-	if err := m.To(out.To); err != nil {
-		return nil, unsendable("to", err)
+	for _, to := range out.To {
+		if err := m.AddToFormat(to.Name, to.Address); err != nil {
+			return nil, unsendable("to", err)
+		}
 	}
 	if len(out.Cc) > 0 {
 		if err := m.Cc(out.Cc...); err != nil {
@@ -364,10 +407,6 @@ func (s *Sender) build(out appemail.Outgoing) (*mail.Msg, error) {
 	}
 	m.Subject(out.Subject)
 	m.SetMessageIDWithValue(strings.TrimSuffix(strings.TrimPrefix(out.MessageID, "<"), ">"))
-	date := out.Date
-	if date.IsZero() {
-		date = s.now()
-	}
 	m.SetDateWithValue(date)
 	for _, h := range out.Headers {
 		m.SetGenHeader(mail.Header(h.Name), h.Value)
@@ -384,9 +423,6 @@ func (s *Sender) build(out appemail.Outgoing) (*mail.Msg, error) {
 		if err := m.AttachReader(a.Name, bytes.NewReader(a.Data), opts...); err != nil {
 			return nil, unsendable("attachment", err)
 		}
-	}
-	if signer := s.cfg.DKIM.For(out.From); signer != nil {
-		m.SetDKIM(signer)
 	}
 	return m, nil
 }

@@ -138,6 +138,9 @@ type SMTPListen struct {
 	// SenderPerMinute bounds the messages one envelope sender may
 	// deliver per minute (0: no bound).
 	SenderPerMinute int
+	// DNS is the host:port of the DNS server the SPF, DKIM and DMARC
+	// checks of received email ask; empty: the system's resolver.
+	DNS string
 	// Inbound bounds what received email stores.
 	Inbound appemail.InboundLimits
 }
@@ -387,6 +390,11 @@ func (c Config) Check() error {
 	}
 	if c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 {
 		return fmt.Errorf("session-idle-timeout and session-max-age must be positive, got %s and %s", c.SessionIdleTimeout, c.SessionMaxAge)
+	}
+	if c.SMTP.DNS != "" {
+		if _, _, err := net.SplitHostPort(c.SMTP.DNS); err != nil {
+			return fmt.Errorf("SWITCHBOARD_SMTP_DNS (--smtp-dns) must be host:port, such as 127.0.0.53:53, got %q", c.SMTP.DNS)
+		}
 	}
 	if (c.SMTP.TLSCertFile == "") != (c.SMTP.TLSKeyFile == "") {
 		return errors.New("STARTTLS needs both a certificate file and a key file (SWITCHBOARD_SMTP_TLS_CERT_FILE and SWITCHBOARD_SMTP_TLS_KEY_FILE)")

@@ -114,8 +114,9 @@ var emailModule = fx.Module("email",
 				InboundLimits: c.SMTP.Inbound, Composer: smtp.Composer{},
 			})
 		},
-		// The DNS the SPF, DKIM and DMARC checks ask: the system's.
-		func() mailauth.Resolver { return net.DefaultResolver },
+		// The DNS the SPF, DKIM and DMARC checks ask: the system's, or
+		// the server SWITCHBOARD_SMTP_DNS names.
+		func(c Config) mailauth.Resolver { return dnsResolver(c.SMTP.DNS) },
 		fx.Annotate(func(s *appemail.Service) *appemail.Service { return s }, fx.As(new(rest.EmailUseCases))),
 		fx.Annotate(func(s *appemail.Service) runner.Kind {
 			// The timeout covers fetching a 100 MB attachment and the
@@ -186,4 +187,16 @@ func (c Config) SMTPHostname() string {
 		return u.Hostname()
 	}
 	return c.EmailDomain
+}
+
+// dnsResolver is the resolver that asks the DNS server at addr (host:port)
+// over UDP and TCP as a query needs; the system's when addr is empty.
+func dnsResolver(addr string) *net.Resolver {
+	if addr == "" {
+		return net.DefaultResolver
+	}
+	var d net.Dialer
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}}
 }

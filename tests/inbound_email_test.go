@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/smtp"
@@ -48,7 +49,8 @@ func TestInboundEmailEndToEnd(t *testing.T) {
 		acct := b.createAccount(t, "Mailer")
 		other := b.createAccount(t, "Other")
 		headers := auth(acct.APIKey, acct.APISecret)
-		api := b.serve(t, "--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--allow-private-urls", "127.0.0.1/32")
+		api := b.serve(t, "--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--allow-private-urls", "127.0.0.1/32",
+			"--smtp-dns", closedDNS(t))
 		client := api.client(t)
 		smtpAddr := smtpListenAddr(t, api)
 
@@ -130,6 +132,18 @@ func TestInboundEmailEndToEnd(t *testing.T) {
 	})
 }
 
+// closedDNS is a DNS server address on 127.0.0.1 where nothing listens:
+// the SPF, DKIM and DMARC checks of the server under test ask it and get
+// no answer at once, so that no query leaves the machine.
+func closedDNS(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := c.LocalAddr().String()
+	require.NoError(t, c.Close())
+	return addr
+}
+
 // smtpListenAddr is the address the SMTP listener of a server started
 // with --smtp-listen 127.0.0.1:0 listens on, as it logs it.
 func smtpListenAddr(t *testing.T, api *serverProc) string {
@@ -171,7 +185,7 @@ func TestEmailOutcomesReachTheWebhook(t *testing.T) {
 		b.cliJSON(t, &hook, "webhook", "set", "--account", acct.AccountID, "--url", hooks.URL, "--allow-private-urls", "127.0.0.1/32")
 		hooks.setSecret(t, hook.Secret)
 		api := b.serve(t, "--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--smtp-url", relay.URL(),
-			"--allow-private-urls", "127.0.0.1/32")
+			"--allow-private-urls", "127.0.0.1/32", "--smtp-dns", closedDNS(t))
 		client := api.client(t)
 		smtpAddr := smtpListenAddr(t, api)
 

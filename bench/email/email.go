@@ -294,9 +294,14 @@ const jobsWithPayload = "(SELECT *, convert_from(payload, 'UTF8') AS payload_tex
 
 // CreateAddress creates the bench sender address through the API.
 func CreateAddress(ctx context.Context, sb *harness.Switchboard) error {
-	b, _ := json.Marshal(map[string]string{"address": senderLocal, "domain_name": domain})
+	return createAddress(ctx, sb, senderLocal)
+}
+
+// createAddress creates local@domain for the bench account through the API.
+func createAddress(ctx context.Context, sb *harness.Switchboard, local string) error {
+	b, _ := json.Marshal(map[string]string{"address": local, "domain_name": domain})
 	if err := harness.CallAPI(ctx, http.MethodPost, sb.URL+"/v1/emails/"+sb.AccountID+"/create-email", sb.Header(), b, nil); err != nil {
-		return fmt.Errorf("create the bench address: %w", err)
+		return fmt.Errorf("create the bench address %s: %w", local, err)
 	}
 	return nil
 }

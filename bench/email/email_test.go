@@ -44,3 +44,21 @@ func TestSeedUsesTheServersDomain(t *testing.T) {
 		t.Errorf("seqIDSQL = %s, want %s", got, want)
 	}
 }
+
+// The bench's received message is about the size asked for, a MIME message
+// whose Message-ID and To each delivery writes.
+func TestBenchMessageSize(t *testing.T) {
+	t.Parallel()
+	m, err := newBenchMessage(50 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.size(); n < 48<<10 || n > 50<<10 {
+		t.Errorf("the message is %d bytes, want about 50 KiB", n)
+	}
+	whole := string(m.with("<a@bench.example>", "bench.inbox@example.org"))
+	if !strings.HasPrefix(whole, "Message-ID: <a@bench.example>\r\nTo: bench.inbox@example.org\r\nFrom: ") ||
+		!strings.Contains(whole, "Content-Type: multipart/mixed; boundary=") || !strings.HasSuffix(whole, "--\r\n") {
+		t.Errorf("not the message: %.300q … %q", whole, whole[len(whole)-40:])
+	}
+}

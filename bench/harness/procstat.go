@@ -159,3 +159,43 @@ func PIDsNamed(name string) ([]int, error) {
 	}
 	return pids, nil
 }
+
+// ProcessMemory returns the resident set size of process pid now and at its
+// peak so far (VmRSS and VmHWM of /proc/<pid>/status), in bytes.
+func ProcessMemory(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read process memory: %w", err)
+	}
+	return ParseProcessMemory(string(b))
+}
+
+// ParseProcessMemory reads VmRSS and VmHWM ("VmHWM:   123456 kB") of
+// /proc/<pid>/status text, in bytes.
+func ParseProcessMemory(status string) (rss, peak int64, err error) {
+	found := 0
+	for _, line := range strings.Split(status, "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || (name != "VmRSS" && name != "VmHWM") {
+			continue
+		}
+		fields := strings.Fields(value)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return 0, 0, fmt.Errorf("parse /proc/<pid>/status: %s is %q", name, value)
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("parse /proc/<pid>/status: %s: %w", name, err)
+		}
+		if name == "VmRSS" {
+			rss = kb << 10
+		} else {
+			peak = kb << 10
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("parse /proc/<pid>/status: no VmRSS and VmHWM")
+	}
+	return rss, peak, nil
+}

@@ -113,3 +113,23 @@ func TestBusySinceCountsNeitherIdleNorIOWaitNorSteal(t *testing.T) {
 		t.Errorf("busySince backwards = %s, want 0", got)
 	}
 }
+
+func TestParseProcessMemory(t *testing.T) {
+	t.Parallel()
+	status := "Name:\tswitchboard\nVmPeak:\t 1200000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t12\n"
+	rss, peak, err := ParseProcessMemory(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss != 100<<20 || peak != 200<<20 {
+		t.Errorf("ParseProcessMemory = %d, %d; want %d, %d", rss, peak, 100<<20, 200<<20)
+	}
+	for _, bad := range []string{"", "VmRSS:\t1 kB\n", "VmRSS:\tx kB\nVmHWM:\t1 kB\n", "VmRSS:\t1 MB\nVmHWM:\t1 kB\n"} {
+		if _, _, err := ParseProcessMemory(bad); err == nil {
+			t.Errorf("ParseProcessMemory(%q) succeeded, want an error", bad)
+		}
+	}
+	if _, _, err := ProcessMemory(os.Getpid()); err != nil {
+		t.Errorf("ProcessMemory of this process: %v", err)
+	}
+}

@@ -62,6 +62,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.StringVar(&s.cfg.SMTP.TLSKeyFile, "smtp-tls-key-file", "", "PEM private key of --smtp-tls-cert-file")
 	f.Int64Var(&s.cfg.SMTP.MaxMessageBytes, "smtp-max-message-bytes", s.cfg.SMTP.MaxMessageBytes, "largest message the SMTP listener accepts (552 past it)")
 	f.IntVar(&s.cfg.SMTP.MaxConnections, "smtp-max-connections", s.cfg.SMTP.MaxConnections, "SMTP connections served at once (memory is bounded by this times --smtp-max-message-bytes)")
+	f.StringVar(&s.cfg.SMTP.DNS, "smtp-dns", "", "host:port of the DNS server the SPF, DKIM and DMARC checks of received email ask (default: the system's resolver)")
 	f.IntVar(&s.cfg.SMTP.SenderPerMinute, "smtp-sender-rate", s.cfg.SMTP.SenderPerMinute, "messages one envelope sender may deliver per minute (450 past it; 0: no bound)")
 	f.Int64Var(&s.cfg.SMTP.Inbound.AttachmentBytesPerEmail, "inbound-attachment-bytes-per-email", s.cfg.SMTP.Inbound.AttachmentBytesPerEmail, "attachment content kept of one received email (past it, only name, type, size and digest)")
 	f.Int64Var(&s.cfg.SMTP.Inbound.AttachmentBytesPerAccount, "inbound-attachment-bytes-per-account", s.cfg.SMTP.Inbound.AttachmentBytesPerAccount, "attachment content kept of an account's received email in all")

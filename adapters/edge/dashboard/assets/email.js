@@ -504,7 +504,7 @@ function threadEmail(m) {
   return h('li', { class: ['email', inbound ? 'email-inbound' : 'email-outbound', 'panel'], dataset: { id: m.id, direction: m.direction } },
     h('h3', { class: 'subject' }, badge(inbound ? 'received' : 'sent'), ' ', m.subject || '(no subject)'),
     facts,
-    h('pre', { class: 'body', 'aria-label': inbound ? 'The reply' : 'The text' }, shown),
+    h('pre', { class: 'body shown', 'aria-label': inbound ? 'The reply' : 'The text' }, shown),
     inbound && m.extractedText && m.extractedText !== m.body
       ? h('details', null, h('summary', null, 'Whole text, with the quoted history'), h('pre', { class: 'body whole-text' }, m.body))
       : null,

@@ -124,6 +124,18 @@ var scenarios = []harness.Scenario{
 		Setup:     dispatch.Setup,
 	},
 	{
+		// Issue 39: the history pruner beside sends; the storage per message with
+		// and without retention is its follow-up.
+		Name: "history-pruner",
+		Description: fmt.Sprintf("POST individual send, %d clients, %d users of %d agent numbers, server with jobs (sandbox delivery, every event to a receiver; pool %d) whose pruner deletes the history older than %s every %s, vs the same sends with the pruner off; each side on a deployment of its own, its server up during its slices only",
+			historyPruner.Clients, historyPruner.Users, historyPruner.Numbers, historyPruner.MaxConns, historyPruner.PrunedFor, historyPruner.PrunedEvery),
+		Target:    0.95,
+		Unit:      "sends",
+		Databases: []string{"postgres"}, // the storage is read with SQL
+		Baseline:  historyPruner.Baseline(),
+		Setup:     historyPruner.Setup,
+	},
+	{
 		// Crash recovery: the documented bound is 15 s for message deliveries
 		// (their 10 s lease and the 3 s rescue interval).
 		Name: "recovery",
@@ -328,6 +340,21 @@ var dispatch = messaging.Dispatch{
 	Workers:   512,
 	MaxConns:  32,
 	Settle:    250 * time.Millisecond,
+}
+
+// historyPruner is issue 39's: sends beside a pruner that always has work (history
+// kept two seconds, a pass every second), and the storage of 10,000 messages
+// (BENCH_HISTORY_MESSAGES for more) with history kept 30 days and 30 seconds.
+var historyPruner = messaging.Pruner{
+	Clients:     32,
+	Users:       1000,
+	Numbers:     16,
+	MaxConns:    16,
+	PrunedFor:   2 * time.Second,
+	PrunedEvery: time.Second,
+	Storage: messaging.Storage{
+		Messages: 10_000, Users: 2000, Retention: 30 * time.Second, Interval: 5 * time.Second, Timeout: 30 * time.Minute,
+	},
 }
 
 // recovery kills a server that delivers at its ordinary pace (as dispatch's, on

@@ -43,11 +43,13 @@ func Options(cfg Config) fx.Option {
 		),
 		fx.Invoke(registerSharedMetrics),
 		jobsModule(cfg),
+		retentionModule(cfg),
 		accountsModule,
 		fx.Invoke(watchRevocations),
 		messagingModule,
 		graphModule,
 		channelsModule,
+		profilesModule,
 		emailModule,
 		cronModule(cfg),
 		webhooksModule,
@@ -122,8 +124,8 @@ var accountsModule = fx.Module("accounts",
 		func(db *store.DB) accounts.Store {
 			return db.AccountStore()
 		},
-		func(s accounts.Store, caches *cache.Caches, k *keyring.Keyring) *accounts.Service {
-			return accounts.NewService(caches.Accounts(s), k, accounts.Options{})
+		func(c Config, s accounts.Store, caches *cache.Caches, k *keyring.Keyring) *accounts.Service {
+			return accounts.NewService(caches.Accounts(s), k, accounts.Options{HistoryRetention: c.HistoryRetention})
 		},
 		fx.Annotate(func(s *accounts.Service) *accounts.Service { return s }, fx.As(new(rest.AccountUseCases)), fx.As(new(graph.AccountReader))),
 	),
@@ -261,6 +263,7 @@ type restInputs struct {
 	Email     rest.EmailUseCases
 	Cron      rest.CronUseCases
 	Trigger   rest.CronTrigger
+	Profiles  rest.ProfileUseCases
 }
 
 func newRESTDeps(in restInputs) rest.Deps {
@@ -271,6 +274,7 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Email:       in.Email,
 		Cron:        in.Cron,
 		CronTrigger: in.Trigger,
+		Profiles:    in.Profiles,
 		EmailDomain: in.Config.EmailDomain,
 	}
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/retention"
 	"github.com/switchboard-dev/switchboard/application/sessions"
+	"github.com/switchboard-dev/switchboard/domain/account"
 )
 
 // Config is every setting of the service. Each has a flag and a
@@ -107,6 +109,13 @@ type Config struct {
 
 	// MCP are the limits of the Model Context Protocol endpoint /mcp.
 	MCP MCPLimits
+
+	// HistoryRetention is how long accounts' history (events, webhook
+	// deliveries and attempts, cron executions, the sandbox mailbox) is
+	// kept unless an account sets its own period; HistoryPruneInterval
+	// is the time between the pruner's passes.
+	HistoryRetention     time.Duration
+	HistoryPruneInterval time.Duration
 
 	// SessionIdleTimeout ends a dashboard session unused for this long;
 	// SessionMaxAge ends it this long after sign-in in any case.
@@ -209,6 +218,9 @@ func Defaults() Config {
 
 		SessionIdleTimeout: sessions.DefaultIdleTimeout,
 		SessionMaxAge:      sessions.DefaultMaxAge,
+
+		HistoryRetention:     account.DefaultHistoryRetention,
+		HistoryPruneInterval: retention.DefaultInterval,
 	}
 }
 
@@ -369,6 +381,12 @@ func (c Config) Check() error {
 	}
 	if c.MCP.MaxSessionsPerAccount <= 0 {
 		return fmt.Errorf("mcp-max-sessions-per-account must be positive, got %d", c.MCP.MaxSessionsPerAccount)
+	}
+	if err := account.CheckHistoryRetention(c.HistoryRetention); err != nil {
+		return fmt.Errorf("history-retention (SWITCHBOARD_HISTORY_RETENTION): %w", err)
+	}
+	if c.HistoryPruneInterval <= 0 {
+		return fmt.Errorf("history-prune-interval must be positive, got %s", c.HistoryPruneInterval)
 	}
 	if c.SessionIdleTimeout <= 0 || c.SessionMaxAge <= 0 {
 		return fmt.Errorf("session-idle-timeout and session-max-age must be positive, got %s and %s", c.SessionIdleTimeout, c.SessionMaxAge)

@@ -11,6 +11,7 @@ import (
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/profiles"
 	"github.com/switchboard-dev/switchboard/application/queue"
 	"github.com/switchboard-dev/switchboard/application/sessions"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
@@ -31,6 +32,7 @@ var graphModule = fx.Module("graphql-deps",
 		func(in graphInputs) graph.Deps {
 			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
 				Idempotency: in.Idempotency}
+			d.Retention = in.Retention
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -39,6 +41,9 @@ var graphModule = fx.Module("graphql-deps",
 			}
 			if in.Email != nil {
 				d.Email = in.Email
+			}
+			if in.Profiles != nil {
+				d.Profiles = in.Profiles
 			}
 			d.Queue = queue.NewService(in.DB.JobQueue(), nil)
 			return d
@@ -66,10 +71,13 @@ type graphInputs struct {
 	Cron     *appcron.Service  `optional:"true"`
 	Webhooks *webhooks.Service `optional:"true"`
 	Email    *appemail.Service `optional:"true"`
+	Profiles *profiles.Service `optional:"true"`
 	DB       *store.DB
 	Limiters edge.Limiters
 	// Idempotency is the idempotency-key protocol REST's routes use too.
 	Idempotency *edge.Idempotency
+	// Retention is the accounts' history retention.
+	Retention *accounts.Service
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

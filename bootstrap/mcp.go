@@ -13,6 +13,7 @@ import (
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
 	"github.com/switchboard-dev/switchboard/application/messaging"
+	"github.com/switchboard-dev/switchboard/application/profiles"
 )
 
 // mcpLiveBuffer is how far the MCP adapter's live subscriptions may fall
@@ -42,6 +43,7 @@ type mcpInputs struct {
 	Accounts  *accounts.Service
 	Email     *appemail.Service `optional:"true"`
 	Cron      *appcron.Service  `optional:"true"`
+	Profiles  *profiles.Service `optional:"true"`
 	Logger    *slog.Logger
 }
 
@@ -61,6 +63,9 @@ func newMCPDeps(in mcpInputs) mcp.Deps {
 	}
 	if in.Cron != nil {
 		d.Cron = in.Cron
+	}
+	if in.Profiles != nil {
+		d.Profiles = in.Profiles
 	}
 	return d
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	whsender "github.com/switchboard-dev/switchboard/adapters/webhooks"
+	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -29,7 +30,7 @@ var webhooksModule = fx.Module("webhooks",
 			// Serving: deliveries inline the media endpoints ask for.
 			media = in.Media
 		}
-		return NewWebhooksWith(in.Config, in.DB, in.Keyring, in.Guard, in.Log, media)
+		return NewWebhooksWith(in.Config, in.DB, in.Keyring, in.Guard, in.Log, media, in.Accounts)
 	}),
 )
 
@@ -69,18 +70,22 @@ type webhooksIn struct {
 	Guard   *httpguard.Guard
 	Log     *slog.Logger
 	Media   *messaging.Service `optional:"true"`
+	// Accounts say how long each account's history is kept.
+	Accounts *accounts.Service
 }
 
 // NewWebhooks builds the webhook use cases.
 func NewWebhooks(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger) *webhooks.Service {
-	return NewWebhooksWith(c, db, k, g, log, nil)
+	return NewWebhooksWith(c, db, k, g, log, nil, nil)
 }
 
 // NewWebhooksWith builds the webhook use cases, reading the media that
-// endpoints ask to have inlined through media (none when nil).
-func NewWebhooksWith(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger, media webhooks.MediaReader) *webhooks.Service {
+// endpoints ask to have inlined through media (none when nil) and
+// accounts' history retention through retention (none when nil).
+func NewWebhooksWith(c Config, db *store.DB, k *keyring.Keyring, g *httpguard.Guard, log *slog.Logger, media webhooks.MediaReader, retention webhooks.HistoryRetention) *webhooks.Service {
 	return webhooks.NewService(webhooks.Deps{
 		Media:            media,
+		Retention:        retention,
 		Store:            db.WebhookStore(),
 		Batched:          db.Batched(),
 		Keys:             k,

@@ -26,7 +26,17 @@ func (r *queryResolver) Account(ctx context.Context) (*model.Account, error) {
 	return model.NewAccount(o), nil
 }
 
+// Account returns generated.AccountResolver implementation.
+func (r *Resolver) Account() generated.AccountResolver { return &accountResolver{r} }
+
+// AgentNumber returns generated.AgentNumberResolver implementation.
+func (r *Resolver) AgentNumber() generated.AgentNumberResolver { return &agentNumberResolver{r} }
+
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
-type queryResolver struct{ *Resolver }
+type (
+	accountResolver     struct{ *Resolver }
+	agentNumberResolver struct{ *Resolver }
+	queryResolver       struct{ *Resolver }
+)

@@ -96,6 +96,12 @@ type Deps struct {
 	// Templates serves templates and syncTemplates; without it they
 	// answer not_implemented.
 	Templates TemplateCatalog
+	// Profiles serves setAgentProfile; without it it answers
+	// not_implemented.
+	Profiles ProfileSetter
+	// Retention serves the account's history retention; without it its
+	// fields answer not_implemented.
+	Retention HistoryRetention
 	// Idempotency, when set, honours the Idempotency-Key header on
 	// mutations over HTTP (see keyedMutations).
 	Idempotency *edge.Idempotency
@@ -117,12 +123,15 @@ type Resolver struct {
 	keys      *edge.Idempotency
 	contacts  ContactBook
 	templates TemplateCatalog
+	profiles  ProfileSetter
+	retention HistoryRetention
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
-		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts, templates: d.Templates}
+		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts, templates: d.Templates, profiles: d.Profiles,
+		retention: d.Retention}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

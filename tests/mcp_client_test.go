@@ -95,7 +95,7 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 	require.Equal(t, []string{
 		"create_cron_job", "delete_cron_job", "get_contact", "get_email", "get_media", "get_messages", "list_contacts", "list_cron_jobs", "list_emails", "list_templates",
 		"list_threads", "manage_group", "mark_read", "pause_cron_job", "react", "reply_email", "resume_cron_job", "send_email", "send_message", "send_template",
-		"send_typing", "wait_for_message",
+		"send_typing", "set_agent_profile", "wait_for_message",
 	}, tools.Names)
 
 	type outcome struct {

@@ -43,7 +43,7 @@ func TestMCPOverStandardIO(t *testing.T) {
 
 	tools, err := cs.ListTools(t.Context(), nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 22, "every tool, mark_read, send_typing, react, get_media, list_contacts, get_contact, list_templates, send_template, list_emails, get_email and reply_email included")
+	require.Len(t, tools.Tools, 23, "every tool, mark_read, send_typing, react, get_media, list_contacts, get_contact, list_templates, send_template, set_agent_profile, list_emails, get_email and reply_email included")
 
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "list_threads", Arguments: map[string]any{}})
 	require.NoError(t, err)

@@ -115,6 +115,14 @@ func (r accountsRepos) SetNumberEnabled(ctx context.Context, accountID, id strin
 	return n, err
 }
 
+// SetNumberProfile changes a number's profile, then forgets the kept
+// sending numbers, so that no copy with the old profile is served.
+func (r accountsRepos) SetNumberProfile(ctx context.Context, accountID, id string, change account.ProfileChange) (account.Number, error) {
+	n, err := r.Repos.SetNumberProfile(ctx, accountID, id, change)
+	r.changed(func(ch *accountChanges) { ch.numbers = true })
+	return n, err
+}
+
 // Holdings answers from the cache kept by account and version: a copy is
 // never served once anything the account owns changed, whichever process
 // changed it.

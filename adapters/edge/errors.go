@@ -27,6 +27,10 @@ const (
 	// styleA1Cron is the A1Cron routes' shape: {success: false, error,
 	// code, details}, validation errors 422.
 	styleA1Cron
+	// styleProfileSettings is the messaging shape with the validation
+	// body's sentence in message too: A1Base's template shows the
+	// message of every failed profile-settings call.
+	styleProfileSettings
 )
 
 // a1CronVerbs are the A1Cron operations, the third segment of their paths
@@ -46,6 +50,9 @@ func styleOf(r *http.Request) errorStyle {
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/emails/") && strings.HasSuffix(r.URL.Path, "/create-email") {
 		return styleEmailCreate
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/profile-settings/") {
+		return styleProfileSettings
 	}
 	return styleMessaging
 }
@@ -144,7 +151,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			details[name] = append(details[name], f.Message)
 		}
 		if style == styleA1Cron {
-			WriteJSON(w, status, a1CronError{Error: a1CronMessage(fe), Code: fe.Code, Details: details})
+			WriteJSON(w, status, a1CronError{Error: errorSentence(fe), Code: fe.Code, Details: details})
 			return
 		}
 		WriteJSON(w, status, cronErrorBody{Error: cronError{Code: fe.Code, Message: fe.Message, Details: details}})
@@ -161,6 +168,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		if len(items) == 0 {
 			items = append(items, validationItem{Loc: []any{"body"}, Msg: fe.Message, Type: "value_error"})
+		}
+		if style == styleProfileSettings {
+			WriteJSON(w, status, map[string]any{"detail": items, "message": errorSentence(fe), "status": "error", "code": fe.Code})
+			return
 		}
 		WriteJSON(w, status, map[string]any{"detail": items})
 		return
@@ -184,10 +195,11 @@ func withDetails(e flatError, details map[string]string) map[string]any {
 	return body
 }
 
-// a1CronMessage is the error sentence of an A1Cron answer: the failure's
+// errorSentence is the error sentence of an A1Cron answer and of a
+// profile-settings validation error: the failure's
 // message, or for a validation error each field and its problem, so that
 // a client that shows only the text shows what to fix.
-func a1CronMessage(fe *failure.Error) string {
+func errorSentence(fe *failure.Error) string {
 	if len(fe.Fields) == 0 {
 		return fe.Message
 	}

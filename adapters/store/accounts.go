@@ -47,18 +47,20 @@ type accountRow struct {
 	ID            string    `bun:"id,pk"`
 	Name          string    `bun:"name"`
 	Version       int64     `bun:"version"`
+	RetentionDays int       `bun:"history_retention_days"`
 	CreatedAt     time.Time `bun:"created_at"`
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
 func (r accountRow) domain() account.Account {
-	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, HistoryRetentionDays: r.RetentionDays,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // InsertAccount stores a new account and its credentials in one
 // transaction.
 func (r AccountStore) InsertAccount(ctx context.Context, a account.Account, credentials ...account.Credential) error {
-	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, RetentionDays: a.HistoryRetentionDays, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	if len(credentials) == 0 {
 		return insertRow(ctx, r.Conn, &row, "account")
 	}
@@ -78,10 +80,23 @@ func (r AccountStore) InsertAccount(ctx context.Context, a account.Account, cred
 // RenameAccount saves an account's name, moves its version on and reads
 // it back, in one transaction.
 func (r AccountStore) RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error) {
+	return r.updateAccount(ctx, id, at, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Set("name = ?", name) })
+}
+
+// SetHistoryRetention saves an account's own history retention in days
+// (0: the server's), moves its version on and reads it back, in one
+// transaction.
+func (r AccountStore) SetHistoryRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error) {
+	return r.updateAccount(ctx, id, at, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Set("history_retention_days = ?", days) })
+}
+
+// updateAccount changes the account as set says, updated at at, moves its
+// version on and reads it back, in one transaction.
+func (r AccountStore) updateAccount(ctx context.Context, id string, at time.Time, set func(*bun.UpdateQuery) *bun.UpdateQuery) (account.Account, error) {
 	var out account.Account
 	err := r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
-		res, err := c.write.NewUpdate().Model((*accountRow)(nil)).
-			Set("name = ?", name).Set("updated_at = ?", at).Set("version = version + 1").
+		res, err := set(c.write.NewUpdate().Model((*accountRow)(nil))).
+			Set("updated_at = ?", at).Set("version = version + 1").
 			Where("id = ?", id).Exec(ctx)
 		if err != nil {
 			return translate(err, "account")
@@ -98,7 +113,7 @@ func (r AccountStore) RenameAccount(ctx context.Context, id, name string, at tim
 // Account reads one account.
 func (r AccountStore) Account(ctx context.Context, id string) (account.Account, error) {
 	var row accountRow
-	if err := r.selectOne(ctx, &row, "SELECT id, name, version, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT id, name, version, history_retention_days, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
 		return account.Account{}, translate(err, "account")
 	}
 	return row.domain(), nil
@@ -238,7 +253,7 @@ func (r AccountStore) RevokedSince(ctx context.Context, since time.Time) ([]acco
 	return out, nil
 }
 
-const numberColumns = "id, account_id, number, service, provider, sealed_settings, enabled, created_at"
+const numberColumns = "id, account_id, number, service, provider, sealed_settings, enabled, created_at, profile_name, profile_picture_url, profile_updated_at"
 
 type numberRow struct {
 	bun.BaseModel  `bun:"table:numbers"`
@@ -250,6 +265,11 @@ type numberRow struct {
 	SealedSettings []byte    `bun:"sealed_settings"`
 	Enabled        bool      `bun:"enabled"`
 	CreatedAt      time.Time `bun:"created_at"`
+	// The profile columns are empty (and the time NULL) until the
+	// account sets a profile.
+	ProfileName       string     `bun:"profile_name"`
+	ProfilePictureURL string     `bun:"profile_picture_url"`
+	ProfileUpdatedAt  *time.Time `bun:"profile_updated_at"`
 }
 
 func (r numberRow) domain() account.Number {
@@ -257,6 +277,7 @@ func (r numberRow) domain() account.Number {
 		ID: r.ID, AccountID: r.AccountID, Number: r.Number, Service: account.Service(r.Service),
 		Provider: account.Provider(r.Provider), SealedSettings: r.SealedSettings, Enabled: r.Enabled,
 		CreatedAt: r.CreatedAt.UTC(),
+		Profile:   account.Profile{Name: r.ProfileName, PictureURL: r.ProfilePictureURL, UpdatedAt: utcPtr(r.ProfileUpdatedAt)},
 	}
 }
 
@@ -284,10 +305,13 @@ func (r AccountStore) Numbers(ctx context.Context, accountID string) ([]account.
 
 // SetNumberEnabled flips a number's enabled flag and returns the number.
 func (r AccountStore) SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error) {
-	res, err := r.write.NewUpdate().Model((*numberRow)(nil)).
-		Set("enabled = ?", enabled).
-		Where("id = ? AND account_id = ?", id, accountID).
-		Exec(ctx)
+	return r.updateNumber(ctx, accountID, id, r.write.NewUpdate().Model((*numberRow)(nil)).Set("enabled = ?", enabled))
+}
+
+// updateNumber runs q, an update of numbers with its Sets, on the number
+// id of the account (NotFound when there is none), and reads it back.
+func (r AccountStore) updateNumber(ctx context.Context, accountID, id string, q *bun.UpdateQuery) (account.Number, error) {
+	res, err := q.Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
 	if err != nil {
 		return account.Number{}, translate(err, "number")
 	}
@@ -299,6 +323,19 @@ func (r AccountStore) SetNumberEnabled(ctx context.Context, accountID, id string
 		return account.Number{}, translate(err, "number")
 	}
 	return row.domain(), nil
+}
+
+// SetNumberProfile sets the fields of a number's profile that change
+// names and returns the number.
+func (r AccountStore) SetNumberProfile(ctx context.Context, accountID, id string, change account.ProfileChange) (account.Number, error) {
+	q := r.write.NewUpdate().Model((*numberRow)(nil)).Set("profile_updated_at = ?", change.At)
+	if change.Name != nil {
+		q = q.Set("profile_name = ?", *change.Name)
+	}
+	if change.PictureURL != nil {
+		q = q.Set("profile_picture_url = ?", *change.PictureURL)
+	}
+	return r.updateNumber(ctx, accountID, id, q)
 }
 
 type domainRow struct {

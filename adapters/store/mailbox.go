@@ -207,20 +207,28 @@ func (c MailboxStore) evictOldest(ctx context.Context, accountID string, need ma
 	if removed.Emails == 0 {
 		return removed, nil
 	}
+	if _, err := c.write.NewRaw("DELETE FROM sandbox_emails WHERE account_id = ? AND seq <= ?", accountID, cutoff).Exec(ctx); err != nil {
+		return mailboxUsage{}, err
+	}
+	return removed, c.takeOff(ctx, accountID, removed)
+}
+
+// takeOff takes removed, the emails just deleted from the account's kept
+// ones, off the account's usage and the totals.
+func (c MailboxStore) takeOff(ctx context.Context, accountID string, removed mailboxUsage) error {
 	for _, q := range []struct {
 		sql  string
 		args []any
 	}{
-		{"DELETE FROM sandbox_emails WHERE account_id = ? AND seq <= ?", []any{accountID, cutoff}},
 		{"UPDATE sandbox_mailbox_usage SET emails = emails - ?, bytes = bytes - ? WHERE account_id = ?", []any{removed.Emails, removed.Bytes, accountID}},
 		{"DELETE FROM sandbox_mailbox_usage WHERE account_id = ? AND emails <= 0", []any{accountID}},
 		{"UPDATE sandbox_mailbox_totals SET emails = emails - ?, bytes = bytes - ? WHERE id = 1", []any{removed.Emails, removed.Bytes}},
 	} {
 		if _, err := c.write.NewRaw(q.sql, q.args...).Exec(ctx); err != nil {
-			return mailboxUsage{}, err
+			return err
 		}
 	}
-	return removed, nil
+	return nil
 }
 
 // Kept reads a page of the account's kept emails, newest first, and how

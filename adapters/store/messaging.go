@@ -409,6 +409,10 @@ type deliverableRow struct {
 	NSealed    []byte         `bun:"n_sealed_settings"`
 	NEnabled   sql.NullBool   `bun:"n_enabled"`
 	NCreatedAt *time.Time     `bun:"n_created_at"`
+	// The number's profile.
+	NProfileName       sql.NullString `bun:"n_profile_name"`
+	NProfilePictureURL sql.NullString `bun:"n_profile_picture_url"`
+	NProfileUpdatedAt  *time.Time     `bun:"n_profile_updated_at"`
 }
 
 // MessagesToDeliver reads messages with their thread's type and sending
@@ -428,7 +432,8 @@ func (r MessagingStore) MessagesToDeliver(ctx context.Context, ids []string) ([]
 		d := appmessaging.Deliverable{Message: row.messageRow.domain(), ThreadType: messaging.ThreadType(row.ThreadType), NumberFound: row.NID.Valid}
 		if d.NumberFound {
 			n := numberRow{ID: row.NID.String, AccountID: row.NAccountID.String, Number: row.NNumber.String, Service: row.NService.String,
-				Provider: row.NProvider.String, SealedSettings: row.NSealed, Enabled: row.NEnabled.Bool}
+				Provider: row.NProvider.String, SealedSettings: row.NSealed, Enabled: row.NEnabled.Bool,
+				ProfileName: row.NProfileName.String, ProfilePictureURL: row.NProfilePictureURL.String, ProfileUpdatedAt: row.NProfileUpdatedAt}
 			if row.NCreatedAt != nil {
 				n.CreatedAt = *row.NCreatedAt
 			}

@@ -189,7 +189,8 @@ func deliveryToRow(d webhook.Delivery) newDeliveryRow {
 }
 
 // WebhookDelivery reads a delivery with its event's payload; an empty
-// accountID reads it whatever its account.
+// accountID reads it whatever its account. Inside a Postgres transaction
+// the delivery stays locked until it ends.
 func (r WebhookStore) WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error) {
 	var row webhookDeliveryRow
 	q := "SELECT " + webhookDeliveryColumns + " FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1"
@@ -197,6 +198,12 @@ func (r WebhookStore) WebhookDelivery(ctx context.Context, accountID, id string)
 	if accountID != "" {
 		q += " AND d.account_id = $2"
 		args = append(args, accountID)
+	}
+	if r.lockForUpdate() != "" {
+		// A decision about the delivery (a replay) holds it until it
+		// ends, so that the pruner cannot delete it meanwhile: its
+		// delete waits and then finds the delivery pending again.
+		q += " FOR UPDATE OF d"
 	}
 	if err := r.selectOne(ctx, &row, q, args...); err != nil {
 		return webhook.Delivery{}, translate(err, "delivery")

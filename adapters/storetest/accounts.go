@@ -33,6 +33,22 @@ func newCredential(accountID string, seed byte) account.Credential {
 	}
 }
 
+// accountsWithNumber stores two accounts, the first with a sandbox number
+// on service, and returns them and the number.
+func accountsWithNumber(t *testing.T, s accounts.Store, service account.Service) (account.Account, account.Account, account.Number) {
+	t.Helper()
+	ctx := context.Background()
+	a, other := newAccount("A"), newAccount("B")
+	require.NoError(t, s.Repos().InsertAccount(ctx, a))
+	require.NoError(t, s.Repos().InsertAccount(ctx, other))
+	n := account.Number{
+		ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: service,
+		Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
+	}
+	require.NoError(t, s.Repos().InsertNumber(ctx, n))
+	return a, other, n
+}
+
 // Accounts runs the contract of accounts.Store against the store that open
 // returns; open must give each call its own empty, migrated database.
 func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
@@ -56,6 +72,20 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		require.NoError(t, err)
 		require.Equal(t, a, got)
 
+		a.HistoryRetentionDays, a.UpdatedAt = 3650, at.Add(2*time.Hour)
+		kept, err := s.Repos().SetHistoryRetention(ctx, a.ID, a.HistoryRetentionDays, a.UpdatedAt)
+		require.NoError(t, err)
+		a.Version++
+		require.Equal(t, a, kept, "a history retention moves the version on and returns the account as stored")
+		got, err = s.Repos().Account(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+		a.HistoryRetentionDays, a.UpdatedAt = 0, at.Add(3*time.Hour)
+		kept, err = s.Repos().SetHistoryRetention(ctx, a.ID, 0, a.UpdatedAt)
+		require.NoError(t, err)
+		a.Version++
+		require.Equal(t, a, kept, "0 gives the account the server's period again")
+
 		n, err := s.Repos().CountAccounts(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -68,6 +98,8 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		_, err := s.Repos().Account(ctx, "acc_missing")
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 		_, err = s.Repos().RenameAccount(ctx, "acc_ghost", "ghost", at)
+		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
+		_, err = s.Repos().SetHistoryRetention(ctx, "acc_ghost", 90, at)
 		require.True(t, failure.Is(err, failure.KindNotFound), "got %v", err)
 		err = s.Repos().InsertCredential(ctx, newCredential("acc_ghost", 7))
 		require.True(t, failure.Is(err, failure.KindNotFound), "a credential needs its account, got %v", err)
@@ -151,14 +183,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		t.Parallel()
 		s := open(t)
 		ctx := context.Background()
-		a, other := newAccount("A"), newAccount("B")
-		require.NoError(t, s.Repos().InsertAccount(ctx, a))
-		require.NoError(t, s.Repos().InsertAccount(ctx, other))
-		n := account.Number{
-			ID: ident.New(ident.Number), AccountID: a.ID, Number: "+14155550100", Service: account.WhatsApp,
-			Provider: account.ProviderSandbox, SealedSettings: []byte{1, 2}, Enabled: true, CreatedAt: at,
-		}
-		require.NoError(t, s.Repos().InsertNumber(ctx, n))
+		a, other, n := accountsWithNumber(t, s, account.WhatsApp)
 
 		same := n
 		same.ID, same.AccountID = ident.New(ident.Number), other.ID
@@ -178,6 +203,32 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 		disabled, err := s.Repos().SetNumberEnabled(ctx, a.ID, n.ID, false)
 		require.NoError(t, err)
 		require.False(t, disabled.Enabled)
+	})
+
+	t.Run("NumberProfiles", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, other, n := accountsWithNumber(t, s, account.Telegram)
+		list, err := s.Repos().Numbers(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, account.Profile{}, list[0].Profile, "a new number has no profile")
+
+		name, picture := "Ada Support", "https://files.example.com/ada.png"
+		_, err = s.Repos().SetNumberProfile(ctx, other.ID, n.ID, account.ProfileChange{Name: &name, At: at})
+		require.True(t, failure.Is(err, failure.KindNotFound), "another account's number, got %v", err)
+		named, err := s.Repos().SetNumberProfile(ctx, a.ID, n.ID, account.ProfileChange{Name: &name, At: at})
+		require.NoError(t, err)
+		stamp := at
+		require.Equal(t, account.Profile{Name: name, UpdatedAt: &stamp}, named.Profile)
+
+		later := at.Add(time.Minute)
+		pictured, err := s.Repos().SetNumberProfile(ctx, a.ID, n.ID, account.ProfileChange{PictureURL: &picture, At: later})
+		require.NoError(t, err)
+		require.Equal(t, account.Profile{Name: name, PictureURL: picture, UpdatedAt: &later}, pictured.Profile, "the name is kept")
+		list, err = s.Repos().Numbers(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, []account.Number{pictured}, list, "read back as stored")
 	})
 
 	t.Run("DomainsAndAddresses", func(t *testing.T) {
@@ -226,6 +277,11 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 				_, err := s.Repos().SetNumberEnabled(ctx, a.ID, "num_v1", false)
 				require.NoError(t, err)
 			},
+			"set number profile": func() {
+				name := "Ada"
+				_, err := s.Repos().SetNumberProfile(ctx, a.ID, "num_v1", account.ProfileChange{Name: &name, At: at})
+				require.NoError(t, err)
+			},
 			"insert domain": func() {
 				require.NoError(t, s.Repos().InsertDomain(ctx, account.Domain{ID: "dom_v1", AccountID: a.ID, Name: "v.example.com", CreatedAt: at}))
 			},
@@ -234,7 +290,7 @@ func Accounts(t *testing.T, open func(t *testing.T) accounts.Store) {
 				require.NoError(t, err)
 			},
 		}
-		for _, name := range []string{"insert number", "disable number", "insert domain", "rename"} {
+		for _, name := range []string{"insert number", "disable number", "set number profile", "insert domain", "rename"} {
 			changes[name]()
 			now := version(a.ID)
 			require.Greater(t, now, last, "%s must move the version", name)

@@ -24,6 +24,10 @@ type Repos interface {
 	// RenameAccount gives an account a new name, updated at at, moves its
 	// version on, and returns it as stored. NotFound.
 	RenameAccount(ctx context.Context, id, name string, at time.Time) (account.Account, error)
+	// SetHistoryRetention gives an account its own history retention in
+	// days (0: the server's), updated at at, moves its version on, and
+	// returns it as stored. NotFound.
+	SetHistoryRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error)
 	// Account reads an account. NotFound.
 	Account(ctx context.Context, id string) (account.Account, error)
 	// Accounts lists every account, oldest first.
@@ -62,6 +66,10 @@ type Repos interface {
 	// SetNumberEnabled turns a number of the account on or off and
 	// returns it. NotFound.
 	SetNumberEnabled(ctx context.Context, accountID, id string, enabled bool) (account.Number, error)
+	// SetNumberProfile sets the fields of the profile of a number of the
+	// account that change names, at change.At, and returns the number.
+	// NotFound.
+	SetNumberProfile(ctx context.Context, accountID, id string, change account.ProfileChange) (account.Number, error)
 
 	// InsertDomain stores a custom email domain. NotFound when its
 	// account does not exist; Conflict when the domain is taken, on any

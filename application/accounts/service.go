@@ -39,6 +39,8 @@ type Service struct {
 	store Store
 	keys  Keyring
 	now   func() time.Time
+	// historyRetention is the server's history retention.
+	historyRetention time.Duration
 	// unknownSecretHash is what the secret of an unknown key is compared
 	// with, so that an unknown key costs the same work as a wrong secret.
 	unknownSecretHash []byte
@@ -51,6 +53,9 @@ type Service struct {
 type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// HistoryRetention is the server's history retention, which accounts
+	// without their own follow; account.DefaultHistoryRetention when 0.
+	HistoryRetention time.Duration
 }
 
 // NewService builds the account use cases over a store and the server keyring.
@@ -59,8 +64,12 @@ func NewService(store Store, keys Keyring, opts Options) *Service {
 	if now == nil {
 		now = time.Now
 	}
+	retention := opts.HistoryRetention
+	if retention <= 0 {
+		retention = account.DefaultHistoryRetention
+	}
 	return &Service{
-		store: store, keys: keys, now: now,
+		store: store, keys: keys, now: now, historyRetention: retention,
 		unknownSecretHash: keys.Hash(purposeSecret, randomToken(secretRandom)),
 		equal:             hmac.Equal,
 	}
@@ -350,6 +359,17 @@ func (s *Service) SetNumberEnabled(ctx context.Context, accountID, idOrNumber st
 		}
 	}
 	return s.store.Repos().SetNumberEnabled(ctx, accountID, id, enabled)
+}
+
+// SetNumberProfile stores the display name and picture URL that change
+// sets for the account's agent number numberID (the values as the caller
+// checked them; see account.CheckProfileName) and returns the number.
+// NotFound for a number of another account.
+func (s *Service) SetNumberProfile(ctx context.Context, accountID, numberID string, change account.ProfileChange) (account.Number, error) {
+	if change.At.IsZero() {
+		change.At = s.now().UTC()
+	}
+	return s.store.Repos().SetNumberProfile(ctx, accountID, numberID, change)
 }
 
 // AddDomain authorises a custom email domain for an account. A domain can be

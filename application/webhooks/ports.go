@@ -99,7 +99,9 @@ type TxReads interface {
 	// WebhookEndpoint reads an account's endpoint, locked until the
 	// decision ends. NotFound when it has none.
 	WebhookEndpoint(ctx context.Context, accountID string) (Record, error)
-	// WebhookDelivery reads a delivery of the account. NotFound.
+	// WebhookDelivery reads a delivery of the account, locked until the
+	// decision ends (the history pruner deletes no delivery meanwhile).
+	// NotFound.
 	WebhookDelivery(ctx context.Context, accountID, id string) (webhook.Delivery, error)
 }
 

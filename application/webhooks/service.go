@@ -45,6 +45,7 @@ type Service struct {
 	plainAllowed func(host string) bool
 	sender       Sender
 	media        MediaReader
+	retention    HistoryRetention
 	now          func() time.Time
 	schedule     []time.Duration
 	disableAfter time.Duration
@@ -73,7 +74,10 @@ type Deps struct {
 	Sender           Sender
 	// Media, when set, reads the media that endpoints ask to have inlined.
 	Media MediaReader
-	Now   func() time.Time
+	// Retention, when set, tells a delivery or an event the history
+	// pruner deleted from one that never existed.
+	Retention HistoryRetention
+	Now       func() time.Time
 	// Schedule, DisableAfter and Timeout default to the webhook package's
 	// values; tests scale them down.
 	Schedule     []time.Duration
@@ -88,7 +92,7 @@ type Deps struct {
 // NewService builds the webhook use cases.
 func NewService(d Deps) *Service {
 	s := &Service{
-		store: d.Store, keys: d.Keys, urls: d.URLs, plainAllowed: d.PlainHTTPAllowed, sender: d.Sender, media: d.Media,
+		store: d.Store, keys: d.Keys, urls: d.URLs, plainAllowed: d.PlainHTTPAllowed, sender: d.Sender, media: d.Media, retention: d.Retention,
 		now: d.Now, schedule: d.Schedule, disableAfter: d.DisableAfter, timeout: d.Timeout, orderWait: d.OrderWait, log: d.Logger,
 	}
 	if s.now == nil {
@@ -534,7 +538,10 @@ func (s *Service) Replay(ctx context.Context, accountID, id string, answer *idem
 	if !ident.Valid(ident.Webhook, id) {
 		return webhook.Delivery{}, failure.NotFound("delivery")
 	}
-	var out webhook.Delivery
+	var (
+		out     webhook.Delivery
+		missing bool
+	)
 	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
 		rec, err := tx.WebhookEndpoint(ctx, accountID)
 		if err != nil {
@@ -545,6 +552,7 @@ func (s *Service) Replay(ctx context.Context, accountID, id string, answer *idem
 		}
 		d, err := tx.WebhookDelivery(ctx, accountID, id)
 		if err != nil {
+			missing = failure.Is(err, failure.KindNotFound)
 			return writes.Batch{}, err
 		}
 		now := s.now()
@@ -562,6 +570,11 @@ func (s *Service) Replay(ctx context.Context, accountID, id string, answer *idem
 			Answers:        writes.Answering(answer, out),
 		}, nil
 	})
+	if missing {
+		if period, ok := s.pruned(ctx, accountID, ident.Webhook, id); ok {
+			return webhook.Delivery{}, deliveryPruned(id, period)
+		}
+	}
 	return out, err
 }
 
@@ -585,6 +598,9 @@ func (s *Service) Updates(ctx context.Context, accountID, after string, limit in
 	}
 	evs, err := s.store.Repos().EventsAfter(ctx, accountID, after, limit)
 	if failure.Is(err, failure.KindNotFound) {
+		if period, ok := s.pruned(ctx, accountID, ident.Event, after); ok {
+			return nil, "", cursorPruned(period)
+		}
 		return nil, "", unknownCursor()
 	}
 	if err != nil {

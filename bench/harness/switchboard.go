@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // Switchboard is a running Switchboard server and the bench account every request
@@ -240,38 +239,10 @@ func (d *Deployment) AddNumberTo(ctx context.Context, accountID, number, service
 // (untimed). The numbers' provider settings are sealed with the server key, bound
 // to each number's id, which is why the bench cannot copy them in SQL.
 func (d *Deployment) AddNumbers(ctx context.Context, numbers []string, service, provider string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan string)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(4, len(numbers)) {
-		wg.Go(func() {
-			for n := range next {
-				if _, err := d.AddNumber(ctx, n, service, provider); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					cancel()
-				}
-			}
-		})
-	}
-	for _, n := range numbers {
-		select {
-		case next <- n:
-		case <-ctx.Done():
-		}
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	return ForEach(ctx, 4, numbers, func(ctx context.Context, n string) error {
+		_, err := d.AddNumber(ctx, n, service, provider)
 		return err
-	default:
-		return ctx.Err()
-	}
+	})
 }
 
 // SetWebhook points the webhook of accountID (one of the deployment's accounts)

@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/bench/harness"
@@ -77,34 +76,11 @@ type conversation struct{ user, agent string }
 // through the sandbox inbound route, as a user must before the agent may write to
 // them; concurrently, untimed.
 func writeFirst(ctx context.Context, sb *harness.Switchboard, convs []conversation) error {
-	url := sb.URL + "/v1/sandbox/" + sb.AccountID + "/inbound"
-	next := make(chan conversation)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for c := range next {
-				in := map[string]string{"service": service, "from": c.user, "to": c.agent, "message": "hi"}
-				if err := harness.PostJSON(ctx, url, sb.Header(), in, nil); err != nil {
-					select {
-					case errs <- fmt.Errorf("user %s writes first: %w", c.user, err):
-					default:
-					}
-				}
-			}
-		})
+	posts := make([]post, len(convs))
+	for i, c := range convs {
+		posts[i] = post{path: "/v1/sandbox/" + sb.AccountID + "/inbound", body: map[string]string{"service": service, "from": c.user, "to": c.agent, "message": "hi"}}
 	}
-	for _, c := range convs {
-		next <- c
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	return postAll(ctx, sb, posts)
 }
 
 // sleep waits d or until ctx ends.

@@ -21,7 +21,7 @@ import (
 type providerFlags struct {
 	botToken, inbound                                  string
 	phoneNumberID, accessToken, appSecret, verifyToken string
-	apiBaseURL, graphVersion, wabaID                   string
+	apiBaseURL, graphVersion, wabaID, appID            string
 }
 
 func (p *providerFlags) register(f *pflag.FlagSet) {
@@ -34,6 +34,7 @@ func (p *providerFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.apiBaseURL, "api-base-url", "", "telegram, whatsapp-cloud: the provider API's base URL (a proxy or a test server)")
 	f.StringVar(&p.graphVersion, "graph-version", "", "whatsapp-cloud: the Graph API version (default "+whatsapp.DefaultVersion+")")
 	f.StringVar(&p.wabaID, "waba-id", "", "whatsapp-cloud: the WhatsApp Business Account id, whose message templates the number sends (optional; needed to sync templates)")
+	f.StringVar(&p.appID, "app-id", "", "whatsapp-cloud: the Meta app id, whose Resumable Upload API takes the number's profile picture (optional; needed to set it)")
 }
 
 // apply adds the flags to settings and checks that the provider has what
@@ -80,6 +81,7 @@ func (p *providerFlags) apply(provider, service string, settings map[string]stri
 		set(whatsapp.SettingAPIBaseURL, p.apiBaseURL)
 		set(whatsapp.SettingGraphVersion, p.graphVersion)
 		set(whatsapp.SettingWABAID, p.wabaID)
+		set(whatsapp.SettingAppID, p.appID)
 		need(whatsapp.SettingPhoneNumberID, "--phone-number-id")
 		need(whatsapp.SettingAccessToken, "--access-token")
 		need(whatsapp.SettingAppSecret, "--app-secret")

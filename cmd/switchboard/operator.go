@@ -80,7 +80,7 @@ func newAccountsCommand(s *settings) *cobra.Command {
 			})
 		}),
 	}
-	cmd.AddCommand(create, list)
+	cmd.AddCommand(create, list, newRetentionCommand(s))
 	return cmd
 }
 

@@ -101,6 +101,8 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")
 	f.IntVar(&s.cfg.CronMaxJobsPerAccount, "cron-max-jobs-per-account", s.cfg.CronMaxJobsPerAccount, "cron jobs an account may have")
 	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process")
+	periodVar(f, &s.cfg.HistoryRetention, "history-retention", "how long accounts' history (events, webhook deliveries and their attempts, cron executions, the sandbox mailbox) is kept, unless an account sets its own period; what is still needed stays")
+	f.DurationVar(&s.cfg.HistoryPruneInterval, "history-prune-interval", s.cfg.HistoryPruneInterval, "time between passes of the history pruner (one replica at a time prunes)")
 	f.StringVar(&debugAddr, "debug-addr", "", "loopback address (127.0.0.1:6060) serving Go's /debug/pprof profiles; empty: off")
 	f.BoolVar(&demo, "demo", false, "create a demo account with a sandbox WhatsApp number if the database has no account, and print how to call it")
 	return cmd

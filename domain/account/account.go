@@ -15,9 +15,12 @@ type Account struct {
 	Name string
 	// Version changes whenever the account or anything it owns changes;
 	// a copy with the current version is current.
-	Version   int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Version int64
+	// HistoryRetentionDays is the account's own history retention in
+	// days; 0 follows the server's (see HistoryRetention).
+	HistoryRetentionDays int
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
 }
 
 // MaxNameLength bounds account names so that they fit any display.
@@ -131,6 +134,9 @@ type Number struct {
 	SealedSettings []byte
 	Enabled        bool
 	CreatedAt      time.Time
+	// Profile is how the number presents itself to users, as the account
+	// last set it.
+	Profile Profile
 }
 
 // Domain is an email domain an account may create addresses on, besides the

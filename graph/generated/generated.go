@@ -38,6 +38,8 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Account() AccountResolver
+	AgentNumber() AgentNumberResolver
 	Contact() ContactResolver
 	CronExecution() CronExecutionResolver
 	CronJob() CronJobResolver
@@ -64,11 +66,13 @@ type DirectiveRoot struct {
 
 type ComplexityRoot struct {
 	Account struct {
-		CreatedAt      func(childComplexity int) int
-		EmailAddresses func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Name           func(childComplexity int) int
-		Numbers        func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		EmailAddresses         func(childComplexity int) int
+		HistoryRetentionDays   func(childComplexity int) int
+		HistoryRetentionSource func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		Name                   func(childComplexity int) int
+		Numbers                func(childComplexity int) int
 	}
 
 	AgentNumber struct {
@@ -76,8 +80,14 @@ type ComplexityRoot struct {
 		Enabled   func(childComplexity int) int
 		ID        func(childComplexity int) int
 		Number    func(childComplexity int) int
+		Profile   func(childComplexity int) int
 		Provider  func(childComplexity int) int
 		Service   func(childComplexity int) int
+	}
+
+	AgentProfileResult struct {
+		Fields func(childComplexity int) int
+		Number func(childComplexity int) int
 	}
 
 	Button struct {
@@ -354,10 +364,18 @@ type ComplexityRoot struct {
 		SendMessage           func(childComplexity int, input model.SendMessageInput) int
 		SendTemplate          func(childComplexity int, input model.SendTemplateInput) int
 		SendTyping            func(childComplexity int, threadID string) int
+		SetAgentProfile       func(childComplexity int, input model.SetAgentProfileInput) int
+		SetHistoryRetention   func(childComplexity int, days *int) int
 		SyncTemplates         func(childComplexity int, number *string) int
 		TestWebhook           func(childComplexity int) int
 		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
 		UpdateWebhook         func(childComplexity int, input model.WebhookInput) int
+	}
+
+	NumberProfile struct {
+		ImageURL  func(childComplexity int) int
+		Name      func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -372,6 +390,12 @@ type ComplexityRoot struct {
 		Admin   func(childComplexity int) int
 		IsAgent func(childComplexity int) int
 		Name    func(childComplexity int) int
+	}
+
+	ProfileFieldOutcome struct {
+		Applied func(childComplexity int) int
+		Field   func(childComplexity int) int
+		Reason  func(childComplexity int) int
 	}
 
 	Query struct {
@@ -596,6 +620,13 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AccountResolver interface {
+	HistoryRetentionDays(ctx context.Context, obj *model.Account) (float64, error)
+	HistoryRetentionSource(ctx context.Context, obj *model.Account) (model.HistoryRetentionSource, error)
+}
+type AgentNumberResolver interface {
+	Profile(ctx context.Context, obj *account.Number) (*model.NumberProfile, error)
+}
 type ContactResolver interface {
 	Threads(ctx context.Context, obj *messaging.Contact) ([]messaging.Thread, error)
 }
@@ -652,6 +683,8 @@ type MutationResolver interface {
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
 	ReplyEmail(ctx context.Context, input model.ReplyEmailInput) (*email.Email, error)
+	SetAgentProfile(ctx context.Context, input model.SetAgentProfileInput) (*model.AgentProfileResult, error)
+	SetHistoryRetention(ctx context.Context, days *int) (*model.Account, error)
 	SyncTemplates(ctx context.Context, number *string) ([]messaging.Template, error)
 	SendTemplate(ctx context.Context, input model.SendTemplateInput) (*messaging.Message, error)
 	UpdateWebhook(ctx context.Context, input model.WebhookInput) (*model.WebhookUpdate, error)
@@ -758,6 +791,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Account.EmailAddresses(childComplexity), true
+	case "Account.historyRetentionDays":
+		if e.ComplexityRoot.Account.HistoryRetentionDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.HistoryRetentionDays(childComplexity), true
+	case "Account.historyRetentionSource":
+		if e.ComplexityRoot.Account.HistoryRetentionSource == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.HistoryRetentionSource(childComplexity), true
 	case "Account.id":
 		if e.ComplexityRoot.Account.ID == nil {
 			break
@@ -801,6 +846,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentNumber.Number(childComplexity), true
+	case "AgentNumber.profile":
+		if e.ComplexityRoot.AgentNumber.Profile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentNumber.Profile(childComplexity), true
 	case "AgentNumber.provider":
 		if e.ComplexityRoot.AgentNumber.Provider == nil {
 			break
@@ -813,6 +864,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentNumber.Service(childComplexity), true
+
+	case "AgentProfileResult.fields":
+		if e.ComplexityRoot.AgentProfileResult.Fields == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentProfileResult.Fields(childComplexity), true
+	case "AgentProfileResult.number":
+		if e.ComplexityRoot.AgentProfileResult.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentProfileResult.Number(childComplexity), true
 
 	case "Button.id":
 		if e.ComplexityRoot.Button.ID == nil {
@@ -2075,6 +2139,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendTyping(childComplexity, args["threadId"].(string)), true
+	case "Mutation.setAgentProfile":
+		if e.ComplexityRoot.Mutation.SetAgentProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setAgentProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetAgentProfile(childComplexity, args["input"].(model.SetAgentProfileInput)), true
+	case "Mutation.setHistoryRetention":
+		if e.ComplexityRoot.Mutation.SetHistoryRetention == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setHistoryRetention_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetHistoryRetention(childComplexity, args["days"].(*int)), true
 	case "Mutation.syncTemplates":
 		if e.ComplexityRoot.Mutation.SyncTemplates == nil {
 			break
@@ -2114,6 +2200,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateWebhook(childComplexity, args["input"].(model.WebhookInput)), true
+
+	case "NumberProfile.imageUrl":
+		if e.ComplexityRoot.NumberProfile.ImageURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NumberProfile.ImageURL(childComplexity), true
+	case "NumberProfile.name":
+		if e.ComplexityRoot.NumberProfile.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NumberProfile.Name(childComplexity), true
+	case "NumberProfile.updatedAt":
+		if e.ComplexityRoot.NumberProfile.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NumberProfile.UpdatedAt(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -2164,6 +2269,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Participant.Name(childComplexity), true
+
+	case "ProfileFieldOutcome.applied":
+		if e.ComplexityRoot.ProfileFieldOutcome.Applied == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProfileFieldOutcome.Applied(childComplexity), true
+	case "ProfileFieldOutcome.field":
+		if e.ComplexityRoot.ProfileFieldOutcome.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProfileFieldOutcome.Field(childComplexity), true
+	case "ProfileFieldOutcome.reason":
+		if e.ComplexityRoot.ProfileFieldOutcome.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProfileFieldOutcome.Reason(childComplexity), true
 
 	case "Query.account":
 		if e.ComplexityRoot.Query.Account == nil {
@@ -3167,6 +3291,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ReplyEmailInput", ec.unmarshalInputReplyEmailInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("SendTemplateInput", ec.unmarshalInputSendTemplateInput),
+			graphql.NewInputUnmarshaler("SetAgentProfileInput", ec.unmarshalInputSetAgentProfileInput),
 			graphql.NewInputUnmarshaler("TemplateComponentInput", ec.unmarshalInputTemplateComponentInput),
 			graphql.NewInputUnmarshaler("TemplateCurrencyInput", ec.unmarshalInputTemplateCurrencyInput),
 			graphql.NewInputUnmarshaler("TemplateDateTimeInput", ec.unmarshalInputTemplateDateTimeInput),
@@ -4214,6 +4339,69 @@ type MessageEdge {
   node: Message!
 }
 `, BuiltIn: false},
+	{Name: "../schema/profiles.graphqls", Input: `# An agent number's profile: the display name and picture it shows its
+# users (A1Base's profile settings; REST's /v1/profile-settings routes).
+
+extend type AgentNumber {
+  "The display name and picture, as the account last set them."
+  profile: NumberProfile!
+}
+
+"An agent number's display name and picture, as the account last set them."
+type NumberProfile {
+  "The display name; null when never set."
+  name: String
+  "The URL the picture was fetched from; null when never set."
+  imageUrl: String
+  "When the name or picture was last set; null when never."
+  updatedAt: Time
+}
+
+extend type Mutation {
+  """
+  Set the display name and/or the picture of one of the account's agent
+  numbers: each is stored and applied where the number's provider allows
+  it (a Telegram bot's name and photo; a WhatsApp Cloud API number's
+  picture when it has its Meta app id, never its display name, which Meta
+  reviews; the sandbox at once); fields says, per field, whether it was
+  applied and why not. The picture must be a public https URL of a JPEG or
+  PNG image of at most 5 MB. Errors (extensions.code): validation_error
+  (extensions.fields as REST names them: name, image_url, agent_number),
+  not_found for a number that is not the account's, ambiguous_number when
+  the account has it on both services and service is not given,
+  provider_refused or provider_unavailable when the provider refused or
+  failed (nothing is stored then). The name is set first: when the
+  picture then fails, the name stays set.
+  """
+  setAgentProfile(input: SetAgentProfileInput!): AgentProfileResult!
+}
+
+"What setAgentProfile changes: name, imageUrl or both."
+input SetAgentProfileInput {
+  "The agent number, in E.164 form."
+  agentNumber: String!
+  "Which of the account's numbers it is, when the account has it on both services."
+  service: Service
+  name: String
+  imageUrl: String
+}
+
+"An agent number after setAgentProfile, and what its provider did."
+type AgentProfileResult {
+  number: AgentNumber!
+  "One entry per field the call changed, name first."
+  fields: [ProfileFieldOutcome!]!
+}
+
+"Whether the provider applied one field of a profile."
+type ProfileFieldOutcome {
+  "name or image_url."
+  field: String!
+  applied: Boolean!
+  "Why it was not applied; null when it was."
+  reason: String
+}
+`, BuiltIn: false},
 	{Name: "../schema/queue.graphqls", Input: `# The health of the account's background work.
 
 extend type Query {
@@ -4253,6 +4441,40 @@ type QueueKind {
   dead: Int!
   "When the longest-waiting due job of the kind became due; null when none is due."
   oldestReadyAt: Time
+}
+`, BuiltIn: false},
+	{Name: "../schema/retention.graphqls", Input: `# History retention: how long an account's events, webhook deliveries and
+# their attempts, cron executions and sandbox mailbox are kept.
+
+extend type Account {
+  """
+  How long the account's history (events, webhook deliveries and their
+  attempts, cron executions, the sandbox mailbox) is kept, in days: its own
+  period or the server's (a fraction only when the operator set one that is
+  not whole days). What is still needed stays longer: a delivery not yet
+  finished and the event it sends, a cron execution running or retrying.
+  """
+  historyRetentionDays: Float!
+  "Whose period historyRetentionDays is."
+  historyRetentionSource: HistoryRetentionSource!
+}
+
+"Whose history retention an account follows."
+enum HistoryRetentionSource {
+  "The account's own, set with setHistoryRetention."
+  ACCOUNT
+  "The server's (SWITCHBOARD_HISTORY_RETENTION, 30 days by default)."
+  SERVER
+}
+
+extend type Mutation {
+  """
+  Keep the account's history for days whole days (1 to 36500); null follows
+  the server's setting again. 0 or a negative number is a validation error
+  on days. History older than the period goes within one pass of the
+  pruner (every 10 minutes by default).
+  """
+  setHistoryRetention(days: Int): Account!
 }
 `, BuiltIn: false},
 	{Name: "../schema/templates.graphqls", Input: `# WhatsApp message templates: the only messages an agent may send once a
@@ -4565,6 +4787,10 @@ func (ec *executionContext) childFields_Account(ctx context.Context, field graph
 		return ec.fieldContext_Account_numbers(ctx, field)
 	case "emailAddresses":
 		return ec.fieldContext_Account_emailAddresses(ctx, field)
+	case "historyRetentionDays":
+		return ec.fieldContext_Account_historyRetentionDays(ctx, field)
+	case "historyRetentionSource":
+		return ec.fieldContext_Account_historyRetentionSource(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Account", field.Name)
 }
@@ -4583,8 +4809,20 @@ func (ec *executionContext) childFields_AgentNumber(ctx context.Context, field g
 		return ec.fieldContext_AgentNumber_enabled(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_AgentNumber_createdAt(ctx, field)
+	case "profile":
+		return ec.fieldContext_AgentNumber_profile(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AgentNumber", field.Name)
+}
+
+func (ec *executionContext) childFields_AgentProfileResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "number":
+		return ec.fieldContext_AgentProfileResult_number(ctx, field)
+	case "fields":
+		return ec.fieldContext_AgentProfileResult_fields(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AgentProfileResult", field.Name)
 }
 
 func (ec *executionContext) childFields_Button(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5107,6 +5345,18 @@ func (ec *executionContext) childFields_MessageTemplate(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type MessageTemplate", field.Name)
 }
 
+func (ec *executionContext) childFields_NumberProfile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_NumberProfile_name(ctx, field)
+	case "imageUrl":
+		return ec.fieldContext_NumberProfile_imageUrl(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_NumberProfile_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NumberProfile", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -5133,6 +5383,18 @@ func (ec *executionContext) childFields_Participant(ctx context.Context, field g
 		return ec.fieldContext_Participant_isAgent(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Participant", field.Name)
+}
+
+func (ec *executionContext) childFields_ProfileFieldOutcome(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "field":
+		return ec.fieldContext_ProfileFieldOutcome_field(ctx, field)
+	case "applied":
+		return ec.fieldContext_ProfileFieldOutcome_applied(ctx, field)
+	case "reason":
+		return ec.fieldContext_ProfileFieldOutcome_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProfileFieldOutcome", field.Name)
 }
 
 func (ec *executionContext) childFields_QueueHealth(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5855,6 +6117,34 @@ func (ec *executionContext) field_Mutation_sendTyping_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setAgentProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetAgentProfileInput, error) {
+			return ec.unmarshalNSetAgentProfileInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐSetAgentProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setHistoryRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "days",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["days"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_syncTemplates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6490,6 +6780,52 @@ func (ec *executionContext) fieldContext_Account_emailAddresses(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Account_historyRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.Account) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_historyRetentionDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().HistoryRetentionDays(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_historyRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Account_historyRetentionSource(ctx context.Context, field graphql.CollectedField, obj *model.Account) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_historyRetentionSource(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().HistoryRetentionSource(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HistoryRetentionSource) graphql.Marshaler {
+			return ec.marshalNHistoryRetentionSource2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHistoryRetentionSource(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Account_historyRetentionSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "HistoryRetentionSource")
+}
+
 func (ec *executionContext) _AgentNumber_id(ctx context.Context, field graphql.CollectedField, obj *account.Number) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6626,6 +6962,102 @@ func (ec *executionContext) _AgentNumber_createdAt(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_AgentNumber_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AgentNumber", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AgentNumber_profile(ctx context.Context, field graphql.CollectedField, obj *account.Number) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentNumber_profile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AgentNumber().Profile(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NumberProfile) graphql.Marshaler {
+			return ec.marshalNNumberProfile2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐNumberProfile(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentNumber_profile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentNumber",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NumberProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AgentProfileResult_number(ctx context.Context, field graphql.CollectedField, obj *model.AgentProfileResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentProfileResult_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *account.Number) graphql.Marshaler {
+			return ec.marshalNAgentNumber2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐNumber(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentProfileResult_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentProfileResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AgentNumber(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AgentProfileResult_fields(ctx context.Context, field graphql.CollectedField, obj *model.AgentProfileResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentProfileResult_fields(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fields, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ProfileFieldOutcome) graphql.Marshaler {
+			return ec.marshalNProfileFieldOutcome2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐProfileFieldOutcomeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentProfileResult_fields(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentProfileResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProfileFieldOutcome(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Button_id(ctx context.Context, field graphql.CollectedField, obj *messaging.Button) (ret graphql.Marshaler) {
@@ -11634,6 +12066,94 @@ func (ec *executionContext) fieldContext_Mutation_replyEmail(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setAgentProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setAgentProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetAgentProfile(ctx, fc.Args["input"].(model.SetAgentProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AgentProfileResult) graphql.Marshaler {
+			return ec.marshalNAgentProfileResult2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐAgentProfileResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setAgentProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AgentProfileResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setAgentProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setHistoryRetention(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setHistoryRetention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetHistoryRetention(ctx, fc.Args["days"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Account) graphql.Marshaler {
+			return ec.marshalNAccount2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐAccount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setHistoryRetention(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Account(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setHistoryRetention_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_syncTemplates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11874,6 +12394,75 @@ func (ec *executionContext) fieldContext_Mutation_replayWebhookDelivery(ctx cont
 	return fc, nil
 }
 
+func (ec *executionContext) _NumberProfile_name(ctx context.Context, field graphql.CollectedField, obj *model.NumberProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NumberProfile_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NumberProfile_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NumberProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _NumberProfile_imageUrl(ctx context.Context, field graphql.CollectedField, obj *model.NumberProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NumberProfile_imageUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImageURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NumberProfile_imageUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NumberProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _NumberProfile_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.NumberProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NumberProfile_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NumberProfile_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NumberProfile", field, false, false, "Time")
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12056,6 +12645,75 @@ func (ec *executionContext) _Participant_isAgent(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_Participant_isAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Participant", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ProfileFieldOutcome_field(ctx context.Context, field graphql.CollectedField, obj *model.ProfileFieldOutcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProfileFieldOutcome_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProfileFieldOutcome_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProfileFieldOutcome", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProfileFieldOutcome_applied(ctx context.Context, field graphql.CollectedField, obj *model.ProfileFieldOutcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProfileFieldOutcome_applied(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Applied, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProfileFieldOutcome_applied(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProfileFieldOutcome", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ProfileFieldOutcome_reason(ctx context.Context, field graphql.CollectedField, obj *model.ProfileFieldOutcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProfileFieldOutcome_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProfileFieldOutcome_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProfileFieldOutcome", field, false, false, "String")
 }
 
 func (ec *executionContext) _Query_account(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -17711,6 +18369,69 @@ func UnmarshalSendTemplateInput(ctx context.Context, raw any) (model.SendTemplat
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetAgentProfileInput(ctx context.Context, obj any) (model.SetAgentProfileInput, error) {
+	var it model.SetAgentProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"agentNumber", "service", "name", "imageUrl"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "agentNumber":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("agentNumber"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AgentNumber = data
+		case "service":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("service"))
+			data, err := ec.unmarshalOService2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐService(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Service = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "imageUrl":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageUrl"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageURL = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetAgentProfileInput unmarshals raw into the SetAgentProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetAgentProfileInput(ctx context.Context, raw any) (model.SetAgentProfileInput, error) {
+	var out model.SetAgentProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetAgentProfileInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputTemplateComponentInput(ctx context.Context, obj any) (messaging.TemplateSendComponent, error) {
 	var it messaging.TemplateSendComponent
 	if obj == nil {
@@ -18367,28 +19088,40 @@ func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, 
 		case "id":
 			out.Values[i] = ec._Account_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "name":
 			out.Values[i] = ec._Account_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Account_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "numbers":
 			out.Values[i] = ec._Account_numbers(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "emailAddresses":
 			out.Values[i] = ec._Account_emailAddresses(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "historyRetentionDays":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_historyRetentionDays(ctx, field, obj)
+				})
+		case "historyRetentionSource":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_historyRetentionSource(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18420,30 +19153,74 @@ func (ec *executionContext) _AgentNumber(ctx context.Context, sel ast.SelectionS
 		case "id":
 			out.Values[i] = ec._AgentNumber_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "number":
 			out.Values[i] = ec._AgentNumber_number(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "service":
 			out.Values[i] = ec._AgentNumber_service(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provider":
 			out.Values[i] = ec._AgentNumber_provider(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "enabled":
 			out.Values[i] = ec._AgentNumber_enabled(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._AgentNumber_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "profile":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AgentNumber_profile(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var agentProfileResultImplementors = []string{"AgentProfileResult"}
+
+func (ec *executionContext) _AgentProfileResult(ctx context.Context, sel ast.SelectionSet, obj *model.AgentProfileResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, agentProfileResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AgentProfileResult")
+		case "number":
+			out.Values[i] = ec._AgentProfileResult_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fields":
+			out.Values[i] = ec._AgentProfileResult_fields(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -20222,6 +20999,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setAgentProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setAgentProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setHistoryRetention":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setHistoryRetention(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "syncTemplates":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_syncTemplates(ctx, field)
@@ -20262,6 +21053,49 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 				return ec._Mutation_replayWebhookDelivery(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var numberProfileImplementors = []string{"NumberProfile"}
+
+func (ec *executionContext) _NumberProfile(ctx context.Context, sel ast.SelectionSet, obj *model.NumberProfile) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, numberProfileImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NumberProfile")
+		case "name":
+			out.Values[i] = ec._NumberProfile_name(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "imageUrl":
+			out.Values[i] = ec._NumberProfile_imageUrl(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._NumberProfile_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -20358,6 +21192,49 @@ func (ec *executionContext) _Participant(ctx context.Context, sel ast.SelectionS
 		case "isAgent":
 			out.Values[i] = ec._Participant_isAgent(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var profileFieldOutcomeImplementors = []string{"ProfileFieldOutcome"}
+
+func (ec *executionContext) _ProfileFieldOutcome(ctx context.Context, sel ast.SelectionSet, obj *model.ProfileFieldOutcome) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, profileFieldOutcomeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProfileFieldOutcome")
+		case "field":
+			out.Values[i] = ec._ProfileFieldOutcome_field(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applied":
+			out.Values[i] = ec._ProfileFieldOutcome_applied(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._ProfileFieldOutcome_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -22209,6 +23086,22 @@ func (ec *executionContext) marshalNAgentNumber2ᚕgithubᚗcomᚋswitchboardᚑ
 	return ret
 }
 
+func (ec *executionContext) marshalNAgentNumber2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐNumber(ctx context.Context, sel ast.SelectionSet, v *account.Number) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AgentNumber!")
+		return graphql.Null
+	}
+	return ec._AgentNumber(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAgentProfileResult2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐAgentProfileResult(ctx context.Context, sel ast.SelectionSet, v *model.AgentProfileResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AgentProfileResult!")
+		return graphql.Null
+	}
+	return ec._AgentProfileResult(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -22744,6 +23637,16 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) unmarshalNHistoryRetentionSource2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHistoryRetentionSource(ctx context.Context, v any) (model.HistoryRetentionSource, error) {
+	var res model.HistoryRetentionSource
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNHistoryRetentionSource2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHistoryRetentionSource(ctx context.Context, sel ast.SelectionSet, v model.HistoryRetentionSource) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNHttpHeader2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐHTTPHeader(ctx context.Context, sel ast.SelectionSet, v model.HTTPHeader) graphql.Marshaler {
 	return ec._HttpHeader(ctx, sel, &v)
 }
@@ -22985,6 +23888,14 @@ func (ec *executionContext) marshalNMessageTemplate2ᚕgithubᚗcomᚋswitchboar
 	return ret
 }
 
+func (ec *executionContext) marshalNNumberProfile2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐNumberProfile(ctx context.Context, sel ast.SelectionSet, v *model.NumberProfile) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NumberProfile!")
+		return graphql.Null
+	}
+	return ec._NumberProfile(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "PageInfo!")
@@ -23002,6 +23913,26 @@ func (ec *executionContext) marshalNParticipant2ᚕgithubᚗcomᚋswitchboardᚑ
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNParticipant2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋmessagingᚐParticipant(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNProfileFieldOutcome2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐProfileFieldOutcome(ctx context.Context, sel ast.SelectionSet, v model.ProfileFieldOutcome) graphql.Marshaler {
+	return ec._ProfileFieldOutcome(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProfileFieldOutcome2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐProfileFieldOutcomeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ProfileFieldOutcome) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProfileFieldOutcome2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐProfileFieldOutcome(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -23139,6 +24070,11 @@ var (
 		account.WebUI:    "WEB_UI",
 	}
 )
+
+func (ec *executionContext) unmarshalNSetAgentProfileInput2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐSetAgentProfileInput(ctx context.Context, v any) (model.SetAgentProfileInput, error) {
+	res, err := ec.unmarshalInputSetAgentProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
 
 func (ec *executionContext) unmarshalNString2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋdomainᚋaccountᚐProvider(ctx context.Context, v any) (account.Provider, error) {
 	tmp, err := graphql.UnmarshalString(v)

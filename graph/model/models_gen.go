@@ -3,12 +3,25 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
+
+// An agent number after setAgentProfile, and what its provider did.
+type AgentProfileResult struct {
+	Number *account.Number `json:"number"`
+	// One entry per field the call changed, name first.
+	Fields []ProfileFieldOutcome `json:"fields"`
+}
 
 // A page of contacts, Relay-style.
 type ContactConnection struct {
@@ -141,6 +154,16 @@ type MessageEdge struct {
 	Node   *messaging.Message `json:"node"`
 }
 
+// An agent number's display name and picture, as the account last set them.
+type NumberProfile struct {
+	// The display name; null when never set.
+	Name *string `json:"name,omitempty"`
+	// The URL the picture was fetched from; null when never set.
+	ImageURL *string `json:"imageUrl,omitempty"`
+	// When the name or picture was last set; null when never.
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+}
+
 // Where a page ends, for Relay-style paging.
 type PageInfo struct {
 	HasNextPage bool `json:"hasNextPage"`
@@ -148,6 +171,15 @@ type PageInfo struct {
 	HasPreviousPage bool    `json:"hasPreviousPage"`
 	StartCursor     *string `json:"startCursor,omitempty"`
 	EndCursor       *string `json:"endCursor,omitempty"`
+}
+
+// Whether the provider applied one field of a profile.
+type ProfileFieldOutcome struct {
+	// name or image_url.
+	Field   string `json:"field"`
+	Applied bool   `json:"applied"`
+	// Why it was not applied; null when it was.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // A reply to an email.
@@ -193,6 +225,16 @@ type SendTemplateInput struct {
 	Template *messaging.TemplateSend `json:"template"`
 	// A message of the same thread that this one answers (quotes).
 	ReplyTo *string `json:"replyTo,omitempty"`
+}
+
+// What setAgentProfile changes: name, imageUrl or both.
+type SetAgentProfileInput struct {
+	// The agent number, in E.164 form.
+	AgentNumber string `json:"agentNumber"`
+	// Which of the account's numbers it is, when the account has it on both services.
+	Service  *account.Service `json:"service,omitempty"`
+	Name     *string          `json:"name,omitempty"`
+	ImageURL *string          `json:"imageUrl,omitempty"`
 }
 
 // Narrows a template listing; every field given must match exactly.
@@ -299,4 +341,62 @@ type WebhookUpdate struct {
 	Webhook *webhook.Endpoint `json:"webhook"`
 	// The signing secret (whsec_…) when Switchboard just made it; null otherwise (a chosen secret is never shown).
 	Secret *string `json:"secret,omitempty"`
+}
+
+// Whose history retention an account follows.
+type HistoryRetentionSource string
+
+const (
+	// The account's own, set with setHistoryRetention.
+	HistoryRetentionSourceAccount HistoryRetentionSource = "ACCOUNT"
+	// The server's (SWITCHBOARD_HISTORY_RETENTION, 30 days by default).
+	HistoryRetentionSourceServer HistoryRetentionSource = "SERVER"
+)
+
+var AllHistoryRetentionSource = []HistoryRetentionSource{
+	HistoryRetentionSourceAccount,
+	HistoryRetentionSourceServer,
+}
+
+func (e HistoryRetentionSource) IsValid() bool {
+	switch e {
+	case HistoryRetentionSourceAccount, HistoryRetentionSourceServer:
+		return true
+	}
+	return false
+}
+
+func (e HistoryRetentionSource) String() string {
+	return string(e)
+}
+
+func (e *HistoryRetentionSource) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = HistoryRetentionSource(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid HistoryRetentionSource", str)
+	}
+	return nil
+}
+
+func (e HistoryRetentionSource) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *HistoryRetentionSource) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e HistoryRetentionSource) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

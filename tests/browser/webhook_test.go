@@ -102,6 +102,7 @@ func TestWebhookPage(t *testing.T) {
 	tb.open("/dashboard/webhook")
 	tb.waitReady()
 	require.Equal(t, 0, tb.count(".secret-value"), "no secret before there is an endpoint")
+	tb.waitText(".retention", "kept 30 days")
 	require.Greater(t, tb.count(`input[name="events"]`), 3, "the event types to choose from")
 	require.Equal(t, 1, tb.count(`label[for="`+eval[string](tb, `document.querySelector('input[name="url"]').id`)+`"]`), "the URL field is labelled")
 

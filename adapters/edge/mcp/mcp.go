@@ -132,6 +132,9 @@ type Deps struct {
 	// are not offered.
 	Email Mail
 	Cron  CronJobs
+	// Profiles, when set, serves set_agent_profile; without it the tool
+	// is not offered.
+	Profiles Profiles
 	// Authenticator, when set, checks the credentials of a session's
 	// event stream again every CredentialRecheck while it is open, so that
 	// a revoked key ends its sessions (as it ends GraphQL's sockets).

@@ -14,7 +14,7 @@ import (
 
 // addTools offers every tool the configured use cases serve.
 func (h *Handler) addTools() error {
-	for _, add := range []func() error{h.addMessagingTools, h.addIndicatorTools, h.addReactionTool, h.addMediaTool, h.addWaitTool, h.addEmailTools, h.addCronTools, h.addContactTools, h.addTemplateTools} {
+	for _, add := range []func() error{h.addMessagingTools, h.addIndicatorTools, h.addReactionTool, h.addMediaTool, h.addWaitTool, h.addEmailTools, h.addCronTools, h.addContactTools, h.addTemplateTools, h.addProfileTool} {
 		if err := add(); err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func TestToolsAreDescribed(t *testing.T) {
 	require.Equal(t, []string{
 		"create_cron_job", "delete_cron_job", "get_contact", "get_email", "get_media", "get_messages", "list_contacts", "list_cron_jobs", "list_emails", "list_templates",
 		"list_threads", "manage_group", "mark_read", "pause_cron_job", "react", "reply_email", "resume_cron_job", "send_email", "send_message", "send_template",
-		"send_typing", "wait_for_message",
+		"send_typing", "set_agent_profile", "wait_for_message",
 	}, names)
 	for name, tool := range byName {
 		require.NotEmpty(t, tool.Description, name)
@@ -51,7 +51,7 @@ func TestToolsAreDescribed(t *testing.T) {
 	for _, name := range []string{"list_threads", "get_messages", "wait_for_message", "list_cron_jobs", "list_contacts", "get_contact", "list_emails", "get_email"} {
 		require.True(t, byName[name].Annotations.ReadOnlyHint, name)
 	}
-	for _, name := range []string{"send_message", "send_template", "send_email", "reply_email", "create_cron_job", "manage_group", "pause_cron_job", "resume_cron_job", "delete_cron_job"} {
+	for _, name := range []string{"send_message", "send_template", "send_email", "reply_email", "create_cron_job", "manage_group", "pause_cron_job", "resume_cron_job", "delete_cron_job", "set_agent_profile"} {
 		require.False(t, byName[name].Annotations.ReadOnlyHint, name)
 	}
 	require.True(t, *byName["delete_cron_job"].Annotations.DestructiveHint)

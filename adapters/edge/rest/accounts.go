@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -17,14 +19,18 @@ type accountResponse struct {
 }
 
 type accountBody struct {
-	AccountID          string             `json:"account_id"`
-	Name               string             `json:"name"`
-	CreatedAt          string             `json:"created_at"`
-	UpdatedAt          string             `json:"updated_at"`
-	ServiceEmailDomain string             `json:"service_email_domain"`
-	Numbers            []numberBody       `json:"numbers"`
-	EmailAddresses     []emailAddressBody `json:"email_addresses"`
-	Domains            []domainBody       `json:"domains"`
+	AccountID          string `json:"account_id"`
+	Name               string `json:"name"`
+	CreatedAt          string `json:"created_at"`
+	UpdatedAt          string `json:"updated_at"`
+	ServiceEmailDomain string `json:"service_email_domain"`
+	// HistoryRetentionDays is how long the account's history is kept, in
+	// days; HistoryRetentionSource says whose period it is.
+	HistoryRetentionDays   float64            `json:"history_retention_days"`
+	HistoryRetentionSource string             `json:"history_retention_source"`
+	Numbers                []numberBody       `json:"numbers"`
+	EmailAddresses         []emailAddressBody `json:"email_addresses"`
+	Domains                []domainBody       `json:"domains"`
 }
 
 type numberBody struct {
@@ -34,6 +40,9 @@ type numberBody struct {
 	Provider  string `json:"provider"`
 	Enabled   bool   `json:"enabled"`
 	CreatedAt string `json:"created_at"`
+	// Profile is the display name and picture, as the account last set
+	// them.
+	Profile numberProfileBody `json:"profile"`
 }
 
 type emailAddressBody struct {
@@ -55,14 +64,16 @@ func (s *server) accountResponse(o accounts.Overview) accountResponse {
 	body := accountBody{
 		AccountID: o.Account.ID, Name: o.Account.Name,
 		CreatedAt: timestamp(o.Account.CreatedAt), UpdatedAt: timestamp(o.Account.UpdatedAt),
-		ServiceEmailDomain: s.emailDomain,
-		Numbers:            make([]numberBody, len(o.Numbers)),
-		EmailAddresses:     make([]emailAddressBody, len(o.EmailAddresses)),
-		Domains:            make([]domainBody, len(o.Domains)),
+		ServiceEmailDomain:     s.emailDomain,
+		HistoryRetentionDays:   float64(s.accounts.HistoryRetention(o.Account)) / float64(account.Day),
+		HistoryRetentionSource: retentionSource(o.Account),
+		Numbers:                make([]numberBody, len(o.Numbers)),
+		EmailAddresses:         make([]emailAddressBody, len(o.EmailAddresses)),
+		Domains:                make([]domainBody, len(o.Domains)),
 	}
 	for i, n := range o.Numbers {
 		body.Numbers[i] = numberBody{NumberID: n.ID, Number: n.Number, Service: string(n.Service),
-			Provider: string(n.Provider), Enabled: n.Enabled, CreatedAt: timestamp(n.CreatedAt)}
+			Provider: string(n.Provider), Enabled: n.Enabled, CreatedAt: timestamp(n.CreatedAt), Profile: numberProfile(n.Profile)}
 	}
 	for i, e := range o.EmailAddresses {
 		body.EmailAddresses[i] = emailAddressBody{EmailID: e.ID, Address: e.Address(), CreatedAt: timestamp(e.CreatedAt)}
@@ -84,6 +95,17 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 
 type patchAccountRequest struct {
 	Name *string `json:"name"`
+	// HistoryRetentionDays is a number of days, or null for the server's
+	// period; absent leaves it.
+	HistoryRetentionDays json.RawMessage `json:"history_retention_days"`
+}
+
+// retentionSource says whose history retention an account follows.
+func retentionSource(a account.Account) string {
+	if a.HistoryRetentionDays > 0 {
+		return "account"
+	}
+	return "server"
 }
 
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
@@ -92,16 +114,45 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, r, err)
 		return
 	}
-	var p failure.Problems
-	required(&p, req.Name, "name")
-	if err := p.Err(); err != nil {
-		edge.WriteError(w, r, err)
+	// Every problem of the body is answered at once, before anything is
+	// saved.
+	var fields []failure.FieldError
+	refuse := func(err error) {
+		if err != nil {
+			fields = append(fields, failure.As(err).Fields...)
+		}
+	}
+	if req.Name == nil && req.HistoryRetentionDays == nil {
+		refuse(failure.Invalid(failure.Field("missing", "give name, history_retention_days or both", "name")))
+	}
+	if req.Name != nil {
+		refuse(account.CheckName(*req.Name))
+	}
+	var days *int
+	if !isNull(req.HistoryRetentionDays) {
+		days = new(int)
+		if err := json.Unmarshal(req.HistoryRetentionDays, days); err != nil {
+			refuse(failure.Invalid(failure.Field("int_type", "history_retention_days must be a whole number of days, or null for the server's period", accounts.HistoryRetentionField)))
+		} else {
+			refuse(account.CheckHistoryRetentionDays(*days, accounts.HistoryRetentionField))
+		}
+	}
+	if len(fields) > 0 {
+		edge.WriteError(w, r, failure.Invalid(fields...))
 		return
 	}
 	id := mux.Vars(r)["accountId"]
-	if _, err := s.accounts.Rename(r.Context(), id, *req.Name); err != nil {
-		edge.WriteError(w, r, err)
-		return
+	if req.Name != nil {
+		if _, err := s.accounts.Rename(r.Context(), id, *req.Name); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+	}
+	if req.HistoryRetentionDays != nil {
+		if _, err := s.accounts.SetHistoryRetention(r.Context(), id, days, accounts.HistoryRetentionField); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
 	}
 	o, err := s.accounts.Overview(r.Context(), id)
 	if err != nil {

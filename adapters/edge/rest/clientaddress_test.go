@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -36,6 +37,12 @@ func (refusingAccounts) Overview(context.Context, string) (accounts.Overview, er
 func (refusingAccounts) Rename(context.Context, string, string) (account.Account, error) {
 	return account.Account{}, errors.New("not used")
 }
+
+func (refusingAccounts) SetHistoryRetention(context.Context, string, *int, ...any) (account.Account, error) {
+	return account.Account{}, errors.New("not used")
+}
+
+func (refusingAccounts) HistoryRetention(account.Account) time.Duration { return 0 }
 
 // addressBundle serves the API over refusingAccounts; status sends one
 // request as it would arrive from peer (ip:port) with the given headers.

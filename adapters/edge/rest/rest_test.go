@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -335,6 +336,12 @@ func (f fakeAccounts) Overview(ctx context.Context, id string) (accounts.Overvie
 func (f fakeAccounts) Rename(ctx context.Context, id, name string) (account.Account, error) {
 	return account.Account{}, errors.New("not used")
 }
+
+func (f fakeAccounts) SetHistoryRetention(context.Context, string, *int, ...any) (account.Account, error) {
+	return account.Account{}, errors.New("not used")
+}
+
+func (f fakeAccounts) HistoryRetention(account.Account) time.Duration { return 0 }
 
 func TestInternalFailuresDoNotLeak(t *testing.T) {
 	t.Parallel()

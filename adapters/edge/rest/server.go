@@ -29,6 +29,8 @@ var OpenAPIYAML []byte
 type AccountUseCases interface {
 	Overview(ctx context.Context, accountID string) (accounts.Overview, error)
 	Rename(ctx context.Context, accountID, name string) (account.Account, error)
+	SetHistoryRetention(ctx context.Context, accountID string, days *int, field ...any) (account.Account, error)
+	HistoryRetention(a account.Account) time.Duration
 }
 
 // Deps is what the REST handler set is built from.
@@ -49,6 +51,8 @@ type Deps struct {
 	// Providers, when set, serves the inbound routes the messaging
 	// providers call (Telegram and WhatsApp webhooks).
 	Providers ProviderWebhooks
+	// Profiles, when set, serves the profile-settings routes.
+	Profiles ProfileUseCases
 	// EmailDomain is the service's own email domain, shown on accounts.
 	EmailDomain string
 	// Now is the clock; time.Now when nil.
@@ -64,6 +68,7 @@ type server struct {
 	cron        CronUseCases
 	cronTrigger CronTrigger
 	webhooks    WebhookUseCases
+	profiles    ProfileUseCases
 	idempotency *edge.Idempotency
 	limiters    edge.Limiters
 	now         func() time.Time
@@ -79,7 +84,7 @@ func Mount(host *edge.Host, d Deps) {
 	}
 	s := &server{
 		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron, cronTrigger: d.CronTrigger,
-		webhooks: d.Webhooks, idempotency: host.Idempotency(), limiters: host.Limiters(), now: now,
+		webhooks: d.Webhooks, profiles: d.Profiles, idempotency: host.Idempotency(), limiters: host.Limiters(), now: now,
 		emailDomain: d.EmailDomain,
 	}
 	top := host.Public()
@@ -93,6 +98,7 @@ func Mount(host *edge.Host, d Deps) {
 	s.mountCron(host.APIWithBearerKey())
 	s.mountA1Cron(api)
 	s.mountWebhooks(api)
+	s.mountProfiles(api)
 	s.mountProviders(top)
 	if s.messaging != nil {
 		s.mountMedia(api, top)

@@ -54,6 +54,8 @@ type Server struct {
 	queries   map[string]bool
 	answered  []string
 	nextQuery int64
+	// profile is what setMyName and setMyProfilePhoto set (profile.go).
+	profile Profile
 }
 
 // File is a file the fake keeps for a file_id. Open returns its bytes from
@@ -144,7 +146,8 @@ func (s *Server) Settings() map[string]string {
 // Block makes sends and chat actions to chat answer 403.
 func (s *Server) Block(chat string) { s.mu.Lock(); s.blocked[chat] = true; s.mu.Unlock() }
 
-// RateLimitNext makes the next send answer 429 with retry_after.
+// RateLimitNext makes the next send, setMyName or setMyProfilePhoto
+// answer 429 with retry_after.
 func (s *Server) RateLimitNext(seconds int) { s.mu.Lock(); s.retryAfter = seconds; s.mu.Unlock() }
 
 // Remember records the message of an update a test delivered itself (by
@@ -305,6 +308,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.getFile(w, params)
 	case "answerCallbackQuery":
 		s.answerCallback(w, params)
+	case "setMyName":
+		s.setMyName(w, params)
+	case "getMyName":
+		s.getMyName(w)
+	case "setMyProfilePhoto":
+		s.setMyProfilePhoto(w, r, params)
 	case "exportChatInviteLink":
 		reply(w, 200, map[string]any{"ok": true, "result": "https://t.me/+AbCdEfGhIjKlMnOp"})
 	default:

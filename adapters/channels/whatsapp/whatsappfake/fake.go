@@ -54,6 +54,8 @@ type Server struct {
 	PageSize  int
 	// groupBook is the Groups API's state (groups.go).
 	groupBook *groupBook
+	// profile is the business profile and its uploads (profile.go).
+	profile profileState
 }
 
 // MediaFile is a file the fake keeps for a media id. Open returns its
@@ -81,7 +83,7 @@ func New(t testing.TB, phoneNumberID, token, display string) *Server {
 func (s *Server) Settings(appSecret, verifyToken string) map[string]string {
 	return map[string]string{
 		"phone_number_id": s.PhoneNumberID, "access_token": s.Token, "app_secret": appSecret,
-		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version, "waba_id": WABAID,
+		"verify_token": verifyToken, "api_base_url": s.URL, "graph_version": Version, "waba_id": WABAID, "app_id": AppID,
 	}
 }
 
@@ -208,6 +210,9 @@ func graphError(w http.ResponseWriter, code int) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.serveProfile(w, r) {
+		return
+	}
 	if r.Header.Get("Authorization") != "Bearer "+s.Token {
 		graphError(w, 190)
 		return

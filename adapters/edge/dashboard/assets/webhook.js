@@ -18,6 +18,7 @@ const PAGE_SIZE = 20;
 const WEBHOOK_FIELDS = 'url enabled events disabledReason disabledAt failingSince previousSecretExpiresAt inlineMediaMaxBytes createdAt updatedAt';
 
 const PAGE_QUERY = `query WebhookPage($first: Int, $after: String, $status: WebhookDeliveryStatus) {
+  account { historyRetentionDays }
   webhook { ${WEBHOOK_FIELDS} }
   webhookEventTypes
   webhookDeliveries(first: $first, after: $after, status: $status) {
@@ -80,6 +81,7 @@ export async function render(root, ctx) {
   state.webhook = data.webhook;
   state.types = data.webhookEventTypes || [];
   state.log = data.webhookDeliveries;
+  const retention = data.account.historyRetentionDays;
 
   const endpointPanel = h('div', { class: 'webhook-endpoint' });
   const secretPanel = h('div', { class: 'webhook-secret-slot' });
@@ -87,7 +89,9 @@ export async function render(root, ctx) {
   mount(root,
     h('p', { class: 'lead muted' },
       'Switchboard POSTs every event of the account to this URL, signed with the endpoint\'s secret (Standard Webhooks). ',
-      'The log below shows each delivery and every attempt.'),
+      'The log below shows each delivery and every attempt, ',
+      h('span', { class: 'retention' }, `kept ${retention >= 1 ? Math.round(retention) + (Math.round(retention) === 1 ? ' day' : ' days') : 'less than a day'}`),
+      ' (the account\'s history retention; a delivery still pending stays until it ends).'),
     secretPanel, endpointPanel, logPanel);
 
   function paint() {

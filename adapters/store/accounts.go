@@ -48,19 +48,20 @@ type accountRow struct {
 	Name          string    `bun:"name"`
 	Version       int64     `bun:"version"`
 	RetentionDays int       `bun:"history_retention_days"`
+	MessageDays   int       `bun:"message_retention_days"`
 	CreatedAt     time.Time `bun:"created_at"`
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
 func (r accountRow) domain() account.Account {
-	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, HistoryRetentionDays: r.RetentionDays,
+	return account.Account{ID: r.ID, Name: r.Name, Version: r.Version, HistoryRetentionDays: r.RetentionDays, MessageRetentionDays: r.MessageDays,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // InsertAccount stores a new account and its credentials in one
 // transaction.
 func (r AccountStore) InsertAccount(ctx context.Context, a account.Account, credentials ...account.Credential) error {
-	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, RetentionDays: a.HistoryRetentionDays, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	row := accountRow{ID: a.ID, Name: a.Name, Version: a.Version, RetentionDays: a.HistoryRetentionDays, MessageDays: a.MessageRetentionDays, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	if len(credentials) == 0 {
 		return insertRow(ctx, r.Conn, &row, "account")
 	}
@@ -90,6 +91,12 @@ func (r AccountStore) SetHistoryRetention(ctx context.Context, id string, days i
 	return r.updateAccount(ctx, id, at, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Set("history_retention_days = ?", days) })
 }
 
+// SetMessageRetention saves an account's message retention in days (0:
+// off), moves its version on and reads it back, in one transaction.
+func (r AccountStore) SetMessageRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error) {
+	return r.updateAccount(ctx, id, at, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Set("message_retention_days = ?", days) })
+}
+
 // updateAccount changes the account as set says, updated at at, moves its
 // version on and reads it back, in one transaction.
 func (r AccountStore) updateAccount(ctx context.Context, id string, at time.Time, set func(*bun.UpdateQuery) *bun.UpdateQuery) (account.Account, error) {
@@ -113,7 +120,7 @@ func (r AccountStore) updateAccount(ctx context.Context, id string, at time.Time
 // Account reads one account.
 func (r AccountStore) Account(ctx context.Context, id string) (account.Account, error) {
 	var row accountRow
-	if err := r.selectOne(ctx, &row, "SELECT id, name, version, history_retention_days, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
+	if err := r.selectOne(ctx, &row, "SELECT id, name, version, history_retention_days, message_retention_days, created_at, updated_at FROM accounts WHERE id = $1", id); err != nil {
 		return account.Account{}, translate(err, "account")
 	}
 	return row.domain(), nil

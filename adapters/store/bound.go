@@ -180,6 +180,7 @@ func pgStatements(tables rowTables, b writes.Batch, now time.Time, next func() *
 			return boundInsert(tables, p, mapRows(b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) }), "")
 		})
 	}
+	writeErasuresBound(add, b.Erasures)
 	return out
 }
 

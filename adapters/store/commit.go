@@ -272,6 +272,7 @@ func batchStatements(db bun.IDB, b writes.Batch, now time.Time) []batchStatement
 	add("enqueue jobs", insertRows(db, b.Jobs, func(p jobs.EnqueueParams) newJobRow { return newJob(p, now) })...)
 	add("insert cron jobs", insertRows(db, b.CronJobs, cronJobToRow)...)
 	add("record idempotent answers", insertRows(db, b.Answers, func(a writes.Answer) idempotencyResponseRow { return answerRow(a, now) })...)
+	add("erase people", writeErasures(db, b.Erasures)...)
 	return out
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/application/retention"
+	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
@@ -76,15 +78,16 @@ func (r RetentionStore) Exclusively(ctx context.Context, fn func(ctx context.Con
 // AccountRetentions lists every account with its own history retention.
 func (r RetentionStore) AccountRetentions(ctx context.Context) ([]retention.AccountRetention, error) {
 	var rows []struct {
-		ID   string `bun:"id"`
-		Days int    `bun:"history_retention_days"`
+		ID       string `bun:"id"`
+		Days     int    `bun:"history_retention_days"`
+		Messages int    `bun:"message_retention_days"`
 	}
-	if err := r.read.NewRaw("SELECT id, history_retention_days FROM accounts ORDER BY id").Scan(ctx, &rows); err != nil {
+	if err := r.read.NewRaw("SELECT id, history_retention_days, message_retention_days FROM accounts ORDER BY id").Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "account")
 	}
 	out := make([]retention.AccountRetention, len(rows))
 	for i, row := range rows {
-		out[i] = retention.AccountRetention{AccountID: row.ID, Days: row.Days}
+		out[i] = retention.AccountRetention{AccountID: row.ID, Days: row.Days, MessageDays: row.Messages}
 	}
 	return out, nil
 }
@@ -105,6 +108,10 @@ func (r RetentionStore) PruneHistory(ctx context.Context, q retention.Query) (re
 			step, err = tx.pruneCronExecutions(ctx, q)
 		case retention.SandboxEmails:
 			step, err = tx.pruneSandboxEmails(ctx, q)
+		case retention.Messages:
+			step, err = tx.pruneMessages(ctx, q)
+		case retention.Emails:
+			step, err = tx.pruneEmails(ctx, q)
 		default:
 			err = fmt.Errorf("unknown kind of history %q", q.Kind)
 		}
@@ -225,4 +232,64 @@ func (r RetentionStore) pruneSandboxEmails(ctx context.Context, q retention.Quer
 	}
 	step.Deleted = len(sizes)
 	return step, MailboxStore(r).takeOff(ctx, q.AccountID, removed)
+}
+
+// messageThreadWindow is how many threads one batch of the messages' walk
+// looks in.
+const messageThreadWindow = 100
+
+// pruneMessages deletes old messages that are no longer queued from the
+// next threads of the account's walk (by thread id, through the
+// messages_thread_recent index, so that no index on messages is needed
+// for it), with their reactions; the replies quoting them lose the
+// quote. A window of threads that had a full batch is walked again.
+func (r RetentionStore) pruneMessages(ctx context.Context, q retention.Query) (retention.Step, error) {
+	var threads []string
+	if err := r.write.NewRaw("SELECT id FROM threads WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?",
+		q.AccountID, q.AfterKey, messageThreadWindow).Scan(ctx, &threads); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return retention.Step{}, err
+	}
+	if len(threads) == 0 {
+		return retention.Step{Done: true}, nil
+	}
+	var ids []string
+	if err := r.write.NewRaw(`DELETE FROM messages WHERE id IN (
+			SELECT id FROM messages WHERE thread_id IN (?) AND created_at < ? AND status <> ? LIMIT ?)
+		AND created_at < ? AND status <> ? RETURNING id`,
+		bun.List(threads), q.Before, string(messaging.Queued), q.Limit, q.Before, string(messaging.Queued)).Scan(ctx, &ids); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return retention.Step{}, err
+	}
+	step := retention.Step{Deleted: len(ids), NextKey: threads[len(threads)-1]}
+	if len(ids) >= q.Limit {
+		step.NextKey = q.AfterKey
+	} else {
+		step.Done = len(threads) < messageThreadWindow
+	}
+	if len(ids) == 0 {
+		return step, nil
+	}
+	if _, err := r.write.NewRaw("DELETE FROM message_reactions WHERE message_id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
+		return step, err
+	}
+	_, err := r.write.NewRaw("UPDATE messages SET quoted_text = '' WHERE thread_id IN (?) AND reply_to_message_id IN (?) AND quoted_text <> ''",
+		bun.List(threads), bun.List(ids)).Exec(ctx)
+	return step, err
+}
+
+// pruneEmails deletes the account's old emails that are no longer queued,
+// oldest first, with their attachments.
+func (r RetentionStore) pruneEmails(ctx context.Context, q retention.Query) (retention.Step, error) {
+	var ids []string
+	if err := r.write.NewRaw(`DELETE FROM emails WHERE id IN (
+			SELECT id FROM emails WHERE account_id = ? AND created_at < ? AND status <> ? ORDER BY created_at, id LIMIT ?)
+		AND status <> ? RETURNING id`,
+		q.AccountID, q.Before, string(email.Queued), q.Limit, string(email.Queued)).Scan(ctx, &ids); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return retention.Step{}, err
+	}
+	step := retention.Step{Deleted: len(ids), Done: len(ids) < q.Limit}
+	if len(ids) == 0 {
+		return step, nil
+	}
+	_, err := r.write.NewRaw("DELETE FROM email_attachments WHERE email_id IN (?)", bun.List(ids)).Exec(ctx)
+	return step, err
 }

@@ -28,6 +28,10 @@ type Repos interface {
 	// days (0: the server's), updated at at, moves its version on, and
 	// returns it as stored. NotFound.
 	SetHistoryRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error)
+	// SetMessageRetention gives an account its message retention in days
+	// (0: off), updated at at, moves its version on, and returns it as
+	// stored. NotFound.
+	SetMessageRetention(ctx context.Context, id string, days int, at time.Time) (account.Account, error)
 	// Account reads an account. NotFound.
 	Account(ctx context.Context, id string) (account.Account, error)
 	// Accounts lists every account, oldest first.

@@ -30,6 +30,28 @@ func (s *Service) SetHistoryRetention(ctx context.Context, id string, days *int,
 	return s.store.Repos().SetHistoryRetention(ctx, id, own, s.now().UTC())
 }
 
+// MessageRetentionField names the message retention in answers and
+// errors.
+const MessageRetentionField = "message_retention_days"
+
+// SetMessageRetention gives an account a message retention of days days
+// (1 to account.MaxHistoryRetentionDays); nil turns it off. NotFound when
+// the account does not exist; Invalid, naming field, for a period out of
+// bounds.
+func (s *Service) SetMessageRetention(ctx context.Context, id string, days *int, field ...any) (account.Account, error) {
+	if !ident.Valid(ident.Account, id) {
+		return account.Account{}, failure.NotFound("account")
+	}
+	own := 0
+	if days != nil {
+		if err := account.CheckMessageRetentionDays(*days, field...); err != nil {
+			return account.Account{}, err
+		}
+		own = *days
+	}
+	return s.store.Repos().SetMessageRetention(ctx, id, own, s.now().UTC())
+}
+
 // HistoryRetention is how long a's history is kept: its own period or the
 // server's.
 func (s *Service) HistoryRetention(a account.Account) time.Duration {

@@ -21,6 +21,13 @@ const (
 	// SandboxEmails are the emails the sandbox mailbox kept instead of
 	// sending them: the delivery records of email without a relay.
 	SandboxEmails Kind = "sandbox_emails"
+
+	// Messages are the account's messages, with their reactions and media
+	// links, pruned only under a message retention: their threads stay.
+	Messages Kind = "messages"
+	// Emails are the account's emails, sent and received, with their
+	// attachments, pruned only under a message retention.
+	Emails Kind = "emails"
 )
 
 // Kinds lists every kind in the order a pass prunes them: deliveries
@@ -28,11 +35,16 @@ const (
 // gone goes in the same pass.
 var Kinds = []Kind{WebhookDeliveries, Events, CronExecutions, SandboxEmails}
 
-// AccountRetention is an account's own history retention in days; 0
-// follows the server's.
+// MessageKinds lists the kinds a message retention deletes, pruned after
+// Kinds for the accounts that have one.
+var MessageKinds = []Kind{Messages, Emails}
+
+// AccountRetention is an account's own history retention in days (0
+// follows the server's) and its message retention in days (0: none).
 type AccountRetention struct {
-	AccountID string
-	Days      int
+	AccountID   string
+	Days        int
+	MessageDays int
 }
 
 // Query asks for one batch of an account's history of one kind.
@@ -44,6 +56,9 @@ type Query struct {
 	// After is where the walk of the kind's rows resumes (Step.Next of
 	// the batch before; 0 at the start).
 	After int64
+	// AfterKey is where a walk keyed by text resumes (Step.NextKey; ""
+	// at the start): the messages' walk of the account's threads.
+	AfterKey string
 	// Limit bounds the rows the batch reads and deletes.
 	Limit int
 }
@@ -54,6 +69,8 @@ type Step struct {
 	Deleted int
 	// Next is where the walk resumes (Query.After of the next batch).
 	Next int64
+	// NextKey is where a walk keyed by text resumes (Query.AfterKey).
+	NextKey string
 	// Done says that nothing more of the kind is old for the account.
 	Done bool
 }

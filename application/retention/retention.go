@@ -1,7 +1,9 @@
 // Package retention deletes the history of accounts once it is older
 // than their history retention (account.Account.HistoryRetention): events,
 // webhook deliveries with their attempts, cron executions and the sandbox
-// mailbox. A pass walks every account and every kind in small batches,
+// mailbox; and, for the accounts with a message retention, their messages
+// and emails once older than it (their history then goes at the shorter
+// of the two periods, account.Account.HistoryCutoff). A pass walks every account and every kind in small batches,
 // each its own short transaction, pausing after a batch as long as it
 // took so that sends running meanwhile keep most of the database;
 // one process at a time prunes (Lock), whichever replica gets there.
@@ -94,13 +96,26 @@ func (p *Pruner) pass(ctx context.Context, deleted map[Kind]int) error {
 		return err
 	}
 	for _, a := range accounts {
-		before := now.Add(-account.Account{HistoryRetentionDays: a.Days}.HistoryRetention(p.opts.Retention))
-		for _, kind := range Kinds {
-			n, err := p.prune(ctx, Query{Kind: kind, AccountID: a.AccountID, Before: before, Limit: p.opts.Batch})
-			deleted[kind] += n
-			if err != nil {
-				return fmt.Errorf("prune %s of %s: %w", kind, a.AccountID, err)
+		acc := account.Account{HistoryRetentionDays: a.Days, MessageRetentionDays: a.MessageDays}
+		if err := p.pruneKinds(ctx, a.AccountID, Kinds, now.Add(-acc.HistoryCutoff(p.opts.Retention)), deleted); err != nil {
+			return err
+		}
+		if keep := acc.MessageRetention(); keep > 0 {
+			if err := p.pruneKinds(ctx, a.AccountID, MessageKinds, now.Add(-keep), deleted); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// pruneKinds prunes each of kinds of the account older than before.
+func (p *Pruner) pruneKinds(ctx context.Context, accountID string, kinds []Kind, before time.Time, deleted map[Kind]int) error {
+	for _, kind := range kinds {
+		n, err := p.prune(ctx, Query{Kind: kind, AccountID: accountID, Before: before, Limit: p.opts.Batch})
+		deleted[kind] += n
+		if err != nil {
+			return fmt.Errorf("prune %s of %s: %w", kind, accountID, err)
 		}
 	}
 	return nil
@@ -122,7 +137,7 @@ func (p *Pruner) prune(ctx context.Context, q Query) (int, error) {
 		if step.Done {
 			return deleted, nil
 		}
-		q.After = step.Next
+		q.After, q.AfterKey = step.Next, step.NextKey
 		if err := sleep(ctx, time.Since(start)); err != nil {
 			return deleted, err
 		}
@@ -144,7 +159,7 @@ func (p *Pruner) Run(ctx context.Context) {
 		if total := report.total(); total > 0 {
 			p.opts.Logger.Info("pruned history", "rows", total, "events", report.Deleted[Events],
 				"webhook_deliveries", report.Deleted[WebhookDeliveries], "cron_executions", report.Deleted[CronExecutions],
-				"sandbox_emails", report.Deleted[SandboxEmails])
+				"sandbox_emails", report.Deleted[SandboxEmails], "messages", report.Deleted[Messages], "emails", report.Deleted[Emails])
 		}
 	}
 }

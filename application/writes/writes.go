@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/erasure"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
@@ -127,6 +128,18 @@ type Batch struct {
 	CronJobs []cron.Job
 	// Answers record the responses to Idempotency-Keys.
 	Answers []Answer
+	// Erasures delete everything stored about people of accounts (the
+	// rows their Target names, found in the deciding transaction) and
+	// record each erasure; they are written after every other write of
+	// the batch.
+	Erasures []Erasure
+}
+
+// Erasure deletes the rows Target names (erasure.Target) and stores
+// Record, the erasure's audit record.
+type Erasure struct {
+	Record erasure.Record
+	Target erasure.Target
 }
 
 // ThreadActivity is a message sent in a thread at At.
@@ -289,6 +302,7 @@ func (b *Batch) Add(o Batch) {
 	b.TemplateSets = append(b.TemplateSets, o.TemplateSets...)
 	b.CronJobs = append(b.CronJobs, o.CronJobs...)
 	b.Answers = append(b.Answers, o.Answers...)
+	b.Erasures = append(b.Erasures, o.Erasures...)
 }
 
 // Committer writes batches.

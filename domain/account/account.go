@@ -19,6 +19,10 @@ type Account struct {
 	// HistoryRetentionDays is the account's own history retention in
 	// days; 0 follows the server's (see HistoryRetention).
 	HistoryRetentionDays int
+	// MessageRetentionDays is the account's message retention in days: its
+	// messages and emails older than that are deleted; 0 keeps them (see
+	// MessageRetention).
+	MessageRetentionDays int
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
 }

@@ -27,7 +27,17 @@ const MaxHistoryRetentionDays = 36500
 // than one day or more than MaxHistoryRetentionDays, naming field (whose
 // last element, when a string, names it in the message too).
 func CheckHistoryRetentionDays(days int, field ...any) error {
-	name := "history_retention_days"
+	return checkRetentionDays("history_retention_days", days, field...)
+}
+
+// CheckMessageRetentionDays refuses a message retention of fewer than one
+// day or more than MaxHistoryRetentionDays, naming field as
+// CheckHistoryRetentionDays does.
+func CheckMessageRetentionDays(days int, field ...any) error {
+	return checkRetentionDays("message_retention_days", days, field...)
+}
+
+func checkRetentionDays(name string, days int, field ...any) error {
 	if len(field) > 0 {
 		if s, ok := field[len(field)-1].(string); ok {
 			name = s
@@ -63,4 +73,22 @@ func (a Account) HistoryRetention(serverDefault time.Duration) time.Duration {
 		return time.Duration(a.HistoryRetentionDays) * Day
 	}
 	return serverDefault
+}
+
+// MessageRetention is how long the account's messages and emails are
+// kept; 0 when they are kept for good (no message retention, the
+// default).
+func (a Account) MessageRetention() time.Duration {
+	return time.Duration(a.MessageRetentionDays) * Day
+}
+
+// HistoryCutoff is how long the account's history is kept when it also
+// has a message retention: events and webhook deliveries carry messages'
+// content, so they go at the shorter of the two periods.
+func (a Account) HistoryCutoff(serverDefault time.Duration) time.Duration {
+	h := a.HistoryRetention(serverDefault)
+	if m := a.MessageRetention(); m > 0 && m < h {
+		return m
+	}
+	return h
 }

@@ -30,6 +30,8 @@ const (
 	EmailThread = "eth"
 	Attachment  = "att"
 	Spooled     = "inm"
+	// Erasure names the record of the erasure of a person.
+	Erasure = "era"
 )
 
 // alphabet is lower-case base32 without padding, URL-safe and unambiguous in

@@ -45,6 +45,7 @@ func Options(cfg Config) fx.Option {
 		jobsModule(cfg),
 		retentionModule(cfg),
 		accountsModule,
+		erasureModule,
 		fx.Invoke(watchRevocations),
 		messagingModule,
 		graphModule,
@@ -81,6 +82,7 @@ func OperatorOptions(cfg Config) fx.Option {
 		// refused command creates nothing.
 		fx.Invoke(func(*keyring.Keyring) {}),
 		accountsModule,
+		erasureModule,
 		webhooksModule,
 	)
 }
@@ -264,6 +266,7 @@ type restInputs struct {
 	Cron      rest.CronUseCases
 	Trigger   rest.CronTrigger
 	Profiles  rest.ProfileUseCases
+	Erasure   rest.ErasureUseCases
 }
 
 func newRESTDeps(in restInputs) rest.Deps {
@@ -275,6 +278,7 @@ func newRESTDeps(in restInputs) rest.Deps {
 		Cron:        in.Cron,
 		CronTrigger: in.Trigger,
 		Profiles:    in.Profiles,
+		Erasure:     in.Erasure,
 		EmailDomain: in.Config.EmailDomain,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/erasure"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/profiles"
 	"github.com/switchboard-dev/switchboard/application/queue"
@@ -33,6 +34,9 @@ var graphModule = fx.Module("graphql-deps",
 			d := graph.Deps{Accounts: in.Accounts, Threads: in.Threads, Sender: in.Sender, Indicator: in.Sender, Contacts: in.Sender, Templates: in.Sender, Live: in.Live, Requests: in.Limiters.Accounts,
 				Idempotency: in.Idempotency}
 			d.Retention = in.Retention
+			if in.Erasure != nil {
+				d.Erasure = in.Erasure
+			}
 			if in.Cron != nil {
 				d.Cron = in.Cron
 			}
@@ -78,6 +82,8 @@ type graphInputs struct {
 	Idempotency *edge.Idempotency
 	// Retention is the accounts' history retention.
 	Retention *accounts.Service
+	// Erasure erases people.
+	Erasure *erasure.Service `optional:"true"`
 }
 
 func newLive(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *messaging.Live {

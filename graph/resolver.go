@@ -102,6 +102,8 @@ type Deps struct {
 	// Retention serves the account's history retention; without it its
 	// fields answer not_implemented.
 	Retention HistoryRetention
+	// Erasure serves erasePerson; without it it answers not_implemented.
+	Erasure ErasureUseCases
 	// Idempotency, when set, honours the Idempotency-Key header on
 	// mutations over HTTP (see keyedMutations).
 	Idempotency *edge.Idempotency
@@ -125,13 +127,14 @@ type Resolver struct {
 	templates TemplateCatalog
 	profiles  ProfileSetter
 	retention HistoryRetention
+	erasure   ErasureUseCases
 }
 
 // NewResolver builds the root resolver over the use cases.
 func NewResolver(d Deps) *Resolver {
 	r := &Resolver{accounts: d.Accounts, threads: d.Threads, sender: d.Sender, cron: d.Cron, webhooks: d.Webhooks, email: d.Email, queue: d.Queue,
 		requests: d.Requests, keys: d.Idempotency, indicator: d.Indicator, contacts: d.Contacts, templates: d.Templates, profiles: d.Profiles,
-		retention: d.Retention}
+		retention: d.Retention, erasure: d.Erasure}
 	if d.Live != nil {
 		r.hub = newLiveHub(d.Live, d.Subscriptions)
 	}

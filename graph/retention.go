@@ -16,6 +16,9 @@ type HistoryRetention interface {
 	// SetHistoryRetention sets the account's own period in days, nil for
 	// the server's. Invalid, on field, out of bounds; NotFound.
 	SetHistoryRetention(ctx context.Context, accountID string, days *int, field ...any) (account.Account, error)
+	// SetMessageRetention sets the account's message retention in days,
+	// nil for none. Invalid, on field, out of bounds; NotFound.
+	SetMessageRetention(ctx context.Context, accountID string, days *int, field ...any) (account.Account, error)
 	// HistoryRetention is how long a's history is kept.
 	HistoryRetention(a account.Account) time.Duration
 }

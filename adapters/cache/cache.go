@@ -183,3 +183,18 @@ func (t *table[V]) forgetAll() {
 	t.generation.Add(1)
 	t.entries.Purge()
 }
+
+// forgetValues drops every key whose kept value match says so; reads under
+// way are not kept.
+func (t *table[V]) forgetValues(match func(V) bool) {
+	if t == nil {
+		return
+	}
+	t.generation.Add(1)
+	for _, key := range t.entries.Keys() {
+		if a, ok := t.entries.Peek(key); ok && a.err == nil && match(a.value) {
+			t.loads.Forget(key)
+			t.entries.Remove(key)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/erasure"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/bootstrap"
 )
@@ -65,6 +66,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDomainsCommand(s),
 		newJobsCommand(s),
 		newWebhookCommand(s),
+		newEraseCommand(s),
 		newMCPCommand(s),
 		newVersionCommand(),
 	)
@@ -120,6 +122,7 @@ func (s *settings) resolve(cmd *cobra.Command) error {
 type operator struct {
 	accounts *accounts.Service
 	webhooks *webhooks.Service
+	erasure  *erasure.Service
 	db       *store.DB
 }
 
@@ -128,7 +131,7 @@ type operator struct {
 // fresh database too.
 func (s *settings) openOperator(ctx context.Context) (*operator, func(), error) {
 	op := &operator{}
-	app := fx.New(bootstrap.OperatorOptions(s.cfg), fx.Populate(&op.accounts, &op.webhooks, &op.db))
+	app := fx.New(bootstrap.OperatorOptions(s.cfg), fx.Populate(&op.accounts, &op.webhooks, &op.erasure, &op.db))
 	if err := app.Err(); err != nil {
 		return nil, nil, err
 	}

@@ -71,6 +71,7 @@ type ComplexityRoot struct {
 		HistoryRetentionDays   func(childComplexity int) int
 		HistoryRetentionSource func(childComplexity int) int
 		ID                     func(childComplexity int) int
+		MessageRetentionDays   func(childComplexity int) int
 		Name                   func(childComplexity int) int
 		Numbers                func(childComplexity int) int
 	}
@@ -270,6 +271,21 @@ type ComplexityRoot struct {
 		Subject func(childComplexity int) int
 	}
 
+	Erasure struct {
+		Counts         func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		ID             func(childComplexity int) int
+		IdentifierHash func(childComplexity int) int
+		IdentifierKind func(childComplexity int) int
+		RequestedBy    func(childComplexity int) int
+		Total          func(childComplexity int) int
+	}
+
+	ErasureCount struct {
+		Rows  func(childComplexity int) int
+		Table func(childComplexity int) int
+	}
+
 	HttpHeader struct {
 		Name  func(childComplexity int) int
 		Value func(childComplexity int) int
@@ -353,6 +369,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CreateCronJob         func(childComplexity int, input model.CronJobInput) int
 		DeleteCronJob         func(childComplexity int, id string) int
+		ErasePerson           func(childComplexity int, contactID *string, phone *string, userID *string, email *string) int
 		MarkThreadRead        func(childComplexity int, threadID string) int
 		MergeContacts         func(childComplexity int, id string, otherID string) int
 		PauseCronJob          func(childComplexity int, id string) int
@@ -366,6 +383,7 @@ type ComplexityRoot struct {
 		SendTyping            func(childComplexity int, threadID string) int
 		SetAgentProfile       func(childComplexity int, input model.SetAgentProfileInput) int
 		SetHistoryRetention   func(childComplexity int, days *int) int
+		SetMessageRetention   func(childComplexity int, days *int) int
 		SyncTemplates         func(childComplexity int, number *string) int
 		TestWebhook           func(childComplexity int) int
 		UpdateCronJob         func(childComplexity int, id string, input model.CronJobPatch) int
@@ -621,6 +639,7 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AccountResolver interface {
+	MessageRetentionDays(ctx context.Context, obj *model.Account) (*int, error)
 	HistoryRetentionDays(ctx context.Context, obj *model.Account) (float64, error)
 	HistoryRetentionSource(ctx context.Context, obj *model.Account) (model.HistoryRetentionSource, error)
 }
@@ -683,6 +702,8 @@ type MutationResolver interface {
 	ResumeCronJob(ctx context.Context, id string) (*cron.Job, error)
 	DeleteCronJob(ctx context.Context, id string) (string, error)
 	ReplyEmail(ctx context.Context, input model.ReplyEmailInput) (*email.Email, error)
+	SetMessageRetention(ctx context.Context, days *int) (*model.Account, error)
+	ErasePerson(ctx context.Context, contactID *string, phone *string, userID *string, email *string) (*model.Erasure, error)
 	SetAgentProfile(ctx context.Context, input model.SetAgentProfileInput) (*model.AgentProfileResult, error)
 	SetHistoryRetention(ctx context.Context, days *int) (*model.Account, error)
 	SyncTemplates(ctx context.Context, number *string) ([]messaging.Template, error)
@@ -809,6 +830,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Account.ID(childComplexity), true
+	case "Account.messageRetentionDays":
+		if e.ComplexityRoot.Account.MessageRetentionDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Account.MessageRetentionDays(childComplexity), true
 	case "Account.name":
 		if e.ComplexityRoot.Account.Name == nil {
 			break
@@ -1640,6 +1667,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EmailThread.Subject(childComplexity), true
 
+	case "Erasure.counts":
+		if e.ComplexityRoot.Erasure.Counts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.Counts(childComplexity), true
+	case "Erasure.createdAt":
+		if e.ComplexityRoot.Erasure.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.CreatedAt(childComplexity), true
+	case "Erasure.id":
+		if e.ComplexityRoot.Erasure.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.ID(childComplexity), true
+	case "Erasure.identifierHash":
+		if e.ComplexityRoot.Erasure.IdentifierHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.IdentifierHash(childComplexity), true
+	case "Erasure.identifierKind":
+		if e.ComplexityRoot.Erasure.IdentifierKind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.IdentifierKind(childComplexity), true
+	case "Erasure.requestedBy":
+		if e.ComplexityRoot.Erasure.RequestedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.RequestedBy(childComplexity), true
+	case "Erasure.total":
+		if e.ComplexityRoot.Erasure.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Erasure.Total(childComplexity), true
+
+	case "ErasureCount.rows":
+		if e.ComplexityRoot.ErasureCount.Rows == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureCount.Rows(childComplexity), true
+	case "ErasureCount.table":
+		if e.ComplexityRoot.ErasureCount.Table == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureCount.Table(childComplexity), true
+
 	case "HttpHeader.name":
 		if e.ComplexityRoot.HttpHeader.Name == nil {
 			break
@@ -2023,6 +2106,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteCronJob(childComplexity, args["id"].(string)), true
+	case "Mutation.erasePerson":
+		if e.ComplexityRoot.Mutation.ErasePerson == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_erasePerson_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ErasePerson(childComplexity, args["contactId"].(*string), args["phone"].(*string), args["userId"].(*string), args["email"].(*string)), true
 	case "Mutation.markThreadRead":
 		if e.ComplexityRoot.Mutation.MarkThreadRead == nil {
 			break
@@ -2161,6 +2255,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetHistoryRetention(childComplexity, args["days"].(*int)), true
+	case "Mutation.setMessageRetention":
+		if e.ComplexityRoot.Mutation.SetMessageRetention == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setMessageRetention_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetMessageRetention(childComplexity, args["days"].(*int)), true
 	case "Mutation.syncTemplates":
 		if e.ComplexityRoot.Mutation.SyncTemplates == nil {
 			break
@@ -3914,6 +4019,64 @@ type EmailHeader {
   value: String!
 }
 `, BuiltIn: false},
+	{Name: "../schema/erasure.graphqls", Input: `# Message retention (how long an account's messages and emails are kept)
+# and the erasure of a person.
+
+extend type Account {
+  """
+  How long the account's messages and emails (sent and received, with
+  their reactions, media links and attachments) are kept, in days; null
+  keeps them (the default). Threads and contacts stay. Events and webhook
+  deliveries carry messages, so they go at the shorter of this and
+  historyRetentionDays.
+  """
+  messageRetentionDays: Int
+}
+
+extend type Mutation {
+  """
+  Keep the account's messages and emails for days whole days (1 to 36500);
+  null keeps them for good. 0 or a negative number is a validation error on
+  days. What is older goes within one pass of the pruner.
+  """
+  setMessageRetention(days: Int): Account!
+
+  """
+  Erase everything stored about one person of the account: name them by
+  exactly one of a contact id, a phone number (E.164), a provider user id
+  (or Telegram @username) or an email address. Their contact, individual
+  threads, messages, reactions, group memberships (the groups stay), the
+  events and webhook deliveries that carry them (pending ones too), their
+  emails and sandbox mail go; the returned record (kept) says who erased
+  what and when, without the content. Erasing again counts nothing. An
+  unknown contact id is NOT_FOUND; an unknown phone number, user id or
+  email address is erased with zero counts.
+  """
+  erasePerson(contactId: ID, phone: String, userId: String, email: String): Erasure!
+}
+
+"The audit record of an erasure: no content, only who, whom and what."
+type Erasure {
+  id: ID!
+  "Who asked: key:<credential id>, or cli for the operator."
+  requestedBy: String!
+  "The kind of identifier the person was named by: contact, phone, user_id or email."
+  identifierKind: String!
+  "A keyed hash of the identifier: the same person erased twice hashes alike."
+  identifierHash: String!
+  "Rows deleted per table; tables with none are left out."
+  counts: [ErasureCount!]!
+  "Rows deleted in all."
+  total: Int!
+  createdAt: Time!
+}
+
+"Rows of one table an erasure deleted."
+type ErasureCount {
+  table: String!
+  rows: Int!
+}
+`, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `# Live events over WebSocket (graphql-transport-ws at /graphql): the same
 # message events webhooks deliver, read from the account's event log.
 
@@ -4787,6 +4950,8 @@ func (ec *executionContext) childFields_Account(ctx context.Context, field graph
 		return ec.fieldContext_Account_numbers(ctx, field)
 	case "emailAddresses":
 		return ec.fieldContext_Account_emailAddresses(ctx, field)
+	case "messageRetentionDays":
+		return ec.fieldContext_Account_messageRetentionDays(ctx, field)
 	case "historyRetentionDays":
 		return ec.fieldContext_Account_historyRetentionDays(ctx, field)
 	case "historyRetentionSource":
@@ -5183,6 +5348,36 @@ func (ec *executionContext) childFields_EmailThread(ctx context.Context, field g
 		return ec.fieldContext_EmailThread_emails(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EmailThread", field.Name)
+}
+
+func (ec *executionContext) childFields_Erasure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Erasure_id(ctx, field)
+	case "requestedBy":
+		return ec.fieldContext_Erasure_requestedBy(ctx, field)
+	case "identifierKind":
+		return ec.fieldContext_Erasure_identifierKind(ctx, field)
+	case "identifierHash":
+		return ec.fieldContext_Erasure_identifierHash(ctx, field)
+	case "counts":
+		return ec.fieldContext_Erasure_counts(ctx, field)
+	case "total":
+		return ec.fieldContext_Erasure_total(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Erasure_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Erasure", field.Name)
+}
+
+func (ec *executionContext) childFields_ErasureCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "table":
+		return ec.fieldContext_ErasureCount_table(ctx, field)
+	case "rows":
+		return ec.fieldContext_ErasureCount_rows(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ErasureCount", field.Name)
 }
 
 func (ec *executionContext) childFields_HttpHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5953,6 +6148,44 @@ func (ec *executionContext) field_Mutation_deleteCronJob_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_erasePerson_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "contactId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contactId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "phone",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["phone"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "email",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["email"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_markThreadRead_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6132,6 +6365,20 @@ func (ec *executionContext) field_Mutation_setAgentProfile_args(ctx context.Cont
 }
 
 func (ec *executionContext) field_Mutation_setHistoryRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "days",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["days"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setMessageRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "days",
@@ -6778,6 +7025,29 @@ func (ec *executionContext) fieldContext_Account_emailAddresses(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Account_messageRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.Account) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Account_messageRetentionDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Account().MessageRetentionDays(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Account_messageRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Account", field, true, true, "Int")
 }
 
 func (ec *executionContext) _Account_historyRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.Account) (ret graphql.Marshaler) {
@@ -10117,6 +10387,222 @@ func (ec *executionContext) fieldContext_EmailThread_emails(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Erasure_id(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Erasure", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Erasure_requestedBy(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_requestedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_requestedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Erasure", field, false, false, "String")
+}
+
+func (ec *executionContext) _Erasure_identifierKind(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_identifierKind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdentifierKind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_identifierKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Erasure", field, false, false, "String")
+}
+
+func (ec *executionContext) _Erasure_identifierHash(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_identifierHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdentifierHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_identifierHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Erasure", field, false, false, "String")
+}
+
+func (ec *executionContext) _Erasure_counts(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_counts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Counts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ErasureCount) graphql.Marshaler {
+			return ec.marshalNErasureCount2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_counts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Erasure",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ErasureCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Erasure_total(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Erasure", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Erasure_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Erasure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Erasure_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Erasure_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Erasure", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ErasureCount_table(ctx context.Context, field graphql.CollectedField, obj *model.ErasureCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureCount_table(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Table, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureCount_table(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasureCount", field, false, false, "String")
+}
+
+func (ec *executionContext) _ErasureCount_rows(ctx context.Context, field graphql.CollectedField, obj *model.ErasureCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureCount_rows(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rows, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureCount_rows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasureCount", field, false, false, "Int")
+}
+
 func (ec *executionContext) _HttpHeader_name(ctx context.Context, field graphql.CollectedField, obj *model.HTTPHeader) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12060,6 +12546,94 @@ func (ec *executionContext) fieldContext_Mutation_replyEmail(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_replyEmail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setMessageRetention(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setMessageRetention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetMessageRetention(ctx, fc.Args["days"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Account) graphql.Marshaler {
+			return ec.marshalNAccount2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐAccount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setMessageRetention(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Account(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setMessageRetention_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_erasePerson(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_erasePerson(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ErasePerson(ctx, fc.Args["contactId"].(*string), fc.Args["phone"].(*string), fc.Args["userId"].(*string), fc.Args["email"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Erasure) graphql.Marshaler {
+			return ec.marshalNErasure2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasure(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_erasePerson(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Erasure(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_erasePerson_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -19110,6 +19684,12 @@ func (ec *executionContext) _Account(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "messageRetentionDays":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Account_messageRetentionDays(ctx, field, obj)
+				})
 		case "historyRetentionDays":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -20406,6 +20986,107 @@ func (ec *executionContext) _EmailThread(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var erasureImplementors = []string{"Erasure"}
+
+func (ec *executionContext) _Erasure(ctx context.Context, sel ast.SelectionSet, obj *model.Erasure) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, erasureImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Erasure")
+		case "id":
+			out.Values[i] = ec._Erasure_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestedBy":
+			out.Values[i] = ec._Erasure_requestedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "identifierKind":
+			out.Values[i] = ec._Erasure_identifierKind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "identifierHash":
+			out.Values[i] = ec._Erasure_identifierHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "counts":
+			out.Values[i] = ec._Erasure_counts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "total":
+			out.Values[i] = ec._Erasure_total(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Erasure_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var erasureCountImplementors = []string{"ErasureCount"}
+
+func (ec *executionContext) _ErasureCount(ctx context.Context, sel ast.SelectionSet, obj *model.ErasureCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, erasureCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ErasureCount")
+		case "table":
+			out.Values[i] = ec._ErasureCount_table(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rows":
+			out.Values[i] = ec._ErasureCount_rows(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var httpHeaderImplementors = []string{"HttpHeader"}
 
 func (ec *executionContext) _HttpHeader(ctx context.Context, sel ast.SelectionSet, obj *model.HTTPHeader) graphql.Marshaler {
@@ -20995,6 +21676,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "replyEmail":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_replyEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setMessageRetention":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setMessageRetention(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "erasePerson":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_erasePerson(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -23622,6 +24317,34 @@ var (
 		email.Received: "RECEIVED",
 	}
 )
+
+func (ec *executionContext) marshalNErasure2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasure(ctx context.Context, sel ast.SelectionSet, v *model.Erasure) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Erasure!")
+		return graphql.Null
+	}
+	return ec._Erasure(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNErasureCount2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureCount(ctx context.Context, sel ast.SelectionSet, v model.ErasureCount) graphql.Marshaler {
+	return ec._ErasureCount(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNErasureCount2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureCountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ErasureCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNErasureCount2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
 
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)

@@ -120,6 +120,28 @@ type EmailThread struct {
 	Emails []email.Email `json:"emails"`
 }
 
+// The audit record of an erasure: no content, only who, whom and what.
+type Erasure struct {
+	ID string `json:"id"`
+	// Who asked: key:<credential id>, or cli for the operator.
+	RequestedBy string `json:"requestedBy"`
+	// The kind of identifier the person was named by: contact, phone, user_id or email.
+	IdentifierKind string `json:"identifierKind"`
+	// A keyed hash of the identifier: the same person erased twice hashes alike.
+	IdentifierHash string `json:"identifierHash"`
+	// Rows deleted per table; tables with none are left out.
+	Counts []ErasureCount `json:"counts"`
+	// Rows deleted in all.
+	Total     int       `json:"total"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Rows of one table an erasure deleted.
+type ErasureCount struct {
+	Table string `json:"table"`
+	Rows  int    `json:"rows"`
+}
+
 // An HTTP header a cron job sends.
 type HTTPHeader struct {
 	Name  string `json:"name"`

@@ -26,11 +26,14 @@ type accountBody struct {
 	ServiceEmailDomain string `json:"service_email_domain"`
 	// HistoryRetentionDays is how long the account's history is kept, in
 	// days; HistoryRetentionSource says whose period it is.
-	HistoryRetentionDays   float64            `json:"history_retention_days"`
-	HistoryRetentionSource string             `json:"history_retention_source"`
-	Numbers                []numberBody       `json:"numbers"`
-	EmailAddresses         []emailAddressBody `json:"email_addresses"`
-	Domains                []domainBody       `json:"domains"`
+	HistoryRetentionDays   float64 `json:"history_retention_days"`
+	HistoryRetentionSource string  `json:"history_retention_source"`
+	// MessageRetentionDays is how long the account's messages and
+	// emails are kept, in days; null keeps them.
+	MessageRetentionDays *int               `json:"message_retention_days"`
+	Numbers              []numberBody       `json:"numbers"`
+	EmailAddresses       []emailAddressBody `json:"email_addresses"`
+	Domains              []domainBody       `json:"domains"`
 }
 
 type numberBody struct {
@@ -67,6 +70,7 @@ func (s *server) accountResponse(o accounts.Overview) accountResponse {
 		ServiceEmailDomain:     s.emailDomain,
 		HistoryRetentionDays:   float64(s.accounts.HistoryRetention(o.Account)) / float64(account.Day),
 		HistoryRetentionSource: retentionSource(o.Account),
+		MessageRetentionDays:   messageRetentionDays(o.Account),
 		Numbers:                make([]numberBody, len(o.Numbers)),
 		EmailAddresses:         make([]emailAddressBody, len(o.EmailAddresses)),
 		Domains:                make([]domainBody, len(o.Domains)),
@@ -98,6 +102,32 @@ type patchAccountRequest struct {
 	// HistoryRetentionDays is a number of days, or null for the server's
 	// period; absent leaves it.
 	HistoryRetentionDays json.RawMessage `json:"history_retention_days"`
+	// MessageRetentionDays is a number of days, or null to keep messages;
+	// absent leaves it.
+	MessageRetentionDays json.RawMessage `json:"message_retention_days"`
+}
+
+// messageRetentionDays is the account's message retention, nil when off.
+func messageRetentionDays(a account.Account) *int {
+	if a.MessageRetentionDays > 0 {
+		return &a.MessageRetentionDays
+	}
+	return nil
+}
+
+// retentionDays reads a retention field: a whole number of days checked
+// by check, or null (nil); refuse collects a problem.
+func retentionDays(raw json.RawMessage, field, null string, check func(int, ...any) error, refuse func(error)) *int {
+	if isNull(raw) {
+		return nil
+	}
+	days := new(int)
+	if err := json.Unmarshal(raw, days); err != nil {
+		refuse(failure.Invalid(failure.Field("int_type", field+" must be a whole number of days, or null "+null, field)))
+	} else {
+		refuse(check(*days, field))
+	}
+	return days
 }
 
 // retentionSource says whose history retention an account follows.
@@ -122,21 +152,14 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 			fields = append(fields, failure.As(err).Fields...)
 		}
 	}
-	if req.Name == nil && req.HistoryRetentionDays == nil {
-		refuse(failure.Invalid(failure.Field("missing", "give name, history_retention_days or both", "name")))
+	if req.Name == nil && req.HistoryRetentionDays == nil && req.MessageRetentionDays == nil {
+		refuse(failure.Invalid(failure.Field("missing", "give name, history_retention_days, message_retention_days or several", "name")))
 	}
 	if req.Name != nil {
 		refuse(account.CheckName(*req.Name))
 	}
-	var days *int
-	if !isNull(req.HistoryRetentionDays) {
-		days = new(int)
-		if err := json.Unmarshal(req.HistoryRetentionDays, days); err != nil {
-			refuse(failure.Invalid(failure.Field("int_type", "history_retention_days must be a whole number of days, or null for the server's period", accounts.HistoryRetentionField)))
-		} else {
-			refuse(account.CheckHistoryRetentionDays(*days, accounts.HistoryRetentionField))
-		}
-	}
+	days := retentionDays(req.HistoryRetentionDays, accounts.HistoryRetentionField, "for the server's period", account.CheckHistoryRetentionDays, refuse)
+	messageDays := retentionDays(req.MessageRetentionDays, accounts.MessageRetentionField, "to keep messages", account.CheckMessageRetentionDays, refuse)
 	if len(fields) > 0 {
 		edge.WriteError(w, r, failure.Invalid(fields...))
 		return
@@ -150,6 +173,12 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.HistoryRetentionDays != nil {
 		if _, err := s.accounts.SetHistoryRetention(r.Context(), id, days, accounts.HistoryRetentionField); err != nil {
+			edge.WriteError(w, r, err)
+			return
+		}
+	}
+	if req.MessageRetentionDays != nil {
+		if _, err := s.accounts.SetMessageRetention(r.Context(), id, messageDays, accounts.MessageRetentionField); err != nil {
 			edge.WriteError(w, r, err)
 			return
 		}

@@ -42,6 +42,10 @@ func (refusingAccounts) SetHistoryRetention(context.Context, string, *int, ...an
 	return account.Account{}, errors.New("not used")
 }
 
+func (refusingAccounts) SetMessageRetention(context.Context, string, *int, ...any) (account.Account, error) {
+	return account.Account{}, errors.New("not used")
+}
+
 func (refusingAccounts) HistoryRetention(account.Account) time.Duration { return 0 }
 
 // addressBundle serves the API over refusingAccounts; status sends one

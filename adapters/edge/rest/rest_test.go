@@ -341,6 +341,10 @@ func (f fakeAccounts) SetHistoryRetention(context.Context, string, *int, ...any)
 	return account.Account{}, errors.New("not used")
 }
 
+func (f fakeAccounts) SetMessageRetention(context.Context, string, *int, ...any) (account.Account, error) {
+	return account.Account{}, errors.New("not used")
+}
+
 func (f fakeAccounts) HistoryRetention(account.Account) time.Duration { return 0 }
 
 func TestInternalFailuresDoNotLeak(t *testing.T) {

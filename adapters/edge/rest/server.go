@@ -30,6 +30,7 @@ type AccountUseCases interface {
 	Overview(ctx context.Context, accountID string) (accounts.Overview, error)
 	Rename(ctx context.Context, accountID, name string) (account.Account, error)
 	SetHistoryRetention(ctx context.Context, accountID string, days *int, field ...any) (account.Account, error)
+	SetMessageRetention(ctx context.Context, accountID string, days *int, field ...any) (account.Account, error)
 	HistoryRetention(a account.Account) time.Duration
 }
 
@@ -53,6 +54,8 @@ type Deps struct {
 	Providers ProviderWebhooks
 	// Profiles, when set, serves the profile-settings routes.
 	Profiles ProfileUseCases
+	// Erasure, when set, serves the erasure of people.
+	Erasure ErasureUseCases
 	// EmailDomain is the service's own email domain, shown on accounts.
 	EmailDomain string
 	// Now is the clock; time.Now when nil.
@@ -69,6 +72,7 @@ type server struct {
 	cronTrigger CronTrigger
 	webhooks    WebhookUseCases
 	profiles    ProfileUseCases
+	erasure     ErasureUseCases
 	idempotency *edge.Idempotency
 	limiters    edge.Limiters
 	now         func() time.Time
@@ -85,7 +89,7 @@ func Mount(host *edge.Host, d Deps) {
 	s := &server{
 		accounts: d.Accounts, messaging: d.Messaging, providers: d.Providers, email: d.Email, cron: d.Cron, cronTrigger: d.CronTrigger,
 		webhooks: d.Webhooks, profiles: d.Profiles, idempotency: host.Idempotency(), limiters: host.Limiters(), now: now,
-		emailDomain: d.EmailDomain,
+		emailDomain: d.EmailDomain, erasure: d.Erasure,
 	}
 	top := host.Public()
 	top.Handle(http.MethodGet, "/v1/openapi.json", s.openapi)
@@ -99,6 +103,7 @@ func Mount(host *edge.Host, d Deps) {
 	s.mountA1Cron(api)
 	s.mountWebhooks(api)
 	s.mountProfiles(api)
+	s.mountErasures(api)
 	s.mountProviders(top)
 	if s.messaging != nil {
 		s.mountMedia(api, top)

@@ -126,6 +126,9 @@ func (r ErasureStore) target(ctx context.Context, accountID string, id erasure.I
 	if err := r.findAnswers(ctx, &t, needles, emailAddress != ""); err != nil {
 		return t, err
 	}
+	if err := r.findJobs(ctx, &t, needles, emailAddress != ""); err != nil {
+		return t, err
+	}
 	t.Counts["people"] = len(t.ContactIDs)
 	t.Counts["threads"] = len(t.ThreadIDs)
 	t.Counts["messages"] = len(t.MessageIDs)
@@ -135,6 +138,7 @@ func (r ErasureStore) target(ctx context.Context, accountID string, id erasure.I
 	t.Counts["sandbox_emails"] = len(t.SandboxSeqs)
 	t.Counts["idempotency_responses"] = len(t.IdempotencyKeys)
 	t.Counts["channel_contacts"] = len(t.Chats)
+	t.Counts["jobs"] = len(t.JobIDs)
 	return t, r.countRest(ctx, &t)
 }
 
@@ -432,6 +436,34 @@ func (r ErasureStore) findAnswers(ctx context.Context, t *erasure.Target, needle
 	return nil
 }
 
+// findJobs finds the account's jobs whose payload names what goes (a
+// message, a delivery, an email) or whose last error carries the person.
+func (r ErasureStore) findJobs(ctx context.Context, t *erasure.Target, needles [][]byte, lower bool) error {
+	var ids [][]byte
+	for _, list := range [][]string{t.MessageIDs, t.DeliveryIDs, t.EmailIDs} {
+		for _, id := range list {
+			ids = append(ids, []byte(id))
+		}
+	}
+	if len(ids) == 0 && len(needles) == 0 {
+		return nil
+	}
+	var rows []struct {
+		ID        int64   `bun:"id"`
+		Payload   []byte  `bun:"payload"`
+		LastError *string `bun:"last_error"`
+	}
+	if err := r.write.NewRaw("SELECT id, payload, last_error FROM jobs WHERE account_id = ?", t.AccountID).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	for _, row := range rows {
+		if carries(row.Payload, ids, false) || (row.LastError != nil && carries([]byte(*row.LastError), needles, lower)) {
+			t.JobIDs = append(t.JobIDs, row.ID)
+		}
+	}
+	return nil
+}
+
 // countRest counts the rows that go with the ones named by key: attempts,
 // reactions, participants, contacts by address, provider chats,
 // attachments.
@@ -545,6 +577,12 @@ func eraseStatements(es []writes.Erasure) []rawStatement {
 				rawStatement{"DELETE FROM sandbox_mailbox_usage WHERE account_id = ? AND emails <= 0", []any{acc}},
 				rawStatement{"UPDATE sandbox_mailbox_totals SET emails = emails - ?, bytes = bytes - ? WHERE id = 1", []any{int64(len(t.SandboxSeqs)), t.SandboxBytes}})
 		}
+		jobs := make([]any, len(t.JobIDs))
+		for i, id := range t.JobIDs {
+			jobs[i] = id
+		}
+		inAny("UPDATE jobs SET state = 'cancelled', finished_at = ?, unique_key = NULL WHERE state IN ('available', 'retryable') AND id IN (?)", jobs, micros(e.Record.At))
+		inAny("UPDATE jobs SET last_error = NULL WHERE id IN (?)", jobs)
 		in("UPDATE idempotency_responses SET status_code = 410, body = ? WHERE account_id = ? AND key IN (?)", t.IdempotencyKeys, []byte(erasedAnswer), acc)
 		counts, _ := json.Marshal(sortedCounts(e.Record.Counts))
 		out = append(out, rawStatement{`INSERT INTO erasures (id, account_id, requested_by, identifier_kind, identifier_hash, counts, created_at)

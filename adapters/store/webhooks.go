@@ -414,16 +414,39 @@ func (r WebhookStore) RecordWebhookAttempts(ctx context.Context, attempts []webh
 			return WebhookStore{c}.recordWebhookAttempts(ctx, attempts, ds)
 		})
 	}
-	q := r.write.NewInsert().Model(attemptRows(attempts)).String() + ";\n" + r.updateDeliveriesQuery(ds).String()
-	_, err := r.write.ExecContext(ctx, q)
+	// One statement: the attempts of the deliveries the update found (a
+	// delivery erased while its attempt was under way logs nothing).
+	n := len(attempts)
+	ids, at, codes, latency, errs, responses := make([]string, n), make([]time.Time, n), make([]int64, n), make([]int64, n), make([]string, n), make([]string, n)
+	for i, a := range attempts {
+		row := attemptToRow(writes.Attempt(a))
+		ids[i], at[i], codes[i], latency[i], errs[i], responses[i] = row.DeliveryID, row.AttemptedAt, int64(row.StatusCode), row.LatencyUS, row.Error, row.Response
+	}
+	q := r.updateDeliveriesQuery(ds, "WITH updated AS (", ` RETURNING d.id)
+		INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_us, error, response)
+		SELECT a.delivery_id, a.attempted_at, a.status_code, a.latency_us, a.error, a.response
+		FROM unnest(?::text[], ?::timestamptz[], ?::int[], ?::bigint[], ?::text[], ?::text[])
+			AS a(delivery_id, attempted_at, status_code, latency_us, error, response)
+		WHERE a.delivery_id IN (SELECT id FROM updated)`, pgdialect.Array(ids), pgdialect.Array(at), pgdialect.Array(codes), pgdialect.Array(latency),
+		pgdialect.Array(errs), pgdialect.Array(responses))
+	_, err := q.Exec(ctx)
 	return translate(err, "delivery")
 }
 
+// recordWebhookAttempts saves the deliveries, then logs the attempts of
+// those that are still there.
 func (r WebhookStore) recordWebhookAttempts(ctx context.Context, attempts []webhooks.LoggedAttempt, ds []webhook.Delivery) error {
-	if err := r.insertWebhookAttempts(ctx, attempts); err != nil {
+	found, err := r.updateWebhookDeliveries(ctx, ds)
+	if err != nil {
 		return err
 	}
-	return r.updateWebhookDeliveries(ctx, ds)
+	kept := attempts[:0:0]
+	for _, a := range attempts {
+		if found[a.DeliveryID] {
+			kept = append(kept, a)
+		}
+	}
+	return r.insertWebhookAttempts(ctx, kept)
 }
 
 func attemptRows(attempts []webhooks.LoggedAttempt) *[]newAttemptRow {
@@ -436,24 +459,37 @@ func attemptRows(attempts []webhooks.LoggedAttempt) *[]newAttemptRow {
 
 // updateWebhookDeliveries saves many deliveries: one statement on Postgres,
 // one per delivery on SQLite (in process, where a statement costs little).
-func (r WebhookStore) updateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) error {
+// It returns the ids of the deliveries it found.
+func (r WebhookStore) updateWebhookDeliveries(ctx context.Context, ds []webhook.Delivery) (map[string]bool, error) {
+	found := map[string]bool{}
 	if len(ds) == 0 {
-		return nil
+		return found, nil
 	}
 	if r.dialect != Postgres {
 		for _, d := range ds {
-			if err := r.UpdateWebhookDelivery(ctx, d); err != nil && !failure.Is(err, failure.KindNotFound) {
-				return err
+			err := r.UpdateWebhookDelivery(ctx, d)
+			switch {
+			case err == nil:
+				found[d.ID] = true
+			case !failure.Is(err, failure.KindNotFound):
+				return nil, err
 			}
 		}
-		return nil
+		return found, nil
 	}
-	_, err := r.updateDeliveriesQuery(ds).Exec(ctx)
-	return translate(err, "delivery")
+	var ids []string
+	if err := r.updateDeliveriesQuery(ds, "", " RETURNING d.id").Scan(ctx, &ids); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, translate(err, "delivery")
+	}
+	for _, id := range ids {
+		found[id] = true
+	}
+	return found, nil
 }
 
-// updateDeliveriesQuery is updateWebhookDeliveries's statement on Postgres.
-func (r WebhookStore) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery {
+// updateDeliveriesQuery is updateWebhookDeliveries's statement on
+// Postgres, between prefix and suffix (with args after its own).
+func (r WebhookStore) updateDeliveriesQuery(ds []webhook.Delivery, prefix, suffix string, args ...any) *bun.RawQuery {
 	n := len(ds)
 	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
 	attempts, codes := make([]int64, n), make([]int64, n)
@@ -463,13 +499,13 @@ func (r WebhookStore) updateDeliveriesQuery(ds []webhook.Delivery) *bun.RawQuery
 		attempts[i], codes[i] = int64(d.Attempts), int64(d.LastStatusCode)
 		next[i], updated[i] = d.NextAttemptAt, d.UpdatedAt
 	}
-	return r.write.NewRaw(`UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
+	return r.write.NewRaw(prefix+`UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
 		last_status_code = u.code, last_error = u.err, next_attempt_at = u.next, updated_at = u.updated
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[])
 			AS u(id, status, attempts, code, err, next, updated)
-		WHERE d.id = u.id`,
-		pgdialect.Array(ids), pgdialect.Array(statuses), pgdialect.Array(attempts), pgdialect.Array(codes),
-		pgdialect.Array(errs), pgdialect.Array(next), pgdialect.Array(updated))
+		WHERE d.id = u.id`+suffix,
+		append([]any{pgdialect.Array(ids), pgdialect.Array(statuses), pgdialect.Array(attempts), pgdialect.Array(codes),
+			pgdialect.Array(errs), pgdialect.Array(next), pgdialect.Array(updated)}, args...)...)
 }
 
 // WebhookEndpoints reads the endpoints of the accounts ids that have one.

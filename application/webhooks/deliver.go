@@ -159,7 +159,17 @@ func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, 
 	var again bool
 	// The outcome is recorded even when the job's context is ending.
 	ctx = context.WithoutCancel(ctx)
+	gone := false
 	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
+		// The delivery is locked until the outcome is written; one
+		// deleted while the attempt was under way (its person erased)
+		// logs nothing and is not retried.
+		if _, err := tx.WebhookDelivery(ctx, d.AccountID, d.ID); failure.Is(err, failure.KindNotFound) {
+			gone = true
+			return writes.Batch{}, nil
+		} else if err != nil {
+			return writes.Batch{}, err
+		}
 		now := s.now()
 		d.Attempts++
 		d.LastStatusCode, d.LastError, d.UpdatedAt = res.StatusCode, attempt.Error, now
@@ -195,7 +205,7 @@ func (s *Service) record(ctx context.Context, d webhook.Delivery, res Response, 
 		b.DeliveryStates = []webhook.Delivery{d}
 		return b, nil
 	})
-	if err != nil {
+	if err != nil || gone {
 		return err
 	}
 	if again {

@@ -156,6 +156,10 @@ type Target struct {
 	// IdempotencyKeys are the stored answers to Idempotency-Keys that
 	// carry them.
 	IdempotencyKeys []string
+	// JobIDs are the queued work that names them (a send of their
+	// message, a delivery of their event) or whose last error quotes
+	// them: cancelled when pending, its error cleared.
+	JobIDs []int64
 	// Chats are the provider chats that showed them (their user, phone or
 	// username).
 	Chats []ChatKey

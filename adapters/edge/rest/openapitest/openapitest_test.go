@@ -21,7 +21,7 @@ func TestValidateRejectsWhatTheDocumentForbids(t *testing.T) {
 		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(bytes.NewReader([]byte(body)))}, []byte(body)
 	}
-	ok := `{"status":"success","data":{"account_id":"acc_1","name":"A","created_at":"2026-11-22T10:00:00Z","updated_at":"2026-11-22T10:00:00Z","service_email_domain":"d","history_retention_days":30,"history_retention_source":"server","numbers":[],"email_addresses":[],"domains":[]}}`
+	ok := `{"status":"success","data":{"account_id":"acc_1","name":"A","created_at":"2026-11-22T10:00:00Z","updated_at":"2026-11-22T10:00:00Z","service_email_domain":"d","history_retention_days":30,"history_retention_source":"server","message_retention_days":null,"numbers":[],"email_addresses":[],"domains":[]}}`
 	resp, body := respond(200, ok)
 	require.NoError(t, openapitest.Validate(req, resp, body))
 

@@ -41,6 +41,7 @@ func TestCommitterContract(t *testing.T) {
 						Webhooks:  db.WebhookStore(),
 						Email:     db.EmailStore(),
 						Keys:      db.IdempotencyKeys(),
+						Erasure:   db.ErasureStore(),
 						Jobs:      db.JobQueue(),
 					}
 				})

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
 // retentionFixture opens a fresh database twice: once for the stores, and
@@ -115,6 +118,107 @@ func TestPrunerKeepsEachAccountsPeriod(t *testing.T) {
 			require.Equal(t, []int{40, 10, 1}, kept("year"))
 			require.Equal(t, []int{1}, kept("week"))
 			require.Equal(t, []int{400, 40, 10, 1}, kept("decade"))
+		})
+	}
+}
+
+// A message retention deletes exactly the messages and emails older than
+// it (with their reactions; replies lose the quote of a deleted message),
+// keeps what is still queued, the threads and the accounts without one,
+// and takes the account's history down to its period too.
+func TestPrunerMessageRetention(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, err := store.Open(ctx, dbtest.URL(t, dialect), store.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			now := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
+			days := func(n int) time.Time { return now.Add(-time.Duration(n) * account.Day) }
+			count := func(query string, args ...any) int {
+				var n int
+				require.NoError(t, db.Bun().NewRaw(query, args...).Scan(ctx, &n))
+				return n
+			}
+
+			ages := []int{400, 8, 7, 6, 1}
+			type seeded struct{ account, thread string }
+			seed := func(name string, retention int) seeded {
+				a := account.Account{ID: ident.New(ident.Account), Name: name, CreatedAt: days(500), UpdatedAt: days(500)}
+				require.NoError(t, db.AccountStore().Repos().InsertAccount(ctx, a))
+				if retention > 0 {
+					_, err := db.AccountStore().Repos().SetMessageRetention(ctx, a.ID, retention, now)
+					require.NoError(t, err)
+				}
+				th := messaging.Thread{ID: ident.New(ident.Thread), AccountID: a.ID, Service: account.WhatsApp, Type: messaging.Individual,
+					AgentNumber: "+15550001000", Contact: "+15550002000", CreatedAt: days(500), UpdatedAt: days(500)}
+				b := writes.Batch{Threads: []writes.NewThread{{Thread: th}}}
+				var ids []string
+				for i, age := range ages {
+					m := messaging.Message{ID: fmt.Sprintf("msg_%s_%d", name, age), AccountID: a.ID, ThreadID: th.ID, Service: account.WhatsApp,
+						Direction: messaging.Inbound, From: th.Contact, To: th.AgentNumber, Status: messaging.Received,
+						Content: messaging.Content{Kind: messaging.KindText, Text: fmt.Sprintf("text %d days old", age)}, CreatedAt: days(age), UpdatedAt: days(age)}
+					if age == 1 {
+						// The newest answers the 8-day-old one, quoting it.
+						m.ReplyTo = messaging.Reply{MessageID: ids[1], Text: "text 8 days old"}
+					}
+					ids = append(ids, m.ID)
+					b.Messages = append(b.Messages, m)
+					b.MessageReactions = append(b.MessageReactions, messaging.Reaction{MessageID: m.ID, AccountID: a.ID, ThreadID: th.ID,
+						Service: account.WhatsApp, Reactor: th.Contact, Emoji: "👍", At: days(ages[i])})
+					b.Emails = append(b.Emails, email.Email{ID: fmt.Sprintf("eml_%s_%d", name, age), AccountID: a.ID, Direction: email.Outbound,
+						From: "agent@example.com", To: "someone@example.com", Subject: "s", Body: "b", Status: email.Sent, CreatedAt: days(age), UpdatedAt: days(age)})
+					b.Events = append(b.Events, event.Event{ID: fmt.Sprintf("evt_%s_%d", name, age), AccountID: a.ID, Type: event.MessageReceived,
+						Payload: []byte(`{}`), CreatedAt: days(age)})
+				}
+				// Still queued, however old: its send is to come.
+				b.Messages = append(b.Messages, messaging.Message{ID: "msg_" + name + "_queued", AccountID: a.ID, ThreadID: th.ID, Service: account.WhatsApp,
+					Direction: messaging.OutboundAPI, From: th.AgentNumber, To: th.Contact, Status: messaging.Queued,
+					Content: messaging.Content{Kind: messaging.KindText, Text: "to send"}, CreatedAt: days(400), UpdatedAt: days(400)})
+				b.Emails = append(b.Emails, email.Email{ID: "eml_" + name + "_queued", AccountID: a.ID, Direction: email.Outbound,
+					From: "agent@example.com", To: "someone@example.com", Subject: "s", Body: "b", Status: email.Queued, CreatedAt: days(400), UpdatedAt: days(400)})
+				require.NoError(t, db.Commit(ctx, b))
+				return seeded{a.ID, th.ID}
+			}
+			week, forever := seed("week", 7), seed("forever", 0)
+			keptAges := func(table, prefix string) []int {
+				var out []int
+				for _, age := range ages {
+					if count("SELECT COUNT(*) FROM "+table+" WHERE id = ?", fmt.Sprintf("%s_%d", prefix, age)) == 1 {
+						out = append(out, age)
+					}
+				}
+				return out
+			}
+
+			// Batches of two, so that a thread with more old messages than a
+			// batch is walked again.
+			p := retention.New(db.RetentionStore(), db.RetentionStore(), retention.Options{Retention: 30 * account.Day, Batch: 2, Now: func() time.Time { return now }})
+			report, err := p.Prune(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, report.Deleted[retention.Messages], "older than 7 days: 400 and 8")
+			require.Equal(t, 2, report.Deleted[retention.Emails])
+			require.Equal(t, []int{7, 6, 1}, keptAges("messages", "msg_week"))
+			require.Equal(t, []int{7, 6, 1}, keptAges("emails", "eml_week"))
+			require.Equal(t, ages, keptAges("messages", "msg_forever"), "no message retention: everything stays")
+			require.Equal(t, ages, keptAges("emails", "eml_forever"))
+			require.Equal(t, 1, count("SELECT COUNT(*) FROM messages WHERE id = ?", "msg_week_queued"), "a queued message stays")
+			require.Equal(t, 1, count("SELECT COUNT(*) FROM emails WHERE id = ?", "eml_week_queued"), "a queued email stays")
+			require.Equal(t, 3, count("SELECT COUNT(*) FROM message_reactions WHERE account_id = ?", week.account), "reactions go with their messages")
+			require.Equal(t, 5, count("SELECT COUNT(*) FROM message_reactions WHERE account_id = ?", forever.account))
+			require.Equal(t, 0, count("SELECT COUNT(*) FROM messages WHERE id = ? AND quoted_text <> ''", "msg_week_1"), "the quote of a deleted message goes")
+			require.Equal(t, 1, count("SELECT COUNT(*) FROM messages WHERE id = ? AND quoted_text <> ''", "msg_forever_1"))
+			require.Equal(t, 1, count("SELECT COUNT(*) FROM threads WHERE id = ?", week.thread), "the thread stays")
+			require.Equal(t, []int{7, 6, 1}, keptAges("events", "evt_week"), "history goes at the shorter period")
+			require.Equal(t, []int{8, 7, 6, 1}, keptAges("events", "evt_forever"), "the server's 30 days")
+
+			// A second pass finds nothing more.
+			report, err = p.Prune(ctx)
+			require.NoError(t, err)
+			require.Zero(t, report.Deleted[retention.Messages])
+			require.Zero(t, report.Deleted[retention.Emails])
 		})
 	}
 }

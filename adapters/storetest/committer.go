@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/application/channels"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	apperasure "github.com/switchboard-dev/switchboard/application/erasure"
 	"github.com/switchboard-dev/switchboard/application/idempotency"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
@@ -20,6 +22,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/email"
+	"github.com/switchboard-dev/switchboard/domain/erasure"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
@@ -48,6 +51,9 @@ type CommitterFixture struct {
 	Email     appemail.Store
 	Keys      idempotency.Store
 	Jobs      JobClaimer
+	// Erasure tells which erasures were recorded; the case of
+	// Batch.Erasures is skipped without it.
+	Erasure apperasure.Store
 }
 
 // commitKind is the kind of the jobs the committer contract enqueues.
@@ -408,6 +414,53 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		claimed := f.jobs(t)
 		require.Len(t, claimed, 1, "nor its job")
 		require.Equal(t, []byte("msg_first"), claimed[0].Payload)
+	})
+
+	t.Run("ErasuresDeleteWhatTheyNameAndRecordThemselves", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		if f.Erasure == nil {
+			t.Skip("no erasure store")
+		}
+		_, err := f.Keys.ReserveKey(ctx, f.account, "key-msg_gone", "fp", f.now, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_gone")))
+		require.NoError(t, f.Committer.Commit(ctx, f.send("msg_kept")))
+		rec := erasure.Record{ID: "era_contract", AccountID: f.account, RequestedBy: "cli", Kind: erasure.Phone, IdentifierHash: "h1",
+			Counts: map[string]int{"messages": 1}, At: f.now}
+		target := erasure.Target{AccountID: f.account, MessageIDs: []string{"msg_gone"}, EventIDs: []string{"evt_msg_gone"},
+			DeliveryIDs: []string{"whk_msg_gone"}, IdempotencyKeys: []string{"key-msg_gone"}}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Erasures: []writes.Erasure{{Record: rec, Target: target}}}))
+		_, err = f.Messaging.Repos().Message(ctx, f.account, "msg_gone")
+		require.True(t, failure.Is(err, failure.KindNotFound), "the named message is gone: %v", err)
+		_, err = f.Webhooks.Repos().WebhookDelivery(ctx, f.account, "whk_msg_gone")
+		require.True(t, failure.Is(err, failure.KindNotFound), "its delivery too: %v", err)
+		_, err = f.Messaging.Repos().Message(ctx, f.account, "msg_kept")
+		require.NoError(t, err, "another message stays")
+		_, err = f.Webhooks.Repos().WebhookDelivery(ctx, f.account, "whk_msg_kept")
+		require.NoError(t, err, "with its delivery")
+		res, err := f.Keys.ReserveKey(ctx, f.account, "key-msg_gone", "fp", f.now.Add(time.Second), time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Replay, res.Outcome, "the key stays answered: it does not run again")
+		require.Equal(t, http.StatusGone, res.Response.Status)
+		require.NotContains(t, string(res.Response.Body), "msg_gone", "the answer no longer names what went")
+		// Another account's rows are out of reach of its target.
+		other := writes.Erasure{Record: erasure.Record{ID: "era_other", AccountID: "acc_other", Kind: erasure.Phone, IdentifierHash: "h2", At: f.now},
+			Target: erasure.Target{AccountID: "acc_other", MessageIDs: []string{"msg_kept"}, DeliveryIDs: []string{"whk_msg_kept"}}}
+		require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Erasures: []writes.Erasure{other}}))
+		_, err = f.Messaging.Repos().Message(ctx, f.account, "msg_kept")
+		require.NoError(t, err, "an erasure deletes in its own account only")
+		var erased, unknown bool
+		require.NoError(t, f.Erasure.Decide(ctx, func(ctx context.Context, tx apperasure.TxReads) (writes.Batch, error) {
+			var err error
+			if erased, err = tx.Erased(ctx, f.account, "h1"); err != nil {
+				return writes.Batch{}, err
+			}
+			unknown, err = tx.Erased(ctx, f.account, "h2")
+			return writes.Batch{}, err
+		}))
+		require.True(t, erased, "the record is kept")
+		require.False(t, unknown, "another account's record is its own")
 	})
 
 	t.Run("ATakenIDIsAConflict", func(t *testing.T) {

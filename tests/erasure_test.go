@@ -190,6 +190,48 @@ func TestErasureEndToEnd(t *testing.T) {
 			return post("/v1/sandbox/"+acct.AccountID+"/inbound", body)["message_id"].(string)
 		}
 
+		// The message retention: off by default, whole days from 1 to
+		// 36500, null turns it off; refusals name the field.
+		accountPath := "/v1/accounts/" + acct.AccountID
+		r := client.Do(http.MethodGet, accountPath, nil, as...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		require.Nil(t, accountData(t, r)["message_retention_days"], "off by default")
+		for _, bad := range []string{`0`, `-1`, `1.5`, `"30"`, `36501`} {
+			r = client.Do(http.MethodPatch, accountPath, `{"message_retention_days":`+bad+`}`, as...)
+			require.Equal(t, http.StatusUnprocessableEntity, r.StatusCode, "%s: %s", bad, r.Body)
+			require.Contains(t, string(r.Body), `"loc":["body","message_retention_days"]`, bad)
+		}
+		r = client.Do(http.MethodPatch, accountPath, `{"message_retention_days":3650}`, as...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "ten years: %s", r.Body)
+		require.Equal(t, 3650.0, accountData(t, r)["message_retention_days"])
+		require.Equal(t, 30.0, accountData(t, r)["history_retention_days"], "the history retention stays")
+		r = client.Do(http.MethodPatch, accountPath, `{"message_retention_days":null}`, as...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		require.Nil(t, accountData(t, r)["message_retention_days"])
+		var setGQL struct {
+			Data struct {
+				SetMessageRetention struct{ MessageRetentionDays *int }
+			}
+			Errors []struct{ Message string }
+		}
+		postGraphQL(t, srv.URL, acct, `mutation { setMessageRetention(days: 0) { messageRetentionDays } }`, &setGQL)
+		require.Len(t, setGQL.Errors, 1)
+		require.Contains(t, setGQL.Errors[0].Message, "days must be at least 1")
+		setGQL.Errors = nil
+		postGraphQL(t, srv.URL, acct, `mutation { setMessageRetention(days: 90) { messageRetentionDays } }`, &setGQL)
+		require.Empty(t, setGQL.Errors)
+		require.Equal(t, 90, *setGQL.Data.SetMessageRetention.MessageRetentionDays)
+		var shown struct {
+			Messages *int `json:"message_retention_days"`
+		}
+		b.cliJSON(t, &shown, "accounts", "retention", "--account", acct.AccountID, "--keep-messages")
+		require.Nil(t, shown.Messages)
+		b.cliJSON(t, &shown, "accounts", "retention", "--account", acct.AccountID, "--message-days", "30")
+		require.Equal(t, 30, *shown.Messages)
+		stdout, stderr, code := b.cli(t, "accounts", "retention", "--account", acct.AccountID, "--message-days", "-2")
+		require.Contains(t, requireOneLineError(t, stdout, stderr, code), "message-days must be at least 1")
+		b.cliJSON(t, &shown, "accounts", "retention", "--account", acct.AccountID, "--keep-messages")
+
 		// Zelda and Otto write to the agent, then in a group with it;
 		// Otto answers Zelda there, quoting her.
 		first := inbound(phone, name, "hello from Zelda "+marker, "", "")
@@ -223,7 +265,7 @@ func TestErasureEndToEnd(t *testing.T) {
 		require.Contains(t, before[marker], "messages.quoted_text", "Otto's answer quotes her")
 
 		// Her contact.
-		r := client.Do(http.MethodGet, "/v1/contacts/"+acct.AccountID+"?search=Zelda", nil, as...)
+		r = client.Do(http.MethodGet, "/v1/contacts/"+acct.AccountID+"?search=Zelda", nil, as...)
 		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
 		var contacts struct {
 			Data []struct {
@@ -327,7 +369,7 @@ func TestErasureEndToEnd(t *testing.T) {
 		require.Equal(t, "cli", cli.RequestedBy)
 		require.Equal(t, 1, cli.Counts["people"], "%+v", cli)
 		require.Equal(t, 1, cli.Counts["messages"], "%+v", cli)
-		stdout, stderr, code := b.cli(t, "erase", "--account", acct.AccountID, "--contact", ident.New(ident.Contact))
+		stdout, stderr, code = b.cli(t, "erase", "--account", acct.AccountID, "--contact", ident.New(ident.Contact))
 		require.Contains(t, requireOneLineError(t, stdout, stderr, code), "not found")
 		var gql struct {
 			Data struct {

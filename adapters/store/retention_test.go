@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
+	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // retentionFixture opens a fresh database twice: once for the stores, and
@@ -219,6 +220,82 @@ func TestPrunerMessageRetention(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, report.Deleted[retention.Messages])
 			require.Zero(t, report.Deleted[retention.Emails])
+		})
+	}
+}
+
+// Pruning under load: while batches keep recording events with pending
+// deliveries (and finished ones), passes that find every row old delete
+// the finished deliveries but never a pending one nor its event.
+func TestPrunerUnderLoadKeepsPendingDeliveries(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, err := store.Open(ctx, dbtest.URL(t, dialect), store.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			now := time.Now().UTC()
+			a := account.Account{ID: ident.New(ident.Account), Name: "load", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, db.AccountStore().Repos().InsertAccount(ctx, a))
+			_, err = db.AccountStore().Repos().SetMessageRetention(ctx, a.ID, 1, now)
+			require.NoError(t, err)
+
+			// Every row is older than the period at the passes' cutoff.
+			p := retention.New(db.RetentionStore(), db.RetentionStore(), retention.Options{Retention: account.Day, Batch: 7,
+				Now: func() time.Time { return time.Now().Add(400 * account.Day) }})
+			const rounds = 60
+			var pending []string
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := range rounds {
+					at := time.Now().UTC()
+					var b writes.Batch
+					for j, status := range []webhook.Status{webhook.Pending, webhook.Succeeded, webhook.Failed} {
+						e := event.Event{ID: ident.New(ident.Event), AccountID: a.ID, Type: event.MessageReceived, Payload: []byte(`{}`), CreatedAt: at}
+						d := webhook.Delivery{ID: ident.New(ident.Webhook), AccountID: a.ID, EventID: e.ID, EventType: e.Type,
+							Status: status, NextAttemptAt: at, CreatedAt: at, UpdatedAt: at}
+						b.Events, b.Deliveries = append(b.Events, e), append(b.Deliveries, d)
+						if j == 0 {
+							pending = append(pending, d.ID)
+						}
+					}
+					if err := db.Commit(ctx, b); err != nil {
+						t.Errorf("round %d: %v", i, err)
+						return
+					}
+				}
+			}()
+			passes, deleted := 0, 0
+			for running := true; running; {
+				select {
+				case <-done:
+					running = false
+				default:
+				}
+				report, err := p.Prune(ctx)
+				require.NoError(t, err)
+				passes++
+				deleted += report.Deleted[retention.WebhookDeliveries]
+			}
+			require.Greater(t, passes, 1)
+			count := func(query string, args ...any) int {
+				var n int
+				require.NoError(t, db.Bun().NewRaw(query, args...).Scan(ctx, &n))
+				return n
+			}
+			require.Len(t, pending, rounds)
+			for _, id := range pending {
+				require.Equal(t, 1, count("SELECT COUNT(*) FROM webhook_deliveries WHERE id = ? AND status = 'pending'", id), "pending delivery %s is kept", id)
+				require.Equal(t, 1, count("SELECT COUNT(*) FROM events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE d.id = ?", id), "with its event")
+			}
+			report, err := p.Prune(ctx)
+			require.NoError(t, err)
+			deleted += report.Deleted[retention.WebhookDeliveries]
+			require.Equal(t, 2*rounds, deleted, "every finished delivery goes, in some pass")
+			require.Equal(t, rounds, count("SELECT COUNT(*) FROM webhook_deliveries WHERE account_id = ?", a.ID), "the pending ones are left")
 		})
 	}
 }

@@ -212,12 +212,12 @@ func (r ErasureStore) findChats(ctx context.Context, accountID string, t *erasur
 // take part in.
 func (r ErasureStore) findThreads(ctx context.Context, t *erasure.Target, names *stringSet) error {
 	var threads, groups stringSet
-	err := chunks(t.ContactIDs, func(part []string) error {
+	individual := func(column string, part []string) error {
 		var rows []struct {
 			ID   string `bun:"id"`
 			Name string `bun:"name"`
 		}
-		if err := r.write.NewRaw("SELECT id, name FROM threads WHERE account_id = ? AND type = 'individual' AND contact_id IN (?)",
+		if err := r.write.NewRaw("SELECT id, name FROM threads WHERE account_id = ? AND type = 'individual' AND "+column+" IN (?)",
 			t.AccountID, bun.List(part)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -226,22 +226,13 @@ func (r ErasureStore) findThreads(ctx context.Context, t *erasure.Target, names 
 			names.add(row.Name)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := chunks(t.ContactIDs, func(part []string) error { return individual("contact_id", part) }); err != nil {
 		return err
 	}
-	err = chunks(t.Addresses, func(part []string) error {
-		var rows []struct {
-			ID   string `bun:"id"`
-			Name string `bun:"name"`
-		}
-		if err := r.write.NewRaw("SELECT id, name FROM threads WHERE account_id = ? AND type = 'individual' AND contact IN (?)",
-			t.AccountID, bun.List(part)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	err := chunks(t.Addresses, func(part []string) error {
+		if err := individual("contact", part); err != nil {
 			return err
-		}
-		for _, row := range rows {
-			threads.add(row.ID)
-			names.add(row.Name)
 		}
 		var members []struct {
 			ThreadID string `bun:"thread_id"`

@@ -133,16 +133,9 @@ func TestPrunerMessageRetention(t *testing.T) {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db, err := store.Open(ctx, dbtest.URL(t, dialect), store.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = db.Close() })
+			db, count := openCounting(t, dialect)
 			now := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
 			days := func(n int) time.Time { return now.Add(-time.Duration(n) * account.Day) }
-			count := func(query string, args ...any) int {
-				var n int
-				require.NoError(t, db.Bun().NewRaw(query, args...).Scan(ctx, &n))
-				return n
-			}
 
 			ages := []int{400, 8, 7, 6, 1}
 			type seeded struct{ account, thread string }
@@ -233,13 +226,11 @@ func TestPrunerUnderLoadKeepsPendingDeliveries(t *testing.T) {
 		t.Run(string(dialect), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db, err := store.Open(ctx, dbtest.URL(t, dialect), store.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = db.Close() })
+			db, count := openCounting(t, dialect)
 			now := time.Now().UTC()
 			a := account.Account{ID: ident.New(ident.Account), Name: "load", CreatedAt: now, UpdatedAt: now}
 			require.NoError(t, db.AccountStore().Repos().InsertAccount(ctx, a))
-			_, err = db.AccountStore().Repos().SetMessageRetention(ctx, a.ID, 1, now)
+			_, err := db.AccountStore().Repos().SetMessageRetention(ctx, a.ID, 1, now)
 			require.NoError(t, err)
 
 			// Every row is older than the period at the passes' cutoff.
@@ -281,11 +272,6 @@ func TestPrunerUnderLoadKeepsPendingDeliveries(t *testing.T) {
 				deleted += report.Deleted[retention.WebhookDeliveries]
 			}
 			require.Greater(t, passes, 1)
-			count := func(query string, args ...any) int {
-				var n int
-				require.NoError(t, db.Bun().NewRaw(query, args...).Scan(ctx, &n))
-				return n
-			}
 			require.Len(t, pending, rounds)
 			for _, id := range pending {
 				require.Equal(t, 1, count("SELECT COUNT(*) FROM webhook_deliveries WHERE id = ? AND status = 'pending'", id), "pending delivery %s is kept", id)
@@ -297,5 +283,19 @@ func TestPrunerUnderLoadKeepsPendingDeliveries(t *testing.T) {
 			require.Equal(t, 2*rounds, deleted, "every finished delivery goes, in some pass")
 			require.Equal(t, rounds, count("SELECT COUNT(*) FROM webhook_deliveries WHERE account_id = ?", a.ID), "the pending ones are left")
 		})
+	}
+}
+
+// openCounting opens a fresh database, and a count of what a query finds
+// in it.
+func openCounting(t *testing.T, dialect store.Dialect) (*store.DB, func(query string, args ...any) int) {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbtest.URL(t, dialect), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, func(query string, args ...any) int {
+		var n int
+		require.NoError(t, db.Bun().NewRaw(query, args...).Scan(context.Background(), &n))
+		return n
 	}
 }

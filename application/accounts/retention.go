@@ -17,17 +17,7 @@ const HistoryRetentionField = "history_retention_days"
 // again. NotFound when the account does not exist; Invalid, naming
 // field, for a period out of bounds.
 func (s *Service) SetHistoryRetention(ctx context.Context, id string, days *int, field ...any) (account.Account, error) {
-	if !ident.Valid(ident.Account, id) {
-		return account.Account{}, failure.NotFound("account")
-	}
-	own := 0
-	if days != nil {
-		if err := account.CheckHistoryRetentionDays(*days, field...); err != nil {
-			return account.Account{}, err
-		}
-		own = *days
-	}
-	return s.store.Repos().SetHistoryRetention(ctx, id, own, s.now().UTC())
+	return s.setRetention(ctx, id, days, account.CheckHistoryRetentionDays, s.store.Repos().SetHistoryRetention, field...)
 }
 
 // MessageRetentionField names the message retention in answers and
@@ -39,17 +29,23 @@ const MessageRetentionField = "message_retention_days"
 // the account does not exist; Invalid, naming field, for a period out of
 // bounds.
 func (s *Service) SetMessageRetention(ctx context.Context, id string, days *int, field ...any) (account.Account, error) {
+	return s.setRetention(ctx, id, days, account.CheckMessageRetentionDays, s.store.Repos().SetMessageRetention, field...)
+}
+
+// setRetention checks days (nil: 0, the setting's default) and saves it.
+func (s *Service) setRetention(ctx context.Context, id string, days *int, check func(int, ...any) error,
+	save func(ctx context.Context, id string, days int, at time.Time) (account.Account, error), field ...any) (account.Account, error) {
 	if !ident.Valid(ident.Account, id) {
 		return account.Account{}, failure.NotFound("account")
 	}
 	own := 0
 	if days != nil {
-		if err := account.CheckMessageRetentionDays(*days, field...); err != nil {
+		if err := check(*days, field...); err != nil {
 			return account.Account{}, err
 		}
 		own = *days
 	}
-	return s.store.Repos().SetMessageRetention(ctx, id, own, s.now().UTC())
+	return save(ctx, id, own, s.now().UTC())
 }
 
 // HistoryRetention is how long a's history is kept: its own period or the

@@ -336,6 +336,7 @@ func Merge(bs []Batch) Batch {
 		TemplateSets:     concat(bs, func(b *Batch) []TemplateSet { return b.TemplateSets }),
 		CronJobs:         concat(bs, func(b *Batch) []cron.Job { return b.CronJobs }),
 		Answers:          concat(bs, func(b *Batch) []Answer { return b.Answers }),
+		Erasures:         concat(bs, func(b *Batch) []Erasure { return b.Erasures }),
 	}
 }
 

@@ -292,6 +292,10 @@ func (r ErasureStore) findMessages(ctx context.Context, t *erasure.Target, names
 	return nil
 }
 
+// minNeedle is the length below which an address or a name is not looked
+// for in documents.
+const minNeedle = 4
+
 // eraseNeedles are the strings whose presence in a stored document (an
 // event's payload, a stored answer) makes it carry the person: their
 // contact ids, addresses, threads, messages, and names as whole JSON
@@ -300,12 +304,18 @@ func eraseNeedles(t erasure.Target, names []string, emailAddress string) [][]byt
 	var out [][]byte
 	for _, list := range [][]string{t.ContactIDs, t.Addresses, t.ThreadIDs, t.MessageIDs} {
 		for _, s := range list {
-			out = append(out, []byte(s))
+			// A very short user id would match unrelated documents; the
+			// person's threads find their events then.
+			if len(s) >= minNeedle {
+				out = append(out, []byte(s))
+			}
 		}
 	}
 	for _, n := range names {
-		quoted, _ := json.Marshal(n)
-		out = append(out, quoted)
+		if len([]rune(n)) >= minNeedle {
+			quoted, _ := json.Marshal(n)
+			out = append(out, quoted)
+		}
 	}
 	if emailAddress != "" {
 		out = append(out, []byte(emailAddress))

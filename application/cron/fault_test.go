@@ -84,7 +84,8 @@ func (r *replicas) start(i int) {
 		fmt.Sprintf("SWB_CRON_REAL_START=%d", r.clock.realStart.UnixNano()),
 		fmt.Sprintf("SWB_CRON_SIM_START=%d", r.clock.simStart.UnixNano()),
 		fmt.Sprintf("SWB_CRON_SPEED=%d", r.clock.speed),
-		"SWB_CRON_LEASE="+r.lease.String(), "SWB_CRON_LOOKAHEAD="+(2*time.Second).String(), "SWB_CRON_OWNER="+owner)
+		"SWB_CRON_LEASE="+r.lease.String(), "SWB_CRON_LOOKAHEAD="+(3*time.Second).String(), "SWB_CRON_LEAD="+(2*time.Second).String(),
+		"SWB_CRON_OWNER="+owner)
 	cmd.Stderr = os.Stderr
 	require.NoError(r.t, cmd.Start())
 	r.mu.Lock()
@@ -179,15 +180,16 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	// held reads the running executions an owner holds, by whether their
-	// call had started.
+	// held reads the running executions whose queue jobs an owner holds,
+	// by whether their call had started.
 	held := func(owner string, started bool) map[string]bool {
-		cond := "call_started_at IS NULL"
+		cond := "e.call_started_at IS NULL"
 		if started {
-			cond = "call_started_at IS NOT NULL"
+			cond = "e.call_started_at IS NOT NULL AND e.lease_owner = q.lease_owner"
 		}
 		var ids []string
-		require.NoError(t, db.Bun().NewRaw("SELECT id FROM cron_executions WHERE status = 'running' AND lease_owner = ? AND "+cond, owner).Scan(ctx, &ids))
+		require.NoError(t, db.Bun().NewRaw("SELECT e.id FROM cron_executions AS e JOIN jobs AS q ON q.unique_key = ? || e.id "+
+			"WHERE e.status = 'running' AND q.state = 'running' AND q.lease_owner = ? AND "+cond, appcron.RunKey(""), owner).Scan(ctx, &ids))
 		out := map[string]bool{}
 		for _, id := range ids {
 			out[id] = true

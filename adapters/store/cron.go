@@ -364,22 +364,14 @@ func (r CronStore) ChangeJob(ctx context.Context, accountID, id string, change f
 	return out, nil
 }
 
-// DeleteJob cancels the pending queue jobs of a job's runs and removes
-// the job and, by cascade, its executions, in one transaction.
+// DeleteJob removes a job and, by cascade, its executions: the queue
+// jobs of its pending runs and retries find them gone and end.
 func (r CronStore) DeleteJob(ctx context.Context, accountID, id string) error {
-	return r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
-		_, err := c.write.NewRaw(`UPDATE jobs SET state = ?, finished_at = ?, unique_key = NULL
-			WHERE kind = ? AND state IN (?) AND unique_key IN (SELECT ? || id FROM cron_executions WHERE job_id = ? AND account_id = ?)`,
-			jobs.StateCancelled, micros(c.clock()), appcron.RunKind, bun.List(pending), appcron.RunKey(""), id, accountID).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("cancel the runs of cron job: %w", err)
-		}
-		res, err := c.write.NewDelete().Model((*cronJobRow)(nil)).Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
-		if err != nil {
-			return translate(err, "cron job")
-		}
-		return requireOneRow(res, "cron job")
-	})
+	res, err := r.write.NewDelete().Model((*cronJobRow)(nil)).Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
+	if err != nil {
+		return translate(err, "cron job")
+	}
+	return requireOneRow(res, "cron job")
 }
 
 const cronExecColumns = "id, job_id, account_id, slot, started_at, status, attempt, interrupted_attempts, response_code, response_time_ms, response_body, error, retry_at, finished_at, lease_owner, lease_until, call_started_at, timed_out"
@@ -748,10 +740,10 @@ func (r CronStore) DropRun(ctx context.Context, id string) (bool, error) {
 	return n > 0, err
 }
 
-// RescheduleRun moves the pending queue job of a run.
-func (r CronStore) RescheduleRun(ctx context.Context, id string, at time.Time) error {
-	_, err := r.write.NewRaw(`UPDATE jobs SET run_at = ? WHERE unique_key = ? AND state IN (?)`,
-		micros(at), appcron.RunKey(id), bun.List(pending)).Exec(ctx)
+// RescheduleRun moves the pending queue job enqueued as job to at.
+func (r CronStore) RescheduleRun(ctx context.Context, job jobs.EnqueueParams, at time.Time) error {
+	_, err := r.write.NewRaw(`UPDATE jobs SET run_at = ? WHERE kind = ? AND state IN (?) AND payload = ?`,
+		micros(at), job.Kind, bun.List(pending), job.Payload).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("reschedule cron run: %w", err)
 	}

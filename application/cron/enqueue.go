@@ -288,12 +288,9 @@ func newRun(j cron.Job, slot, now, runAt time.Time, next *time.Time) Run {
 		runAt = now
 	}
 	return Run{Execution: e, Job: jobs.EnqueueParams{
-		Kind: RunKind, Payload: payload, RunAt: runAt, UniqueKey: RunKey(e.ID), AccountID: j.AccountID, MaxAttempts: RunAttempts,
+		Kind: RunKind, Payload: payload, RunAt: runAt, AccountID: j.AccountID, MaxAttempts: RunAttempts,
 	}}
 }
-
-// RunKey is the unique key of the queue job of the run (execution) id.
-func RunKey(executionID string) string { return RunKind + ":" + executionID }
 
 // plan decides what a due job does now: which slot it runs (the latest
 // one not after now), whether it runs (a slot older than the grace period

@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -183,15 +185,29 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	// held reads the running executions whose queue jobs an owner holds,
 	// by whether their call had started.
 	held := func(owner string, started bool) map[string]bool {
-		cond := "e.call_started_at IS NULL"
-		if started {
-			cond = "e.call_started_at IS NOT NULL AND e.lease_owner = q.lease_owner"
-		}
+		var payloads [][]byte
+		require.NoError(t, db.Bun().NewRaw("SELECT payload FROM jobs WHERE kind = ? AND state = 'running' AND lease_owner = ?",
+			appcron.RunKind, owner).Scan(ctx, &payloads))
 		var ids []string
-		require.NoError(t, db.Bun().NewRaw("SELECT e.id FROM cron_executions AS e JOIN jobs AS q ON q.unique_key = ? || e.id "+
-			"WHERE e.status = 'running' AND q.state = 'running' AND q.lease_owner = ? AND "+cond, appcron.RunKey(""), owner).Scan(ctx, &ids))
+		for _, p := range payloads {
+			var run struct {
+				Execution string `json:"execution"`
+			}
+			require.NoError(t, json.Unmarshal(p, &run))
+			ids = append(ids, run.Execution)
+		}
+		cond := "call_started_at IS NULL"
+		if started {
+			cond = "call_started_at IS NOT NULL AND lease_owner = ?"
+		}
 		out := map[string]bool{}
-		for _, id := range ids {
+		if len(ids) == 0 {
+			return out
+		}
+		var running []string
+		require.NoError(t, db.Bun().NewRaw("SELECT id FROM cron_executions WHERE status = 'running' AND id IN (?) AND "+cond,
+			bun.List(ids), owner).Scan(ctx, &running))
+		for _, id := range running {
 			out[id] = true
 		}
 		return out

@@ -64,7 +64,7 @@ func startReplica(c replicaConfig) (*cronReplica, error) {
 		c.poll = 10 * time.Millisecond
 	}
 	if c.beat == 0 {
-		c.beat = 20 * time.Millisecond
+		c.beat = 50 * time.Millisecond
 	}
 	if c.rescue == 0 {
 		c.rescue = 20 * time.Millisecond

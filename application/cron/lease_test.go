@@ -35,7 +35,7 @@ func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, star
 	require.NoError(t, err)
 	ids, err := b.store.Claim(ctx, func(context.Context, appcron.Claims) (appcron.Runs, error) {
 		return appcron.Runs{Runs: []appcron.Run{{Execution: e, Job: jobs.EnqueueParams{Kind: appcron.RunKind, Payload: payload,
-			RunAt: *j.NextRunAt, UniqueKey: appcron.RunKey(e.ID), AccountID: j.AccountID, MaxAttempts: appcron.RunAttempts}}},
+			RunAt: *j.NextRunAt, AccountID: j.AccountID, MaxAttempts: appcron.RunAttempts}}},
 			NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, nil
 	})
 	require.NoError(t, err)

@@ -29,8 +29,9 @@ type Repos interface {
 	// Version. NotFound; when change fails, nothing is saved and its error
 	// is returned.
 	ChangeJob(ctx context.Context, accountID, id string, change func(cron.Job) (cron.Job, error)) (cron.Job, error)
-	// DeleteJob removes a job with its executions and cancels their
-	// pending queue jobs, retries included. NotFound when it is gone.
+	// DeleteJob removes a job with its executions, pending runs and
+	// retries included (their queue jobs find them gone). NotFound when
+	// it is gone.
 	DeleteJob(ctx context.Context, accountID, id string) error
 	// LastExecution is the latest finished (success or failed) execution
 	// of a job; ok is false when there is none.
@@ -78,8 +79,9 @@ type SchedulerRepos interface {
 	// DropRun deletes a run whose call never started (its first attempt,
 	// status running) and says whether it did.
 	DropRun(ctx context.Context, id string) (bool, error)
-	// RescheduleRun moves the pending queue job of the run id to at.
-	RescheduleRun(ctx context.Context, id string, at time.Time) error
+	// RescheduleRun moves the pending queue job enqueued as job (the same
+	// kind and payload) to at.
+	RescheduleRun(ctx context.Context, job jobs.EnqueueParams, at time.Time) error
 	// JobsByID reads jobs of any account; missing ids are left out.
 	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
 	// NextWake is the earliest next run of an active job; ok is false

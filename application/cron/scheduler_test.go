@@ -593,9 +593,9 @@ func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
 		"the other account's call is made while A's hang (their timeout is a minute)")
 }
 
-// An account whose calls fill its share, with as many waiting, has its
-// further runs recorded as not made, at once: its waiting calls cannot
-// grow until they fill the claimed calls every account shares.
+// An account whose calls fill its share leaves its further runs in the
+// queue, holding no worker; a run still waiting when its job's next run
+// comes is recorded as not made, so the waiting runs cannot grow.
 func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
@@ -603,10 +603,8 @@ func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	t.Cleanup(b.ep.release)
 	every := cron.Spec{Frequency: cron.Custom, CustomSchedule: "* * * * *", Timezone: "UTC"}
 	for range 5 {
-		b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: time.Minute, Spec: every})
+		b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: time.Second, Spec: every})
 	}
-	b.advance(start.Add(time.Minute))
-	// Two calls hang (the share of 4), two wait, the fifth is not made.
 	notMade := func() int {
 		n := 0
 		for _, e := range b.allExecutions(t) {
@@ -616,7 +614,24 @@ func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return notMade() == 1 }, 10*time.Second, 5*time.Millisecond)
+	// Three calls hang (a lone account borrows all but a reserve of the
+	// 4 workers), two wait in the queue.
+	b.advance(start.Add(time.Minute))
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, e := range b.allExecutions(t) {
+			if e.CallStartedAt != nil {
+				n++
+			}
+		}
+		return n == 3
+	}, 10*time.Second, 5*time.Millisecond)
 	b.settle()
-	require.Equal(t, 1, notMade(), "only the run beyond the waiting ones")
+	require.Zero(t, notMade())
+	// Their next run comes while they wait; once the hanging calls time
+	// out, the two are taken and recorded as not made.
+	b.advance(start.Add(2 * time.Minute))
+	require.Eventually(t, func() bool { return notMade() == 2 }, 10*time.Second, 5*time.Millisecond)
+	b.settle()
+	require.Equal(t, 2, notMade(), "only the runs that waited past their next slot")
 }

@@ -68,7 +68,7 @@ func (w *Worker) Trigger(ctx context.Context, accountID, id string) (cron.Execut
 	if out.RetryAt != nil {
 		at = *out.RetryAt
 	}
-	if err := r.RescheduleRun(rctx, run.Execution.ID, at); err != nil {
+	if err := r.RescheduleRun(rctx, run.Job, at); err != nil {
 		return cron.Execution{}, err
 	}
 	e := s.Execution

@@ -60,7 +60,7 @@ func (s CronStore) Claim(ctx context.Context, claim func(ctx context.Context, tx
 		}
 		var enqueue []jobs.EnqueueParams
 		for _, r := range runs.Runs {
-			if slices.Contains(stored, r.Execution.ID) {
+			if r.Job.Kind != "" && slices.Contains(stored, r.Execution.ID) {
 				enqueue = append(enqueue, r.Job)
 			}
 		}

@@ -118,7 +118,8 @@ type Claims interface {
 	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
 }
 
-// Run is a new execution and the queue job that makes its call.
+// Run is a new execution and the queue job that makes its call (none when
+// Job has no Kind: an execution recorded as it is, for imports and tests).
 type Run struct {
 	Execution cron.Execution
 	Job       jobs.EnqueueParams

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/domain/cron"
@@ -30,8 +30,8 @@ type replicaConfig struct {
 	share   float64
 	lease   time.Duration
 	// lookahead and lead are the enqueuer's; its defaults when 0.
-	lookahead, lead    time.Duration
-	batch              int
+	lookahead, lead time.Duration
+	batch           int
 	// enqueuePoll is the enqueuer's poll interval; its default when 0.
 	enqueuePoll        time.Duration
 	poll, beat, rescue time.Duration

@@ -22,8 +22,8 @@ type batchItem[I, R any] struct {
 }
 
 const (
-	maxBatch   = 500
-	maxLeaders = 2
+	maxBatch   = 1000
+	maxLeaders = 1
 )
 
 func newBatcher[I, R any](write func([]I) (R, error)) *batcher[I, R] {

@@ -23,7 +23,7 @@ const (
 	DefaultClaimWorkers = 4
 	DefaultPollInterval = time.Second
 	// DefaultLookahead is how long before its slot a run is enqueued.
-	DefaultLookahead = time.Second
+	DefaultLookahead = 2 * time.Second
 	// DefaultLead is how long before its slot a run's queue job is due:
 	// a worker claims it then and waits for the slot in memory, so that
 	// the claim's round trips do not make the call late.
@@ -84,7 +84,7 @@ type EnqueuerConfig struct {
 // the database is up.
 //
 // A run is enqueued between half a Lookahead and a whole one before its
-// slot, its queue job due Lead before the slot; the worker that claims it
+// slot (so a burst of many runs at one minute is written before it), its queue job due Lead before the slot; the worker that claims it
 // waits for the slot in memory. A pause or delete in that time stops the
 // call (the handler checks); a change of the schedule does not move it.
 //

@@ -22,7 +22,8 @@ import (
 )
 
 // claimAsDeadReplica enqueues a job's due slot and claims its queue job as
-// a runner named owner would, then "dies": nothing calls it. With
+// a runner named owner would, leased until a second after the slot, then
+// "dies": nothing calls it. With
 // started, it dies mid-call.
 func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, started bool) {
 	t.Helper()
@@ -40,7 +41,7 @@ func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, star
 	})
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
-	claimed, err := b.db.JobQueue().ClaimJobs(ctx, owner, []jobs.Lease{{Kind: appcron.RunKind, Until: now.Add(3 * time.Second)}}, 10,
+	claimed, err := b.db.JobQueue().ClaimJobs(ctx, owner, []jobs.Lease{{Kind: appcron.RunKind, Until: j.NextRunAt.Add(time.Second)}}, 10,
 		*j.NextRunAt, jobs.ClaimFilter{})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
@@ -71,9 +72,9 @@ func TestTakeOverOfADeadReplicasRuns(t *testing.T) {
 	daily := cron.Spec{Frequency: cron.Daily, Time: "08:01", Timezone: "UTC"}
 	before := b.create(t, cron.Job{Spec: daily})
 	mid := b.create(t, cron.Job{Spec: daily})
-	// Claimed at 08:00:58, before this replica's lookahead; the lease
+	// Claimed at 08:00:57, before this replica's lookahead; the lease
 	// lasts until 08:01:01.
-	b.clock.Set(start.Add(58 * time.Second))
+	b.clock.Set(start.Add(57 * time.Second))
 	b.claimAsDeadReplica(t, before, "sch_dead", false)
 	b.claimAsDeadReplica(t, mid, "sch_dead", true)
 

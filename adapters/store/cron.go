@@ -653,21 +653,53 @@ func (r CronStore) NextWake(ctx context.Context) (time.Time, bool, error) {
 	return fromMicros(at.Int64), true, nil
 }
 
-// StartRuns starts the calls of the runs that may start, in one
-// statement (appcron.SchedulerRepos), and reads their jobs.
+// startSet is what a start changes; startWhere which runs start: a
+// running one whose call has not started or was cut off once, a retry
+// whose time has come, of an active job unless any may. {e} is the
+// qualifier of the executions' columns.
+const (
+	startSet = `attempt = {e}attempt + CASE WHEN {e}status = 'retrying' OR {e}call_started_at IS NOT NULL THEN 1 ELSE 0 END,
+		interrupted_attempts = {e}interrupted_attempts + CASE WHEN {e}status = 'running' AND {e}call_started_at IS NOT NULL THEN 1 ELSE 0 END,
+		status = 'running', started_at = ?, call_started_at = ?, lease_owner = ?`
+	startWhere = `{e}id IN (?) AND (
+		({e}status = 'running' AND ({e}call_started_at IS NULL OR {e}interrupted_attempts = 0))
+		OR ({e}status = 'retrying' AND {e}retry_at <= ?))`
+)
+
+// cronStartRow is a started execution with its job's columns (j_
+// prefixed).
+type cronStartRow struct {
+	cronExecRow
+	Job cronJobRow `bun:"embed:j_"`
+}
+
+// StartRuns starts the calls of the runs that may start and reads their
+// jobs: one statement on Postgres (an UPDATE joined with the jobs), two
+// on SQLite, whose RETURNING sees only the updated table.
 func (r CronStore) StartRuns(ctx context.Context, owner string, at time.Time, ids []string, activeOnly bool) ([]appcron.Started, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	if r.dialect == Postgres {
+		var rows []cronStartRow
+		e := strings.NewReplacer("{e}", "e.")
+		err := r.write.NewRaw(`UPDATE cron_executions AS e SET `+e.Replace(startSet)+` FROM cron_jobs AS j
+			WHERE j.id = e.job_id AND `+e.Replace(startWhere)+` AND (? OR j.status = 'active')
+			RETURNING e.`+strings.ReplaceAll(cronExecColumns, ", ", ", e.")+`, j.`+prefixed(cronJobColumns, "j."),
+			micros(at), micros(at), owner, bun.List(ids), micros(at), !activeOnly).Scan(ctx, &rows)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("start cron calls: %w", err)
+		}
+		out := make([]appcron.Started, len(rows))
+		for i, row := range rows {
+			out[i] = appcron.Started{Execution: row.cronExecRow.domain(), Job: row.Job.domain()}
+		}
+		return out, nil
+	}
 	var rows []cronExecRow
-	err := r.write.NewRaw(`UPDATE cron_executions SET
-			attempt = attempt + CASE WHEN status = 'retrying' OR call_started_at IS NOT NULL THEN 1 ELSE 0 END,
-			interrupted_attempts = interrupted_attempts + CASE WHEN status = 'running' AND call_started_at IS NOT NULL THEN 1 ELSE 0 END,
-			status = 'running', started_at = ?, call_started_at = ?, lease_owner = ?
-		WHERE id IN (?) AND (
-			(status = 'running' AND (call_started_at IS NULL OR interrupted_attempts = 0))
-			OR (status = 'retrying' AND retry_at <= ?))
-		AND (? OR job_id IN (SELECT id FROM cron_jobs WHERE status = 'active'))
+	e := strings.NewReplacer("{e}", "")
+	err := r.write.NewRaw(`UPDATE cron_executions SET `+e.Replace(startSet)+` WHERE `+e.Replace(startWhere)+`
+		AND (? OR EXISTS (SELECT 1 FROM cron_jobs AS j WHERE j.id = cron_executions.job_id AND j.status = 'active'))
 		RETURNING `+cronExecColumns,
 		micros(at), micros(at), owner, bun.List(ids), micros(at), !activeOnly).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -695,6 +727,21 @@ func (r CronStore) StartRuns(ctx context.Context, owner string, at time.Time, id
 		}
 	}
 	return out, nil
+}
+
+// prefixed is columns, each after the first written "col AS prefix_col"
+// and each after the first qualified by qual: "id, a" becomes
+// "id AS j_id, j.a AS j_a" (the first is qualified by the caller).
+func prefixed(columns, qual string) string {
+	parts := strings.Split(columns, ", ")
+	for i, c := range parts {
+		if i > 0 {
+			parts[i] = qual + c + " AS j_" + c
+			continue
+		}
+		parts[i] = c + " AS j_" + c
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Execution reads one execution with its job's status.

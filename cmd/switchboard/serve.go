@@ -100,7 +100,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.BoolVar(&s.cfg.TelegramPolling, "telegram-polling", s.cfg.TelegramPolling, "poll Telegram (getUpdates) for bots in polling mode; enable in one replica only")
 	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")
 	f.IntVar(&s.cfg.CronMaxJobsPerAccount, "cron-max-jobs-per-account", s.cfg.CronMaxJobsPerAccount, "cron jobs an account may have")
-	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process")
+	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process: the workers of the cron runs' queue jobs")
 	periodVar(f, &s.cfg.HistoryRetention, "history-retention", "how long accounts' history (events, webhook deliveries and their attempts, cron executions, the sandbox mailbox) is kept, unless an account sets its own period; what is still needed stays")
 	f.DurationVar(&s.cfg.HistoryPruneInterval, "history-prune-interval", s.cfg.HistoryPruneInterval, "time between passes of the history pruner (one replica at a time prunes)")
 	f.StringVar(&debugAddr, "debug-addr", "", "loopback address (127.0.0.1:6060) serving Go's /debug/pprof profiles; empty: off")

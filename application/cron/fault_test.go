@@ -128,8 +128,8 @@ func (r *replicas) stop() {
 // 30 jobs every minute, time 10 times faster. One replica is killed with
 // SIGKILL 1 s (simulated) before a minute boundary, when it holds claimed
 // runs whose calls have not started, and restarted; later one is killed
-// 3 s after a boundary, while its calls are in flight (the receiver
-// answers after 0.6 s). Every slot is called at least once; the runs held
+// 5 s after a boundary, while its calls are in flight (the receiver
+// answers after 1 s). Every slot is called at least once; the runs held
 // before their call are called once, by another replica, within the lease
 // (plus slack); the runs cut off mid-call are retried once with the same
 // Idempotency-Key and recorded as attempt 2 with one interrupted attempt;
@@ -150,7 +150,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	const realLease = 2 * time.Second
 	ctx := context.Background()
 	url := dbtest.URL(t, dialect)
-	rcv := newSlowReceiver(t, 600*time.Millisecond)
+	rcv := newSlowReceiver(t, time.Second)
 
 	simStart := time.Date(2026, 5, 1, 12, 0, 30, 0, time.UTC)
 	db, err := store.Open(ctx, url, store.Options{})
@@ -226,7 +226,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 				beforeCall = got
 			}
 		} else {
-			waitSim(boundary.Add(3 * time.Second))
+			waitSim(boundary.Add(5 * time.Second))
 			midCallKill = time.Now()
 			owner := rs.kill(victim)
 			if got := held(owner, true); len(got) > 0 {

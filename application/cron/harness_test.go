@@ -27,8 +27,10 @@ type replicaConfig struct {
 	// workers and share are the runner's; 100 workers and no share bound
 	// when 0.
 	workers int
-	share   float64
-	lease   time.Duration
+	// claimBatch bounds the runner's claims; its default when 0.
+	claimBatch int
+	share      float64
+	lease      time.Duration
 	// lookahead and lead are the enqueuer's; its defaults when 0.
 	lookahead, lead time.Duration
 	batch           int
@@ -74,7 +76,7 @@ func startReplica(c replicaConfig) (*cronReplica, error) {
 	w := appcron.NewWorker(appcron.WorkerConfig{Store: c.store, Caller: loopback().NewCronCaller(), Clock: c.clock, Owner: c.owner,
 		RetryBackoff: c.retryBackoff, Logger: c.logger})
 	r, err := runner.New(c.db.JobQueue(), c.db, runner.Config{
-		Workers: c.workers, AccountShare: c.share, PollInterval: c.poll, HeartbeatInterval: c.beat, RescueInterval: c.rescue,
+		Workers: c.workers, ClaimBatch: c.claimBatch, AccountShare: c.share, PollInterval: c.poll, HeartbeatInterval: c.beat, RescueInterval: c.rescue,
 		Now: c.clock.Now, WorkerID: w.Owner(), Logger: c.logger,
 	}, runner.Kind{Name: appcron.RunKind, Handler: w, Lease: c.lease, Timeout: cron.MaxTimeout + time.Minute})
 	if err != nil {

@@ -95,8 +95,9 @@ func schedulerProcess() int {
 		}
 	}
 	// The runner's loops run on real time: a heartbeat every third of the
-	// lease, a rescue every 100 ms, a poll every 20 ms.
-	r, err := startReplica(replicaConfig{db: db, store: db.CronStore(), clock: clock, owner: os.Getenv("SWB_CRON_OWNER"), batch: 25,
+	// lease, a rescue every 100 ms, a poll every 20 ms. Claims of 10 runs
+	// at most share them among the replicas.
+	r, err := startReplica(replicaConfig{db: db, store: db.CronStore(), clock: clock, owner: os.Getenv("SWB_CRON_OWNER"), batch: 25, claimBatch: 10,
 		lease: lease, lookahead: lookahead, lead: lead, beat: lease / 3 / time.Duration(clock.speed), rescue: 100 * time.Millisecond,
 		poll: 20 * time.Millisecond})
 	if err != nil {

@@ -46,7 +46,7 @@ func cronModule(c Config) fx.Option {
 				return appcron.NewEnqueuer(appcron.EnqueuerConfig{Store: s, Parser: p, Grace: c.CronGrace, Logger: log})
 			},
 			func(s appcron.Store, g *httpguard.Guard, log *slog.Logger) *appcron.Worker {
-				return appcron.NewWorker(appcron.WorkerConfig{Store: s, Caller: g.NewCronCaller(), Owner: workerID("cron"), Logger: log})
+				return appcron.NewWorker(appcron.WorkerConfig{Store: s, Caller: g.NewCronCaller(), Owner: workerID("cron"), Grace: c.CronGrace, Logger: log})
 			},
 			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, enq *appcron.Enqueuer) *appcron.Service {
 				wake := func() {}

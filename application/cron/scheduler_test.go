@@ -595,7 +595,8 @@ func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
 
 // An account whose calls fill its share leaves its further runs in the
 // queue, holding no worker; a run still waiting when its job's next run
-// comes is recorded as not made, so the waiting runs cannot grow.
+// has come and its slot is past the grace period is recorded as not
+// made, as a run missed in downtime is, so the waiting runs cannot grow.
 func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
@@ -628,9 +629,10 @@ func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	b.settle()
 	require.Zero(t, notMade())
-	// Their next run comes while they wait; once the hanging calls time
-	// out, the two are taken and recorded as not made.
-	b.advance(start.Add(2 * time.Minute))
+	// Their next run and the grace period (5 minutes) pass while they
+	// wait; once the hanging calls time out, the two are taken and
+	// recorded as not made.
+	b.advance(start.Add(7 * time.Minute))
 	require.Eventually(t, func() bool { return notMade() == 2 }, 10*time.Second, 5*time.Millisecond)
 	b.settle()
 	require.Equal(t, 2, notMade(), "only the runs that waited past their next slot")

@@ -32,10 +32,10 @@ const pausedError = "the run was cancelled: its scheduler stopped before it comp
 const retryPausedError = "retry cancelled: the job was paused"
 
 // AccountBusyNote is the error of a cron run not called because no worker
-// took it before its job's next run: the account's earlier calls fill its
-// share of the workers (its endpoints are slow to answer), or every
-// worker is busy.
-const AccountBusyNote = "not called: no worker was free for it before the job's next run (this account's earlier cron calls fill its share of the scheduler: its endpoints are slow to answer)"
+// took it before its job's next run and the grace period: the account's
+// earlier calls fill its share of the workers (its endpoints are slow to
+// answer), or every worker is busy.
+const AccountBusyNote = "not called: no worker was free for it before the job's next run and the grace period (this account's earlier cron calls fill its share of the scheduler: its endpoints are slow to answer)"
 
 // WorkerConfig tunes a Worker.
 type WorkerConfig struct {
@@ -49,6 +49,9 @@ type WorkerConfig struct {
 	// RetryBackoff is the wait before retry n (1-based) of a failed run;
 	// 10 s doubling, at most 10 minutes, when nil.
 	RetryBackoff func(n int) time.Duration
+	// Grace is how late a run never taken from the queue may still be
+	// called once its job's next run has come; DefaultGrace when 0.
+	Grace time.Duration
 	// Backstop is how long after a triggered run's call timeout its queue
 	// job takes the run over, should this process die during the call;
 	// 3 s when 0.
@@ -86,6 +89,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		cfg.RetryBackoff = func(n int) time.Duration {
 			return min(10*time.Second<<max(n-1, 0), 10*time.Minute)
 		}
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
 	}
 	if cfg.Backstop <= 0 {
 		cfg.Backstop = 3 * time.Second
@@ -147,9 +153,10 @@ func (w *Worker) Work(ctx context.Context, job jobs.Job) error {
 			return context.Cause(ctx)
 		}
 	}
-	if next != nil && !w.clock.Now().Before(*next) {
-		// The run waited in the queue until its job's next run: its
-		// account's calls held their share meanwhile. Not called.
+	if now := w.clock.Now(); job.Attempt == 1 && next != nil && !now.Before(*next) && now.Sub(slot) > w.cfg.Grace {
+		// The run waited in the queue, never taken, past its job's next
+		// run and the grace period: its account's calls held their share
+		// meanwhile. Not called, as a run missed in downtime is not.
 		if done, err := w.skip(ctx, p.Execution); done || err != nil {
 			return err
 		}

@@ -58,8 +58,8 @@ type RunCount struct {
 // and rescue take a run over when its process dies, its retry scheduling
 // times the run's retries. The execution row says how far the run got.
 type SchedulerRepos interface {
-	// StartRuns starts, in one statement, the calls of the runs ids at at
-	// for owner, and returns those it started with their jobs: a running
+	// StartRuns starts, in one write, the calls of the runs ids at at for
+	// owner, and returns those it started with their jobs: a running
 	// execution whose call has not started, or whose call started once
 	// and was cut off (it counts one more attempt and one interrupted
 	// attempt), and a retrying one whose retry time has come (one more

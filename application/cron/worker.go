@@ -177,18 +177,10 @@ func (w *Worker) Work(ctx context.Context, job jobs.Job) error {
 	return w.unstarted(ctx, p.Execution)
 }
 
-// skip records a run whose first call never started as not called.
+// skip records a run never taken before, so never called, as not called.
 func (w *Worker) skip(ctx context.Context, id string) (bool, error) {
-	e, _, ok, err := w.cfg.Store.Repos().Execution(ctx, id)
-	if err != nil || !ok {
-		return !ok, err
-	}
-	if e.Status != cron.Running || e.CallStartedAt != nil || e.Attempt != 1 {
-		return false, nil
-	}
-	now := w.now()
-	_, err = w.cfg.Store.Repos().SettleRun(ctx, e, Outcome{ExecutionID: id, Status: cron.Failed, Error: AccountBusyNote, FinishedAt: now})
-	return true, err
+	was := cron.Execution{ID: id, Status: cron.Running, Attempt: 1}
+	return w.cfg.Store.Repos().SettleRun(ctx, was, Outcome{ExecutionID: id, Status: cron.Failed, Error: AccountBusyNote, FinishedAt: w.now()})
 }
 
 // finish records a call's outcome and tells the runner what is next: a

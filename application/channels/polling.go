@@ -12,7 +12,7 @@ import (
 // long as the holder's hold on the database lives (a Postgres session,
 // an open lock file beside the SQLite file), so the database itself
 // frees it the moment its holder dies, and a holder that stops answering
-// (a stalled process) loses it within PollLeaseStall.
+// (a stalled process) loses it within seconds.
 type PollLeases interface {
 	// TakePollLease takes the lease on polling the number for this
 	// process. It returns ErrPollLeaseHeld when a holder has it already
@@ -47,5 +47,5 @@ var ErrPollLeaseHeld = &failure.Error{Kind: failure.KindConflict, Code: "poll_le
 
 // ErrPollLeaseLost is the error of a lease's operations once its holder
 // lost it: its database session ended (the database restarted, the
-// connection broke, or the holder stalled for PollLeaseStall).
+// connection broke, or the holder stalled).
 var ErrPollLeaseLost = &failure.Error{Kind: failure.KindConflict, Code: "poll_lease_lost", Message: "the poll lease was lost"}

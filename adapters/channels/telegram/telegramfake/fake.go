@@ -630,8 +630,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 	}
 }
 
-// Polls counts the getUpdates requests; Conflicts, those another
-// request terminated (409).
+// Polls counts the getUpdates requests.
 func (s *Server) Polls() int { s.mu.Lock(); defer s.mu.Unlock(); return s.polls }
 
 // Conflicts counts the getUpdates requests another one terminated.

@@ -93,8 +93,9 @@ type Config struct {
 	Version string
 	// PublicURL is the server's address as the messaging providers reach
 	// it (https://switchboard.example.com); Telegram bots get their
-	// webhook set under it. TelegramPolling runs getUpdates pollers for
-	// bots without a webhook (run them in one replica only).
+	// webhook set under it. TelegramPolling lets this process poll
+	// (getUpdates) bots in polling mode: each bot is polled by the one
+	// replica that holds its poll lease; false never polls here.
 	PublicURL       string
 	TelegramPolling bool
 	// MediaLinkLifetime is how long a signed link to a user's media opens

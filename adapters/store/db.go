@@ -79,6 +79,9 @@ type DB struct {
 	// zeroDefaults is the schema's zero defaults (sparse.go), nil until
 	// read.
 	zeroDefaults atomic.Pointer[zeroDefaults]
+	// polls is the Postgres session that holds this DB's poll leases
+	// (pollleases.go).
+	polls pollSession
 }
 
 // Options tune Open.

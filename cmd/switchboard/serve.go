@@ -97,7 +97,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.BoolVar(&s.cfg.Production, "production", s.cfg.Production, "production mode: no GraphQL playground at /graphql/playground, and no start without --smtp-url unless --sandbox-email")
 	f.StringVar(&s.cfg.PublicURL, "public-url", "", "the server's public https URL, which Telegram and WhatsApp call (Telegram webhooks are set under it)")
 	f.DurationVar(&s.cfg.MediaLinkLifetime, "media-link-lifetime", s.cfg.MediaLinkLifetime, "how long a signed link to a user's media (in webhook payloads and message reads) opens it without credentials")
-	f.BoolVar(&s.cfg.TelegramPolling, "telegram-polling", s.cfg.TelegramPolling, "poll Telegram (getUpdates) for bots in polling mode; enable in one replica only")
+	f.BoolVar(&s.cfg.TelegramPolling, "telegram-polling", s.cfg.TelegramPolling, "poll Telegram (getUpdates) for bots in polling mode: each bot is polled by one replica at a time, elected by a lease in the database; false: never poll in this process")
 	f.DurationVar(&s.cfg.CronGrace, "cron-grace", s.cfg.CronGrace, "how late a cron run missed during downtime may still be made (older missed runs are skipped)")
 	f.IntVar(&s.cfg.CronMaxJobsPerAccount, "cron-max-jobs-per-account", s.cfg.CronMaxJobsPerAccount, "cron jobs an account may have")
 	f.IntVar(&s.cfg.CronConcurrency, "cron-concurrency", s.cfg.CronConcurrency, "cron calls in flight at once in this process: the workers of the cron runs' queue jobs")

@@ -33,8 +33,10 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 			// of the account's is read or written. A session resumed here
 			// from its stored state is past initialized already.
 			if method == "notifications/initialized" {
-				if s, ok := h.locals.of(req.GetSession().(*sdk.ServerSession)); ok && s.resumed {
-					return nil, nil
+				if ss, isServer := req.GetSession().(*sdk.ServerSession); isServer {
+					if s, ok := h.locals.of(ss); ok && s.resumed {
+						return nil, nil
+					}
 				}
 			}
 			return next(ctx, method, req)

@@ -40,6 +40,35 @@ type cluster struct {
 	addrs []string
 	// URL is HAProxy's.
 	URL string
+	// history are the replicas that answered the requests through
+	// HAProxy, in order: round-robin's order (which is not always the
+	// configuration's) is read from it.
+	mu      sync.Mutex
+	history []string
+}
+
+// answered records the replica that answered a request through HAProxy.
+func (c *cluster) answered(replica string) {
+	if replica == "" {
+		return
+	}
+	c.mu.Lock()
+	c.history = append(c.history, replica)
+	c.mu.Unlock()
+}
+
+// next is the replica round-robin picks after the latest answer: the one
+// that followed that replica the last time.
+func (c *cluster) next() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := c.history[len(c.history)-1]
+	for i := len(c.history) - 2; i >= 0; i-- {
+		if c.history[i] == last {
+			return c.history[i+1]
+		}
+	}
+	return ""
 }
 
 // names are the replicas' names in deploy/haproxy.cfg, in its order.
@@ -96,6 +125,7 @@ func (c *cluster) readyz(t *testing.T) string {
 	if res.StatusCode != http.StatusOK {
 		return ""
 	}
+	c.answered(res.Header.Get(replicaHeader))
 	return res.Header.Get(replicaHeader)
 }
 
@@ -132,17 +162,6 @@ func repeats(seq []string) bool {
 	return false
 }
 
-// after is the replica round-robin picks after last among up.
-func after(last string, up []string) string {
-	i := slices.Index(names, last)
-	for k := 1; k <= len(names); k++ {
-		if next := names[(i+k)%len(names)]; slices.Contains(up, next) {
-			return next
-		}
-	}
-	return ""
-}
-
 func (c *cluster) replica(name string) *serverProc { return c.replicas[slices.Index(names, name)] }
 
 // kill ends a replica with SIGKILL, as a crash would.
@@ -171,6 +190,7 @@ type served struct {
 // records which replica answered each.
 type recorder struct {
 	acct createdAccount
+	c    *cluster
 	mu   sync.Mutex
 	log  []served
 }
@@ -184,6 +204,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.mu.Lock()
 		r.log = append(r.log, served{req.Method, res.Header.Get(replicaHeader), res.StatusCode})
 		r.mu.Unlock()
+		r.c.answered(res.Header.Get(replicaHeader))
 	}
 	return res, err
 }
@@ -242,7 +263,8 @@ func TestMCPSessionAcrossReplicasBehindHAProxy(t *testing.T) {
 	// Before initialize completes: the replica the initialize goes to
 	// dies while it reads the request. The client hears of an error, and
 	// its next initialize opens a session on another replica.
-	victim := after(c.waitRotation(t, up...), up)
+	c.waitRotation(t, up...)
+	victim := c.next()
 	body, release := io.Pipe()
 	failed := make(chan error, 1)
 	go func() {
@@ -270,7 +292,7 @@ func TestMCPSessionAcrossReplicasBehindHAProxy(t *testing.T) {
 	up = slices.Clone(names)
 	c.waitRotation(t, up...)
 
-	rec := &recorder{acct: acct}
+	rec := &recorder{acct: acct, c: c}
 	updated := make(chan string, 10)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-replicas", Version: "1"}, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
@@ -340,7 +362,7 @@ func TestMCPSessionAcrossReplicasBehindHAProxy(t *testing.T) {
 	// wait runs wait_for_message on the replica round-robin picks next,
 	// which it returns, and hands back its outcome.
 	wait := func() (string, <-chan error, *waited) {
-		on := after(rec.last(), up)
+		on := c.next()
 		out, done := &waited{}, make(chan error, 1)
 		go func() {
 			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout_seconds": 30}})
@@ -359,7 +381,7 @@ func TestMCPSessionAcrossReplicasBehindHAProxy(t *testing.T) {
 	// request of the client have come between, the wait is made again.
 	for attempt := 1; ; attempt++ {
 		on, done, got := wait()
-		via := after(on, up)
+		via := names[(slices.Index(names, on)+1)%len(names)]
 		inbound(c.replica(via), "for the wait")
 		require.NoError(t, <-done)
 		require.False(t, got.TimedOut)
@@ -384,7 +406,7 @@ func TestMCPSessionAcrossReplicasBehindHAProxy(t *testing.T) {
 			require.Error(t, err, "the wait on the killed %s", on)
 		case <-time.After(10 * time.Second):
 			require.Less(t, attempt, 3, "the waits were not on the killed replicas: %v", rec.requests())
-			inbound(c.replica(after(on, names)), "ends the wait")
+			inbound(c.replica(names[(slices.Index(names, on)+1)%len(names)]), "ends the wait")
 			require.NoError(t, <-done)
 			c.restart(t, on)
 			c.waitRotation(t, names...)

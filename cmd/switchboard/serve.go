@@ -74,7 +74,7 @@ func newServeCommand(s *settings) *cobra.Command {
 	f.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDR ranges of reverse proxies whose X-Forwarded-For gives the client address (per-address limits, request log); empty: the peer address")
 	f.StringVar(&s.mcpOrigins, "mcp-allowed-origins", "", "comma-separated browser origins (https://app.example.com) whose requests /mcp serves; a request with any other Origin header is refused (empty: every request with an Origin)")
 	f.StringVar(&s.mcpHosts, "mcp-allowed-hosts", "", "comma-separated host names a request to /mcp over a loopback connection may carry in Host beside localhost and loopback addresses (a TLS proxy on this host that passes the public name on)")
-	f.IntVar(&s.cfg.MCP.MaxSessionsPerAccount, "mcp-max-sessions-per-account", s.cfg.MCP.MaxSessionsPerAccount, "MCP sessions one account may hold open in this process")
+	f.IntVar(&s.cfg.MCP.MaxSessionsPerAccount, "mcp-max-sessions-per-account", s.cfg.MCP.MaxSessionsPerAccount, "MCP sessions one account may hold open at once, across every replica of the database")
 	f.Int64Var(&s.cfg.Limits.MaxBodyBytes, "max-body-bytes", s.cfg.Limits.MaxBodyBytes, "largest request body accepted")
 	f.DurationVar(&s.cfg.AuthCacheTTL, "auth-cache-ttl", s.cfg.AuthCacheTTL, "how long a verified credential is reused without a database read (bounds how long a revoked key works on other replicas)")
 	f.DurationVar(&s.cfg.ShutdownTimeout, "shutdown-timeout", s.cfg.ShutdownTimeout, "how long in-flight requests may finish on SIGTERM")

@@ -27,12 +27,18 @@ func cronModule(c Config) fx.Option {
 				return db.CronStore()
 			},
 			func() cron.Parser { return cronexpr.New() },
-			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, log *slog.Logger) *appcron.Scheduler {
-				return appcron.NewScheduler(appcron.SchedulerConfig{
+			fx.Annotate(func(s appcron.Store, p cron.Parser, g *httpguard.Guard, log *slog.Logger, proc *store.Process) *appcron.Scheduler {
+				cfg := appcron.SchedulerConfig{
 					Store: s, Parser: p, Caller: g.NewCronCaller(), Grace: c.CronGrace,
 					Concurrency: c.CronConcurrency, AccountShare: c.Fair.AccountShare, Logger: log,
-				})
-			},
+				}
+				if proc != nil {
+					// Its runs carry the process's id: when the process
+					// dies, another scheduler takes them over at once.
+					cfg.Owner = proc.ID()
+				}
+				return appcron.NewScheduler(cfg)
+			}, fx.ParamTags(``, ``, ``, ``, `optional:"true"`)),
 			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, sched *appcron.Scheduler) *appcron.Service {
 				wake := func() {}
 				if c.RunJobs {

@@ -586,12 +586,14 @@ func execsOf(rows []cronExecRow) []cron.Execution {
 }
 
 // TakeOverExpired fails up to limit runs interrupted twice, then leases
-// other expired runs to lease; a run whose call had started counts an
+// other expired runs (and those of dead processes) to lease; a run whose call had started counts an
 // attempt and an interruption (SET expressions read the row as it was).
 // Runs interrupted twice beyond the limit are never leased: the next
 // take-over fails them.
 func (r CronStore) TakeOverExpired(ctx context.Context, now time.Time, lease appcron.Lease, abandoned string, limit int) ([]cron.Execution, int, error) {
-	expired := `SELECT id FROM cron_executions WHERE status = 'running' AND lease_until < ? AND lease_owner <> ?`
+	// A run's lease has expired, or its scheduler's process is known dead
+	// (see RegisterProcess).
+	expired := `SELECT id FROM cron_executions WHERE status = 'running' AND (lease_until < ? OR lease_owner IN (` + r.db.deadProcesses + `)) AND lease_owner <> ?`
 	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
 		WHERE id IN (`+expired+` AND call_started_at IS NOT NULL AND interrupted_attempts > 0 LIMIT ?`+r.skipLocked()+`)`,
 		abandoned, micros(now), micros(now), lease.Owner, limit).Exec(ctx)

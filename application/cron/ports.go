@@ -68,7 +68,8 @@ type SchedulerRepos interface {
 	// leased to lease, call not started, RetryAt kept) and returns them.
 	ClaimRetries(ctx context.Context, now time.Time, lease Lease, limit int) ([]cron.Execution, error)
 	// TakeOverExpired handles up to limit running executions of other
-	// owners whose lease expired before now. One whose call had not
+	// owners whose lease expired before now, or whose owner is a process
+	// the store knows dead (its registry of processes). One whose call had not
 	// started, or had started and was not interrupted before, is leased to
 	// lease and returned with its call not started; in the second case it
 	// counts one more attempt and one interrupted attempt, and StartedAt

@@ -60,7 +60,7 @@ func (p *Process) Die() {
 // DeadProcesses lists the processes known dead now.
 func (db *DB) DeadProcesses(ctx context.Context) ([]string, error) {
 	var ids []string
-	err := db.write.NewRaw(db.deadProcesses + " ORDER BY id").Scan(ctx, &ids)
+	err := db.write.NewRaw(db.deadProcesses+" ORDER BY id").Scan(ctx, &ids)
 	return ids, err
 }
 

@@ -164,6 +164,17 @@ func enqueueMany(t *testing.T, db *store.DB, n int) []int64 {
 	return ids
 }
 
+// queueOf is a fresh database of dialect with total jobs of kind "proc"
+// queued: its URL for worker processes, the test's handle on it, the ids.
+func queueOf(t *testing.T, dialect store.Dialect, total int) (string, *store.DB, []int64) {
+	t.Helper()
+	url := dbtest.URL(t, dialect)
+	db, err := store.Open(context.Background(), url, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return url, db, enqueueMany(t, db, total)
+}
+
 func completed(t *testing.T, db *store.DB) int {
 	t.Helper()
 	var n int
@@ -205,12 +216,8 @@ func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 func TestKilledWorkerLosesNoJob(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		url := dbtest.URL(t, dialect)
-		db, err := store.Open(context.Background(), url, store.Options{})
-		require.NoError(t, err)
-		defer db.Close()
 		const total = 800
-		ids := enqueueMany(t, db, total)
+		url, db, ids := queueOf(t, dialect, total)
 		dir := t.TempDir()
 
 		victim := startWorker(t, url, filepath.Join(dir, "victim"), 2*time.Millisecond)
@@ -245,12 +252,8 @@ func TestKilledWorkerLosesNoJob(t *testing.T) {
 func TestKilledRegisteredWorkerJobsRunAgainAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		url := dbtest.URL(t, dialect)
-		db, err := store.Open(context.Background(), url, store.Options{})
-		require.NoError(t, err)
-		defer db.Close()
 		const total = 8
-		ids := enqueueMany(t, db, total)
+		url, db, ids := queueOf(t, dialect, total)
 		dir := t.TempDir()
 		registered := []string{"SWB_QUEUE_REGISTER=1", "SWB_QUEUE_LEASE=1h"}
 

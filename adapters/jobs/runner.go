@@ -762,22 +762,17 @@ func (r *Runner) every(interval time.Duration, fn func(ctx context.Context)) {
 // expired to the queue.
 func (r *Runner) rescue(ctx context.Context) {
 	r.rescueDead(ctx)
-	rescued, killed, err := r.queue.RescueJobs(ctx, r.cfg.Now())
-	if err != nil {
-		if ctx.Err() == nil {
-			r.rescueOutage.Failed(err)
-		}
-		return
-	}
-	r.rescueOutage.Succeeded()
-	if rescued+killed > 0 {
-		r.cfg.Logger.Info("rescued jobs with expired leases", "retried", rescued, "dead", killed)
-	}
+	r.rescueBy(ctx, r.queue.RescueJobs, "rescued jobs with expired leases")
 }
 
 // rescueDead returns the jobs of dead processes to the queue.
 func (r *Runner) rescueDead(ctx context.Context) {
-	rescued, killed, err := r.queue.RescueDeadWorkers(ctx, r.cfg.Now())
+	r.rescueBy(ctx, r.queue.RescueDeadWorkers, "rescued the jobs of dead processes")
+}
+
+// rescueBy runs one of the queue's rescues and logs what it did as done.
+func (r *Runner) rescueBy(ctx context.Context, rescue func(context.Context, time.Time) (int, int, error), done string) {
+	rescued, killed, err := rescue(ctx, r.cfg.Now())
 	if err != nil {
 		if ctx.Err() == nil {
 			r.rescueOutage.Failed(err)
@@ -786,7 +781,7 @@ func (r *Runner) rescueDead(ctx context.Context) {
 	}
 	r.rescueOutage.Succeeded()
 	if rescued+killed > 0 {
-		r.cfg.Logger.Info("rescued the jobs of dead processes", "retried", rescued, "dead", killed)
+		r.cfg.Logger.Info(done, "retried", rescued, "dead", killed)
 	}
 }
 

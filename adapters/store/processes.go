@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -330,10 +331,10 @@ func (p *Process) lockSQLite(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create the process lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if locked, err := tryLock(f); !locked {
 		_ = f.Close()
 		_ = os.Remove(path)
-		return fmt.Errorf("lock the process lock file: %w", err)
+		return fmt.Errorf("lock the process lock file: %w", cmp.Or(err, errLockHeld))
 	}
 	// The row comes after the lock: the others test the locks of
 	// registered processes only.
@@ -467,12 +468,22 @@ func lockFree(path string) (bool, error) {
 		return false, fmt.Errorf("open a process lock file: %w", err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return false, nil
-		}
+	locked, err := tryLock(f)
+	if err != nil {
 		return false, fmt.Errorf("test a process lock file: %w", err)
 	}
-	_ = os.Remove(path)
-	return true, nil
+	if locked {
+		_ = os.Remove(path)
+	}
+	return locked, nil
+}
+
+// tryLock takes an exclusive flock on f if no other open file holds one:
+// false, and no error, when another does. Closing f lets it go.
+func tryLock(f *os.File) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
 }

@@ -72,78 +72,75 @@ func hourLease(kind string, now time.Time) []jobs.Lease {
 // for their leases.
 func TestDeadProcessJobsAreRescuedAtOnce(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := newProcessBundle(t, dialect)
-			opts := store.Options{ProcessGrace: 300 * time.Millisecond}
-			dbA := b.open(t, opts)
-			fast := opts
-			fast.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
-			dbB := b.open(t, fast)
-			pa, pb := register(t, dbA), register(t, dbB)
-			deaths, _, cancel := pb.Subscribe()
-			defer cancel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		b := newProcessBundle(t, dialect)
+		opts := store.Options{ProcessGrace: 300 * time.Millisecond}
+		dbA := b.open(t, opts)
+		fast := opts
+		fast.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
+		dbB := b.open(t, fast)
+		pa, pb := register(t, dbA), register(t, dbB)
+		deaths, _, cancel := pb.Subscribe()
+		defer cancel()
 
-			q := dbA.JobQueue()
-			now := time.Now()
-			due := now.Add(-time.Minute)
-			for range 4 {
-				_, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", RunAt: due})
-				require.NoError(t, err)
-			}
-			mine, err := q.ClaimJobs(ctx, pa.ID(), hourLease("k", now), 2, now, jobs.ClaimFilter{})
+		q := dbA.JobQueue()
+		now := time.Now()
+		due := now.Add(-time.Minute)
+		for range 4 {
+			_, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", RunAt: due})
 			require.NoError(t, err)
-			require.Len(t, mine, 2)
-			alive, err := q.ClaimJobs(ctx, pb.ID(), hourLease("k", now), 1, now, jobs.ClaimFilter{})
-			require.NoError(t, err)
-			require.Len(t, alive, 1)
-			old, err := q.ClaimJobs(ctx, "host-42-old", hourLease("k", now), 1, now, jobs.ClaimFilter{})
-			require.NoError(t, err)
-			require.Len(t, old, 1)
+		}
+		mine, err := q.ClaimJobs(ctx, pa.ID(), hourLease("k", now), 2, now, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, mine, 2)
+		alive, err := q.ClaimJobs(ctx, pb.ID(), hourLease("k", now), 1, now, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, alive, 1)
+		old, err := q.ClaimJobs(ctx, "host-42-old", hourLease("k", now), 1, now, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, old, 1)
 
-			rescued, killed, err := dbB.JobQueue().RescueDeadWorkers(ctx, fast.Now())
-			require.NoError(t, err)
-			require.Zero(t, rescued+killed, "every process lives")
+		rescued, killed, err := dbB.JobQueue().RescueDeadWorkers(ctx, fast.Now())
+		require.NoError(t, err)
+		require.Zero(t, rescued+killed, "every process lives")
 
-			pa.Die()
-			select {
-			case <-deaths:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the death was not told")
-			}
-			rescued, killed, err = dbB.JobQueue().RescueDeadWorkers(ctx, fast.Now())
-			require.NoError(t, err)
-			require.Equal(t, 2, rescued)
-			require.Zero(t, killed)
+		pa.Die()
+		select {
+		case <-deaths:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the death was not told")
+		}
+		rescued, killed, err = dbB.JobQueue().RescueDeadWorkers(ctx, fast.Now())
+		require.NoError(t, err)
+		require.Equal(t, 2, rescued)
+		require.Zero(t, killed)
 
-			again, err := q.ClaimJobs(ctx, "host-43-next", hourLease("k", now), 10, time.Now(), jobs.ClaimFilter{})
-			require.NoError(t, err)
-			require.ElementsMatch(t, []int64{mine[0].ID, mine[1].ID}, []int64{again[0].ID, again[1].ID}, "only the dead process's jobs")
-			for _, j := range again {
-				require.Equal(t, 1, j.Attempt, "the cut-off run used no attempt")
-				require.Equal(t, 1, j.Interrupted)
-				require.Equal(t, now.UnixMicro(), j.InterruptedAt.UnixMicro(), "when the cut-off run started")
-				require.Equal(t, due.UnixMicro(), j.RunAt.UnixMicro(), "due as it was")
-			}
-			renewed, err := q.RenewLeases(ctx, pb.ID(), []int64{alive[0].ID}, hourLease("k", now))
-			require.NoError(t, err)
-			require.Equal(t, []int64{alive[0].ID}, renewed, "the living process keeps its job")
-			renewed, err = q.RenewLeases(ctx, "host-42-old", []int64{old[0].ID}, hourLease("k", now))
-			require.NoError(t, err)
-			require.Equal(t, []int64{old[0].ID}, renewed, "an unregistered worker's job waits for its lease")
+		again, err := q.ClaimJobs(ctx, "host-43-next", hourLease("k", now), 10, time.Now(), jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{mine[0].ID, mine[1].ID}, []int64{again[0].ID, again[1].ID}, "only the dead process's jobs")
+		for _, j := range again {
+			require.Equal(t, 1, j.Attempt, "the cut-off run used no attempt")
+			require.Equal(t, 1, j.Interrupted)
+			require.Equal(t, now.UnixMicro(), j.InterruptedAt.UnixMicro(), "when the cut-off run started")
+			require.Equal(t, due.UnixMicro(), j.RunAt.UnixMicro(), "due as it was")
+		}
+		renewed, err := q.RenewLeases(ctx, pb.ID(), []int64{alive[0].ID}, hourLease("k", now))
+		require.NoError(t, err)
+		require.Equal(t, []int64{alive[0].ID}, renewed, "the living process keeps its job")
+		renewed, err = q.RenewLeases(ctx, "host-42-old", []int64{old[0].ID}, hourLease("k", now))
+		require.NoError(t, err)
+		require.Equal(t, []int64{old[0].ID}, renewed, "an unregistered worker's job waits for its lease")
 
-			// The outcome of the next run is recorded: the interruption
-			// was told, and is not told again.
-			require.NoError(t, q.RetryJob(ctx, "host-43-next", again[0].ID, due, "boom"))
-			next, err := q.ClaimJobs(ctx, "host-43-next", hourLease("k", now), 10, time.Now(), jobs.ClaimFilter{})
-			require.NoError(t, err)
-			require.Len(t, next, 1)
-			require.Zero(t, next[0].Interrupted)
-			require.True(t, next[0].InterruptedAt.IsZero())
-		})
-	}
+		// The outcome of the next run is recorded: the interruption
+		// was told, and is not told again.
+		require.NoError(t, q.RetryJob(ctx, "host-43-next", again[0].ID, due, "boom"))
+		next, err := q.ClaimJobs(ctx, "host-43-next", hourLease("k", now), 10, time.Now(), jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, next, 1)
+		require.Zero(t, next[0].Interrupted)
+		require.True(t, next[0].InterruptedAt.IsZero())
+	})
 }
 
 // A job whose runs keep dying with their process gets its attempt back
@@ -151,52 +148,49 @@ func TestDeadProcessJobsAreRescuedAtOnce(t *testing.T) {
 // a job out of attempts is dead.
 func TestInterruptionsInARowCountAtLast(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := newProcessBundle(t, dialect)
-			opts := store.Options{ProcessGrace: 100 * time.Millisecond}
-			db := b.open(t, opts)
-			register(t, db)
-			q := db.JobQueue()
-			id, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", MaxAttempts: 1, UniqueKey: "poison"})
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		b := newProcessBundle(t, dialect)
+		opts := store.Options{ProcessGrace: 100 * time.Millisecond}
+		db := b.open(t, opts)
+		register(t, db)
+		q := db.JobQueue()
+		id, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", MaxAttempts: 1, UniqueKey: "poison"})
+		require.NoError(t, err)
+		for run := 1; run <= jobs.MaxInterruptions+2; run++ {
+			p := register(t, b.open(t, opts))
+			claimed, err := q.ClaimJobs(ctx, p.ID(), hourLease("k", time.Now()), 1, time.Now(), jobs.ClaimFilter{})
 			require.NoError(t, err)
-			for run := 1; run <= jobs.MaxInterruptions+2; run++ {
-				p := register(t, b.open(t, opts))
-				claimed, err := q.ClaimJobs(ctx, p.ID(), hourLease("k", time.Now()), 1, time.Now(), jobs.ClaimFilter{})
-				require.NoError(t, err)
-				require.Len(t, claimed, 1, "run %d", run)
-				require.Equal(t, id, claimed[0].ID)
-				require.Equal(t, run-1, claimed[0].Interrupted)
-				p.Die()
-				waitDead(t, db, p.ID())
-				rescued, killed, err := q.RescueDeadWorkers(ctx, time.Now())
-				require.NoError(t, err)
-				var state string
-				var attempt int
-				require.NoError(t, db.Bun().NewRaw("SELECT state, attempt FROM jobs WHERE id = ?", id).Scan(ctx, &state, &attempt))
-				switch {
-				case run <= jobs.MaxInterruptions:
-					require.Equal(t, []int{1, 0}, []int{rescued, killed}, "run %d", run)
-					require.Equal(t, string(jobs.StateAvailable), state)
-					require.Zero(t, attempt, "run %d gave its attempt back", run)
-				case run == jobs.MaxInterruptions+1:
-					require.Equal(t, []int{1, 0}, []int{rescued, killed})
-					require.Equal(t, string(jobs.StateRetryable), state, "the interruption counted")
-					require.Equal(t, 1, attempt)
-				default:
-					require.Equal(t, []int{0, 1}, []int{rescued, killed})
-					require.Equal(t, string(jobs.StateDead), state)
-				}
+			require.Len(t, claimed, 1, "run %d", run)
+			require.Equal(t, id, claimed[0].ID)
+			require.Equal(t, run-1, claimed[0].Interrupted)
+			p.Die()
+			waitDead(t, db, p.ID())
+			rescued, killed, err := q.RescueDeadWorkers(ctx, time.Now())
+			require.NoError(t, err)
+			var state string
+			var attempt int
+			require.NoError(t, db.Bun().NewRaw("SELECT state, attempt FROM jobs WHERE id = ?", id).Scan(ctx, &state, &attempt))
+			switch {
+			case run <= jobs.MaxInterruptions:
+				require.Equal(t, []int{1, 0}, []int{rescued, killed}, "run %d", run)
+				require.Equal(t, string(jobs.StateAvailable), state)
+				require.Zero(t, attempt, "run %d gave its attempt back", run)
+			case run == jobs.MaxInterruptions+1:
+				require.Equal(t, []int{1, 0}, []int{rescued, killed})
+				require.Equal(t, string(jobs.StateRetryable), state, "the interruption counted")
+				require.Equal(t, 1, attempt)
+			default:
+				require.Equal(t, []int{0, 1}, []int{rescued, killed})
+				require.Equal(t, string(jobs.StateDead), state)
 			}
-			_, err = q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", UniqueKey: "poison"})
-			require.NoError(t, err)
-			var pending int
-			require.NoError(t, db.Bun().NewRaw("SELECT count(*) FROM jobs WHERE state = 'available'").Scan(ctx, &pending))
-			require.Equal(t, 1, pending, "the dead job let its unique key go")
-		})
-	}
+		}
+		_, err = q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", UniqueKey: "poison"})
+		require.NoError(t, err)
+		var pending int
+		require.NoError(t, db.Bun().NewRaw("SELECT count(*) FROM jobs WHERE state = 'available'").Scan(ctx, &pending))
+		require.Equal(t, 1, pending, "the dead job let its unique key go")
+	})
 }
 
 // A restart of Postgres ends every session at once: every lock is free
@@ -272,46 +266,43 @@ func TestDatabaseRestartTakesNoLivingProcessWork(t *testing.T) {
 // before their lease ends; those of a living process are not.
 func TestDeadProcessCronRunsAreTakenOverAtOnce(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := newProcessBundle(t, dialect)
-			opts := store.Options{ProcessGrace: 300 * time.Millisecond}
-			dbA, dbB := b.open(t, opts), b.open(t, opts)
-			pa, pb := register(t, dbA), register(t, dbB)
-			now := time.Now().UTC().Truncate(time.Second)
-			acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: now, UpdatedAt: now}
-			require.NoError(t, dbA.AccountStore().InsertAccount(ctx, acc))
-			svc := appcron.NewService(appcron.Deps{Store: dbA.CronStore(), Parser: cronexpr.New(), URLs: anyURL{}, Now: func() time.Time { return now }})
-			var runs []cron.Execution
-			for _, owner := range []string{pa.ID(), pb.ID()} {
-				j, err := svc.Create(ctx, acc.ID, cron.Job{EndpointURL: "https://example.com/hook", Method: "POST",
-					Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}}, nil)
-				require.NoError(t, err)
-				e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: acc.ID, Slot: *j.NextRunAt, StartedAt: now,
-					Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: now.Add(time.Hour)}
-				_, err = dbA.CronStore().Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
-					return appcron.Runs{Executions: []cron.Execution{e}}, nil
-				})
-				require.NoError(t, err)
-				runs = append(runs, e)
-			}
-			takeOver := func() []cron.Execution {
-				taken, failed, err := dbB.CronStore().Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(time.Minute)}, "gone", 10)
-				require.NoError(t, err)
-				require.Zero(t, failed)
-				return taken
-			}
-			require.Empty(t, takeOver(), "both processes live and the leases hold")
-			pa.Die()
-			waitDead(t, dbB, pa.ID())
-			taken := takeOver()
-			require.Len(t, taken, 1)
-			require.Equal(t, runs[0].ID, taken[0].ID)
-			require.Equal(t, 1, taken[0].Attempt, "its call had not started")
-		})
-	}
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		b := newProcessBundle(t, dialect)
+		opts := store.Options{ProcessGrace: 300 * time.Millisecond}
+		dbA, dbB := b.open(t, opts), b.open(t, opts)
+		pa, pb := register(t, dbA), register(t, dbB)
+		now := time.Now().UTC().Truncate(time.Second)
+		acc := account.Account{ID: ident.New(ident.Account), Name: "Acme", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, dbA.AccountStore().InsertAccount(ctx, acc))
+		svc := appcron.NewService(appcron.Deps{Store: dbA.CronStore(), Parser: cronexpr.New(), URLs: anyURL{}, Now: func() time.Time { return now }})
+		var runs []cron.Execution
+		for _, owner := range []string{pa.ID(), pb.ID()} {
+			j, err := svc.Create(ctx, acc.ID, cron.Job{EndpointURL: "https://example.com/hook", Method: "POST",
+				Spec: cron.Spec{Frequency: cron.Custom, Timezone: "UTC", CustomSchedule: "* * * * *"}}, nil)
+			require.NoError(t, err)
+			e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: acc.ID, Slot: *j.NextRunAt, StartedAt: now,
+				Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: now.Add(time.Hour)}
+			_, err = dbA.CronStore().Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+				return appcron.Runs{Executions: []cron.Execution{e}}, nil
+			})
+			require.NoError(t, err)
+			runs = append(runs, e)
+		}
+		takeOver := func() []cron.Execution {
+			taken, failed, err := dbB.CronStore().Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(time.Minute)}, "gone", 10)
+			require.NoError(t, err)
+			require.Zero(t, failed)
+			return taken
+		}
+		require.Empty(t, takeOver(), "both processes live and the leases hold")
+		pa.Die()
+		waitDead(t, dbB, pa.ID())
+		taken := takeOver()
+		require.Len(t, taken, 1)
+		require.Equal(t, runs[0].ID, taken[0].ID)
+		require.Equal(t, 1, taken[0].Attempt, "its call had not started")
+	})
 }
 
 type anyURL struct{}

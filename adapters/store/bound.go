@@ -84,7 +84,7 @@ func fieldArg(v reflect.Value) any {
 // batchStatements' order, their placeholders numbered by the binder next
 // gives each: one for all, to run them as one query, or a new one each, to
 // run them one by one.
-func pgStatements(tables *schema.Tables, b writes.Batch, now time.Time, next func() *binder) []boundStatement {
+func pgStatements(tables rowTables, b writes.Batch, now time.Time, next func() *binder) []boundStatement {
 	var out []boundStatement
 	add := func(name string, build func(p *binder) string) {
 		p := next()
@@ -194,15 +194,16 @@ func mapRows[T, R any](items []T, row func(T) R) []R {
 
 // boundInsert is the multi-row INSERT of rows into their model's table,
 // every column of every row a parameter, followed by suffix.
-func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix string) string {
-	t := tables.Get(reflect.TypeFor[R]())
+func boundInsert[R any](tables rowTables, p *binder, rows []R, suffix string) string {
+	t := tables.tables.Get(reflect.TypeFor[R]())
+	fields := written(tables, t, rows)
 	var q strings.Builder
-	q.Grow(len(rows) * len(t.Fields) * 6)
-	p.args = slices.Grow(p.args, len(rows)*len(t.Fields))
+	q.Grow(len(rows) * len(fields) * 6)
+	p.args = slices.Grow(p.args, len(rows)*len(fields))
 	q.WriteString("INSERT INTO ")
 	q.WriteString(string(t.SQLName))
 	q.WriteString(" (")
-	for i, f := range t.Fields {
+	for i, f := range fields {
 		if i > 0 {
 			q.WriteString(", ")
 		}
@@ -215,7 +216,7 @@ func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix strin
 		}
 		row := reflect.ValueOf(&rows[i]).Elem()
 		q.WriteByte('(')
-		for j, f := range t.Fields {
+		for j, f := range fields {
 			if j > 0 {
 				q.WriteString(", ")
 			}
@@ -225,6 +226,40 @@ func boundInsert[R any](tables *schema.Tables, p *binder, rows []R, suffix strin
 	}
 	q.WriteString(suffix)
 	return q.String()
+}
+
+// rowTables are the models of the batch tables with the schema's zero
+// defaults.
+type rowTables struct {
+	tables *schema.Tables
+	zero   zeroDefaults
+}
+
+// written is the fields of t an INSERT of rows writes: all but those left
+// to a default that is their zero value in every row (zeroDefaults).
+func written[R any](tables rowTables, t *schema.Table, rows []R) []*schema.Field {
+	z := tables.zero[string(t.Name)]
+	if len(z) == 0 {
+		return t.Fields
+	}
+	fields := make([]*schema.Field, 0, len(t.Fields))
+	for _, f := range t.Fields {
+		if tables.zero.omits(string(t.Name), f.Name, f) && allZero(f, rows) {
+			continue
+		}
+		fields = append(fields, f)
+	}
+	return fields
+}
+
+// allZero reports whether f is zero in every row.
+func allZero[R any](f *schema.Field, rows []R) bool {
+	for i := range rows {
+		if !f.Value(reflect.ValueOf(&rows[i]).Elem()).IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // updateFrom is the UPDATE set that takes its rows from a VALUES list:

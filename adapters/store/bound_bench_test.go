@@ -38,7 +38,7 @@ func sendBatch(n int) writes.Batch {
 // a shared commit of 32 sends, which the committer does while the other
 // sends wait for it.
 func BenchmarkPostgresSendBatchStatements(b *testing.B) {
-	tables := pgdialect.New().Tables()
+	tables := rowTables{tables: pgdialect.New().Tables()}
 	batch := sendBatch(32)
 	now := time.Now()
 	b.ReportAllocs()

@@ -90,7 +90,7 @@ func (r *Conn) writeInTx(ctx context.Context, b writes.Batch) error {
 	}
 	var err error
 	if r.dialect == Postgres {
-		err = r.execBound(ctx, r.write, pgStatements(r.scanner.Dialect().Tables(), b, r.clock(), func() *binder { return &binder{} }))
+		err = r.execBound(ctx, r.write, pgStatements(rowTables{r.scanner.Dialect().Tables(), r.db.defaults()}, b, r.clock(), func() *binder { return &binder{} }))
 	} else {
 		err = execEach(ctx, batchStatements(r.write, b, r.clock()))
 	}
@@ -145,7 +145,7 @@ func execEach(ctx context.Context, statements []batchStatement) error {
 // as one implicit transaction.
 func (db *DB) execAsOne(ctx context.Context, b writes.Batch) error {
 	all := &binder{}
-	statements := pgStatements(db.write.Dialect().Tables(), b, db.now(), func() *binder { return all })
+	statements := pgStatements(rowTables{db.write.Dialect().Tables(), db.defaults()}, b, db.now(), func() *binder { return all })
 	if len(statements) == 0 {
 		return nil
 	}

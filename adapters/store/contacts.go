@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/schema"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -228,7 +227,7 @@ func writeContacts(db bun.IDB, ws []writes.ContactWrite, merges []writes.Contact
 }
 
 // writeContactsBound are the Postgres statements of the contact writes.
-func writeContactsBound(tables *schema.Tables, add func(name string, build func(p *binder) string), ws []writes.ContactWrite, merges []writes.ContactMerge) {
+func writeContactsBound(tables rowTables, add func(name string, build func(p *binder) string), ws []writes.ContactWrite, merges []writes.ContactMerge) {
 	people, chats := contactRows(ws)
 	if len(people) > 0 {
 		add("write contacts", func(p *binder) string { return boundInsert(tables, p, people, personUpsert) })

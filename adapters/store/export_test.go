@@ -4,9 +4,12 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"testing/fstest"
 
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/switchboard-dev/switchboard/application/writes"
 )
 
 // WatchHealth starts the health watcher, as the fx module does.
@@ -70,3 +73,17 @@ const ProcessLockClass = processClass
 // Observe looks at the other processes' locks now, as the process does
 // every processCheckInterval.
 func (p *Process) Observe(ctx context.Context) error { return p.observe(ctx) }
+
+// ForgetZeroDefaults makes every batch INSERT write every column, as
+// before the schema's defaults are read.
+func (db *DB) ForgetZeroDefaults() { db.zeroDefaults.Store(nil) }
+
+// BatchText is the SQL text a Postgres batch of b is sent as (its
+// placeholders not filled in).
+func (db *DB) BatchText(b writes.Batch) string {
+	var texts []string
+	for _, s := range pgStatements(rowTables{db.write.Dialect().Tables(), db.defaults()}, b, db.now(), func() *binder { return &binder{} }) {
+		texts = append(texts, s.text)
+	}
+	return strings.Join(texts, ";\n")
+}

@@ -70,6 +70,9 @@ func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
 	for _, mig := range group.Migrations {
 		applied = append(applied, mig.Name)
 	}
+	if err := db.loadZeroDefaults(ctx); err != nil {
+		return applied, fmt.Errorf("read column defaults: %w", err)
+	}
 	return applied, nil
 }
 

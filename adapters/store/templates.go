@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/schema"
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -121,7 +120,7 @@ func writeTemplateSets(db bun.IDB, sets []writes.TemplateSet) []batchQuery {
 
 // writeTemplateSetsBound are the Postgres statements of the template
 // sets.
-func writeTemplateSetsBound(tables *schema.Tables, add func(name string, build func(p *binder) string), sets []writes.TemplateSet) {
+func writeTemplateSetsBound(tables rowTables, add func(name string, build func(p *binder) string), sets []writes.TemplateSet) {
 	removals, rows := templateSetRows(sets)
 	for _, s := range removals {
 		add("replace message templates", func(p *binder) string { return bindRaw(p, s.sql, s.args) })

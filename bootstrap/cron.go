@@ -45,9 +45,16 @@ func cronModule(c Config) fx.Option {
 			func(s appcron.Store, p cron.Parser, log *slog.Logger) *appcron.Enqueuer {
 				return appcron.NewEnqueuer(appcron.EnqueuerConfig{Store: s, Parser: p, Grace: c.CronGrace, Logger: log})
 			},
-			func(s appcron.Store, g *httpguard.Guard, log *slog.Logger) *appcron.Worker {
-				return appcron.NewWorker(appcron.WorkerConfig{Store: s, Caller: g.NewCronCaller(), Owner: workerID("cron"), Grace: c.CronGrace, Logger: log})
-			},
+			fx.Annotate(func(s appcron.Store, g *httpguard.Guard, log *slog.Logger, proc *store.Process) *appcron.Worker {
+				owner := workerID("cron")
+				if proc != nil {
+					// The runs' queue jobs and executions carry the
+					// process's id: when it dies, the queue returns them
+					// at once (see newProcess).
+					owner = proc.ID()
+				}
+				return appcron.NewWorker(appcron.WorkerConfig{Store: s, Caller: g.NewCronCaller(), Owner: owner, Grace: c.CronGrace, Logger: log})
+			}, fx.ParamTags(``, ``, ``, `optional:"true"`)),
 			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, enq *appcron.Enqueuer) *appcron.Service {
 				wake := func() {}
 				if c.RunJobs {

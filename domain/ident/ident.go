@@ -30,6 +30,9 @@ const (
 	EmailThread = "eth"
 	Attachment  = "att"
 	Spooled     = "inm"
+	// Process names a running switchboard process in the database's
+	// registry of the processes that run background work.
+	Process = "prc"
 )
 
 // alphabet is lower-case base32 without padding, URL-safe and unambiguous in

@@ -256,4 +256,3 @@ func TestDatabaseRestartTakesNoLivingProcessWork(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{pa.ID()}, dead)
 }
-

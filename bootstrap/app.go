@@ -172,10 +172,12 @@ func jobsModule(c Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Provide(
+			newProcess,
 			func(db *store.DB) runner.Queue { return db.JobQueue() },
 			func(db *store.DB) runner.Wakeups { return db },
-			func(db *store.DB, reg *prometheus.Registry, log *slog.Logger) runner.Config {
+			func(db *store.DB, p *store.Process, reg *prometheus.Registry, log *slog.Logger) runner.Config {
 				return runner.Config{
+					WorkerID: p.ID(), Liveness: p,
 					Logger: log, Workers: c.JobWorkers, Metrics: runner.NewMetrics(reg, db.JobQueue(), nil),
 					AccountShare: c.Fair.AccountShare, EndpointLimit: c.Fair.EndpointLimit, EndpointStall: c.Fair.EndpointStall,
 					BreakerFailures: c.Fair.BreakerFailures, BreakerOpen: c.Fair.BreakerOpen, BreakerMaxOpen: c.Fair.BreakerMaxOpen,
@@ -184,6 +186,22 @@ func jobsModule(c Config) fx.Option {
 		),
 		runner.Module,
 	)
+}
+
+// newProcess registers this process in the database's registry of the
+// processes that run background work, for as long as the app runs: its job
+// leases and cron runs carry its id, and when it dies the other processes
+// take them over at once. It stops after the runner and the scheduler
+// that use it.
+func newProcess(lc fx.Lifecycle, db *store.DB, log *slog.Logger) (*store.Process, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := db.RegisterProcess(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(p.Close))
+	return p, nil
 }
 
 func newRegistry() *prometheus.Registry {

@@ -20,11 +20,15 @@ import (
 
 // channelsModule wires the real providers: the Telegram Bot API and the
 // WhatsApp Cloud API, their inbound webhooks, and the Telegram connector
-// (webhook set-up and getUpdates pollers) for the app's lifetime.
+// (webhook set-up, and getUpdates pollers under poll leases) for the
+// app's lifetime.
 var channelsModule = fx.Module("channels",
 	fx.Provide(
 		func(db *store.DB) channels.Store {
 			return db.ChannelStore()
+		},
+		func(db *store.DB) channels.PollLeases {
+			return db.PollLeases()
 		},
 		channels.NewDirectory,
 		func() *telegram.Client { return telegram.NewClient() },
@@ -47,9 +51,9 @@ var channelsModule = fx.Module("channels",
 			return providerWebhooks{telegram: t, whatsapp: w}
 		}, fx.As(new(rest.ProviderWebhooks))),
 	),
-	fx.Invoke(func(lc fx.Lifecycle, c Config, client *telegram.Client, in *telegram.Inbound, n numberSource, log *slog.Logger) {
+	fx.Invoke(func(lc fx.Lifecycle, c Config, client *telegram.Client, in *telegram.Inbound, n numberSource, leases channels.PollLeases, log *slog.Logger) {
 		conn := &telegram.Connector{
-			Client: client, Inbound: in, Numbers: n, PublicURL: c.PublicURL, Polling: c.TelegramPolling, Log: log,
+			Client: client, Inbound: in, Numbers: n, PublicURL: c.PublicURL, Polling: c.TelegramPolling, Leases: leases, Log: log,
 		}
 		lc.Append(fx.Hook{OnStart: conn.Start, OnStop: conn.Stop})
 	}),

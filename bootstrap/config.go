@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/adapters/edge"
-	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
 	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/mcpsessions"
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/retention"
 	"github.com/switchboard-dev/switchboard/application/sessions"
@@ -93,8 +93,9 @@ type Config struct {
 	Version string
 	// PublicURL is the server's address as the messaging providers reach
 	// it (https://switchboard.example.com); Telegram bots get their
-	// webhook set under it. TelegramPolling runs getUpdates pollers for
-	// bots without a webhook (run them in one replica only).
+	// webhook set under it. TelegramPolling lets this process poll
+	// (getUpdates) bots in polling mode: each bot is polled by the one
+	// replica that holds its poll lease; false never polls here.
 	PublicURL       string
 	TelegramPolling bool
 	// MediaLinkLifetime is how long a signed link to a user's media opens
@@ -156,9 +157,12 @@ type MCPLimits struct {
 	// connection may name beside loopback ones (ParseHosts): a TLS proxy
 	// on the same host that passes the public Host on.
 	AllowedHosts []string
-	// MaxSessionsPerAccount bounds an account's MCP sessions in one
-	// process.
+	// MaxSessionsPerAccount bounds an account's open MCP sessions,
+	// across every replica of the database.
 	MaxSessionsPerAccount int
+	// SessionIdleTimeout ends an MCP session that has had no request for
+	// this long (mcpsessions.DefaultIdleTimeout when 0).
+	SessionIdleTimeout time.Duration
 }
 
 // Fairness are the knobs of fair background work.
@@ -214,7 +218,7 @@ func Defaults() Config {
 		CronMaxJobsPerAccount: 1000,
 		CronConcurrency:       2000,
 
-		MCP: MCPLimits{MaxSessionsPerAccount: mcp.DefaultMaxSessionsPerAccount},
+		MCP: MCPLimits{MaxSessionsPerAccount: mcpsessions.DefaultMaxPerAccount},
 
 		SessionIdleTimeout: sessions.DefaultIdleTimeout,
 		SessionMaxAge:      sessions.DefaultMaxAge,

@@ -1,7 +1,11 @@
 package bootstrap
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"go.uber.org/fx"
@@ -17,9 +21,20 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
+// cronLease is the lease of a cron run's queue job, and cronRescue how
+// often the cron runner returns expired ones to the queue: a run whose
+// process died is called again within about both.
+const (
+	cronLease  = 3 * time.Second
+	cronRescue = time.Second
+)
+
 // cronModule wires the cron use cases and, when this process runs
-// background work, the scheduler. Every replica runs a scheduler; they
-// share the due jobs through the database.
+// background work, the periodic enqueuer and the runner of the runs. Every
+// replica runs both; they share the due jobs and the runs through the
+// database. The runs are jobs of the one job queue, with a worker pool of
+// their own (--cron-concurrency), as a named queue of their own: a call
+// that hangs for its timeout holds a worker of that pool, not a delivery's.
 func cronModule(c Config) fx.Option {
 	return fx.Module("cron",
 		fx.Provide(
@@ -27,37 +42,75 @@ func cronModule(c Config) fx.Option {
 				return db.CronStore()
 			},
 			func() cron.Parser { return cronexpr.New() },
-			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, log *slog.Logger) *appcron.Scheduler {
-				return appcron.NewScheduler(appcron.SchedulerConfig{
-					Store: s, Parser: p, Caller: g.NewCronCaller(), Grace: c.CronGrace,
-					Concurrency: c.CronConcurrency, AccountShare: c.Fair.AccountShare, Logger: log,
-				})
+			func(s appcron.Store, p cron.Parser, log *slog.Logger) *appcron.Enqueuer {
+				return appcron.NewEnqueuer(appcron.EnqueuerConfig{Store: s, Parser: p, Grace: c.CronGrace, Logger: log})
 			},
-			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, sched *appcron.Scheduler) *appcron.Service {
+			fx.Annotate(func(s appcron.Store, g *httpguard.Guard, log *slog.Logger, proc *store.Process) *appcron.Worker {
+				owner := workerID("cron")
+				if proc != nil {
+					// The runs' queue jobs and executions carry the
+					// process's id: when it dies, the queue returns them
+					// at once (see newProcess).
+					owner = proc.ID()
+				}
+				return appcron.NewWorker(appcron.WorkerConfig{Store: s, Caller: g.NewCronCaller(), Owner: owner, Grace: c.CronGrace, Logger: log})
+			}, fx.ParamTags(``, ``, ``, `optional:"true"`)),
+			func(s appcron.Store, p cron.Parser, g *httpguard.Guard, enq *appcron.Enqueuer) *appcron.Service {
 				wake := func() {}
 				if c.RunJobs {
-					wake = sched.Wake
+					wake = enq.Wake
 				}
 				return appcron.NewService(appcron.Deps{Store: s, Parser: p, URLs: g, MaxJobsPerAccount: c.CronMaxJobsPerAccount, Wake: wake})
 			},
 			fx.Annotate(func(s *appcron.Service) *appcron.Service { return s }, fx.As(new(rest.CronUseCases))),
-			fx.Annotate(func(s *appcron.Scheduler) *appcron.Scheduler { return s }, fx.As(new(rest.CronTrigger))),
+			fx.Annotate(func(w *appcron.Worker) *appcron.Worker { return w }, fx.As(new(rest.CronTrigger))),
 			// The callbacks of runs, posted and signed as the account's
 			// webhook deliveries are.
 			fx.Annotate(func(w *webhooks.Service) runner.Kind {
 				return runner.Kind{Name: appcron.CallbackKind, Handler: appcron.NewCallbacks(w), Timeout: webhook.Timeout + 30*time.Second}
 			}, fx.ResultTags(runner.KindGroup)),
 		),
-		fx.Invoke(func(lc fx.Lifecycle, sched *appcron.Scheduler) {
-			if !c.RunJobs {
-				return
+		fx.Invoke(func(lc fx.Lifecycle, enq *appcron.Enqueuer) {
+			if c.RunJobs {
+				runWhileUp(lc, enq.Run)
 			}
-			// Calls in flight finish (within their timeouts) and are
-			// recorded; if the stop deadline comes first, their leases
-			// expire and another scheduler (or the next to start) takes
-			// those runs over: calls not yet started are made, calls cut
-			// off are retried once with the same key.
-			runWhileUp(lc, sched.Run)
 		}),
+		cronRunner(c),
 	)
+}
+
+// cronRunner runs the cron runs' queue jobs, when this process runs
+// background work: a runner of its own, of --cron-concurrency workers
+// shared among accounts by --job-account-share. On stop, calls in flight
+// finish (within their timeouts) and are recorded; if the stop deadline
+// comes first, their leases expire and another runner (or the next to
+// start) takes those runs over: calls not yet started are made, calls cut
+// off are retried once with the same key.
+func cronRunner(c Config) fx.Option {
+	if !c.RunJobs {
+		return fx.Options()
+	}
+	return fx.Invoke(func(lc fx.Lifecycle, cfg runner.Config, q runner.Queue, wake runner.Wakeups, w *appcron.Worker) error {
+		cfg.Workers, cfg.ClaimBatch = c.CronConcurrency, 0
+		cfg.WorkerID, cfg.RescueInterval = w.Owner(), cronRescue
+		r, err := runner.New(q, wake, cfg, runner.Kind{
+			Name: appcron.RunKind, Handler: w, Lease: cronLease,
+			// The wait for the slot, the call (at most 5 minutes) and
+			// the writes around it.
+			Timeout: cron.MaxTimeout + time.Minute,
+		})
+		if err != nil {
+			return err
+		}
+		lc.Append(fx.StartStopHook(r.Start, r.Stop))
+		return nil
+	})
+}
+
+// workerID names a runner in its leases: host, process and a random part.
+func workerID(prefix string) string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%s-%d-%s", prefix, host, os.Getpid(), hex.EncodeToString(b[:]))
 }

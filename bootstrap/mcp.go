@@ -8,10 +8,12 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/edge"
 	"github.com/switchboard-dev/switchboard/adapters/edge/mcp"
+	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/mcpsessions"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/profiles"
 )
@@ -41,6 +43,7 @@ type mcpInputs struct {
 	Messaging *messaging.Service
 	Threads   *messaging.Reader
 	Accounts  *accounts.Service
+	Keyring   *keyring.Keyring
 	Email     *appemail.Service `optional:"true"`
 	Cron      *appcron.Service  `optional:"true"`
 	Profiles  *profiles.Service `optional:"true"`
@@ -55,8 +58,10 @@ func newMCPDeps(in mcpInputs) mcp.Deps {
 		Idempotency: in.DB.IdempotencyKeys(), IdempotencyLock: in.Config.IdempotencyLock, CallTimeout: in.Config.Limits.RequestTimeout,
 		MaxBodyBytes:   in.Config.Limits.MaxBodyBytes,
 		AllowedOrigins: in.Config.MCP.AllowedOrigins, AllowedHosts: in.Config.MCP.AllowedHosts,
-		MaxSessionsPerAccount: in.Config.MCP.MaxSessionsPerAccount,
-		Version:               in.Config.Version, Logger: in.Logger,
+		Sessions: mcpsessions.NewService(in.DB.MCPSessionStore(), in.Keyring, mcpsessions.Options{
+			IdleTimeout: in.Config.MCP.SessionIdleTimeout, MaxPerAccount: in.Config.MCP.MaxSessionsPerAccount,
+		}),
+		Version: in.Config.Version, Logger: in.Logger,
 	}
 	if in.Email != nil {
 		d.Email = in.Email

@@ -315,3 +315,67 @@ func TestStopFinishesTheClaimOnItsWay(t *testing.T) {
 		require.Equal(t, 1, rec.count(id))
 	}
 }
+
+// fakeLiveness is a Liveness whose events the test sends.
+type fakeLiveness struct {
+	deaths, returned chan struct{}
+}
+
+func newFakeLiveness() *fakeLiveness {
+	return &fakeLiveness{deaths: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
+}
+
+func (f *fakeLiveness) Subscribe() (deaths, returned <-chan struct{}, cancel func()) {
+	return f.deaths, f.returned, func() {}
+}
+
+// When its process registers again after its registration lapsed (the
+// database restarted), a runner checks its leases at once, not at its next
+// heartbeat: a job another process took meanwhile is cancelled, the others
+// keep running.
+func TestRegisteredAgainChecksTheLeasesAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		h := newBlocking()
+		defer close(h.release)
+		live := newFakeLiveness()
+		// A heartbeat every 20 minutes: only the event can tell the job.
+		b.start(t, runner.Config{Liveness: live, Workers: 2}, runner.Kind{Name: "k", Lease: time.Hour, Handler: h})
+		taken := b.enqueue(t, jobs.EnqueueParams{Kind: "k"})
+		kept := b.enqueue(t, jobs.EnqueueParams{Kind: "k"})
+		<-h.started
+		<-h.started
+		_, err := b.db.Bun().NewRaw("UPDATE jobs SET lease_owner = 'other-process' WHERE id = ?", taken).Exec(context.Background())
+		require.NoError(t, err)
+		live.returned <- struct{}{}
+		require.Eventually(t, func() bool { return h.cause(taken) != nil }, 10*time.Second, 5*time.Millisecond,
+			"the job another process took is cancelled")
+		require.ErrorIs(t, h.cause(taken), runner.ErrLeaseLost)
+		require.NoError(t, h.cause(kept), "the job still held runs on")
+	})
+}
+
+// deadWorkers is the store whose RescueDeadWorkers the test watches.
+type deadWorkers struct {
+	store.JobQueue
+	calls atomic.Int32
+}
+
+func (d *deadWorkers) RescueDeadWorkers(ctx context.Context, now time.Time) (int, int, error) {
+	d.calls.Add(1)
+	return d.JobQueue.RescueDeadWorkers(ctx, now)
+}
+
+// A death told by the liveness makes the runner rescue the dead
+// processes' jobs at once, not at its next rescue interval.
+func TestDeathRescuesAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	live := newFakeLiveness()
+	q := &deadWorkers{JobQueue: b.db.JobQueue()}
+	b.startOn(t, q, runner.Config{Liveness: live, RescueInterval: time.Hour}, runner.Kind{Name: "k", Handler: newBlocking()})
+	require.Eventually(t, func() bool { return q.calls.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "the rescue at start")
+	live.deaths <- struct{}{}
+	require.Eventually(t, func() bool { return q.calls.Load() == 2 }, 10*time.Second, 5*time.Millisecond)
+}

@@ -50,10 +50,24 @@ func workerProcess() int {
 	}
 	defer runs.Close()
 	pause, _ := time.ParseDuration(os.Getenv("SWB_QUEUE_SLEEP"))
-	r, err := runner.New(db.JobQueue(), db, runner.Config{
+	cfg := runner.Config{
 		Workers: 4, ClaimBatch: 20, PollInterval: 50 * time.Millisecond,
 		RescueInterval: 100 * time.Millisecond, Lease: 1500 * time.Millisecond, MaxPaceWait: 100 * time.Millisecond,
-	}, runner.Kind{Name: "proc", Timeout: time.Second, Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+	}
+	if lease := os.Getenv("SWB_QUEUE_LEASE"); lease != "" {
+		cfg.Lease, _ = time.ParseDuration(lease)
+	}
+	if os.Getenv("SWB_QUEUE_REGISTER") != "" {
+		// As a server does: the leases carry the process's registered id.
+		p, err := db.RegisterProcess(ctx, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer p.Close(ctx)
+		cfg.WorkerID, cfg.Liveness = p.ID(), p
+	}
+	r, err := runner.New(db.JobQueue(), db, cfg, runner.Kind{Name: "proc", Timeout: time.Second, Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
 		if _, err := runs.WriteString(strconv.FormatInt(job.ID, 10) + "\n"); err != nil {
 			return err
 		}
@@ -85,10 +99,11 @@ type workerProc struct {
 	runs string
 }
 
-func startWorker(t *testing.T, dbURL, runsFile string, pause time.Duration) *workerProc {
+func startWorker(t *testing.T, dbURL, runsFile string, pause time.Duration, env ...string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SWB_QUEUE_WORKER=1", "SWB_QUEUE_DB="+dbURL, "SWB_QUEUE_RUNS="+runsFile, "SWB_QUEUE_SLEEP="+pause.String())
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -149,6 +164,17 @@ func enqueueMany(t *testing.T, db *store.DB, n int) []int64 {
 	return ids
 }
 
+// queueOf is a fresh database of dialect with total jobs of kind "proc"
+// queued: its URL for worker processes, the test's handle on it, the ids.
+func queueOf(t *testing.T, dialect store.Dialect, total int) (string, *store.DB, []int64) {
+	t.Helper()
+	url := dbtest.URL(t, dialect)
+	db, err := store.Open(context.Background(), url, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return url, db, enqueueMany(t, db, total)
+}
+
 func completed(t *testing.T, db *store.DB) int {
 	t.Helper()
 	var n int
@@ -190,12 +216,8 @@ func TestThreeProcessesRunEachJobOnce(t *testing.T) {
 func TestKilledWorkerLosesNoJob(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
-		url := dbtest.URL(t, dialect)
-		db, err := store.Open(context.Background(), url, store.Options{})
-		require.NoError(t, err)
-		defer db.Close()
 		const total = 800
-		ids := enqueueMany(t, db, total)
+		url, db, ids := queueOf(t, dialect, total)
 		dir := t.TempDir()
 
 		victim := startWorker(t, url, filepath.Join(dir, "victim"), 2*time.Millisecond)
@@ -220,5 +242,41 @@ func TestKilledWorkerLosesNoJob(t *testing.T) {
 		// completion batch being written.
 		require.LessOrEqual(t, twice, 4+500)
 		t.Logf("%s: %d of %d jobs ran twice after the kill", dialect, twice, total)
+	})
+}
+
+// A registered worker process killed with SIGKILL while its jobs run has
+// them run again by another process at once, not after their leases (an
+// hour here): the database shows the death. The cut-off runs used no
+// attempt: every job completes at its first counted attempt.
+func TestKilledRegisteredWorkerJobsRunAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		const total = 8
+		url, db, ids := queueOf(t, dialect, total)
+		dir := t.TempDir()
+		registered := []string{"SWB_QUEUE_REGISTER=1", "SWB_QUEUE_LEASE=1h"}
+
+		// The victim's four workers each hold a job that runs for a minute.
+		victim := startWorker(t, url, filepath.Join(dir, "victim"), time.Minute, registered...)
+		require.Eventually(t, func() bool { return lines(victim.runs) >= 4 }, 60*time.Second, 5*time.Millisecond)
+		require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
+		_ = victim.cmd.Wait()
+		require.Zero(t, completed(t, db))
+
+		survivor := startWorker(t, url, filepath.Join(dir, "survivor"), 0, registered...)
+		require.Eventually(t, func() bool { return completed(t, db) == total }, 60*time.Second, 20*time.Millisecond,
+			"the dead process's jobs ran again long before their leases end")
+		survivor.stop(t)
+
+		runs := readRuns(t, victim.runs, survivor.runs)
+		for _, id := range ids {
+			require.GreaterOrEqual(t, runs[id], 1, "job %d was lost", id)
+		}
+		var attempts []int
+		require.NoError(t, db.Bun().NewRaw("SELECT attempt FROM jobs ORDER BY id").Scan(context.Background(), &attempts))
+		for i, a := range attempts {
+			require.Equal(t, 1, a, "job %d: the run its process's death cut off is no attempt", ids[i])
+		}
 	})
 }

@@ -8,10 +8,12 @@
 // Leases are short and per kind: a claim leases each job for its own
 // kind's lease, and a heartbeat renews the leases of the jobs still running
 // every third of the shortest lease or so, so a handler may run longer than
-// its lease. A job whose worker died is back in the queue at most its
-// kind's lease plus the rescue interval later; a job whose heartbeat finds
-// its lease lost (or cannot renew it before it ends) has its context
-// cancelled, since another worker may run it now.
+// its lease. A job whose worker's process died is back in the queue as
+// soon as the database shows the death (Liveness: a second or two), due
+// as it was and its attempt given back; a job whose worker stalls, or died
+// unseen, is back at most its kind's lease plus the rescue interval later.
+// A job whose heartbeat finds its lease lost (or cannot renew it before it
+// ends) has its context cancelled, since another worker may run it now.
 //
 // Work is shared fairly (fair.go): the jobs of one account hold at most
 // Config.AccountShare of the workers while other accounts have work (a
@@ -57,9 +59,26 @@ type Queue interface {
 	RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error
 	SnoozeJob(ctx context.Context, worker string, id int64, runAt time.Time) error
 	KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error
+	// RescueJobs returns jobs whose lease expired to the queue, their
+	// attempt counted (their worker stalled, or died unseen).
 	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
+	// RescueDeadWorkers returns the running jobs of workers whose process
+	// is known dead to the queue at once, due as they were, their attempt
+	// given back (see jobs.MaxInterruptions).
+	RescueDeadWorkers(ctx context.Context, now time.Time) (rescued, killed int, err error)
 	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
 	NextJobAt(ctx context.Context, kinds []string) (time.Time, error)
+}
+
+// Liveness tells the runner what the database knows of processes' lives
+// (the runner's WorkerID is then its process's registered id): deaths
+// receives when processes were found dead, whose jobs are rescued then;
+// returned when this process registered again after its registration
+// lapsed (the database restarted, or dropped the connection holding it),
+// whose leases are then checked at once, since another process may have
+// rescued its jobs meanwhile. cancel ends the subscription.
+type Liveness interface {
+	Subscribe() (deaths, returned <-chan struct{}, cancel func())
 }
 
 // Wakeups tells the runner that jobs may have become due.
@@ -172,8 +191,13 @@ type Config struct {
 	BreakerOpen, BreakerMaxOpen time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// WorkerID names this runner in leases; random when empty.
+	// WorkerID names this runner in leases; random when empty. With
+	// Liveness it is the process's registered id.
 	WorkerID string
+	// Liveness, when set, makes the jobs of dead processes come back at
+	// once instead of after their leases; nil: leases alone, and the
+	// rescue of dead processes' jobs every RescueInterval.
+	Liveness Liveness
 	Logger   *slog.Logger
 	Metrics  *Metrics
 }
@@ -359,13 +383,41 @@ func (r *Runner) Start(context.Context) error {
 	r.fetchWG.Add(3)
 	go r.fetchLoop()
 	go func() {
-		// A restarted process rescues its predecessor's expired jobs at
-		// once instead of one interval later.
+		// A restarted process rescues its predecessor's jobs at once
+		// instead of one interval later.
 		r.rescue(r.fetchCtx)
 		r.every(r.cfg.RescueInterval, r.rescue)
 	}()
 	go r.every(r.cfg.PruneInterval, r.prune)
+	if r.cfg.Liveness != nil {
+		deaths, returned, cancel := r.cfg.Liveness.Subscribe()
+		r.fetchWG.Add(1)
+		go func() {
+			defer r.fetchWG.Done()
+			defer cancel()
+			r.watchLiveness(deaths, returned)
+		}()
+	}
 	return nil
+}
+
+// watchLiveness rescues the jobs of processes found dead, and checks this
+// runner's leases when its process registered again, until the runner
+// stops fetching.
+func (r *Runner) watchLiveness(deaths, returned <-chan struct{}) {
+	for {
+		select {
+		case <-r.fetchCtx.Done():
+			return
+		case <-deaths:
+			r.rescueDead(r.fetchCtx)
+		case <-returned:
+			// The heartbeat's renewal, now: a job rescued by another
+			// process while this one's registration lapsed is cancelled
+			// (ErrLeaseLost); the others keep their leases.
+			r.renew(r.beatCtx)
+		}
+	}
 }
 
 // Stop stops claiming, lets running jobs finish until ctx ends, then
@@ -706,8 +758,21 @@ func (r *Runner) every(interval time.Duration, fn func(ctx context.Context)) {
 	}
 }
 
+// rescue returns the jobs of dead processes and the jobs whose lease
+// expired to the queue.
 func (r *Runner) rescue(ctx context.Context) {
-	rescued, killed, err := r.queue.RescueJobs(ctx, r.cfg.Now())
+	r.rescueDead(ctx)
+	r.rescueBy(ctx, r.queue.RescueJobs, "rescued jobs with expired leases")
+}
+
+// rescueDead returns the jobs of dead processes to the queue.
+func (r *Runner) rescueDead(ctx context.Context) {
+	r.rescueBy(ctx, r.queue.RescueDeadWorkers, "rescued the jobs of dead processes")
+}
+
+// rescueBy runs one of the queue's rescues and logs what it did as done.
+func (r *Runner) rescueBy(ctx context.Context, rescue func(context.Context, time.Time) (int, int, error), done string) {
+	rescued, killed, err := rescue(ctx, r.cfg.Now())
 	if err != nil {
 		if ctx.Err() == nil {
 			r.rescueOutage.Failed(err)
@@ -716,7 +781,7 @@ func (r *Runner) rescue(ctx context.Context) {
 	}
 	r.rescueOutage.Succeeded()
 	if rescued+killed > 0 {
-		r.cfg.Logger.Info("rescued jobs with expired leases", "retried", rescued, "dead", killed)
+		r.cfg.Logger.Info(done, "retried", rescued, "dead", killed)
 	}
 }
 

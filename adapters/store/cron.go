@@ -38,8 +38,9 @@ func (s CronStore) Decide(ctx context.Context, decide func(ctx context.Context, 
 }
 
 // Claim runs claim in a transaction, taking rows through s on it, and
-// writes the Runs it returns there (appcron.Store).
-func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
+// writes the Runs it returns there (appcron.Store): the executions, the
+// queue jobs of those stored, and the jobs' next runs.
+func (s CronStore) Claim(ctx context.Context, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
 	var stored []string
 	err := s.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
 		tx := CronStore{c}
@@ -47,18 +48,24 @@ func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx conte
 		if err != nil {
 			return err
 		}
-		if stored, err = tx.insertExecutions(ctx, runs.Executions); err != nil {
+		execs := make([]cron.Execution, len(runs.Runs))
+		for i, r := range runs.Runs {
+			execs[i] = r.Execution
+		}
+		if stored, err = tx.insertExecutions(ctx, execs); err != nil {
 			return err
 		}
 		if err := tx.setNextRuns(ctx, runs.NextRuns); err != nil {
 			return err
 		}
-		recorded, err := tx.finishExecutions(ctx, owner, runs.Finished)
-		if err != nil {
-			return err
+		var enqueue []jobs.EnqueueParams
+		for _, r := range runs.Runs {
+			if r.Job.Kind != "" && slices.Contains(stored, r.Execution.ID) {
+				enqueue = append(enqueue, r.Job)
+			}
 		}
-		if callbacks := callbacksOf(runs.Finished, recorded); len(callbacks) > 0 {
-			return c.writeInTx(ctx, writes.Batch{Jobs: callbacks})
+		if len(enqueue) > 0 {
+			return c.writeInTx(ctx, writes.Batch{Jobs: enqueue})
 		}
 		return nil
 	})
@@ -66,6 +73,26 @@ func (s CronStore) Claim(ctx context.Context, owner string, claim func(ctx conte
 		return nil, err
 	}
 	return stored, nil
+}
+
+// Record writes call outcomes, and the callbacks of those recorded, in
+// one transaction (appcron.Store).
+func (s CronStore) Record(ctx context.Context, owner string, outcomes []appcron.Outcome) ([]string, error) {
+	var recorded []string
+	err := s.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		var err error
+		if recorded, err = (CronStore{c}).finishExecutions(ctx, owner, outcomes); err != nil {
+			return err
+		}
+		if callbacks := callbacksOf(outcomes, recorded); len(callbacks) > 0 {
+			return c.writeInTx(ctx, writes.Batch{Jobs: callbacks})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recorded, nil
 }
 
 const cronJobColumns = "id, account_id, endpoint_url, method, headers, body, frequency, time_of_day, timezone, day_of_week, day_of_month, custom_schedule, timeout_ms, retries, status, next_run_at, version, created_at, updated_at, " +
@@ -337,7 +364,8 @@ func (r CronStore) ChangeJob(ctx context.Context, accountID, id string, change f
 	return out, nil
 }
 
-// DeleteJob removes a job and, by cascade, its executions.
+// DeleteJob removes a job and, by cascade, its executions: the queue
+// jobs of its pending runs and retries find them gone and end.
 func (r CronStore) DeleteJob(ctx context.Context, accountID, id string) error {
 	res, err := r.write.NewDelete().Model((*cronJobRow)(nil)).Where("id = ? AND account_id = ?", id, accountID).Exec(ctx)
 	if err != nil {
@@ -385,9 +413,6 @@ func (r cronExecRow) domain() cron.Execution {
 	}
 	if r.ResponseBody.Valid {
 		e.ResponseBody = json.RawMessage(r.ResponseBody.String)
-	}
-	if r.LeaseUntil.Valid {
-		e.LeaseUntil = fromMicros(r.LeaseUntil.Int64)
 	}
 	return e
 }
@@ -539,7 +564,6 @@ func (r CronStore) insertExecutions(ctx context.Context, execs []cron.Execution)
 			ID: e.ID, JobID: e.JobID, AccountID: e.AccountID, Slot: micros(e.Slot), StartedAt: micros(e.StartedAt),
 			Status: string(e.Status), Attempt: e.Attempt, InterruptedAttempts: e.InterruptedAttempts,
 			LeaseOwner:    sql.NullString{String: e.LeaseOwner, Valid: e.LeaseOwner != ""},
-			LeaseUntil:    sql.NullInt64{Int64: micros(e.LeaseUntil), Valid: !e.LeaseUntil.IsZero()},
 			CallStartedAt: nullTime(e.CallStartedAt),
 		}
 	}
@@ -549,106 +573,6 @@ func (r CronStore) insertExecutions(ctx context.Context, execs []cron.Execution)
 		return nil, fmt.Errorf("insert executions: %w", err)
 	}
 	return ids, nil
-}
-
-// ClaimRetries starts the retries that are due, leased to lease.
-func (r CronStore) ClaimRetries(ctx context.Context, now time.Time, lease appcron.Lease, limit int) ([]cron.Execution, error) {
-	var rows []cronExecRow
-	err := r.write.NewRaw(
-		`UPDATE cron_executions SET status = 'running', attempt = attempt + 1, started_at = ?,
-			lease_owner = ?, lease_until = ?, call_started_at = NULL
-		WHERE id IN (
-			SELECT id FROM cron_executions WHERE status = 'retrying' AND retry_at <= ? ORDER BY retry_at LIMIT ?`+r.skipLocked()+`
-		) RETURNING `+cronExecColumns,
-		micros(now), lease.Owner, micros(lease.Until), micros(now), limit,
-	).Scan(ctx, &rows)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("claim cron retries: %w", err)
-	}
-	return execsOf(rows), nil
-}
-
-// skipLocked is the row lock of a claim: FOR UPDATE SKIP LOCKED on
-// Postgres; SQLite transactions already hold the one write lock.
-func (r CronStore) skipLocked() string {
-	if r.dialect == Postgres {
-		return " FOR UPDATE SKIP LOCKED"
-	}
-	return ""
-}
-
-func execsOf(rows []cronExecRow) []cron.Execution {
-	out := make([]cron.Execution, len(rows))
-	for i, row := range rows {
-		out[i] = row.domain()
-	}
-	return out
-}
-
-// TakeOverExpired fails up to limit runs interrupted twice, then leases
-// other expired runs to lease; a run whose call had started counts an
-// attempt and an interruption (SET expressions read the row as it was).
-// Runs interrupted twice beyond the limit are never leased: the next
-// take-over fails them.
-func (r CronStore) TakeOverExpired(ctx context.Context, now time.Time, lease appcron.Lease, abandoned string, limit int) ([]cron.Execution, int, error) {
-	expired := `SELECT id FROM cron_executions WHERE status = 'running' AND lease_until < ? AND lease_owner <> ?`
-	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
-		WHERE id IN (`+expired+` AND call_started_at IS NOT NULL AND interrupted_attempts > 0 LIMIT ?`+r.skipLocked()+`)`,
-		abandoned, micros(now), micros(now), lease.Owner, limit).Exec(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("fail abandoned cron runs: %w", err)
-	}
-	failed, err := res.RowsAffected()
-	if err != nil {
-		return nil, 0, fmt.Errorf("fail abandoned cron runs: %w", err)
-	}
-	var rows []cronExecRow
-	err = r.write.NewRaw(`UPDATE cron_executions SET lease_owner = ?, lease_until = ?,
-			attempt = attempt + CASE WHEN call_started_at IS NULL THEN 0 ELSE 1 END,
-			interrupted_attempts = interrupted_attempts + CASE WHEN call_started_at IS NULL THEN 0 ELSE 1 END,
-			started_at = CASE WHEN call_started_at IS NULL THEN started_at ELSE ? END,
-			call_started_at = NULL
-		WHERE id IN (`+expired+` AND NOT (call_started_at IS NOT NULL AND interrupted_attempts > 0)
-			ORDER BY lease_until LIMIT ?`+r.skipLocked()+`) RETURNING `+cronExecColumns,
-		lease.Owner, micros(lease.Until), micros(now), micros(now), lease.Owner, limit).Scan(ctx, &rows)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, fmt.Errorf("take over expired cron runs: %w", err)
-	}
-	return execsOf(rows), int(failed), nil
-}
-
-// RenewExecutionLeases extends the owner's leases in one statement. On
-// Postgres it skips the rows another statement holds: the recorder
-// finishing them, which locks its batch in another order (they deadlocked
-// under 10,000 runs due at once), or a call start, whose row the next
-// renewal, a third of a lease later, extends.
-func (r CronStore) RenewExecutionLeases(ctx context.Context, lease appcron.Lease) (int, error) {
-	q := `UPDATE cron_executions SET lease_until = ? WHERE status = 'running' AND lease_owner = ?`
-	if r.dialect == Postgres {
-		q = `UPDATE cron_executions SET lease_until = ? WHERE id IN (
-			SELECT id FROM cron_executions WHERE status = 'running' AND lease_owner = ? FOR UPDATE SKIP LOCKED)`
-	}
-	res, err := r.write.NewRaw(q, micros(lease.Until), lease.Owner).Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("renew cron leases: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
-}
-
-// StartCalls marks the owner's unstarted calls started, in one statement.
-func (r CronStore) StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var started []string
-	err := r.write.NewRaw(`UPDATE cron_executions SET call_started_at = ?
-		WHERE id IN (?) AND status = 'running' AND lease_owner = ? AND call_started_at IS NULL RETURNING id`,
-		micros(at), bun.List(ids), owner).Scan(ctx, &started)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("start cron calls: %w", err)
-	}
-	return started, nil
 }
 
 // JobsByID reads jobs of any account.
@@ -669,8 +593,9 @@ func (r CronStore) JobsByID(ctx context.Context, ids []string) ([]cron.Job, erro
 
 // finishExecutions records call outcomes and returns the ids it recorded:
 // one statement on Postgres, one per outcome (cheap inside the
-// transaction) on SQLite. Executions no longer running or no longer
-// leased to owner (taken over, or deleted with their job) are left alone.
+// transaction) on SQLite. Executions no longer running, or whose call
+// was started again since (by owner or another process), or deleted with
+// their job, are left alone.
 func (r CronStore) finishExecutions(ctx context.Context, owner string, results []appcron.Outcome) ([]string, error) {
 	if len(results) == 0 {
 		return nil, nil
@@ -689,10 +614,10 @@ func (r CronStore) finishExecutions(ctx context.Context, owner string, results [
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::text, ?::bigint, ?::bigint, ?::boolean)")
-			args = append(args, o.ExecutionID, string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.TimedOut)
+			b.WriteString("(?::text, ?::text, ?::integer, ?::bigint, ?::text, ?::text, ?::bigint, ?::bigint, ?::boolean, ?::bigint)")
+			args = append(args, o.ExecutionID, string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.TimedOut, micros(o.CallStartedAt))
 		}
-		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at, timed_out) WHERE e.id = v.id AND e.status = 'running' AND e.lease_owner = ? RETURNING e.id`)
+		b.WriteString(`) AS v (id, status, code, ms, body, error, retry_at, finished_at, timed_out, started) WHERE e.id = v.id AND e.status = 'running' AND e.lease_owner = ? AND e.call_started_at = v.started RETURNING e.id`)
 		args = append(args, owner)
 		var recorded []string
 		if err := r.write.NewRaw(b.String(), args...).Scan(ctx, &recorded); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -703,8 +628,8 @@ func (r CronStore) finishExecutions(ctx context.Context, owner string, results [
 	var recorded []string
 	for _, o := range results {
 		res, err := r.write.NewRaw(`UPDATE cron_executions SET status = ?, response_code = ?, response_time_ms = ?, response_body = ?, error = ?,
-			retry_at = ?, finished_at = ?, timed_out = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = 'running' AND lease_owner = ?`,
-			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.TimedOut, o.ExecutionID, owner).Exec(ctx)
+			retry_at = ?, finished_at = ?, timed_out = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = 'running' AND lease_owner = ? AND call_started_at = ?`,
+			string(o.Status), o.ResponseCode, o.ResponseTimeMs, body(o), o.Error, nullTime(o.RetryAt), micros(o.FinishedAt), o.TimedOut, o.ExecutionID, owner, micros(o.CallStartedAt)).Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("record execution: %w", err)
 		}
@@ -715,13 +640,10 @@ func (r CronStore) finishExecutions(ctx context.Context, owner string, results [
 	return recorded, nil
 }
 
-// NextWake is the earliest next run or retry.
+// NextWake is the earliest next run of an active job.
 func (r CronStore) NextWake(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
-	err := r.read.NewRaw(`SELECT MIN(t) FROM (
-		SELECT MIN(next_run_at) AS t FROM cron_jobs WHERE status = 'active' AND next_run_at IS NOT NULL
-		UNION ALL SELECT MIN(retry_at) AS t FROM cron_executions WHERE status = 'retrying'
-	) AS due`).Scan(ctx, &at)
+	err := r.read.NewRaw(`SELECT MIN(next_run_at) FROM cron_jobs WHERE status = 'active' AND next_run_at IS NOT NULL`).Scan(ctx, &at)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("read next cron run: %w", err)
 	}
@@ -729,4 +651,149 @@ func (r CronStore) NextWake(ctx context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, nil
 	}
 	return fromMicros(at.Int64), true, nil
+}
+
+// startSet is what a start changes; startWhere which runs start: a
+// running one whose call has not started or was cut off once, a retry
+// whose time has come, of an active job unless any may. {e} is the
+// qualifier of the executions' columns.
+const (
+	startSet = `attempt = {e}attempt + CASE WHEN {e}status = 'retrying' OR {e}call_started_at IS NOT NULL THEN 1 ELSE 0 END,
+		interrupted_attempts = {e}interrupted_attempts + CASE WHEN {e}status = 'running' AND {e}call_started_at IS NOT NULL THEN 1 ELSE 0 END,
+		status = 'running', started_at = ?, call_started_at = ?, lease_owner = ?`
+	startWhere = `{e}id IN (?) AND (
+		({e}status = 'running' AND ({e}call_started_at IS NULL OR {e}interrupted_attempts = 0))
+		OR ({e}status = 'retrying' AND {e}retry_at <= ?))`
+)
+
+// cronStartRow is a started execution with its job's columns (j_
+// prefixed).
+type cronStartRow struct {
+	cronExecRow
+	Job cronJobRow `bun:"embed:j_"`
+}
+
+// StartRuns starts the calls of the runs that may start and reads their
+// jobs: one statement on Postgres (an UPDATE joined with the jobs), two
+// on SQLite, whose RETURNING sees only the updated table.
+func (r CronStore) StartRuns(ctx context.Context, owner string, at time.Time, ids []string, activeOnly bool) ([]appcron.Started, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if r.dialect == Postgres {
+		var rows []cronStartRow
+		e := strings.NewReplacer("{e}", "e.")
+		err := r.write.NewRaw(`UPDATE cron_executions AS e SET `+e.Replace(startSet)+` FROM cron_jobs AS j
+			WHERE j.id = e.job_id AND `+e.Replace(startWhere)+` AND (? OR j.status = 'active')
+			RETURNING e.`+strings.ReplaceAll(cronExecColumns, ", ", ", e.")+`, j.`+prefixed(cronJobColumns, "j."),
+			micros(at), micros(at), owner, bun.List(ids), micros(at), !activeOnly).Scan(ctx, &rows)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("start cron calls: %w", err)
+		}
+		out := make([]appcron.Started, len(rows))
+		for i, row := range rows {
+			out[i] = appcron.Started{Execution: row.cronExecRow.domain(), Job: row.Job.domain()}
+		}
+		return out, nil
+	}
+	var rows []cronExecRow
+	e := strings.NewReplacer("{e}", "")
+	err := r.write.NewRaw(`UPDATE cron_executions SET `+e.Replace(startSet)+` WHERE `+e.Replace(startWhere)+`
+		AND (? OR EXISTS (SELECT 1 FROM cron_jobs AS j WHERE j.id = cron_executions.job_id AND j.status = 'active'))
+		RETURNING `+cronExecColumns,
+		micros(at), micros(at), owner, bun.List(ids), micros(at), !activeOnly).Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("start cron calls: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	jobIDs := make([]string, len(rows))
+	for i, row := range rows {
+		jobIDs[i] = row.JobID
+	}
+	jobs, err := r.JobsByID(ctx, jobIDs)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]cron.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	out := make([]appcron.Started, 0, len(rows))
+	for _, row := range rows {
+		if j, ok := byID[row.JobID]; ok {
+			out = append(out, appcron.Started{Execution: row.domain(), Job: j})
+		}
+	}
+	return out, nil
+}
+
+// prefixed is columns, each after the first written "col AS prefix_col"
+// and each after the first qualified by qual: "id, a" becomes
+// "id AS j_id, j.a AS j_a" (the first is qualified by the caller).
+func prefixed(columns, qual string) string {
+	parts := strings.Split(columns, ", ")
+	for i, c := range parts {
+		if i > 0 {
+			parts[i] = qual + c + " AS j_" + c
+			continue
+		}
+		parts[i] = c + " AS j_" + c
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Execution reads one execution with its job's status.
+func (r CronStore) Execution(ctx context.Context, id string) (cron.Execution, cron.Status, bool, error) {
+	var rows []cronExecRow
+	if err := r.read.NewRaw("SELECT "+cronExecColumns+" FROM cron_executions WHERE id = ?", id).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return cron.Execution{}, "", false, fmt.Errorf("read execution: %w", err)
+	}
+	if len(rows) == 0 {
+		return cron.Execution{}, "", false, nil
+	}
+	var status []string
+	if err := r.read.NewRaw("SELECT status FROM cron_jobs WHERE id = ?", rows[0].JobID).Scan(ctx, &status); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return cron.Execution{}, "", false, fmt.Errorf("read cron job status: %w", err)
+	}
+	var js cron.Status
+	if len(status) == 1 {
+		js = cron.Status(status[0])
+	}
+	return rows[0].domain(), js, true, nil
+}
+
+// SettleRun records the outcome of a run not called, if it is as read.
+func (r CronStore) SettleRun(ctx context.Context, was cron.Execution, o appcron.Outcome) (bool, error) {
+	res, err := r.write.NewRaw(`UPDATE cron_executions SET status = ?, response_code = ?, response_time_ms = ?, response_body = ?, error = ?,
+		retry_at = NULL, finished_at = ?, timed_out = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = ? AND attempt = ?`,
+		string(o.Status), o.ResponseCode, o.ResponseTimeMs, sql.NullString{String: string(o.ResponseBody), Valid: o.ResponseBody != nil},
+		o.Error, micros(o.FinishedAt), o.TimedOut, was.ID, string(was.Status), was.Attempt).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("settle cron run: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// DropRun deletes a run whose first call never started.
+func (r CronStore) DropRun(ctx context.Context, id string) (bool, error) {
+	res, err := r.write.NewRaw(`DELETE FROM cron_executions WHERE id = ? AND status = 'running' AND attempt = 1 AND call_started_at IS NULL`, id).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("drop cron run: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// RescheduleRun moves the pending queue job enqueued as job to at.
+func (r CronStore) RescheduleRun(ctx context.Context, job jobs.EnqueueParams, at time.Time) error {
+	_, err := r.write.NewRaw(`UPDATE jobs SET run_at = ? WHERE kind = ? AND state IN (?) AND payload = ?`,
+		micros(at), job.Kind, bun.List(pending), job.Payload).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("reschedule cron run: %w", err)
+	}
+	r.jobsEnqueued()
+	return nil
 }

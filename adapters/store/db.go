@@ -76,9 +76,17 @@ type DB struct {
 	// (nil on SQLite): without the pool's read and statement timeouts, so
 	// that a migration is bounded by its context alone.
 	migrationConnector driver.Connector
+	// processGrace is how long a process's lock stays free before the
+	// process counts as dead (Options.ProcessGrace), and deadProcesses
+	// the query of the processes known dead (processes.go).
+	processGrace  time.Duration
+	deadProcesses string
 	// zeroDefaults is the schema's zero defaults (sparse.go), nil until
 	// read.
 	zeroDefaults atomic.Pointer[zeroDefaults]
+	// polls is the Postgres session that holds this DB's poll leases
+	// (pollleases.go).
+	polls pollSession
 }
 
 // Options tune Open.
@@ -103,6 +111,10 @@ type Options struct {
 	// first and the connection stays usable. 0 picks the defaults.
 	ReadTimeout      time.Duration
 	StatementTimeout time.Duration
+	// ProcessGrace is how long, on Postgres, a registered process's lock
+	// must stay free before it counts as dead and its work is taken over
+	// (see RegisterProcess); DefaultProcessGrace when 0.
+	ProcessGrace time.Duration
 	// Reactions, when set, add to every batch with events what other
 	// features do about them before the batch is written (see
 	// ReactingOn); none when nil.
@@ -261,6 +273,8 @@ func (db *DB) init(opts Options, maxConns int) {
 		db.read.AddQueryHook(hookDispatch{&db.hooks})
 	}
 	db.now = opts.Now
+	db.processGrace = cmp.Or(opts.ProcessGrace, DefaultProcessGrace)
+	db.deadProcesses = deadProcessesSQL(db.dialect, db.processGrace)
 	db.reactingOn = opts.Reactions
 	if db.now == nil {
 		db.now = time.Now

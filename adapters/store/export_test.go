@@ -52,6 +52,28 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+// Die lets the process's lock go as its death would (kill -9): without
+// marking it stopped.
+func (p *Process) Die() {
+	p.stop()
+	<-p.done
+	p.unlock()
+}
+
+// DeadProcesses lists the processes known dead now.
+func (db *DB) DeadProcesses(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := db.write.NewRaw(db.deadProcesses+" ORDER BY id").Scan(ctx, &ids)
+	return ids, err
+}
+
+// ProcessLockClass is the first key of the processes' advisory locks.
+const ProcessLockClass = processClass
+
+// Observe looks at the other processes' locks now, as the process does
+// every processCheckInterval.
+func (p *Process) Observe(ctx context.Context) error { return p.observe(ctx) }
+
 // ForgetZeroDefaults makes every batch INSERT write every column, as
 // before the schema's defaults are read.
 func (db *DB) ForgetZeroDefaults() { db.zeroDefaults.Store(nil) }

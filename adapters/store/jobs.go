@@ -30,7 +30,7 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // jobColumns are what a claimed job carries to its handler.
-const jobColumns = "id, kind, payload, attempt, max_attempts, unique_key, pace_key, account_id, endpoint_key, run_at, created_at"
+const jobColumns = "id, kind, payload, attempt, max_attempts, unique_key, pace_key, account_id, endpoint_key, run_at, created_at, interruptions, interrupted_at"
 
 type jobRow struct {
 	ID          int64          `bun:"id"`
@@ -44,6 +44,9 @@ type jobRow struct {
 	EndpointKey sql.NullString `bun:"endpoint_key"`
 	RunAt       int64          `bun:"run_at"`
 	CreatedAt   int64          `bun:"created_at"`
+	// Interruptions and InterruptedAt: see jobs.Job.Interrupted.
+	Interruptions int           `bun:"interruptions"`
+	InterruptedAt sql.NullInt64 `bun:"interrupted_at"`
 }
 
 func (r jobRow) job() jobs.Job {
@@ -52,7 +55,16 @@ func (r jobRow) job() jobs.Job {
 		UniqueKey: r.UniqueKey.String, PaceKey: r.PaceKey.String,
 		AccountID: r.AccountID, EndpointKey: r.EndpointKey.String,
 		RunAt: fromMicros(r.RunAt), CreatedAt: fromMicros(r.CreatedAt),
+		Interrupted: r.Interruptions, InterruptedAt: microsOrZero(r.InterruptedAt),
 	}
+}
+
+// microsOrZero is a nullable time: zero when NULL.
+func microsOrZero(us sql.NullInt64) time.Time {
+	if !us.Valid {
+		return time.Time{}
+	}
+	return fromMicros(us.Int64)
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -486,6 +498,10 @@ func leaseKinds(leases []jobs.Lease) []string {
 	return kinds
 }
 
+// outcomeRecorded is what recording a job's outcome sets besides: the
+// handler has told of the runs cut off before (jobs.Job.Interrupted).
+const outcomeRecorded = "interruptions = 0, interrupted_at = NULL"
+
 // CompleteJobs marks jobs done, if worker still holds their leases; a job
 // whose lease was lost (and may be running elsewhere) is left alone.
 func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error {
@@ -493,7 +509,7 @@ func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, 
 		return nil
 	}
 	_, err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
+		`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, `+outcomeRecorded+`
 		WHERE id IN (?) AND lease_owner = ? AND state = ?`,
 		jobs.StateCompleted, micros(now), bun.List(ids), worker, jobs.StateRunning,
 	).Exec(ctx)
@@ -506,7 +522,7 @@ func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, 
 // RetryJob schedules the next attempt of a job worker holds.
 func (r JobQueue) RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error {
 	_, err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL
+		`UPDATE jobs SET state = ?, run_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, `+outcomeRecorded+`
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
 		jobs.StateRetryable, micros(runAt), truncateError(lastErr), id, worker, jobs.StateRunning,
 	).Exec(ctx)
@@ -554,7 +570,7 @@ func (r JobQueue) ReleaseJobs(ctx context.Context, worker string, ids []int64) e
 // KillJob marks a job worker holds dead, keeping its last error.
 func (r JobQueue) KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error {
 	_, err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL
+		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, `+outcomeRecorded+`
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
 		jobs.StateDead, micros(now), truncateError(lastErr), id, worker, jobs.StateRunning,
 	).Exec(ctx)
@@ -593,6 +609,52 @@ func (r JobQueue) RescueJobs(ctx context.Context, now time.Time) (rescued, kille
 		r.jobsEnqueued()
 	}
 	return int(n), int(k), nil
+}
+
+// RescueDeadWorkers returns to the queue at once the running jobs whose
+// worker is a registered process known dead (see RegisterProcess): their
+// run was cut off, not failed. Each job is due when it was (so in its
+// place, whatever the clocks of the replicas say), counts one more
+// interruption (jobs.Job.Interrupted) and gets its attempt back; past
+// jobs.MaxInterruptions in a row the attempt counts, as a lease's expiry
+// counts it (a job out of attempts is dead). It returns how many it
+// rescued and killed. Jobs of a worker that is alive, or not registered,
+// wait for their leases (RescueJobs).
+func (r JobQueue) RescueDeadWorkers(ctx context.Context, now time.Time) (rescued, killed int, err error) {
+	const interrupted = "interrupted: its process died"
+	var states []jobs.State
+	// One statement: the processes known dead are read as it runs. SET
+	// expressions read the row as it was.
+	err = r.write.NewRaw(`UPDATE jobs SET
+			state = CASE WHEN interruptions < ? THEN ? WHEN attempt > max_attempts THEN ? ELSE ? END,
+			attempt = CASE WHEN interruptions < ? THEN attempt - 1 ELSE attempt END,
+			last_error = CASE WHEN interruptions < ? THEN last_error ELSE ? END,
+			finished_at = CASE WHEN interruptions >= ? AND attempt > max_attempts THEN ? ELSE finished_at END,
+			unique_key = CASE WHEN interruptions >= ? AND attempt > max_attempts THEN NULL ELSE unique_key END,
+			interruptions = interruptions + 1, interrupted_at = attempted_at,
+			lease_owner = NULL, lease_expires_at = NULL
+		WHERE state = ? AND lease_owner IN (`+r.db.deadProcesses+`) RETURNING state`,
+		jobs.MaxInterruptions, jobs.StateAvailable, jobs.StateDead, jobs.StateRetryable,
+		jobs.MaxInterruptions,
+		jobs.MaxInterruptions, interrupted,
+		jobs.MaxInterruptions, micros(now),
+		jobs.MaxInterruptions,
+		jobs.StateRunning,
+	).Scan(ctx, &states)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, fmt.Errorf("rescue the jobs of dead processes: %w", err)
+	}
+	for _, s := range states {
+		if s == jobs.StateDead {
+			killed++
+		} else {
+			rescued++
+		}
+	}
+	if rescued > 0 {
+		r.jobsEnqueued()
+	}
+	return rescued, killed, nil
 }
 
 // PruneJobs deletes up to limit completed and cancelled jobs that finished

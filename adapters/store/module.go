@@ -74,7 +74,7 @@ func newModuleDB(d moduleDeps) (*DB, error) {
 }
 
 // maintain deletes expired rows that no request path removes (idempotency
-// keys past their window, ended sessions), every ten minutes, until the
+// keys past their window, ended dashboard and MCP sessions), every ten minutes, until the
 // database is closed.
 func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(10 * time.Minute)
@@ -88,6 +88,9 @@ func (db *DB) maintain(ctx context.Context, log *slog.Logger) {
 				log.Warn("database maintenance", "error", err)
 			}
 			if _, err := db.SessionStore().PruneSessions(ctx, db.now()); err != nil && ctx.Err() == nil {
+				log.Warn("database maintenance", "error", err)
+			}
+			if _, err := db.MCPSessionStore().PruneSessions(ctx, db.now()); err != nil && ctx.Err() == nil {
 				log.Warn("database maintenance", "error", err)
 			}
 		}

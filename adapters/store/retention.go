@@ -44,11 +44,11 @@ func (r RetentionStore) Exclusively(ctx context.Context, fn func(ctx context.Con
 			return false, fmt.Errorf("open the pruning lock: %w", err)
 		}
 		defer f.Close()
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return false, nil
+		if locked, err := tryLock(f); !locked {
+			if err != nil {
+				err = fmt.Errorf("take the pruning lock: %w", err)
 			}
-			return false, fmt.Errorf("take the pruning lock: %w", err)
+			return false, err
 		}
 		defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
 		return true, fn(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/storetest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/mcpsessions"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/application/writes"
 )
@@ -40,6 +41,18 @@ func TestSessionsContract(t *testing.T) {
 			storetest.Sessions(t, func(t *testing.T) storetest.SessionsFixture {
 				db := dbtest.Open(t, dialect)
 				return storetest.SessionsFixture{Store: db.SessionStore(), Accounts: db.AccountStore()}
+			})
+		})
+	}
+}
+
+func TestMCPSessionsContract(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			storetest.MCPSessions(t, func(t *testing.T) mcpsessions.Store {
+				return dbtest.Open(t, dialect).MCPSessionStore()
 			})
 		})
 	}

@@ -233,12 +233,13 @@ type newAttemptRow struct {
 	LatencyUS     int64     `bun:"latency_us"`
 	Error         string    `bun:"error"`
 	Response      string    `bun:"response"`
+	Interrupted   bool      `bun:"interrupted"`
 }
 
 func attemptToRow(a writes.Attempt) newAttemptRow {
 	return newAttemptRow{
 		DeliveryID: a.DeliveryID, AttemptedAt: a.Attempt.At, StatusCode: a.Attempt.StatusCode, LatencyUS: a.Attempt.Latency.Microseconds(),
-		Error: a.Attempt.Error, Response: a.Attempt.Response,
+		Error: a.Attempt.Error, Response: a.Attempt.Response, Interrupted: a.Attempt.Interrupted,
 	}
 }
 
@@ -290,6 +291,7 @@ func (r WebhookStore) WebhookDeliveries(ctx context.Context, q webhooks.Delivery
 			i := index[a.DeliveryID]
 			out[i].Log = append(out[i].Log, webhook.Attempt{
 				At: a.AttemptedAt.UTC(), StatusCode: a.StatusCode, Latency: time.Duration(a.LatencyUS) * time.Microsecond, Error: a.Error, Response: a.Response,
+				Interrupted: a.Interrupted,
 			})
 		}
 	}

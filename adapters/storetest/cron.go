@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // CronOpen gives a cron test its own empty store and a way to add the
@@ -33,12 +33,18 @@ func newCronJob(accountID string, next time.Time) cron.Job {
 	}
 }
 
-// owner is the scheduler that holds the executions cronExec makes.
+// owner is the process that starts the calls of the tests' runs.
 const owner = "sch_a"
 
 func cronExec(jobID, accountID string, slot time.Time) cron.Execution {
 	return cron.Execution{ID: ident.New(ident.Execution), JobID: jobID, AccountID: accountID, Slot: slot, StartedAt: slot,
-		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: slot.Add(time.Minute)}
+		Status: cron.Running, Attempt: 1}
+}
+
+// runOf is a new execution's run: the execution and its queue job.
+func runOf(e cron.Execution) appcron.Run {
+	return appcron.Run{Execution: e, Job: jobs.EnqueueParams{Kind: appcron.RunKind, Payload: []byte(`{"execution":"` + e.ID + `"}`),
+		RunAt: e.Slot, AccountID: e.AccountID, MaxAttempts: appcron.RunAttempts}}
 }
 
 // insertJob stores j through the door a job's creation takes.
@@ -55,26 +61,32 @@ func saveJob(ctx context.Context, s appcron.Store, j cron.Job) error {
 	return err
 }
 
-// insertExecutions, setNextRuns and finishExecutions write what a
-// scheduler's claim writes, through Claim.
+// insertExecutions and setNextRuns write what an enqueuer's claim
+// writes, through Claim.
 func insertExecutions(ctx context.Context, s appcron.Store, execs []cron.Execution) ([]string, error) {
-	return s.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
-		return appcron.Runs{Executions: execs}, nil
+	return s.Claim(ctx, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		runs := make([]appcron.Run, len(execs))
+		for i, e := range execs {
+			runs[i] = runOf(e)
+		}
+		return appcron.Runs{Runs: runs}, nil
 	})
 }
 
 func setNextRuns(ctx context.Context, s appcron.Store, next []appcron.NextRun) error {
-	_, err := s.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+	_, err := s.Claim(ctx, func(context.Context, appcron.Claims) (appcron.Runs, error) {
 		return appcron.Runs{NextRuns: next}, nil
 	})
 	return err
 }
 
-func finishExecutions(ctx context.Context, s appcron.Store, by string, results []appcron.Outcome) error {
-	_, err := s.Claim(ctx, by, func(context.Context, appcron.Claims) (appcron.Runs, error) {
-		return appcron.Runs{Finished: results}, nil
-	})
-	return err
+// started starts the runs ids at at as by, all of them.
+func started(t *testing.T, s appcron.Store, by string, at time.Time, ids ...string) []appcron.Started {
+	t.Helper()
+	got, err := s.Repos().StartRuns(context.Background(), by, at, ids, true)
+	require.NoError(t, err)
+	require.Len(t, got, len(ids))
+	return got
 }
 
 // Cron runs the contract of the cron store.
@@ -216,7 +228,11 @@ func Cron(t *testing.T, open CronOpen) {
 		require.True(t, ok)
 		require.Equal(t, at, wake)
 
-		got, err := s.Repos().ClaimDueJobs(ctx, at, 10)
+		var got []cron.Job
+		_, err = s.Claim(ctx, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+			got, err = tx.ClaimDueJobs(ctx, at, 10)
+			return appcron.Runs{}, err
+		})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, due.ID, got[0].ID)
@@ -242,11 +258,11 @@ func Cron(t *testing.T, open CronOpen) {
 		require.NoError(t, insertJob(ctx, s, j))
 		boom := errors.New("boom")
 		next := at.Add(time.Hour)
-		_, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+		_, err := s.Claim(ctx, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
 			got, err := tx.ClaimDueJobs(ctx, at, 10)
 			require.NoError(t, err)
 			require.Len(t, got, 1)
-			return appcron.Runs{Executions: []cron.Execution{cronExec(j.ID, acc, at)}, NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, boom
+			return appcron.Runs{Runs: []appcron.Run{runOf(cronExec(j.ID, acc, at))}, NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, boom
 		})
 		require.ErrorIs(t, err, boom)
 		got, err := s.Repos().Job(ctx, acc, j.ID)
@@ -266,24 +282,21 @@ func Cron(t *testing.T, open CronOpen) {
 		taken := cronExec(j.ID, acc, at)
 		_, err := insertExecutions(ctx, s, []cron.Execution{taken})
 		require.NoError(t, err)
+		require.Equal(t, 1, countRunJobs(t, s))
 		again, fresh := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
 		next := at.Add(2 * time.Minute)
-		stored, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+		stored, err := s.Claim(ctx, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
 			return appcron.Runs{
-				Executions: []cron.Execution{again, fresh},
-				NextRuns:   []appcron.NextRun{{JobID: j.ID, At: &next}},
-				Finished:   []appcron.Outcome{{ExecutionID: taken.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}},
+				Runs:     []appcron.Run{runOf(again), runOf(fresh)},
+				NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}},
 			}, nil
 		})
 		require.NoError(t, err)
 		require.Equal(t, []string{fresh.ID}, stored, "a slot that already has an execution is skipped")
+		require.Equal(t, 2, countRunJobs(t, s), "and so is its queue job")
 		got, err := s.Repos().Job(ctx, acc, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, next, *got.NextRunAt)
-		last, ok, err := s.Repos().LastExecution(ctx, j.ID)
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, taken.ID, last.ID, "the outcome was recorded as the owner's")
 	})
 
 	t.Run("ConcurrentClaimsAreDisjoint", func(t *testing.T) {
@@ -303,7 +316,7 @@ func Cron(t *testing.T, open CronOpen) {
 				defer wg.Done()
 				for {
 					var n int
-					_, err := s.Claim(ctx, owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
+					_, err := s.Claim(ctx, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
 						got, err := tx.ClaimDueJobs(ctx, at, 7)
 						if err != nil {
 							return appcron.Runs{}, err
@@ -338,28 +351,34 @@ func Cron(t *testing.T, open CronOpen) {
 		}
 	})
 
-	t.Run("ExecutionsFinishRetryExpire", func(t *testing.T) {
+	t.Run("ExecutionsStartFinishRetry", func(t *testing.T) {
 		t.Parallel()
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
 		require.NoError(t, insertJob(ctx, s, j))
-		e1, e2, e3, e4 := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute)), cronExec(j.ID, acc, at.Add(3*time.Minute))
-		_, err := insertExecutions(ctx, s, []cron.Execution{e1, e2, e3, e4})
+		e1, e2, e3 := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute))
+		_, err := insertExecutions(ctx, s, []cron.Execution{e1, e2, e3})
 		require.NoError(t, err)
 		_, ok, err := s.Repos().LastExecution(ctx, j.ID)
 		require.NoError(t, err)
 		require.False(t, ok, "running executions are not shown")
 
+		runs := started(t, s, owner, at, e1.ID, e2.ID, e3.ID)
+		for _, r := range runs {
+			require.Equal(t, j.ID, r.Job.ID, "a started run comes with its job")
+			require.Equal(t, 1, r.Execution.Attempt)
+			require.Equal(t, at, *r.Execution.CallStartedAt)
+			require.Equal(t, owner, r.Execution.LeaseOwner)
+		}
 		retryAt := at.Add(5 * time.Minute)
-		_, err = s.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
-			return appcron.Runs{Finished: []appcron.Outcome{
-				{ExecutionID: e1.ID, Status: cron.Success, ResponseCode: 200, ResponseTimeMs: 12, ResponseBody: []byte(`{"ok":true}`), FinishedAt: at},
-				{ExecutionID: e2.ID, Status: cron.Failed, ResponseCode: 500, ResponseTimeMs: 7, ResponseBody: []byte(`"oops"`), Error: "the endpoint answered 500", FinishedAt: at},
-				{ExecutionID: e3.ID, Status: cron.Retrying, ResponseCode: 503, Error: "the endpoint answered 503", RetryAt: &retryAt, FinishedAt: at},
-			}}, nil
+		recorded, err := s.Record(ctx, owner, []appcron.Outcome{
+			{ExecutionID: e1.ID, CallStartedAt: at, Status: cron.Success, ResponseCode: 200, ResponseTimeMs: 12, ResponseBody: []byte(`{"ok":true}`), FinishedAt: at},
+			{ExecutionID: e2.ID, CallStartedAt: at, Status: cron.Failed, ResponseCode: 500, ResponseTimeMs: 7, ResponseBody: []byte(`"oops"`), Error: "the endpoint answered 500", FinishedAt: at},
+			{ExecutionID: e3.ID, CallStartedAt: at, Status: cron.Retrying, ResponseCode: 503, Error: "the endpoint answered 503", RetryAt: &retryAt, FinishedAt: at},
 		})
 		require.NoError(t, err)
+		require.ElementsMatch(t, []string{e1.ID, e2.ID, e3.ID}, recorded)
 		list, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, 2, total)
@@ -379,57 +398,34 @@ func Cron(t *testing.T, open CronOpen) {
 		require.True(t, ok)
 		require.Equal(t, e2.ID, last.ID)
 
-		wake, _, err := s.Repos().NextWake(ctx)
+		// A retry starts once its time has come, as one more attempt.
+		none, err := s.Repos().StartRuns(ctx, owner, retryAt.Add(-time.Second), []string{e1.ID, e3.ID}, true)
 		require.NoError(t, err)
-		require.Equal(t, at, wake, "the job's next run is earlier than the retry")
-		lease := appcron.Lease{Owner: "sch_b", Until: retryAt.Add(3 * time.Second)}
-		none, err := s.Repos().ClaimRetries(ctx, retryAt.Add(-time.Second), lease, 10)
-		require.NoError(t, err)
-		require.Empty(t, none)
-		retried, err := s.Repos().ClaimRetries(ctx, retryAt, lease, 10)
-		require.NoError(t, err)
-		require.Len(t, retried, 1)
-		require.Equal(t, e3.ID, retried[0].ID)
-		require.Equal(t, 2, retried[0].Attempt)
-		require.Equal(t, cron.Running, retried[0].Status)
-		require.Equal(t, lease.Owner, retried[0].LeaseOwner)
-		require.Equal(t, lease.Until, retried[0].LeaseUntil)
-		require.Nil(t, retried[0].CallStartedAt)
-		require.Equal(t, retryAt, *retried[0].RetryAt, "the retry time is kept, for the call to wait for")
+		require.Empty(t, none, "a finished run and a retry not due do not start")
+		retried := started(t, s, "sch_b", retryAt, e3.ID)
+		require.Equal(t, 2, retried[0].Execution.Attempt)
+		require.Zero(t, retried[0].Execution.InterruptedAttempts)
+		require.Equal(t, cron.Running, retried[0].Execution.Status)
+		require.Equal(t, "sch_b", retried[0].Execution.LeaseOwner)
+		require.Equal(t, retryAt, retried[0].Execution.StartedAt)
 
-		// e4's call is cut off twice: taken over once, it is retried;
-		// taken over again, it is failed.
-		started, err := s.Repos().StartCalls(ctx, owner, at, []string{e4.ID})
+		// The outcome of another start is not recorded: a former owner's,
+		// and the same owner's earlier start.
+		for _, o := range []appcron.Outcome{
+			{ExecutionID: e3.ID, CallStartedAt: retryAt, Status: cron.Success, FinishedAt: retryAt},
+			{ExecutionID: e3.ID, CallStartedAt: at, Status: cron.Success, FinishedAt: retryAt},
+		} {
+			by := owner
+			if o.CallStartedAt.Equal(at) {
+				by = "sch_b"
+			}
+			recorded, err = s.Record(ctx, by, []appcron.Outcome{o})
+			require.NoError(t, err)
+			require.Empty(t, recorded)
+		}
+		recorded, err = s.Record(ctx, "sch_b", []appcron.Outcome{{ExecutionID: e3.ID, CallStartedAt: retryAt, Status: cron.Success, ResponseCode: 200, FinishedAt: retryAt}})
 		require.NoError(t, err)
-		require.Equal(t, []string{e4.ID}, started)
-		now := at.Add(4*time.Minute + time.Second)
-		taken, failedN, err := s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(3 * time.Second)}, "gone", 10)
-		require.NoError(t, err)
-		require.Zero(t, failedN)
-		require.Len(t, taken, 1, "only e4 is past its lease")
-		require.Equal(t, e4.ID, taken[0].ID)
-		require.Equal(t, 2, taken[0].Attempt)
-		require.Equal(t, 1, taken[0].InterruptedAttempts)
-		require.Equal(t, now, taken[0].StartedAt)
-		require.Nil(t, taken[0].CallStartedAt)
-		started, err = s.Repos().StartCalls(ctx, "sch_b", now, []string{e4.ID})
-		require.NoError(t, err)
-		require.Equal(t, []string{e4.ID}, started)
-		now = now.Add(10 * time.Second)
-		taken, failedN, err = s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_c", Until: now.Add(3 * time.Second)}, "gone", 10)
-		require.NoError(t, err)
-		require.Empty(t, taken)
-		require.Equal(t, 1, failedN)
-		failed, _, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
-		require.NoError(t, err)
-		require.Equal(t, e4.ID, failed[0].ID)
-		require.Equal(t, "gone", failed[0].Error)
-
-		// A result for an execution that is no longer running is ignored.
-		require.NoError(t, finishExecutions(ctx, s, owner, []appcron.Outcome{{ExecutionID: e4.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: at}}))
-		failed, _, err = s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
-		require.NoError(t, err)
-		require.Equal(t, e4.ID, failed[0].ID)
+		require.Equal(t, []string{e3.ID}, recorded)
 
 		got, err := s.Repos().JobsByID(ctx, []string{j.ID, "crn_missing"})
 		require.NoError(t, err)
@@ -441,156 +437,108 @@ func Cron(t *testing.T, open CronOpen) {
 		require.Zero(t, total, "executions go with their job")
 	})
 
-	t.Run("LeasesRenewExpireAndTakeOver", func(t *testing.T) {
+	// A run whose call started and was cut off (its process died) starts
+	// again once, as an interrupted attempt; cut off again, it does not
+	// start, and is settled as read.
+	t.Run("CallsCutOffStartAgainOnce", func(t *testing.T) {
 		t.Parallel()
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
 		require.NoError(t, insertJob(ctx, s, j))
-		a, b, c := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute)), cronExec(j.ID, acc, at.Add(2*time.Minute))
-		a.LeaseUntil, b.LeaseUntil, c.LeaseUntil, c.LeaseOwner = at.Add(3*time.Second), at.Add(3*time.Second), at.Add(3*time.Second), "sch_b"
-		_, err := insertExecutions(ctx, s, []cron.Execution{a, b, c})
+		e := cronExec(j.ID, acc, at)
+		_, err := insertExecutions(ctx, s, []cron.Execution{e})
 		require.NoError(t, err)
-		started, err := s.Repos().StartCalls(ctx, owner, at, []string{b.ID})
+		started(t, s, owner, at, e.ID)
+		later := at.Add(5 * time.Second)
+		again := started(t, s, "sch_b", later, e.ID)[0].Execution
+		require.Equal(t, 2, again.Attempt)
+		require.Equal(t, 1, again.InterruptedAttempts)
+		require.Equal(t, later, again.StartedAt)
+		none, err := s.Repos().StartRuns(ctx, "sch_c", later.Add(time.Second), []string{e.ID}, true)
 		require.NoError(t, err)
-		require.Equal(t, []string{b.ID}, started)
+		require.Empty(t, none, "a call cut off twice does not start again")
 
-		n, err := s.Repos().RenewExecutionLeases(ctx, appcron.Lease{Owner: owner, Until: at.Add(10 * time.Second)})
-		require.NoError(t, err)
-		require.Equal(t, 2, n)
-		now := at.Add(5 * time.Second)
-		taken, failed, err := s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(3 * time.Second)}, "gone", 10)
-		require.NoError(t, err)
-		require.Zero(t, failed)
-		require.Empty(t, taken, "renewed leases hold, and a scheduler does not take over its own runs")
-
-		taken, _, err = s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_c", Until: now.Add(3 * time.Second)}, "gone", 10)
-		require.NoError(t, err)
-		require.Len(t, taken, 1)
-		require.Equal(t, c.ID, taken[0].ID)
-		require.Equal(t, 1, taken[0].Attempt, "a call that never started is not an attempt")
-		require.Zero(t, taken[0].InterruptedAttempts)
-		require.Equal(t, "sch_c", taken[0].LeaseOwner)
-		require.Equal(t, now.Add(3*time.Second), taken[0].LeaseUntil)
-
-		started, err = s.Repos().StartCalls(ctx, "sch_b", now, []string{c.ID})
-		require.NoError(t, err)
-		require.Empty(t, started, "the former owner may not start the call")
-		started, err = s.Repos().StartCalls(ctx, "sch_c", now, []string{c.ID})
-		require.NoError(t, err)
-		require.Equal(t, []string{c.ID}, started)
-		started, err = s.Repos().StartCalls(ctx, "sch_c", now, []string{c.ID})
-		require.NoError(t, err)
-		require.Empty(t, started, "a call starts once")
-
-		require.NoError(t, finishExecutions(ctx, s, "sch_b", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Failed, Error: "stale", FinishedAt: now}}))
-		_, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Limit: 10})
-		require.NoError(t, err)
-		require.Zero(t, total, "the former owner's result is ignored")
-		require.NoError(t, finishExecutions(ctx, s, "sch_c", []appcron.Outcome{{ExecutionID: c.ID, Status: cron.Success, ResponseCode: 200, FinishedAt: now}}))
-		last, ok, err := s.Repos().LastExecution(ctx, j.ID)
+		read, jobStatus, ok, err := s.Repos().Execution(ctx, e.ID)
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.Equal(t, c.ID, last.ID)
-		require.Equal(t, cron.Success, last.Status)
-
-		now = at.Add(11 * time.Second)
-		taken, failed, err = s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_c", Until: now.Add(3 * time.Second)}, "gone", 10)
+		require.Equal(t, cron.Active, jobStatus)
+		require.Equal(t, 2, read.Attempt)
+		stale := read
+		stale.Attempt = 1
+		done, err := s.Repos().SettleRun(ctx, stale, appcron.Outcome{ExecutionID: e.ID, Status: cron.Failed, Error: "gone", FinishedAt: later})
 		require.NoError(t, err)
-		require.Zero(t, failed)
-		require.Len(t, taken, 2)
-		byID := map[string]cron.Execution{taken[0].ID: taken[0], taken[1].ID: taken[1]}
-		require.Equal(t, 1, byID[a.ID].Attempt)
-		require.Zero(t, byID[a.ID].InterruptedAttempts)
-		require.Equal(t, a.StartedAt, byID[a.ID].StartedAt)
-		require.Equal(t, 2, byID[b.ID].Attempt, "a call cut off is retried as a new attempt")
-		require.Equal(t, 1, byID[b.ID].InterruptedAttempts)
-		require.Nil(t, byID[b.ID].CallStartedAt)
-		require.Equal(t, now, byID[b.ID].StartedAt)
+		require.False(t, done, "a run no longer as read is left alone")
+		done, err = s.Repos().SettleRun(ctx, read, appcron.Outcome{ExecutionID: e.ID, Status: cron.Failed, Error: "gone", FinishedAt: later})
+		require.NoError(t, err)
+		require.True(t, done)
+		failed, _, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, failed, 1)
+		require.Equal(t, "gone", failed[0].Error)
+		_, _, ok, err = s.Repos().Execution(ctx, "exe_missing")
+		require.NoError(t, err)
+		require.False(t, ok)
 	})
 
-	// More runs cut off twice than one take-over may fail: those left
-	// over wait for the next take-over, and none is called a third time.
-	t.Run("RunsCutOffTwiceAreNeverCalledAgain", func(t *testing.T) {
+	// Runs of a paused job start only when asked for any job (a manual
+	// run); one whose call never started can be dropped without a trace.
+	t.Run("PausedJobsRunsAndDrops", func(t *testing.T) {
+		t.Parallel()
+		s, acc, _ := setup(t)
+		ctx := context.Background()
+		j := newCronJob(acc, at)
+		j.Status = cron.Paused
+		require.NoError(t, insertJob(ctx, s, j))
+		a, b := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
+		_, err := insertExecutions(ctx, s, []cron.Execution{a, b})
+		require.NoError(t, err)
+		none, err := s.Repos().StartRuns(ctx, owner, at, []string{a.ID}, true)
+		require.NoError(t, err)
+		require.Empty(t, none, "a paused job's run does not start")
+		got, err := s.Repos().StartRuns(ctx, owner, at, []string{a.ID}, false)
+		require.NoError(t, err)
+		require.Len(t, got, 1, "unless any job's run may")
+		dropped, err := s.Repos().DropRun(ctx, a.ID)
+		require.NoError(t, err)
+		require.False(t, dropped, "a run whose call started stays")
+		dropped, err = s.Repos().DropRun(ctx, b.ID)
+		require.NoError(t, err)
+		require.True(t, dropped)
+		_, _, ok, err := s.Repos().Execution(ctx, b.ID)
+		require.NoError(t, err)
+		require.False(t, ok)
+	})
+
+	t.Run("RescheduleRunMovesItsQueueJob", func(t *testing.T) {
 		t.Parallel()
 		s, acc, _ := setup(t)
 		ctx := context.Background()
 		j := newCronJob(acc, at)
 		require.NoError(t, insertJob(ctx, s, j))
-		var ids []string
-		var execs []cron.Execution
-		for i := range 3 {
-			e := cronExec(j.ID, acc, at.Add(time.Duration(i)*time.Minute))
-			e.Attempt, e.InterruptedAttempts, e.LeaseUntil = 2, 1, at.Add(3*time.Second)
-			execs = append(execs, e)
-			ids = append(ids, e.ID)
-		}
-		_, err := insertExecutions(ctx, s, execs)
+		e, other := cronExec(j.ID, acc, at), cronExec(j.ID, acc, at.Add(time.Minute))
+		_, err := insertExecutions(ctx, s, []cron.Execution{e, other})
 		require.NoError(t, err)
-		started, err := s.Repos().StartCalls(ctx, owner, at, ids)
-		require.NoError(t, err)
-		require.Len(t, started, 3)
-		now := at.Add(2 * time.Minute)
-		for i := range 3 {
-			taken, failedN, err := s.Repos().TakeOverExpired(ctx, now, appcron.Lease{Owner: "sch_b", Until: now.Add(3 * time.Second)}, "gone", 1)
-			require.NoError(t, err)
-			require.Equal(t, 1, failedN, "take-over %d fails one run", i)
-			require.Empty(t, taken, "take-over %d: a run cut off twice is not called again", i)
-		}
-		_, total, err := s.Repos().Executions(ctx, appcron.ExecutionQuery{JobID: j.ID, Status: cron.Failed, Limit: 10})
-		require.NoError(t, err)
-		require.Equal(t, 3, total)
+		to := at.Add(time.Hour)
+		require.NoError(t, s.Repos().RescheduleRun(ctx, runOf(e).Job, to))
+		require.Equal(t, []time.Time{other.Slot, to}, runJobTimes(t, s))
 	})
+}
 
-	t.Run("ConcurrentTakeOversAreDisjoint", func(t *testing.T) {
-		t.Parallel()
-		s, acc, _ := setup(t)
-		ctx := context.Background()
-		j := newCronJob(acc, at)
-		require.NoError(t, insertJob(ctx, s, j))
-		const runs = 40
-		execs := make([]cron.Execution, runs)
-		for i := range execs {
-			execs[i] = cronExec(j.ID, acc, at.Add(time.Duration(i)*time.Minute))
-			execs[i].LeaseUntil = at
-		}
-		_, err := insertExecutions(ctx, s, execs)
-		require.NoError(t, err)
-		now := at.Add(time.Second)
-		var mu sync.Mutex
-		seen := map[string][]string{}
-		var wg sync.WaitGroup
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lease := appcron.Lease{Owner: fmt.Sprintf("sch_%d", w), Until: now.Add(time.Hour)}
-				for {
-					var n int
-					_, err := s.Claim(ctx, lease.Owner, func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error) {
-						taken, _, err := tx.TakeOverExpired(ctx, now, lease, "gone", 3)
-						n = len(taken)
-						mu.Lock()
-						for _, e := range taken {
-							seen[e.ID] = append(seen[e.ID], lease.Owner)
-						}
-						mu.Unlock()
-						return appcron.Runs{}, err
-					})
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if n == 0 {
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		require.Len(t, seen, runs)
-		for id, owners := range seen {
-			require.Len(t, owners, 1, "run %s taken over by %v", id, owners)
-		}
+// runJobs reads the store's queue: how many run jobs it holds, and when
+// they are due, earliest first.
+func countRunJobs(t *testing.T, s appcron.Store) int {
+	t.Helper()
+	return len(runJobTimes(t, s))
+}
+
+func runJobTimes(t *testing.T, s appcron.Store) []time.Time {
+	t.Helper()
+	q, ok := s.(interface {
+		RunJobTimes(ctx context.Context) ([]time.Time, error)
 	})
+	require.True(t, ok, "the store under test tells when its run jobs are due")
+	got, err := q.RunJobTimes(context.Background())
+	require.NoError(t, err)
+	return got
 }

@@ -16,10 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/webhooks"
 	"github.com/switchboard-dev/switchboard/domain/event"
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
@@ -480,4 +482,46 @@ func TestUnreadableSecretFailsTheDelivery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An attempt cut off by its process's death (here a process that stopped
+// with the delivery claimed, which counts as dead at once) is made again at
+// once by the next runner and logged as interrupted: not counted in the
+// delivery's attempts, no failure of the endpoint, and the job's attempt
+// given back.
+func TestInterruptedAttemptIsLoggedNotFailed(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
+		b := setup(t, dialect, options{noRunner: true})
+		b.put(t, rc.srv.URL+"/hook")
+		b.emit(t, "thr_cut", 1)
+
+		p, err := b.db.RegisterProcess(ctx, nil)
+		require.NoError(t, err)
+		claimedAt := time.Now().UTC().Truncate(time.Microsecond)
+		claimed, err := b.db.JobQueue().ClaimJobs(ctx, p.ID(), []jobs.Lease{{Kind: webhooks.DeliverKind, Until: claimedAt.Add(time.Hour)}}, 10, claimedAt, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.NoError(t, p.Close(ctx))
+
+		b.startRunner(t)
+		waitFor(t, "the delivery to succeed", func() bool { return len(b.deliveries(t, webhook.Succeeded)) == 1 })
+		require.Len(t, rc.requests(), 1)
+		d := b.deliveries(t, "")[0]
+		require.Equal(t, 1, d.Attempts, "the interrupted attempt is not counted")
+		require.Len(t, d.Log, 2)
+		require.True(t, d.Log[0].Interrupted)
+		require.Equal(t, claimedAt, d.Log[0].At, "when the cut-off run started")
+		require.Equal(t, webhook.InterruptedError, d.Log[0].Error)
+		require.False(t, d.Log[1].Interrupted)
+		require.Equal(t, http.StatusOK, d.Log[1].StatusCode)
+		rec, err := b.db.WebhookStore().WebhookEndpoint(ctx, b.account)
+		require.NoError(t, err)
+		require.Nil(t, rec.Endpoint.FailingSince, "no failure of the endpoint")
+		var attempt int
+		require.NoError(t, b.db.Bun().NewRaw("SELECT attempt FROM jobs WHERE id = ?", claimed[0].ID).Scan(ctx, &attempt))
+		require.Equal(t, 1, attempt, "the cut-off run used no attempt")
+	})
 }

@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"testing"
 	"time"
@@ -15,17 +16,29 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
-// stepToNextWake moves the clock to the scheduler's next wake-up, if it
-// is before until, and reports whether it did.
+// stepToNextWake moves the clock to the next run or retry, if it is
+// before until, and reports whether it did.
 func (b *bundle) stepToNextWake(t *testing.T, until time.Time) bool {
 	t.Helper()
 	at, ok, err := b.store.Repos().NextWake(context.Background())
 	require.NoError(t, err)
+	if retry, found := b.nextRetry(t); found && (!ok || retry.Before(at)) {
+		at, ok = retry, true
+	}
 	if !ok || at.After(until) {
 		return false
 	}
 	b.advance(at)
 	return true
+}
+
+// nextRetry is when the earliest retry of a run is due: its queue job's.
+func (b *bundle) nextRetry(t *testing.T) (time.Time, bool) {
+	t.Helper()
+	var at sql.NullInt64
+	require.NoError(t, b.db.Bun().NewRaw("SELECT MIN(run_at) FROM jobs WHERE kind = ? AND state = 'retryable'", appcron.RunKind).
+		Scan(context.Background(), &at))
+	return time.UnixMicro(at.Int64).UTC(), at.Valid
 }
 
 // callbackJobs reads the callback jobs enqueued, oldest first.
@@ -55,7 +68,7 @@ func TestEndsAfterItsRuns(t *testing.T) {
 
 		require.True(t, b.stepToNextWake(t, b.clock.Now().Add(72*time.Hour)))
 		b.waitFinished(t, 1)
-		e, err := b.scheds[0].Trigger(context.Background(), b.account, j.ID)
+		e, err := b.replicas[0].worker.Trigger(context.Background(), b.account, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, cron.Success, e.Status)
 		b.waitFinished(t, 2)
@@ -129,8 +142,8 @@ func TestRetryDelayAndCallbacks(t *testing.T) {
 			require.Eventually(t, func() bool { return b.ep.count() == n }, 10*time.Second, 5*time.Millisecond)
 			if n < 3 {
 				require.Eventually(t, func() bool {
-					at, ok, err := b.store.Repos().NextWake(context.Background())
-					return err == nil && ok && at.Equal(b.clock.Now().Add(90*time.Second))
+					at, ok := b.nextRetry(t)
+					return ok && at.Equal(b.clock.Now().Add(90*time.Second))
 				}, 10*time.Second, 5*time.Millisecond, "retry %d comes 90 s after the failure", n)
 				require.Empty(t, b.callbackJobs(t), "no callback while retries are left")
 			}
@@ -150,7 +163,7 @@ func TestRetryDelayAndCallbacks(t *testing.T) {
 			"response_time_ms": body["response_time_ms"], "executed_at": execs[0].StartedAt.Format(time.RFC3339Nano),
 			"error_message": "the endpoint answered 503"}, body)
 
-		e, err := b.scheds[0].Trigger(context.Background(), b.account, j.ID)
+		e, err := b.replicas[0].worker.Trigger(context.Background(), b.account, j.ID)
 		require.NoError(t, err)
 		require.Equal(t, cron.Success, e.Status)
 		cbs = b.callbackJobs(t)
@@ -158,7 +171,7 @@ func TestRetryDelayAndCallbacks(t *testing.T) {
 		require.Equal(t, b.ep.srv.URL+"/ok", cbs[1]["url"])
 		require.Equal(t, "success", cbs[1]["body"].(map[string]any)["status"])
 
-		_, err = b.scheds[0].Trigger(context.Background(), insertAccount(t, b.db, b.clock.Now()), j.ID)
+		_, err = b.replicas[0].worker.Trigger(context.Background(), insertAccount(t, b.db, b.clock.Now()), j.ID)
 		require.True(t, failure.Is(err, failure.KindNotFound), "another account's job: %v", err)
 	})
 }

@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -84,7 +86,8 @@ func (r *replicas) start(i int) {
 		fmt.Sprintf("SWB_CRON_REAL_START=%d", r.clock.realStart.UnixNano()),
 		fmt.Sprintf("SWB_CRON_SIM_START=%d", r.clock.simStart.UnixNano()),
 		fmt.Sprintf("SWB_CRON_SPEED=%d", r.clock.speed),
-		"SWB_CRON_LEASE="+r.lease.String(), "SWB_CRON_LOOKAHEAD="+(2*time.Second).String(), "SWB_CRON_OWNER="+owner)
+		"SWB_CRON_LEASE="+r.lease.String(), "SWB_CRON_LOOKAHEAD="+(3*time.Second).String(), "SWB_CRON_LEAD="+(2*time.Second).String(),
+		"SWB_CRON_OWNER="+owner)
 	cmd.Stderr = os.Stderr
 	require.NoError(r.t, cmd.Start())
 	r.mu.Lock()
@@ -125,8 +128,8 @@ func (r *replicas) stop() {
 // 30 jobs every minute, time 10 times faster. One replica is killed with
 // SIGKILL 1 s (simulated) before a minute boundary, when it holds claimed
 // runs whose calls have not started, and restarted; later one is killed
-// 3 s after a boundary, while its calls are in flight (the receiver
-// answers after 0.6 s). Every slot is called at least once; the runs held
+// 5 s after a boundary, while its calls are in flight (the receiver
+// answers after 1 s). Every slot is called at least once; the runs held
 // before their call are called once, by another replica, within the lease
 // (plus slack); the runs cut off mid-call are retried once with the same
 // Idempotency-Key and recorded as attempt 2 with one interrupted attempt;
@@ -147,7 +150,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	const realLease = 2 * time.Second
 	ctx := context.Background()
 	url := dbtest.URL(t, dialect)
-	rcv := newSlowReceiver(t, 600*time.Millisecond)
+	rcv := newSlowReceiver(t, time.Second)
 
 	simStart := time.Date(2026, 5, 1, 12, 0, 30, 0, time.UTC)
 	db, err := store.Open(ctx, url, store.Options{})
@@ -179,17 +182,32 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	// held reads the running executions an owner holds, by whether their
-	// call had started.
+	// held reads the running executions whose queue jobs an owner holds,
+	// by whether their call had started.
 	held := func(owner string, started bool) map[string]bool {
+		var payloads [][]byte
+		require.NoError(t, db.Bun().NewRaw("SELECT payload FROM jobs WHERE kind = ? AND state = 'running' AND lease_owner = ?",
+			appcron.RunKind, owner).Scan(ctx, &payloads))
+		var ids []string
+		for _, p := range payloads {
+			var run struct {
+				Execution string `json:"execution"`
+			}
+			require.NoError(t, json.Unmarshal(p, &run))
+			ids = append(ids, run.Execution)
+		}
 		cond := "call_started_at IS NULL"
 		if started {
-			cond = "call_started_at IS NOT NULL"
+			cond = "call_started_at IS NOT NULL AND lease_owner = ?"
 		}
-		var ids []string
-		require.NoError(t, db.Bun().NewRaw("SELECT id FROM cron_executions WHERE status = 'running' AND lease_owner = ? AND "+cond, owner).Scan(ctx, &ids))
 		out := map[string]bool{}
-		for _, id := range ids {
+		if len(ids) == 0 {
+			return out
+		}
+		var running []string
+		require.NoError(t, db.Bun().NewRaw("SELECT id FROM cron_executions WHERE status = 'running' AND id IN (?) AND "+cond,
+			bun.List(ids), owner).Scan(ctx, &running))
+		for _, id := range running {
 			out[id] = true
 		}
 		return out
@@ -208,7 +226,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 				beforeCall = got
 			}
 		} else {
-			waitSim(boundary.Add(3 * time.Second))
+			waitSim(boundary.Add(5 * time.Second))
 			midCallKill = time.Now()
 			owner := rs.kill(victim)
 			if got := held(owner, true); len(got) > 0 {

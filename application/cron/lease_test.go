@@ -3,6 +3,7 @@ package cron_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -13,33 +14,42 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 	"github.com/switchboard-dev/switchboard/domain/ident"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
-// claimAsDeadReplica claims a job's due slot as a scheduler named owner
-// would, then "dies": nothing calls it. With started, it dies mid-call.
-func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, started bool) cron.Execution {
+// claimAsDeadReplica enqueues a job's due slot and claims its queue job as
+// a runner named owner would, leased until a second after the slot, then
+// "dies": nothing calls it. With
+// started, it dies mid-call.
+func (b *bundle) claimAsDeadReplica(t *testing.T, j cron.Job, owner string, started bool) {
 	t.Helper()
 	ctx := context.Background()
 	now := b.clock.Now()
-	e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: *j.NextRunAt, StartedAt: now,
-		Status: cron.Running, Attempt: 1, LeaseOwner: owner, LeaseUntil: now.Add(appcron.DefaultLease)}
 	next := j.NextRunAt.Add(time.Hour)
-	ids, err := b.store.Claim(ctx, owner, func(context.Context, appcron.Claims) (appcron.Runs, error) {
-		return appcron.Runs{Executions: []cron.Execution{e}, NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, nil
+	e := cron.Execution{ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: *j.NextRunAt, StartedAt: now,
+		Status: cron.Running, Attempt: 1}
+	payload, err := json.Marshal(map[string]any{"execution": e.ID, "slot": j.NextRunAt.UnixMicro(), "next": next.UnixMicro()})
+	require.NoError(t, err)
+	ids, err := b.store.Claim(ctx, func(context.Context, appcron.Claims) (appcron.Runs, error) {
+		return appcron.Runs{Runs: []appcron.Run{{Execution: e, Job: jobs.EnqueueParams{Kind: appcron.RunKind, Payload: payload,
+			RunAt: *j.NextRunAt, AccountID: j.AccountID, MaxAttempts: appcron.RunAttempts}}},
+			NextRuns: []appcron.NextRun{{JobID: j.ID, At: &next}}}, nil
 	})
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
+	claimed, err := b.db.JobQueue().ClaimJobs(ctx, owner, []jobs.Lease{{Kind: appcron.RunKind, Until: j.NextRunAt.Add(time.Second)}}, 10,
+		*j.NextRunAt, jobs.ClaimFilter{})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
 	if started {
-		ids, err = b.store.Repos().StartCalls(ctx, owner, now, []string{e.ID})
+		got, err := b.store.Repos().StartRuns(ctx, owner, now, []string{e.ID}, true)
 		require.NoError(t, err)
-		require.Len(t, ids, 1)
+		require.Len(t, got, 1)
 	}
-	return e
 }
 
 func (b *bundle) execution(t *testing.T, jobID string) cron.Execution {
@@ -50,9 +60,9 @@ func (b *bundle) execution(t *testing.T, jobID string) cron.Execution {
 	return execs[0]
 }
 
-// TestTakeOverOfADeadReplicasRuns: runs claimed by a scheduler that then
+// TestTakeOverOfADeadReplicasRuns: runs claimed by a runner that then
 // died are left alone while its lease holds, and taken over once it has
-// expired: the one whose call had not started is made as attempt 1, the
+// expired (the queue's rescue): the one whose call had not started is made as attempt 1, the
 // one cut off mid-call is retried once with the same key (attempt 2, one
 // interrupted attempt).
 func TestTakeOverOfADeadReplicasRuns(t *testing.T) {
@@ -62,9 +72,9 @@ func TestTakeOverOfADeadReplicasRuns(t *testing.T) {
 	daily := cron.Spec{Frequency: cron.Daily, Time: "08:01", Timezone: "UTC"}
 	before := b.create(t, cron.Job{Spec: daily})
 	mid := b.create(t, cron.Job{Spec: daily})
-	// Claimed at 08:00:58, before this scheduler's lookahead; the lease
+	// Claimed at 08:00:57, before this replica's lookahead; the lease
 	// lasts until 08:01:01.
-	b.clock.Set(start.Add(58 * time.Second))
+	b.clock.Set(start.Add(57 * time.Second))
 	b.claimAsDeadReplica(t, before, "sch_dead", false)
 	b.claimAsDeadReplica(t, mid, "sch_dead", true)
 
@@ -168,12 +178,12 @@ type flakyStore struct {
 
 var errDown = errors.New("connection refused")
 
-func (f flakyStore) Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
+func (f flakyStore) Claim(ctx context.Context, claim func(ctx context.Context, tx appcron.Claims) (appcron.Runs, error)) ([]string, error) {
 	if f.down.Load() {
 		f.attempts.Add(1)
 		return nil, errDown
 	}
-	return f.Store.Claim(ctx, owner, claim)
+	return f.Store.Claim(ctx, claim)
 }
 
 func (f flakyStore) Repos() appcron.Repos { return flakyRepos{Repos: f.Store.Repos(), down: f.down} }
@@ -209,7 +219,7 @@ func (s *syncBuffer) String() string {
 }
 
 // TestDatabaseOutage: while the database is away (a store failing every
-// transaction and read stands for it) the scheduler backs off (fewer
+// transaction and read stands for it) the enqueuer backs off (fewer
 // attempts than polls) and logs the outage once, and its end once; then it
 // resumes by itself and makes the run that fell due meanwhile.
 func TestDatabaseOutage(t *testing.T) {
@@ -219,21 +229,10 @@ func TestDatabaseOutage(t *testing.T) {
 	var attempts atomic.Int64
 	down.Store(true)
 	logs := &syncBuffer{}
-	s := flakyStore{Store: b.store, down: &down, attempts: &attempts}
-	sched := appcron.NewScheduler(appcron.SchedulerConfig{
-		Store: s, Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), PollInterval: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(logs, nil)),
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	r, err := startReplica(replicaConfig{db: b.db, store: b.store, enqueue: flakyStore{Store: b.store, down: &down, attempts: &attempts},
+		clock: appcron.SystemClock{}, enqueuePoll: 20 * time.Millisecond, logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	defer r.stop()
 
 	// A job due 1.5 s from now, while the database is away.
 	now := time.Now()

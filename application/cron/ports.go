@@ -18,7 +18,7 @@ import (
 type Repos interface {
 	TxReads
 	// Job reads one job of an account; inside a transaction on Postgres
-	// the row stays locked until it ends, so a scheduler claim and an
+	// the row stays locked until it ends, so an enqueuer's claim and an
 	// update never interleave. NotFound.
 	Job(ctx context.Context, accountID, id string) (cron.Job, error)
 	// Jobs lists an account's jobs with the number matching.
@@ -29,8 +29,9 @@ type Repos interface {
 	// Version. NotFound; when change fails, nothing is saved and its error
 	// is returned.
 	ChangeJob(ctx context.Context, accountID, id string, change func(cron.Job) (cron.Job, error)) (cron.Job, error)
-	// DeleteJob removes a job with its executions, pending retries
-	// included. NotFound when it is gone.
+	// DeleteJob removes a job with its executions, pending runs and
+	// retries included (their queue jobs find them gone). NotFound when
+	// it is gone.
 	DeleteJob(ctx context.Context, accountID, id string) error
 	// LastExecution is the latest finished (success or failed) execution
 	// of a job; ok is false when there is none.
@@ -51,51 +52,47 @@ type RunCount struct {
 	LastStartedAt     time.Time
 }
 
-// SchedulerRepos is what the scheduler needs from storage. Claims lock the
-// rows they return until the transaction ends and skip rows other
-// transactions hold (SKIP LOCKED on Postgres; SQLite has one writer).
-//
-// A running execution is leased: its owner (one scheduler) holds it until
-// the lease expires and renews the lease while it lives; a result or a
-// call start is accepted only from the owner, so a run taken over by
-// another scheduler is never made or recorded by the first.
+// SchedulerRepos is what the periodic enqueuer and the run handler need
+// from storage. A run is an execution row (unique per job and slot) and a
+// job of the queue (kind RunKind) that makes its call: the queue's lease
+// and rescue take a run over when its process dies, its retry scheduling
+// times the run's retries. The execution row says how far the run got.
 type SchedulerRepos interface {
-	// ClaimDueJobs returns up to limit active jobs whose next run is at or
-	// before now, earliest first.
-	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
-	// ClaimRetries moves up to limit retrying executions whose retry time
-	// is at or before now to running (attempt counted, started at now,
-	// leased to lease, call not started, RetryAt kept) and returns them.
-	ClaimRetries(ctx context.Context, now time.Time, lease Lease, limit int) ([]cron.Execution, error)
-	// TakeOverExpired handles up to limit running executions of other
-	// owners whose lease expired before now. One whose call had not
-	// started, or had started and was not interrupted before, is leased to
-	// lease and returned with its call not started; in the second case it
-	// counts one more attempt and one interrupted attempt, and StartedAt
-	// becomes now. One whose call was interrupted a second time is recorded
-	// failed with the error abandoned and counted in failed (at most limit
-	// of them; the rest are left for the next call, never leased).
-	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
-	// RenewExecutionLeases extends the lease of every running execution of
-	// lease.Owner to lease.Until and returns how many it extended.
-	RenewExecutionLeases(ctx context.Context, lease Lease) (int, error)
-	// StartCalls records that the calls of the given running executions
-	// start at at, and returns the ids it recorded: only executions still
-	// leased to owner whose call has not started yet. A call is made only
-	// after its id came back from StartCalls.
-	StartCalls(ctx context.Context, owner string, at time.Time, ids []string) ([]string, error)
+	// StartRuns starts, in one write, the calls of the runs ids at at for
+	// owner, and returns those it started with their jobs: a running
+	// execution whose call has not started, or whose call started once
+	// and was cut off (it counts one more attempt and one interrupted
+	// attempt), and a retrying one whose retry time has come (one more
+	// attempt). With activeOnly, only runs of active jobs start. A started
+	// run has status running, StartedAt and CallStartedAt at, LeaseOwner
+	// owner; its outcome is recorded only with that CallStartedAt and
+	// owner (Store.Record), so a call started again elsewhere is recorded
+	// once.
+	StartRuns(ctx context.Context, owner string, at time.Time, ids []string, activeOnly bool) ([]Started, error)
+	// Execution reads one execution with its job's status ("" when the
+	// job is gone); ok is false when the execution is gone.
+	Execution(ctx context.Context, id string) (e cron.Execution, jobStatus cron.Status, ok bool, err error)
+	// SettleRun records the outcome of a run that was not called, only if
+	// the execution is still as read (its status and attempt), and says
+	// whether it did.
+	SettleRun(ctx context.Context, was cron.Execution, o Outcome) (bool, error)
+	// DropRun deletes a run whose call never started (its first attempt,
+	// status running) and says whether it did.
+	DropRun(ctx context.Context, id string) (bool, error)
+	// RescheduleRun moves the pending queue job enqueued as job (the same
+	// kind and payload) to at.
+	RescheduleRun(ctx context.Context, job jobs.EnqueueParams, at time.Time) error
 	// JobsByID reads jobs of any account; missing ids are left out.
 	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
-	// NextWake is the earliest next run of an active job or retry of an
-	// execution; ok is false when there is none.
+	// NextWake is the earliest next run of an active job; ok is false
+	// when there is none.
 	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
 }
 
-// Lease is a scheduler's hold on running executions: Owner names the
-// scheduler, Until is when the hold lapses unless renewed.
-type Lease struct {
-	Owner string
-	Until time.Time
+// Started is a run whose call StartRuns started, with its job.
+type Started struct {
+	Execution cron.Execution
+	Job       cron.Job
 }
 
 // TxReads are the reads and locks a job's creation makes inside its
@@ -109,48 +106,49 @@ type TxReads interface {
 	CountJobs(ctx context.Context, accountID string) (int, error)
 }
 
-// Claims are what a scheduler's claim does inside its transaction (see
-// Store.Claim): it takes rows, locked and leased to it until the
-// transaction ends, and reads the jobs of what it took. Their errors are
-// Repos'.
+// Claims are what the periodic enqueuer does inside its transaction (see
+// Store.Claim): it takes due jobs, locked until the transaction ends, or
+// reads one job, locked. Their errors are Repos'.
 type Claims interface {
 	// Job is Repos.Job: the row stays locked until the claim ends.
 	Job(ctx context.Context, accountID, id string) (cron.Job, error)
-	// ClaimDueJobs is SchedulerRepos.ClaimDueJobs.
+	// ClaimDueJobs returns up to limit active jobs whose next run is at
+	// or before now, earliest first, skipping rows other transactions
+	// hold (SKIP LOCKED on Postgres; SQLite has one writer).
 	ClaimDueJobs(ctx context.Context, now time.Time, limit int) ([]cron.Job, error)
-	// ClaimRetries is SchedulerRepos.ClaimRetries.
-	ClaimRetries(ctx context.Context, now time.Time, lease Lease, limit int) ([]cron.Execution, error)
-	// TakeOverExpired is SchedulerRepos.TakeOverExpired.
-	TakeOverExpired(ctx context.Context, now time.Time, lease Lease, abandoned string, limit int) (taken []cron.Execution, failed int, err error)
-	// JobsByID is SchedulerRepos.JobsByID.
-	JobsByID(ctx context.Context, ids []string) ([]cron.Job, error)
 }
 
-// Runs is what a claim writes besides its leases, in this order.
+// Run is a new execution and the queue job that makes its call (none when
+// Job has no Kind: an execution recorded as it is, for imports and tests).
+type Run struct {
+	Execution cron.Execution
+	Job       jobs.EnqueueParams
+}
+
+// Runs is what a claim writes, in this order.
 type Runs struct {
-	// Executions are new executions, with their lease. One for a (job,
-	// slot) that has an execution already is not stored: each slot runs at
-	// most once.
-	Executions []cron.Execution
+	// Runs are new executions with their queue jobs. One for a (job,
+	// slot) that has an execution already is not stored, nor is its
+	// queue job enqueued: each slot runs at most once.
+	Runs []Run
 	// NextRuns move each job's next run (nil: none).
 	NextRuns []NextRun
-	// Finished are outcomes of running executions leased to the claiming
-	// scheduler (status success, failed or retrying with RetryAt).
-	// Outcomes of executions it no longer holds are ignored, and so are
-	// their callbacks.
-	Finished []Outcome
 }
 
 // Store gives the use cases their repositories, runs the decisions that
-// write a batch, and the scheduler's claims.
+// write a batch, the enqueuer's claims, and records the calls' outcomes.
 type Store interface {
 	Repos() Repos
 	// Claim runs claim in a transaction, taking rows through tx, and
-	// writes the Runs it returns, their outcomes as owner's, in that
-	// transaction. It returns the ids of the executions it stored. When
-	// claim fails, nothing is taken or written and Claim returns its
-	// error.
-	Claim(ctx context.Context, owner string, claim func(ctx context.Context, tx Claims) (Runs, error)) (stored []string, err error)
+	// writes the Runs it returns in that transaction. It returns the ids
+	// of the executions it stored. When claim fails, nothing is taken or
+	// written and Claim returns its error.
+	Claim(ctx context.Context, claim func(ctx context.Context, tx Claims) (Runs, error)) (stored []string, err error)
+	// Record writes outcomes in one transaction and returns the ids of
+	// the executions it recorded: only those still running whose call
+	// owner started at the outcome's CallStartedAt. The callbacks of the
+	// recorded ones are enqueued with them.
+	Record(ctx context.Context, owner string, outcomes []Outcome) (recorded []string, err error)
 	// Decide runs decide in a transaction, reading through tx, and writes
 	// the batch it returns in that transaction. When decide fails,
 	// nothing is written and Decide returns its error. Otherwise Decide
@@ -198,7 +196,10 @@ type NextRun struct {
 
 // Outcome is the recorded result of one call.
 type Outcome struct {
-	ExecutionID    string
+	ExecutionID string
+	// CallStartedAt is when the call began (StartRuns' at): the outcome
+	// of another start of the same run is not recorded.
+	CallStartedAt  time.Time
 	Status         cron.ExecutionStatus
 	ResponseCode   int
 	ResponseTimeMs int64
@@ -248,7 +249,7 @@ type Caller interface {
 	Call(ctx context.Context, req Request) Response
 }
 
-// Clock is the scheduler's time: Now, and a timer that fires after d.
+// Clock is the enqueuer's and the handler's time: Now, and a timer that fires after d.
 type Clock interface {
 	Now() time.Time
 	// After returns a channel that receives once d has passed, and a

@@ -22,7 +22,7 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/ident"
 )
 
-// TestMain doubles as a scheduler process: TestExactlyOnceAcrossProcesses
+// TestMain doubles as a replica process: TestExactlyOnceAcrossProcesses
 // starts this test binary again with SWB_CRON_SCHEDULER set, so that
 // three real processes share one database.
 func TestMain(m *testing.M) {
@@ -64,7 +64,8 @@ func clockFromEnv() (fastClock, error) {
 	return fastClock{realStart: time.Unix(0, realNs), simStart: time.Unix(0, simNs).UTC(), speed: speed}, nil
 }
 
-// schedulerProcess runs a scheduler on the simulated clock until SIGTERM.
+// schedulerProcess runs a replica (enqueuer, handler, runner) on the
+// simulated clock until SIGTERM.
 func schedulerProcess() int {
 	clock, err := clockFromEnv()
 	if err != nil {
@@ -81,34 +82,32 @@ func schedulerProcess() int {
 	defer db.Close()
 	// Durations are simulated time; the lease defaults to 3 s of real time.
 	lease := 3 * time.Second * time.Duration(clock.speed)
-	var lookahead time.Duration
-	if v := os.Getenv("SWB_CRON_LEASE"); v != "" {
-		if lease, err = time.ParseDuration(v); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
+	var lookahead, lead time.Duration
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"SWB_CRON_LEASE", &lease}, {"SWB_CRON_LOOKAHEAD", &lookahead}, {"SWB_CRON_LEAD", &lead}} {
+		if env := os.Getenv(v.name); env != "" {
+			if *v.dst, err = time.ParseDuration(env); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
 		}
 	}
-	if v := os.Getenv("SWB_CRON_LOOKAHEAD"); v != "" {
-		if lookahead, err = time.ParseDuration(v); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
+	// The runner's loops run on real time: a heartbeat every third of the
+	// lease, a rescue every 100 ms, a poll every 20 ms. Claims of 10 runs
+	// at most share them among the replicas.
+	r, err := startReplica(replicaConfig{db: db, store: db.CronStore(), clock: clock, owner: os.Getenv("SWB_CRON_OWNER"), batch: 25, claimBatch: 10,
+		lease: lease, lookahead: lookahead, lead: lead, beat: lease / 3 / time.Duration(clock.speed), rescue: 100 * time.Millisecond,
+		poll: 20 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	sched := appcron.NewScheduler(appcron.SchedulerConfig{
-		Store:  db.CronStore(),
-		Parser: cronexpr.New(), Caller: loopback().NewCronCaller(), Clock: clock, Batch: 25,
-		Lease: lease, Lookahead: lookahead, Owner: os.Getenv("SWB_CRON_OWNER"),
-	})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
 	<-sig
-	cancel()
-	<-done
+	r.stop()
 	return 0
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-dev/switchboard/adapters/cronexpr"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
@@ -136,18 +135,19 @@ func (e *endpoint) snapshot() []recordedCall {
 	return append([]recordedCall(nil), e.calls...)
 }
 
-// bundle is the cron use cases and one or more schedulers on one SQLite
-// store in a temporary file, calling a local endpoint, on a clock the
-// test moves. The tests of processes sharing a database, killed and
-// restarted, are in process_test.go and fault_test.go.
+// bundle is the cron use cases and one or more replicas (an enqueuer, the
+// runs' handler and a job runner each) on one SQLite store in a temporary
+// file, calling a local endpoint, on a clock the test moves. The tests of
+// processes sharing a database, killed and restarted, are in
+// process_test.go and fault_test.go.
 type bundle struct {
-	svc     *appcron.Service
-	db      *store.DB
-	store   appcron.Store
-	clock   *fakeClock
-	ep      *endpoint
-	account string
-	scheds  []*appcron.Scheduler
+	svc      *appcron.Service
+	db       *store.DB
+	store    appcron.Store
+	clock    *fakeClock
+	ep       *endpoint
+	account  string
+	replicas []*cronReplica
 }
 
 func loopback() *httpguard.Guard {
@@ -166,7 +166,6 @@ type options struct {
 
 func setup(t *testing.T, o options) *bundle {
 	t.Helper()
-	ctx := context.Background()
 	if o.replicas == 0 {
 		o.replicas = 1
 	}
@@ -180,37 +179,24 @@ func setup(t *testing.T, o options) *bundle {
 	db := dbtest.Open(t, o.dialect)
 	accountID := insertAccount(t, db, o.start)
 	b := &bundle{clock: clock, ep: newEndpoint(t), db: db, store: db.CronStore(), account: accountID}
-	guard := loopback()
-	parser := cronexpr.New()
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	for i := range o.replicas {
-		sched := appcron.NewScheduler(appcron.SchedulerConfig{
-			Store: b.store, Parser: parser, Caller: guard.NewCronCaller(), Clock: clock, Batch: o.batch,
-			Concurrency: o.concurrency, AccountShare: o.accountShare, PollInterval: time.Hour, RetryBackoff: func(int) time.Duration { return 10 * time.Second },
-		})
-		b.scheds = append(b.scheds, sched)
+		r, err := startReplica(replicaConfig{db: db, store: b.store, clock: clock, batch: o.batch, enqueuePoll: time.Hour,
+			workers: o.concurrency, share: o.accountShare, retryBackoff: func(int) time.Duration { return 10 * time.Second }})
+		require.NoError(t, err)
+		b.replicas = append(b.replicas, r)
 		if i == 0 {
-			b.svc = appcron.NewService(appcron.Deps{Store: b.store, Parser: parser, URLs: guard, Now: clock.Now, Wake: sched.Wake})
+			b.svc = appcron.NewService(appcron.Deps{Store: b.store, Parser: parser, URLs: loopback(), Now: clock.Now, Wake: r.enq.Wake})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sched.Run(runCtx)
-		}()
+		t.Cleanup(r.stop)
 	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
 	return b
 }
 
-// advance moves the clock and wakes every scheduler.
+// advance moves the clock and wakes every enqueuer (the runners poll).
 func (b *bundle) advance(t time.Time) {
 	b.clock.Set(t)
-	for _, s := range b.scheds {
-		s.Wake()
+	for _, r := range b.replicas {
+		r.enq.Wake()
 	}
 }
 
@@ -607,9 +593,10 @@ func TestHangingAccountLeavesCronCallsForOthers(t *testing.T) {
 		"the other account's call is made while A's hang (their timeout is a minute)")
 }
 
-// An account whose calls fill its share, with as many waiting, has its
-// further runs recorded as not made, at once: its waiting calls cannot
-// grow until they fill the claimed calls every account shares.
+// An account whose calls fill its share leaves its further runs in the
+// queue, holding no worker; a run still waiting when its job's next run
+// has come and its slot is past the grace period is recorded as not
+// made, as a run missed in downtime is, so the waiting runs cannot grow.
 func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
@@ -617,10 +604,8 @@ func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 	t.Cleanup(b.ep.release)
 	every := cron.Spec{Frequency: cron.Custom, CustomSchedule: "* * * * *", Timezone: "UTC"}
 	for range 5 {
-		b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: time.Minute, Spec: every})
+		b.create(t, cron.Job{EndpointURL: b.ep.srv.URL + "/hang", Timeout: time.Second, Spec: every})
 	}
-	b.advance(start.Add(time.Minute))
-	// Two calls hang (the share of 4), two wait, the fifth is not made.
 	notMade := func() int {
 		n := 0
 		for _, e := range b.allExecutions(t) {
@@ -630,7 +615,25 @@ func TestHangingAccountsExtraRunsAreNotMade(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return notMade() == 1 }, 10*time.Second, 5*time.Millisecond)
+	// Three calls hang (a lone account borrows all but a reserve of the
+	// 4 workers), two wait in the queue.
+	b.advance(start.Add(time.Minute))
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, e := range b.allExecutions(t) {
+			if e.CallStartedAt != nil {
+				n++
+			}
+		}
+		return n == 3
+	}, 10*time.Second, 5*time.Millisecond)
 	b.settle()
-	require.Equal(t, 1, notMade(), "only the run beyond the waiting ones")
+	require.Zero(t, notMade())
+	// Their next run and the grace period (5 minutes) pass while they
+	// wait; once the hanging calls time out, the two are taken and
+	// recorded as not made.
+	b.advance(start.Add(7 * time.Minute))
+	require.Eventually(t, func() bool { return notMade() == 2 }, 10*time.Second, 5*time.Millisecond)
+	b.settle()
+	require.Equal(t, 2, notMade(), "only the runs that waited past their next slot")
 }

@@ -1,7 +1,8 @@
 // Package cron holds the cron use cases: creating, reading, changing,
 // pausing, resuming and deleting scheduled HTTP calls, reading their
-// executions, and the scheduler that makes the calls, exactly once per
-// scheduled slot across every replica.
+// executions, and the periodic enqueuer and handler that make the calls
+// as jobs of the one job queue, exactly once per scheduled slot across
+// every replica.
 package cron
 
 import (

@@ -102,7 +102,7 @@ func (s *Service) SignIn(ctx context.Context, key, secret string) (Issued, error
 	if err != nil {
 		return Issued{}, err
 	}
-	token := newToken()
+	token := NewToken()
 	now := s.opts.Now().UTC()
 	sess := Session{
 		TokenHash: s.hash(token), AccountID: p.AccountID, CredentialID: p.CredentialID,
@@ -145,7 +145,7 @@ func (s *Service) Check(ctx context.Context, token string) (accounts.Principal, 
 
 // find reads the live session of token at now.
 func (s *Service) find(ctx context.Context, token string, now time.Time) (Session, error) {
-	if !wellFormed(token) {
+	if !WellFormedToken(token) {
 		return Session{}, failure.Unauthenticated()
 	}
 	hash := s.hash(token)
@@ -174,7 +174,7 @@ func (s *Service) find(ctx context.Context, token string, now time.Time) (Sessio
 
 // SignOut ends the session of token; an unknown or ended one is no error.
 func (s *Service) SignOut(ctx context.Context, token string) error {
-	if !wellFormed(token) {
+	if !WellFormedToken(token) {
 		return nil
 	}
 	if err := s.store.DeleteSession(ctx, s.hash(token)); err != nil {
@@ -194,16 +194,18 @@ func (s *Service) expiry(created, seen time.Time) time.Time {
 
 func (s *Service) hash(token string) []byte { return s.keys.Hash(purposeToken, token) }
 
-// newToken returns a fresh random token.
-func newToken() string {
+// NewToken returns a fresh random token of 256 bits as unpadded base64url:
+// it can be neither guessed nor enumerated, and a fast keyed hash is a
+// safe way to store it.
+func NewToken() string {
 	b := make([]byte, tokenBytes)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// wellFormed reports whether token can be one of ours, so that garbage
-// costs no hash and no read.
-func wellFormed(token string) bool {
+// WellFormedToken reports whether token can be one of NewToken's, so
+// that garbage costs no hash and no read.
+func WellFormedToken(token string) bool {
 	if len(token) != tokenLength {
 		return false
 	}

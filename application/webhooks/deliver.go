@@ -42,6 +42,11 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		d.Status, d.LastError, d.UpdatedAt = webhook.Failed, "endpoint disabled", s.now()
 		return s.saveDelivery(ctx, d)
 	}
+	if job.Interrupted > 0 {
+		if err := s.logInterrupted(ctx, d, job); err != nil {
+			return err
+		}
+	}
 	if d.Attempts == 0 && sendable.EarlierUntried {
 		// Keep a thread's events in order while the receiver is healthy:
 		// wait until every earlier one has had its first attempt.
@@ -70,6 +75,20 @@ func (s *Service) Work(ctx context.Context, job jobs.Job) error {
 		return s.batched.RecordSuccess(ctx, LoggedSuccess{Delivery: d, Attempt: webhook.Attempt{At: started, StatusCode: res.StatusCode, Latency: latency, Response: printable(res.Body)}})
 	}
 	return s.record(ctx, d, res, sendErr, started, latency)
+}
+
+// logInterrupted logs the attempt of an earlier run of job that its
+// process's death cut off: interrupted, no failure, not counted in the
+// delivery's attempts, the endpoint's health left as it is. Each run that
+// starts after such a death logs it, before its own attempt.
+func (s *Service) logInterrupted(ctx context.Context, d webhook.Delivery, job jobs.Job) error {
+	a := webhook.Attempt{At: job.InterruptedAt, Interrupted: true, Error: webhook.InterruptedError}
+	if job.Interrupted > 1 {
+		a.Error = fmt.Sprintf("%s; %d runs in a row were cut off", a.Error, job.Interrupted)
+	}
+	return s.store.Decide(ctx, func(context.Context, TxReads) (writes.Batch, error) {
+		return writes.Batch{Attempts: []writes.Attempt{{DeliveryID: d.ID, Attempt: a}}}, nil
+	})
 }
 
 // saveDelivery writes d's new state (writes.Batch.DeliveryStates).

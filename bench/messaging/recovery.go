@@ -15,8 +15,10 @@ import (
 // load take to be done by its successor: the time from the kill until every delivery
 // job that was running at the kill (claimed and leased; its message perhaps sent, its
 // completion not yet written) has completed, the successor being started at once.
-// Those jobs wait for their leases to end and a rescue to return them to the queue;
-// everything else is the successor's ordinary work.
+// The successor registers its process, finds the victim's lock free and, once it
+// has stayed free for the grace period (on the database clock), takes those jobs
+// back at once; their leases (10 s) are for a server that stalls. Everything else
+// is the successor's ordinary work.
 //
 // Each slice tops the queue up to Queued messages over Numbers sandbox numbers
 // (as Dispatch seeds them), starts a server with Workers job workers, lets it deliver

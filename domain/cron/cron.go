@@ -196,10 +196,9 @@ type Execution struct {
 	Error        string
 	// RetryAt is when a retrying execution is tried again.
 	RetryAt *time.Time
-	// LeaseOwner is the scheduler that holds a running execution until
-	// LeaseUntil; once that has passed, another scheduler may take it over.
+	// LeaseOwner is the process that started the running attempt's call;
+	// the job queue's lease on the run's queue job says whether it lives.
 	LeaseOwner string
-	LeaseUntil time.Time
 	// CallStartedAt is set, in its own commit, right before the running
 	// attempt's HTTP call; nil while the call has not started.
 	CallStartedAt *time.Time

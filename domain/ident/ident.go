@@ -32,6 +32,9 @@ const (
 	Spooled     = "inm"
 	// Erasure names the record of the erasure of a person.
 	Erasure = "era"
+	// Process names a running switchboard process in the database's
+	// registry of the processes that run background work.
+	Process = "prc"
 )
 
 // alphabet is lower-case base32 without padding, URL-safe and unambiguous in

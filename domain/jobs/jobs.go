@@ -8,10 +8,12 @@
 // handler registered for their kind.
 //
 // Guarantees: at-least-once. A job whose handler returns nil runs again
-// only if its worker lost the lease first (it crashed, hung past the lease,
-// or could not record the completion); handlers must therefore be
-// idempotent, keyed on something stable such as the job's UniqueKey or the
-// row the payload names.
+// only if its worker lost the lease first (its process died, it hung past
+// the lease, or it could not record the completion); handlers must
+// therefore be idempotent, keyed on something stable such as the job's
+// UniqueKey or the row the payload names. A run cut off by its process's
+// death is no failure: the job runs again at once without using an
+// attempt (see MaxInterruptions), and its handler is told (Interrupted).
 package jobs
 
 import (
@@ -37,6 +39,13 @@ type Job struct {
 	EndpointKey string
 	RunAt       time.Time
 	CreatedAt   time.Time
+	// Interrupted counts the runs of the job cut off by the death of
+	// their process since its last recorded outcome (0 almost always),
+	// and InterruptedAt is when the last of them started. Their outcome
+	// is unknown: what they called may or may not have got the call. A
+	// handler that logs attempts logs them as interrupted, not failed.
+	Interrupted   int
+	InterruptedAt time.Time
 }
 
 // Lease is how long a claim or a heartbeat holds the running jobs of one
@@ -65,6 +74,13 @@ const (
 // DefaultMaxAttempts is how often a job runs before it is dead, unless its
 // enqueuer says otherwise.
 const DefaultMaxAttempts = 25
+
+// MaxInterruptions is how many runs in a row of one job the death of their
+// process may cut off without using the job's attempts: such a run did not
+// fail, so the job runs again at once as if it had not started. Past it,
+// each interruption counts as a failed attempt, so that a job whose every
+// run kills its process cannot take the processes down forever.
+const MaxInterruptions = 3
 
 // EnqueueParams describe a job to enqueue.
 type EnqueueParams struct {

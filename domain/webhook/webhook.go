@@ -280,4 +280,13 @@ type Attempt struct {
 	Error      string
 	// Response is the first MaxResponseBytes of the body.
 	Response string
+	// Interrupted says the process making the attempt died before its
+	// answer was recorded: the receiver may or may not have got it. Such
+	// an attempt is no failure of the endpoint: it is not counted in the
+	// delivery's Attempts, moves no retry schedule and no endpoint health,
+	// and the delivery is attempted again at once.
+	Interrupted bool
 }
+
+// InterruptedError is the Error of an interrupted attempt.
+const InterruptedError = "interrupted: the process making this attempt stopped before its answer was recorded; the receiver may have got it (it is attempted again with the same webhook-id)"

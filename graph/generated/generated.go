@@ -593,11 +593,12 @@ type ComplexityRoot struct {
 	}
 
 	WebhookAttempt struct {
-		At         func(childComplexity int) int
-		Error      func(childComplexity int) int
-		LatencyMs  func(childComplexity int) int
-		Response   func(childComplexity int) int
-		StatusCode func(childComplexity int) int
+		At          func(childComplexity int) int
+		Error       func(childComplexity int) int
+		Interrupted func(childComplexity int) int
+		LatencyMs   func(childComplexity int) int
+		Response    func(childComplexity int) int
+		StatusCode  func(childComplexity int) int
 	}
 
 	WebhookDelivery struct {
@@ -3230,6 +3231,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookAttempt.Error(childComplexity), true
+	case "WebhookAttempt.interrupted":
+		if e.ComplexityRoot.WebhookAttempt.Interrupted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookAttempt.Interrupted(childComplexity), true
 	case "WebhookAttempt.latencyMs":
 		if e.ComplexityRoot.WebhookAttempt.LatencyMs == nil {
 			break
@@ -4915,6 +4922,8 @@ type WebhookAttempt {
   error: String!
   "The first 4 KiB of the response body."
   response: String!
+  "The process making the attempt died before its answer was recorded: the receiver may or may not have got it. No failure of the endpoint; the delivery is attempted again at once."
+  interrupted: Boolean!
 }
 
 "A page of webhook deliveries, Relay-style."
@@ -5904,6 +5913,8 @@ func (ec *executionContext) childFields_WebhookAttempt(ctx context.Context, fiel
 		return ec.fieldContext_WebhookAttempt_error(ctx, field)
 	case "response":
 		return ec.fieldContext_WebhookAttempt_response(ctx, field)
+	case "interrupted":
+		return ec.fieldContext_WebhookAttempt_interrupted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookAttempt", field.Name)
 }
@@ -16713,6 +16724,29 @@ func (ec *executionContext) fieldContext_WebhookAttempt_response(_ context.Conte
 	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "String")
 }
 
+func (ec *executionContext) _WebhookAttempt_interrupted(ctx context.Context, field graphql.CollectedField, obj *webhook.Attempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookAttempt_interrupted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Interrupted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookAttempt_interrupted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *webhook.Delivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23151,6 +23185,11 @@ func (ec *executionContext) _WebhookAttempt(ctx context.Context, sel ast.Selecti
 			}
 		case "response":
 			out.Values[i] = ec._WebhookAttempt_response(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "interrupted":
+			out.Values[i] = ec._WebhookAttempt_interrupted(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

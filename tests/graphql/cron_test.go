@@ -76,7 +76,7 @@ func TestCronJobs(t *testing.T) {
 		slot := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
 		insert := func(job cronJobData, account string, at time.Time, status cron.ExecutionStatus) string {
 			id := ident.New(ident.Execution)
-			_, err := b.db.CronStore().Claim(ctx, "sch_test", claimExecutions([]cron.Execution{{
+			_, err := b.db.CronStore().Claim(ctx, claimExecutions([]cron.Execution{{
 				ID: id, JobID: job.ID, AccountID: account, Slot: at, StartedAt: at, Status: status, Attempt: 1,
 			}}))
 			require.NoError(t, err)
@@ -197,7 +197,7 @@ func TestCronListingIssuesABoundedNumberOfStatements(t *testing.T) {
 				CreateCronJob struct{ ID string } `json:"createCronJob"`
 			}
 			b.data(t, b.acme, fmt.Sprintf(`mutation { createCronJob(input: {endpointUrl: "http://127.0.0.1:9/%d", method: "GET", frequency: DAILY, time: "09:00", timezone: "UTC"}) { id } }`, i), nil, &d)
-			_, err := b.db.CronStore().Claim(ctx, "sch_test", claimExecutions([]cron.Execution{{
+			_, err := b.db.CronStore().Claim(ctx, claimExecutions([]cron.Execution{{
 				ID: ident.New(ident.Execution), JobID: d.CreateCronJob.ID, AccountID: b.acme.accountID,
 				Slot: time.Now().Add(-time.Hour), StartedAt: time.Now().Add(-time.Hour), Status: cron.Success, Attempt: 1,
 			}}))
@@ -226,9 +226,14 @@ func TestCronListingIssuesABoundedNumberOfStatements(t *testing.T) {
 	})
 }
 
-// claimExecutions is a scheduler's claim that stores execs as they are.
+// claimExecutions is an enqueuer's claim that stores execs as they are,
+// without queue jobs.
 func claimExecutions(execs []cron.Execution) func(context.Context, appcron.Claims) (appcron.Runs, error) {
 	return func(context.Context, appcron.Claims) (appcron.Runs, error) {
-		return appcron.Runs{Executions: execs}, nil
+		runs := make([]appcron.Run, len(execs))
+		for i, e := range execs {
+			runs[i] = appcron.Run{Execution: e}
+		}
+		return appcron.Runs{Runs: runs}, nil
 	}
 }

@@ -326,7 +326,7 @@ func TestConnectorPollsAndSetsWebhooks(t *testing.T) {
 		return []account.Number{polled, hooked, disabled}, map[string]map[string]string{polled.ID: p, hooked.ID: h, disabled.ID: h}
 	})
 	c := &telegram.Connector{Client: telegram.NewClient(), Inbound: &telegram.Inbound{Inbox: box}, Numbers: nums,
-		PublicURL: "https://sb.example.com", Polling: true, Rescan: time.Hour, PollTimeout: time.Second}
+		PublicURL: "https://sb.example.com", Polling: true, Leases: &fakeLeases{box: box}, Rescan: time.Hour, PollTimeout: time.Second}
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
 

@@ -17,8 +17,8 @@ import (
 )
 
 // feed hands the messages and emails accounts receive to the calls
-// waiting for one (wait_for_message), and the messages to the threads'
-// resource subscriptions. It holds
+// waiting for one (wait_for_message), and the messages to the sessions'
+// event streams open here (for their resource subscriptions). It holds
 // one live subscription per account that has a wait or a subscription,
 // however many it has, and ends it when the last one goes: memory grows
 // with the accounts listening, not with the calls. Waits are bounded in
@@ -28,7 +28,7 @@ type feed struct {
 	live           LiveFeed
 	maxWaits       int
 	maxPerAccount  int
-	threadReceived func(threadID string)
+	threadReceived func(accountID, threadID string)
 	log            *slog.Logger
 
 	// ctx ends with the feed; resubscriptions run in it.
@@ -46,8 +46,9 @@ type feed struct {
 type accountFeed struct {
 	accountID string
 	waiters   map[*waiter]struct{}
-	// watches counts the resource subscriptions of each thread.
-	watches map[string]int
+	// watches counts the event streams that hear of the account's
+	// messages (to send their sessions' resource updates).
+	watches int
 	stop    func()
 }
 
@@ -87,7 +88,7 @@ func (f waitFilter) matches(a arrival) bool {
 	return false
 }
 
-func newFeed(live LiveFeed, maxWaits, maxPerAccount int, threadReceived func(threadID string), log *slog.Logger) *feed {
+func newFeed(live LiveFeed, maxWaits, maxPerAccount int, threadReceived func(accountID, threadID string), log *slog.Logger) *feed {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &feed{live: live, maxWaits: maxWaits, maxPerAccount: maxPerAccount, threadReceived: threadReceived, log: log,
 		ctx: ctx, cancel: cancel, accounts: map[string]*accountFeed{}}
@@ -137,11 +138,11 @@ func (f *feed) wait(ctx context.Context, accountID string, filter waitFilter, ti
 	}
 }
 
-// watch tells threadReceived of every message threadID receives until
+// watch tells threadReceived of every message accountID receives until
 // the returned function is called.
-func (f *feed) watch(ctx context.Context, accountID, threadID string) (func(), error) {
+func (f *feed) watch(ctx context.Context, accountID string) (func(), error) {
 	if err := f.listen(ctx, accountID, func(a *accountFeed) error {
-		a.watches[threadID]++
+		a.watches++
 		return nil
 	}); err != nil {
 		return nil, err
@@ -149,11 +150,7 @@ func (f *feed) watch(ctx context.Context, accountID, threadID string) (func(), e
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			f.leave(accountID, func(a *accountFeed) {
-				if a.watches[threadID]--; a.watches[threadID] <= 0 {
-					delete(a.watches, threadID)
-				}
-			})
+			f.leave(accountID, func(a *accountFeed) { a.watches-- })
 		})
 	}, nil
 }
@@ -188,7 +185,7 @@ func (f *feed) listen(ctx context.Context, accountID string, join func(*accountF
 		stop() // another call subscribed meanwhile
 		return join(a)
 	}
-	a := &accountFeed{accountID: accountID, waiters: map[*waiter]struct{}{}, watches: map[string]int{}, stop: stop}
+	a := &accountFeed{accountID: accountID, waiters: map[*waiter]struct{}{}, stop: stop}
 	if err := join(a); err != nil {
 		stop()
 		return err
@@ -209,7 +206,7 @@ func (f *feed) leave(accountID string, drop func(*accountFeed)) {
 		return
 	}
 	drop(a)
-	if len(a.waiters) == 0 && len(a.watches) == 0 {
+	if len(a.waiters) == 0 && a.watches == 0 {
 		delete(f.accounts, accountID)
 		a.stop()
 	}
@@ -257,10 +254,10 @@ func (f *feed) run(a *accountFeed, updates <-chan appmessaging.LiveUpdate) {
 			delete(a.waiters, w)
 			f.waits--
 		}
-		watched := got.message != nil && a.watches[got.message.ThreadID] > 0
+		watched := got.message != nil && a.watches > 0
 		f.mu.Unlock()
 		if watched {
-			f.threadReceived(got.message.ThreadID)
+			f.threadReceived(a.accountID, got.message.ThreadID)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func (l *fakeLive) fallBehind(accountID string) {
 func TestFeedBoundsWaits(t *testing.T) {
 	// Not parallel: it counts the process's goroutines.
 	live := newFakeLive()
-	f := newFeed(live, 1000, 10, func(string) {}, slog.Default())
+	f := newFeed(live, 1000, 10, func(string, string) {}, slog.Default())
 	defer f.close()
 	goroutines := runtime.NumGoroutine()
 
@@ -144,7 +144,7 @@ func TestFeedBoundsWaits(t *testing.T) {
 
 func TestFeedBoundsOneAccountsWaits(t *testing.T) {
 	t.Parallel()
-	f := newFeed(newFakeLive(), 1000, 2, func(string) {}, slog.Default())
+	f := newFeed(newFakeLive(), 1000, 2, func(string, string) {}, slog.Default())
 	defer f.close()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -161,15 +161,15 @@ func TestFeedBoundsOneAccountsWaits(t *testing.T) {
 
 // A message goes to every wait of its account (and thread), once; a
 // subscription the live feed ended is taken again; watches hear of their
-// thread's messages.
+// account's messages, of every thread.
 func TestFeedHandsOutMessages(t *testing.T) {
 	t.Parallel()
 	live := newFakeLive()
 	watched := make(chan string, 10)
-	f := newFeed(live, 1000, 10, func(threadID string) { watched <- threadID }, slog.Default())
+	f := newFeed(live, 1000, 10, func(accountID, threadID string) { watched <- accountID + "/" + threadID }, slog.Default())
 	defer f.close()
 
-	release, err := f.watch(t.Context(), "acc_a", "thr_1")
+	release, err := f.watch(t.Context(), "acc_a")
 	require.NoError(t, err)
 	type got struct {
 		m   messaging.Message
@@ -195,7 +195,7 @@ func TestFeedHandsOutMessages(t *testing.T) {
 	r := <-anyThread
 	require.True(t, r.ok)
 	require.Equal(t, "one", r.m.Content.Text)
-	require.Equal(t, "thr_1", <-watched)
+	require.Equal(t, "acc_a/thr_1", <-watched)
 	select {
 	case <-thread2:
 		t.Fatal("a wait for thr_2 took thr_1's message")
@@ -208,6 +208,7 @@ func TestFeedHandsOutMessages(t *testing.T) {
 	r = <-thread2
 	require.True(t, r.ok)
 	require.Equal(t, "two", r.m.Content.Text)
+	require.Equal(t, "acc_a/thr_2", <-watched)
 
 	release()
 	accounts, _ := f.listening()
@@ -221,7 +222,7 @@ func TestFeedHandsOutMessages(t *testing.T) {
 func TestFeedHandsOutEmails(t *testing.T) {
 	t.Parallel()
 	live := newFakeLive()
-	f := newFeed(live, 1000, 10, func(string) {}, slog.Default())
+	f := newFeed(live, 1000, 10, func(string, string) {}, slog.Default())
 	defer f.close()
 	waitFor := func(filter waitFilter) <-chan arrival {
 		out := make(chan arrival, 1)
@@ -251,7 +252,7 @@ func TestFeedHandsOutEmails(t *testing.T) {
 // Closing the feed ends its waits.
 func TestFeedCloseEndsWaits(t *testing.T) {
 	t.Parallel()
-	f := newFeed(newFakeLive(), 1000, 10, func(string) {}, slog.Default())
+	f := newFeed(newFakeLive(), 1000, 10, func(string, string) {}, slog.Default())
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := f.wait(t.Context(), "acc_a", messages, time.Minute)

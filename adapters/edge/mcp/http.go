@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/edge/ratelimit"
 	"github.com/switchboard-dev/switchboard/application/accounts"
+	"github.com/switchboard-dev/switchboard/application/mcpsessions"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
 
@@ -62,7 +66,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid API credentials")
 		return
 	}
-	if h.sessions.isClosed() {
+	if h.locals.isClosed() {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the server is shutting down; retry later")
 		return
@@ -80,24 +84,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &call{principal: p, ctx: r.Context(), quota: quota}
-	if id := r.Header.Get(sessionHeader); id != "" {
-		// A session answers only its own account: another account's
-		// session id is not found, like any other id of another account.
-		if owner, known := h.sessions.owner(id); known && owner != p.AccountID {
-			writeError(w, http.StatusNotFound, "session_not_found", "no MCP session "+truncate(id, 80))
-			return
-		}
-	} else if r.Method == http.MethodPost {
-		// A POST without a session makes the SDK create one; it holds one
-		// of the account's places from now until it ends, or until this
-		// request ends when no session came of it.
-		if c.slot = h.sessions.reserve(p.AccountID, h.deps.MaxSessionsPerAccount); c.slot == nil {
-			w.Header().Set("Retry-After", "60")
-			writeError(w, http.StatusTooManyRequests, "too_many_sessions",
-				"this account has "+strconv.Itoa(h.deps.MaxSessionsPerAccount)+" MCP sessions open on this server; close one (DELETE /mcp) or let one idle out")
-			return
-		}
-		defer h.sessions.release(c.slot)
+	sess, opened, ok := h.session(w, r, p.AccountID)
+	if !ok {
+		return
+	}
+	defer h.locals.release(sess, h.now())
+	if opened {
+		// A session this request opened lives on only if its initialize
+		// completed (scope stored its state); otherwise it ends with the
+		// request.
+		c.opening = sess
+		defer func() {
+			if !h.locals.isInitialized(sess) {
+				h.locals.drop(sess)
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+				defer cancel()
+				if err := h.deps.Sessions.End(ctx, sess.hash); err != nil {
+					h.log.WarnContext(ctx, "mcp: end a session that did not initialize", "error", err.Error())
+				}
+			}
+		}()
 	}
 	// The server's read and write timeouts would cut an event stream, and
 	// a long poll, short.
@@ -120,16 +126,152 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// outlives one interval: most calls end sooner, at no cost.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		sessionID, key, secret := r.Header.Get(sessionHeader), r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret")
-		checks := time.AfterFunc(h.deps.CredentialRecheck, func() { h.recheck(ctx, cancel, sessionID, key, secret) })
+		key, secret := r.Header.Get("X-API-Key"), r.Header.Get("X-API-Secret")
+		checks := time.AfterFunc(h.deps.CredentialRecheck, func() { h.recheck(ctx, cancel, sess, key, secret) })
 		defer checks.Stop()
 		r = r.WithContext(ctx)
 		c.ctx = ctx
 	}
+	switch r.Method {
+	case http.MethodDelete:
+		if err := h.deps.Sessions.End(r.Context(), sess.hash); err != nil {
+			h.writeFailure(w, r, err)
+			return
+		}
+		h.locals.drop(sess)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case http.MethodGet:
+		// The replica that holds the event stream sends the session's
+		// resource updates: it hears of every message of the account.
+		release, err := h.feed.watch(r.Context(), p.AccountID)
+		if err != nil {
+			h.writeFailure(w, r, err)
+			return
+		}
+		defer release()
+		h.locals.stream(sess, 1)
+		defer h.locals.stream(sess, -1)
+	}
 	token := h.calls.add(c)
 	defer h.calls.remove(token)
 	r.Header.Set(callHeader, token)
-	h.http.ServeHTTP(w, r)
+	sess.transport.ServeHTTP(w, r)
+}
+
+// session finds the session a request belongs to, held here for the
+// request (locals.release gives it back): the one its Mcp-Session-Id
+// names, resumed from the database when this replica holds none, or, for
+// a POST without one, a new session (opened true). An id that is
+// unknown, ended or another account's is answered 404, as are ids of
+// sessions that never were: no request makes a session of someone
+// else's. false when the request was answered.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, accountID string) (s *local, opened, ok bool) {
+	if !h.acceptable(w, r) {
+		return nil, false, false
+	}
+	ctx := r.Context()
+	id := r.Header.Get(sessionHeader)
+	var (
+		stored mcpsessions.Session
+		err    error
+	)
+	switch {
+	case id != "":
+		stored, err = h.deps.Sessions.Find(ctx, id, accountID)
+		if failure.Is(err, failure.KindNotFound) {
+			writeError(w, http.StatusNotFound, "session_not_found", "no MCP session "+truncate(id, 80))
+			return nil, false, false
+		}
+		if err == nil {
+			if terr := h.deps.Sessions.Touch(ctx, stored); terr != nil {
+				h.log.WarnContext(ctx, "mcp: move a session's idle timeout on", "error", terr.Error())
+			}
+		}
+	case r.Method == http.MethodPost:
+		// A POST without a session opens one; it holds one of the
+		// account's places from now until it ends, or until this request
+		// ends when its initialize did not complete.
+		id, stored, err = h.deps.Sessions.Open(ctx, accountID)
+		if e := failure.As(err); e != nil && e.Code == "too_many_sessions" {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.RetryAfter)))
+			writeError(w, http.StatusTooManyRequests, e.Code, e.Message)
+			return nil, false, false
+		}
+		opened = true
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", r.Method+" /mcp needs the Mcp-Session-Id header of a session")
+		return nil, false, false
+	}
+	if err != nil {
+		h.writeFailure(w, r, err)
+		return nil, false, false
+	}
+	if s, err = h.locals.acquire(id, stored); err != nil {
+		h.writeFailure(w, r, err)
+		return nil, false, false
+	}
+	return s, opened, true
+}
+
+// acceptable checks the media types of a request as the Streamable HTTP
+// transport asks for them: a POST carries JSON and accepts both JSON and
+// an event stream; a GET accepts an event stream.
+func (h *Handler) acceptable(w http.ResponseWriter, r *http.Request) bool {
+	json, stream := accepts(r.Header.Values("Accept"))
+	switch r.Method {
+	case http.MethodPost:
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+			return false
+		}
+		if !json || !stream {
+			writeError(w, http.StatusBadRequest, "bad_request", "Accept must list both application/json and text/event-stream")
+			return false
+		}
+	case http.MethodGet:
+		if !stream {
+			writeError(w, http.StatusBadRequest, "bad_request", "Accept must list text/event-stream")
+			return false
+		}
+	}
+	return true
+}
+
+// accepts reads which of JSON and an event stream Accept headers allow.
+func accepts(values []string) (json, stream bool) {
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			switch mt {
+			case "application/json", "application/*":
+				json = true
+			case "text/event-stream", "text/*":
+				stream = true
+			case "*/*":
+				json, stream = true, true
+			}
+		}
+	}
+	return json, stream
+}
+
+// writeFailure answers a failure of the request's own, not of a call, in
+// the edge's flat error shape: the database away is 503 with Retry-After.
+func (h *Handler) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errClosed) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the server is shutting down; retry later")
+		return
+	}
+	e := failure.As(err)
+	if e == nil || e.Kind != failure.KindUnavailable {
+		h.log.ErrorContext(r.Context(), "mcp: serve a session", "error", err.Error())
+		writeError(w, http.StatusInternalServerError, "internal_error", "internal error")
+		return
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.RetryAfter)))
+	writeError(w, http.StatusServiceUnavailable, "unavailable", e.Message)
 }
 
 // retryAfterSeconds rounds a wait up to whole seconds, at least one.
@@ -139,20 +281,21 @@ func retryAfterSeconds(d time.Duration) int {
 
 // recheck checks a request's credentials at once and then every
 // CredentialRecheck until ctx ends; once they are refused (the key was
-// revoked) it ends the request (an event stream, a call) and its session.
-// A check that fails otherwise (the database away) changes nothing: an
-// outage is no reason to drop every session. The auth cache answers the
-// checks, and forgets revoked keys.
-func (h *Handler) recheck(ctx context.Context, end context.CancelFunc, sessionID, key, secret string) {
+// revoked) it ends the request (an event stream, a call) and its session,
+// for every replica. A check that fails otherwise (the database away)
+// changes nothing: an outage is no reason to drop every session. The auth
+// cache answers the checks, and forgets revoked keys.
+func (h *Handler) recheck(ctx context.Context, end context.CancelFunc, s *local, key, secret string) {
 	t := time.NewTicker(h.deps.CredentialRecheck)
 	defer t.Stop()
 	for {
 		if _, err := h.deps.Authenticator.Authenticate(ctx, key, secret, false); failure.Is(err, failure.KindUnauthenticated) {
 			end()
-			for ss := range h.server.Sessions() {
-				if ss.ID() == sessionID {
-					_ = ss.Close()
-				}
+			h.locals.drop(s)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := h.deps.Sessions.End(ctx, s.hash); err != nil {
+				h.log.WarnContext(ctx, "mcp: end the session of a revoked key", "error", err.Error())
 			}
 			return
 		}
@@ -182,7 +325,7 @@ func truncate(s string, n int) string {
 
 // call is one HTTP request being served: who sent it, its context,
 // which ends when the client goes away, the quota its request token
-// left, and the session place it holds.
+// left, and the session it opened.
 type call struct {
 	principal accounts.Principal
 	// ctx is the HTTP request's context, kept so that a handler running on
@@ -191,9 +334,9 @@ type call struct {
 	// quota is what spending the request's token left; a call runs only
 	// when it was admitted.
 	quota ratelimit.Quota
-	// slot is the session place a POST without a session holds; nil on
+	// opening is the session a POST without a session id opened; nil on
 	// other requests.
-	slot *slot
+	opening *local
 }
 
 // calls are the HTTP requests being served, by the token of their
@@ -231,166 +374,4 @@ func (c *calls) of(req sdk.Request) (*call, bool) {
 	defer c.mu.Unlock()
 	in, ok := c.m[extra.Header.Get(callHeader)]
 	return in, ok
-}
-
-// sessions are the open MCP sessions of this process: whose each is, and
-// the threads it watches.
-type sessions struct {
-	mu   sync.Mutex
-	byID map[string]*session
-	// held counts each account's open sessions and reserved slots: the
-	// number its cap applies to.
-	held   map[string]int
-	closed bool
-}
-
-type session struct {
-	accountID string
-	// watches end the session's resource subscriptions, by URI.
-	watches map[string]func()
-}
-
-// slot is a place for one session of an account, reserved before the SDK
-// creates the session, so that the cap is checked and taken at once.
-// Once reserved it is either opened (the session holds it until it ends)
-// or released (no session came of the request); never both.
-type slot struct {
-	accountID string
-	state     slotState
-}
-
-type slotState int
-
-const (
-	slotReserved slotState = iota
-	slotOpened
-	slotReleased
-)
-
-func newSessions() *sessions {
-	return &sessions{byID: map[string]*session{}, held: map[string]int{}}
-}
-
-// reserve takes a place for a session of accountID if the account holds
-// fewer than limit (sessions and reserved places); nil otherwise.
-func (s *sessions) reserve(accountID string, limit int) *slot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held[accountID] >= limit {
-		return nil
-	}
-	s.held[accountID]++
-	return &slot{accountID: accountID}
-}
-
-// release gives back a reserved place that no session took.
-func (s *sessions) release(sl *slot) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sl.state == slotReserved {
-		sl.state = slotReleased
-		s.drop(sl.accountID)
-	}
-}
-
-// drop gives back one of an account's places; s.mu is held.
-func (s *sessions) drop(accountID string) {
-	if s.held[accountID]--; s.held[accountID] <= 0 {
-		delete(s.held, accountID)
-	}
-}
-
-// open records ss, initialized by the request holding sl, until it ends.
-// A session already recorded is left as it is. A session that holds no
-// reserved place (its request ended first and gave the place back, or
-// the server is shutting down) is closed, from a goroutine of its own
-// (closing waits for the handler that calls open): it would go beyond
-// the cap.
-func (s *sessions) open(ss *sdk.ServerSession, sl *slot) {
-	id := ss.ID()
-	s.mu.Lock()
-	if _, dup := s.byID[id]; dup {
-		s.mu.Unlock()
-		return
-	}
-	if sl == nil || sl.state != slotReserved || s.closed {
-		s.mu.Unlock()
-		go func() { _ = ss.Close() }()
-		return
-	}
-	sl.state = slotOpened
-	s.byID[id] = &session{accountID: sl.accountID, watches: map[string]func(){}}
-	s.mu.Unlock()
-	go func() {
-		_ = ss.Wait()
-		s.end(id)
-	}()
-}
-
-// end forgets a session and ends its resource subscriptions.
-func (s *sessions) end(id string) {
-	s.mu.Lock()
-	sess, ok := s.byID[id]
-	if ok {
-		delete(s.byID, id)
-		s.drop(sess.accountID)
-	}
-	s.mu.Unlock()
-	if ok {
-		for _, release := range sess.watches {
-			release()
-		}
-	}
-}
-
-func (s *sessions) owner(id string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.byID[id]
-	if !ok {
-		return "", false
-	}
-	return sess.accountID, true
-}
-
-// watch records a resource subscription of a session; false when the
-// session already has it (or is gone), and release was not kept.
-func (s *sessions) watch(id, uri string, release func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.byID[id]
-	if !ok {
-		return false
-	}
-	if _, dup := sess.watches[uri]; dup {
-		return false
-	}
-	sess.watches[uri] = release
-	return true
-}
-
-// unwatch ends a resource subscription of a session.
-func (s *sessions) unwatch(id, uri string) {
-	s.mu.Lock()
-	var release func()
-	if sess, ok := s.byID[id]; ok {
-		release = sess.watches[uri]
-		delete(sess.watches, uri)
-	}
-	s.mu.Unlock()
-	if release != nil {
-		release()
-	}
-}
-
-func (s *sessions) close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-}
-
-func (s *sessions) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
 }

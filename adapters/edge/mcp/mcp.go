@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -153,9 +152,17 @@ type Deps struct {
 	// process, and MaxWaitsPerAccount those of one account, so that one
 	// account cannot hold them all; 1,000 and 100 when zero.
 	MaxWaits, MaxWaitsPerAccount int
-	// MaxSessionsPerAccount bounds an account's open sessions on this
-	// process; 100 when zero.
-	MaxSessionsPerAccount int
+	// Sessions keep the sessions where every replica sees them, so that
+	// any replica serves any request of a session. Required.
+	Sessions Sessions
+	// SessionSweep is how often this replica asks the database which of
+	// the sessions it holds ended elsewhere (deleted, revoked, expired),
+	// and ends what it serves of them; 1 s when zero.
+	SessionSweep time.Duration
+	// LocalSessionIdle is how long this replica keeps a session no
+	// request used here (it lives on in the database, and is resumed at
+	// its next request); 5 minutes when zero.
+	LocalSessionIdle time.Duration
 	// MaxBodyBytes bounds a POST's body (413 beyond); 1 MiB when zero.
 	MaxBodyBytes int64
 	// AllowedOrigins are the browser origins (https://app.example.com, as
@@ -168,9 +175,6 @@ type Deps struct {
 	// on the same host that passes the public name on); any other is
 	// refused 403.
 	AllowedHosts []string
-	// SessionIdleTimeout ends a session that has had no request for this
-	// long; 30 minutes when zero.
-	SessionIdleTimeout time.Duration
 	// Version is reported to clients as the server's version.
 	Version string
 	Logger  *slog.Logger
@@ -180,13 +184,13 @@ type Deps struct {
 
 // Defaults of Deps.
 const (
-	DefaultCallTimeout           = 10 * time.Second
-	DefaultIdempotencyLock       = edge.DefaultIdempotencyLock
-	DefaultMaxWaits              = 1000
-	DefaultMaxWaitsPerAccount    = 100
-	DefaultMaxSessionsPerAccount = 100
-	DefaultSessionIdleTimeout    = 30 * time.Minute
-	DefaultMaxBodyBytes          = 1 << 20
+	DefaultCallTimeout        = 10 * time.Second
+	DefaultIdempotencyLock    = edge.DefaultIdempotencyLock
+	DefaultMaxWaits           = 1000
+	DefaultMaxWaitsPerAccount = 100
+	DefaultSessionSweep       = time.Second
+	DefaultLocalSessionIdle   = 5 * time.Minute
+	DefaultMaxBodyBytes       = 1 << 20
 	// DefaultCredentialRecheck, with the accounts' revocation watcher
 	// (which looks twice a second), ends a revoked key's sessions within
 	// a second.
@@ -203,9 +207,8 @@ const MaxWaitSeconds = 60
 type Handler struct {
 	deps     Deps
 	server   *sdk.Server
-	http     *sdk.StreamableHTTPHandler
 	calls    *calls
-	sessions *sessions
+	locals   *locals
 	feed     *feed
 	notifier *notifier
 	log      *slog.Logger
@@ -213,7 +216,8 @@ type Handler struct {
 	// keys is the idempotency-key protocol over Deps.Idempotency.
 	keys *edge.Idempotency
 
-	// stopNotifier and notifierDone end the notifier's goroutine.
+	// stopNotifier and notifierDone end the notifier's and the sweep's
+	// goroutines.
 	stopNotifier context.CancelFunc
 	notifierDone chan struct{}
 	closeOnce    sync.Once
@@ -222,15 +226,15 @@ type Handler struct {
 // NewHandler builds the MCP server and its HTTP transport; Close ends its
 // sessions and waits.
 func NewHandler(d Deps) (*Handler, error) {
-	if d.Messaging == nil || d.Threads == nil || d.Live == nil {
-		return nil, errors.New("mcp: Messaging, Threads and Live are required")
+	if d.Messaging == nil || d.Threads == nil || d.Live == nil || d.Sessions == nil {
+		return nil, errors.New("mcp: Messaging, Threads, Live and Sessions are required")
 	}
 	d.CallTimeout = positiveOr(d.CallTimeout, DefaultCallTimeout)
 	d.IdempotencyLock = positiveOr(d.IdempotencyLock, DefaultIdempotencyLock)
 	d.MaxWaits = positiveOr(d.MaxWaits, DefaultMaxWaits)
 	d.MaxWaitsPerAccount = positiveOr(d.MaxWaitsPerAccount, DefaultMaxWaitsPerAccount)
-	d.MaxSessionsPerAccount = positiveOr(d.MaxSessionsPerAccount, DefaultMaxSessionsPerAccount)
-	d.SessionIdleTimeout = positiveOr(d.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	d.SessionSweep = positiveOr(d.SessionSweep, DefaultSessionSweep)
+	d.LocalSessionIdle = positiveOr(d.LocalSessionIdle, DefaultLocalSessionIdle)
 	d.CredentialRecheck = positiveOr(d.CredentialRecheck, DefaultCredentialRecheck)
 	d.MaxBodyBytes = positiveOr(d.MaxBodyBytes, DefaultMaxBodyBytes)
 	if d.Logger == nil {
@@ -243,7 +247,6 @@ func NewHandler(d Deps) (*Handler, error) {
 	if d.Idempotency != nil {
 		h.keys = edge.NewIdempotency(d.Idempotency, d.IdempotencyLock, d.Now, d.Logger)
 	}
-	h.sessions = newSessions()
 	h.server = sdk.NewServer(&sdk.Implementation{Name: "switchboard", Title: "Switchboard", Version: d.Version}, &sdk.ServerOptions{
 		Instructions:       instructions,
 		Logger:             slog.New(atLeast{inner: d.Logger.Handler(), min: slog.LevelWarn}),
@@ -258,22 +261,18 @@ func NewHandler(d Deps) (*Handler, error) {
 		return nil, err
 	}
 	h.addResources()
-	h.notifier = newNotifier(h.server, d.Logger)
+	h.locals = newLocals(h.server)
+	h.notifier = newNotifier(h.notifyUpdated, d.Logger)
 	h.feed = newFeed(d.Live, d.MaxWaits, d.MaxWaitsPerAccount, h.threadUpdated, d.Logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stopNotifier, h.notifierDone = cancel, make(chan struct{})
 	go func() {
 		defer close(h.notifierDone)
+		var wg sync.WaitGroup
+		wg.Go(func() { h.sweep(ctx, d.SessionSweep, d.LocalSessionIdle) })
 		h.notifier.run(ctx)
+		wg.Wait()
 	}()
-	h.http = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return h.server }, &sdk.StreamableHTTPOptions{
-		SessionTimeout: d.SessionIdleTimeout,
-		// ServeHTTP checks the Host itself (hostAllowed): as the SDK does,
-		// and with AllowedHosts for a TLS proxy on the same host that
-		// keeps the public Host, which the SDK's check would refuse.
-		DisableLocalhostProtection: true,
-		Logger:                     slog.New(atLeast{inner: d.Logger.Handler(), min: slog.LevelWarn}),
-	})
 	return h, nil
 }
 
@@ -295,18 +294,17 @@ Email: list_emails lists the account's emails (received and sent, by mailbox or 
 wait_for_message waits up to timeout_seconds (1-60) for the next inbound message (kind email: the next received email; kind any: either) and returns it, or {"timed_out": true}; call it again to keep listening.
 Errors come back as tool results with isError and {"status":"error","code":…,"message":…}; the code says what to fix.`
 
-// Close ends every session (their event streams and calls in flight) and
-// the live feed; the HTTP server's shutdown then has no open stream to
-// wait for.
+// Close ends what this replica serves of every session (their event
+// streams and calls in flight; the sessions themselves live on in the
+// database, for the other replicas) and the live feed; the HTTP server's
+// shutdown then has no open stream to wait for.
 func (h *Handler) Close() {
 	h.closeOnce.Do(func() {
-		h.sessions.close()
 		// The waits first: closing a session waits for its calls in
-		// flight, and a wait would otherwise last until its timeout.
+		// flight, and a wait would otherwise last until its timeout. The
+		// sessions end here only: they go on on the other replicas.
 		h.feed.close()
-		for ss := range h.server.Sessions() {
-			_ = ss.Close()
-		}
+		h.locals.close()
 		h.stopNotifier()
 		<-h.notifierDone
 	})

@@ -45,7 +45,7 @@ const proxyKeepAlive = 5 * time.Minute
 // server at o.URL, by calling its /mcp over Streamable HTTP with the
 // credentials: a call, a read or a subscription is passed on as it is,
 // and the server's answers and notifications come back unchanged. A
-// server session that ends (the server restarted) is opened again, with
+// server session that ends (idle, or deleted on the server) is opened again, with
 // its subscriptions. Proxy returns when the client goes (its input ends)
 // or ctx ends; an error when the server cannot be reached at the start.
 //

@@ -82,7 +82,7 @@ func TestProxy(t *testing.T) {
 	uri := "switchboard://threads/" + thread
 	require.NoError(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: uri}))
 	// A client of the newest protocol subscribes in the background.
-	require.Eventually(t, func() bool { accounts, _ := b.mcp.Waiting(); return accounts == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return b.mcp.Subscribed(t.Context(), uri) == 1 }, 5*time.Second, 10*time.Millisecond)
 	b.inbound(t, b.acme, userA, agentA, "news")
 	select {
 	case got := <-updated:
@@ -97,8 +97,11 @@ func TestProxy(t *testing.T) {
 	require.ErrorContains(t, err, "Resource not found")
 }
 
-// A proxy whose server session is gone (the server restarted) opens a new
-// one, with its subscriptions, and the call goes through.
+// A proxy's session outlives a restart of the server (sessions live in
+// the database): its calls go on, and its subscriptions once its event
+// stream is back. A proxy whose server session is gone (ended on the
+// server) opens a new one, with its subscriptions, and the call goes
+// through.
 func TestProxyReconnects(t *testing.T) {
 	t.Parallel()
 	b := setup(t, store.SQLite)
@@ -110,7 +113,7 @@ func TestProxyReconnects(t *testing.T) {
 	uri := "switchboard://threads/" + thread
 	require.NoError(t, cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: uri}))
 	// A client of the newest protocol subscribes in the background.
-	require.Eventually(t, func() bool { accounts, _ := b.mcp.Waiting(); return accounts == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return b.mcp.Subscribed(t.Context(), uri) == 1 }, 5*time.Second, 10*time.Millisecond)
 
 	b.stop()
 	u, err := url.Parse(b.base)
@@ -125,7 +128,26 @@ func TestProxyReconnects(t *testing.T) {
 	}
 	ok(t, cs, "list_threads", map[string]any{}, &list)
 	require.Equal(t, 1, list.TotalCount)
+	require.Equal(t, 1, restarted.mcp.HeldSessions(b.acme.accountID), "the same session, resumed")
+	require.Eventually(t, func() bool { accounts, _ := restarted.mcp.Waiting(); return accounts == 1 }, 20*time.Second, 10*time.Millisecond,
+		"the event stream is back")
 	restarted.inbound(t, restarted.acme, userA, agentA, "after the restart")
+	select {
+	case got := <-updated:
+		require.Equal(t, uri, got)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the subscription did not outlive the restart")
+	}
+
+	n, err := restarted.db.MCPSessionStore().PruneSessions(t.Context(), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the server ends the session")
+	ok(t, cs, "list_threads", map[string]any{}, &list)
+	require.Equal(t, 1, list.TotalCount)
+	require.Eventually(t, func() bool { return restarted.mcp.HeldSessions(b.acme.accountID) == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the ended session is let go, the new one held")
+	require.Eventually(t, func() bool { accounts, _ := restarted.mcp.Waiting(); return accounts == 1 }, 20*time.Second, 10*time.Millisecond)
+	restarted.inbound(t, restarted.acme, userA, agentA, "in a new session")
 	select {
 	case got := <-updated:
 		require.Equal(t, uri, got)

@@ -109,7 +109,9 @@ func (h *Handler) protocolError(ctx context.Context, err error) error {
 const codeServerError = -32000
 
 // subscribe starts telling a session when a message arrives in a thread
-// of its account; another account's thread is not found.
+// of its account; another account's thread is not found. The subscription
+// is stored for every replica: the one that holds the session's event
+// stream sends the updates.
 func (h *Handler) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	p, ok := accounts.PrincipalFrom(ctx)
 	threadID, isThread := threadOf(req.Params.URI)
@@ -119,43 +121,55 @@ func (h *Handler) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 	if err := h.ownThread(ctx, p.AccountID, threadID); err != nil {
 		return h.resourceError(ctx, req.Params.URI, err)
 	}
-	release, err := h.feed.watch(ctx, p.AccountID, threadID)
-	if err != nil {
-		return h.resourceError(ctx, req.Params.URI, err)
+	s, ok := h.locals.of(req.Session)
+	if !ok {
+		return h.protocolError(ctx, errClosed)
 	}
-	if !h.sessions.watch(req.Session.ID(), req.Params.URI, release) {
-		release() // subscribed already
+	if err := h.deps.Sessions.Subscribe(ctx, s.hash, req.Params.URI); err != nil {
+		return h.resourceError(ctx, req.Params.URI, err)
 	}
 	return nil
 }
 
-func (h *Handler) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
-	h.sessions.unwatch(req.Session.ID(), req.Params.URI)
+func (h *Handler) unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) error {
+	s, ok := h.locals.of(req.Session)
+	if !ok {
+		return h.protocolError(ctx, errClosed)
+	}
+	if err := h.deps.Sessions.Unsubscribe(ctx, s.hash, req.Params.URI); err != nil {
+		return h.protocolError(ctx, err)
+	}
 	return nil
 }
 
 // threadUpdated tells the thread's subscribers it changed.
-func (h *Handler) threadUpdated(threadID string) { h.notifier.updated(threadURI(threadID)) }
+func (h *Handler) threadUpdated(accountID, threadID string) {
+	h.notifier.updated(accountID, threadURI(threadID))
+}
 
 // notifier sends resources' update notifications from a goroutine of its
-// own, so that a slow client never holds up the live feed; updates of one
-// resource that pile up meanwhile go out as one notification.
+// own, so that a slow client or database never holds up the live feed;
+// updates of one resource that pile up meanwhile go out as one
+// notification.
 type notifier struct {
-	server *sdk.Server
-	mu     sync.Mutex
-	// pending are the URIs updated since the last round.
-	pending map[string]struct{}
+	send func(ctx context.Context, accountID, uri string) error
+	mu   sync.Mutex
+	// pending are the resources updated since the last round.
+	pending map[updated]struct{}
 	wake    chan struct{}
 	log     *slog.Logger
 }
 
-func newNotifier(server *sdk.Server, log *slog.Logger) *notifier {
-	return &notifier{server: server, pending: map[string]struct{}{}, wake: make(chan struct{}, 1), log: log}
+// updated is a resource of an account.
+type updated struct{ accountID, uri string }
+
+func newNotifier(send func(ctx context.Context, accountID, uri string) error, log *slog.Logger) *notifier {
+	return &notifier{send: send, pending: map[updated]struct{}{}, wake: make(chan struct{}, 1), log: log}
 }
 
-func (n *notifier) updated(uri string) {
+func (n *notifier) updated(accountID, uri string) {
 	n.mu.Lock()
-	n.pending[uri] = struct{}{}
+	n.pending[updated{accountID, uri}] = struct{}{}
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
@@ -172,12 +186,12 @@ func (n *notifier) run(ctx context.Context) {
 		case <-n.wake:
 		}
 		n.mu.Lock()
-		uris := n.pending
-		n.pending = map[string]struct{}{}
+		pending := n.pending
+		n.pending = map[updated]struct{}{}
 		n.mu.Unlock()
-		for uri := range uris {
-			if err := n.server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-				n.log.WarnContext(ctx, "mcp: notify a resource update", "uri", uri, "error", err.Error())
+		for u := range pending {
+			if err := n.send(ctx, u.accountID, u.uri); err != nil && ctx.Err() == nil {
+				n.log.WarnContext(ctx, "mcp: notify a resource update", "uri", u.uri, "error", err.Error())
 			}
 		}
 	}

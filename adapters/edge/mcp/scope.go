@@ -30,7 +30,15 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if strings.HasPrefix(method, "notifications/") {
 			// The SDK's own business (initialized, cancelled, …): nothing
-			// of the account's is read or written.
+			// of the account's is read or written. A session resumed here
+			// from its stored state is past initialized already.
+			if method == "notifications/initialized" {
+				if ss, isServer := req.GetSession().(*sdk.ServerSession); isServer {
+					if s, ok := h.locals.of(ss); ok && s.resumed {
+						return nil, nil
+					}
+				}
+			}
 			return next(ctx, method, req)
 		}
 		c, ok := h.calls.of(req)
@@ -57,8 +65,10 @@ func (h *Handler) scope(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		switch method {
 		case "initialize":
-			if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
-				h.sessions.open(ss, c.slot)
+			// The state is stored before the client hears of the session,
+			// so that its next request may go to any replica.
+			if err := h.initialized(ctx, req, res); err != nil {
+				return nil, h.protocolError(ctx, err)
 			}
 		case "tools/call":
 			if r, ok := res.(*sdk.CallToolResult); ok && r.IsError && r.StructuredContent == nil {
@@ -261,4 +271,27 @@ func number(s string) string {
 		return s
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// initialized stores the protocol state of a session whose initialize
+// completed: what every replica resumes it from.
+func (h *Handler) initialized(ctx context.Context, req sdk.Request, res sdk.Result) error {
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	s, ok := h.locals.of(ss)
+	result, isResult := res.(*sdk.InitializeResult)
+	if !ok || !isResult {
+		return errClosed
+	}
+	state, err := json.Marshal(&sdk.ServerSessionState{
+		InitializeParams:          ss.InitializeParams(),
+		NegotiatedProtocolVersion: result.ProtocolVersion,
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.deps.Sessions.Initialized(ctx, s.hash, state); err != nil {
+		return err
+	}
+	h.locals.markInitialized(s)
+	return nil
 }

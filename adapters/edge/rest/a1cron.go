@@ -26,8 +26,8 @@ import (
 // interface's /cron-jobs routes, with A1Cron's paths, job model,
 // {data: …} envelopes and execution statuses.
 
-// CronTrigger runs a job now and answers its execution (the scheduler's
-// Trigger).
+// CronTrigger runs a job now and answers its execution (the cron runs'
+// handler's Trigger).
 type CronTrigger interface {
 	Trigger(ctx context.Context, accountID, id string) (cron.Execution, error)
 }

@@ -175,7 +175,7 @@ func setupChannels(t testing.TB, dialect store.Dialect, limits ...edge.Limits) *
 	require.NoError(t, err)
 	require.NoError(t, jobs.Start(ctx))
 	b.poller = &telegram.Connector{Client: telegram.NewClient(), Inbound: tgIn, Numbers: numbers{dir, acc},
-		Polling: true, Rescan: time.Hour, PollTimeout: time.Second, Log: quiet}
+		Polling: true, Leases: db.PollLeases(), Rescan: time.Hour, PollTimeout: time.Second, Log: quiet}
 	require.NoError(t, b.poller.Start(ctx))
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest"
 	"github.com/switchboard-dev/switchboard/adapters/edge/rest/openapitest"
 	"github.com/switchboard-dev/switchboard/adapters/httpguard"
+	runner "github.com/switchboard-dev/switchboard/adapters/jobs"
 	"github.com/switchboard-dev/switchboard/adapters/keyring"
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
@@ -43,7 +44,7 @@ func (c *cronClock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// After fires at once: the scheduler then polls the moved clock.
+// After fires at once: the enqueuer then polls the moved clock.
 func (c *cronClock) After(time.Duration) (<-chan time.Time, func()) {
 	ch := make(chan time.Time, 1)
 	go func() {
@@ -54,7 +55,8 @@ func (c *cronClock) After(time.Duration) (<-chan time.Time, func()) {
 }
 
 // cronBundle is the real HTTP interface over the account and cron use
-// cases, a fresh database and a running scheduler on a moved clock.
+// cases, a fresh database and a running enqueuer and runner on a moved
+// clock.
 type cronBundle struct {
 	client  *openapitest.Client
 	db      *store.DB
@@ -89,17 +91,23 @@ func setupCron(t *testing.T, dialect store.Dialect, o cronOptions) *cronBundle {
 		guard = httpguard.New(httpguard.Options{})
 	}
 	cronStore := db.CronStore()
-	sched := appcron.NewScheduler(appcron.SchedulerConfig{Store: cronStore, Parser: cronexpr.New(), Caller: guard.NewCronCaller(), Clock: clock, Logger: quiet})
-	svc := appcron.NewService(appcron.Deps{Store: cronStore, Parser: cronexpr.New(), URLs: guard, Now: clock.Now, MaxJobsPerAccount: o.maxJobs, Wake: sched.Wake})
+	enq := appcron.NewEnqueuer(appcron.EnqueuerConfig{Store: cronStore, Parser: cronexpr.New(), Clock: clock, Logger: quiet})
+	svc := appcron.NewService(appcron.Deps{Store: cronStore, Parser: cronexpr.New(), URLs: guard, Now: clock.Now, MaxJobsPerAccount: o.maxJobs, Wake: enq.Wake})
+	worker := appcron.NewWorker(appcron.WorkerConfig{Store: cronStore, Caller: guard.NewCronCaller(), Clock: clock, Logger: quiet})
+	runs, err := runner.New(db.JobQueue(), db, runner.Config{Now: clock.Now, PollInterval: 10 * time.Millisecond, WorkerID: worker.Owner(), Logger: quiet},
+		runner.Kind{Name: appcron.RunKind, Handler: worker, Lease: 3 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, runs.Start(ctx))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sched.Run(runCtx)
+		enq.Run(runCtx)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		_ = runs.Stop(ctx)
 	})
 
 	h, err := rest.NewHandler(edge.Deps{
@@ -333,7 +341,7 @@ func TestCronExecutionsThroughTheAPI(t *testing.T) {
 		ok := b.create(t, map[string]any{"time": "09:01", "body": map[string]any{"n": 1}})["id"].(string)
 		bad := b.create(t, map[string]any{"time": "09:01", "endpoint_url": b.target.URL + "/fail", "method": "GET"})["id"].(string)
 		b.clock.Set(time.Date(2026, 7, 1, 8, 1, 0, 0, time.UTC))
-		// The scheduler polls the moved clock (cronClock.After fires at once).
+		// The enqueuer and the runner poll the moved clock.
 		deadline := time.Now().Add(15 * time.Second)
 		var okExec, badExec map[string]any
 		for time.Now().Before(deadline) && (okExec == nil || badExec == nil) {

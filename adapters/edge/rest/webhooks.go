@@ -159,7 +159,7 @@ func deliveryJSON(d webhook.Delivery) map[string]any {
 	for i, a := range d.Log {
 		attempts[i] = map[string]any{
 			"attempted_at": timestamp(a.At), "status_code": a.StatusCode, "latency_ms": float64(a.Latency.Microseconds()) / 1000,
-			"error": a.Error, "response": a.Response,
+			"error": a.Error, "response": a.Response, "interrupted": a.Interrupted,
 		}
 	}
 	out := map[string]any{

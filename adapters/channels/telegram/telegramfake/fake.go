@@ -56,6 +56,12 @@ type Server struct {
 	nextQuery int64
 	// profile is what setMyName and setMyProfilePhoto set (profile.go).
 	profile Profile
+	// polling is closed to end the getUpdates request in flight, which
+	// another one terminates (nil when none is in flight); polls counts
+	// the getUpdates requests, conflicts those terminated.
+	polling   chan struct{}
+	polls     int
+	conflicts int
 }
 
 // File is a file the fake keeps for a file_id. Open returns its bytes from
@@ -560,10 +566,29 @@ func delivered(update []byte, allowedUpdates any) bool {
 
 // getUpdates answers the queued updates from offset on of the types
 // allowed_updates lists, waiting up to the timeout (at most a second
-// here) when there are none.
+// here) when there are none. As the Bot API does, an offset confirms
+// the updates before it, which are never answered again, and a request
+// while another is in flight ends that one with 409 Conflict: a bot has
+// one getUpdates caller at a time.
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[string]any) {
 	offset, _ := params["offset"].(float64)
 	deadline := time.After(time.Second)
+	mine := make(chan struct{})
+	s.mu.Lock()
+	s.polls++
+	if s.polling != nil {
+		close(s.polling)
+		s.conflicts++
+	}
+	s.polling = mine
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.polling == mine {
+			s.polling = nil
+		}
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		if s.webhook != nil && s.webhook["url"] != "" {
@@ -571,16 +596,21 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 			fail(w, http.StatusConflict, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", nil)
 			return
 		}
-		var out []json.RawMessage
+		var out, kept []json.RawMessage
 		for _, u := range s.updates {
 			var head struct {
 				UpdateID int64 `json:"update_id"`
 			}
 			_ = json.Unmarshal(u, &head)
-			if float64(head.UpdateID) >= offset && delivered(u, params["allowed_updates"]) {
+			if offset > 0 && float64(head.UpdateID) < offset {
+				continue // confirmed: forgotten
+			}
+			kept = append(kept, u)
+			if delivered(u, params["allowed_updates"]) {
 				out = append(out, u)
 			}
 		}
+		s.updates = kept
 		s.mu.Unlock()
 		if len(out) > 0 {
 			reply(w, 200, map[string]any{"ok": true, "result": out})
@@ -588,6 +618,9 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 		}
 		select {
 		case <-s.wake:
+		case <-mine:
+			fail(w, http.StatusConflict, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", nil)
+			return
 		case <-deadline:
 			reply(w, 200, map[string]any{"ok": true, "result": []any{}})
 			return
@@ -596,6 +629,12 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, params map[s
 		}
 	}
 }
+
+// Polls counts the getUpdates requests.
+func (s *Server) Polls() int { s.mu.Lock(); defer s.mu.Unlock(); return s.polls }
+
+// Conflicts counts the getUpdates requests another one terminated.
+func (s *Server) Conflicts() int { s.mu.Lock(); defer s.mu.Unlock(); return s.conflicts }
 
 // PrivateText is an update with a text message from a user in their
 // private chat with the bot.

@@ -9,7 +9,6 @@ import (
 	"context"
 
 	apperasure "github.com/switchboard-dev/switchboard/application/erasure"
-
 	"github.com/switchboard-dev/switchboard/graph/model"
 )
 

@@ -14,7 +14,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
-	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // Receiving email, in two steps. The SMTP listener asks Recipient for each
@@ -268,13 +267,7 @@ func cut(s string, n int) string {
 // email, and the names A1Base's A1Mail payload uses (email_id, subject,
 // sender_address, recipient_address, raw_email_data).
 type ReceivedPayload struct {
-	Event            event.Type           `json:"event"`
-	EventID          string               `json:"event_id"`
-	Timestamp        string               `json:"timestamp"`
-	AccountID        string               `json:"account_id"`
-	EmailID          string               `json:"email_id"`
-	ThreadID         string               `json:"thread_id"`
-	MessageID        string               `json:"message_id"`
+	EventHeader
 	InReplyTo        string               `json:"in_reply_to,omitempty"`
 	References       []string             `json:"references"`
 	Subject          string               `json:"subject"`
@@ -321,23 +314,21 @@ func Summaries(as []email.Attachment) []AttachmentSummary {
 
 // receivedEvent is the email.received event of e.
 func (s *Service) receivedEvent(e email.Email, sp email.Spooled) event.Event {
-	id := ident.New(ident.Event)
-	now := s.now()
-	p := ReceivedPayload{
-		Event: event.EmailReceived, EventID: id, Timestamp: now.Format(webhook.TimeFormat), AccountID: e.AccountID,
-		EmailID: e.ID, ThreadID: e.ThreadID, MessageID: e.MessageID, InReplyTo: e.InReplyTo, References: nonNilList(e.References),
-		Subject: e.Subject, SenderAddress: e.From, SenderName: e.FromName, RecipientAddress: e.To,
-		Cc: nonNilList(e.Cc), ReplyTo: nonNilList(e.ReplyTo), Text: e.Body, HTML: e.HTMLBody, ExtractedText: e.ExtractedText,
-		Attachments: Summaries(e.Attachments), Authentication: e.Auth, DMARCFailed: e.Auth.DMARCFailed(), Size: e.Size,
-		ParseProblem: e.ParseProblem,
-	}
-	if len(sp.Raw) <= s.inbound.RawInPayloadBytes {
-		p.RawEmailData = strings.ToValidUTF8(string(sp.Raw), "\uFFFD")
-	} else {
-		p.RawEmailOmitted = true
-	}
-	payload, _ := json.Marshal(p)
-	return event.Event{ID: id, AccountID: e.AccountID, Type: event.EmailReceived, ThreadID: e.ThreadID, Payload: payload, CreatedAt: now}
+	return s.emailEvent(event.EmailReceived, e, func(h EventHeader) any {
+		p := ReceivedPayload{
+			EventHeader: h, InReplyTo: e.InReplyTo, References: nonNilList(e.References),
+			Subject: e.Subject, SenderAddress: e.From, SenderName: e.FromName, RecipientAddress: e.To,
+			Cc: nonNilList(e.Cc), ReplyTo: nonNilList(e.ReplyTo), Text: e.Body, HTML: e.HTMLBody, ExtractedText: e.ExtractedText,
+			Attachments: Summaries(e.Attachments), Authentication: e.Auth, DMARCFailed: e.Auth.DMARCFailed(), Size: e.Size,
+			ParseProblem: e.ParseProblem,
+		}
+		if len(sp.Raw) <= s.inbound.RawInPayloadBytes {
+			p.RawEmailData = strings.ToValidUTF8(string(sp.Raw), "\uFFFD")
+		} else {
+			p.RawEmailOmitted = true
+		}
+		return p
+	})
 }
 
 func nonNilList(v []string) []string {

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -458,11 +459,50 @@ func TestBouncesReachTheSentEmail(t *testing.T) {
 		require.Equal(t, sent.ThreadID, report.ThreadID, "the report lands in the sent email's thread")
 		require.Equal(t, "Undelivered Mail Returned to Sender", report.Subject)
 
+		// A second report about the bounced email is received into its
+		// thread and tells nothing again.
+		again := strings.Replace(dsn, "<20261124092011.4BXk3Y0wQjz9sT@mx.example.org>", "<again@mx.example.org>", 1)
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(again)))
+		b.receive(t)
+		require.Len(t, b.outcomeEvents(t, b.account, event.EmailBounced), 1, "an email bounces once")
+		require.Len(t, b.mailbox(t, b.account, "support.bot@mail.acme.test"), 5, "the second report is received")
+
 		// A later delivery attempt leaves the bounced email alone.
 		payload, _ := json.Marshal(map[string]string{"email_id": sent.ID})
 		require.NoError(t, b.svc.Work(ctx, jobs.Job{Kind: appemail.DeliverKind, Payload: payload, Attempt: 1, MaxAttempts: 3}))
 		got, err = b.svc.Email(ctx, b.account, sent.ID)
 		require.NoError(t, err)
 		require.Equal(t, email.Bounced, got.Status)
+	})
+}
+
+// A delivery report about an email already failed (the relay refused it,
+// and email.failed told so) is received into the email's thread and
+// changes nothing: failed is final, and no email.bounced follows.
+func TestReportsAboutFailedEmailsChangeNothing(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect, listener.Config{})
+		ctx := context.Background()
+		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
+			RecipientAddress: "nobody@example.org", Subject: "Your report", Body: "Hello"})
+		require.NoError(t, err)
+		failed := sent
+		failed.Status, failed.FailureCode, failed.Reply, failed.UpdatedAt = email.Failed, "rejected", "550 5.7.1 relay refused", time.Now()
+		require.NoError(t, b.db.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{failed}}))
+
+		dsn := strings.ReplaceAll(string(read(t, "bounce-postfix.eml")), "<eml_0123456789abcdef@mail.acme.test>", sent.MessageID)
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(dsn)))
+		b.receive(t)
+
+		got, err := b.svc.Email(ctx, b.account, sent.ID)
+		require.NoError(t, err)
+		require.Equal(t, email.Failed, got.Status)
+		require.Equal(t, "550 5.7.1 relay refused", got.Reply)
+		require.Empty(t, b.outcomeEvents(t, b.account, event.EmailBounced))
+		list := b.mailbox(t, b.account, "support.bot@mail.acme.test")
+		require.Len(t, list, 2)
+		require.Equal(t, email.Inbound, list[0].Direction)
+		require.Equal(t, sent.ThreadID, list[0].ThreadID, "the report lands in the failed email's thread")
 	})
 }

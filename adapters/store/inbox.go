@@ -192,16 +192,21 @@ func (c *Conn) readEmails(ctx context.Context, q string, args ...any) ([]email.E
 
 const attachmentColumns = "id, email_id, account_id, name, content_type, content_id, inline, size, sha256, stored, created_at"
 
-// Attachments lists an email's attachments without their content.
-func (s InboxStore) Attachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error) {
+// Attachments lists the attachments of emails without their content, in one
+// statement.
+func (s InboxStore) Attachments(ctx context.Context, accountID string, emailIDs []string) (map[string][]email.Attachment, error) {
+	out := map[string][]email.Attachment{}
+	if len(emailIDs) == 0 {
+		return out, nil
+	}
 	var rows []attachmentRow
-	if err := s.read.NewRaw("SELECT "+attachmentColumns+" FROM email_attachments WHERE email_id = ? AND account_id = ? ORDER BY id",
-		emailID, accountID).Scan(ctx, &rows); err != nil {
+	if err := s.read.NewRaw("SELECT "+attachmentColumns+" FROM email_attachments WHERE email_id IN (?) AND account_id = ? ORDER BY id",
+		bun.In(emailIDs), accountID).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "attachment")
 	}
-	out := make([]email.Attachment, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
+	for _, r := range rows {
+		a := r.domain()
+		out[a.EmailID] = append(out[a.EmailID], a)
 	}
 	return out, nil
 }

@@ -40,6 +40,8 @@ type spooledRow struct {
 	Size          int64     `bun:"size"`
 	ReceivedAt    time.Time `bun:"received_at"`
 	Simulated     bool      `bun:"simulated"`
+	// AccountID is the account of the recipients (one a message).
+	AccountID string `bun:"account_id"`
 }
 
 func spooledToRow(m email.Spooled) spooledRow {
@@ -47,6 +49,7 @@ func spooledToRow(m email.Spooled) spooledRow {
 	return spooledRow{
 		ID: m.ID, RemoteIP: m.RemoteIP, Helo: m.Helo, MailFrom: m.MailFrom, Recipients: string(rcpts),
 		Raw: nonNilBytes(m.Raw), Size: int64(len(m.Raw)), ReceivedAt: m.ReceivedAt, Simulated: m.Simulated,
+		AccountID: m.AccountID(),
 	}
 }
 

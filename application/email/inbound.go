@@ -55,23 +55,28 @@ func (s *Service) Recipient(ctx context.Context, address string) (email.SpooledR
 }
 
 // Spool keeps a message the listener accepted and queues its parsing, in
-// one commit: when Spool returns nil the message is stored durably.
+// one commit: when Spool returns nil the message is stored durably. A
+// message for addresses of several accounts is kept once per account,
+// each copy with its own receive job, so that each goes with its
+// account; the first is returned.
 func (s *Service) Spool(ctx context.Context, m email.Spooled) (email.Spooled, error) {
 	if len(m.Recipients) == 0 {
 		return email.Spooled{}, failure.Invalid(failure.Field("value_error", "a message needs a recipient", "recipients"))
 	}
-	m.ID, m.ReceivedAt = ident.New(ident.Spooled), s.now()
-	payload, _ := json.Marshal(receivePayload{SpooledID: m.ID})
-	err := s.committer.Commit(ctx, writes.Batch{
-		Spooled: []email.Spooled{m},
-		Jobs: []jobs.EnqueueParams{{
-			Kind: ReceiveKind, Payload: payload, MaxAttempts: ReceiveAttempts, AccountID: m.Recipients[0].AccountID,
-		}},
-	})
-	if err != nil {
+	var b writes.Batch
+	now := s.now()
+	for _, one := range m.ByAccount() {
+		one.ID, one.ReceivedAt = ident.New(ident.Spooled), now
+		payload, _ := json.Marshal(receivePayload{SpooledID: one.ID})
+		b.Spooled = append(b.Spooled, one)
+		b.Jobs = append(b.Jobs, jobs.EnqueueParams{
+			Kind: ReceiveKind, Payload: payload, MaxAttempts: ReceiveAttempts, AccountID: one.AccountID(),
+		})
+	}
+	if err := s.committer.Commit(ctx, b); err != nil {
 		return email.Spooled{}, err
 	}
-	return m, nil
+	return b.Spooled[0], nil
 }
 
 // Receive is the receive job's handler: it parses the spooled message and

@@ -129,9 +129,13 @@ func setup(t *testing.T, dialect store.Dialect, cfg listener.Config) *bundle {
 // receive runs the receive job of every spooled message.
 func (b *bundle) receive(t *testing.T) {
 	t.Helper()
-	for _, id := range b.spool.spooled() {
-		payload, _ := json.Marshal(map[string]string{"spooled_id": id})
-		require.NoError(t, b.svc.Receive(context.Background(), jobs.Job{Kind: appemail.ReceiveKind, Payload: payload}))
+	// Every receive job queued, a copy of a message per account.
+	var payloads [][]byte
+	require.NoError(t, b.db.Bun().NewRaw("SELECT payload FROM jobs WHERE kind = ? ORDER BY id", appemail.ReceiveKind).
+		Scan(context.Background(), &payloads))
+	require.GreaterOrEqual(t, len(payloads), len(b.spool.spooled()))
+	for _, p := range payloads {
+		require.NoError(t, b.svc.Receive(context.Background(), jobs.Job{Kind: appemail.ReceiveKind, Payload: p}))
 	}
 }
 
@@ -504,5 +508,60 @@ func TestReportsAboutFailedEmailsChangeNothing(t *testing.T) {
 		require.Len(t, list, 2)
 		require.Equal(t, email.Inbound, list[0].Direction)
 		require.Equal(t, sent.ThreadID, list[0].ThreadID, "the report lands in the failed email's thread")
+	})
+}
+
+// A message for addresses of two accounts is kept once per account; when
+// an account is deleted, its copy of the raw message, its emails (sent
+// and received), their attachments and what the sandbox mailbox kept of
+// it go with it, and the mailbox's totals drop by its share. The other
+// account keeps all of its own.
+func TestDeletingAnAccountDeletesItsMail(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect, listener.Config{})
+		ctx := context.Background()
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "ann@example.org",
+			[]string{"support.bot@mail.acme.test", "other.bot@mail.acme.test"}, read(t, "nested-mixed.eml")))
+		_, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.other, SenderAddress: "other.bot@mail.acme.test",
+			RecipientAddress: "ann@example.org", Subject: "Sent", Body: "Hello"})
+		require.NoError(t, err)
+		b.receive(t)
+		require.Len(t, b.spool.spooled(), 1, "the listener spooled once")
+		limits := appemail.MailboxLimits{AccountEmails: 100, AccountBytes: 1 << 20, TotalEmails: 1000, TotalBytes: 1 << 30}
+		for _, acc := range []string{b.account, b.other, b.other} {
+			require.NoError(t, b.db.MailboxStore().Keep(ctx, appemail.KeptEmail{AccountID: acc, Subject: "kept", Text: "text"}, limits))
+		}
+
+		count := func(table, accountID string) int {
+			var n int
+			require.NoError(t, b.db.Bun().NewRaw("SELECT count(*) FROM "+table+" WHERE account_id = ?", accountID).Scan(ctx, &n))
+			return n
+		}
+		for _, acc := range []string{b.account, b.other} {
+			require.Equal(t, 1, count("email_spool", acc), "each account has its copy of the raw message")
+			require.Positive(t, count("email_attachments", acc))
+		}
+		require.Equal(t, 2, count("emails", b.other), "received and sent")
+		theirs := b.mailbox(t, b.other, "other.bot@mail.acme.test")
+		raw, err := b.svc.Raw(ctx, b.other, theirs[len(theirs)-1].ID)
+		require.NoError(t, err)
+		require.Equal(t, read(t, "nested-mixed.eml"), raw)
+		mine := b.mailbox(t, b.account, "support.bot@mail.acme.test")
+		require.Len(t, mine, 1)
+
+		_, err = b.db.Bun().NewRaw("DELETE FROM accounts WHERE id = ?", b.other).Exec(ctx)
+		require.NoError(t, err)
+		for _, table := range []string{"email_spool", "emails", "email_attachments", "sandbox_emails", "sandbox_mailbox_usage"} {
+			require.Zero(t, count(table, b.other), "%s of the deleted account", table)
+		}
+		var total int
+		require.NoError(t, b.db.Bun().NewRaw("SELECT emails FROM sandbox_mailbox_totals").Scan(ctx, &total))
+		require.Equal(t, 1, total, "the totals drop by the deleted account's share")
+		require.Equal(t, 1, count("email_spool", b.account))
+		require.Positive(t, count("email_attachments", b.account))
+		raw, err = b.svc.Raw(ctx, b.account, mine[0].ID)
+		require.NoError(t, err)
+		require.Equal(t, read(t, "nested-mixed.eml"), raw)
 	})
 }

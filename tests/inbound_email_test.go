@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,6 +236,72 @@ func TestEmailOutcomesReachTheWebhook(t *testing.T) {
 		require.Equal(t, "bounced", details["status"])
 		require.Equal(t, "bounced", details["error_code"])
 		require.Equal(t, "nobody@example.org: 550 5.1.1 User unknown", details["smtp_reply"])
+		api.stop(t)
+	})
+}
+
+// Nothing answered 250 is lost across a crash: a server that runs no
+// jobs (--jobs=false) accepts messages over SMTP and is killed with
+// SIGKILL before any receive job ran; the server started again receives
+// every one of them, and each reaches the webhook as email.received.
+func TestAcceptedMailSurvivesAKill(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		var (
+			mu       sync.Mutex
+			received = map[string]bool{}
+		)
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var p map[string]any
+			if json.NewDecoder(r.Body).Decode(&p) == nil && p["event"] == "email.received" {
+				mu.Lock()
+				received[p["subject"].(string)] = true
+				mu.Unlock()
+			}
+		}))
+		t.Cleanup(hook.Close)
+
+		b := setup(t, dialect)
+		acct := b.createAccount(t, "Crashes")
+		headers := auth(acct.APIKey, acct.APISecret)
+		args := []string{"--email-domain", "mail.acme.test", "--smtp-listen", "127.0.0.1:0", "--allow-private-urls", "127.0.0.1/32",
+			"--smtp-dns", closedDNS(t)}
+		api := b.serve(t, append(args, "--jobs=false")...)
+		client := api.client(t)
+		r := client.Do(http.MethodPut, "/v1/accounts/"+acct.AccountID+"/webhook", map[string]any{"url": hook.URL + "/hooks"}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		r = client.Do(http.MethodPost, "/v1/emails/"+acct.AccountID+"/create-email", map[string]any{"address": "support.bot", "domain_name": "mail.acme.test"}, headers...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		smtpAddr := smtpListenAddr(t, api)
+		const messages = 5
+		for i := range messages {
+			msg := fmt.Sprintf("From: ann@example.org\r\nTo: support.bot@mail.acme.test\r\nSubject: before the crash %d\r\n"+
+				"Message-ID: <crash-%d@example.org>\r\n\r\nHello %d\r\n", i, i, i)
+			require.NoError(t, smtp.SendMail(smtpAddr, nil, "ann@example.org", []string{"support.bot@mail.acme.test"}, []byte(msg)), "answered 250")
+		}
+
+		db, err := store.Open(context.Background(), b.dbURL, store.Options{})
+		require.NoError(t, err)
+		defer db.Close()
+		var queued, emails int
+		require.NoError(t, db.Bun().NewRaw("SELECT count(*) FROM jobs WHERE kind = 'email.receive' AND state = 'available'").Scan(context.Background(), &queued))
+		require.NoError(t, db.Bun().NewRaw("SELECT count(*) FROM emails").Scan(context.Background(), &emails))
+		require.Equal(t, messages, queued, "no receive job ran before the kill")
+		require.Zero(t, emails)
+		api.signal(t, syscall.SIGKILL)
+		api.waitExit(t, exitTimeout)
+
+		api = b.serve(t, args...)
+		client = api.client(t)
+		require.Eventually(t, func() bool {
+			r := client.Do(http.MethodGet, "/v1/emails/"+acct.AccountID+"/mailboxes/support.bot@mail.acme.test/messages", nil, headers...)
+			return r.StatusCode == http.StatusOK && len(r.JSON(t)["data"].([]any)) == messages
+		}, 60*time.Second, 100*time.Millisecond, "every accepted message is received after the restart")
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(received) == messages
+		}, 60*time.Second, 100*time.Millisecond, "each reaches the webhook")
 		api.stop(t)
 	})
 }

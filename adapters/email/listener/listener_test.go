@@ -139,6 +139,15 @@ func (b *bundle) receive(t *testing.T) {
 	}
 }
 
+// sendReport sends "Your report" from the account's mailbox to to.
+func (b *bundle) sendReport(t *testing.T, to, body string) email.Email {
+	t.Helper()
+	sent, err := b.svc.Send(context.Background(), appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
+		RecipientAddress: to, Subject: "Your report", Body: body})
+	require.NoError(t, err)
+	return sent
+}
+
 func (b *bundle) mailbox(t *testing.T, accountID, address string) []email.Email {
 	t.Helper()
 	got, _, err := b.svc.MailboxEmails(context.Background(), accountID, address, nil, 100)
@@ -343,9 +352,7 @@ func TestRepliesThread(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, listener.Config{})
 		ctx := context.Background()
-		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
-			RecipientAddress: "ann@example.org", Subject: "Your report", Body: "Hello Ann, here is your report."})
-		require.NoError(t, err)
+		sent := b.sendReport(t, "ann@example.org", "Hello Ann, here is your report.")
 
 		answer := "From: Ann <ann@example.org>\r\nTo: support.bot@mail.acme.test\r\nSubject: Re: Your report\r\n" +
 			"Message-ID: <answer-1@example.org>\r\nIn-Reply-To: " + sent.MessageID + "\r\nReferences: " + sent.MessageID + "\r\n\r\n" +
@@ -414,9 +421,7 @@ func TestBouncesReachTheSentEmail(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, listener.Config{})
 		ctx := context.Background()
-		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
-			RecipientAddress: "nobody@example.org", Subject: "Your report", Body: "Hello"})
-		require.NoError(t, err)
+		sent := b.sendReport(t, "nobody@example.org", "Hello")
 		theirs, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.other, SenderAddress: "other.bot@mail.acme.test",
 			RecipientAddress: "nobody@example.org", Subject: "Theirs", Body: "Hello"})
 		require.NoError(t, err)
@@ -488,9 +493,7 @@ func TestReportsAboutFailedEmailsChangeNothing(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, listener.Config{})
 		ctx := context.Background()
-		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
-			RecipientAddress: "nobody@example.org", Subject: "Your report", Body: "Hello"})
-		require.NoError(t, err)
+		sent := b.sendReport(t, "nobody@example.org", "Hello")
 		failed := sent
 		failed.Status, failed.FailureCode, failed.Reply, failed.UpdatedAt = email.Failed, "rejected", "550 5.7.1 relay refused", time.Now()
 		require.NoError(t, b.db.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{failed}}))

@@ -204,7 +204,7 @@ func (s InboxStore) Attachments(ctx context.Context, accountID string, emailIDs 
 	}
 	var rows []attachmentRow
 	if err := s.read.NewRaw("SELECT "+attachmentColumns+" FROM email_attachments WHERE email_id IN (?) AND account_id = ? ORDER BY id",
-		bun.In(emailIDs), accountID).Scan(ctx, &rows); err != nil {
+		bun.List(emailIDs), accountID).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "attachment")
 	}
 	for _, r := range rows {

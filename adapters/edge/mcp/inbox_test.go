@@ -202,7 +202,7 @@ func TestEmailTools(t *testing.T) {
 		var listed sentItem
 		ok(t, cs, "send_email", map[string]any{"sender_address": mailbox,
 			"recipient_address": []string{"Ann Example <ann@example.org>", `"Doe, John" <john@example.net>`, "eve@example.com"},
-			"subject": "Listed", "body": "Here too."}, &listed)
+			"subject":           "Listed", "body": "Here too."}, &listed)
 		require.Equal(t, "ann@example.org", listed.Recipient)
 		require.Equal(t, []string{"ann@example.org", "john@example.net", "eve@example.com"}, listed.Recipients)
 		var details emailItem

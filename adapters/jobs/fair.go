@@ -42,8 +42,9 @@ type fairness struct {
 	accountShare int
 	// accountCeiling is what one account may hold while no other
 	// account's job is due (it borrows what they leave idle): all the
-	// workers but a reserve, so that the share costs a lone busy account
-	// little and a newcomer's job still starts at once.
+	// workers but a reserve (an eighth of them, at most accountReserve),
+	// so that the share costs a lone busy account little and a
+	// newcomer's job still starts at once.
 	accountCeiling int
 	// endpointLimit bounds the attempts to one stalled endpoint; stall is
 	// how long an endpoint may go without an answer before it binds
@@ -88,9 +89,16 @@ type breaker struct {
 	probe     int64 // the probing job's id; 0 when none runs
 }
 
+// accountReserve bounds the workers a lone busy account leaves idle for a
+// newcomer: enough for the newcomer's first jobs to start at once, while
+// the rest of its share frees as the busy account's jobs end. A larger
+// reserve leaves a lone account's claims short of workers: each claim
+// takes only what the ceiling leaves, and deliveries slow with it.
+const accountReserve = 16
+
 func newFairness(cfg Config) *fairness {
 	share := max(1, int(math.Ceil(cfg.AccountShare*float64(cfg.Workers))))
-	ceiling := max(share, cfg.Workers-max(1, cfg.Workers/8))
+	ceiling := max(share, cfg.Workers-min(max(1, cfg.Workers/8), accountReserve))
 	return &fairness{
 		accountShare:   share,
 		accountCeiling: ceiling,

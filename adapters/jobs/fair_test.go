@@ -295,3 +295,31 @@ func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
 		close(release)
 	})
 }
+
+// The reserve a lone busy account leaves idle is an eighth of the workers
+// up to 16: with 200 workers it runs 184 of its jobs at once, not 175.
+func TestLoneAccountReserveIsAtMostSixteen(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		for range 200 {
+			b.enqueue(t, jobs.EnqueueParams{Kind: "hold", AccountID: "acc_a"})
+		}
+		release := make(chan struct{})
+		var started atomic.Int64
+		b.startOn(t, b.db.JobQueue(), runner.Config{Workers: 200, AccountShare: 0.25, PollInterval: time.Minute},
+			runner.Kind{Name: "hold", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+				started.Add(1)
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})})
+		require.Eventually(t, func() bool { return started.Load() == 184 }, 10*time.Second, 5*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		require.Equal(t, int64(184), started.Load())
+		close(release)
+	})
+}

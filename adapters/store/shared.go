@@ -17,7 +17,7 @@ import (
 // commit apiece (on Postgres a round trip and a WAL flush, on SQLite a
 // disk sync), and the commits, not the statements, bound the throughput.
 // DB.Commit lets concurrent callers share one instead: a few leader
-// goroutines each take the batches waiting, merge them (writes.Batch.Add)
+// goroutines each take the batches waiting, merge them (writes.Merge)
 // and write the merged batch with the same statements as one alone
 // (commit.go).
 //
@@ -217,10 +217,11 @@ func (c *committer) run(batch []*sharedUnit) {
 		c.countBatch(1)
 		return
 	}
-	var merged writes.Batch
-	for _, u := range live {
-		merged.Add(u.batch)
+	batches := make([]writes.Batch, len(live))
+	for i, u := range live {
+		batches[i] = u.batch
 	}
+	merged := writes.Merge(batches)
 	// Cancelling one caller must not abort the others' work, so the
 	// transaction has no caller's cancellation, but it ends by the latest
 	// of their deadlines: past it, nobody waits for its outcome. The

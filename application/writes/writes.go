@@ -291,6 +291,56 @@ func (b *Batch) Add(o Batch) {
 	b.Answers = append(b.Answers, o.Answers...)
 }
 
+// Merge is the writes of bs together, in order, as Add would make them,
+// each list allocated once at its full length.
+func Merge(bs []Batch) Batch {
+	return Batch{
+		Threads:          concat(bs, func(b *Batch) []NewThread { return b.Threads }),
+		Groups:           concat(bs, func(b *Batch) []messaging.GroupState { return b.Groups }),
+		GroupStates:      concat(bs, func(b *Batch) []messaging.GroupState { return b.GroupStates }),
+		GroupChats:       concat(bs, func(b *Batch) []GroupChat { return b.GroupChats }),
+		Messages:         concat(bs, func(b *Batch) []messaging.Message { return b.Messages }),
+		ThreadActivity:   concat(bs, func(b *Batch) []ThreadActivity { return b.ThreadActivity }),
+		Inbound:          concat(bs, func(b *Batch) []InboundActivity { return b.Inbound }),
+		Windows:          concat(bs, func(b *Batch) []ThreadWindow { return b.Windows }),
+		Contacts:         concat(bs, func(b *Batch) []ContactWrite { return b.Contacts }),
+		ContactMerges:    concat(bs, func(b *Batch) []ContactMerge { return b.ContactMerges }),
+		Statuses:         concat(bs, func(b *Batch) []MessageStatus { return b.Statuses }),
+		MessageReactions: concat(bs, func(b *Batch) []messaging.Reaction { return b.MessageReactions }),
+		MessageChanges:   concat(bs, func(b *Batch) []MessageChange { return b.MessageChanges }),
+		Events:           concat(bs, func(b *Batch) []event.Event { return b.Events }),
+		Deliveries:       concat(bs, func(b *Batch) []webhook.Delivery { return b.Deliveries }),
+		DeliveryStates:   concat(bs, func(b *Batch) []webhook.Delivery { return b.DeliveryStates }),
+		Attempts:         concat(bs, func(b *Batch) []Attempt { return b.Attempts }),
+		EndpointHealth:   concat(bs, func(b *Batch) []webhook.Endpoint { return b.EndpointHealth }),
+		Emails:           concat(bs, func(b *Batch) []email.Email { return b.Emails }),
+		EmailOutcomes:    concat(bs, func(b *Batch) []email.Email { return b.EmailOutcomes }),
+		EmailBounces:     concat(bs, func(b *Batch) []EmailBounce { return b.EmailBounces }),
+		EmailAttachments: concat(bs, func(b *Batch) []email.Attachment { return b.EmailAttachments }),
+		Spooled:          concat(bs, func(b *Batch) []email.Spooled { return b.Spooled }),
+		Jobs:             concat(bs, func(b *Batch) []jobs.EnqueueParams { return b.Jobs }),
+		TemplateSets:     concat(bs, func(b *Batch) []TemplateSet { return b.TemplateSets }),
+		CronJobs:         concat(bs, func(b *Batch) []cron.Job { return b.CronJobs }),
+		Answers:          concat(bs, func(b *Batch) []Answer { return b.Answers }),
+	}
+}
+
+// concat is the lists of one field of bs, in order; nil when all are empty.
+func concat[T any](bs []Batch, field func(*Batch) []T) []T {
+	n := 0
+	for i := range bs {
+		n += len(field(&bs[i]))
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]T, 0, n)
+	for i := range bs {
+		out = append(out, field(&bs[i])...)
+	}
+	return out
+}
+
 // Committer writes batches.
 type Committer interface {
 	// Commit writes b atomically. It returns

@@ -18,7 +18,7 @@ type EmailReader interface {
 	Emails(ctx context.Context, accountID string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
 	MailboxEmails(ctx context.Context, accountID, address string, after *appemail.EmailCursor, limit int) ([]email.Email, bool, error)
 	EmailWithAttachments(ctx context.Context, accountID, id string) (email.Email, error)
-	EmailAttachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error)
+	EmailAttachments(ctx context.Context, accountID string, emailIDs []string) (map[string][]email.Attachment, error)
 	ThreadEmails(ctx context.Context, accountID, threadID string) ([]email.Email, error)
 	Reply(ctx context.Context, in appemail.ReplyInput) (email.Email, error)
 	Mailbox(ctx context.Context, accountID string, offset, limit int) (appemail.SandboxMailbox, error)
@@ -41,8 +41,12 @@ var (
 	errNoQueue = &failure.Error{Kind: failure.KindNotImplemented, Code: "queue_unavailable", Message: "the job queue is not configured"}
 )
 
-// emailConnection builds a page of emails, newest first.
-func emailConnection(page []email.Email, more bool) *model.EmailConnection {
+// emailConnection builds a page of emails, newest first; their
+// attachments are read together.
+func emailConnection(ctx context.Context, page []email.Email, more bool) *model.EmailConnection {
+	if l, err := loadersFor(ctx); err == nil {
+		l.listedEmails(page)
+	}
 	c := &model.EmailConnection{
 		Edges: make([]model.EmailEdge, len(page)), Nodes: page,
 		PageInfo: &model.PageInfo{HasNextPage: more},

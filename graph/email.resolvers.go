@@ -58,11 +58,11 @@ func (r *emailResolver) Attachments(ctx context.Context, obj *email.Email) ([]em
 	if obj.Attachments != nil || obj.Direction != email.Inbound {
 		return orEmpty(obj.Attachments), nil
 	}
-	if r.email == nil {
-		return nil, errNoEmail
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
 	}
-	list, err := r.email.EmailAttachments(ctx, obj.AccountID, obj.ID)
-	return orEmpty(list), err
+	return l.attachments.Load(ctx, obj.ID)()
 }
 
 // DkimDomains is the resolver for the dkimDomains field.
@@ -107,7 +107,7 @@ func (r *queryResolver) Emails(ctx context.Context, first *int, after *string) (
 	if err != nil {
 		return nil, err
 	}
-	return emailConnection(page, more), nil
+	return emailConnection(ctx, page, more), nil
 }
 
 // MailboxEmails is the resolver for the mailboxEmails field.
@@ -127,7 +127,7 @@ func (r *queryResolver) MailboxEmails(ctx context.Context, address string, first
 	if err != nil {
 		return nil, err
 	}
-	return emailConnection(page, more), nil
+	return emailConnection(ctx, page, more), nil
 }
 
 // Email is the resolver for the email field.
@@ -154,6 +154,9 @@ func (r *queryResolver) EmailThread(ctx context.Context, id string) (*model.Emai
 	list, err := notFoundIsNull(r.email.ThreadEmails(ctx, p.AccountID, id))
 	if list == nil || err != nil {
 		return nil, err
+	}
+	if l, err := loadersFor(ctx); err == nil {
+		l.listedEmails(*list)
 	}
 	return &model.EmailThread{ID: id, Subject: (*list)[0].Subject, Emails: *list}, nil
 }

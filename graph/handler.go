@@ -63,7 +63,7 @@ func newServer(r *Resolver) *handler.Server {
 	}
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		if p, ok := accounts.PrincipalFrom(ctx); ok {
-			ctx = withLoaders(ctx, newLoaders(p.AccountID, r.threads, r.cron))
+			ctx = withLoaders(ctx, newLoaders(p.AccountID, r.threads, r.cron, r.email))
 		}
 		return next(ctx)
 	})

@@ -9,6 +9,7 @@ import (
 
 	appmessaging "github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/domain/cron"
+	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/messaging"
 )
 
@@ -45,10 +46,16 @@ type loaders struct {
 	timelines *dataloader.Loader[timelineKey, []appmessaging.StatusChange]
 	// reactions read the reactions on messages; the messages of a
 	// response are read together.
-	reactions   *dataloader.Loader[string, []messaging.Reaction]
-	cron        CronUseCases
-	jobSiblings map[string][]string
-	readLast    map[string]*future[*cron.Execution]
+	reactions *dataloader.Loader[string, []messaging.Reaction]
+	// attachments read the attachments of received emails; the emails
+	// of a listed page are read together (emailSiblings).
+	attachments     *dataloader.Loader[string, []email.Attachment]
+	email           EmailReader
+	emailSiblings   map[string][]string
+	readAttachments map[string]*future[[]email.Attachment]
+	cron            CronUseCases
+	jobSiblings     map[string][]string
+	readLast        map[string]*future[*cron.Execution]
 
 	mu sync.Mutex
 	// siblings maps a thread listed in a page to the ids of that page:
@@ -97,9 +104,11 @@ func claim[K comparable, V any](mu *sync.Mutex, reads map[K]*future[V], keys []K
 	return all, owned
 }
 
-func newLoaders(accountID string, reader ThreadReader, cronUC CronUseCases) *loaders {
+func newLoaders(accountID string, reader ThreadReader, cronUC CronUseCases, emails EmailReader) *loaders {
 	l := &loaders{
-		accountID: accountID, reader: reader, cron: cronUC,
+		accountID: accountID, reader: reader, cron: cronUC, email: emails,
+		emailSiblings:    map[string][]string{},
+		readAttachments:  map[string]*future[[]email.Attachment]{},
 		jobSiblings:      map[string][]string{},
 		readLast:         map[string]*future[*cron.Execution]{},
 		siblings:         map[string][]string{},
@@ -112,6 +121,7 @@ func newLoaders(accountID string, reader ThreadReader, cronUC CronUseCases) *loa
 	l.lastExecutions = dataloader.NewBatchedLoader(l.loadLastExecutions, dataloader.WithWait[string, *cron.Execution](loaderWait))
 	l.timelines = dataloader.NewBatchedLoader(l.loadTimelines, dataloader.WithWait[timelineKey, []appmessaging.StatusChange](loaderWait))
 	l.reactions = dataloader.NewBatchedLoader(l.loadReactions, dataloader.WithWait[string, []messaging.Reaction](loaderWait))
+	l.attachments = dataloader.NewBatchedLoader(l.loadAttachments, dataloader.WithWait[string, []email.Attachment](loaderWait))
 	return l
 }
 
@@ -149,8 +159,13 @@ func (l *loaders) listed(ctx context.Context, threads []messaging.Thread) {
 
 // widen returns ids together with their siblings, each once.
 func (l *loaders) widen(ids []string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	return withSiblings(&l.mu, l.siblings, ids)
+}
+
+// withSiblings returns ids and then their siblings, each once.
+func withSiblings(mu *sync.Mutex, siblings map[string][]string, ids []string) []string {
+	mu.Lock()
+	defer mu.Unlock()
 	seen := make(map[string]bool, len(ids))
 	out := make([]string, 0, len(ids))
 	add := func(id string) {
@@ -163,9 +178,39 @@ func (l *loaders) widen(ids []string) []string {
 		add(id)
 	}
 	for _, id := range ids {
-		for _, s := range l.siblings[id] {
+		for _, s := range siblings[id] {
 			add(s)
 		}
+	}
+	return out
+}
+
+// readOnce answers ids: read is called once with the keys of wide that
+// no earlier batch read or is reading, and ids wait for their reads,
+// made here or elsewhere.
+func readOnce[V any](ctx context.Context, mu *sync.Mutex, reads map[string]*future[V], ids, wide []string, read func(owned []string) (map[string]V, error)) []*dataloader.Result[V] {
+	all, owned := claim(mu, reads, wide)
+	if len(owned) > 0 {
+		found, err := read(owned)
+		for _, id := range owned {
+			f := all[id]
+			f.v, f.err = found[id], err
+			close(f.done)
+		}
+	}
+	out := make([]*dataloader.Result[V], len(ids))
+	for i, id := range ids {
+		v, err := all[id].wait(ctx)
+		out[i] = &dataloader.Result[V]{Data: v, Error: err}
+	}
+	return out
+}
+
+// failAll answers n keys with err.
+func failAll[V any](n int, err error) []*dataloader.Result[V] {
+	out := make([]*dataloader.Result[V], n)
+	for i := range out {
+		out[i] = &dataloader.Result[V]{Error: err}
 	}
 	return out
 }
@@ -197,21 +242,9 @@ func (l *loaders) loadReactions(ctx context.Context, ids []string) []*dataloader
 }
 
 func (l *loaders) loadParticipants(ctx context.Context, ids []string) []*dataloader.Result[[]messaging.Participant] {
-	reads, owned := claim(&l.mu, l.readParticipants, l.widen(ids))
-	if len(owned) > 0 {
-		found, err := l.reader.Participants(ctx, l.accountID, owned)
-		for _, id := range owned {
-			f := reads[id]
-			f.v, f.err = found[id], err
-			close(f.done)
-		}
-	}
-	out := make([]*dataloader.Result[[]messaging.Participant], len(ids))
-	for i, id := range ids {
-		v, err := reads[id].wait(ctx)
-		out[i] = &dataloader.Result[[]messaging.Participant]{Data: v, Error: err}
-	}
-	return out
+	return readOnce(ctx, &l.mu, l.readParticipants, ids, l.widen(ids), func(owned []string) (map[string][]messaging.Participant, error) {
+		return l.reader.Participants(ctx, l.accountID, owned)
+	})
 }
 
 func (l *loaders) loadMessages(ctx context.Context, keys []pageKey) []*dataloader.Result[appmessaging.MessagePage] {
@@ -283,45 +316,17 @@ func (l *loaders) listedJobs(jobs []cron.Job) {
 }
 
 func (l *loaders) loadLastExecutions(ctx context.Context, ids []string) []*dataloader.Result[*cron.Execution] {
-	out := make([]*dataloader.Result[*cron.Execution], len(ids))
 	if l.cron == nil {
-		for i := range out {
-			out[i] = &dataloader.Result[*cron.Execution]{Error: errNoCron}
-		}
-		return out
+		return failAll[*cron.Execution](len(ids), errNoCron)
 	}
-	l.mu.Lock()
-	wide := append([]string(nil), ids...)
-	seen := map[string]bool{}
-	for _, id := range ids {
-		seen[id] = true
-	}
-	for _, id := range ids {
-		for _, s := range l.jobSiblings[id] {
-			if !seen[s] {
-				seen[s] = true
-				wide = append(wide, s)
-			}
-		}
-	}
-	l.mu.Unlock()
-	reads, owned := claim(&l.mu, l.readLast, wide)
-	if len(owned) > 0 {
+	return readOnce(ctx, &l.mu, l.readLast, ids, withSiblings(&l.mu, l.jobSiblings, ids), func(owned []string) (map[string]*cron.Execution, error) {
 		found, err := l.cron.LastExecutions(ctx, l.accountID, owned)
-		for _, id := range owned {
-			f := reads[id]
-			if e, ok := found[id]; ok {
-				f.v = &e
-			}
-			f.err = err
-			close(f.done)
+		out := make(map[string]*cron.Execution, len(found))
+		for id, e := range found {
+			out[id] = &e
 		}
-	}
-	for i, id := range ids {
-		v, err := reads[id].wait(ctx)
-		out[i] = &dataloader.Result[*cron.Execution]{Data: v, Error: err}
-	}
-	return out
+		return out, err
+	})
 }
 
 // timelineKey is what a message's timeline is read by.

@@ -21,9 +21,9 @@ const (
 	leaseLost  = `msg="telegram: poll lease lost"`
 )
 
-// takeOverBound is the documented bound: another replica polls a bot
+// pollTakeOverBound is the documented bound: another replica polls a bot
 // within 10 s of its poller's death or stall.
-const takeOverBound = 10 * time.Second
+const pollTakeOverBound = 10 * time.Second
 
 // Three replicas on one Postgres database poll a bot in polling mode: one
 // polls at a time (Telegram ends a second caller's getUpdates with 409,
@@ -106,8 +106,8 @@ func TestTelegramPollingFailsOverBetweenReplicas(t *testing.T) {
 			alive = append(alive, r)
 		}
 	}
-	require.Eventually(t, func() bool { return len(holders(alive, 1)) > 0 }, takeOverBound, 20*time.Millisecond,
-		"another replica polls within %s of the kill", takeOverBound)
+	require.Eventually(t, func() bool { return len(holders(alive, 1)) > 0 }, pollTakeOverBound, 20*time.Millisecond,
+		"another replica polls within %s of the kill", pollTakeOverBound)
 	afterKill := time.Since(killed)
 	second := holders(alive, 1)
 	require.Len(t, second, 1)
@@ -124,8 +124,8 @@ func TestTelegramPollingFailsOverBetweenReplicas(t *testing.T) {
 	}
 	second[0].signal(t, syscall.SIGSTOP)
 	stalled := time.Now()
-	require.Eventually(t, func() bool { return taken(third) > 0 }, takeOverBound, 20*time.Millisecond,
-		"the third replica polls within %s of the stall", takeOverBound)
+	require.Eventually(t, func() bool { return taken(third) > 0 }, pollTakeOverBound, 20*time.Millisecond,
+		"the third replica polls within %s of the stall", pollTakeOverBound)
 	afterStall := time.Since(stalled)
 	second[0].signal(t, syscall.SIGCONT)
 	require.Eventually(t, func() bool { return strings.Contains(second[0].stderr.String(), leaseLost) }, chWait, chTick,

@@ -40,6 +40,8 @@ type spooledRow struct {
 	Size          int64     `bun:"size"`
 	ReceivedAt    time.Time `bun:"received_at"`
 	Simulated     bool      `bun:"simulated"`
+	// AccountID is the account of the recipients (one a message).
+	AccountID string `bun:"account_id"`
 }
 
 func spooledToRow(m email.Spooled) spooledRow {
@@ -47,6 +49,7 @@ func spooledToRow(m email.Spooled) spooledRow {
 	return spooledRow{
 		ID: m.ID, RemoteIP: m.RemoteIP, Helo: m.Helo, MailFrom: m.MailFrom, Recipients: string(rcpts),
 		Raw: nonNilBytes(m.Raw), Size: int64(len(m.Raw)), ReceivedAt: m.ReceivedAt, Simulated: m.Simulated,
+		AccountID: m.AccountID(),
 	}
 }
 
@@ -192,16 +195,21 @@ func (c *Conn) readEmails(ctx context.Context, q string, args ...any) ([]email.E
 
 const attachmentColumns = "id, email_id, account_id, name, content_type, content_id, inline, size, sha256, stored, created_at"
 
-// Attachments lists an email's attachments without their content.
-func (s InboxStore) Attachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error) {
+// Attachments lists the attachments of emails without their content, in one
+// statement.
+func (s InboxStore) Attachments(ctx context.Context, accountID string, emailIDs []string) (map[string][]email.Attachment, error) {
+	out := map[string][]email.Attachment{}
+	if len(emailIDs) == 0 {
+		return out, nil
+	}
 	var rows []attachmentRow
-	if err := s.read.NewRaw("SELECT "+attachmentColumns+" FROM email_attachments WHERE email_id = ? AND account_id = ? ORDER BY id",
-		emailID, accountID).Scan(ctx, &rows); err != nil {
+	if err := s.read.NewRaw("SELECT "+attachmentColumns+" FROM email_attachments WHERE email_id IN (?) AND account_id = ? ORDER BY id",
+		bun.List(emailIDs), accountID).Scan(ctx, &rows); err != nil {
 		return nil, translate(err, "attachment")
 	}
-	out := make([]email.Attachment, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
+	for _, r := range rows {
+		a := r.domain()
+		out[a.EmailID] = append(out[a.EmailID], a)
 	}
 	return out, nil
 }

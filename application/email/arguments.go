@@ -1,7 +1,9 @@
 package email
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -61,4 +63,51 @@ func ArgumentProblems(err error) error {
 		}
 	}
 	return &out
+}
+
+// Recipients is the recipient_address argument of a send as REST and MCP
+// take it: a string (one address, a display name with an address, or
+// several separated by commas) or a list of strings, one each.
+type Recipients struct {
+	Values []string
+	// List is true when a list was given.
+	List bool
+}
+
+// UnmarshalJSON reads a string or a list of strings; anything else is a
+// type error naming recipient_address.
+func (r *Recipients) UnmarshalJSON(data []byte) error {
+	var one string
+	if err := json.Unmarshal(data, &one); err == nil {
+		r.Values, r.List = []string{one}, false
+		return nil
+	}
+	if err := json.Unmarshal(data, &r.Values); err == nil {
+		r.List = true
+		return nil
+	}
+	return &json.UnmarshalTypeError{Value: "recipient_address", Type: reflect.TypeFor[string]()}
+}
+
+// MarshalJSON writes the recipients as they were given.
+func (r Recipients) MarshalJSON() ([]byte, error) {
+	if r.List {
+		return json.Marshal(nonNilList(r.Values))
+	}
+	if len(r.Values) == 0 {
+		return []byte(`""`), nil
+	}
+	return json.Marshal(r.Values[0])
+}
+
+// Set puts the recipients in in: RecipientAddress for a string,
+// Recipients for a list.
+func (r Recipients) Set(in *SendInput) {
+	if r.List {
+		in.Recipients = nonNilList(r.Values)
+		return
+	}
+	if len(r.Values) > 0 {
+		in.RecipientAddress = r.Values[0]
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	"github.com/switchboard-dev/switchboard/domain/ident"
 	"github.com/switchboard-dev/switchboard/domain/jobs"
-	"github.com/switchboard-dev/switchboard/domain/webhook"
 )
 
 // Receiving email, in two steps. The SMTP listener asks Recipient for each
@@ -56,23 +55,28 @@ func (s *Service) Recipient(ctx context.Context, address string) (email.SpooledR
 }
 
 // Spool keeps a message the listener accepted and queues its parsing, in
-// one commit: when Spool returns nil the message is stored durably.
+// one commit: when Spool returns nil the message is stored durably. A
+// message for addresses of several accounts is kept once per account,
+// each copy with its own receive job, so that each goes with its
+// account; the first is returned.
 func (s *Service) Spool(ctx context.Context, m email.Spooled) (email.Spooled, error) {
 	if len(m.Recipients) == 0 {
 		return email.Spooled{}, failure.Invalid(failure.Field("value_error", "a message needs a recipient", "recipients"))
 	}
-	m.ID, m.ReceivedAt = ident.New(ident.Spooled), s.now()
-	payload, _ := json.Marshal(receivePayload{SpooledID: m.ID})
-	err := s.committer.Commit(ctx, writes.Batch{
-		Spooled: []email.Spooled{m},
-		Jobs: []jobs.EnqueueParams{{
-			Kind: ReceiveKind, Payload: payload, MaxAttempts: ReceiveAttempts, AccountID: m.Recipients[0].AccountID,
-		}},
-	})
-	if err != nil {
+	var b writes.Batch
+	now := s.now()
+	for _, one := range m.ByAccount() {
+		one.ID, one.ReceivedAt = ident.New(ident.Spooled), now
+		payload, _ := json.Marshal(receivePayload{SpooledID: one.ID})
+		b.Spooled = append(b.Spooled, one)
+		b.Jobs = append(b.Jobs, jobs.EnqueueParams{
+			Kind: ReceiveKind, Payload: payload, MaxAttempts: ReceiveAttempts, AccountID: one.AccountID(),
+		})
+	}
+	if err := s.committer.Commit(ctx, b); err != nil {
 		return email.Spooled{}, err
 	}
-	return m, nil
+	return b.Spooled[0], nil
 }
 
 // Receive is the receive job's handler: it parses the spooled message and
@@ -268,13 +272,7 @@ func cut(s string, n int) string {
 // email, and the names A1Base's A1Mail payload uses (email_id, subject,
 // sender_address, recipient_address, raw_email_data).
 type ReceivedPayload struct {
-	Event            event.Type           `json:"event"`
-	EventID          string               `json:"event_id"`
-	Timestamp        string               `json:"timestamp"`
-	AccountID        string               `json:"account_id"`
-	EmailID          string               `json:"email_id"`
-	ThreadID         string               `json:"thread_id"`
-	MessageID        string               `json:"message_id"`
+	EventHeader
 	InReplyTo        string               `json:"in_reply_to,omitempty"`
 	References       []string             `json:"references"`
 	Subject          string               `json:"subject"`
@@ -321,23 +319,21 @@ func Summaries(as []email.Attachment) []AttachmentSummary {
 
 // receivedEvent is the email.received event of e.
 func (s *Service) receivedEvent(e email.Email, sp email.Spooled) event.Event {
-	id := ident.New(ident.Event)
-	now := s.now()
-	p := ReceivedPayload{
-		Event: event.EmailReceived, EventID: id, Timestamp: now.Format(webhook.TimeFormat), AccountID: e.AccountID,
-		EmailID: e.ID, ThreadID: e.ThreadID, MessageID: e.MessageID, InReplyTo: e.InReplyTo, References: nonNilList(e.References),
-		Subject: e.Subject, SenderAddress: e.From, SenderName: e.FromName, RecipientAddress: e.To,
-		Cc: nonNilList(e.Cc), ReplyTo: nonNilList(e.ReplyTo), Text: e.Body, HTML: e.HTMLBody, ExtractedText: e.ExtractedText,
-		Attachments: Summaries(e.Attachments), Authentication: e.Auth, DMARCFailed: e.Auth.DMARCFailed(), Size: e.Size,
-		ParseProblem: e.ParseProblem,
-	}
-	if len(sp.Raw) <= s.inbound.RawInPayloadBytes {
-		p.RawEmailData = strings.ToValidUTF8(string(sp.Raw), "\uFFFD")
-	} else {
-		p.RawEmailOmitted = true
-	}
-	payload, _ := json.Marshal(p)
-	return event.Event{ID: id, AccountID: e.AccountID, Type: event.EmailReceived, ThreadID: e.ThreadID, Payload: payload, CreatedAt: now}
+	return s.emailEvent(event.EmailReceived, e, func(h EventHeader) any {
+		p := ReceivedPayload{
+			EventHeader: h, InReplyTo: e.InReplyTo, References: nonNilList(e.References),
+			Subject: e.Subject, SenderAddress: e.From, SenderName: e.FromName, RecipientAddress: e.To,
+			Cc: nonNilList(e.Cc), ReplyTo: nonNilList(e.ReplyTo), Text: e.Body, HTML: e.HTMLBody, ExtractedText: e.ExtractedText,
+			Attachments: Summaries(e.Attachments), Authentication: e.Auth, DMARCFailed: e.Auth.DMARCFailed(), Size: e.Size,
+			ParseProblem: e.ParseProblem,
+		}
+		if len(sp.Raw) <= s.inbound.RawInPayloadBytes {
+			p.RawEmailData = strings.ToValidUTF8(string(sp.Raw), "\uFFFD")
+		} else {
+			p.RawEmailOmitted = true
+		}
+		return p
+	})
 }
 
 func nonNilList(v []string) []string {

@@ -33,8 +33,10 @@ type Inbox interface {
 	// ThreadEmails lists the account's emails of the thread threadID,
 	// oldest first (by creation, then id), at most limit.
 	ThreadEmails(ctx context.Context, accountID, threadID string, limit int) ([]email.Email, error)
-	// Attachments lists an email's attachments, without their content.
-	Attachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error)
+	// Attachments lists the attachments of the account's emails emailIDs,
+	// without their content, by email (in the email's order); an email
+	// without any, or of another account, is absent.
+	Attachments(ctx context.Context, accountID string, emailIDs []string) (map[string][]email.Attachment, error)
 	// Attachment reads one attachment of an account's email with its
 	// content. NotFound.
 	Attachment(ctx context.Context, accountID, emailID, id string) (email.Attachment, error)

@@ -73,17 +73,25 @@ func (s *Service) EmailWithAttachments(ctx context.Context, accountID, id string
 	if err != nil || s.inbox == nil || e.Direction != email.Inbound {
 		return e, err
 	}
-	e.Attachments, err = s.inbox.Attachments(ctx, accountID, id)
+	found, err := s.inbox.Attachments(ctx, accountID, []string{id})
+	e.Attachments = found[id]
 	return e, err
 }
 
-// EmailAttachments lists the attachments of an account's email, without
-// their content (none for a sent email, or an email of another account).
-func (s *Service) EmailAttachments(ctx context.Context, accountID, emailID string) ([]email.Attachment, error) {
-	if s.inbox == nil || !ident.Valid(ident.Email, emailID) {
-		return nil, nil
+// EmailAttachments lists the attachments of the account's emails
+// emailIDs, without their content, in one read, by email: an email
+// without any (a sent email, an email of another account) is absent.
+func (s *Service) EmailAttachments(ctx context.Context, accountID string, emailIDs []string) (map[string][]email.Attachment, error) {
+	valid := make([]string, 0, len(emailIDs))
+	for _, id := range emailIDs {
+		if ident.Valid(ident.Email, id) {
+			valid = append(valid, id)
+		}
 	}
-	return s.inbox.Attachments(ctx, accountID, emailID)
+	if s.inbox == nil || len(valid) == 0 {
+		return map[string][]email.Attachment{}, nil
+	}
+	return s.inbox.Attachments(ctx, accountID, valid)
 }
 
 // Attachment reads an attachment of an account's email with its content;

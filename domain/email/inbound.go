@@ -64,13 +64,43 @@ type Spooled struct {
 	Helo     string
 	MailFrom string
 	// Recipients are the accepted envelope recipients, each an address of
-	// an account.
+	// an account; a stored message's are all of one account (ByAccount).
 	Recipients []SpooledRecipient
 	Raw        []byte
 	ReceivedAt time.Time
 	// Simulated is true for a message the sandbox route delivered: no
 	// server sent it, and nothing checks where it comes from.
 	Simulated bool
+}
+
+// AccountID is the account of the first recipient: the account of a
+// stored message.
+func (s Spooled) AccountID() string {
+	if len(s.Recipients) == 0 {
+		return ""
+	}
+	return s.Recipients[0].AccountID
+}
+
+// ByAccount is the message once per account its recipients belong to,
+// each with that account's recipients in their order, in the order the
+// accounts first appear: each account keeps its own copy, which goes
+// with the account.
+func (s Spooled) ByAccount() []Spooled {
+	var out []Spooled
+	at := map[string]int{}
+	for _, r := range s.Recipients {
+		i, ok := at[r.AccountID]
+		if !ok {
+			i = len(out)
+			at[r.AccountID] = i
+			one := s
+			one.Recipients = nil
+			out = append(out, one)
+		}
+		out[i].Recipients = append(out[i].Recipients, r)
+	}
+	return out
 }
 
 // SpooledRecipient is an accepted recipient and the account owning it.

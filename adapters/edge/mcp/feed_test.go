@@ -73,8 +73,9 @@ func (l *fakeLive) receive(accountID, threadID, text string) {
 func (l *fakeLive) receiveEmail(accountID, threadID, mailbox, subject string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	payload, _ := json.Marshal(appemail.ReceivedPayload{Event: event.EmailReceived, AccountID: accountID, EmailID: "eml_" + subject,
-		ThreadID: threadID, RecipientAddress: mailbox, Subject: subject})
+	payload, _ := json.Marshal(appemail.ReceivedPayload{
+		EventHeader:      appemail.EventHeader{Event: event.EmailReceived, AccountID: accountID, EmailID: "eml_" + subject, ThreadID: threadID},
+		RecipientAddress: mailbox, Subject: subject})
 	for _, ch := range l.subs[accountID] {
 		ch <- appmessaging.LiveUpdate{Type: event.EmailReceived, Payload: payload}
 	}

@@ -191,11 +191,22 @@ func TestEmailTools(t *testing.T) {
 			{"wait_for_message", map[string]any{"kind": "message", "mailbox": mailbox, "timeout_seconds": 1}, "mailbox"},
 			{"wait_for_message", map[string]any{"kind": "mail", "timeout_seconds": 1}, "kind"},
 			{"send_email", map[string]any{"sender_address": mailbox, "recipient_address": "Ann <ann@example.org>, nope", "subject": "s", "body": "b"}, "recipient_address"},
+			{"send_email", map[string]any{"sender_address": mailbox, "recipient_address": []string{"ann@example.org", "nope"}, "subject": "s", "body": "b"}, "recipient_address.1"},
 		} {
 			e := fails(t, cs, c.tool, c.args)
 			require.Equal(t, "validation_error", e.Code, "%s %v: %+v", c.tool, c.args, e)
 			require.NotEmpty(t, e.Fields, "%s %v", c.tool, c.args)
 			require.Equal(t, c.field, e.Fields[0].Field, "%s %v: %+v", c.tool, c.args, e)
 		}
+		// The recipients as a list, one an item, as REST takes them.
+		var listed sentItem
+		ok(t, cs, "send_email", map[string]any{"sender_address": mailbox,
+			"recipient_address": []string{"Ann Example <ann@example.org>", `"Doe, John" <john@example.net>`, "eve@example.com"},
+			"subject":           "Listed", "body": "Here too."}, &listed)
+		require.Equal(t, "ann@example.org", listed.Recipient)
+		require.Equal(t, []string{"ann@example.org", "john@example.net", "eve@example.com"}, listed.Recipients)
+		var details emailItem
+		ok(t, cs, "get_email", map[string]any{"email_id": listed.EmailID}, &details)
+		require.Equal(t, []string{"ann@example.org", "john@example.net", "eve@example.com"}, details.To)
 	})
 }

@@ -2,9 +2,7 @@ package rest
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"reflect"
 
 	"github.com/gorilla/mux"
 
@@ -74,45 +72,12 @@ func (s *server) createEmailAddress(w http.ResponseWriter, r *http.Request) {
 }
 
 type sendEmailBody struct {
-	SenderAddress    *string        `json:"sender_address"`
-	RecipientAddress *recipients    `json:"recipient_address"`
-	Subject          *string        `json:"subject"`
-	Body             *string        `json:"body"`
-	Headers          map[string]any `json:"headers"`
-	AttachmentURI    *string        `json:"attachment_uri"`
-}
-
-// recipients is recipient_address: a string (one address, a display
-// name with an address, or a comma-separated list of them) or a list of
-// strings (one each).
-type recipients struct {
-	values []string
-	list   bool
-}
-
-func (r *recipients) UnmarshalJSON(data []byte) error {
-	var one string
-	if err := json.Unmarshal(data, &one); err == nil {
-		r.values, r.list = []string{one}, false
-		return nil
-	}
-	if err := json.Unmarshal(data, &r.values); err == nil {
-		r.list = true
-		return nil
-	}
-	return &json.UnmarshalTypeError{Value: "recipient_address", Type: reflect.TypeFor[string]()}
-}
-
-// input sets the recipients of in.
-func (r recipients) input(in *appemail.SendInput) {
-	if r.list {
-		in.Recipients = r.values
-		if in.Recipients == nil {
-			in.Recipients = []string{}
-		}
-		return
-	}
-	in.RecipientAddress = r.values[0]
+	SenderAddress    *string              `json:"sender_address"`
+	RecipientAddress *appemail.Recipients `json:"recipient_address"`
+	Subject          *string              `json:"subject"`
+	Body             *string              `json:"body"`
+	Headers          map[string]any       `json:"headers"`
+	AttachmentURI    *string              `json:"attachment_uri"`
 }
 
 type sendEmailResult struct {
@@ -148,7 +113,7 @@ func (s *server) sendEmail(w http.ResponseWriter, r *http.Request, key *edge.Hel
 		Subject: *b.Subject, Body: *b.Body, Headers: b.Headers, AttachmentURI: str(b.AttachmentURI),
 		Idempotency: edge.AnswerWith(key, sendEmailAnswer),
 	}
-	b.RecipientAddress.input(&in)
+	b.RecipientAddress.Set(&in)
 	e, err := s.email.Send(r.Context(), in)
 	if err != nil {
 		edge.WriteError(w, r, err)

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	appemail "github.com/switchboard-dev/switchboard/application/email"
+	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/event"
@@ -128,10 +129,23 @@ func setup(t *testing.T, dialect store.Dialect, cfg listener.Config) *bundle {
 // receive runs the receive job of every spooled message.
 func (b *bundle) receive(t *testing.T) {
 	t.Helper()
-	for _, id := range b.spool.spooled() {
-		payload, _ := json.Marshal(map[string]string{"spooled_id": id})
-		require.NoError(t, b.svc.Receive(context.Background(), jobs.Job{Kind: appemail.ReceiveKind, Payload: payload}))
+	// Every receive job queued, a copy of a message per account.
+	var payloads [][]byte
+	require.NoError(t, b.db.Bun().NewRaw("SELECT payload FROM jobs WHERE kind = ? ORDER BY id", appemail.ReceiveKind).
+		Scan(context.Background(), &payloads))
+	require.GreaterOrEqual(t, len(payloads), len(b.spool.spooled()))
+	for _, p := range payloads {
+		require.NoError(t, b.svc.Receive(context.Background(), jobs.Job{Kind: appemail.ReceiveKind, Payload: p}))
 	}
+}
+
+// sendReport sends "Your report" from the account's mailbox to to.
+func (b *bundle) sendReport(t *testing.T, to, body string) email.Email {
+	t.Helper()
+	sent, err := b.svc.Send(context.Background(), appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
+		RecipientAddress: to, Subject: "Your report", Body: body})
+	require.NoError(t, err)
+	return sent
 }
 
 func (b *bundle) mailbox(t *testing.T, accountID, address string) []email.Email {
@@ -338,9 +352,7 @@ func TestRepliesThread(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, listener.Config{})
 		ctx := context.Background()
-		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
-			RecipientAddress: "ann@example.org", Subject: "Your report", Body: "Hello Ann, here is your report."})
-		require.NoError(t, err)
+		sent := b.sendReport(t, "ann@example.org", "Hello Ann, here is your report.")
 
 		answer := "From: Ann <ann@example.org>\r\nTo: support.bot@mail.acme.test\r\nSubject: Re: Your report\r\n" +
 			"Message-ID: <answer-1@example.org>\r\nIn-Reply-To: " + sent.MessageID + "\r\nReferences: " + sent.MessageID + "\r\n\r\n" +
@@ -409,9 +421,7 @@ func TestBouncesReachTheSentEmail(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect, listener.Config{})
 		ctx := context.Background()
-		sent, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.account, SenderAddress: "support.bot@mail.acme.test",
-			RecipientAddress: "nobody@example.org", Subject: "Your report", Body: "Hello"})
-		require.NoError(t, err)
+		sent := b.sendReport(t, "nobody@example.org", "Hello")
 		theirs, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.other, SenderAddress: "other.bot@mail.acme.test",
 			RecipientAddress: "nobody@example.org", Subject: "Theirs", Body: "Hello"})
 		require.NoError(t, err)
@@ -458,11 +468,103 @@ func TestBouncesReachTheSentEmail(t *testing.T) {
 		require.Equal(t, sent.ThreadID, report.ThreadID, "the report lands in the sent email's thread")
 		require.Equal(t, "Undelivered Mail Returned to Sender", report.Subject)
 
+		// A second report about the bounced email is received into its
+		// thread and tells nothing again.
+		again := strings.Replace(dsn, "<20261124092011.4BXk3Y0wQjz9sT@mx.example.org>", "<again@mx.example.org>", 1)
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(again)))
+		b.receive(t)
+		require.Len(t, b.outcomeEvents(t, b.account, event.EmailBounced), 1, "an email bounces once")
+		require.Len(t, b.mailbox(t, b.account, "support.bot@mail.acme.test"), 5, "the second report is received")
+
 		// A later delivery attempt leaves the bounced email alone.
 		payload, _ := json.Marshal(map[string]string{"email_id": sent.ID})
 		require.NoError(t, b.svc.Work(ctx, jobs.Job{Kind: appemail.DeliverKind, Payload: payload, Attempt: 1, MaxAttempts: 3}))
 		got, err = b.svc.Email(ctx, b.account, sent.ID)
 		require.NoError(t, err)
 		require.Equal(t, email.Bounced, got.Status)
+	})
+}
+
+// A delivery report about an email already failed (the relay refused it,
+// and email.failed told so) is received into the email's thread and
+// changes nothing: failed is final, and no email.bounced follows.
+func TestReportsAboutFailedEmailsChangeNothing(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect, listener.Config{})
+		ctx := context.Background()
+		sent := b.sendReport(t, "nobody@example.org", "Hello")
+		failed := sent
+		failed.Status, failed.FailureCode, failed.Reply, failed.UpdatedAt = email.Failed, "rejected", "550 5.7.1 relay refused", time.Now()
+		require.NoError(t, b.db.Commit(ctx, writes.Batch{EmailOutcomes: []email.Email{failed}}))
+
+		dsn := strings.ReplaceAll(string(read(t, "bounce-postfix.eml")), "<eml_0123456789abcdef@mail.acme.test>", sent.MessageID)
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "", []string{"support.bot@mail.acme.test"}, []byte(dsn)))
+		b.receive(t)
+
+		got, err := b.svc.Email(ctx, b.account, sent.ID)
+		require.NoError(t, err)
+		require.Equal(t, email.Failed, got.Status)
+		require.Equal(t, "550 5.7.1 relay refused", got.Reply)
+		require.Empty(t, b.outcomeEvents(t, b.account, event.EmailBounced))
+		list := b.mailbox(t, b.account, "support.bot@mail.acme.test")
+		require.Len(t, list, 2)
+		require.Equal(t, email.Inbound, list[0].Direction)
+		require.Equal(t, sent.ThreadID, list[0].ThreadID, "the report lands in the failed email's thread")
+	})
+}
+
+// A message for addresses of two accounts is kept once per account; when
+// an account is deleted, its copy of the raw message, its emails (sent
+// and received), their attachments and what the sandbox mailbox kept of
+// it go with it, and the mailbox's totals drop by its share. The other
+// account keeps all of its own.
+func TestDeletingAnAccountDeletesItsMail(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect, listener.Config{})
+		ctx := context.Background()
+		require.NoError(t, smtp.SendMail(b.l.Addr().String(), nil, "ann@example.org",
+			[]string{"support.bot@mail.acme.test", "other.bot@mail.acme.test"}, read(t, "nested-mixed.eml")))
+		_, err := b.svc.Send(ctx, appemail.SendInput{AccountID: b.other, SenderAddress: "other.bot@mail.acme.test",
+			RecipientAddress: "ann@example.org", Subject: "Sent", Body: "Hello"})
+		require.NoError(t, err)
+		b.receive(t)
+		require.Len(t, b.spool.spooled(), 1, "the listener spooled once")
+		limits := appemail.MailboxLimits{AccountEmails: 100, AccountBytes: 1 << 20, TotalEmails: 1000, TotalBytes: 1 << 30}
+		for _, acc := range []string{b.account, b.other, b.other} {
+			require.NoError(t, b.db.MailboxStore().Keep(ctx, appemail.KeptEmail{AccountID: acc, Subject: "kept", Text: "text"}, limits))
+		}
+
+		count := func(table, accountID string) int {
+			var n int
+			require.NoError(t, b.db.Bun().NewRaw("SELECT count(*) FROM "+table+" WHERE account_id = ?", accountID).Scan(ctx, &n))
+			return n
+		}
+		for _, acc := range []string{b.account, b.other} {
+			require.Equal(t, 1, count("email_spool", acc), "each account has its copy of the raw message")
+			require.Positive(t, count("email_attachments", acc))
+		}
+		require.Equal(t, 2, count("emails", b.other), "received and sent")
+		theirs := b.mailbox(t, b.other, "other.bot@mail.acme.test")
+		raw, err := b.svc.Raw(ctx, b.other, theirs[len(theirs)-1].ID)
+		require.NoError(t, err)
+		require.Equal(t, read(t, "nested-mixed.eml"), raw)
+		mine := b.mailbox(t, b.account, "support.bot@mail.acme.test")
+		require.Len(t, mine, 1)
+
+		_, err = b.db.Bun().NewRaw("DELETE FROM accounts WHERE id = ?", b.other).Exec(ctx)
+		require.NoError(t, err)
+		for _, table := range []string{"email_spool", "emails", "email_attachments", "sandbox_emails", "sandbox_mailbox_usage"} {
+			require.Zero(t, count(table, b.other), "%s of the deleted account", table)
+		}
+		var total int
+		require.NoError(t, b.db.Bun().NewRaw("SELECT emails FROM sandbox_mailbox_totals").Scan(ctx, &total))
+		require.Equal(t, 1, total, "the totals drop by the deleted account's share")
+		require.Equal(t, 1, count("email_spool", b.account))
+		require.Positive(t, count("email_attachments", b.account))
+		raw, err = b.svc.Raw(ctx, b.account, mine[0].ID)
+		require.NoError(t, err)
+		require.Equal(t, read(t, "nested-mixed.eml"), raw)
 	})
 }

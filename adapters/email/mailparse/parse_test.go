@@ -1,7 +1,10 @@
 package mailparse_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -164,6 +167,47 @@ func TestBadInput(t *testing.T) {
 		p := parser.Parse([]byte(raw))
 		require.NotEmpty(t, p.Problem)
 		require.Equal(t, "broken", p.Subject)
+	})
+	t.Run("a multipart without its boundary", func(t *testing.T) {
+		raw := "From: a@example.org\r\nSubject: no boundary\r\nContent-Type: multipart/mixed\r\n\r\n" +
+			"--x\r\nContent-Type: text/plain\r\n\r\nhello\r\n--x--\r\n"
+		p := parser.Parse([]byte(raw))
+		require.Equal(t, "no boundary", p.Subject, "the header is kept")
+		require.Equal(t, "a@example.org", p.From)
+		require.NotEmpty(t, p.Problem)
+	})
+	t.Run("a boundary never closed and a part without a header end", func(t *testing.T) {
+		raw := "From: a@example.org\r\nSubject: unclosed\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n" +
+			"--x\r\nContent-Type: text/plain\r\n\r\nfirst part\r\n--x\r\nContent-Type: text/plain\r\nX-Broken"
+		p := parser.Parse([]byte(raw))
+		require.Equal(t, "unclosed", p.Subject)
+		require.Equal(t, "first part", strings.TrimSpace(p.Text), "kept as far as read")
+	})
+	t.Run("a zip bomb named .txt", func(t *testing.T) {
+		// 64 MiB of zeros packed into a few hundred KiB: kept as the
+		// bytes that came, never unpacked, so memory follows the message.
+		var packed bytes.Buffer
+		zw := zip.NewWriter(&packed)
+		w, err := zw.Create("zeros.bin")
+		require.NoError(t, err)
+		zeros := make([]byte, 1<<20)
+		for range 64 {
+			_, err = w.Write(zeros)
+			require.NoError(t, err)
+		}
+		require.NoError(t, zw.Close())
+		raw := "From: a@example.org\r\nSubject: bomb\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n" +
+			"--x\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n" +
+			"--x\r\nContent-Type: text/plain; name=notes.txt\r\nContent-Disposition: attachment; filename=notes.txt\r\n" +
+			"Content-Transfer-Encoding: base64\r\n\r\n" + base64.StdEncoding.EncodeToString(packed.Bytes()) + "\r\n--x--\r\n"
+		p := parser.Parse([]byte(raw))
+		require.Empty(t, p.Problem)
+		require.Len(t, p.Attachments, 1)
+		a := p.Attachments[0]
+		require.Equal(t, "notes.txt", a.Name)
+		require.Equal(t, int64(packed.Len()), a.Size, "the archive as it came")
+		require.Equal(t, packed.Bytes(), a.Content)
+		require.Less(t, a.Size, int64(len(raw)))
 	})
 	t.Run("not a message at all", func(t *testing.T) {
 		p := parser.Parse([]byte("\x00\x01\x02 garbage without a header end"))

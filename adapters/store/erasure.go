@@ -135,6 +135,7 @@ func (r ErasureStore) target(ctx context.Context, accountID string, id erasure.I
 	t.Counts["events"] = len(t.EventIDs)
 	t.Counts["webhook_deliveries"] = len(t.DeliveryIDs)
 	t.Counts["emails"] = len(t.EmailIDs)
+	t.Counts["email_spool"] = len(t.SpoolIDs)
 	t.Counts["sandbox_emails"] = len(t.SandboxSeqs)
 	t.Counts["idempotency_responses"] = len(t.IdempotencyKeys)
 	t.Counts["channel_contacts"] = len(t.Chats)
@@ -401,6 +402,9 @@ func (r ErasureStore) findEmails(ctx context.Context, t *erasure.Target, address
 		append([]any{t.AccountID}, emailArgs...)...).Scan(ctx, &t.EmailIDs); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
+	if err := r.write.NewRaw("SELECT id FROM email_spool WHERE account_id = ? AND "+contains("mail_from"), t.AccountID, address).Scan(ctx, &t.SpoolIDs); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
 	var kept []struct {
 		Seq  int64 `bun:"seq"`
 		Size int64 `bun:"size"`
@@ -567,6 +571,7 @@ func eraseStatements(es []writes.Erasure) []rawStatement {
 		in("DELETE FROM people WHERE account_id = ? AND id IN (?)", t.ContactIDs, acc)
 		in("DELETE FROM email_attachments WHERE email_id IN (?)", t.EmailIDs)
 		in("DELETE FROM emails WHERE account_id = ? AND id IN (?)", t.EmailIDs, acc)
+		in("DELETE FROM email_spool WHERE account_id = ? AND id IN (?)", t.SpoolIDs, acc)
 		if len(t.SandboxSeqs) > 0 {
 			seqs := make([]any, len(t.SandboxSeqs))
 			for i, s := range t.SandboxSeqs {

@@ -150,7 +150,10 @@ type Target struct {
 	// EmailIDs are the emails from or to their email address;
 	// SandboxSeqs the sandbox mailbox's mail to or from it, SandboxBytes
 	// its size.
-	EmailIDs     []string
+	EmailIDs []string
+	// SpoolIDs are the raw messages received from their address and
+	// not yet parsed.
+	SpoolIDs     []string
 	SandboxSeqs  []int64
 	SandboxBytes int64
 	// IdempotencyKeys are the stored answers to Idempotency-Keys that

@@ -359,6 +359,29 @@ func TestErasureEndToEnd(t *testing.T) {
 		require.Len(t, contacts.Data, 1)
 		require.NotEqual(t, contact, contacts.Data[0].ContactID)
 
+		// A person known by an email address: the mail from and to it
+		// (received, sent, kept by the sandbox mailbox) goes; another
+		// correspondent's stays.
+		domain := accountData(t, client.Do(http.MethodGet, accountPath, nil, as...))["service_email_domain"].(string)
+		mailbox := "helpdesk@" + domain
+		post("/v1/emails/"+acct.AccountID+"/create-email", map[string]any{"address": "helpdesk", "domain_name": domain})
+		const mailMarker, otherMail = "MAILMARK-Q9", "KEEPMAIL-Z2"
+		post("/v1/sandbox/"+acct.AccountID+"/inbound-email", map[string]any{"from": "Zelda Q <Zelda.Q@example.org>", "to": mailbox,
+			"subject": "question " + mailMarker, "text": "my question " + mailMarker})
+		post("/v1/emails/"+acct.AccountID+"/send", map[string]any{"sender_address": mailbox, "recipient_address": "zelda.q@example.org",
+			"subject": "answer " + mailMarker, "body": "our answer " + mailMarker})
+		post("/v1/sandbox/"+acct.AccountID+"/inbound-email", map[string]any{"from": "otto@example.net", "to": mailbox,
+			"subject": "other " + otherMail, "text": "other " + otherMail})
+		require.NotEmpty(t, scanColumns(t, b.dbURL, mailMarker)[mailMarker])
+		byEmail := post(erasures, map[string]any{"email": "ZELDA.Q@example.org"})["data"].(map[string]any)
+		require.Equal(t, "email", byEmail["identifier_kind"])
+		require.GreaterOrEqual(t, byEmail["counts"].(map[string]any)["emails"], 2.0, "%v", byEmail)
+		mail := scanColumns(t, b.dbURL, mailMarker, "zelda.q@example.org", "Zelda.Q@example.org", otherMail)
+		for _, needle := range []string{mailMarker, "zelda.q@example.org", "Zelda.Q@example.org"} {
+			require.Empty(t, mail[needle], "%q is erased from every table", needle)
+		}
+		require.NotEmpty(t, mail[otherMail], "another correspondent's mail stays")
+
 		// The operator's CLI and GraphQL erase too.
 		var cli struct {
 			Total       int            `json:"total"`

@@ -235,6 +235,9 @@ func TestErasureEndToEnd(t *testing.T) {
 		// Zelda and Otto write to the agent, then in a group with it;
 		// Otto answers Zelda there, quoting her.
 		first := inbound(phone, name, "hello from Zelda "+marker, "", "")
+		r = client.Do(http.MethodGet, "/v1/messages/individual/"+acct.AccountID+"/get-details/"+first, nil, as...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		herThread := r.JSON(t)["thread_id"].(string)
 		inbound(otherPhone, otherName, "hello from Otto "+otherMarker, "", "")
 		group := post("/v1/sandbox/"+acct.AccountID+"/groups", map[string]any{"service": "whatsapp", "agent_number": agent, "title": "Book club",
 			"participants": []string{phone, otherPhone}})["data"].(map[string]any)["thread_id"].(string)
@@ -352,6 +355,16 @@ func TestErasureEndToEnd(t *testing.T) {
 		byPhone := post(erasures, map[string]any{"phone": phone})["data"].(map[string]any)
 		require.Equal(t, 0.0, byPhone["total"], "%v", byPhone)
 
+		// A send to her now does not reach her erased thread (the send
+		// cache forgets it: adapters/cache TestErasedThreadsAreForgotten).
+		r = client.Do(http.MethodPost, "/v1/messages/individual/"+acct.AccountID+"/send",
+			map[string]any{"service": "whatsapp", "from": agent, "to": phone, "content": "after the erasure"}, as...)
+		if r.StatusCode == http.StatusOK {
+			require.NotEqual(t, herThread, r.JSON(t)["thread_id"], "the erased thread is not used again")
+		}
+		r = client.Do(http.MethodGet, "/v1/messages/threads/"+acct.AccountID+"/get-details/"+herThread, nil, as...)
+		require.Equal(t, http.StatusNotFound, r.StatusCode, "her thread is gone: %s", r.Body)
+
 		// She writes again: a new contact and a new thread.
 		inbound(phone, name, "back again", "", "")
 		r = client.Do(http.MethodGet, "/v1/contacts/"+acct.AccountID+"?search=Zelda", nil, as...)
@@ -391,7 +404,7 @@ func TestErasureEndToEnd(t *testing.T) {
 		b.cliJSON(t, &cli, "erase", "--account", acct.AccountID, "--phone", phone)
 		require.Equal(t, "cli", cli.RequestedBy)
 		require.Equal(t, 1, cli.Counts["people"], "%+v", cli)
-		require.Equal(t, 1, cli.Counts["messages"], "%+v", cli)
+		require.GreaterOrEqual(t, cli.Counts["messages"], 1, "%+v", cli)
 		stdout, stderr, code = b.cli(t, "erase", "--account", acct.AccountID, "--contact", ident.New(ident.Contact))
 		require.Contains(t, requireOneLineError(t, stdout, stderr, code), "not found")
 		var gql struct {

@@ -19,9 +19,11 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/application/accounts"
 	"github.com/switchboard-dev/switchboard/application/email"
+	apperasure "github.com/switchboard-dev/switchboard/application/erasure"
 	"github.com/switchboard-dev/switchboard/application/messaging"
 	"github.com/switchboard-dev/switchboard/application/writes"
 	"github.com/switchboard-dev/switchboard/domain/account"
+	"github.com/switchboard-dev/switchboard/domain/erasure"
 	"github.com/switchboard-dev/switchboard/domain/failure"
 	domain "github.com/switchboard-dev/switchboard/domain/messaging"
 )
@@ -488,4 +490,34 @@ func TestCachesAreBounded(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 4, fake.reads.Load(), "+1 was dropped for +3 and read again")
+}
+
+// An erasure through the decorator forgets the sendable threads it
+// deleted: the next send reads the database and finds none; another
+// replica's kept thread goes within the TTL.
+func TestErasedThreadsAreForgotten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	r, other := b.replica(time.Hour), b.replica(time.Hour)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	th := domain.Thread{ID: "thr_erased", AccountID: "acc_erase", Service: account.WhatsApp, Type: domain.Individual,
+		AgentNumber: "+15550001111", Contact: "+15550003333", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.db.AccountStore().InsertAccount(ctx, account.Account{ID: th.AccountID, Name: "e", Version: 1, CreatedAt: now, UpdatedAt: now}))
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Threads: []writes.NewThread{{Thread: th}}}))
+	require.NoError(t, b.db.Commit(ctx, writes.Batch{Inbound: []writes.InboundActivity{
+		{AccountID: th.AccountID, Service: th.Service, Address: th.Contact, ThreadID: th.ID, At: now}}}))
+	lookup := func(r replica) error {
+		_, err := r.messaging(b).IndividualThread(ctx, th.AccountID, th.Service, th.AgentNumber, th.Contact)
+		return err
+	}
+	require.NoError(t, lookup(r), "kept once sendable")
+	require.NoError(t, lookup(other))
+
+	svc := apperasure.New(r.caches.Erasure(b.db.ErasureStore()), b.keys, nil)
+	rec, err := svc.Erase(ctx, apperasure.Request{AccountID: th.AccountID, ID: erasure.Identifier{Kind: erasure.Phone, Value: th.Contact}, RequestedBy: "cli"})
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.Counts["threads"])
+	require.True(t, failure.Is(lookup(r), failure.KindNotFound), "the erasing replica reads the database again")
+	require.NoError(t, lookup(other), "another replica keeps it until the TTL")
 }

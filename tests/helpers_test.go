@@ -180,6 +180,10 @@ func processEnv(extra []string) []string {
 			env = append(env, kv)
 		}
 	}
+	// The suite runs many servers and clusters of three at once on one
+	// Postgres (100 connections by default): each process's pool is
+	// bounded unless the test sets its own (a flag or a later value wins).
+	env = append(env, "SWITCHBOARD_DB_MAX_CONNS=4")
 	return append(env, extra...)
 }
 

@@ -279,15 +279,7 @@ func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
 		q := &countingQueue{Queue: b.db.JobQueue()}
 		// Workers 16 with a share of 0.25: a ceiling of 14, two workers kept.
 		b.startOn(t, q, runner.Config{Workers: 16, AccountShare: 0.25, PollInterval: time.Minute},
-			runner.Kind{Name: "hold", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
-				started.Add(1)
-				select {
-				case <-release:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})})
+			holding(&started, release))
 		require.Eventually(t, func() bool { return started.Load() == 14 }, 10*time.Second, 5*time.Millisecond)
 		time.Sleep(100 * time.Millisecond)
 		require.Equal(t, int64(14), started.Load())
@@ -308,18 +300,24 @@ func TestLoneAccountReserveIsAtMostSixteen(t *testing.T) {
 		release := make(chan struct{})
 		var started atomic.Int64
 		b.startOn(t, b.db.JobQueue(), runner.Config{Workers: 200, AccountShare: 0.25, PollInterval: time.Minute},
-			runner.Kind{Name: "hold", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
-				started.Add(1)
-				select {
-				case <-release:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})})
+			holding(&started, release))
 		require.Eventually(t, func() bool { return started.Load() == 184 }, 10*time.Second, 5*time.Millisecond)
 		time.Sleep(100 * time.Millisecond)
 		require.Equal(t, int64(184), started.Load())
 		close(release)
 	})
+}
+
+// holding is the kind "hold": each job counts its start in started and
+// runs until release closes.
+func holding(started *atomic.Int64, release <-chan struct{}) runner.Kind {
+	return runner.Kind{Name: "hold", Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+		started.Add(1)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})}
 }

@@ -48,6 +48,13 @@ type LiveUpdate struct {
 	Type    event.Type
 	Message messaging.Message
 	Payload []byte
+	// Seq is the event's position in the log. An update whose Seq is
+	// greater than a Head was committed after that Head was read.
+	Seq int64
+	// Late is true when the event committed after an event with a greater
+	// Seq had been read (its transaction took its place earlier): it may
+	// have committed after a Head greater than its Seq was read.
+	Late bool
 }
 
 // LiveOptions tune the live feed.
@@ -148,6 +155,12 @@ func (l *Live) Subscribe(ctx context.Context, accountID string) (<-chan LiveUpda
 	}, nil
 }
 
+// Head is the log's position now: the updates committed from now on have
+// a greater Seq, or are Late.
+func (l *Live) Head(ctx context.Context) (int64, error) {
+	return l.log.LastEventSeq(ctx)
+}
+
 // drop ends a subscription; l.mu is held.
 func (l *Live) drop(s *liveSub) {
 	if _, ok := l.subs[s]; !ok {
@@ -217,9 +230,11 @@ func (l *Live) read(ctx context.Context) error {
 		l.mu.Lock()
 		now := l.opts.Now()
 		fresh := evs[:0:0]
+		late := map[int64]bool{}
 		for _, e := range evs {
 			if _, wasGap := l.gaps[e.Seq]; wasGap {
 				delete(l.gaps, e.Seq)
+				late[e.Seq] = true
 			} else if e.Seq <= l.cursor {
 				continue // read twice
 			}
@@ -235,7 +250,7 @@ func (l *Live) read(ctx context.Context) error {
 			}
 		}
 		l.mu.Unlock()
-		if err := l.dispatch(ctx, fresh); err != nil {
+		if err := l.dispatch(ctx, fresh, late); err != nil {
 			return err
 		}
 		if len(evs) < readBatch {
@@ -250,9 +265,11 @@ type messagePayload struct {
 }
 
 // dispatch loads the messages of evs, one read per account with
-// subscribers, and hands them out in log order.
-func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
+// subscribers, and hands them out in log order; late holds the seqs of
+// the events that committed after a later one was read.
+func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent, late map[int64]bool) error {
 	type pending struct {
+		seq       int64
 		typ       event.Type
 		accountID string
 		messageID string
@@ -272,7 +289,7 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 			continue
 		}
 		if e.Event.Type == event.EmailReceived {
-			todo = append(todo, pending{typ: e.Event.Type, accountID: e.Event.AccountID, payload: e.Event.Payload})
+			todo = append(todo, pending{seq: e.Seq, typ: e.Event.Type, accountID: e.Event.AccountID, payload: e.Event.Payload})
 			continue
 		}
 		if e.Event.Type != event.MessageReceived && e.Event.Type != event.MessageStatus {
@@ -282,7 +299,7 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 		if err := json.Unmarshal(e.Event.Payload, &p); err != nil || p.MessageID == "" {
 			continue
 		}
-		todo = append(todo, pending{typ: e.Event.Type, accountID: e.Event.AccountID, messageID: p.MessageID})
+		todo = append(todo, pending{seq: e.Seq, typ: e.Event.Type, accountID: e.Event.AccountID, messageID: p.MessageID})
 		ids[e.Event.AccountID] = append(ids[e.Event.AccountID], p.MessageID)
 	}
 	if len(todo) == 0 {
@@ -303,7 +320,7 @@ func (l *Live) dispatch(ctx context.Context, evs []LoggedEvent) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range todo {
-		u := LiveUpdate{Type: p.typ, Payload: p.payload}
+		u := LiveUpdate{Type: p.typ, Payload: p.payload, Seq: p.seq, Late: late[p.seq]}
 		if p.payload == nil {
 			m, ok := found[p.messageID]
 			if !ok || m.AccountID != p.accountID {

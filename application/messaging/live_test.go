@@ -125,14 +125,24 @@ func TestLive(t *testing.T) {
 
 		// Seq 1 and 2 are taken by two transactions; 2 commits first.
 		log.commit(2, "acc_1", event.MessageReceived, "msg_2")
-		require.Equal(t, "msg_2", next(t, updates).Message.ID)
-		log.commit(1, "acc_1", event.MessageStatus, "msg_1")
 		u := next(t, updates)
+		require.Equal(t, "msg_2", u.Message.ID)
+		require.Equal(t, int64(2), u.Seq)
+		require.False(t, u.Late)
+		head, err := live.Head(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, int64(2), head)
+		log.commit(1, "acc_1", event.MessageStatus, "msg_1")
+		u = next(t, updates)
 		require.Equal(t, "msg_1", u.Message.ID, "the late commit is found at its missing position")
 		require.Equal(t, event.MessageStatus, u.Type)
+		require.Equal(t, int64(1), u.Seq)
+		require.True(t, u.Late, "committed after seq 2 was read, so perhaps after that head")
 
 		log.commit(3, "acc_1", event.MessageReceived, "msg_3")
-		require.Equal(t, "msg_3", next(t, updates).Message.ID)
+		u = next(t, updates)
+		require.Equal(t, "msg_3", u.Message.ID)
+		require.False(t, u.Late)
 	})
 
 	t.Run("OnlyTheAccountsMessageEvents", func(t *testing.T) {

@@ -53,9 +53,12 @@ type accountFeed struct {
 }
 
 // waiter is a call waiting for what its filter matches among what its
-// account receives.
+// account receives after the log position after (the account's
+// subscription may have been taken earlier, and hand out older updates
+// still).
 type waiter struct {
 	filter waitFilter
+	after  int64
 	got    chan arrival
 }
 
@@ -74,6 +77,14 @@ type waitFilter struct {
 type arrival struct {
 	message *messaging.Message
 	email   *appemail.ReceivedPayload
+	// seq and late are the update's (appmessaging.LiveUpdate).
+	seq  int64
+	late bool
+}
+
+// newSince reports whether a was committed after the log position after.
+func (a arrival) newSince(after int64) bool {
+	return a.seq > after || a.late
 }
 
 // matches reports whether the filter waits for a.
@@ -101,10 +112,14 @@ func errTooManyWaits(limit int, scope string) error {
 }
 
 // wait returns the next arrival of accountID that filter matches within
-// timeout; false when none came. It ends early with ctx's error, or when
+// timeout, of those committed after the call began; false when none came. It ends early with ctx's error, or when
 // the feed closes.
 func (f *feed) wait(ctx context.Context, accountID string, filter waitFilter, timeout time.Duration) (arrival, bool, error) {
-	w := &waiter{filter: filter, got: make(chan arrival, 1)}
+	head, err := f.live.Head(ctx)
+	if err != nil {
+		return arrival{}, false, err
+	}
+	w := &waiter{filter: filter, after: head, got: make(chan arrival, 1)}
 	if err := f.listen(ctx, accountID, func(a *accountFeed) error {
 		if f.waits >= f.maxWaits {
 			return errTooManyWaits(f.maxWaits, "on this server")
@@ -232,7 +247,7 @@ func (f *feed) run(a *accountFeed, updates <-chan appmessaging.LiveUpdate) {
 			}
 			continue
 		}
-		var got arrival
+		got := arrival{seq: u.Seq, late: u.Late}
 		switch u.Type {
 		case event.MessageReceived:
 			got.message = &u.Message
@@ -247,7 +262,7 @@ func (f *feed) run(a *accountFeed, updates <-chan appmessaging.LiveUpdate) {
 		}
 		f.mu.Lock()
 		for w := range a.waiters {
-			if !w.filter.matches(got) {
+			if !w.filter.matches(got) || !got.newSince(w.after) {
 				continue
 			}
 			w.got <- got // room for one, and a waiter gets one

@@ -25,6 +25,14 @@ type fakeLive struct {
 	subs map[string][]chan appmessaging.LiveUpdate
 	// subscribed counts the subscriptions ever taken.
 	subscribed int
+	// seq is the position of the last update published.
+	seq int64
+}
+
+func (l *fakeLive) Head(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq, nil
 }
 
 func newFakeLive() *fakeLive { return &fakeLive{subs: map[string][]chan appmessaging.LiveUpdate{}} }
@@ -61,11 +69,34 @@ func (l *fakeLive) open() int {
 func (l *fakeLive) receive(accountID, threadID, text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.seq++
+	l.publish(accountID, threadID, text, l.seq, false)
+}
+
+// publish hands a message update at seq to accountID's subscribers; l.mu
+// is held.
+func (l *fakeLive) publish(accountID, threadID, text string, seq int64, late bool) {
 	for _, ch := range l.subs[accountID] {
-		ch <- appmessaging.LiveUpdate{Type: event.MessageReceived, Message: messaging.Message{
+		ch <- appmessaging.LiveUpdate{Type: event.MessageReceived, Seq: seq, Late: late, Message: messaging.Message{
 			ID: "msg_" + text, AccountID: accountID, ThreadID: threadID, Content: messaging.Content{Kind: messaging.KindText, Text: text},
 		}}
 	}
+}
+
+// commit takes the next seq for an update published later (readLate).
+func (l *fakeLive) commit() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	return l.seq
+}
+
+// readLate hands out, only now, a message committed at seq (at or before
+// the head): the live feed's reader reads the log after the commit.
+func (l *fakeLive) readLate(accountID, threadID, text string, seq int64, late bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.publish(accountID, threadID, text, seq, late)
 }
 
 // receiveEmail publishes an email.received event of an email to mailbox
@@ -73,11 +104,12 @@ func (l *fakeLive) receive(accountID, threadID, text string) {
 func (l *fakeLive) receiveEmail(accountID, threadID, mailbox, subject string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.seq++
 	payload, _ := json.Marshal(appemail.ReceivedPayload{
 		EventHeader:      appemail.EventHeader{Event: event.EmailReceived, AccountID: accountID, EmailID: "eml_" + subject, ThreadID: threadID},
 		RecipientAddress: mailbox, Subject: subject})
 	for _, ch := range l.subs[accountID] {
-		ch <- appmessaging.LiveUpdate{Type: event.EmailReceived, Payload: payload}
+		ch <- appmessaging.LiveUpdate{Type: event.EmailReceived, Payload: payload, Seq: l.seq}
 	}
 }
 
@@ -215,6 +247,40 @@ func TestFeedHandsOutMessages(t *testing.T) {
 	accounts, _ := f.listening()
 	require.Zero(t, accounts)
 	require.Zero(t, live.open())
+}
+
+// A wait returns only what was committed after it began: an update the
+// account's subscription hands out after the wait joined, but committed
+// before (the reader had not read it yet), is not the wait's, unless it
+// is Late (it may have committed after the wait began).
+func TestFeedWaitTakesOnlyWhatCameAfterIt(t *testing.T) {
+	t.Parallel()
+	live := newFakeLive()
+	f := newFeed(live, 1000, 10, func(string, string) {}, slog.Default())
+	defer f.close()
+	release, err := f.watch(t.Context(), "acc_a")
+	require.NoError(t, err)
+	defer release()
+	waitFrom := func() <-chan arrival {
+		out := make(chan arrival, 1)
+		go func() {
+			a, _, _ := f.wait(t.Context(), "acc_a", messages, 10*time.Second)
+			out <- a
+		}()
+		require.Eventually(t, func() bool { _, waits := f.listening(); return waits == 1 }, 5*time.Second, time.Millisecond)
+		return out
+	}
+
+	before := live.commit() // committed, not yet read
+	out := waitFrom()
+	live.readLate("acc_a", "thr_1", "before", before, false)
+	live.receive("acc_a", "thr_1", "after")
+	require.Equal(t, "after", (<-out).message.Content.Text)
+
+	racing := live.commit() // its transaction took its seq before the head was read
+	out = waitFrom()
+	live.readLate("acc_a", "thr_1", "racing", racing, true)
+	require.Equal(t, "racing", (<-out).message.Content.Text)
 }
 
 // A received email goes to the waits for email that it matches (of its

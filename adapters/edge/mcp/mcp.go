@@ -77,6 +77,9 @@ type LiveFeed interface {
 	// function that ends the subscription; the channel closes when it
 	// ends, also when the subscriber falls behind.
 	Subscribe(ctx context.Context, accountID string) (<-chan appmessaging.LiveUpdate, func(), error)
+	// Head is the log's position now: updates committed from now on have
+	// a greater Seq, or are Late.
+	Head(ctx context.Context) (int64, error)
 }
 
 var _ LiveFeed = (*appmessaging.Live)(nil)

@@ -29,6 +29,11 @@ const (
 	cronRescue = time.Second
 )
 
+// cronWakeGap is the least time between two claims of the cron runner
+// that wake-ups start (runner.Config.WakeGap): a run triggered by hand is
+// called within it; runs due at their slots are claimed at their due time.
+const cronWakeGap = 50 * time.Millisecond
+
 // cronModule wires the cron use cases and, when this process runs
 // background work, the periodic enqueuer and the runner of the runs. Every
 // replica runs both; they share the due jobs and the runs through the
@@ -93,6 +98,10 @@ func cronRunner(c Config) fx.Option {
 	return fx.Invoke(func(lc fx.Lifecycle, cfg runner.Config, q runner.Queue, wake runner.Wakeups, w *appcron.Worker) error {
 		cfg.Workers, cfg.ClaimBatch = c.CronConcurrency, 0
 		cfg.WorkerID, cfg.RescueInterval = w.Owner(), cronRescue
+		// Runs are enqueued ahead of their slots and claimed when due
+		// (NextJobAt); the wake-ups of the process's other work would
+		// have this runner look for runs at each of their commits.
+		cfg.WakeGap = cronWakeGap
 		r, err := runner.New(q, wake, cfg, runner.Kind{
 			Name: appcron.RunKind, Handler: w, Lease: cronLease,
 			// The wait for the slot, the call (at most 5 minutes) and

@@ -152,6 +152,13 @@ type Config struct {
 	// PollInterval is the longest an idle runner waits before looking for
 	// due jobs without having been woken.
 	PollInterval time.Duration
+	// WakeGap is the least time from one claim to the next that a wake-up
+	// starts; a wake-up sooner waits for the rest of it. Wake-ups come at
+	// every commit that enqueues a job or appends an event, of any kind:
+	// a runner whose kinds are seldom enqueued (cron runs) would claim,
+	// and find nothing, at each. Zero: every wake-up claims at once. Due
+	// times (NextJobAt) and freed workers are not held back.
+	WakeGap time.Duration
 	// RescueInterval is how often expired leases are looked for (and once
 	// at start); 3 s when zero.
 	RescueInterval time.Duration
@@ -283,6 +290,9 @@ type Runner struct {
 	inflight  atomic.Int64
 	held      heldJobs
 	slotFreed chan struct{}
+	// lastClaim is when the fetch loop last claimed (see Config.WakeGap);
+	// only the fetch loop touches it.
+	lastClaim time.Time
 	// claimed hands claimed jobs to the Workers goroutines that run them,
 	// which live as long as the runner (a goroutine per job would start
 	// each on a small stack that its handler grows again).
@@ -479,6 +489,7 @@ func (r *Runner) fetchLoop() {
 			continue
 		}
 		limit := min(free, r.cfg.ClaimBatch)
+		r.lastClaim = time.Now()
 		now := r.cfg.Now()
 		filter := r.claimFilter(now)
 		claimed, err := r.claim(limit, now, filter)
@@ -599,6 +610,19 @@ func (r *Runner) sleep(wake, freed <-chan struct{}, d time.Duration) (wasFreed b
 	select {
 	case <-r.fetchCtx.Done():
 	case <-wake:
+		// A wake-up within WakeGap of the last claim waits for the rest
+		// of it, or for the timer, whichever ends first.
+		if rest := r.cfg.WakeGap - time.Since(r.lastClaim); rest > 0 {
+			gap := time.NewTimer(rest)
+			defer gap.Stop()
+			select {
+			case <-r.fetchCtx.Done():
+			case <-gap.C:
+			case <-freed:
+				return true
+			case <-t.C:
+			}
+		}
 	case <-freed:
 		return true
 	case <-t.C:

@@ -29,6 +29,11 @@ const (
 	cronRescue = time.Second
 )
 
+// cronJobRetention is how long the queue keeps a finished run's job (its
+// execution is kept with the account's history): at 10,000 runs a
+// minute, a day of them would be 14 million rows.
+const cronJobRetention = time.Hour
+
 // cronWakeGap is the least time between two claims of the cron runner
 // that wake-ups start (runner.Config.WakeGap): a run triggered by hand is
 // called within it; runs due at their slots are claimed at their due time.
@@ -102,6 +107,8 @@ func cronRunner(c Config) fx.Option {
 		// (NextJobAt); the wake-ups of the process's other work would
 		// have this runner look for runs at each of their commits.
 		cfg.WakeGap = cronWakeGap
+		// A finished run's queue job says nothing its execution does not.
+		cfg.Retention = cronJobRetention
 		r, err := runner.New(q, wake, cfg, runner.Kind{
 			Name: appcron.RunKind, Handler: w, Lease: cronLease,
 			// The wait for the slot, the call (at most 5 minutes) and

@@ -66,7 +66,9 @@ type Queue interface {
 	// is known dead to the queue at once, due as they were, their attempt
 	// given back (see jobs.MaxInterruptions).
 	RescueDeadWorkers(ctx context.Context, now time.Time) (rescued, killed int, err error)
-	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
+	// PruneJobs deletes up to limit completed and cancelled jobs of the
+	// kinds that finished before the cutoff, and returns how many.
+	PruneJobs(ctx context.Context, kinds []string, before time.Time, limit int) (int, error)
 	NextJobAt(ctx context.Context, kinds []string) (time.Time, error)
 }
 
@@ -168,7 +170,8 @@ type Config struct {
 	// renewed; a third of the shortest kind's lease when zero. It must be
 	// at most half of every lease.
 	HeartbeatInterval time.Duration
-	// Retention is how long completed and cancelled jobs are kept.
+	// Retention is how long completed and cancelled jobs of this runner's
+	// kinds are kept (each runner prunes its own kinds).
 	Retention time.Duration
 	// PruneInterval is how often finished jobs are pruned.
 	PruneInterval time.Duration
@@ -812,7 +815,7 @@ func (r *Runner) rescueBy(ctx context.Context, rescue func(context.Context, time
 func (r *Runner) prune(ctx context.Context) {
 	before := r.cfg.Now().Add(-r.cfg.Retention)
 	for ctx.Err() == nil {
-		n, err := r.queue.PruneJobs(ctx, before, 1000)
+		n, err := r.queue.PruneJobs(ctx, r.names, before, 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.cfg.Logger.Warn("prune jobs", "error", err)

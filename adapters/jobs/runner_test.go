@@ -485,10 +485,17 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 	require.Contains(t, []string{string(jobs.StateRunning), string(jobs.StateRetryable)}, s, "the job is not lost")
 }
 
+// Each runner prunes the completed jobs of its own kinds after its own
+// retention; dead jobs stay.
 func TestPruneKeepsDeadJobs(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
+		kept := b.enqueue(t, jobs.EnqueueParams{Kind: "kept-longer"})
+		b.start(t, runner.Config{Retention: 48 * time.Hour, PruneInterval: 10 * time.Millisecond}, runner.Kind{
+			Name: "kept-longer", Handler: runner.HandlerFunc(func(context.Context, jobs.Job) error { return nil }),
+		})
+		b.waitState(t, kept, jobs.StateCompleted)
 		ok := b.enqueue(t, jobs.EnqueueParams{Kind: "p"})
 		bad := b.enqueue(t, jobs.EnqueueParams{Kind: "p", Payload: []byte("fail"), MaxAttempts: 1})
 		b.start(t, runner.Config{Retention: time.Hour, PruneInterval: 10 * time.Millisecond}, runner.Kind{
@@ -512,6 +519,8 @@ func TestPruneKeepsDeadJobs(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "a completed job is pruned after the retention period")
 		s, _, _ := b.state(t, bad)
 		require.Equal(t, string(jobs.StateDead), s, "dead jobs stay until re-run")
+		s, _, _ = b.state(t, kept)
+		require.Equal(t, string(jobs.StateCompleted), s, "another runner's kind is kept for its own retention")
 	})
 }
 

@@ -657,12 +657,13 @@ func (r JobQueue) RescueDeadWorkers(ctx context.Context, now time.Time) (rescued
 	return rescued, killed, nil
 }
 
-// PruneJobs deletes up to limit completed and cancelled jobs that finished
-// before the cutoff; dead jobs stay until re-run.
-func (r JobQueue) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+// PruneJobs deletes up to limit completed and cancelled jobs of the kinds
+// that finished before the cutoff, and returns how many it deleted; dead
+// jobs stay until re-run.
+func (r JobQueue) PruneJobs(ctx context.Context, kinds []string, before time.Time, limit int) (int, error) {
 	res, err := r.write.NewRaw(
-		`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN (?) AND finished_at < ? LIMIT ?)`,
-		bun.List([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), limit,
+		`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN (?) AND finished_at < ? AND kind IN (?) LIMIT ?)`,
+		bun.List([]jobs.State{jobs.StateCompleted, jobs.StateCancelled}), micros(before), bun.List(kinds), limit,
 	).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("prune jobs: %w", err)

@@ -64,15 +64,10 @@ func contactDetailsOf(d messaging.ContactDetails) contactBody {
 
 func (s *server) contactList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > messaging.MaxListLimit {
-			edge.WriteError(w, r, failure.Invalid(failure.FieldError{In: "query", Path: []any{"limit"}, Type: "value_error",
-				Message: "limit must be an integer from 1 to " + strconv.Itoa(messaging.MaxListLimit)}))
-			return
-		}
-		limit = n
+	limit, err := listLimit(r, messaging.MaxListLimit)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
 	}
 	page, err := s.messaging.Contacts(r.Context(), mux.Vars(r)["accountId"], q.Get("search"), q.Get("cursor"), "cursor", limit)
 	if err != nil {
@@ -88,6 +83,21 @@ func (s *server) contactList(w http.ResponseWriter, r *http.Request) {
 		next = page.Next
 	}
 	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "next_cursor": next})
+}
+
+// listLimit is the query's limit of a cursor-paged list: 0 when absent,
+// Invalid unless an integer from 1 to most.
+func listLimit(r *http.Request, most int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, failure.Invalid(failure.FieldError{In: "query", Path: []any{"limit"}, Type: "value_error",
+			Message: "limit must be an integer from 1 to " + strconv.Itoa(most)})
+	}
+	return n, nil
 }
 
 func (s *server) contactDetails(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,6 @@ package rest
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gorilla/mux"
 
@@ -74,30 +73,7 @@ func (s *server) contactList(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, r, err)
 		return
 	}
-	items := make([]contactBody, len(page.Contacts))
-	for i, c := range page.Contacts {
-		items[i] = contactOf(c)
-	}
-	var next any
-	if page.Next != "" {
-		next = page.Next
-	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "next_cursor": next})
-}
-
-// listLimit is the query's limit of a cursor-paged list: 0 when absent,
-// Invalid unless an integer from 1 to most.
-func listLimit(r *http.Request, most int) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > most {
-		return 0, failure.Invalid(failure.FieldError{In: "query", Path: []any{"limit"}, Type: "value_error",
-			Message: "limit must be an integer from 1 to " + strconv.Itoa(most)})
-	}
-	return n, nil
+	writeCursorPage(w, page.Contacts, contactOf, page.Next)
 }
 
 func (s *server) contactDetails(w http.ResponseWriter, r *http.Request) {

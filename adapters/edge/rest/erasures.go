@@ -146,13 +146,5 @@ func (s *server) erasures(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, r, err)
 		return
 	}
-	items := make([]erasureBody, len(page.Records))
-	for i, rec := range page.Records {
-		items[i] = erasureOf(rec)
-	}
-	var next any
-	if page.Next != "" {
-		next = page.Next
-	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "next_cursor": next})
+	writeCursorPage(w, page.Records, erasureOf, page.Next)
 }

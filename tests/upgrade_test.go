@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/adapters/channels/whatsapp/whatsappfake"
 	"github.com/switchboard-dev/switchboard/adapters/store"
+	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest/faultproxy"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
@@ -107,6 +108,39 @@ func TestRollingUpgradeWithKillsAndADatabaseRestart(t *testing.T) {
 	rig.lb.add(rig.replicas[0])
 	time.Sleep(upgradeStep)
 	rig.finish(t)
+}
+
+// A database migrated by a newer build (here: one more migration row and
+// the column it added) is served by this one: the server logs the
+// migration it does not know, by name, and serves; this build's migrate
+// finds nothing to do. An older replica does so in every rolling upgrade.
+func TestSchemaAheadOfTheBuildIsServed(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, dialect)
+		acct := b.createAccount(t, "Ahead")
+		const future = "20991231000000"
+		db, err := store.Open(ctx, b.dbURL, store.Options{})
+		require.NoError(t, err)
+		_, err = db.Bun().NewRaw("ALTER TABLE accounts ADD COLUMN future_setting TEXT").Exec(ctx)
+		require.NoError(t, err)
+		_, err = db.Bun().NewRaw("INSERT INTO bun_migrations (name, group_id, migrated_at) VALUES (?, 999, ?)", future, time.Now()).Exec(ctx)
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+
+		stdout, stderr, code := b.cli(t, "migrate")
+		require.Equal(t, 0, code, "migrate: %s", stderr)
+		require.Contains(t, stdout, "nothing to apply")
+
+		srv := b.serve(t)
+		srv.waitReady(t)
+		require.Contains(t, srv.stderr.String(), "the database has migrations this build does not know")
+		require.Regexp(t, `migrations="?\[`+future+`\]`, srv.stderr.String())
+		r := srv.client(t).Do(http.MethodGet, "/v1/accounts/"+acct.AccountID, nil, auth(acct.APIKey, acct.APISecret)...)
+		require.Equal(t, http.StatusOK, r.StatusCode, "%s", r.Body)
+		srv.stop(t)
+	})
 }
 
 // upgradeRig is one rolling upgrade: a Postgres database migrated by the

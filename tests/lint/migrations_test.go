@@ -50,7 +50,7 @@ const (
 // migrationAllowList names, by "dialect/file rule", the migrations that
 // shipped before the rule and break it, with the reason each is kept.
 var migrationAllowList = map[string]string{
-	"postgres/20261125000016_idempotency_responses.tx.up.sql contract": "shipped before rolling upgrades were supported: status_code and body moved into the stored response in the same release",
+	"postgres/20261125000016_idempotency_responses.tx.up.sql contract": "shipped before rolling upgrades were supported: the answers moved from idempotency_keys to idempotency_responses in one step (commit 32f960da)",
 	"sqlite/20261125000016_idempotency_responses.tx.up.sql contract":   "shipped before rolling upgrades were supported (SQLite serves one process: it is never rolled)",
 
 	"postgres/20261122000004_groups_events.tx.up.sql index-not-concurrent":             "threads index built before the rule, with the tables of the first release still empty",

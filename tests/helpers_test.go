@@ -45,6 +45,9 @@ type testBundle struct {
 	// one, so the CLI and the server share the key file the binary generates
 	// beside the database.
 	env []string
+	// bin is the executable the bundle's commands and servers run: the
+	// binary under test unless set (see withBinary).
+	bin string
 }
 
 // setup gives a test a fresh, migrated database of dialect.
@@ -68,10 +71,26 @@ func newBundle(t *testing.T, dialect store.Dialect, dbURL string) *testBundle {
 	return b
 }
 
+// withBinary is the bundle with its commands and servers run by the
+// executable bin (another build of switchboard) instead.
+func (b *testBundle) withBinary(bin string) *testBundle {
+	c := *b
+	c.bin = bin
+	return &c
+}
+
+// executable is the binary the bundle runs.
+func (b *testBundle) executable() string {
+	if b.bin != "" {
+		return b.bin
+	}
+	return binary
+}
+
 // cli runs the binary against the bundle's database (given by flag).
 func (b *testBundle) cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return runCLI(t, b.env, append(args, "--database-url", b.dbURL)...)
+	return runBinaryIn(t, b.executable(), t.TempDir(), b.env, append(args, "--database-url", b.dbURL)...)
 }
 
 // cliJSON runs a command that must succeed with --json and decodes its output
@@ -87,7 +106,9 @@ func (b *testBundle) cliJSON(t *testing.T, out any, args ...string) string {
 // serve starts the server on the bundle's database.
 func (b *testBundle) serve(t *testing.T, args ...string) *serverProc {
 	t.Helper()
-	return startServer(t, b.env, append([]string{"--database-url", b.dbURL}, args...)...)
+	p := launchBinary(t, b.executable(), b.env, append([]string{"--database-url", b.dbURL}, args...)...)
+	p.waitListening(t)
+	return p
 }
 
 // createAccount creates an account through the CLI.
@@ -197,10 +218,16 @@ func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 // runCLIIn is runCLI in the working directory dir.
 func runCLIIn(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runBinaryIn(t, binary, dir, env, args...)
+}
+
+// runBinaryIn is runCLIIn with the executable bin.
+func runBinaryIn(t *testing.T, bin, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = processEnv(env)
 	cmd.Stdout = &out
@@ -256,8 +283,14 @@ func startServer(t *testing.T, env []string, args ...string) *serverProc {
 // several servers can start at once.
 func launchServer(t *testing.T, env []string, args ...string) *serverProc {
 	t.Helper()
+	return launchBinary(t, binary, env, args...)
+}
+
+// launchBinary is launchServer with the executable bin.
+func launchBinary(t *testing.T, bin string, env []string, args ...string) *serverProc {
+	t.Helper()
 	p := &serverProc{stdout: &syncBuffer{}, stderr: newLogWatcher(), done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	p.cmd.Dir = t.TempDir()
 	p.cmd.Env = processEnv(env)
 	p.cmd.Stdout = p.stdout

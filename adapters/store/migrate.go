@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -51,15 +52,10 @@ func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
 		}
 	}()
 
-	sub, err := fs.Sub(migrationFiles, "migrations/"+string(db.dialect))
+	m, err := db.migrator(on, migrate.WithMarkAppliedOnSuccess(true))
 	if err != nil {
 		return nil, err
 	}
-	migrations := migrate.NewMigrations()
-	if err := migrations.Discover(sub); err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	m := migrate.NewMigrator(on, migrations, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return nil, fmt.Errorf("create migration tables: %w", err)
 	}
@@ -79,15 +75,10 @@ func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
 // PendingMigrations lists migrations not applied yet; readiness uses it to
 // refuse traffic on a schema that is behind the binary.
 func (db *DB) PendingMigrations(ctx context.Context) ([]string, error) {
-	sub, err := fs.Sub(migrationFiles, "migrations/"+string(db.dialect))
+	m, err := db.migrator(db.read)
 	if err != nil {
 		return nil, err
 	}
-	migrations := migrate.NewMigrations()
-	if err := migrations.Discover(sub); err != nil {
-		return nil, err
-	}
-	m := migrate.NewMigrator(db.read, migrations)
 	status, err := m.MigrationsWithStatus(ctx)
 	if err != nil {
 		return nil, err
@@ -97,6 +88,53 @@ func (db *DB) PendingMigrations(ctx context.Context) ([]string, error) {
 		pending = append(pending, mig.Name)
 	}
 	return pending, nil
+}
+
+// UnknownMigrations lists the migrations applied to the database that
+// this build does not have, by name (their timestamp), oldest first: a
+// newer build migrated the database. Migrations are expand-then-contract
+// (README, Upgrading): the schema of the next build still serves this one,
+// so such a database is served, not refused; the list is for the log.
+// The migrator ignores them when it applies this build's migrations.
+func (db *DB) UnknownMigrations(ctx context.Context) ([]string, error) {
+	m, err := db.migrator(db.read)
+	if err != nil {
+		return nil, err
+	}
+	known, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := m.AppliedMigrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ours := make(map[string]bool, len(known))
+	for _, mig := range known {
+		ours[mig.Name] = true
+	}
+	var unknown []string
+	for _, mig := range applied {
+		if !ours[mig.Name] {
+			unknown = append(unknown, mig.Name)
+		}
+	}
+	slices.Sort(unknown)
+	return unknown, nil
+}
+
+// migrator is a migrator of this build's migrations (of the database's
+// dialect) over on.
+func (db *DB) migrator(on *bun.DB, opts ...migrate.MigratorOption) (*migrate.Migrator, error) {
+	sub, err := fs.Sub(migrationFiles, "migrations/"+string(db.dialect))
+	if err != nil {
+		return nil, err
+	}
+	migrations := migrate.NewMigrations()
+	if err := migrations.Discover(sub); err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	return migrate.NewMigrator(on, migrations, opts...), nil
 }
 
 func (db *DB) lockMigrations(ctx context.Context, on *bun.DB) (func() error, error) {

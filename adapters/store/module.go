@@ -65,12 +65,27 @@ func newModuleDB(d moduleDeps) (*DB, error) {
 			log.Info("applied migrations", "migrations", applied)
 		}
 	}
+	logUnknownMigrations(ctx, db, log)
 	lc.Append(fx.StopHook(db.Close))
 	if cfg.Background {
 		go db.maintain(db.background, log)
 		db.watchHealth(log)
 	}
 	return db, nil
+}
+
+// logUnknownMigrations logs the migrations a newer build applied to the
+// database, which this build does not know: during a rolling upgrade the
+// replicas of the older build serve on the newer schema (README,
+// Upgrading). A database whose migrations cannot be read is left to the
+// readiness check, which says so.
+func logUnknownMigrations(ctx context.Context, db *DB, log *slog.Logger) {
+	unknown, err := db.UnknownMigrations(ctx)
+	if err != nil || len(unknown) == 0 {
+		return
+	}
+	log.Info("the database has migrations this build does not know (a newer build applied them); serving on its schema",
+		"migrations", unknown)
 }
 
 // maintain deletes expired rows that no request path removes (idempotency

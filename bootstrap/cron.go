@@ -91,7 +91,7 @@ func cronRunner(c Config) fx.Option {
 		return fx.Options()
 	}
 	return fx.Invoke(func(lc fx.Lifecycle, cfg runner.Config, q runner.Queue, wake runner.Wakeups, w *appcron.Worker) error {
-		cfg.Workers, cfg.ClaimBatch = c.CronConcurrency, 0
+		cfg.Workers, cfg.ClaimBatch, cfg.Pool = c.CronConcurrency, 0, cronPool
 		cfg.WorkerID, cfg.RescueInterval = w.Owner(), cronRescue
 		r, err := runner.New(q, wake, cfg, runner.Kind{
 			Name: appcron.RunKind, Handler: w, Lease: cronLease,
@@ -106,6 +106,10 @@ func cronRunner(c Config) fx.Option {
 		return nil
 	})
 }
+
+// cronPool is the pool of the cron runs' runners: their account shares
+// are shares of the cron workers of every replica.
+const cronPool = "cron"
 
 // workerID names a runner in its leases: host, process and a random part.
 func workerID(prefix string) string {

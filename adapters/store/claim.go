@@ -238,12 +238,6 @@ const claimPostgres = `WITH RECURSIVE
 			ELSE LEAST(GREATEST($6::int - COALESCE(r.n, 0), 0), $5::int, GREATEST((2 * $5::int + vs.n - 1) / vs.n, 4)) END AS room
 		FROM (SELECT a FROM visit UNION ALL SELECT '') v CROSS JOIN visits vs LEFT JOIN running r ON r.a = v.a
 	),
-	blocked(k) AS MATERIALIZED (
-		SELECT jsonb_array_elements_text($8::jsonb)
-		UNION ALL
-		SELECT endpoint_key FROM job_breakers WHERE opened_until IS NOT NULL
-			AND endpoint_key <> ALL(ARRAY(SELECT jsonb_array_elements_text($14::jsonb)))
-	),
 	bounded(k, room) AS MATERIALIZED (
 		SELECT b.k, GREATEST(MIN(b.lim) - (SELECT count(*) FROM jobs WHERE state = ` + runningSQL + ` AND endpoint_key = b.k), 0)
 		FROM (
@@ -252,8 +246,16 @@ const claimPostgres = `WITH RECURSIVE
 			UNION ALL SELECT jsonb_array_elements_text($14::jsonb), 1
 		) b GROUP BY b.k
 	),
+	blocked(k) AS MATERIALIZED (
+		SELECT jsonb_array_elements_text($8::jsonb)
+		UNION ALL
+		SELECT endpoint_key FROM job_breakers WHERE opened_until IS NOT NULL
+			AND endpoint_key <> ALL(ARRAY(SELECT jsonb_array_elements_text($14::jsonb)))
+		UNION ALL
+		SELECT k FROM bounded WHERE room = 0
+	),
 	beyond(n) AS MATERIALIZED (
-		SELECT CASE WHEN EXISTS (SELECT FROM blocked) OR jsonb_array_length($9::jsonb) > 0 THEN $7::int ELSE 0 END
+		SELECT CASE WHEN EXISTS (SELECT FROM blocked) OR EXISTS (SELECT FROM bounded) OR jsonb_array_length($9::jsonb) > 0 THEN $7::int ELSE 0 END
 	),
 	candidates AS (
 		SELECT j.id, j.run_at, j.endpoint_key, v.a, v.held,
@@ -362,7 +364,7 @@ func (c claim) pick(ctx context.Context, db bun.IDB, worker string) ([]int64, er
 		}
 	}
 	beyond := 0
-	if skip != "" {
+	if skip != "" || len(room) > 0 {
 		beyond = claimScanBeyond
 	}
 	part := claimPart(c.limit, len(accounts))
@@ -487,8 +489,8 @@ func (c claim) visit(ctx context.Context, db bun.IDB, worker string) ([]string, 
 }
 
 // endpoints reads the claim's endpoint bounds (SQLite): the endpoints it
-// leaves out (skipped, or with an open breaker that is not the claimer's
-// probe), and the room of each bounded one (a stalled endpoint's limit,
+// leaves out (skipped, with an open breaker that is not the claimer's
+// probe, or without room), and the room of each bounded one (a stalled endpoint's limit,
 // a probe's one, less its running jobs).
 func (c claim) endpoints(ctx context.Context, db bun.IDB) (blocked []string, room map[string]int, err error) {
 	var rows []struct {
@@ -544,7 +546,9 @@ func (c claim) endpoints(ctx context.Context, db bun.IDB) (blocked []string, roo
 	}
 	room = make(map[string]int, len(limits))
 	for k, l := range limits {
-		room[k] = max(l-running[k], 0)
+		if room[k] = max(l-running[k], 0); room[k] == 0 {
+			blocked = append(blocked, k)
+		}
 	}
 	return blocked, room, nil
 }

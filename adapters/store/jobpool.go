@@ -29,12 +29,13 @@ const runnerLive = 3 * time.Second
 const runnerRetention = time.Hour
 
 // nowSQL is the database clock in unix microseconds as an SQL expression:
-// Postgres's clock, or the process's on SQLite as a literal.
+// Postgres's clock, or on SQLite the process's wall clock as a literal
+// (not Options.Now, the clock of the queue's rows).
 func (r *Conn) nowSQL() string {
 	if r.dialect == Postgres {
 		return pgNowMicros
 	}
-	return strconv.FormatInt(micros(r.clock()), 10)
+	return strconv.FormatInt(micros(time.Now()), 10)
 }
 
 // HeartbeatRunner records that worker's runner of pool, with its workers,
@@ -88,8 +89,8 @@ func (r JobQueue) Breakers(ctx context.Context) ([]jobs.Breaker, error) {
 		Stalled  bool   `bun:"stalled"`
 	}
 	err := r.read.NewRaw(`SELECT endpoint_key, failures, opened_until IS NOT NULL AS open,
-			COALESCE(opened_until - ` + r.nowSQL() + `, 0) AS open_for,
-			probe_job IS NOT NULL AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_breakers.probe_job AND jobs.state = '` + string(jobs.StateRunning) + `') AS probing,
+			COALESCE(opened_until - `+r.nowSQL()+`, 0) AS open_for,
+			probe_job IS NOT NULL AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_breakers.probe_job AND jobs.state = '`+string(jobs.StateRunning)+`') AS probing,
 			stalled_at IS NOT NULL AS stalled
 		FROM job_breakers`).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

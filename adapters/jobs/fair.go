@@ -35,7 +35,8 @@ const (
 // What the runner keeps here is what it tells the claims and the others:
 //
 //   - the pool's workers, from the runners' heartbeats, of which an
-//     account's share and ceiling are parts;
+//     account's share and ceiling are parts, and its own jobs by account,
+//     which are all the pool runs while it is the pool's only runner;
 //   - its own attempts to each endpoint and when each last made progress,
 //     from which it finds an endpoint stalled and marks it so for all;
 //   - the shared breakers as last read, for the probes it takes, the jobs
@@ -49,6 +50,9 @@ type fairness struct {
 
 	mu   sync.Mutex
 	team jobs.RunnerPool
+	// accounts are this runner's jobs, by account: all the pool runs
+	// while it is the pool's only runner.
+	accounts map[string]int
 	// endpoints are this runner's attempts, by endpoint.
 	endpoints map[string]running
 	// breakers are the shared state as last read, with local deadlines.
@@ -106,6 +110,7 @@ func newFairness(cfg Config) *fairness {
 		policy:        jobs.BreakerPolicy{Failures: cfg.BreakerFailures, Open: cfg.BreakerOpen, MaxOpen: cfg.BreakerMaxOpen},
 		pool:          cfg.Pool,
 		team:          jobs.RunnerPool{Runners: 1, Workers: cfg.Workers},
+		accounts:      map[string]int{},
 		endpoints:     map[string]running{},
 		breakers:      map[string]breakerView{},
 		probes:        map[string]int64{},
@@ -147,14 +152,21 @@ func (f *fairness) read(breakers []jobs.Breaker, at time.Time) {
 
 // filter is what the next claim may take: each account up to its share
 // of the pool's workers while others have jobs due and up to the ceiling
-// otherwise; the endpoints this runner finds stalled at most their limit;
-// its probes.
+// otherwise (counting this runner's jobs when it is the pool's only
+// runner, the queue's otherwise); the endpoints this runner finds stalled
+// at most their limit; its probes.
 func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	share, ceiling := accountBounds(f.share, f.team.Workers)
 	c := jobs.ClaimFilter{Pool: f.pool, AccountShare: share, AccountCeiling: ceiling,
 		EndpointLimit: f.endpointLimit, Shared: f.team.Runners > 1}
+	if !c.Shared && len(f.accounts) > 0 {
+		c.AccountsRunning = make(map[string]int, len(f.accounts))
+		for a, n := range f.accounts {
+			c.AccountsRunning[a] = n
+		}
+	}
 	for e, r := range f.endpoints {
 		if r.stalled(now, f.stall) {
 			c.StalledEndpoints = append(c.StalledEndpoints, e)
@@ -209,14 +221,18 @@ func (f *fairness) probing(e string) {
 	f.probes[e] = 0
 }
 
-// claimed counts a claimed job against its endpoint, and returns the
-// event to record when it is the probe of a breaker this runner took.
+// claimed counts a claimed job against its account and its endpoint, and
+// returns the event to record when it is the probe of a breaker this
+// runner took.
 func (f *fairness) claimed(job jobs.Job, now time.Time) *jobs.EndpointEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if job.AccountID != "" {
+		f.accounts[job.AccountID]++
+	}
 	if job.EndpointKey == "" {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	r := f.endpoints[job.EndpointKey]
 	if r.n == 0 {
 		r.progress = now
@@ -269,12 +285,17 @@ func (f *fairness) admit(job jobs.Job, at time.Time) bool {
 // error is an answer from the endpoint, which closes a breaker it probed
 // and clears a stall mark. A probe that did not run frees the probe.
 func (f *fairness) finished(job jobs.Job, ran bool, err error, now time.Time) *jobs.EndpointEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a := job.AccountID; a != "" {
+		if f.accounts[a]--; f.accounts[a] <= 0 {
+			delete(f.accounts, a)
+		}
+	}
 	e := job.EndpointKey
 	if e == "" {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	r := f.endpoints[e]
 	answered := ran && !jobs.IsEndpointDown(err)
 	if answered {

@@ -27,10 +27,12 @@ import (
 //     the worker's previous claim of the pool stopped (job_runners), so
 //     that with more accounts than one claim visits each has its turn.
 //     The jobs of no account are read in every claim.
-//   - The running jobs of each account of the claim's kinds are counted
-//     (jobs_running_account), and each visited account gives its oldest
-//     due jobs up to its room under the ceiling and at most its part of
-//     the claim (claimPart).
+//   - The running jobs of each account of the claim's kinds are counted in
+//     the queue (jobs_running_account) when other runners of the pool
+//     claim too (filter.Shared); else the claimer's own are all there are
+//     (filter.AccountsRunning). Each visited account gives its oldest due
+//     jobs up to its room under the ceiling and at most its part of the
+//     claim (claimPart).
 //   - The claim takes those within each account's share first, in turns
 //     (each account's oldest, then each one's second, ...), then the
 //     borrowed rest the same way; no job of an endpoint whose breaker is
@@ -137,6 +139,7 @@ type claim struct {
 	kinds                 []string
 	endpointLimit         int
 	stalled, probes       []string
+	running               map[string]int
 	skipEndpoints         []string
 	skipPaceKeys          []string
 	shared                bool
@@ -159,7 +162,7 @@ func claimPart(limit, n int) int { return max((2*limit+n-1)/max(n, 1), 4) }
 func newClaim(leases []jobs.Lease, limit int, now time.Time, f jobs.ClaimFilter) claim {
 	c := claim{pool: f.Pool, limit: limit, share: f.AccountShare, ceiling: f.AccountCeiling, visits: claimVisits(limit),
 		now: micros(now), kinds: leaseKinds(leases), endpointLimit: f.EndpointLimit,
-		stalled: f.StalledEndpoints, probes: f.Probes,
+		stalled: f.StalledEndpoints, probes: f.Probes, running: f.AccountsRunning,
 		skipEndpoints: f.SkipEndpoints, skipPaceKeys: f.SkipPaceKeys, shared: f.Shared}
 	// An unbounded ceiling is one no account's room reaches.
 	if c.ceiling <= 0 {
@@ -194,7 +197,8 @@ const claimScanBeyond = 256
 // once (a generic plan) instead of on every claim. visit lists the
 // accounts with pending jobs from the cursor on, wrapping round, at most
 // $15; running counts the running jobs of each account (of the claim's
-// kinds), bounded the room of each bounded endpoint (its limit less its
+// kinds) in the queue, or reads the claimer's count ($17) when it is the
+// pool's only runner (the scan is then skipped whole), bounded the room of each bounded endpoint (its limit less its
 // running jobs), blocked the endpoints left out (skipped, or a breaker
 // open and no probe of this claimer's). Each visited account's oldest due
 // jobs are read up to its room (past the blocked keys' jobs, up to
@@ -228,8 +232,10 @@ const claimPostgres = `WITH RECURSIVE
 	kinds(k) AS MATERIALIZED (SELECT jsonb_array_elements_text($4::jsonb)),
 	running(a, n) AS MATERIALIZED (
 		SELECT account_id, count(*) FROM jobs
-		WHERE state = ` + runningSQL + ` AND account_id <> '' AND kind = ANY(ARRAY(SELECT k FROM kinds))
+		WHERE $16::bool AND state = ` + runningSQL + ` AND account_id <> '' AND kind = ANY(ARRAY(SELECT k FROM kinds))
 		GROUP BY account_id
+		UNION ALL
+		SELECT key, value::bigint FROM jsonb_each_text($17::jsonb) WHERE NOT $16::bool
 	),
 	visits(n) AS MATERIALIZED (SELECT GREATEST(count(*), 1) FROM visit),
 	visited AS (
@@ -299,13 +305,14 @@ const claimPostgres = `WITH RECURSIVE
 // the kinds, $5 the limit, $6 the ceiling, $7 how far past an account's
 // room to read, $8 and $9 the skipped endpoints and pace keys, $10 the
 // share, $11 the worker, $12 each kind's lease end, $13 the endpoints the
-// worker found stalled, $14 its probes and $15 the accounts to visit.
+// worker found stalled, $14 its probes, $15 the accounts to visit, $16
+// whether to count the running jobs in the queue and $17 the claimer's.
 func (c claim) postgresArgs(worker string, leases []jobs.Lease) ([]any, error) {
 	until := make(map[string]int64, len(leases))
 	for _, l := range leases {
 		until[l.Kind] = micros(l.Until)
 	}
-	sets := []any{c.kinds, nonNil(c.skipEndpoints), nonNil(c.skipPaceKeys), until, nonNil(c.stalled), nonNil(c.probes)}
+	sets := []any{c.kinds, nonNil(c.skipEndpoints), nonNil(c.skipPaceKeys), until, nonNil(c.stalled), nonNil(c.probes), nonNilMap(c.running)}
 	encoded := make([]string, len(sets))
 	for i, v := range sets {
 		b, err := json.Marshal(v)
@@ -315,7 +322,14 @@ func (c claim) postgresArgs(worker string, leases []jobs.Lease) ([]any, error) {
 		encoded[i] = string(b)
 	}
 	return []any{c.pool, c.endpointLimit, c.now, encoded[0], c.limit, c.ceiling, claimScanBeyond,
-		encoded[1], encoded[2], c.share, worker, encoded[3], encoded[4], encoded[5], c.visits}, nil
+		encoded[1], encoded[2], c.share, worker, encoded[3], encoded[4], encoded[5], c.visits, c.shared, encoded[6]}, nil
+}
+
+func nonNilMap(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
 }
 
 func nonNil(s []string) []string {
@@ -329,7 +343,8 @@ func nonNil(s []string) []string {
 const dueOfAccount = `state IN (?) AND run_at <= ? AND kind IN (?)`
 
 // pick is the claim's choice made in Go from the same reads, for SQLite:
-// the accounts to visit, the running jobs of each, the blocked and bounded
+// the accounts to visit, the running jobs of each (counted when shared),
+// the blocked and bounded
 // endpoints, then each visited account's oldest due jobs up to its room
 // (one UNION ALL), the jobs within each account's share first.
 func (c claim) pick(ctx context.Context, db bun.IDB, worker string) ([]int64, error) {
@@ -337,17 +352,20 @@ func (c claim) pick(ctx context.Context, db bun.IDB, worker string) ([]int64, er
 	if err != nil {
 		return nil, err
 	}
-	running := map[string]int{}
-	var counts []struct {
-		Key string `bun:"k"`
-		N   int    `bun:"n"`
-	}
-	if err := db.NewRaw(`SELECT account_id AS k, count(*) AS n FROM jobs WHERE state = ? AND account_id <> '' AND kind IN (?) GROUP BY account_id`,
-		jobs.StateRunning, bun.List(c.kinds)).Scan(ctx, &counts); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("count running jobs: %w", err)
-	}
-	for _, n := range counts {
-		running[n.Key] = n.N
+	running := c.running
+	if c.shared {
+		running = map[string]int{}
+		var counts []struct {
+			Key string `bun:"k"`
+			N   int    `bun:"n"`
+		}
+		if err := db.NewRaw(`SELECT account_id AS k, count(*) AS n FROM jobs WHERE state = ? AND account_id <> '' AND kind IN (?) GROUP BY account_id`,
+			jobs.StateRunning, bun.List(c.kinds)).Scan(ctx, &counts); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("count running jobs: %w", err)
+		}
+		for _, n := range counts {
+			running[n.Key] = n.N
+		}
 	}
 	blocked, room, err := c.endpoints(ctx, db)
 	if err != nil {

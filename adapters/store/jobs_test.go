@@ -60,14 +60,14 @@ func TestPostgresClaimsRunOneStatementText(t *testing.T) {
 		filter jobs.ClaimFilter
 		want   []int
 	}{
-		// acc_0 may hold two.
-		{jobs.ClaimFilter{AccountShare: 1, AccountCeiling: 2}, []int{0, 1, 3}},
+		// acc_0 may hold two; counted in the queue with the runners' turns
+		// (the claim lock).
+		{jobs.ClaimFilter{AccountShare: 1, AccountCeiling: 2, Shared: true, Pool: "jobs"}, []int{0, 1, 3}},
 		// ep_1 is stalled, runs one (job 1) and may run two; ep_0 is
 		// skipped.
 		{jobs.ClaimFilter{EndpointLimit: 2, StalledEndpoints: []string{"ep_1"}, SkipEndpoints: []string{"ep_0"}}, []int{2, 4, 5}},
-		// Taking turns with other runners (the claim lock) runs the same
-		// statement.
-		{jobs.ClaimFilter{SkipPaceKeys: []string{"pace_1"}, Shared: true, Pool: "jobs"}, []int{6}},
+		// The pool's only runner tells what it runs.
+		{jobs.ClaimFilter{SkipPaceKeys: []string{"pace_1"}, AccountShare: 1, AccountCeiling: 4, AccountsRunning: map[string]int{"acc_0": 3}}, []int{6}},
 	} {
 		claimed, err := q.ClaimJobs(ctx, "w", leases, 10, now, c.filter)
 		require.NoError(t, err)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -345,7 +346,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		none := enqueueFor(t, q, "", "", "", at.Add(4*time.Second))
 
 		claimed := claimFair(t, q, 10, jobs.ClaimFilter{
-			AccountShare: 1, AccountCeiling: 2,
+			AccountShare: 1, AccountCeiling: 2, Shared: true,
 			SkipEndpoints: []string{"own"},
 			SkipPaceKeys:  []string{"thread-2"},
 		})
@@ -356,33 +357,45 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 	})
 
 	// Each account gets its share before any borrows, in turns: one
-	// account's older backlog does not take the claim from the others.
-	t.Run("ClaimSharesAcrossAccountsInTurns", func(t *testing.T) {
-		t.Parallel()
-		q := open(t)
-		var a []int64
-		for i := range 6 {
-			a = append(a, enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond)))
-		}
-		b := enqueueFor(t, q, "acc_b", "", "", at.Add(time.Second))
-		c1 := enqueueFor(t, q, "acc_c", "", "", at.Add(2*time.Second))
-		c2 := enqueueFor(t, q, "acc_c", "", "", at.Add(3*time.Second))
-		bounds := jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5}
+	// account's older backlog does not take the claim from the others. The
+	// running jobs count alike whether the claim counts them in the queue
+	// (Shared) or is told them by the pool's only runner.
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ClaimSharesAcrossAccountsInTurns/shared=%v", shared), func(t *testing.T) {
+			t.Parallel()
+			q := open(t)
+			var a []int64
+			for i := range 6 {
+				a = append(a, enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond)))
+			}
+			b := enqueueFor(t, q, "acc_b", "", "", at.Add(time.Second))
+			c1 := enqueueFor(t, q, "acc_c", "", "", at.Add(2*time.Second))
+			c2 := enqueueFor(t, q, "acc_c", "", "", at.Add(3*time.Second))
+			running := map[string]int{}
+			claim := func(limit int) []int64 {
+				t.Helper()
+				f := jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5, Shared: shared}
+				if !shared {
+					f.AccountsRunning = maps.Clone(running)
+				}
+				claimed := claimFair(t, q, limit, f)
+				for _, j := range claimed {
+					running[j.AccountID]++
+				}
+				return ids(claimed)
+			}
 
-		claimed := claimFair(t, q, 4, bounds)
-		require.ElementsMatch(t, []int64{a[0], b, c1, a[1]}, ids(claimed),
-			"each account's oldest, then the second oldest of each, oldest first")
+			require.ElementsMatch(t, []int64{a[0], b, c1, a[1]}, claim(4),
+				"each account's oldest, then the second oldest of each, oldest first")
+			require.ElementsMatch(t, []int64{c2, a[2], a[3], a[4]}, claim(10),
+				"C's second is within its share; A borrows up to its ceiling of 5")
+			require.Empty(t, claim(10), "A runs its ceiling")
+		})
+	}
 
-		claimed = claimFair(t, q, 10, bounds)
-		require.ElementsMatch(t, []int64{c2, a[2], a[3], a[4]}, ids(claimed),
-			"C's second is within its share; A borrows up to its ceiling of 5")
-		claimed = claimFair(t, q, 10, bounds)
-		require.Empty(t, claimed, "A runs its ceiling")
-	})
-
-	// The running jobs an account's bounds count are every worker's: what
-	// other replicas run takes from its share and ceiling. Those of other
-	// kinds (another pool's) count nothing.
+	// The running jobs an account's bounds count in the queue (Shared) are
+	// every worker's: what other replicas run takes from its share and
+	// ceiling. Those of other kinds (another pool's) count nothing.
 	t.Run("ClaimCountsEveryWorkersRunningJobs", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
@@ -398,8 +411,10 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		for i := range 3 {
 			a = append(a, enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond)))
 		}
-		claimed := claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 4, AccountCeiling: 4})
+		claimed := claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 4, AccountCeiling: 4, Shared: true})
 		require.Equal(t, a[:1], ids(claimed), "three of A's jobs run elsewhere (the other kind's not counted): room for one")
+		claimed = claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 4, AccountCeiling: 4, AccountsRunning: map[string]int{"acc_a": 1}})
+		require.Equal(t, a[1:], ids(claimed), "the pool's only runner counts its own (one), not the queue's")
 	})
 
 	// A stalled endpoint (the claimer's own finding, or marked by another

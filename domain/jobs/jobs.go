@@ -221,8 +221,9 @@ var DefaultBackoff = ExponentialBackoff(time.Second, time.Hour)
 
 // ClaimFilter keeps claims fair across accounts and endpoints, for every
 // runner of a pool at once: a claim counts the running jobs of each account
-// (of the claim's kinds) and of each bounded endpoint in the queue itself,
-// whichever runner holds them. A claim visits the accounts with due jobs
+// (of the claim's kinds) in the queue itself, whichever runner holds them,
+// when other runners of the pool claim too (Shared), and those of each
+// bounded endpoint always. A claim visits the accounts with due jobs
 // and gives each, oldest job first, up to AccountShare jobs less those
 // running before any account gets more; only the rest of the claim's limit
 // goes to accounts with more due (they borrow what the others leave idle),
@@ -239,6 +240,10 @@ type ClaimFilter struct {
 	// AccountShare and AccountCeiling bound one account's running jobs as
 	// above, across the pool's runners; 0 is unbounded.
 	AccountShare, AccountCeiling int
+	// AccountsRunning counts the jobs of each account that the claimer
+	// runs. Without Shared the claimer is the pool's only runner, and these
+	// are all that run; with it the claim counts them in the queue.
+	AccountsRunning map[string]int
 	// EndpointLimit bounds the running jobs of a stalled endpoint: one in
 	// StalledEndpoints, or marked stalled in its Breaker. 0 is unbounded.
 	EndpointLimit int
@@ -252,7 +257,8 @@ type ClaimFilter struct {
 	// are not claimed.
 	SkipEndpoints, SkipPaceKeys []string
 	// Shared says that other runners of the pool claim too: claims then
-	// take turns, so that two do not both fill the same room.
+	// count the running jobs in the queue and take turns, so that two do
+	// not both fill the same room.
 	Shared bool
 }
 

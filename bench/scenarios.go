@@ -45,6 +45,19 @@ var scenarios = []harness.Scenario{
 		Setup:     drain.Setup,
 	},
 	{
+		// Issue 38: the claim's cost does not grow with the accounts holding due
+		// jobs (a claim visits at most as many accounts as it may take jobs, and
+		// the next claim goes on from the last it visited).
+		Name: "queue-claim-accounts",
+		Description: fmt.Sprintf("queue-drain (--job-workers %d, pool %d) with the jobs spread over %d accounts, each holding due jobs, vs the same drain with them spread over %d accounts",
+			drain.Workers, drain.MaxConns, claimMany.Accounts, claimFew.Accounts),
+		Target:    0.5,
+		Unit:      "jobs",
+		Databases: []string{"postgres"},
+		Baseline:  harness.Baseline{Name: fmt.Sprintf("queue-drain-%d-accounts", claimFew.Accounts), Unit: "jobs", Setup: claimFew.Setup},
+		Setup:     claimMany.Setup,
+	},
+	{
 		Name: "queue-enqueue",
 		Description: fmt.Sprintf("%d producers each posting email sends to an API-only server (pool %d, up during its slices only): one job (and its email) committed per shared-transaction call, counted in the table, vs pgbench single-row inserts at 64 clients",
 			enqueue.Producers, enqueue.MaxConns),
@@ -122,6 +135,28 @@ var scenarios = []harness.Scenario{
 		Databases: []string{"postgres"},
 		Baseline:  insertOne.Baseline(),
 		Setup:     dispatch.Setup,
+	},
+	{
+		// Issue 38: three replicas on one Postgres deliver at least as fast as one of
+		// the same size; the cluster's shares and breakers cost its claims little.
+		Name: "messages-dispatch-3",
+		Description: fmt.Sprintf("messages-dispatch through three servers at once on one database, each with a third of the workers and pool (--job-workers %d, pool %d), vs through one server (--job-workers %d, pool %d); each side with its own deployment",
+			(dispatch.Workers+2)/3, (dispatch.MaxConns+2)/3, dispatch.Workers, dispatch.MaxConns),
+		Target:    1.0,
+		Unit:      "messages",
+		Databases: []string{"postgres"},
+		Baseline:  harness.Baseline{Name: "messages-dispatch-1", Unit: "messages", Setup: dispatch.Replicated(1)},
+		Setup:     dispatch.Replicated(3),
+	},
+	{
+		Name: "messages-send-3",
+		Description: fmt.Sprintf("messages-send's closed loop through three API-only servers at once on one database, each with a third of the clients and pool (pool %d), vs through one (pool %d); each side with its own deployment",
+			(send.MaxConns+2)/3, send.MaxConns),
+		Target:    1.0,
+		Unit:      "sends",
+		Databases: []string{"postgres"},
+		Baseline:  harness.Baseline{Name: "messages-send-1", Unit: "sends", Setup: send.Replicated(1)},
+		Setup:     send.Replicated(3),
 	},
 	{
 		// Issue 39: the history pruner beside sends.
@@ -303,6 +338,18 @@ var drain = queue.Drain{
 	MaxConns:   8,
 	MinPending: 100_000,
 	Settle:     250 * time.Millisecond,
+}
+
+// claimMany and claimFew are drain's runner on jobs of 10,000 accounts and of 10:
+// the claim's cost with many accounts holding due jobs against its cost with few.
+var (
+	claimMany = withAccounts(drain, 10_000)
+	claimFew  = withAccounts(drain, 10)
+)
+
+func withAccounts(d queue.Drain, n int) queue.Drain {
+	d.Accounts = n
+	return d
 }
 
 // enqueue gives its server a connection per producer; the server runs only during

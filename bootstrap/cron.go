@@ -101,7 +101,7 @@ func cronRunner(c Config) fx.Option {
 		return fx.Options()
 	}
 	return fx.Invoke(func(lc fx.Lifecycle, cfg runner.Config, q runner.Queue, wake runner.Wakeups, w *appcron.Worker) error {
-		cfg.Workers, cfg.ClaimBatch = c.CronConcurrency, 0
+		cfg.Workers, cfg.ClaimBatch, cfg.Pool = c.CronConcurrency, 0, cronPool
 		cfg.WorkerID, cfg.RescueInterval = w.Owner(), cronRescue
 		// Runs are enqueued ahead of their slots and claimed when due
 		// (NextJobAt); the wake-ups of the process's other work would
@@ -122,6 +122,10 @@ func cronRunner(c Config) fx.Option {
 		return nil
 	})
 }
+
+// cronPool is the pool of the cron runs' runners: their account shares
+// are shares of the cron workers of every replica.
+const cronPool = "cron"
 
 // workerID names a runner in its leases: host, process and a random part.
 func workerID(prefix string) string {

@@ -31,8 +31,8 @@ CREATE TRIGGER threads_listed_at_update BEFORE UPDATE ON threads
         OR COALESCE(NEW.last_message_at, NEW.created_at) > OLD.listed_at + INTERVAL '1 minute')
     EXECUTE FUNCTION threads_listed_at();
 
-CREATE INDEX threads_listed_idx ON threads (account_id, listed_at DESC, id DESC);
-DROP INDEX IF EXISTS threads_activity_idx;
+-- The index on listed_at is built by the next migration (CONCURRENTLY),
+-- and the one on the activity dropped by the one after it.
 -- Room on each page for the next version of its rows, so that an update
 -- stays on its page (pages written from now on).
 ALTER TABLE threads SET (fillfactor = 90);

@@ -57,9 +57,10 @@ type fairness struct {
 	endpoints map[string]running
 	// breakers are the shared state as last read, with local deadlines.
 	breakers map[string]breakerView
-	// probes are the endpoints whose probe this runner took: the probe's
-	// job once claimed, 0 before.
+	// probes are the endpoints whose probe this runner runs, and its job.
 	probes map[string]int64
+	// halfOpen are the endpoints the last filter let the claim probe.
+	halfOpen map[string]bool
 }
 
 // running counts an endpoint's jobs held, and when it last made progress:
@@ -172,8 +173,11 @@ func (f *fairness) filter(now time.Time) jobs.ClaimFilter {
 			c.StalledEndpoints = append(c.StalledEndpoints, e)
 		}
 	}
-	for e, job := range f.probes {
-		if job == 0 {
+	f.halfOpen = map[string]bool{}
+	at := time.Now()
+	for e, b := range f.breakers {
+		if _, mine := f.probes[e]; b.halfOpen(at) && !mine && f.endpoints[e].n == 0 {
+			f.halfOpen[e] = true
 			c.Probes = append(c.Probes, e)
 		}
 	}
@@ -199,39 +203,52 @@ func (f *fairness) toMark(now time.Time) []string {
 	return out
 }
 
-// toProbe are the endpoints whose breaker is half-open, that this runner
-// neither probes nor runs an attempt to.
-func (f *fairness) toProbe(at time.Time) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for e, b := range f.breakers {
-		if _, mine := f.probes[e]; b.halfOpen(at) && !mine && f.endpoints[e].n == 0 {
-			out = append(out, e)
+// bound says whether due jobs may be waiting for room under filter c: keys
+// it skips or bounds, an account at its ceiling, or an open breaker.
+func (f *fairness) bound(c jobs.ClaimFilter) bool {
+	if len(c.SkipEndpoints)+len(c.SkipPaceKeys)+len(c.StalledEndpoints)+len(c.Probes) > 0 {
+		return true
+	}
+	for _, n := range c.AccountsRunning {
+		if n >= c.AccountCeiling {
+			return true
 		}
 	}
-	sort.Strings(out)
-	return out
-}
-
-// probing records that this runner took the probe of endpoint e.
-func (f *fairness) probing(e string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.probes[e] = 0
+	for _, b := range f.breakers {
+		if b.open {
+			return true
+		}
+	}
+	return false
 }
 
-// claimed counts a claimed job against its account and its endpoint, and
-// returns the event to record when it is the probe of a breaker this
-// runner took.
-func (f *fairness) claimed(job jobs.Job, now time.Time) *jobs.EndpointEvent {
+// probeOf says whether a claimed job is one the claim took as a probe: a
+// job of an endpoint whose breaker the filter found half-open.
+func (f *fairness) probeOf(job jobs.Job) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return job.EndpointKey != "" && f.halfOpen[job.EndpointKey]
+}
+
+// probing records that job is the probe of its endpoint's breaker.
+func (f *fairness) probing(job jobs.Job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes[job.EndpointKey] = job.ID
+	delete(f.halfOpen, job.EndpointKey)
+}
+
+// claimed counts a claimed job against its account and its endpoint.
+func (f *fairness) claimed(job jobs.Job, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if job.AccountID != "" {
 		f.accounts[job.AccountID]++
 	}
 	if job.EndpointKey == "" {
-		return nil
+		return
 	}
 	r := f.endpoints[job.EndpointKey]
 	if r.n == 0 {
@@ -239,26 +256,6 @@ func (f *fairness) claimed(job jobs.Job, now time.Time) *jobs.EndpointEvent {
 	}
 	r.n++
 	f.endpoints[job.EndpointKey] = r
-	if probe, mine := f.probes[job.EndpointKey]; mine && probe == 0 {
-		f.probes[job.EndpointKey] = job.ID
-		return &jobs.EndpointEvent{EndpointKey: job.EndpointKey, Outcome: jobs.EndpointProbeClaimed, Probe: job.ID}
-	}
-	return nil
-}
-
-// unusedProbes gives up the probes taken for a claim that brought no job
-// of their endpoint, and returns the events to record.
-func (f *fairness) unusedProbes() []jobs.EndpointEvent {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []jobs.EndpointEvent
-	for e, job := range f.probes {
-		if job == 0 {
-			delete(f.probes, e)
-			out = append(out, jobs.EndpointEvent{EndpointKey: e, Outcome: jobs.EndpointProbeUnused})
-		}
-	}
-	return out
 }
 
 // admit says whether a claimed job may start now: not while its
@@ -283,7 +280,8 @@ func (f *fairness) admit(job jobs.Job, at time.Time) bool {
 // one); an EndpointDown failure counts towards opening it (unless the view
 // shows it open), and a failed probe opens it again, for longer; any other
 // error is an answer from the endpoint, which closes a breaker it probed
-// and clears a stall mark. A probe that did not run frees the probe.
+// and clears a stall mark. A probe that did not run is no probe any more:
+// back in the queue, its job leaves the breaker half-open.
 func (f *fairness) finished(job jobs.Job, ran bool, err error, now time.Time) *jobs.EndpointEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -317,9 +315,6 @@ func (f *fairness) finished(job jobs.Job, ran bool, err error, now time.Time) *j
 	}
 	switch {
 	case !ran:
-		if probe != 0 {
-			return event(jobs.EndpointProbeUnused)
-		}
 		return nil
 	case err == nil:
 		if !known && probe == 0 {

@@ -220,8 +220,10 @@ func flaky(tries *atomic.Int64, down *atomic.Bool) runner.Kind {
 	}
 }
 
-// A breaker one runner opened holds for another (another replica's, say):
-// it claims none of the endpoint's jobs while it is open.
+// A breaker one runner opened holds for another (another replica's, say),
+// on the database's clock: a runner whose clock is 2 s ahead claims none
+// of the endpoint's jobs until the breaker's open time has passed there,
+// then probes once.
 func TestBreakerHoldsForEveryRunner(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
@@ -229,9 +231,9 @@ func TestBreakerHoldsForEveryRunner(t *testing.T) {
 		var down atomic.Bool
 		down.Store(true)
 		var tries, othersTries atomic.Int64
-		cfg := runner.Config{Workers: 1, AccountShare: 1, BreakerFailures: 3, BreakerOpen: time.Hour}
-		first, err := runner.New(b.db.JobQueue(), b.db, runner.Config{WorkerID: "replica 1", Workers: cfg.Workers, AccountShare: 1,
-			BreakerFailures: 3, BreakerOpen: time.Hour, Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, flaky(&tries, &down))
+		const open = 3 * time.Second
+		first, err := runner.New(b.db.JobQueue(), b.db, runner.Config{WorkerID: "replica 1", Workers: 1, AccountShare: 1,
+			BreakerFailures: 3, BreakerOpen: open, Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, flaky(&tries, &down))
 		require.NoError(t, err)
 		require.NoError(t, first.Start(context.Background()))
 		var ids []int64
@@ -239,17 +241,24 @@ func TestBreakerHoldsForEveryRunner(t *testing.T) {
 			ids = append(ids, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "flaky"}))
 		}
 		require.Eventually(t, func() bool { return tries.Load() >= 3 }, 10*time.Second, time.Millisecond)
+		opened := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		require.NoError(t, first.Stop(ctx))
+		require.EqualValues(t, 3, tries.Load())
 
-		cfg.WorkerID = "replica 2"
-		b.start(t, cfg, flaky(&othersTries, &down))
+		ahead := func() time.Time { return time.Now().Add(2 * time.Second) }
+		b.start(t, runner.Config{WorkerID: "replica 2", Workers: 1, AccountShare: 1, BreakerFailures: 3, BreakerOpen: open, Now: ahead},
+			flaky(&othersTries, &down))
 		other := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "healthy"})
 		b.waitState(t, other, jobs.StateCompleted)
-		time.Sleep(150 * time.Millisecond) // several polls of 20 ms
-		require.Zero(t, othersTries.Load(), "the second runner tries nothing of the open endpoint")
-		require.EqualValues(t, 3, tries.Load())
+		down.Store(false)
+		require.Eventually(t, func() bool { return othersTries.Load() >= 1 }, 10*time.Second, time.Millisecond, "a probe once the breaker half-opens")
+		require.GreaterOrEqual(t, time.Since(opened), open-250*time.Millisecond,
+			"the second runner leaves the endpoint alone for its open time, its own clock ahead or not")
+		for _, id := range ids {
+			b.waitState(t, id, jobs.StateCompleted)
+		}
 	})
 }
 

@@ -81,13 +81,14 @@ type Queue interface {
 	HeartbeatRunner(ctx context.Context, worker, pool string, workers int) (jobs.RunnerPool, error)
 	RemoveRunner(ctx context.Context, worker, pool string) error
 	// Breakers reads the endpoints' shared state; RecordEndpoint applies
-	// what worker learned of one under the policy; TakeProbe makes worker
-	// the prober of a half-open breaker, holding it shut to others for
-	// hold, and reports whether it did. PruneBreakers deletes the state
-	// of endpoints nothing updated since before.
+	// what the runner learned of one under the policy; TakeProbe makes a
+	// claimed job the probe of its endpoint's half-open breaker, and
+	// reports whether it did (another claimer's job may be first).
+	// PruneBreakers deletes the state of endpoints nothing updated since
+	// before.
 	Breakers(ctx context.Context) ([]jobs.Breaker, error)
-	RecordEndpoint(ctx context.Context, worker string, e jobs.EndpointEvent, p jobs.BreakerPolicy) error
-	TakeProbe(ctx context.Context, worker, endpoint string, hold time.Duration) (bool, error)
+	RecordEndpoint(ctx context.Context, e jobs.EndpointEvent, p jobs.BreakerPolicy) error
+	TakeProbe(ctx context.Context, worker, endpoint string, job int64) (bool, error)
 	PruneBreakers(ctx context.Context, before time.Time) error
 }
 
@@ -538,7 +539,6 @@ func (r *Runner) fetchLoop() {
 		}
 		limit := min(free, r.cfg.ClaimBatch)
 		r.lastClaim = time.Now()
-		r.takeProbes()
 		now := r.cfg.Now()
 		filter := r.claimFilter(now)
 		claimed, err := r.claim(limit, now, filter)
@@ -551,22 +551,28 @@ func (r *Runner) fetchLoop() {
 			continue
 		}
 		r.claimOutage.Succeeded()
-		if claimed > 0 {
-			// More may be due right now: a claim takes at most a part
-			// of the limit from each account.
-			continue
+		if claimed == limit {
+			continue // more may be due right now
 		}
-		wait := r.idleWait()
-		if wait > 0 {
-			r.sleep(wake, nil, wait)
-			continue
+		// Counting the jobs just claimed: an account the claim filled to
+		// its ceiling, and the keys it left out, have due jobs left that
+		// wait for room.
+		if !r.fair.bound(r.claimFilter(r.cfg.Now())) {
+			wait := r.idleWait()
+			if wait > 0 || claimed > 0 {
+				// Nothing is due before then; or more may be due than
+				// the claim's part of each account.
+				r.sleep(wake, nil, wait)
+				continue
+			}
+			// Due jobs the claim did not take: over their account's bound
+			// (the jobs holding it run elsewhere) or taken by another
+			// claimer.
 		}
-		// Due jobs are left that the claim did not take: over their
-		// account's or endpoint's bound (wherever the jobs holding it
-		// run), behind an open breaker, or taken by another claimer. A
-		// job's end here, a breaker's probe time or, for the others'
-		// jobs, a short wait makes room.
-		wait = min(r.cfg.PollInterval, boundWait)
+		// Due jobs may be waiting for room that a job's end, a breaker's
+		// probe time or, for room held on other replicas, a short wait
+		// makes: the next job due says nothing.
+		wait := min(r.cfg.PollInterval, boundWait)
 		if at := r.fair.nextProbe(time.Now()); !at.IsZero() {
 			wait = min(wait, max(time.Until(at), time.Millisecond))
 		}
@@ -579,10 +585,9 @@ func (r *Runner) fetchLoop() {
 	}
 }
 
-// boundWait is how long a runner whose claim found only due jobs it could
-// not take waits before claiming again, unless one of its jobs ends: the
-// jobs holding their room may run elsewhere, where their ends do not wake
-// it.
+// boundWait is how long a runner whose claim left due jobs it could not
+// take waits before claiming again, unless one of its jobs ends: the jobs
+// holding their room may run elsewhere, where their ends do not wake it.
 const boundWait = 250 * time.Millisecond
 
 // claimFilter is what a claim may take: the fairness bounds and the pace
@@ -622,10 +627,21 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 	if err != nil {
 		return 0, err
 	}
+	var lost []int64
 	for _, job := range claimed {
-		if ev := r.fair.claimed(job, now); ev != nil {
-			r.tell(*ev)
+		if r.fair.probeOf(job) {
+			taken, err := r.queue.TakeProbe(ctx, r.cfg.WorkerID, job.EndpointKey, job.ID)
+			if err != nil {
+				r.recordOutage.Failed(err)
+			}
+			if !taken {
+				// Another claimer probes it: the job goes back.
+				lost = append(lost, job.ID)
+				continue
+			}
+			r.fair.probing(job)
 		}
+		r.fair.claimed(job, now)
 		r.inflight.Add(1)
 		r.workWG.Add(1)
 		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))
@@ -633,8 +649,11 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 		// Workers, the channel's room.
 		r.claimed <- claimedJob{job, h}
 	}
-	for _, ev := range r.fair.unusedProbes() {
-		r.tell(ev)
+	if len(lost) > 0 {
+		// Should that fail, their leases end and the rescue returns them.
+		if err := r.queue.ReleaseJobs(ctx, r.cfg.WorkerID, lost); err != nil {
+			r.recordOutage.Failed(fmt.Errorf("release %d claimed jobs: %w", len(lost), err))
+		}
 	}
 	return len(claimed), nil
 }
@@ -939,34 +958,12 @@ func (r *Runner) team(ctx context.Context, beat bool) {
 	r.teamOutage.Succeeded()
 }
 
-// takeProbes takes the probes of the half-open breakers this runner may
-// probe, for its next claim; another runner may take each first.
-func (r *Runner) takeProbes() {
-	for _, e := range r.fair.toProbe(time.Now()) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.fetchCtx), time.Second)
-		taken, err := r.queue.TakeProbe(ctx, r.cfg.WorkerID, e, probeHold)
-		cancel()
-		if err != nil {
-			r.recordOutage.Failed(fmt.Errorf("take the probe of %s: %w", e, err))
-			continue
-		}
-		if taken {
-			r.fair.probing(e)
-		}
-	}
-}
-
-// probeHold is how long a taken probe keeps a half-open breaker shut to
-// the others while its taker claims: should the taker die meanwhile, the
-// breaker is half-open again after it.
-const probeHold = claimTimeout
-
 // tell records what this runner learned of an endpoint; should that fail,
 // the breakers learn it from the next attempt.
 func (r *Runner) tell(e jobs.EndpointEvent) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.fetchCtx), 5*time.Second)
 	defer cancel()
-	if err := r.queue.RecordEndpoint(ctx, r.cfg.WorkerID, e, r.fair.policy); err != nil {
+	if err := r.queue.RecordEndpoint(ctx, e, r.fair.policy); err != nil {
 		r.recordOutage.Failed(fmt.Errorf("endpoint %s: %w", e.EndpointKey, err))
 	}
 }

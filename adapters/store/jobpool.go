@@ -104,39 +104,39 @@ func (r JobQueue) Breakers(ctx context.Context) ([]jobs.Breaker, error) {
 	return out, nil
 }
 
-// TakeProbe makes worker the prober of the endpoint's breaker if it is
-// half-open (open, its time passed, no probe running), and reports
-// whether it did: the breaker stays shut to every other claimer for hold,
-// while worker claims its probe (EndpointProbeClaimed) or gives it up
-// (EndpointProbeUnused).
-func (r JobQueue) TakeProbe(ctx context.Context, worker, endpoint string, hold time.Duration) (bool, error) {
+// TakeProbe makes job, which worker claimed, the probe of the endpoint's
+// breaker if it is half-open (open, its time passed, no probe running),
+// and reports whether it did: another claimer may have made its own job
+// the probe first. The probe runs while its job does; once the job is
+// back in the queue unfinished (not started, or its process died) the
+// breaker is half-open again, and the job, claimed again, may probe.
+func (r JobQueue) TakeProbe(ctx context.Context, worker, endpoint string, job int64) (bool, error) {
 	now := r.nowSQL()
 	var taken []string
-	err := r.write.NewRaw(`UPDATE job_breakers SET probe_owner = ?, probe_job = NULL, opened_until = `+now+` + ?, updated_at = `+now+`
+	err := r.write.NewRaw(`UPDATE job_breakers SET probe_owner = ?, probe_job = ?, updated_at = `+now+`
 		WHERE endpoint_key = ? AND opened_until <= `+now+`
-			AND (probe_job IS NULL OR NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_breakers.probe_job AND jobs.state = ?))
-		RETURNING endpoint_key`, worker, hold.Microseconds(), endpoint, jobs.StateRunning).Scan(ctx, &taken)
+			AND (probe_job IS NULL OR probe_job = ?
+				OR NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_breakers.probe_job AND jobs.state = ?))
+		RETURNING endpoint_key`, worker, job, endpoint, job, jobs.StateRunning).Scan(ctx, &taken)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("take the probe of %s: %w", endpoint, err)
 	}
 	return len(taken) == 1, nil
 }
 
-// RecordEndpoint applies what worker learned of an endpoint to its shared
-// state, under policy p (see jobs.EndpointOutcome):
+// RecordEndpoint applies what a runner learned of an endpoint to its
+// shared state, under policy p (see jobs.EndpointOutcome):
 //
 //   - a success deletes the endpoint's row: the breaker closes, its count
 //     of failures and its stall mark go;
-//   - an answer clears the stall mark; worker's probe answered closes the
-//     breaker;
+//   - an answer clears the stall mark; the probe (e.Probe) answered closes
+//     the breaker;
 //   - a failure counts one more while the breaker is closed, opening it
-//     for p.Open at p.Failures; worker's probe failed opens it again, for
+//     for p.Open at p.Failures; the probe failed opens it again, for
 //     twice as long as the time before, up to p.MaxOpen; a failure while
 //     it is open (an attempt that started before) counts nothing;
-//   - a stall marks the endpoint stalled;
-//   - worker's probe claimed runs while that job runs; unused, the breaker
-//     is half-open again at once.
-func (r JobQueue) RecordEndpoint(ctx context.Context, worker string, e jobs.EndpointEvent, p jobs.BreakerPolicy) error {
+//   - a stall marks the endpoint stalled.
+func (r JobQueue) RecordEndpoint(ctx context.Context, e jobs.EndpointEvent, p jobs.BreakerPolicy) error {
 	now := r.nowSQL()
 	var err error
 	exec := func(query string, args ...any) {
@@ -176,12 +176,6 @@ func (r JobQueue) RecordEndpoint(ctx context.Context, worker string, e jobs.Endp
 		exec(`INSERT INTO job_breakers (endpoint_key, stalled_at, updated_at) VALUES (?, `+now+`, `+now+`)
 			ON CONFLICT (endpoint_key) DO UPDATE SET stalled_at = COALESCE(job_breakers.stalled_at, excluded.stalled_at),
 				updated_at = excluded.updated_at`, key)
-	case jobs.EndpointProbeClaimed:
-		exec(`UPDATE job_breakers SET probe_job = ?, opened_until = `+now+`, updated_at = `+now+`
-			WHERE endpoint_key = ? AND probe_owner = ?`, e.Probe, key, worker)
-	case jobs.EndpointProbeUnused:
-		exec(`UPDATE job_breakers SET probe_owner = NULL, probe_job = NULL, opened_until = `+now+`, updated_at = `+now+`
-			WHERE endpoint_key = ? AND probe_owner = ? AND (probe_job IS NULL OR probe_job = ?)`, key, worker, e.Probe)
 	default:
 		return fmt.Errorf("endpoint %s: unknown outcome %d", key, e.Outcome)
 	}

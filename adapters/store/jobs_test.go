@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-dev/switchboard/adapters/store"
@@ -94,4 +95,50 @@ func jobLeaseEnd(t *testing.T, db *store.DB, id int64) int64 {
 	var until int64
 	require.NoError(t, db.Bun().NewRaw("SELECT lease_expires_at FROM jobs WHERE id = ?", id).Scan(context.Background(), &until))
 	return until
+}
+
+// A replica killed mid-claim holds no one up: its claim's transaction, and
+// the claim lock with it, end with its connection, and the others' claims
+// go on.
+func TestClaimLockDiesWithItsHolder(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Postgres)
+	q := db.JobQueue()
+	ctx := context.Background()
+	now := time.Now()
+	id, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "k", AccountID: "acc_a", RunAt: now})
+	require.NoError(t, err)
+
+	holder, err := db.Bun().Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	var pid int
+	require.NoError(t, holder.NewRaw("SELECT pg_backend_pid()").Scan(ctx, &pid))
+	_, err = holder.ExecContext(ctx, "BEGIN")
+	require.NoError(t, err)
+	// The lock the claims of pool jobs take (claimLockClass, "SWBC").
+	_, err = holder.ExecContext(ctx, "SELECT pg_advisory_xact_lock(1398227523, hashtext('jobs'))")
+	require.NoError(t, err)
+
+	claimed := make(chan []jobs.Job, 1)
+	go func() {
+		js, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, 10, now,
+			jobs.ClaimFilter{Pool: "jobs", Shared: true})
+		assert.NoError(t, err)
+		claimed <- js
+	}()
+	select {
+	case <-claimed:
+		t.Fatal("the claim did not wait for the lock")
+	case <-time.After(200 * time.Millisecond):
+	}
+	_, err = db.Bun().ExecContext(ctx, "SELECT pg_terminate_backend(?)", pid)
+	require.NoError(t, err)
+	select {
+	case js := <-claimed:
+		require.Len(t, js, 1)
+		require.Equal(t, id, js[0].ID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the claim still waits for a dead holder's lock")
+	}
 }

@@ -31,8 +31,8 @@ type JobQueue interface {
 	HeartbeatRunner(ctx context.Context, worker, pool string, workers int) (jobs.RunnerPool, error)
 	RemoveRunner(ctx context.Context, worker, pool string) error
 	Breakers(ctx context.Context) ([]jobs.Breaker, error)
-	TakeProbe(ctx context.Context, worker, endpoint string, hold time.Duration) (bool, error)
-	RecordEndpoint(ctx context.Context, worker string, e jobs.EndpointEvent, p jobs.BreakerPolicy) error
+	TakeProbe(ctx context.Context, worker, endpoint string, job int64) (bool, error)
+	RecordEndpoint(ctx context.Context, e jobs.EndpointEvent, p jobs.BreakerPolicy) error
 }
 
 // Jobs runs the lease contract of the job queue against the queue that open
@@ -436,7 +436,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 			e3 = append(e3, enqueueFor(t, q, "acc_b", "e3", "", at.Add(time.Second+time.Duration(i)*time.Millisecond)))
 		}
 		other := enqueueFor(t, q, "acc_a", "", "", at.Add(2*time.Second))
-		require.NoError(t, q.RecordEndpoint(ctx, "another replica", jobs.EndpointEvent{EndpointKey: "e2", Outcome: jobs.EndpointStalled}, policy))
+		require.NoError(t, q.RecordEndpoint(ctx, jobs.EndpointEvent{EndpointKey: "e2", Outcome: jobs.EndpointStalled}, policy))
 		bounds := jobs.ClaimFilter{EndpointLimit: 3, StalledEndpoints: []string{"e1"}}
 		claimed := claimFair(t, q, 20, bounds)
 		require.ElementsMatch(t, append([]int64{e1[0], e1[1], e2[0], e2[1], e2[2], other}, e3...), ids(claimed),
@@ -444,7 +444,7 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		claimed = claimFair(t, q, 20, jobs.ClaimFilter{})
 		require.ElementsMatch(t, e1[2:], ids(claimed), "without a limit, unbounded")
 
-		require.NoError(t, q.RecordEndpoint(ctx, "w", jobs.EndpointEvent{EndpointKey: "e2", Outcome: jobs.EndpointAnswered}, policy))
+		require.NoError(t, q.RecordEndpoint(ctx, jobs.EndpointEvent{EndpointKey: "e2", Outcome: jobs.EndpointAnswered}, policy))
 		breakers, err := q.Breakers(ctx)
 		require.NoError(t, err)
 		require.Empty(t, breakers, "an answer clears the mark, and a row with nothing to say goes")
@@ -460,47 +460,48 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		}
 		return jobs.Breaker{}, false
 	}
-	record := func(t *testing.T, q JobQueue, worker, endpoint string, outcome jobs.EndpointOutcome, probe int64, p jobs.BreakerPolicy) {
+	record := func(t *testing.T, q JobQueue, endpoint string, outcome jobs.EndpointOutcome, probe int64, p jobs.BreakerPolicy) {
 		t.Helper()
-		require.NoError(t, q.RecordEndpoint(context.Background(), worker, jobs.EndpointEvent{EndpointKey: endpoint, Outcome: outcome, Probe: probe}, p))
+		require.NoError(t, q.RecordEndpoint(context.Background(), jobs.EndpointEvent{EndpointKey: endpoint, Outcome: outcome, Probe: probe}, p))
 	}
 
-	// Failures counted by any runner open the endpoint's breaker for every
-	// claimer; only consecutive ones count; a failure while it is open
+	// Failures, whichever runners saw them, open the endpoint's breaker for
+	// every claimer; only consecutive ones count; a failure while it is open
 	// (of an attempt that started before) counts nothing.
 	t.Run("BreakerOpensForEveryClaimer", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
 		e := enqueueFor(t, q, "acc_a", "down", "", at)
 		fine := enqueueFor(t, q, "acc_a", "fine", "", at.Add(time.Second))
-		record(t, q, "replica 1", "down", jobs.EndpointFailed, 0, policy)
-		record(t, q, "replica 2", "down", jobs.EndpointFailed, 0, policy)
-		record(t, q, "replica 3", "down", jobs.EndpointSucceeded, 0, policy)
+		record(t, q, "down", jobs.EndpointFailed, 0, policy)
+		record(t, q, "down", jobs.EndpointFailed, 0, policy)
+		record(t, q, "down", jobs.EndpointSucceeded, 0, policy)
 		_, found := breakerOf(t, q, "down")
 		require.False(t, found, "a success closes the breaker and forgets its failures")
-		for _, worker := range []string{"replica 1", "replica 2", "replica 3", "replica 1"} {
-			record(t, q, worker, "down", jobs.EndpointFailed, 0, policy)
+		for range 4 {
+			record(t, q, "down", jobs.EndpointFailed, 0, policy)
 		}
 		b, found := breakerOf(t, q, "down")
 		require.True(t, found)
-		require.True(t, b.Open, "three failures in a row, from three replicas, open it")
+		require.True(t, b.Open, "three failures in a row, whoever saw them, open it")
 		require.Equal(t, 3, b.Failures, "the failure while open counts nothing")
 		require.InDelta(t, policy.Open.Seconds(), b.OpenFor.Seconds(), 5, "open for the policy's time, on the database clock")
 		require.False(t, b.Probing)
-		taken, err := q.TakeProbe(context.Background(), "replica 2", "down", time.Minute)
+		taken, err := q.TakeProbe(context.Background(), "replica 2", "down", e)
 		require.NoError(t, err)
 		require.False(t, taken, "no probe before its time")
 
 		claimed := claimFair(t, q, 10, jobs.ClaimFilter{})
 		require.Equal(t, []int64{fine}, ids(claimed), "the open endpoint's job stays in the queue")
-		record(t, q, "replica 3", "down", jobs.EndpointSucceeded, 0, policy)
+		record(t, q, "down", jobs.EndpointSucceeded, 0, policy)
 		claimed = claimFair(t, q, 10, jobs.ClaimFilter{})
 		require.Equal(t, []int64{e}, ids(claimed), "an attempt that succeeds anyway closes it")
 	})
 
-	// A half-open breaker lets one probe through, whoever claims: the
-	// runner that took it claims one job of the endpoint; its failure
-	// opens the breaker for twice as long, its answer closes it.
+	// A half-open breaker lets one probe through, whoever claims: claimers
+	// that find it half-open take one job of it each, and the first to make
+	// its job the probe runs it; the others put theirs back. The probe's
+	// failure opens the breaker again, its answer closes it.
 	t.Run("BreakerProbesOnceAcrossClaimers", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
@@ -510,73 +511,74 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 			down = append(down, enqueueFor(t, q, "acc_a", "down", "", at.Add(time.Duration(i)*time.Millisecond)))
 		}
 		brief := jobs.BreakerPolicy{Failures: 1, Open: time.Millisecond, MaxOpen: time.Hour}
-		record(t, q, "replica 1", "down", jobs.EndpointFailed, 0, brief)
+		record(t, q, "down", jobs.EndpointFailed, 0, brief)
+		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "open: nothing of it is claimed")
 		require.Eventually(t, func() bool { b, _ := breakerOf(t, q, "down"); return b.OpenFor <= 0 }, time.Second, time.Millisecond)
 		b, _ := breakerOf(t, q, "down")
 		require.True(t, b.Open, "half-open is open, its time passed")
+		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "half-open: only a claimer that probes claims")
 
-		taken, err := q.TakeProbe(ctx, "replica 2", "down", time.Minute)
+		now := at.Add(time.Minute)
+		lease := []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}
+		probe, err := q.ClaimJobs(ctx, "replica 2", lease, 10, now, jobs.ClaimFilter{Probes: []string{"down"}})
+		require.NoError(t, err)
+		require.Equal(t, down[:1], ids(probe), "one job to probe with")
+		late, err := q.ClaimJobs(ctx, "replica 3", lease, 10, now, jobs.ClaimFilter{Probes: []string{"down"}})
+		require.NoError(t, err)
+		require.Empty(t, late, "one of its jobs runs: no room for another probe")
+		taken, err := q.TakeProbe(ctx, "replica 2", "down", probe[0].ID)
 		require.NoError(t, err)
 		require.True(t, taken)
-		taken, err = q.TakeProbe(ctx, "replica 3", "down", time.Minute)
+		taken, err = q.TakeProbe(ctx, "replica 3", "down", down[1])
 		require.NoError(t, err)
 		require.False(t, taken, "one probe across the claimers")
-		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "others claim nothing of it")
-		now := at.Add(time.Minute)
-		probe, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, 10, now,
-			jobs.ClaimFilter{Probes: []string{"down"}})
-		require.NoError(t, err)
-		require.Equal(t, down[:1], ids(probe), "the prober claims one job")
-		record(t, q, "replica 2", "down", jobs.EndpointProbeClaimed, probe[0].ID, brief)
 		b, _ = breakerOf(t, q, "down")
 		require.True(t, b.Probing)
 
-		record(t, q, "replica 2", "down", jobs.EndpointFailed, probe[0].ID, brief)
+		record(t, q, "down", jobs.EndpointFailed, probe[0].ID, brief)
 		b, _ = breakerOf(t, q, "down")
 		require.True(t, b.Open)
 		require.False(t, b.Probing)
-		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "open again")
-
-		record(t, q, "replica 3", "down", jobs.EndpointFailed, 0, jobs.BreakerPolicy{Failures: 1, Open: time.Hour, MaxOpen: time.Hour})
+		record(t, q, "down", jobs.EndpointFailed, 0, jobs.BreakerPolicy{Failures: 1, Open: time.Hour, MaxOpen: time.Hour})
 		b, _ = breakerOf(t, q, "down")
-		require.Less(t, b.OpenFor, time.Minute, "a failure while open does not reopen it")
+		require.Less(t, b.OpenFor, time.Minute, "a failure while open does not reopen it for longer")
 	})
 
 	// A probe whose job ends without an outcome (its process died and the
-	// job went back to the queue) or that was not used leaves the breaker
-	// half-open, for any claimer to probe.
+	// job went back to the queue) leaves the breaker half-open, for any
+	// claimer to probe; a probe's answer closes it.
 	t.Run("BreakerProbeOfALostJobIsTakenAgain", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
 		ctx := context.Background()
 		job := enqueueFor(t, q, "acc_a", "down", "", at)
 		brief := jobs.BreakerPolicy{Failures: 1, Open: time.Millisecond, MaxOpen: time.Hour}
-		record(t, q, "replica 1", "down", jobs.EndpointFailed, 0, brief)
+		record(t, q, "down", jobs.EndpointFailed, 0, brief)
 		require.Eventually(t, func() bool { b, _ := breakerOf(t, q, "down"); return b.OpenFor <= 0 }, time.Second, time.Millisecond)
-		taken, err := q.TakeProbe(ctx, "replica 1", "down", time.Minute)
-		require.NoError(t, err)
-		require.True(t, taken)
-		record(t, q, "replica 1", "down", jobs.EndpointProbeUnused, 0, brief)
-		taken, err = q.TakeProbe(ctx, "replica 2", "down", time.Minute)
-		require.NoError(t, err)
-		require.True(t, taken, "an unused probe is free at once")
-
 		now := at.Add(time.Minute)
-		probe, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, 10, now,
-			jobs.ClaimFilter{Probes: []string{"down"}})
+		lease := []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}
+		probe, err := q.ClaimJobs(ctx, "replica 1", lease, 10, now, jobs.ClaimFilter{Probes: []string{"down"}})
 		require.NoError(t, err)
 		require.Equal(t, []int64{job}, ids(probe))
-		record(t, q, "replica 2", "down", jobs.EndpointProbeClaimed, job, brief)
-		taken, err = q.TakeProbe(ctx, "replica 3", "down", time.Minute)
+		taken, err := q.TakeProbe(ctx, "replica 1", "down", job)
 		require.NoError(t, err)
-		require.False(t, taken, "the probe runs")
-		require.NoError(t, q.ReleaseJobs(ctx, "replica 2", []int64{job}))
-		taken, err = q.TakeProbe(ctx, "replica 3", "down", time.Minute)
+		require.True(t, taken)
+		require.NoError(t, q.ReleaseJobs(ctx, "replica 1", []int64{job}))
+		b, _ := breakerOf(t, q, "down")
+		require.False(t, b.Probing, "its job is back in the queue: the breaker is half-open")
+
+		probe, err = q.ClaimJobs(ctx, "replica 2", lease, 10, now, jobs.ClaimFilter{Probes: []string{"down"}})
 		require.NoError(t, err)
-		require.True(t, taken, "its job is back in the queue: the breaker is half-open")
-		record(t, q, "replica 3", "down", jobs.EndpointAnswered, 0, brief)
+		require.Equal(t, []int64{job}, ids(probe))
+		taken, err = q.TakeProbe(ctx, "replica 2", "down", job)
+		require.NoError(t, err)
+		require.True(t, taken, "another claimer probes")
+		record(t, q, "down", jobs.EndpointAnswered, 0, brief)
 		_, found := breakerOf(t, q, "down")
 		require.True(t, found, "an answer to another attempt than the probe leaves the breaker")
+		record(t, q, "down", jobs.EndpointAnswered, job, brief)
+		_, found = breakerOf(t, q, "down")
+		require.False(t, found, "the probe's answer closes it")
 	})
 
 	// The runners of a pool that beat recently are its workers; a

@@ -249,9 +249,9 @@ type ClaimFilter struct {
 	EndpointLimit int
 	// StalledEndpoints are endpoints the claimer found stalled.
 	StalledEndpoints []string
-	// Probes are the endpoints whose half-open breaker's probe the claimer
-	// took (TakeProbe): the claim takes one job of each, if none of its
-	// jobs is running.
+	// Probes are endpoints whose breaker the claimer found half-open: the
+	// claim takes one job of each, if none of its jobs is running, which
+	// the claimer then makes the probe if no one else did first.
 	Probes []string
 	// SkipEndpoints and SkipPaceKeys are endpoint and pace keys whose jobs
 	// are not claimed.
@@ -300,8 +300,8 @@ type BreakerPolicy struct {
 type EndpointEvent struct {
 	EndpointKey string
 	Outcome     EndpointOutcome
-	// Probe is the job of the runner's probe the event is about (claimed,
-	// or the attempt that ended), 0 for another job.
+	// Probe is the job whose attempt ended when it was the runner's probe,
+	// 0 for another job.
 	Probe int64
 }
 
@@ -319,12 +319,6 @@ const (
 	EndpointFailed
 	// EndpointStalled: the runner found none of its attempts answering.
 	EndpointStalled
-	// EndpointProbeClaimed: the runner claimed Probe as its probe: the
-	// probe runs while that job does.
-	EndpointProbeClaimed
-	// EndpointProbeUnused: the runner's probe did not run (no job of the
-	// endpoint was claimed, or it did not start): another may probe now.
-	EndpointProbeUnused
 )
 
 // Stat is the pending and running work of one kind, for metrics.

@@ -45,6 +45,19 @@ var scenarios = []harness.Scenario{
 		Setup:     drain.Setup,
 	},
 	{
+		// Issue 38: the claim's cost does not grow with the accounts holding due
+		// jobs (a claim visits at most as many accounts as it may take jobs, and
+		// the next claim goes on from the last it visited).
+		Name: "queue-claim-accounts",
+		Description: fmt.Sprintf("queue-drain (--job-workers %d, pool %d) with the jobs spread over %d accounts, each holding due jobs, vs the same drain with them spread over %d accounts",
+			drain.Workers, drain.MaxConns, claimMany.Accounts, claimFew.Accounts),
+		Target:    0.5,
+		Unit:      "jobs",
+		Databases: []string{"postgres"},
+		Baseline:  harness.Baseline{Name: fmt.Sprintf("queue-drain-%d-accounts", claimFew.Accounts), Unit: "jobs", Setup: claimFew.Setup},
+		Setup:     claimMany.Setup,
+	},
+	{
 		Name: "queue-enqueue",
 		Description: fmt.Sprintf("%d producers each posting email sends to an API-only server (pool %d, up during its slices only): one job (and its email) committed per shared-transaction call, counted in the table, vs pgbench single-row inserts at 64 clients",
 			enqueue.Producers, enqueue.MaxConns),
@@ -124,16 +137,48 @@ var scenarios = []harness.Scenario{
 		Setup:     dispatch.Setup,
 	},
 	{
-		// Issue 39: the history pruner beside sends; the storage per message with
-		// and without retention is its follow-up.
+		// Issue 38: three replicas on one Postgres deliver at least as fast as one of
+		// the same size; the cluster's shares and breakers cost its claims little.
+		Name: "messages-dispatch-3",
+		Description: fmt.Sprintf("messages-dispatch through three servers at once on one database, each with a third of the workers and pool (--job-workers %d, pool %d), vs through one server (--job-workers %d, pool %d); each side with its own deployment",
+			(dispatch.Workers+2)/3, (dispatch.MaxConns+2)/3, dispatch.Workers, dispatch.MaxConns),
+		Target:    1.0,
+		Unit:      "messages",
+		Databases: []string{"postgres"},
+		Baseline:  harness.Baseline{Name: "messages-dispatch-1", Unit: "messages", Setup: dispatch.Replicated(1)},
+		Setup:     dispatch.Replicated(3),
+	},
+	{
+		Name: "messages-send-3",
+		Description: fmt.Sprintf("messages-send's closed loop through three API-only servers at once on one database, each with a third of the clients and pool (pool %d), vs through one (pool %d); each side with its own deployment",
+			(send.MaxConns+2)/3, send.MaxConns),
+		Target:    1.0,
+		Unit:      "sends",
+		Databases: []string{"postgres"},
+		Baseline:  harness.Baseline{Name: "messages-send-1", Unit: "sends", Setup: send.Replicated(1)},
+		Setup:     send.Replicated(3),
+	},
+	{
+		// Issue 39: the history pruner beside sends.
 		Name: "history-pruner",
 		Description: fmt.Sprintf("POST individual send, %d clients, %d users of %d agent numbers, server with jobs (sandbox delivery, every event to a receiver; pool %d) whose pruner deletes the history older than %s every %s, vs the same sends with the pruner off; each side on a deployment of its own, its server up during its slices only",
 			historyPruner.Clients, historyPruner.Users, historyPruner.Numbers, historyPruner.MaxConns, historyPruner.PrunedFor, historyPruner.PrunedEvery),
 		Target:    0.95,
 		Unit:      "sends",
-		Databases: []string{"postgres"}, // the storage is read with SQL
+		Databases: []string{"postgres"},
 		Baseline:  historyPruner.Baseline(),
 		Setup:     historyPruner.Setup,
+	},
+	{
+		// Issue 39: what messages cost on disk; the figures are the result,
+		// the latency of the traffic a check that it ran at its rate.
+		Name: "storage",
+		Description: fmt.Sprintf("steady traffic, %g messages a second (open loop, half sandbox inbound and half individual sends) over %d threads, server with jobs and a webhook on every event (pool %d); POST latency; threads' growth per message (≤ %g B) and its size on disk against compacted; then the bytes per message of %d messages (BENCH_STORAGE_MESSAGES) with history kept 30 days and %s",
+			storage.Rate, storage.Users, storage.MaxConns, storage.ThreadsGrowth, storage.Messages, storage.Retention),
+		Latency:   &harness.LatencyGoal{P50: map[string]time.Duration{"postgres": 100 * time.Millisecond}},
+		Unit:      "messages",
+		Databases: []string{"postgres"}, // the storage is read with SQL
+		Setup:     storage.Setup,
 	},
 	{
 		// Crash recovery: the successor sees the killed server's process
@@ -295,6 +340,18 @@ var drain = queue.Drain{
 	Settle:     250 * time.Millisecond,
 }
 
+// claimMany and claimFew are drain's runner on jobs of 10,000 accounts and of 10:
+// the claim's cost with many accounts holding due jobs against its cost with few.
+var (
+	claimMany = withAccounts(drain, 10_000)
+	claimFew  = withAccounts(drain, 10)
+)
+
+func withAccounts(d queue.Drain, n int) queue.Drain {
+	d.Accounts = n
+	return d
+}
+
 // enqueue gives its server a connection per producer; the server runs only during
 // its slices, so its pool does not meet pgbench's.
 var enqueue = queue.Enqueue{Producers: 64, MaxConns: 64, Warm: 500 * time.Millisecond, TruncateAbove: 1_000_000}
@@ -344,8 +401,7 @@ var dispatch = messaging.Dispatch{
 }
 
 // historyPruner is issue 39's: sends beside a pruner that always has work (history
-// kept two seconds, a pass every second), and the storage of 10,000 messages
-// (BENCH_HISTORY_MESSAGES for more) with history kept 30 days and 30 seconds.
+// kept two seconds, a pass every second).
 var historyPruner = messaging.Pruner{
 	Clients:     32,
 	Users:       1000,
@@ -353,9 +409,24 @@ var historyPruner = messaging.Pruner{
 	MaxConns:    16,
 	PrunedFor:   2 * time.Second,
 	PrunedEvery: time.Second,
-	Storage: messaging.Storage{
-		Messages: 10_000, Users: 2000, Retention: 30 * time.Second, Interval: 5 * time.Second, Timeout: 30 * time.Minute,
-	},
+}
+
+// storage is issue 39's storage figures: steady traffic of 200 messages a second
+// over 500 threads (each thread's activity moves every 2.5 s), then the bytes per
+// message of 10,000 messages (BENCH_STORAGE_MESSAGES for more; the issue's figure
+// is for 100,000) over 2,000 threads with history kept 30 days and 30 seconds.
+var storage = messaging.Storage{
+	Users:         500,
+	Numbers:       16,
+	Clients:       32,
+	MaxConns:      16,
+	Rate:          200,
+	ThreadsGrowth: 16,
+	Messages:      10_000,
+	MessageUsers:  2000,
+	Retention:     30 * time.Second,
+	Interval:      5 * time.Second,
+	Timeout:       30 * time.Minute,
 }
 
 // recovery kills a server that delivers at its ordinary pace (as dispatch's, on

@@ -39,8 +39,8 @@ func TestMessagingScenariosArePostgresOnly(t *testing.T) {
 			t.Errorf("%s: Databases %v, Manual %v; want postgres only, in the default set", sc.Name, sc.Databases, sc.Manual)
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d messaging scenarios, want send, read, history and dispatch", n)
+	if n != 6 {
+		t.Errorf("%d messaging scenarios, want send, read, history and dispatch, and send and dispatch through three replicas", n)
 	}
 }
 

@@ -29,6 +29,16 @@ const (
 	cronRescue = time.Second
 )
 
+// cronJobRetention is how long the queue keeps a finished run's job (its
+// execution is kept with the account's history): at 10,000 runs a
+// minute, a day of them would be 14 million rows.
+const cronJobRetention = time.Hour
+
+// cronWakeGap is the least time between two claims of the cron runner
+// that wake-ups start (runner.Config.WakeGap): a run triggered by hand is
+// called within it; runs due at their slots are claimed at their due time.
+const cronWakeGap = 50 * time.Millisecond
+
 // cronModule wires the cron use cases and, when this process runs
 // background work, the periodic enqueuer and the runner of the runs. Every
 // replica runs both; they share the due jobs and the runs through the
@@ -91,8 +101,14 @@ func cronRunner(c Config) fx.Option {
 		return fx.Options()
 	}
 	return fx.Invoke(func(lc fx.Lifecycle, cfg runner.Config, q runner.Queue, wake runner.Wakeups, w *appcron.Worker) error {
-		cfg.Workers, cfg.ClaimBatch = c.CronConcurrency, 0
+		cfg.Workers, cfg.ClaimBatch, cfg.Pool = c.CronConcurrency, 0, cronPool
 		cfg.WorkerID, cfg.RescueInterval = w.Owner(), cronRescue
+		// Runs are enqueued ahead of their slots and claimed when due
+		// (NextJobAt); the wake-ups of the process's other work would
+		// have this runner look for runs at each of their commits.
+		cfg.WakeGap = cronWakeGap
+		// A finished run's queue job says nothing its execution does not.
+		cfg.Retention = cronJobRetention
 		r, err := runner.New(q, wake, cfg, runner.Kind{
 			Name: appcron.RunKind, Handler: w, Lease: cronLease,
 			// The wait for the slot, the call (at most 5 minutes) and
@@ -106,6 +122,10 @@ func cronRunner(c Config) fx.Option {
 		return nil
 	})
 }
+
+// cronPool is the pool of the cron runs' runners: their account shares
+// are shares of the cron workers of every replica.
+const cronPool = "cron"
 
 // workerID names a runner in its leases: host, process and a random part.
 func workerID(prefix string) string {

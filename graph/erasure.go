@@ -14,6 +14,7 @@ import (
 // one, erasePerson answers not_implemented.
 type ErasureUseCases interface {
 	Erase(ctx context.Context, req apperasure.Request) (erasure.Record, error)
+	Records(ctx context.Context, accountID, cursor, field string, limit int) (apperasure.Page, error)
 }
 
 var errNoErasure = &failure.Error{Kind: failure.KindNotImplemented, Code: "erasure_unavailable", Message: "the erasure of people is not configured"}
@@ -65,4 +66,20 @@ func erasureModel(r erasure.Record) *model.Erasure {
 		return 0
 	})
 	return out
+}
+
+// erasureConnection is a page of erasure records; each edge's cursor pages
+// on after it.
+func erasureConnection(page apperasure.Page) *model.ErasureConnection {
+	c := &model.ErasureConnection{PageInfo: &model.PageInfo{HasNextPage: page.Next != ""}, Edges: []model.ErasureEdge{}, Nodes: []model.Erasure{}}
+	for _, rec := range page.Records {
+		c.Nodes = append(c.Nodes, *erasureModel(rec))
+	}
+	for i := range c.Nodes {
+		c.Edges = append(c.Edges, model.ErasureEdge{Cursor: apperasure.Cursor(page.Records[i]), Node: &c.Nodes[i]})
+	}
+	if len(c.Edges) > 0 {
+		c.PageInfo.StartCursor, c.PageInfo.EndCursor = &c.Edges[0].Cursor, &c.Edges[len(c.Edges)-1].Cursor
+	}
+	return c
 }

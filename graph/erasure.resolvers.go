@@ -55,3 +55,23 @@ func (r *mutationResolver) ErasePerson(ctx context.Context, contactID *string, p
 	}
 	return erasureModel(rec), nil
 }
+
+// Erasures is the resolver for the erasures field.
+func (r *queryResolver) Erasures(ctx context.Context, first *int, after *string) (*model.ErasureConnection, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.erasure == nil {
+		return nil, errNoErasure
+	}
+	cursor := ""
+	if after != nil {
+		cursor = *after
+	}
+	page, err := r.erasure.Records(ctx, p.AccountID, cursor, "after", clampedFirst(first))
+	if err != nil {
+		return nil, err
+	}
+	return erasureConnection(page), nil
+}

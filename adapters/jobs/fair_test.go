@@ -158,7 +158,8 @@ func (b *testBundle) attempts(t *testing.T, ids []int64) int {
 // BreakerFailures consecutive failures open the endpoint's breaker: its
 // jobs stay in the queue without using attempts; after the open period
 // one probe runs, and its failure opens the breaker for twice as long,
-// its success closes it and the jobs run.
+// its success closes it and the jobs run. The breaker's times are the
+// database's, so the test waits them out.
 func TestCircuitBreaker(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
@@ -169,28 +170,14 @@ func TestCircuitBreaker(t *testing.T) {
 		b.start(t, runner.Config{
 			// One worker: the attempts fail one after the other.
 			Workers: 1, AccountShare: 1, EndpointLimit: 1,
-			BreakerFailures: 3, BreakerOpen: time.Hour, BreakerMaxOpen: 10 * time.Hour,
-		}, runner.Kind{
-			Name:    "call",
-			Backoff: func(int) time.Duration { return 0 }, // failures are due again at once
-			Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
-				if job.EndpointKey != "flaky" {
-					return nil
-				}
-				tries.Add(1)
-				if down.Load() {
-					return jobs.EndpointDown(errors.New("connection refused"))
-				}
-				return nil
-			}),
-		})
+			BreakerFailures: 3, BreakerOpen: time.Second, BreakerMaxOpen: 10 * time.Second,
+		}, flaky(&tries, &down))
 		var ids []int64
 		for range 10 {
 			ids = append(ids, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "flaky"}))
 		}
 		require.Eventually(t, func() bool { return tries.Load() >= 3 }, 10*time.Second, time.Millisecond)
-		settle := func() { time.Sleep(150 * time.Millisecond) } // several polls of 20 ms
-		settle()
+		time.Sleep(150 * time.Millisecond) // several polls of 20 ms
 		require.EqualValues(t, 3, tries.Load(), "open after three failures: nothing more is tried")
 		require.Equal(t, 3, b.attempts(t, ids), "waiting jobs use no attempts")
 		for _, id := range ids {
@@ -200,21 +187,106 @@ func TestCircuitBreaker(t *testing.T) {
 		other := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "healthy"})
 		b.waitState(t, other, jobs.StateCompleted)
 
-		b.clock.Advance(time.Hour)
-		require.Eventually(t, func() bool { return tries.Load() == 4 }, 10*time.Second, time.Millisecond, "one probe")
-		settle()
-		require.EqualValues(t, 4, tries.Load(), "the probe failed: open again")
-		b.clock.Advance(time.Hour)
-		settle()
-		require.EqualValues(t, 4, tries.Load(), "open twice as long after a failed probe")
+		require.Eventually(t, func() bool { return tries.Load() == 4 }, 10*time.Second, time.Millisecond, "one probe after a second")
+		probed := time.Now()
+		time.Sleep(time.Second + 200*time.Millisecond)
+		require.EqualValues(t, 4, tries.Load(), "the probe failed: open again, for two seconds (%s since)", time.Since(probed))
 
 		down.Store(false)
-		b.clock.Advance(time.Hour)
 		for _, id := range ids {
 			b.waitState(t, id, jobs.StateCompleted)
 		}
 		require.EqualValues(t, 14, tries.Load(), "the probe closed the breaker: each job ran once more")
 		require.Equal(t, 14, b.attempts(t, ids), "4 failed attempts and 10 successes, nothing else counted")
+	})
+}
+
+// flaky is the kind "call": a job of endpoint "flaky" counts its try in
+// tries and fails without an answer while down holds; the others succeed.
+func flaky(tries *atomic.Int64, down *atomic.Bool) runner.Kind {
+	return runner.Kind{
+		Name:    "call",
+		Backoff: func(int) time.Duration { return 0 }, // failures are due again at once
+		Handler: runner.HandlerFunc(func(ctx context.Context, job jobs.Job) error {
+			if job.EndpointKey != "flaky" {
+				return nil
+			}
+			tries.Add(1)
+			if down.Load() {
+				return jobs.EndpointDown(errors.New("connection refused"))
+			}
+			return nil
+		}),
+	}
+}
+
+// A breaker one runner opened holds for another (another replica's, say):
+// it claims none of the endpoint's jobs while it is open.
+func TestBreakerHoldsForEveryRunner(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		var down atomic.Bool
+		down.Store(true)
+		var tries, othersTries atomic.Int64
+		cfg := runner.Config{Workers: 1, AccountShare: 1, BreakerFailures: 3, BreakerOpen: time.Hour}
+		first, err := runner.New(b.db.JobQueue(), b.db, runner.Config{WorkerID: "replica 1", Workers: cfg.Workers, AccountShare: 1,
+			BreakerFailures: 3, BreakerOpen: time.Hour, Now: b.clock.Now, PollInterval: 20 * time.Millisecond}, flaky(&tries, &down))
+		require.NoError(t, err)
+		require.NoError(t, first.Start(context.Background()))
+		var ids []int64
+		for range 10 {
+			ids = append(ids, b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "flaky"}))
+		}
+		require.Eventually(t, func() bool { return tries.Load() >= 3 }, 10*time.Second, time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, first.Stop(ctx))
+
+		cfg.WorkerID = "replica 2"
+		b.start(t, cfg, flaky(&othersTries, &down))
+		other := b.enqueue(t, jobs.EnqueueParams{Kind: "call", AccountID: "acc_a", EndpointKey: "healthy"})
+		b.waitState(t, other, jobs.StateCompleted)
+		time.Sleep(150 * time.Millisecond) // several polls of 20 ms
+		require.Zero(t, othersTries.Load(), "the second runner tries nothing of the open endpoint")
+		require.EqualValues(t, 3, tries.Load())
+	})
+}
+
+// The running jobs an account's bounds count are the pool's, in whichever
+// runner: with another runner of the pool holding 12 of a lone account's
+// jobs, a runner of 8 workers in a pool of 16 (a ceiling of 14) starts
+// two, and another account's jobs run beside them.
+func TestRunnerCountsThePoolsRunningJobs(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		b := setup(t, dialect)
+		ctx := context.Background()
+		q := b.db.JobQueue()
+		_, err := q.HeartbeatRunner(ctx, "replica 2", runner.DefaultPool, 8)
+		require.NoError(t, err)
+		for range 12 {
+			b.enqueue(t, jobs.EnqueueParams{Kind: "hold", AccountID: "acc_a"})
+		}
+		elsewhere, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "hold", Until: b.clock.Now().Add(time.Hour)}}, 12, b.clock.Now(), jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, elsewhere, 12)
+		for range 20 {
+			b.enqueue(t, jobs.EnqueueParams{Kind: "hold", AccountID: "acc_a"})
+		}
+		release := make(chan struct{})
+		defer close(release)
+		var started atomic.Int64
+		b.start(t, runner.Config{WorkerID: "replica 1", Workers: 8, AccountShare: 0.25, PollInterval: time.Minute},
+			holding(&started, release))
+		require.Eventually(t, func() bool { return started.Load() == 2 }, 10*time.Second, 5*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		require.EqualValues(t, 2, started.Load(), "14 of the pool's 16 workers, 12 of them elsewhere")
+		for range 3 {
+			b.enqueue(t, jobs.EnqueueParams{Kind: "hold", AccountID: "acc_b"})
+		}
+		require.Eventually(t, func() bool { return started.Load() == 5 }, 10*time.Second, 5*time.Millisecond,
+			"another account's jobs start on the idle workers")
 	})
 }
 
@@ -265,8 +337,8 @@ func (q *countingQueue) NextJobAt(ctx context.Context, kinds []string) (time.Tim
 }
 
 // A lone account whose claim filled it to its ceiling has due jobs left:
-// the runner waits for one of its jobs to end (or the poll interval)
-// instead of looking for the next due job and claiming again at once.
+// once a claim found nothing it could take, the runner waits for one of
+// its jobs to end (or a short while) instead of claiming again at once.
 func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
@@ -283,7 +355,7 @@ func TestAccountAtItsCeilingWaitsForRoom(t *testing.T) {
 		require.Eventually(t, func() bool { return started.Load() == 14 }, 10*time.Second, 5*time.Millisecond)
 		time.Sleep(100 * time.Millisecond)
 		require.Equal(t, int64(14), started.Load())
-		require.Zero(t, q.nextLooks.Load(), "due jobs are left: no look for the next one")
+		require.LessOrEqual(t, q.nextLooks.Load(), int64(2), "due jobs are left: the runner waits, it does not look again and again")
 		close(release)
 	})
 }

@@ -15,13 +15,17 @@
 // A job whose heartbeat finds its lease lost (or cannot renew it before it
 // ends) has its context cancelled, since another worker may run it now.
 //
-// Work is shared fairly (fair.go): the jobs of one account hold at most
-// Config.AccountShare of the workers while other accounts have work (a
-// lone busy account borrows the idle ones), the attempts to an endpoint
-// that stopped answering at most Config.EndpointLimit, and an endpoint
-// that keeps failing has its circuit breaker opened. What is over a bound is not claimed: it waits in
-// the queue, holding no worker, so one account's hanging endpoint or
-// backlog delays only that account. The bounds are this runner's own.
+// Work is shared fairly (fair.go) across every runner of a pool, on every
+// replica: the jobs of one account hold at most Config.AccountShare of the
+// pool's workers while other accounts have work (a lone busy account
+// borrows the idle ones), the attempts to an endpoint that stopped
+// answering at most Config.EndpointLimit, and an endpoint that keeps
+// failing has its circuit breaker opened for all. What is over a bound is
+// not claimed: it waits in the queue, holding no worker, so one account's
+// hanging endpoint or backlog delays only that account. The claims count
+// what runs in the queue itself; the runners share their workers
+// (HeartbeatRunner) and what they learn of endpoints (RecordEndpoint)
+// through the database.
 package jobs
 
 import (
@@ -66,8 +70,25 @@ type Queue interface {
 	// is known dead to the queue at once, due as they were, their attempt
 	// given back (see jobs.MaxInterruptions).
 	RescueDeadWorkers(ctx context.Context, now time.Time) (rescued, killed int, err error)
-	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
+	// PruneJobs deletes up to limit completed and cancelled jobs of the
+	// kinds that finished before the cutoff, and returns how many.
+	PruneJobs(ctx context.Context, kinds []string, before time.Time, limit int) (int, error)
 	NextJobAt(ctx context.Context, kinds []string) (time.Time, error)
+
+	// HeartbeatRunner records that worker's runner of pool, with its
+	// workers, lives, and returns what the pool's live runners hold;
+	// RemoveRunner takes it out at once.
+	HeartbeatRunner(ctx context.Context, worker, pool string, workers int) (jobs.RunnerPool, error)
+	RemoveRunner(ctx context.Context, worker, pool string) error
+	// Breakers reads the endpoints' shared state; RecordEndpoint applies
+	// what worker learned of one under the policy; TakeProbe makes worker
+	// the prober of a half-open breaker, holding it shut to others for
+	// hold, and reports whether it did. PruneBreakers deletes the state
+	// of endpoints nothing updated since before.
+	Breakers(ctx context.Context) ([]jobs.Breaker, error)
+	RecordEndpoint(ctx context.Context, worker string, e jobs.EndpointEvent, p jobs.BreakerPolicy) error
+	TakeProbe(ctx context.Context, worker, endpoint string, hold time.Duration) (bool, error)
+	PruneBreakers(ctx context.Context, before time.Time) error
 }
 
 // Liveness tells the runner what the database knows of processes' lives
@@ -152,6 +173,13 @@ type Config struct {
 	// PollInterval is the longest an idle runner waits before looking for
 	// due jobs without having been woken.
 	PollInterval time.Duration
+	// WakeGap is the least time from one claim to the next that a wake-up
+	// starts; a wake-up sooner waits for the rest of it. Wake-ups come at
+	// every commit that enqueues a job or appends an event, of any kind:
+	// a runner whose kinds are seldom enqueued (cron runs) would claim,
+	// and find nothing, at each. Zero: every wake-up claims at once. Due
+	// times (NextJobAt) and freed workers are not held back.
+	WakeGap time.Duration
 	// RescueInterval is how often expired leases are looked for (and once
 	// at start); 3 s when zero.
 	RescueInterval time.Duration
@@ -161,21 +189,26 @@ type Config struct {
 	// renewed; a third of the shortest kind's lease when zero. It must be
 	// at most half of every lease.
 	HeartbeatInterval time.Duration
-	// Retention is how long completed and cancelled jobs are kept.
+	// Retention is how long completed and cancelled jobs of this runner's
+	// kinds are kept (each runner prunes its own kinds).
 	Retention time.Duration
 	// PruneInterval is how often finished jobs are pruned.
 	PruneInterval time.Duration
 	// MaxPaceWait is the longest a worker waits for a paced key's start
 	// rate before it puts the job back for later.
 	MaxPaceWait time.Duration
-	// AccountShare is the fraction of Workers that the jobs of one
-	// account (jobs.EnqueueParams.AccountID) may hold at once, at least
-	// one worker; DefaultAccountShare when zero, 1 for no bound. An
+	// Pool names the runners that share their workers, one per process:
+	// "jobs" when empty. An account's share is a share of the workers of
+	// every live runner of the pool.
+	Pool string
+	// AccountShare is the fraction of the pool's workers that the jobs of
+	// one account (jobs.EnqueueParams.AccountID) may hold at once, at
+	// least one worker; DefaultAccountShare when zero, 1 for no bound. An
 	// account at its share has its jobs left in the queue, holding no
 	// worker, until one of its running jobs ends.
 	AccountShare float64
 	// EndpointLimit bounds the attempts to one stalled endpoint
-	// (jobs.EnqueueParams.EndpointKey) running at once in this process;
+	// (jobs.EnqueueParams.EndpointKey) running at once, across the pool;
 	// DefaultEndpointLimit when zero. Jobs beyond it wait in the queue.
 	EndpointLimit int
 	// EndpointStall is how long an endpoint with attempts running may go
@@ -227,6 +260,9 @@ func (c *Config) defaults() {
 	if c.MaxPaceWait <= 0 {
 		c.MaxPaceWait = 2 * time.Second
 	}
+	if c.Pool == "" {
+		c.Pool = DefaultPool
+	}
 	if c.AccountShare <= 0 {
 		c.AccountShare = DefaultAccountShare
 	}
@@ -260,6 +296,9 @@ func (c *Config) defaults() {
 	}
 }
 
+// DefaultPool is the pool of a runner that names none.
+const DefaultPool = "jobs"
+
 // DefaultLease is the lease of a kind that sets none: a job of a dead
 // process is back in the queue within DefaultLease plus the rescue
 // interval (3 s by default).
@@ -283,6 +322,9 @@ type Runner struct {
 	inflight  atomic.Int64
 	held      heldJobs
 	slotFreed chan struct{}
+	// lastClaim is when the fetch loop last claimed (see Config.WakeGap);
+	// only the fetch loop touches it.
+	lastClaim time.Time
 	// claimed hands claimed jobs to the Workers goroutines that run them,
 	// which live as long as the runner (a goroutine per job would start
 	// each on a small stack that its handler grows again).
@@ -293,6 +335,10 @@ type Runner struct {
 	claimOutage, renewOutage, rescueOutage *outage.Tracker
 	// recordOutage covers the writes of outcomes and completions.
 	recordOutage *outage.Tracker
+
+	// teamOutage covers the heartbeat and the reads of the shared
+	// breakers.
+	teamOutage *outage.Tracker
 
 	fetchCtx, workCtx, beatCtx      context.Context
 	stopFetch, cancelWork, stopBeat context.CancelFunc
@@ -345,6 +391,7 @@ func New(queue Queue, wake Wakeups, cfg Config, kinds ...Kind) (*Runner, error) 
 	r.renewOutage = outage.NewTracker(r.cfg.Logger, "renew job leases", r.cfg.HeartbeatInterval, 0)
 	r.rescueOutage = outage.NewTracker(r.cfg.Logger, "rescue jobs", r.cfg.RescueInterval, 0)
 	r.recordOutage = outage.NewTracker(r.cfg.Logger, "record job outcomes", time.Second, 0)
+	r.teamOutage = outage.NewTracker(r.cfg.Logger, "share the job runners' state", teamInterval, 0)
 	return r, nil
 }
 
@@ -380,8 +427,13 @@ func (r *Runner) Start(context.Context) error {
 			}
 		}()
 	}
-	r.fetchWG.Add(3)
+	// The pool's workers and the breakers, known before the first claim.
+	tctx, cancel := context.WithTimeout(r.fetchCtx, 5*time.Second)
+	r.team(tctx, true)
+	cancel()
+	r.fetchWG.Add(4)
 	go r.fetchLoop()
+	go r.teamLoop()
 	go func() {
 		// A restarted process rescues its predecessor's jobs at once
 		// instead of one interval later.
@@ -429,6 +481,12 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	r.stopFetch()
 	r.fetchWG.Wait()
+	// The others' shares grow at once.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	if err := r.queue.RemoveRunner(rctx, r.cfg.WorkerID, r.cfg.Pool); err != nil {
+		r.cfg.Logger.Warn("remove this job runner from the pool", "error", err)
+	}
+	cancel()
 	close(r.claimed) // the workers end with their last job
 	finished := make(chan struct{})
 	go func() { r.workWG.Wait(); close(finished) }()
@@ -479,6 +537,8 @@ func (r *Runner) fetchLoop() {
 			continue
 		}
 		limit := min(free, r.cfg.ClaimBatch)
+		r.lastClaim = time.Now()
+		r.takeProbes()
 		now := r.cfg.Now()
 		filter := r.claimFilter(now)
 		claimed, err := r.claim(limit, now, filter)
@@ -491,20 +551,24 @@ func (r *Runner) fetchLoop() {
 			continue
 		}
 		r.claimOutage.Succeeded()
-		if claimed == limit {
-			continue // more may be due right now
-		}
-		// Counting the jobs just claimed: an account the claim filled to
-		// its ceiling has due jobs left that wait for one of its jobs to end.
-		if !r.fair.bound(r.claimFilter(r.cfg.Now())) {
-			r.sleep(wake, nil, r.idleWait())
+		if claimed > 0 {
+			// More may be due right now: a claim takes at most a part
+			// of the limit from each account.
 			continue
 		}
-		// Due jobs may be waiting for room that a job's end or a breaker's
-		// probe time makes: the next job due says nothing.
-		wait := r.cfg.PollInterval
-		if at := r.fair.nextProbe(r.cfg.Now()); !at.IsZero() {
-			wait = min(wait, max(at.Sub(r.cfg.Now()), time.Millisecond))
+		wait := r.idleWait()
+		if wait > 0 {
+			r.sleep(wake, nil, wait)
+			continue
+		}
+		// Due jobs are left that the claim did not take: over their
+		// account's or endpoint's bound (wherever the jobs holding it
+		// run), behind an open breaker, or taken by another claimer. A
+		// job's end here, a breaker's probe time or, for the others'
+		// jobs, a short wait makes room.
+		wait = min(r.cfg.PollInterval, boundWait)
+		if at := r.fair.nextProbe(time.Now()); !at.IsZero() {
+			wait = min(wait, max(time.Until(at), time.Millisecond))
 		}
 		if r.sleep(wake, r.slotFreed, wait) {
 			// A job ended, making room for one more of its account,
@@ -514,6 +578,12 @@ func (r *Runner) fetchLoop() {
 		}
 	}
 }
+
+// boundWait is how long a runner whose claim found only due jobs it could
+// not take waits before claiming again, unless one of its jobs ends: the
+// jobs holding their room may run elsewhere, where their ends do not wake
+// it.
+const boundWait = 250 * time.Millisecond
 
 // claimFilter is what a claim may take: the fairness bounds and the pace
 // keys at their concurrency limit.
@@ -552,13 +622,10 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 	if err != nil {
 		return 0, err
 	}
-	var over []int64
 	for _, job := range claimed {
-		if !r.fair.room(job, now) {
-			over = append(over, job.ID)
-			continue
+		if ev := r.fair.claimed(job, now); ev != nil {
+			r.tell(*ev)
 		}
-		r.fair.claimed(job, now)
 		r.inflight.Add(1)
 		r.workWG.Add(1)
 		h := r.held.add(r.workCtx, job, now.Add(r.kinds[job.Kind].Lease))
@@ -566,20 +633,14 @@ func (r *Runner) claim(limit int, now time.Time, filter jobs.ClaimFilter) (int, 
 		// Workers, the channel's room.
 		r.claimed <- claimedJob{job, h}
 	}
-	if len(over) > 0 {
-		// More of an endpoint's jobs than it had room for: the rest go
-		// back to the queue as they were, in their place, until its
-		// running jobs end (the claims leave it out meanwhile).
-		// Should that fail, their leases end and the rescue returns them.
-		if err := r.queue.ReleaseJobs(ctx, r.cfg.WorkerID, over); err != nil {
-			r.recordOutage.Failed(fmt.Errorf("release %d claimed jobs: %w", len(over), err))
-		}
+	for _, ev := range r.fair.unusedProbes() {
+		r.tell(ev)
 	}
 	return len(claimed), nil
 }
 
 // idleWait is how long to sleep when nothing more is due: until the next
-// scheduled job, at most the poll interval.
+// scheduled job, at most the poll interval; 0 when a job is due now.
 func (r *Runner) idleWait() time.Duration {
 	next, err := r.queue.NextJobAt(r.fetchCtx, r.names)
 	if err != nil || next.IsZero() {
@@ -599,6 +660,19 @@ func (r *Runner) sleep(wake, freed <-chan struct{}, d time.Duration) (wasFreed b
 	select {
 	case <-r.fetchCtx.Done():
 	case <-wake:
+		// A wake-up within WakeGap of the last claim waits for the rest
+		// of it, or for the timer, whichever ends first.
+		if rest := r.cfg.WakeGap - time.Since(r.lastClaim); rest > 0 {
+			gap := time.NewTimer(rest)
+			defer gap.Stop()
+			select {
+			case <-r.fetchCtx.Done():
+			case <-gap.C:
+			case <-freed:
+				return true
+			case <-t.C:
+			}
+		}
 	case <-freed:
 		return true
 	case <-t.C:
@@ -627,13 +701,15 @@ func (r *Runner) work(job jobs.Job, h *heldJob) {
 	// A job that does not start goes back to the queue as it was (its
 	// due time kept, so its place in line too) without using an attempt.
 	snooze := func(at time.Time) {
-		r.fair.finished(job, false, nil, r.cfg.Now())
+		if ev := r.fair.finished(job, false, nil, r.cfg.Now()); ev != nil {
+			r.tell(*ev)
+		}
 		r.held.remove(h)
 		if context.Cause(h.ctx) != ErrLeaseLost {
 			r.record(r.queue.SnoozeJob(context.WithoutCancel(r.workCtx), r.cfg.WorkerID, job.ID, at), job, "snooze")
 		}
 	}
-	if !r.fair.admit(job, r.cfg.Now()) {
+	if !r.fair.admit(job, time.Now()) {
 		// Its endpoint's breaker opened after the claim.
 		snooze(job.RunAt)
 		return
@@ -653,7 +729,10 @@ func (r *Runner) work(job jobs.Job, h *heldJob) {
 	start := time.Now()
 	err := run(ctx, kind.Handler, job)
 	cancel()
-	r.fair.finished(job, true, err, r.cfg.Now())
+	if ev := r.fair.finished(job, true, err, r.cfg.Now()); ev != nil {
+		// Before the outcome: the next claims see the breaker.
+		r.tell(*ev)
+	}
 	r.held.remove(h)
 	r.cfg.Metrics.observe(job.Kind, time.Since(start), err)
 	if err == nil {
@@ -787,8 +866,11 @@ func (r *Runner) rescueBy(ctx context.Context, rescue func(context.Context, time
 
 func (r *Runner) prune(ctx context.Context) {
 	before := r.cfg.Now().Add(-r.cfg.Retention)
+	if err := r.queue.PruneBreakers(ctx, before); err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Warn("prune endpoint breakers", "error", err)
+	}
 	for ctx.Err() == nil {
-		n, err := r.queue.PruneJobs(ctx, before, 1000)
+		n, err := r.queue.PruneJobs(ctx, r.names, before, 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.cfg.Logger.Warn("prune jobs", "error", err)
@@ -798,5 +880,93 @@ func (r *Runner) prune(ctx context.Context) {
 		if n < 1000 {
 			return
 		}
+	}
+}
+
+// teamInterval is how often a runner reads the endpoints' shared state and
+// marks the endpoints it finds stalled; every teamBeats of them it also
+// beats its heartbeat (which job_runners counts live for 3 s).
+const (
+	teamInterval = 250 * time.Millisecond
+	teamBeats    = 4
+)
+
+// teamLoop keeps this runner's part of the state the pool's runners share,
+// until the runner stops fetching.
+func (r *Runner) teamLoop() {
+	defer r.fetchWG.Done()
+	t := time.NewTicker(teamInterval)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-r.fetchCtx.Done():
+			return
+		case <-t.C:
+		}
+		r.team(r.fetchCtx, n%teamBeats == 0)
+	}
+}
+
+// team reads the endpoints' shared state, marks the endpoints this runner
+// finds stalled, and with beat records its heartbeat and learns the pool's
+// workers.
+func (r *Runner) team(ctx context.Context, beat bool) {
+	err := func() error {
+		if beat {
+			team, err := r.queue.HeartbeatRunner(ctx, r.cfg.WorkerID, r.cfg.Pool, r.cfg.Workers)
+			if err != nil {
+				return err
+			}
+			r.fair.joined(team)
+		}
+		at := time.Now()
+		breakers, err := r.queue.Breakers(ctx)
+		if err != nil {
+			return err
+		}
+		r.fair.read(breakers, at)
+		for _, e := range r.fair.toMark(r.cfg.Now()) {
+			r.tell(jobs.EndpointEvent{EndpointKey: e, Outcome: jobs.EndpointStalled})
+		}
+		return nil
+	}()
+	if err != nil {
+		if ctx.Err() == nil {
+			r.teamOutage.Failed(err)
+		}
+		return
+	}
+	r.teamOutage.Succeeded()
+}
+
+// takeProbes takes the probes of the half-open breakers this runner may
+// probe, for its next claim; another runner may take each first.
+func (r *Runner) takeProbes() {
+	for _, e := range r.fair.toProbe(time.Now()) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.fetchCtx), time.Second)
+		taken, err := r.queue.TakeProbe(ctx, r.cfg.WorkerID, e, probeHold)
+		cancel()
+		if err != nil {
+			r.recordOutage.Failed(fmt.Errorf("take the probe of %s: %w", e, err))
+			continue
+		}
+		if taken {
+			r.fair.probing(e)
+		}
+	}
+}
+
+// probeHold is how long a taken probe keeps a half-open breaker shut to
+// the others while its taker claims: should the taker die meanwhile, the
+// breaker is half-open again after it.
+const probeHold = claimTimeout
+
+// tell records what this runner learned of an endpoint; should that fail,
+// the breakers learn it from the next attempt.
+func (r *Runner) tell(e jobs.EndpointEvent) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.fetchCtx), 5*time.Second)
+	defer cancel()
+	if err := r.queue.RecordEndpoint(ctx, r.cfg.WorkerID, e, r.fair.policy); err != nil {
+		r.recordOutage.Failed(fmt.Errorf("endpoint %s: %w", e.EndpointKey, err))
 	}
 }

@@ -485,10 +485,17 @@ func TestStopWaitsForRunningJobsThenLeavesThemToTheLease(t *testing.T) {
 	require.Contains(t, []string{string(jobs.StateRunning), string(jobs.StateRetryable)}, s, "the job is not lost")
 }
 
+// Each runner prunes the completed jobs of its own kinds after its own
+// retention; dead jobs stay.
 func TestPruneKeepsDeadJobs(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
 		b := setup(t, dialect)
+		kept := b.enqueue(t, jobs.EnqueueParams{Kind: "kept-longer"})
+		b.start(t, runner.Config{Retention: 48 * time.Hour, PruneInterval: 10 * time.Millisecond}, runner.Kind{
+			Name: "kept-longer", Handler: runner.HandlerFunc(func(context.Context, jobs.Job) error { return nil }),
+		})
+		b.waitState(t, kept, jobs.StateCompleted)
 		ok := b.enqueue(t, jobs.EnqueueParams{Kind: "p"})
 		bad := b.enqueue(t, jobs.EnqueueParams{Kind: "p", Payload: []byte("fail"), MaxAttempts: 1})
 		b.start(t, runner.Config{Retention: time.Hour, PruneInterval: 10 * time.Millisecond}, runner.Kind{
@@ -512,6 +519,8 @@ func TestPruneKeepsDeadJobs(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "a completed job is pruned after the retention period")
 		s, _, _ := b.state(t, bad)
 		require.Equal(t, string(jobs.StateDead), s, "dead jobs stay until re-run")
+		s, _, _ = b.state(t, kept)
+		require.Equal(t, string(jobs.StateCompleted), s, "another runner's kind is kept for its own retention")
 	})
 }
 
@@ -567,4 +576,57 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...
 		}
 	}
 	return 0
+}
+
+// claimCounting counts the runner's claims.
+type claimCounting struct {
+	runner.Queue
+	claims atomic.Int64
+}
+
+func (q *claimCounting) ClaimJobs(ctx context.Context, worker string, leases []jobs.Lease, limit int, now time.Time, filter jobs.ClaimFilter) ([]jobs.Job, error) {
+	q.claims.Add(1)
+	return q.Queue.ClaimJobs(ctx, worker, leases, limit, now, filter)
+}
+
+// Commits of other kinds' jobs wake every runner; a runner with a
+// WakeGap claims at most once per gap for them, where one without claims
+// at nearly each. A job of its own kind enqueued meanwhile still runs
+// within the gap.
+func TestWakeGapHoldsBackWakeUps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite)
+	const gap = 400 * time.Millisecond
+	ran := make(chan struct{}, 1)
+	seldom := func(name string) runner.Kind {
+		return runner.Kind{Name: name, Handler: runner.HandlerFunc(func(context.Context, jobs.Job) error {
+			ran <- struct{}{}
+			return nil
+		})}
+	}
+	eager, gapped := &claimCounting{Queue: b.db.JobQueue()}, &claimCounting{Queue: b.db.JobQueue()}
+	b.startOn(t, eager, runner.Config{PollInterval: time.Minute}, seldom("seldom-eager"))
+	b.startOn(t, gapped, runner.Config{PollInterval: time.Minute, WakeGap: gap}, seldom("seldom-gapped"))
+	require.Eventually(t, func() bool { return eager.claims.Load() >= 1 && gapped.claims.Load() >= 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(gap) // the gap after the claims at start has passed
+	eagerBefore, gappedBefore := eager.claims.Load(), gapped.claims.Load()
+
+	// Forty commits of another kind, five milliseconds apart.
+	start := time.Now()
+	for range 40 {
+		b.enqueue(t, jobs.EnqueueParams{Kind: "other", RunAt: b.clock.Now().Add(time.Hour)})
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(gap + 100*time.Millisecond)
+	// One claim at the first wake-up, then at most one per gap.
+	gaps := int64(time.Since(start)/gap) + 1
+	require.Greater(t, eager.claims.Load()-eagerBefore, int64(10), "without a gap each wake-up claims")
+	require.LessOrEqual(t, gapped.claims.Load()-gappedBefore, gaps, "at most one claim per gap for the wake-ups")
+
+	b.enqueue(t, jobs.EnqueueParams{Kind: "seldom-gapped"})
+	select {
+	case <-ran:
+	case <-time.After(10 * gap):
+		t.Fatal("a job of the gapped runner's kind did not run within its gap")
+	}
 }

@@ -173,7 +173,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	}
 	// Without them every batch INSERT writes every column: slower, as
 	// correct. Migrate reads them again.
-	_ = db.loadZeroDefaults(pingCtx)
+	_ = db.loadZeroDefaults(pingCtx, db.read)
 	return db, nil
 }
 

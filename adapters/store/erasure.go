@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -621,4 +623,38 @@ func writeErasuresBound(add func(name string, build func(p *binder) string), es 
 	for _, s := range eraseStatements(es) {
 		add("erase people", func(p *binder) string { return bindRaw(p, s.sql, s.args) })
 	}
+}
+
+// erasureRow is a row of erasures.
+type erasureRow struct {
+	bun.BaseModel  `bun:"table:erasures"`
+	ID             string    `bun:"id,pk"`
+	AccountID      string    `bun:"account_id"`
+	RequestedBy    string    `bun:"requested_by"`
+	IdentifierKind string    `bun:"identifier_kind"`
+	IdentifierHash string    `bun:"identifier_hash"`
+	Counts         string    `bun:"counts"`
+	CreatedAt      time.Time `bun:"created_at"`
+}
+
+// Records lists the account's audit records newest first, along the
+// erasures_account index.
+func (r ErasureStore) Records(ctx context.Context, q apperasure.Query) ([]erasure.Record, error) {
+	sel := r.read.NewSelect().Model((*erasureRow)(nil)).Where("account_id = ?", q.AccountID)
+	if a := q.After; a != nil {
+		sel = sel.Where("(created_at, id) < (?, ?)", a.At.UTC(), a.ID)
+	}
+	var rows []erasureRow
+	if err := sel.OrderExpr("created_at DESC, id DESC").Limit(q.Limit).Scan(ctx, &rows); err != nil {
+		return nil, translate(err, "erasure")
+	}
+	out := make([]erasure.Record, len(rows))
+	for i, row := range rows {
+		out[i] = erasure.Record{ID: row.ID, AccountID: row.AccountID, RequestedBy: row.RequestedBy, Kind: erasure.Kind(row.IdentifierKind),
+			IdentifierHash: row.IdentifierHash, At: row.CreatedAt.UTC()}
+		if err := json.Unmarshal([]byte(row.Counts), &out[i].Counts); err != nil {
+			return nil, fmt.Errorf("erasure %s: counts: %w", row.ID, err)
+		}
+	}
+	return out, nil
 }

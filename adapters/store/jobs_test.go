@@ -47,6 +47,12 @@ func TestPostgresClaimsRunOneStatementText(t *testing.T) {
 			EndpointKey: fmt.Sprintf("ep_%d", i%3), PaceKey: fmt.Sprintf("pace_%d", i%2), RunAt: now.Add(-time.Duration(10-i) * time.Second)})
 		require.NoError(t, err)
 	}
+	// acc_0 runs one job already, claimed by another replica.
+	held, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "deliver", AccountID: "acc_0", RunAt: now.Add(-time.Hour)})
+	require.NoError(t, err)
+	claimed, err := q.ClaimJobs(ctx, "another replica", []jobs.Lease{{Kind: "deliver", Until: now.Add(time.Hour)}}, 1, now, jobs.ClaimFilter{})
+	require.NoError(t, err)
+	require.Equal(t, held, claimed[0].ID)
 	claims := &capturedQueries{marker: "UPDATE jobs SET state"}
 	db.AddQueryHook(claims)
 	leases := []jobs.Lease{{Kind: "deliver", Until: now.Add(time.Minute)}, {Kind: "other", Until: now.Add(time.Hour)}}
@@ -54,11 +60,14 @@ func TestPostgresClaimsRunOneStatementText(t *testing.T) {
 		filter jobs.ClaimFilter
 		want   []int
 	}{
-		// acc_0 runs one job already and may hold two.
-		{jobs.ClaimFilter{AccountShare: 1, AccountCeiling: 2, AccountsRunning: map[string]int{"acc_0": 1}}, []int{0, 1, 3}},
-		// ep_1 has room for one, ep_0 is skipped.
-		{jobs.ClaimFilter{EndpointRoom: map[string]int{"ep_1": 1}, SkipEndpoints: []string{"ep_0"}}, []int{2, 4, 5}},
-		{jobs.ClaimFilter{SkipPaceKeys: []string{"pace_1"}}, []int{6}},
+		// acc_0 may hold two; counted in the queue with the runners' turns
+		// (the claim lock).
+		{jobs.ClaimFilter{AccountShare: 1, AccountCeiling: 2, Shared: true, Pool: "jobs"}, []int{0, 1, 3}},
+		// ep_1 is stalled, runs one (job 1) and may run two; ep_0 is
+		// skipped.
+		{jobs.ClaimFilter{EndpointLimit: 2, StalledEndpoints: []string{"ep_1"}, SkipEndpoints: []string{"ep_0"}}, []int{2, 4, 5}},
+		// The pool's only runner tells what it runs.
+		{jobs.ClaimFilter{SkipPaceKeys: []string{"pace_1"}, AccountShare: 1, AccountCeiling: 4, AccountsRunning: map[string]int{"acc_0": 3}}, []int{6}},
 	} {
 		claimed, err := q.ClaimJobs(ctx, "w", leases, 10, now, c.filter)
 		require.NoError(t, err)

@@ -171,19 +171,15 @@ func (r MessagingStore) Participants(ctx context.Context, threadID string) ([]me
 
 // Threads lists threads with their participants and last message.
 func (r MessagingStore) Threads(ctx context.Context, q appmessaging.ThreadQuery) ([]appmessaging.ThreadSummary, int, error) {
-	base := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
-	if q.Phone != "" {
-		base = base.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", q.Phone, q.Phone, q.Phone)
-	}
-	total, err := base.Count(ctx)
+	l := threadListing{accountID: q.AccountID, where: func(sel *bun.SelectQuery) *bun.SelectQuery { return withPhone(sel, q.Phone) }}
+	total, err := r.listed(r.read.NewSelect().Model((*threadRow)(nil)), l).Count(ctx)
 	if err != nil {
 		return nil, 0, translate(err, "thread")
 	}
 	var rows []threadRow
 	// Most recent activity first: the last message, or the creation of a
 	// thread that has none yet.
-	err = base.OrderExpr("COALESCE(last_message_at, created_at) DESC, id DESC").Limit(q.Limit).Offset(q.Offset).Scan(ctx, &rows)
-	if err != nil {
+	if err := r.page(ctx, l, q.Offset, q.Limit, &rows); err != nil {
 		return nil, 0, translate(err, "thread")
 	}
 	out := make([]appmessaging.ThreadSummary, len(rows))

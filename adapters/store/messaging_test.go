@@ -238,3 +238,72 @@ func TestThreadMessagesPageIsAnIndexRange(t *testing.T) {
 			"one range of the index, no sort")
 	})
 }
+
+// A message less than a minute after its thread's last activity updates
+// the thread in place (a HOT update: no index takes an entry), because no
+// index of threads is on the activity; one later than that, or earlier
+// than the thread's listed_at, moves listed_at, the listing index's key.
+func TestThreadActivityUpdatesInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openWithAccount(t, store.Postgres)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	require.NoError(t, db.MessagingStore().InsertThread(ctx, messaging.Thread{ID: "thr_hot", AccountID: "acc_rows", Service: account.Telegram,
+		Type: messaging.Individual, AgentNumber: "+15550003333", Contact: "+15550004444", CreatedAt: now, UpdatedAt: now}, nil))
+
+	tx, err := db.Bun().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	touch := func(after time.Duration) (updates, hot int, listed time.Time) {
+		t.Helper()
+		_, err := tx.ExecContext(ctx, "UPDATE threads SET last_message_at = ?, updated_at = ? WHERE id = 'thr_hot'", now.Add(after), now.Add(after))
+		require.NoError(t, err)
+		require.NoError(t, tx.QueryRowContext(ctx, `SELECT s.n_tup_upd, s.n_tup_hot_upd, t.listed_at
+			FROM pg_stat_xact_user_tables AS s, threads AS t WHERE s.relname = 'threads' AND t.id = 'thr_hot'`).Scan(&updates, &hot, &listed))
+		return updates, hot, listed.UTC()
+	}
+	for i, after := range []time.Duration{10 * time.Second, 30 * time.Second, time.Minute} {
+		updates, hot, listed := touch(after)
+		require.Equal(t, i+1, updates)
+		require.Equal(t, i+1, hot, "an activity within a minute of listed_at is a HOT update")
+		require.Equal(t, now, listed)
+	}
+	updates, hot, listed := touch(time.Minute + time.Second)
+	require.Equal(t, []any{4, 3, now.Add(time.Minute + time.Second)}, []any{updates, hot, listed}, "past the minute, listed_at moves to the activity")
+	updates, hot, listed = touch(time.Second)
+	require.Equal(t, []any{5, 3, now.Add(time.Second)}, []any{updates, hot, listed}, "an activity that moves back moves listed_at back")
+}
+
+// A page of an account's threads reads the threads active in the minute
+// before the page's last one, not every thread of the account.
+func TestThreadPageReadsAWindowOfTheListingIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openWithAccount(t, store.Postgres)
+	_, err := db.Bun().ExecContext(ctx, `INSERT INTO threads (id, account_id, service, type, agent_number, contact, last_message_at, created_at, updated_at)
+		SELECT 'thr_w' || lpad(i::text, 5, '0'), 'acc_rows', 'telegram', 'individual', '+15550003333', '+1555' || i,
+			now() - i * INTERVAL '10 seconds', now() - INTERVAL '1 day', now()
+		FROM generate_series(1, 10000) AS i`)
+	require.NoError(t, err)
+	_, err = db.Bun().ExecContext(ctx, "ANALYZE threads")
+	require.NoError(t, err)
+	queries := &capturedQueries{marker: "FROM \"threads\""}
+	db.AddQueryHook(queries)
+
+	page, err := db.MessagingStore().ThreadPage(ctx, appmessaging.ThreadPageQuery{AccountID: "acc_rows", Limit: 21})
+	require.NoError(t, err)
+	require.Len(t, page, 21)
+	require.Equal(t, "thr_w00001", page[0].Thread.ID)
+	require.Equal(t, "thr_w00021", page[20].Thread.ID)
+	page, err = db.MessagingStore().ThreadPage(ctx, appmessaging.ThreadPageQuery{AccountID: "acc_rows", After: &page[20].Cursor, Limit: 21})
+	require.NoError(t, err)
+	require.Equal(t, "thr_w00022", page[0].Thread.ID)
+
+	var plan []string
+	require.NoError(t, db.Bun().NewRaw("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+queries.last(t)).Scan(ctx, &plan))
+	text := strings.Join(plan, "\n")
+	require.Regexp(t, `Index Scan using threads_listed_idx on threads thread_row \(actual rows=\d\d loops=1\)\n *Index Cond: \(.*AND \(listed_at >= COALESCE\(`, text,
+		"the floor bounds the index scan, which reads fewer than 100 threads:\n%s", text)
+	require.NotContains(t, text, "rows=10000", "not every thread of the account is read:\n%s", text)
+	require.NotContains(t, text, "Seq Scan", text)
+}

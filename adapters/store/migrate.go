@@ -66,7 +66,7 @@ func (db *DB) Migrate(ctx context.Context) (applied []string, err error) {
 	for _, mig := range group.Migrations {
 		applied = append(applied, mig.Name)
 	}
-	if err := db.loadZeroDefaults(ctx); err != nil {
+	if err := db.loadZeroDefaults(ctx, on); err != nil {
 		return applied, fmt.Errorf("read column defaults: %w", err)
 	}
 	return applied, nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -20,28 +21,79 @@ var _ appmessaging.PageRepos = MessagingStore{}
 // the creation of a thread that has none yet.
 const threadActivity = "COALESCE(last_message_at, created_at)"
 
+// listedLag is how far a thread's listed_at may trail its activity on
+// Postgres: its triggers (migration 20261201001000) set listed_at to the
+// activity whenever the activity leaves [listed_at, listed_at+listedLag],
+// so that most messages update their thread in place. SQLite orders by an
+// index on the activity itself.
+const listedLag = time.Minute
+
+// threadListing is one listing of an account's threads, most recently
+// active first: its conditions, applied to the page and, on Postgres, to
+// the floor below which no row of the page can be.
+type threadListing struct {
+	accountID string
+	where     func(*bun.SelectQuery) *bun.SelectQuery
+	after     *appmessaging.ThreadCursor
+}
+
+// page selects rows [offset, offset+limit) of the listing into rows (all
+// from offset when limit is 0).
+//
+// On Postgres the index is on listed_at, not on the activity: the first
+// offset+limit rows in listed_at order have their activity at or above the
+// last one's listed_at, b, so the rows of the page have an activity at or
+// above b too, and a listed_at at or above b-listedLag. The page reads
+// that range of the index and orders it by activity: about the threads
+// active in the last minute before the page, not the account's threads.
+func (r MessagingStore) page(ctx context.Context, l threadListing, offset, limit int, rows *[]threadRow) error {
+	sel := r.listed(r.read.NewSelect().Model((*threadRow)(nil)), l)
+	if r.dialect == Postgres && limit > 0 {
+		floor := r.listed(r.read.NewSelect().TableExpr("threads").Column("listed_at"), l).
+			OrderExpr("listed_at DESC, id DESC").Offset(offset + limit - 1).Limit(1)
+		sel = sel.Where(fmt.Sprintf("listed_at >= COALESCE((?) - INTERVAL '%d seconds', '-infinity')", int(listedLag.Seconds())), floor)
+	}
+	return sel.OrderExpr(threadActivity+" DESC, id DESC").Offset(offset).Limit(limit).Scan(ctx, rows)
+}
+
+// withPhone keeps, when phone is set, the threads whose agent number, user
+// or a participant is that address.
+func withPhone(sel *bun.SelectQuery, phone string) *bun.SelectQuery {
+	if phone == "" {
+		return sel
+	}
+	return sel.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", phone, phone, phone)
+}
+
+// listed applies the listing's conditions to sel.
+func (r MessagingStore) listed(sel *bun.SelectQuery, l threadListing) *bun.SelectQuery {
+	sel = l.where(sel.Where("account_id = ?", l.accountID))
+	if c := l.after; c != nil {
+		// A row value, which both databases read as a range of an index;
+		// the equivalent OR form is a filter that reads every newer
+		// thread before the page.
+		sel = sel.Where("("+threadActivity+", id) < (?, ?)", c.Activity, c.ID)
+		if r.dialect == Postgres {
+			sel = sel.Where("listed_at <= ?", c.Activity)
+		}
+	}
+	return sel
+}
+
 // ThreadPage reads one page of an account's threads, most recently active
 // first, in one statement.
 func (r MessagingStore) ThreadPage(ctx context.Context, q appmessaging.ThreadPageQuery) ([]appmessaging.PagedThread, error) {
-	sel := r.read.NewSelect().Model((*threadRow)(nil)).Where("account_id = ?", q.AccountID)
-	if q.Filter.Service != "" {
-		sel = sel.Where("service = ?", string(q.Filter.Service))
-	}
-	if q.Filter.Type != "" {
-		sel = sel.Where("type = ?", string(q.Filter.Type))
-	}
-	if p := q.Filter.Phone; p != "" {
-		sel = sel.Where("(agent_number = ? OR contact = ? OR id IN (SELECT thread_id FROM thread_participants WHERE address = ?))", p, p, p)
-	}
-	if c := q.After; c != nil {
-		// A row value, which both databases read as a range on
-		// threads_activity_idx; the equivalent OR form is a filter that
-		// reads every newer thread before the page.
-		sel = sel.Where("("+threadActivity+", id) < (?, ?)", c.Activity, c.ID)
+	where := func(sel *bun.SelectQuery) *bun.SelectQuery {
+		if q.Filter.Service != "" {
+			sel = sel.Where("service = ?", string(q.Filter.Service))
+		}
+		if q.Filter.Type != "" {
+			sel = sel.Where("type = ?", string(q.Filter.Type))
+		}
+		return withPhone(sel, q.Filter.Phone)
 	}
 	var rows []threadRow
-	err := sel.OrderExpr(threadActivity+" DESC, id DESC").Limit(q.Limit).Scan(ctx, &rows)
-	if err != nil {
+	if err := r.page(ctx, threadListing{accountID: q.AccountID, where: where, after: q.After}, 0, q.Limit, &rows); err != nil {
 		return nil, translate(err, "thread")
 	}
 	out := make([]appmessaging.PagedThread, len(rows))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 )
 
@@ -50,10 +51,11 @@ func zeroWritten(t reflect.Type) string {
 }
 
 // loadZeroDefaults reads the defaults of the current schema's columns
-// (Postgres). It runs when the database opens and after migrations, so a
-// column a migration adds is left out from then on; until the first read
-// succeeds nothing is left out.
-func (db *DB) loadZeroDefaults(ctx context.Context) error {
+// (Postgres) through q. It runs when the database opens and after
+// migrations (on the migrations' connection, without the pool's statement
+// timeout), so a column a migration adds is left out from then on; until
+// the first read succeeds nothing is left out.
+func (db *DB) loadZeroDefaults(ctx context.Context, q bun.IDB) error {
 	if db.dialect != Postgres {
 		return nil
 	}
@@ -63,7 +65,7 @@ func (db *DB) loadZeroDefaults(ctx context.Context) error {
 		Default  sql.NullString `bun:"column_default"`
 		Nullable string         `bun:"is_nullable"`
 	}
-	err := db.read.NewRaw(`SELECT table_name, column_name, column_default, is_nullable
+	err := q.NewRaw(`SELECT table_name, column_name, column_default, is_nullable
 		FROM information_schema.columns WHERE table_schema = current_schema()`).Scan(ctx, &rows)
 	if err != nil {
 		return err

@@ -463,6 +463,38 @@ func Committer(t *testing.T, open func(t *testing.T) CommitterFixture) {
 		require.False(t, unknown, "another account's record is its own")
 	})
 
+	t.Run("ErasureRecordsListNewestFirst", func(t *testing.T) {
+		t.Parallel()
+		f := newCommitBundle(t, open)
+		if f.Erasure == nil {
+			t.Skip("no erasure store")
+		}
+		record := func(id, account string, at time.Time, counts map[string]int) erasure.Record {
+			return erasure.Record{ID: id, AccountID: account, RequestedBy: "key:key_1", Kind: erasure.Phone, IdentifierHash: "h-" + id, Counts: counts, At: at}
+		}
+		recs := []erasure.Record{
+			record("era_1", f.account, f.now, map[string]int{"messages": 2, "people": 1}),
+			record("era_2", f.account, f.now.Add(time.Second), map[string]int{}),
+			record("era_3", f.account, f.now.Add(time.Second), map[string]int{"events": 4}),
+			record("era_4", "acc_other", f.now.Add(time.Hour), map[string]int{}),
+		}
+		for _, r := range recs {
+			require.NoError(t, f.Committer.Commit(ctx, writes.Batch{Erasures: []writes.Erasure{{Record: r, Target: erasure.Target{AccountID: r.AccountID}}}}))
+		}
+		list, err := f.Erasure.Records(ctx, apperasure.Query{AccountID: f.account, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []erasure.Record{recs[2], recs[1], recs[0]}, list, "newest first, then by id; the account's own")
+		page, err := f.Erasure.Records(ctx, apperasure.Query{AccountID: f.account, Limit: 2})
+		require.NoError(t, err)
+		require.Equal(t, []erasure.Record{recs[2], recs[1]}, page)
+		page, err = f.Erasure.Records(ctx, apperasure.Query{AccountID: f.account, After: &apperasure.Position{At: recs[1].At, ID: recs[1].ID}, Limit: 2})
+		require.NoError(t, err)
+		require.Equal(t, []erasure.Record{recs[0]}, page, "after a record: the older ones")
+		page, err = f.Erasure.Records(ctx, apperasure.Query{AccountID: "acc_none", Limit: 2})
+		require.NoError(t, err)
+		require.Empty(t, page)
+	})
+
 	t.Run("ATakenIDIsAConflict", func(t *testing.T) {
 		t.Parallel()
 		f := newCommitBundle(t, open)

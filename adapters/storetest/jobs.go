@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,12 @@ type JobQueue interface {
 	// AccountJobStats is the account's summary the console shows
 	// (application/queue).
 	AccountJobStats(ctx context.Context, accountID string, now time.Time) ([]jobs.Stat, error)
+	// The state the runners share: who runs, and each endpoint's breaker.
+	HeartbeatRunner(ctx context.Context, worker, pool string, workers int) (jobs.RunnerPool, error)
+	RemoveRunner(ctx context.Context, worker, pool string) error
+	Breakers(ctx context.Context) ([]jobs.Breaker, error)
+	TakeProbe(ctx context.Context, worker, endpoint string, hold time.Duration) (bool, error)
+	RecordEndpoint(ctx context.Context, worker string, e jobs.EndpointEvent, p jobs.BreakerPolicy) error
 }
 
 // Jobs runs the lease contract of the job queue against the queue that open
@@ -37,6 +44,8 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		require.NoError(t, err)
 		return id
 	}
+	// policy opens a breaker after three failures, for an hour.
+	policy := jobs.BreakerPolicy{Failures: 3, Open: time.Hour, MaxOpen: 4 * time.Hour}
 	ids := func(js []jobs.Job) []int64 {
 		out := make([]int64, len(js))
 		for i, j := range js {
@@ -311,9 +320,25 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		require.Equal(t, "webhook:acc_a", claimed[0].EndpointKey)
 	})
 
+	// hold makes n jobs of account (and endpoint) running, claimed by
+	// worker: call it before enqueueing the jobs a test claims.
+	hold := func(t *testing.T, q JobQueue, worker, account, endpoint string, n int) []int64 {
+		t.Helper()
+		for i := range n {
+			enqueueFor(t, q, account, endpoint, "", at.Add(-time.Hour+time.Duration(i)*time.Millisecond))
+		}
+		now := at.Add(time.Minute)
+		claimed, err := q.ClaimJobs(context.Background(), worker, []jobs.Lease{{Kind: "k", Until: now.Add(time.Hour)}}, n, now, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, claimed, n)
+		return ids(claimed)
+	}
+
 	t.Run("ClaimLeavesOutSkippedKeys", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
+		hold(t, q, "w", "acc_full", "", 2)
+		hold(t, q, "other worker", "acc_c", "", 1)
 		full := enqueueFor(t, q, "acc_full", "", "", at)
 		own := enqueueFor(t, q, "acc_b", "own", "", at.Add(time.Second))
 		paced := enqueueFor(t, q, "", "", "thread-2", at.Add(2*time.Second))
@@ -321,10 +346,9 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		none := enqueueFor(t, q, "", "", "", at.Add(4*time.Second))
 
 		claimed := claimFair(t, q, 10, jobs.ClaimFilter{
-			AccountShare: 1, AccountCeiling: 2,
-			AccountsRunning: map[string]int{"acc_full": 2, "acc_c": 1},
-			SkipEndpoints:   []string{"own"},
-			SkipPaceKeys:    []string{"thread-2"},
+			AccountShare: 1, AccountCeiling: 2, Shared: true,
+			SkipEndpoints: []string{"own"},
+			SkipPaceKeys:  []string{"thread-2"},
 		})
 		require.Equal(t, []int64{c, none}, ids(claimed),
 			"acc_full runs its ceiling, endpoint own and thread-2 are skipped; acc_c borrows")
@@ -333,48 +357,311 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 	})
 
 	// Each account gets its share before any borrows, in turns: one
-	// account's older backlog does not take the claim from the others.
-	t.Run("ClaimSharesAcrossAccountsInTurns", func(t *testing.T) {
+	// account's older backlog does not take the claim from the others. The
+	// running jobs count alike whether the claim counts them in the queue
+	// (Shared) or is told them by the pool's only runner.
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ClaimSharesAcrossAccountsInTurns/shared=%v", shared), func(t *testing.T) {
+			t.Parallel()
+			q := open(t)
+			var a []int64
+			for i := range 6 {
+				a = append(a, enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond)))
+			}
+			b := enqueueFor(t, q, "acc_b", "", "", at.Add(time.Second))
+			c1 := enqueueFor(t, q, "acc_c", "", "", at.Add(2*time.Second))
+			c2 := enqueueFor(t, q, "acc_c", "", "", at.Add(3*time.Second))
+			running := map[string]int{}
+			claim := func(limit int) []int64 {
+				t.Helper()
+				f := jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5, Shared: shared}
+				if !shared {
+					f.AccountsRunning = maps.Clone(running)
+				}
+				claimed := claimFair(t, q, limit, f)
+				for _, j := range claimed {
+					running[j.AccountID]++
+				}
+				return ids(claimed)
+			}
+
+			require.ElementsMatch(t, []int64{a[0], b, c1, a[1]}, claim(4),
+				"each account's oldest, then the second oldest of each, oldest first")
+			require.ElementsMatch(t, []int64{c2, a[2], a[3], a[4]}, claim(10),
+				"C's second is within its share; A borrows up to its ceiling of 5")
+			require.Empty(t, claim(10), "A runs its ceiling")
+		})
+	}
+
+	// The running jobs an account's bounds count in the queue (Shared) are
+	// every worker's: what other replicas run takes from its share and
+	// ceiling. Those of other kinds (another pool's) count nothing.
+	t.Run("ClaimCountsEveryWorkersRunningJobs", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
+		ctx := context.Background()
+		hold(t, q, "replica 1", "acc_a", "", 2)
+		hold(t, q, "replica 2", "acc_a", "", 1)
+		other, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "other", RunAt: at, AccountID: "acc_a"})
+		require.NoError(t, err)
+		mine, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "other", Until: at.Add(time.Hour)}}, 1, at, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Equal(t, []int64{other}, ids(mine))
 		var a []int64
-		for i := range 6 {
+		for i := range 3 {
 			a = append(a, enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond)))
 		}
-		b := enqueueFor(t, q, "acc_b", "", "", at.Add(time.Second))
-		c1 := enqueueFor(t, q, "acc_c", "", "", at.Add(2*time.Second))
-		c2 := enqueueFor(t, q, "acc_c", "", "", at.Add(3*time.Second))
-		bounds := jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5}
-
-		claimed := claimFair(t, q, 4, bounds)
-		require.ElementsMatch(t, []int64{a[0], b, c1, a[1]}, ids(claimed),
-			"each account's oldest, then the second oldest of each, oldest first")
-
-		bounds.AccountsRunning = map[string]int{"acc_a": 2, "acc_b": 1, "acc_c": 1}
-		claimed = claimFair(t, q, 10, bounds)
-		require.ElementsMatch(t, []int64{c2, a[2], a[3], a[4]}, ids(claimed),
-			"C's second is within its share; A borrows up to its ceiling of 5")
-		claimed = claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 2, AccountCeiling: 5,
-			AccountsRunning: map[string]int{"acc_a": 5}})
-		require.Empty(t, claimed, "A runs its ceiling")
+		claimed := claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 4, AccountCeiling: 4, Shared: true})
+		require.Equal(t, a[:1], ids(claimed), "three of A's jobs run elsewhere (the other kind's not counted): room for one")
+		claimed = claimFair(t, q, 10, jobs.ClaimFilter{AccountShare: 4, AccountCeiling: 4, AccountsRunning: map[string]int{"acc_a": 1}})
+		require.Equal(t, a[1:], ids(claimed), "the pool's only runner counts its own (one), not the queue's")
 	})
 
-	t.Run("ClaimTakesEachEndpointsRoomAtMost", func(t *testing.T) {
+	// A stalled endpoint (the claimer's own finding, or marked by another
+	// runner) gets no more than its limit less its running jobs, wherever
+	// they run; the others are unbounded.
+	t.Run("ClaimBoundsStalledEndpoints", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)
-		var e1, e2 []int64
+		ctx := context.Background()
+		hold(t, q, "another replica", "acc_a", "e1", 1)
+		var e1, e2, e3 []int64
 		for i := range 10 {
 			e1 = append(e1, enqueueFor(t, q, "acc_a", "e1", "", at.Add(time.Duration(i)*time.Millisecond)))
 		}
 		for i := range 3 {
 			e2 = append(e2, enqueueFor(t, q, "acc_a", "e2", "", at.Add(time.Second+time.Duration(i)*time.Millisecond)))
 		}
+		for i := range 3 {
+			e3 = append(e3, enqueueFor(t, q, "acc_b", "e3", "", at.Add(time.Second+time.Duration(i)*time.Millisecond)))
+		}
 		other := enqueueFor(t, q, "acc_a", "", "", at.Add(2*time.Second))
-		claimed := claimFair(t, q, 20, jobs.ClaimFilter{EndpointRoom: map[string]int{"e1": 3, "e2": 1}})
-		require.ElementsMatch(t, []int64{e1[0], e1[1], e1[2], e2[0], other}, ids(claimed),
-			"three of e1 and one of e2 (their rooms), and the job of no endpoint")
+		require.NoError(t, q.RecordEndpoint(ctx, "another replica", jobs.EndpointEvent{EndpointKey: "e2", Outcome: jobs.EndpointStalled}, policy))
+		bounds := jobs.ClaimFilter{EndpointLimit: 3, StalledEndpoints: []string{"e1"}}
+		claimed := claimFair(t, q, 20, bounds)
+		require.ElementsMatch(t, append([]int64{e1[0], e1[1], e2[0], e2[1], e2[2], other}, e3...), ids(claimed),
+			"e1 runs one elsewhere: two more; e2, marked by another replica, three; e3 unbounded")
 		claimed = claimFair(t, q, 20, jobs.ClaimFilter{})
-		require.ElementsMatch(t, append(e1[3:], e2[1:]...), ids(claimed), "unbounded endpoints")
+		require.ElementsMatch(t, e1[2:], ids(claimed), "without a limit, unbounded")
+
+		require.NoError(t, q.RecordEndpoint(ctx, "w", jobs.EndpointEvent{EndpointKey: "e2", Outcome: jobs.EndpointAnswered}, policy))
+		breakers, err := q.Breakers(ctx)
+		require.NoError(t, err)
+		require.Empty(t, breakers, "an answer clears the mark, and a row with nothing to say goes")
+	})
+	breakerOf := func(t *testing.T, q JobQueue, endpoint string) (jobs.Breaker, bool) {
+		t.Helper()
+		breakers, err := q.Breakers(context.Background())
+		require.NoError(t, err)
+		for _, b := range breakers {
+			if b.EndpointKey == endpoint {
+				return b, true
+			}
+		}
+		return jobs.Breaker{}, false
+	}
+	record := func(t *testing.T, q JobQueue, worker, endpoint string, outcome jobs.EndpointOutcome, probe int64, p jobs.BreakerPolicy) {
+		t.Helper()
+		require.NoError(t, q.RecordEndpoint(context.Background(), worker, jobs.EndpointEvent{EndpointKey: endpoint, Outcome: outcome, Probe: probe}, p))
+	}
+
+	// Failures counted by any runner open the endpoint's breaker for every
+	// claimer; only consecutive ones count; a failure while it is open
+	// (of an attempt that started before) counts nothing.
+	t.Run("BreakerOpensForEveryClaimer", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		e := enqueueFor(t, q, "acc_a", "down", "", at)
+		fine := enqueueFor(t, q, "acc_a", "fine", "", at.Add(time.Second))
+		record(t, q, "replica 1", "down", jobs.EndpointFailed, 0, policy)
+		record(t, q, "replica 2", "down", jobs.EndpointFailed, 0, policy)
+		record(t, q, "replica 3", "down", jobs.EndpointSucceeded, 0, policy)
+		_, found := breakerOf(t, q, "down")
+		require.False(t, found, "a success closes the breaker and forgets its failures")
+		for _, worker := range []string{"replica 1", "replica 2", "replica 3", "replica 1"} {
+			record(t, q, worker, "down", jobs.EndpointFailed, 0, policy)
+		}
+		b, found := breakerOf(t, q, "down")
+		require.True(t, found)
+		require.True(t, b.Open, "three failures in a row, from three replicas, open it")
+		require.Equal(t, 3, b.Failures, "the failure while open counts nothing")
+		require.InDelta(t, policy.Open.Seconds(), b.OpenFor.Seconds(), 5, "open for the policy's time, on the database clock")
+		require.False(t, b.Probing)
+		taken, err := q.TakeProbe(context.Background(), "replica 2", "down", time.Minute)
+		require.NoError(t, err)
+		require.False(t, taken, "no probe before its time")
+
+		claimed := claimFair(t, q, 10, jobs.ClaimFilter{})
+		require.Equal(t, []int64{fine}, ids(claimed), "the open endpoint's job stays in the queue")
+		record(t, q, "replica 3", "down", jobs.EndpointSucceeded, 0, policy)
+		claimed = claimFair(t, q, 10, jobs.ClaimFilter{})
+		require.Equal(t, []int64{e}, ids(claimed), "an attempt that succeeds anyway closes it")
+	})
+
+	// A half-open breaker lets one probe through, whoever claims: the
+	// runner that took it claims one job of the endpoint; its failure
+	// opens the breaker for twice as long, its answer closes it.
+	t.Run("BreakerProbesOnceAcrossClaimers", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		var down []int64
+		for i := range 3 {
+			down = append(down, enqueueFor(t, q, "acc_a", "down", "", at.Add(time.Duration(i)*time.Millisecond)))
+		}
+		brief := jobs.BreakerPolicy{Failures: 1, Open: time.Millisecond, MaxOpen: time.Hour}
+		record(t, q, "replica 1", "down", jobs.EndpointFailed, 0, brief)
+		require.Eventually(t, func() bool { b, _ := breakerOf(t, q, "down"); return b.OpenFor <= 0 }, time.Second, time.Millisecond)
+		b, _ := breakerOf(t, q, "down")
+		require.True(t, b.Open, "half-open is open, its time passed")
+
+		taken, err := q.TakeProbe(ctx, "replica 2", "down", time.Minute)
+		require.NoError(t, err)
+		require.True(t, taken)
+		taken, err = q.TakeProbe(ctx, "replica 3", "down", time.Minute)
+		require.NoError(t, err)
+		require.False(t, taken, "one probe across the claimers")
+		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "others claim nothing of it")
+		now := at.Add(time.Minute)
+		probe, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, 10, now,
+			jobs.ClaimFilter{Probes: []string{"down"}})
+		require.NoError(t, err)
+		require.Equal(t, down[:1], ids(probe), "the prober claims one job")
+		record(t, q, "replica 2", "down", jobs.EndpointProbeClaimed, probe[0].ID, brief)
+		b, _ = breakerOf(t, q, "down")
+		require.True(t, b.Probing)
+
+		record(t, q, "replica 2", "down", jobs.EndpointFailed, probe[0].ID, brief)
+		b, _ = breakerOf(t, q, "down")
+		require.True(t, b.Open)
+		require.False(t, b.Probing)
+		require.Empty(t, claimFair(t, q, 10, jobs.ClaimFilter{}), "open again")
+
+		record(t, q, "replica 3", "down", jobs.EndpointFailed, 0, jobs.BreakerPolicy{Failures: 1, Open: time.Hour, MaxOpen: time.Hour})
+		b, _ = breakerOf(t, q, "down")
+		require.Less(t, b.OpenFor, time.Minute, "a failure while open does not reopen it")
+	})
+
+	// A probe whose job ends without an outcome (its process died and the
+	// job went back to the queue) or that was not used leaves the breaker
+	// half-open, for any claimer to probe.
+	t.Run("BreakerProbeOfALostJobIsTakenAgain", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		job := enqueueFor(t, q, "acc_a", "down", "", at)
+		brief := jobs.BreakerPolicy{Failures: 1, Open: time.Millisecond, MaxOpen: time.Hour}
+		record(t, q, "replica 1", "down", jobs.EndpointFailed, 0, brief)
+		require.Eventually(t, func() bool { b, _ := breakerOf(t, q, "down"); return b.OpenFor <= 0 }, time.Second, time.Millisecond)
+		taken, err := q.TakeProbe(ctx, "replica 1", "down", time.Minute)
+		require.NoError(t, err)
+		require.True(t, taken)
+		record(t, q, "replica 1", "down", jobs.EndpointProbeUnused, 0, brief)
+		taken, err = q.TakeProbe(ctx, "replica 2", "down", time.Minute)
+		require.NoError(t, err)
+		require.True(t, taken, "an unused probe is free at once")
+
+		now := at.Add(time.Minute)
+		probe, err := q.ClaimJobs(ctx, "replica 2", []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, 10, now,
+			jobs.ClaimFilter{Probes: []string{"down"}})
+		require.NoError(t, err)
+		require.Equal(t, []int64{job}, ids(probe))
+		record(t, q, "replica 2", "down", jobs.EndpointProbeClaimed, job, brief)
+		taken, err = q.TakeProbe(ctx, "replica 3", "down", time.Minute)
+		require.NoError(t, err)
+		require.False(t, taken, "the probe runs")
+		require.NoError(t, q.ReleaseJobs(ctx, "replica 2", []int64{job}))
+		taken, err = q.TakeProbe(ctx, "replica 3", "down", time.Minute)
+		require.NoError(t, err)
+		require.True(t, taken, "its job is back in the queue: the breaker is half-open")
+		record(t, q, "replica 3", "down", jobs.EndpointAnswered, 0, brief)
+		_, found := breakerOf(t, q, "down")
+		require.True(t, found, "an answer to another attempt than the probe leaves the breaker")
+	})
+
+	// The runners of a pool that beat recently are its workers; a
+	// removed one counts no more.
+	t.Run("RunnersOfAPool", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		p, err := q.HeartbeatRunner(ctx, "replica 1", "jobs", 16)
+		require.NoError(t, err)
+		require.Equal(t, jobs.RunnerPool{Runners: 1, Workers: 16}, p)
+		_, err = q.HeartbeatRunner(ctx, "replica 1", "cron", 2000)
+		require.NoError(t, err)
+		p, err = q.HeartbeatRunner(ctx, "replica 2", "jobs", 8)
+		require.NoError(t, err)
+		require.Equal(t, jobs.RunnerPool{Runners: 2, Workers: 24}, p, "the cron pool apart")
+		require.NoError(t, q.RemoveRunner(ctx, "replica 1", "jobs"))
+		p, err = q.HeartbeatRunner(ctx, "replica 2", "jobs", 8)
+		require.NoError(t, err)
+		require.Equal(t, jobs.RunnerPool{Runners: 1, Workers: 8}, p)
+	})
+
+	// With more accounts holding due jobs than a claim visits, claims go
+	// round: the next claim resumes after the last account visited, so
+	// every account has its turn however many there are.
+	t.Run("ClaimsGoRoundTheAccounts", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		_, err := q.HeartbeatRunner(ctx, "w", "jobs", 1)
+		require.NoError(t, err)
+		// A claim of 16 visits 16 accounts. The first 16 have backlogs,
+		// older than the last four's jobs.
+		var late []int64
+		for i := range 20 {
+			a := fmt.Sprintf("acc_%02d", i)
+			if i < 16 {
+				for j := range 3 {
+					enqueueFor(t, q, a, "", "", at.Add(time.Duration(j*100+i)*time.Millisecond))
+				}
+				continue
+			}
+			late = append(late, enqueueFor(t, q, a, "", "", at.Add(time.Second+time.Duration(i)*time.Millisecond)))
+		}
+		claimed := claimFair(t, q, 16, jobs.ClaimFilter{Pool: "jobs"})
+		require.Len(t, claimed, 16)
+		for _, j := range claimed {
+			require.NotContains(t, late, j.ID, "the first claim visits the first 16 accounts")
+		}
+		claimed = claimFair(t, q, 16, jobs.ClaimFilter{Pool: "jobs"})
+		require.Len(t, claimed, 16)
+		require.Subset(t, ids(claimed), late, "the next claim resumes after them: the last four have their turn")
+	})
+
+	// Claims that take turns (Shared) never fill one account's room twice,
+	// however many claim at once.
+	t.Run("SharedClaimsHoldTheCeilingTogether", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		for i := range 100 {
+			enqueueFor(t, q, "acc_a", "", "", at.Add(time.Duration(i)*time.Millisecond))
+		}
+		now := at.Add(time.Minute)
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			total int
+			errs  []error
+		)
+		for w := range 8 {
+			wg.Go(func() {
+				claimed, err := q.ClaimJobs(ctx, fmt.Sprint("replica ", w), []jobs.Lease{{Kind: "k", Until: now.Add(time.Minute)}}, 5, now,
+					jobs.ClaimFilter{Pool: "jobs", AccountShare: 10, AccountCeiling: 10, Shared: true})
+				mu.Lock()
+				defer mu.Unlock()
+				total += len(claimed)
+				if err != nil {
+					errs = append(errs, err)
+				}
+			})
+		}
+		wg.Wait()
+		require.Empty(t, errs)
+		require.Equal(t, 10, total, "eight claims of five at once fill the ceiling of ten, no more")
 	})
 
 	// Released jobs are back in the queue as they were: their place, their

@@ -420,6 +420,54 @@ func Messaging(t *testing.T, open func(t *testing.T) MessagingFixture) {
 		require.Empty(t, list)
 	})
 
+	t.Run("ThreadListingsFollowTheActivityExactly", func(t *testing.T) {
+		t.Parallel()
+		f := open(t)
+		a := f.owner(t)
+		// Creation and last message, seconds after at: most activities
+		// move by less than a minute, so an index of a floor of the
+		// activity (Postgres) lists them in another order than theirs.
+		threads := []struct{ created, touched int }{{0, 50}, {10, 20}, {30, 100}, {40, -1}, {5, 55}, {45, 46}, {44, -1}, {1, 59}}
+		ids := make([]string, len(threads))
+		for i, th := range threads {
+			created := at.Add(time.Duration(th.created) * time.Second)
+			ids[i] = f.thread(t, individualThread(a, account.WhatsApp, "+14155550100", fmt.Sprintf("+49170000001%02d", i), created)).ID
+			if th.touched >= 0 {
+				require.NoError(t, f.Committer.Commit(ctx, writes.Batch{ThreadActivity: []writes.ThreadActivity{
+					{ThreadID: ids[i], At: at.Add(time.Duration(th.touched) * time.Second)}}}))
+			}
+		}
+		want := []string{ids[2], ids[7], ids[4], ids[0], ids[5], ids[6], ids[3], ids[1]}
+		r := f.Store.Repos()
+		for _, size := range []int{1, 2, 3, 8} {
+			var got []string
+			for offset := 0; offset < len(want); offset += size {
+				page, total, err := r.Threads(ctx, appmessaging.ThreadQuery{AccountID: a, Limit: size, Offset: offset})
+				require.NoError(t, err)
+				require.Equal(t, len(want), total)
+				got = append(got, summaryIDs(page)...)
+			}
+			require.Equal(t, want, got, "pages of %d by offset", size)
+			if f.Pages == nil {
+				continue
+			}
+			got = got[:0]
+			var after *appmessaging.ThreadCursor
+			for {
+				page, err := f.Pages.ThreadPage(ctx, appmessaging.ThreadPageQuery{AccountID: a, After: after, Limit: size})
+				require.NoError(t, err)
+				for _, p := range page {
+					got = append(got, p.Thread.ID)
+				}
+				if len(page) < size {
+					break
+				}
+				after = &page[len(page)-1].Cursor
+			}
+			require.Equal(t, want, got, "pages of %d by cursor", size)
+		}
+	})
+
 	t.Run("MessageByProviderID", func(t *testing.T) {
 		t.Parallel()
 		f := open(t)

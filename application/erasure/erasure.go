@@ -15,7 +15,9 @@ package erasure
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/application/writes"
@@ -44,6 +46,23 @@ type Store interface {
 	// writes the batch it returns there (writes.Batch.Erasures). When
 	// decide fails, nothing is written and Decide returns its error.
 	Decide(ctx context.Context, decide func(ctx context.Context, tx TxReads) (writes.Batch, error)) error
+	// Records lists the account's audit records newest first (by time,
+	// then id): at most q.Limit, those after q.After in that order when it
+	// is set.
+	Records(ctx context.Context, q Query) ([]erasure.Record, error)
+}
+
+// Query selects a page of an account's audit records.
+type Query struct {
+	AccountID string
+	After     *Position
+	Limit     int
+}
+
+// Position is a record's place in the newest-first order of the records.
+type Position struct {
+	At time.Time
+	ID string
 }
 
 // Keyring hashes identifiers for the audit record (keyring.Keyring).
@@ -98,7 +117,7 @@ func (s *Service) Erase(ctx context.Context, req Request) (erasure.Record, error
 		RequestedBy:    req.RequestedBy,
 		Kind:           id.Kind,
 		IdentifierHash: s.Hash(id),
-		At:             s.now().UTC(),
+		At:             s.now().UTC().Truncate(time.Microsecond), // as stored
 	}
 	err := s.store.Decide(ctx, func(ctx context.Context, tx TxReads) (writes.Batch, error) {
 		target, err := tx.ErasureTarget(ctx, req.AccountID, id)
@@ -134,4 +153,70 @@ func (s *Service) Erase(ctx context.Context, req Request) (erasure.Record, error
 func (s *Service) Hash(id erasure.Identifier) string {
 	id = id.Normalized()
 	return hex.EncodeToString(s.keys.Hash(hashPurpose, string(id.Kind)+":"+id.Value))
+}
+
+// The page sizes of Records.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
+// Page is a page of an account's audit records, newest first; Next is the
+// cursor of the page after it, empty on the last.
+type Page struct {
+	Records []erasure.Record
+	Next    string
+}
+
+// A record cursor is base64url of "e1|<time, RFC 3339 with nanoseconds>|<erasure
+// id>": the page after it holds the records older than that one. It grants
+// nothing: every page is read within the account the request names.
+const cursorVersion = "e1"
+
+// Cursor is the cursor of the page after r.
+func Cursor(r erasure.Record) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorVersion + "|" + r.At.UTC().Format(time.RFC3339Nano) + "|" + r.ID))
+}
+
+// parseCursor reads a Cursor; Invalid on the parameter field otherwise.
+func parseCursor(token, field string) (Position, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	parts := strings.Split(string(raw), "|")
+	if err == nil && len(parts) == 3 && parts[0] == cursorVersion && ident.Valid(ident.Erasure, parts[2]) {
+		if at, err := time.Parse(time.RFC3339Nano, parts[1]); err == nil {
+			return Position{At: at, ID: parts[2]}, nil
+		}
+	}
+	return Position{}, failure.Invalid(failure.FieldError{In: "query", Path: []any{field}, Type: "value_error",
+		Message: field + " is not a cursor the erasure pages returned"})
+}
+
+// Records lists the account's audit records, newest first: limit 1 to
+// MaxPageSize (DefaultPageSize when 0), after the cursor a previous page
+// returned (named field in errors).
+func (s *Service) Records(ctx context.Context, accountID, cursor, field string, limit int) (Page, error) {
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	if !ident.Valid(ident.Account, accountID) {
+		return Page{}, failure.NotFound("account")
+	}
+	q := Query{AccountID: accountID, Limit: min(limit, MaxPageSize) + 1}
+	if cursor != "" {
+		after, err := parseCursor(cursor, field)
+		if err != nil {
+			return Page{}, err
+		}
+		q.After = &after
+	}
+	list, err := s.store.Records(ctx, q)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Records: list}
+	if len(list) == q.Limit {
+		page.Records = list[:q.Limit-1]
+		page.Next = Cursor(page.Records[len(page.Records)-1])
+	}
+	return page, nil
 }

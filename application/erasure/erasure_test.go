@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
@@ -49,6 +50,20 @@ func (s *store) ErasureTarget(context.Context, string, erasure.Identifier) (eras
 }
 
 func (s *store) Erased(_ context.Context, _, hash string) (bool, error) { return s.erased[hash], nil }
+
+// Records lists the records of the batches written, newest first.
+func (s *store) Records(_ context.Context, q apperasure.Query) ([]erasure.Record, error) {
+	var out []erasure.Record
+	for i := len(s.batches) - 1; i >= 0; i-- {
+		for _, e := range s.batches[i].Erasures {
+			r := e.Record
+			if r.AccountID == q.AccountID && (q.After == nil || r.At.Before(q.After.At) || r.At.Equal(q.After.At) && r.ID < q.After.ID) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out[:min(len(out), q.Limit)], nil
+}
 
 func TestErase(t *testing.T) {
 	t.Parallel()
@@ -102,4 +117,48 @@ func TestErase(t *testing.T) {
 		_, err := svc.Erase(ctx, apperasure.Request{AccountID: acc, ID: id, ValuePath: []any{"value"}, KindPath: []any{"kind"}})
 		require.True(t, failure.Is(err, failure.KindInvalid), "%v: %v", id, err)
 	}
+}
+
+func TestRecords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acc := ident.New(ident.Account)
+	now := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := &store{erased: map[string]bool{}}
+	svc := apperasure.New(st, keys{}, func() time.Time { now = now.Add(time.Second); return now })
+	var ids []string
+	for i := range 5 {
+		rec, err := svc.Erase(ctx, apperasure.Request{AccountID: acc, ID: erasure.Identifier{Kind: erasure.Phone, Value: fmt.Sprintf("+1415555010%d", i)}, RequestedBy: "cli"})
+		require.NoError(t, err)
+		ids = append([]string{rec.ID}, ids...)
+	}
+
+	var got []string
+	cursor := ""
+	for {
+		page, err := svc.Records(ctx, acc, cursor, "cursor", 2)
+		require.NoError(t, err)
+		for _, r := range page.Records {
+			got = append(got, r.ID)
+		}
+		if page.Next == "" {
+			require.Len(t, page.Records, 1, "the last page")
+			break
+		}
+		require.Len(t, page.Records, 2)
+		cursor = page.Next
+	}
+	require.Equal(t, ids, got, "newest first, each once")
+
+	all, err := svc.Records(ctx, acc, "", "cursor", 0)
+	require.NoError(t, err)
+	require.Len(t, all.Records, 5, "20 by default")
+	require.Empty(t, all.Next)
+
+	for _, bad := range []string{"nope", apperasure.Cursor(erasure.Record{ID: "thr_1", At: now}), "ZTF8eHx5"} {
+		_, err := svc.Records(ctx, acc, bad, "cursor", 2)
+		require.True(t, failure.Is(err, failure.KindInvalid), "%q: %v", bad, err)
+	}
+	_, err = svc.Records(ctx, "nope", "", "cursor", 2)
+	require.True(t, failure.Is(err, failure.KindNotFound), "%v", err)
 }

@@ -2,10 +2,12 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/bench/harness"
@@ -44,6 +46,27 @@ type Dispatch struct {
 	// Settle is how long the runner runs after the server is ready and before the
 	// slice is counted: the start-up's claims and connections are not timed.
 	Settle time.Duration
+}
+
+// Replicated is the dispatch scenario through n servers at once on one database,
+// sharing Workers and MaxConns between them (each gets its part, rounded up), without
+// the CPU follow-up: the rate of a cluster of n replicas of the same size as one.
+func (dp Dispatch) Replicated(n int) func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+	return func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+		ds, err := newDispatcher(ctx, env, dp)
+		if err != nil {
+			return nil, err
+		}
+		ds.replicas = n
+		return ds.slice, nil
+	}
+}
+
+// serveFlags are the flags of each of the slice's servers.
+func (ds *dispatcher) serveFlags() []string {
+	n := max(ds.replicas, 1)
+	part := func(total int) string { return strconv.Itoa((total + n - 1) / n) }
+	return []string{"--job-workers", part(ds.Workers), "--db-max-conns", part(ds.MaxConns)}
 }
 
 // Setup provisions the deployment with its numbers and their threads, one per number,
@@ -101,6 +124,8 @@ type dispatcher struct {
 	next int
 	// fastest is the highest rate of a slice so far, in messages per second.
 	fastest float64
+	// replicas is how many servers deliver in a slice; one when 0.
+	replicas int
 }
 
 const (
@@ -135,11 +160,16 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 	}
 	ds.log.Debug("queue ready", "took", time.Since(t0).Round(time.Millisecond))
 
-	sb, err := ds.d.Serve(ctx, "--job-workers", strconv.Itoa(ds.Workers), "--db-max-conns", strconv.Itoa(ds.MaxConns))
+	servers, err := ds.serve(ctx)
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
-	defer sb.Stop()
+	defer func() {
+		for _, sb := range servers {
+			_ = sb.Stop()
+		}
+	}()
+	sb := servers[0]
 	if err := sleep(ctx, ds.Settle); err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
@@ -170,8 +200,10 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 	if err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
 	}
-	if err := sb.Stop(); err != nil {
-		return harness.Sample{}, harness.CPUUse{}, err
+	for _, sb := range servers {
+		if err := sb.Stop(); err != nil {
+			return harness.Sample{}, harness.CPUUse{}, err
+		}
 	}
 	if meter, err = harness.StartCPUMeter(0); err != nil {
 		return harness.Sample{}, harness.CPUUse{}, err
@@ -206,6 +238,28 @@ func (ds *dispatcher) metered(ctx context.Context, dur time.Duration) (harness.S
 		s.FirstFailure = fmt.Sprintf("%d messages failed or deliveries await a retry", n)
 	}
 	return s, use, nil
+}
+
+// serve starts the slice's servers at once and waits until each is ready. The CPU
+// meter follows the first.
+func (ds *dispatcher) serve(ctx context.Context) ([]*harness.Switchboard, error) {
+	n, flags := max(ds.replicas, 1), ds.serveFlags()
+	servers := make([]*harness.Switchboard, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range servers {
+		wg.Go(func() { servers[i], errs[i] = ds.d.Serve(ctx, flags...) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, sb := range servers {
+			if sb != nil {
+				_ = sb.Stop()
+			}
+		}
+		return nil, err
+	}
+	return servers, nil
 }
 
 // topUp seeds queued messages with their delivery jobs until want are queued.

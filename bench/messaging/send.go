@@ -3,11 +3,13 @@ package messaging
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/bench/harness"
@@ -453,3 +455,66 @@ func (s *sender) withJobs(ctx context.Context, r harness.Rounds) []harness.Figur
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Replicated is the closed-loop send through n API-only servers at once on one
+// database, sharing Clients and MaxConns between them (each gets its part, rounded
+// up), without the follow-ups: the rate of a cluster of n replicas of the same size
+// as one. The clients are split between the servers, as a load balancer would split
+// them, each sending to every user in turn.
+func (s Send) Replicated(n int) func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+	return func(ctx context.Context, env *harness.Env) (harness.Slice, error) {
+		d, err := env.NewDeployment(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := addNumbers(ctx, d, s.Numbers); err != nil {
+			return nil, err
+		}
+		part := func(total int) int { return (total + n - 1) / n }
+		flags := []string{"--db-max-conns", strconv.Itoa(part(s.MaxConns)), "--jobs=false"}
+		servers := make([]*harness.Switchboard, n)
+		for i := range servers {
+			if servers[i], err = d.Serve(ctx, flags...); err != nil {
+				return nil, err
+			}
+		}
+		convs := make([]conversation, s.Users)
+		for k := range convs {
+			convs[k] = conversation{user: userNumber(k), agent: agentNumber(k % s.Numbers)}
+		}
+		if err := writeFirst(ctx, servers[0], convs); err != nil {
+			return nil, err
+		}
+		snd := &sender{Send: s, d: d}
+		for _, c := range convs {
+			b, err := json.Marshal(map[string]string{"from": c.agent, "to": c.user, "service": service, "content": body})
+			if err != nil {
+				return nil, err
+			}
+			snd.bodies = append(snd.bodies, b)
+		}
+		loads := make([]*harness.HTTPLoad, n)
+		for i, sb := range servers {
+			clients := s.Clients / n
+			if i < s.Clients%n {
+				clients++
+			}
+			if loads[i], err = snd.newLoad(sb, clients); err != nil {
+				return nil, err
+			}
+		}
+		return func(ctx context.Context, dur time.Duration) (harness.Sample, error) {
+			samples := make([]harness.Sample, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i, l := range loads {
+				wg.Go(func() { samples[i], errs[i] = l.Run(ctx, dur) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return harness.Sample{}, err
+			}
+			return harness.Concurrent(samples), nil
+		}, nil
+	}
+}

@@ -16,7 +16,9 @@ import (
 // message.deliver) of messages that do not exist, which the handler answers with
 // one batched primary-key lookup that finds nothing, as it does for a message
 // deleted with its account; they carry no pace key, so no per-number pacing holds
-// them, and no account. The server has no kind whose handler does less.
+// them, and no account unless Accounts says over how many they are spread (job i
+// is account i mod Accounts's, so every account has due jobs). The server has no
+// kind whose handler does less.
 //
 // Before each slice, untimed, completed jobs are deleted (retention pruning, which
 // the server does a day later), the queue is topped up with SQL so the slice cannot
@@ -50,6 +52,9 @@ type Drain struct {
 	// Settle is how long the runner runs after the server is ready and before the
 	// slice is counted: the start-up's claims and connections are not timed.
 	Settle time.Duration
+	// Accounts spreads the jobs over this many accounts; 0 for none (jobs of no
+	// account, which the claim's account shares do not bound).
+	Accounts int
 }
 
 // Setup provisions the scenario's deployment and returns the drain slice.
@@ -186,11 +191,15 @@ func (d *drainer) topUp(ctx context.Context, want int) error {
 	if need <= 0 {
 		return nil
 	}
+	account := "''"
+	if d.Accounts > 0 {
+		account = fmt.Sprintf("'acc_bench' || lpad((i %% %d)::text, 8, '0')", d.Accounts)
+	}
 	err = d.db.Exec(ctx, fmt.Sprintf(`
-		INSERT INTO jobs (kind, state, payload, max_attempts, run_at, created_at)
-		SELECT 'message.deliver', 'available', convert_to('{"message_id":"' || %s || '"}', 'UTF8'), 12, %[2]d, %[2]d
+		INSERT INTO jobs (kind, state, payload, max_attempts, run_at, created_at, account_id)
+		SELECT 'message.deliver', 'available', convert_to('{"message_id":"' || %s || '"}', 'UTF8'), 12, %[2]d, %[2]d, %[5]s
 		FROM generate_series(%[3]d::bigint, %[4]d::bigint) AS i`,
-		absentMessage("i"), time.Now().UnixMicro(), d.next, d.next+need-1))
+		absentMessage("i"), time.Now().UnixMicro(), d.next, d.next+need-1, account))
 	if err != nil {
 		return fmt.Errorf("top up the queue: %w", err)
 	}

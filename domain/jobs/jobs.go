@@ -219,31 +219,113 @@ func Jitter(d time.Duration, fraction float64) time.Duration {
 // to one hour.
 var DefaultBackoff = ExponentialBackoff(time.Second, time.Hour)
 
-// ClaimFilter keeps claims fair across accounts and endpoints. A claim
-// visits every account with due jobs and gives each, oldest job first, up
-// to AccountShare jobs less those it runs already before any account gets
-// more; only the rest of the claim's limit goes to accounts with more due
-// (they borrow what the others leave idle), each up to AccountCeiling less
-// those it runs. So one account's backlog never fills a claim while
-// another account's job is due, and no account holds more than the
-// ceiling. Jobs without an account are bounded by neither. The zero
-// filter bounds nothing.
+// ClaimFilter keeps claims fair across accounts and endpoints, for every
+// runner of a pool at once: a claim counts the running jobs of each account
+// (of the claim's kinds) in the queue itself, whichever runner holds them,
+// when other runners of the pool claim too (Shared), and those of each
+// bounded endpoint always. A claim visits the accounts with due jobs
+// and gives each, oldest job first, up to AccountShare jobs less those
+// running before any account gets more; only the rest of the claim's limit
+// goes to accounts with more due (they borrow what the others leave idle),
+// each up to AccountCeiling less those running. So one account's backlog
+// never fills a claim while another account's job is due, and no account
+// holds more than the ceiling. Jobs without an account are bounded by
+// neither. A claim never takes a job whose endpoint's circuit breaker is
+// open (see Breaker), but for the claimer's probe. The zero filter bounds
+// nothing else.
 type ClaimFilter struct {
-	// AccountShare and AccountCeiling bound one account's jobs as above;
-	// 0 is unbounded.
+	// Pool names the claimer's pool of workers (see RunnerPool): where its
+	// claims resume visiting accounts, and whose claims take turns.
+	Pool string
+	// AccountShare and AccountCeiling bound one account's running jobs as
+	// above, across the pool's runners; 0 is unbounded.
 	AccountShare, AccountCeiling int
 	// AccountsRunning counts the jobs of each account that the claimer
-	// runs already.
+	// runs. Without Shared the claimer is the pool's only runner, and these
+	// are all that run; with it the claim counts them in the queue.
 	AccountsRunning map[string]int
-	// EndpointRoom bounds how many jobs of each endpoint in it the claim
-	// takes (those whose limit binds in the claimer); other endpoints are
-	// unbounded.
-	EndpointRoom map[string]int
+	// EndpointLimit bounds the running jobs of a stalled endpoint: one in
+	// StalledEndpoints, or marked stalled in its Breaker. 0 is unbounded.
+	EndpointLimit int
+	// StalledEndpoints are endpoints the claimer found stalled.
+	StalledEndpoints []string
+	// Probes are the endpoints whose half-open breaker's probe the claimer
+	// took (TakeProbe): the claim takes one job of each, if none of its
+	// jobs is running.
+	Probes []string
 	// SkipEndpoints and SkipPaceKeys are endpoint and pace keys whose jobs
-	// are not claimed (at their limit in the claimer, or an endpoint's
-	// circuit breaker open).
+	// are not claimed.
 	SkipEndpoints, SkipPaceKeys []string
+	// Shared says that other runners of the pool claim too: claims then
+	// count the running jobs in the queue and take turns, so that two do
+	// not both fill the same room.
+	Shared bool
 }
+
+// RunnerPool is what the runners of a pool hold together: their workers,
+// the account shares are shares of.
+type RunnerPool struct {
+	// Runners counts the live runners of the pool, Workers their workers.
+	Runners, Workers int
+}
+
+// Breaker is the shared state of one endpoint, as every runner sees it:
+// its circuit breaker and whether its limit binds. Times are measured on
+// the database's clock and given as durations from the read.
+type Breaker struct {
+	EndpointKey string
+	// Failures counts the consecutive failed attempts while closed.
+	Failures int
+	// Open says that the breaker is open: its jobs are not claimed. It
+	// lets one probe through after OpenFor (≤ 0: now, if no Probing).
+	Open    bool
+	OpenFor time.Duration
+	// Probing says that a probe is running.
+	Probing bool
+	// Stalled says that a runner found none of the endpoint's attempts
+	// answering: claims bound it to their EndpointLimit.
+	Stalled bool
+}
+
+// BreakerPolicy is when a breaker opens and for how long: Failures
+// consecutive failed attempts open it for Open, doubling after each
+// failed probe up to MaxOpen.
+type BreakerPolicy struct {
+	Failures      int
+	Open, MaxOpen time.Duration
+}
+
+// EndpointEvent is what a runner learned about an endpoint, for its shared
+// state (Breaker).
+type EndpointEvent struct {
+	EndpointKey string
+	Outcome     EndpointOutcome
+	// Probe is the job of the runner's probe the event is about (claimed,
+	// or the attempt that ended), 0 for another job.
+	Probe int64
+}
+
+// EndpointOutcome is what an EndpointEvent tells.
+type EndpointOutcome int
+
+const (
+	// EndpointSucceeded: an attempt succeeded, closing the breaker.
+	EndpointSucceeded EndpointOutcome = iota + 1
+	// EndpointAnswered: an attempt got an answer that failed the job (a
+	// 4xx): the endpoint is not stalled, and a probe closes the breaker.
+	EndpointAnswered
+	// EndpointFailed: an attempt failed without an answer (EndpointDown):
+	// one more consecutive failure, or a failed probe.
+	EndpointFailed
+	// EndpointStalled: the runner found none of its attempts answering.
+	EndpointStalled
+	// EndpointProbeClaimed: the runner claimed Probe as its probe: the
+	// probe runs while that job does.
+	EndpointProbeClaimed
+	// EndpointProbeUnused: the runner's probe did not run (no job of the
+	// endpoint was claimed, or it did not start): another may probe now.
+	EndpointProbeUnused
+)
 
 // Stat is the pending and running work of one kind, for metrics.
 type Stat struct {

@@ -281,9 +281,20 @@ type ComplexityRoot struct {
 		Total          func(childComplexity int) int
 	}
 
+	ErasureConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
 	ErasureCount struct {
 		Rows  func(childComplexity int) int
 		Table func(childComplexity int) int
+	}
+
+	ErasureEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	HttpHeader struct {
@@ -425,6 +436,7 @@ type ComplexityRoot struct {
 		Email             func(childComplexity int, id string) int
 		EmailThread       func(childComplexity int, id string) int
 		Emails            func(childComplexity int, first *int, after *string) int
+		Erasures          func(childComplexity int, first *int, after *string) int
 		MailboxEmails     func(childComplexity int, address string, first *int, after *string) int
 		Message           func(childComplexity int, id string) int
 		QueueHealth       func(childComplexity int) int
@@ -725,6 +737,7 @@ type QueryResolver interface {
 	Email(ctx context.Context, id string) (*email.Email, error)
 	EmailThread(ctx context.Context, id string) (*model.EmailThread, error)
 	SandboxMailbox(ctx context.Context, first *int, offset *int) (*email1.SandboxMailbox, error)
+	Erasures(ctx context.Context, first *int, after *string) (*model.ErasureConnection, error)
 	Threads(ctx context.Context, filter *model.ThreadFilter, first *int, after *string) (*model.ThreadConnection, error)
 	Thread(ctx context.Context, id string) (*messaging.Thread, error)
 	Message(ctx context.Context, id string) (*messaging.Message, error)
@@ -1711,6 +1724,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Erasure.Total(childComplexity), true
 
+	case "ErasureConnection.edges":
+		if e.ComplexityRoot.ErasureConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureConnection.Edges(childComplexity), true
+	case "ErasureConnection.nodes":
+		if e.ComplexityRoot.ErasureConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureConnection.Nodes(childComplexity), true
+	case "ErasureConnection.pageInfo":
+		if e.ComplexityRoot.ErasureConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureConnection.PageInfo(childComplexity), true
+
 	case "ErasureCount.rows":
 		if e.ComplexityRoot.ErasureCount.Rows == nil {
 			break
@@ -1723,6 +1755,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ErasureCount.Table(childComplexity), true
+
+	case "ErasureEdge.cursor":
+		if e.ComplexityRoot.ErasureEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureEdge.Cursor(childComplexity), true
+	case "ErasureEdge.node":
+		if e.ComplexityRoot.ErasureEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasureEdge.Node(childComplexity), true
 
 	case "HttpHeader.name":
 		if e.ComplexityRoot.HttpHeader.Name == nil {
@@ -2478,6 +2523,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Emails(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.erasures":
+		if e.ComplexityRoot.Query.Erasures == nil {
+			break
+		}
+
+		args, err := ec.field_Query_erasures_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Erasures(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
 	case "Query.mailboxEmails":
 		if e.ComplexityRoot.Query.MailboxEmails == nil {
@@ -4040,6 +4096,14 @@ extend type Account {
   messageRetentionDays: Int
 }
 
+extend type Query {
+  """
+  The audit records of the account's erasures, newest first. first: 1 to
+  100, default 20; after: the endCursor of the previous page.
+  """
+  erasures(first: Int = 20, after: String): ErasureConnection!
+}
+
 extend type Mutation {
   """
   Keep the account's messages and emails for days whole days (1 to 36500);
@@ -4082,6 +4146,19 @@ type Erasure {
 type ErasureCount {
   table: String!
   rows: Int!
+}
+
+"A page of erasure records, Relay-style."
+type ErasureConnection {
+  edges: [ErasureEdge!]!
+  nodes: [Erasure!]!
+  pageInfo: PageInfo!
+}
+
+"An erasure record and its position, to page on from (after: cursor)."
+type ErasureEdge {
+  cursor: String!
+  node: Erasure!
 }
 `, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `# Live events over WebSocket (graphql-transport-ws at /graphql): the same
@@ -5379,6 +5456,18 @@ func (ec *executionContext) childFields_Erasure(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type Erasure", field.Name)
 }
 
+func (ec *executionContext) childFields_ErasureConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ErasureConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ErasureConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ErasureConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ErasureConnection", field.Name)
+}
+
 func (ec *executionContext) childFields_ErasureCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "table":
@@ -5387,6 +5476,16 @@ func (ec *executionContext) childFields_ErasureCount(ctx context.Context, field 
 		return ec.fieldContext_ErasureCount_rows(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ErasureCount", field.Name)
+}
+
+func (ec *executionContext) childFields_ErasureEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ErasureEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ErasureEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ErasureEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_HttpHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6584,6 +6683,28 @@ func (ec *executionContext) field_Query_email_args(ctx context.Context, rawArgs 
 }
 
 func (ec *executionContext) field_Query_emails_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_erasures_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -10568,6 +10689,102 @@ func (ec *executionContext) fieldContext_Erasure_createdAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Erasure", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ErasureConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ErasureConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ErasureEdge) graphql.Marshaler {
+			return ec.marshalNErasureEdge2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ErasureConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ErasureEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ErasureConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ErasureConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Erasure) graphql.Marshaler {
+			return ec.marshalNErasure2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ErasureConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Erasure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ErasureConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ErasureConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ErasureConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ErasureCount_table(ctx context.Context, field graphql.CollectedField, obj *model.ErasureCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10612,6 +10829,61 @@ func (ec *executionContext) _ErasureCount_rows(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_ErasureCount_rows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ErasureCount", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ErasureEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ErasureEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasureEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _ErasureEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ErasureEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasureEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Erasure) graphql.Marshaler {
+			return ec.marshalNErasure2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasure(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasureEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ErasureEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Erasure(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _HttpHeader_name(ctx context.Context, field graphql.CollectedField, obj *model.HTTPHeader) (ret graphql.Marshaler) {
@@ -13723,6 +13995,50 @@ func (ec *executionContext) fieldContext_Query_sandboxMailbox(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_sandboxMailbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_erasures(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_erasures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Erasures(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ErasureConnection) graphql.Marshaler {
+			return ec.marshalNErasureConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_erasures(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ErasureConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_erasures_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -21083,6 +21399,49 @@ func (ec *executionContext) _Erasure(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var erasureConnectionImplementors = []string{"ErasureConnection"}
+
+func (ec *executionContext) _ErasureConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ErasureConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, erasureConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ErasureConnection")
+		case "edges":
+			out.Values[i] = ec._ErasureConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ErasureConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ErasureConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var erasureCountImplementors = []string{"ErasureCount"}
 
 func (ec *executionContext) _ErasureCount(ctx context.Context, sel ast.SelectionSet, obj *model.ErasureCount) graphql.Marshaler {
@@ -21101,6 +21460,44 @@ func (ec *executionContext) _ErasureCount(ctx context.Context, sel ast.Selection
 			}
 		case "rows":
 			out.Values[i] = ec._ErasureCount_rows(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var erasureEdgeImplementors = []string{"ErasureEdge"}
+
+func (ec *executionContext) _ErasureEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ErasureEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, erasureEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ErasureEdge")
+		case "cursor":
+			out.Values[i] = ec._ErasureEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ErasureEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -22061,6 +22458,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_sandboxMailbox(ctx, field)
+				})
+		case "erasures":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_erasures(ctx, field)
 				})
 		case "threads":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -24357,12 +24760,40 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNErasure2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasure(ctx context.Context, sel ast.SelectionSet, v model.Erasure) graphql.Marshaler {
+	return ec._Erasure(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNErasure2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Erasure) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNErasure2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasure(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNErasure2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasure(ctx context.Context, sel ast.SelectionSet, v *model.Erasure) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Erasure!")
 		return graphql.Null
 	}
 	return ec._Erasure(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNErasureConnection2ᚖgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureConnection(ctx context.Context, sel ast.SelectionSet, v *model.ErasureConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ErasureConnection!")
+		return graphql.Null
+	}
+	return ec._ErasureConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNErasureCount2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureCount(ctx context.Context, sel ast.SelectionSet, v model.ErasureCount) graphql.Marshaler {
@@ -24374,6 +24805,26 @@ func (ec *executionContext) marshalNErasureCount2ᚕgithubᚗcomᚋswitchboard�
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNErasureCount2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNErasureEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureEdge(ctx context.Context, sel ast.SelectionSet, v model.ErasureEdge) graphql.Marshaler {
+	return ec._ErasureEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNErasureEdge2ᚕgithubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ErasureEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNErasureEdge2githubᚗcomᚋswitchboardᚑdevᚋswitchboardᚋgraphᚋmodelᚐErasureEdge(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

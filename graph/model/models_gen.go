@@ -136,10 +136,23 @@ type Erasure struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// A page of erasure records, Relay-style.
+type ErasureConnection struct {
+	Edges    []ErasureEdge `json:"edges"`
+	Nodes    []Erasure     `json:"nodes"`
+	PageInfo *PageInfo     `json:"pageInfo"`
+}
+
 // Rows of one table an erasure deleted.
 type ErasureCount struct {
 	Table string `json:"table"`
 	Rows  int    `json:"rows"`
+}
+
+// An erasure record and its position, to page on from (after: cursor).
+type ErasureEdge struct {
+	Cursor string   `json:"cursor"`
+	Node   *Erasure `json:"node"`
 }
 
 // An HTTP header a cron job sends.

@@ -275,3 +275,33 @@ func TestWebhookSecretOfYourOwn(t *testing.T) {
 	require.Equal(t, []string{"true"}, signatures, "x-signature is keyed with the secret chosen")
 	tb.requireHealthy()
 }
+
+// The Webhook page says how long deliveries and messages are kept: the
+// history retention, and the account's message retention when one is
+// set; a message retention shorter than the history's takes the
+// deliveries with it.
+func TestWebhookPageShowsTheRetentions(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOptions{})
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+
+	tb.open("/dashboard/webhook")
+	tb.waitReady()
+	tb.waitText(".retention", "kept 30 days")
+	tb.waitText(".message-retention", "no message retention")
+
+	s.mustAPI(http.MethodPatch, "/v1/accounts/{account}", map[string]any{"message_retention_days": 90})
+	tb.open("/dashboard/webhook")
+	tb.waitReady()
+	tb.waitText(".retention", "kept 30 days")
+	tb.waitText(".message-retention", "Messages are kept 90 days (the account's message retention).")
+
+	s.mustAPI(http.MethodPatch, "/v1/accounts/{account}", map[string]any{"message_retention_days": 1})
+	tb.open("/dashboard/webhook")
+	tb.waitReady()
+	tb.waitText(".retention", "kept 1 day")
+	tb.waitText(".lead", "the account's message retention, shorter than its history retention of 30 days")
+	tb.waitText(".message-retention", "Messages are kept 1 day")
+	tb.requireHealthy()
+}

@@ -2,7 +2,6 @@ package rest
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gorilla/mux"
 
@@ -64,30 +63,17 @@ func contactDetailsOf(d messaging.ContactDetails) contactBody {
 
 func (s *server) contactList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > messaging.MaxListLimit {
-			edge.WriteError(w, r, failure.Invalid(failure.FieldError{In: "query", Path: []any{"limit"}, Type: "value_error",
-				Message: "limit must be an integer from 1 to " + strconv.Itoa(messaging.MaxListLimit)}))
-			return
-		}
-		limit = n
+	limit, err := listLimit(r, messaging.MaxListLimit)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
 	}
 	page, err := s.messaging.Contacts(r.Context(), mux.Vars(r)["accountId"], q.Get("search"), q.Get("cursor"), "cursor", limit)
 	if err != nil {
 		edge.WriteError(w, r, err)
 		return
 	}
-	items := make([]contactBody, len(page.Contacts))
-	for i, c := range page.Contacts {
-		items[i] = contactOf(c)
-	}
-	var next any
-	if page.Next != "" {
-		next = page.Next
-	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "data": items, "next_cursor": next})
+	writeCursorPage(w, page.Contacts, contactOf, page.Next)
 }
 
 func (s *server) contactDetails(w http.ResponseWriter, r *http.Request) {

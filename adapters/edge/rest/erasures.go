@@ -17,6 +17,7 @@ import (
 // ErasureUseCases is what the REST adapter needs to erase people.
 type ErasureUseCases interface {
 	Erase(ctx context.Context, req apperasure.Request) (erasure.Record, error)
+	Records(ctx context.Context, accountID, cursor, field string, limit int) (apperasure.Page, error)
 }
 
 func (s *server) mountErasures(api *edge.Routes) {
@@ -24,6 +25,7 @@ func (s *server) mountErasures(api *edge.Routes) {
 		return
 	}
 	api.Handle(http.MethodPost, "/accounts/{accountId}/erasures", s.erase)
+	api.Handle(http.MethodGet, "/accounts/{accountId}/erasures", s.erasures)
 }
 
 // eraseRequest names the person: exactly one of its fields.
@@ -128,4 +130,21 @@ func join(names []string) string {
 		out += n
 	}
 	return out + " or " + names[len(names)-1]
+}
+
+// erasures lists the account's audit records, newest first, a page at a
+// time: limit 1 to 100 (20 by default), cursor the next_cursor of the page
+// before.
+func (s *server) erasures(w http.ResponseWriter, r *http.Request) {
+	limit, err := listLimit(r, apperasure.MaxPageSize)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	page, err := s.erasure.Records(r.Context(), mux.Vars(r)["accountId"], r.URL.Query().Get("cursor"), "cursor", limit)
+	if err != nil {
+		edge.WriteError(w, r, err)
+		return
+	}
+	writeCursorPage(w, page.Records, erasureOf, page.Next)
 }

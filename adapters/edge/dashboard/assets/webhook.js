@@ -18,7 +18,7 @@ const PAGE_SIZE = 20;
 const WEBHOOK_FIELDS = 'url enabled events disabledReason disabledAt failingSince previousSecretExpiresAt inlineMediaMaxBytes createdAt updatedAt';
 
 const PAGE_QUERY = `query WebhookPage($first: Int, $after: String, $status: WebhookDeliveryStatus) {
-  account { historyRetentionDays }
+  account { historyRetentionDays messageRetentionDays }
   webhook { ${WEBHOOK_FIELDS} }
   webhookEventTypes
   webhookDeliveries(first: $first, after: $after, status: $status) {
@@ -52,6 +52,13 @@ const DISABLED_REASONS = {
   disabled: 'turned off here or through the API',
 };
 
+/** days is a retention period in words: "30 days", "1 day", "less than a day". */
+function days(n) {
+  if (n < 1) return 'less than a day';
+  const d = Math.round(n);
+  return d === 1 ? '1 day' : `${d} days`;
+}
+
 /** render is the page's entry (see router.js). */
 export async function render(root, ctx) {
   useStyles();
@@ -81,7 +88,11 @@ export async function render(root, ctx) {
   state.webhook = data.webhook;
   state.types = data.webhookEventTypes || [];
   state.log = data.webhookDeliveries;
-  const retention = data.account.historyRetentionDays;
+  // Deliveries carry messages, so they go at the shorter of the history
+  // and the message retention (null: messages are kept).
+  const history = data.account.historyRetentionDays;
+  const messages = data.account.messageRetentionDays;
+  const byMessages = messages != null && messages < history;
 
   const endpointPanel = h('div', { class: 'webhook-endpoint' });
   const secretPanel = h('div', { class: 'webhook-secret-slot' });
@@ -90,8 +101,13 @@ export async function render(root, ctx) {
     h('p', { class: 'lead muted' },
       'Switchboard POSTs every event of the account to this URL, signed with the endpoint\'s secret (Standard Webhooks). ',
       'The log below shows each delivery and every attempt, ',
-      h('span', { class: 'retention' }, `kept ${retention >= 1 ? Math.round(retention) + (Math.round(retention) === 1 ? ' day' : ' days') : 'less than a day'}`),
-      ' (the account\'s history retention; a delivery still pending stays until it ends).'),
+      h('span', { class: 'retention' }, `kept ${days(byMessages ? messages : history)}`),
+      byMessages
+        ? ` (the account's message retention, shorter than its history retention of ${days(history)}; a delivery still pending stays until it ends). `
+        : ' (the account\'s history retention; a delivery still pending stays until it ends). ',
+      h('span', { class: 'message-retention' }, messages == null
+        ? 'Messages are kept: the account has no message retention.'
+        : `Messages are kept ${days(messages)} (the account's message retention).`)),
     secretPanel, endpointPanel, logPanel);
 
   function paint() {

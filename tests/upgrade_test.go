@@ -143,6 +143,77 @@ func TestSchemaAheadOfTheBuildIsServed(t *testing.T) {
 	})
 }
 
+// A cron run of the previous release whose call failed, with a retry to
+// come, is retried by this release when it replaces the previous one:
+// releases from before cron runs were queue jobs kept retries in the
+// execution row alone, which this release adopts. The retry carries the
+// first call's Idempotency-Key and the run ends a success.
+func TestCronRetryOfThePreviousReleaseIsMade(t *testing.T) {
+	t.Parallel()
+	prev := previousRelease(t)
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect store.Dialect) {
+		ctx := context.Background()
+		b := setupEmpty(t, dialect)
+		old := b.withBinary(prev)
+		_, stderr, code := old.cli(t, "migrate")
+		require.Equal(t, 0, code, "migrate: %s", stderr)
+		acct := old.createAccount(t, "Retries")
+		var mu sync.Mutex
+		calls := map[string]int{}
+		endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			calls[r.Header.Get("Idempotency-Key")]++
+			first := calls[r.Header.Get("Idempotency-Key")] == 1
+			mu.Unlock()
+			if first {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		}))
+		t.Cleanup(endpoint.Close)
+
+		srv := old.serve(t, "--allow-private-urls", "127.0.0.1/32")
+		r := srv.client(t).Do(http.MethodPost, "/v1/cron-jobs", map[string]any{"endpoint_url": endpoint.URL + "/tick", "frequency": "custom",
+			"custom_schedule": "0 0 1 1 *", "timezone": "UTC", "method": "POST", "retries": 1}, auth(acct.APIKey, acct.APISecret)...)
+		require.Equal(t, http.StatusCreated, r.StatusCode, "%s", r.Body)
+		jobID := r.JSON(t)["id"].(string)
+		db, err := store.Open(ctx, b.dbURL, store.Options{})
+		require.NoError(t, err)
+		defer db.Close()
+		// Due in a second (schedules have minutes; this one is yearly).
+		_, err = db.Bun().NewRaw("UPDATE cron_jobs SET next_run_at = ? WHERE id = ?", time.Now().Add(time.Second).UnixMicro(), jobID).Exec(ctx)
+		require.NoError(t, err)
+		var status string
+		require.Eventually(t, func() bool {
+			var s []string
+			require.NoError(t, db.Bun().NewRaw("SELECT status FROM cron_executions WHERE job_id = ?", jobID).Scan(ctx, &s))
+			status = strings.Join(s, ",")
+			return status == "retrying"
+		}, chWait, chTick, "the previous release's call failed and its retry waits (%s)", status)
+		srv.stop(t)
+
+		stdout, stderr, code := b.cli(t, "migrate")
+		require.Equal(t, 0, code, "migrate: %s", stderr)
+		t.Logf("migrate: %s", strings.TrimSpace(stdout))
+		srv = b.serve(t, "--allow-private-urls", "127.0.0.1/32")
+		require.Eventually(t, func() bool {
+			var s []string
+			require.NoError(t, db.Bun().NewRaw("SELECT status FROM cron_executions WHERE job_id = ?", jobID).Scan(ctx, &s))
+			status = strings.Join(s, ",")
+			return status == "success"
+		}, 2*chWait, chTick, "this release made the retry (execution %s)", status)
+		var e upgradeExecution
+		require.NoError(t, db.Bun().NewRaw("SELECT job_id, slot, status, attempt, interrupted_attempts, COALESCE(error, '') AS error FROM cron_executions WHERE job_id = ?", jobID).Scan(ctx, &e))
+		require.Equal(t, 2, e.Attempt)
+		mu.Lock()
+		require.Equal(t, map[string]int{cron.IdempotencyKey(jobID, time.UnixMicro(e.Slot)): 2}, calls, "the first call and its retry, with one key")
+		mu.Unlock()
+		require.Contains(t, srv.stderr.String(), "cron: runs of an older release adopted")
+		srv.stop(t)
+	})
+}
+
 // upgradeRig is one rolling upgrade: a Postgres database migrated by the
 // previous release, three replicas behind a balancer, a fake WhatsApp
 // Cloud API, a webhook receiver and a cron endpoint, and the load.

@@ -660,8 +660,10 @@ func (r CronStore) NextWake(ctx context.Context) (time.Time, bool, error) {
 const (
 	startSet = `attempt = {e}attempt + CASE WHEN {e}status = 'retrying' OR {e}call_started_at IS NOT NULL THEN 1 ELSE 0 END,
 		interrupted_attempts = {e}interrupted_attempts + CASE WHEN {e}status = 'running' AND {e}call_started_at IS NOT NULL THEN 1 ELSE 0 END,
-		status = 'running', started_at = ?, call_started_at = ?, lease_owner = ?`
-	startWhere = `{e}id IN (?) AND (
+		status = 'running', started_at = ?, call_started_at = ?, lease_owner = ?, lease_until = NULL`
+	// A run held by the scheduler of an older release (a lease_until
+	// still to come; this release sets none) is left to it.
+	startWhere = `{e}id IN (?) AND ({e}lease_until IS NULL OR {e}lease_until < ?) AND (
 		({e}status = 'running' AND ({e}call_started_at IS NULL OR {e}interrupted_attempts = 0))
 		OR ({e}status = 'retrying' AND {e}retry_at <= ?))`
 )
@@ -686,7 +688,7 @@ func (r CronStore) StartRuns(ctx context.Context, owner string, at time.Time, id
 		err := r.write.NewRaw(`UPDATE cron_executions AS e SET `+e.Replace(startSet)+` FROM cron_jobs AS j
 			WHERE j.id = e.job_id AND `+e.Replace(startWhere)+` AND (? OR j.status = 'active')
 			RETURNING e.`+strings.ReplaceAll(cronExecColumns, ", ", ", e.")+`, j.`+prefixed(cronJobColumns, "j."),
-			micros(at), micros(at), owner, bun.List(ids), micros(at), !activeOnly).Scan(ctx, &rows)
+			micros(at), micros(at), owner, bun.List(ids), micros(at), micros(at), !activeOnly).Scan(ctx, &rows)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("start cron calls: %w", err)
 		}
@@ -701,7 +703,7 @@ func (r CronStore) StartRuns(ctx context.Context, owner string, at time.Time, id
 	err := r.write.NewRaw(`UPDATE cron_executions SET `+e.Replace(startSet)+` WHERE `+e.Replace(startWhere)+`
 		AND (? OR EXISTS (SELECT 1 FROM cron_jobs AS j WHERE j.id = cron_executions.job_id AND j.status = 'active'))
 		RETURNING `+cronExecColumns,
-		micros(at), micros(at), owner, bun.List(ids), micros(at), !activeOnly).Scan(ctx, &rows)
+		micros(at), micros(at), owner, bun.List(ids), micros(at), micros(at), !activeOnly).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("start cron calls: %w", err)
 	}
@@ -727,6 +729,69 @@ func (r CronStore) StartRuns(ctx context.Context, owner string, at time.Time, id
 		}
 	}
 	return out, nil
+}
+
+// AdoptRuns enqueues, in one transaction, the queue jobs of up to limit
+// runs that have none because an older release made them
+// (appcron.SchedulerRepos): retries its scheduler scheduled, and runs it
+// claimed whose lease ended before now (the process died). A claimed run
+// is let go of its lease, so that no scheduler of the older release takes
+// it over as well. enqueue gives each run's queue job; on Postgres the
+// runs another transaction holds are skipped, and a run's job carries a
+// unique key, so two replicas adopting at once enqueue one.
+func (r CronStore) AdoptRuns(ctx context.Context, now time.Time, limit int, enqueue func(e cron.Execution, next *time.Time) jobs.EnqueueParams) (int, error) {
+	contains := "position(convert_to(e.id, 'UTF8') in q.payload) > 0"
+	if r.dialect == SQLite {
+		contains = "instr(q.payload, e.id) > 0"
+	}
+	adopted := 0
+	err := r.db.Transact(ctx, func(ctx context.Context, c *Conn) error {
+		var rows []cronAdoptRow
+		err := c.write.NewRaw(`SELECT e.`+strings.ReplaceAll(cronExecColumns, ", ", ", e.")+`, j.next_run_at AS j_next_run_at
+			FROM cron_executions AS e JOIN cron_jobs AS j ON j.id = e.job_id
+			WHERE (e.status = 'running' AND e.lease_until IS NOT NULL AND e.lease_until < ?)
+				OR (e.status = 'retrying' AND NOT EXISTS (SELECT 1 FROM jobs AS q
+					WHERE q.kind = ? AND q.state IN (?) AND `+contains+`))
+			ORDER BY e.slot LIMIT ?`+CronStore{c}.skipLockedOf("e"),
+			micros(now), appcron.RunKind, bun.List(pendingOrRunning), limit).Scan(ctx, &rows)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read the runs of an older release: %w", err)
+		}
+		for _, row := range rows {
+			e := row.cronExecRow.domain()
+			if e.Status == cron.Running {
+				if _, err := c.write.NewRaw(`UPDATE cron_executions SET lease_owner = NULL, lease_until = NULL WHERE id = ?`, e.ID).Exec(ctx); err != nil {
+					return fmt.Errorf("adopt cron run: %w", err)
+				}
+			}
+			var next *time.Time
+			if row.NextRunAt.Valid {
+				n := fromMicros(row.NextRunAt.Int64)
+				next = &n
+			}
+			if _, err := (JobQueue{c}).EnqueueJob(ctx, enqueue(e, next)); err != nil {
+				return err
+			}
+			adopted++
+		}
+		return nil
+	})
+	return adopted, err
+}
+
+// cronAdoptRow is an execution with its job's next run.
+type cronAdoptRow struct {
+	cronExecRow
+	NextRunAt sql.NullInt64 `bun:"j_next_run_at"`
+}
+
+// skipLockedOf is skipLocked for a query of several tables: only the rows
+// of table are locked.
+func (r CronStore) skipLockedOf(table string) string {
+	if r.dialect == Postgres {
+		return " FOR UPDATE OF " + table + " SKIP LOCKED"
+	}
+	return ""
 }
 
 // prefixed is columns, each after the first written "col AS prefix_col"

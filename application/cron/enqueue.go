@@ -31,6 +31,9 @@ const (
 	// contendedBackoff is how long an enqueuer waits when due jobs exist
 	// but another replica holds them.
 	contendedBackoff = 5 * time.Millisecond
+	// adoptInterval is how often an enqueuer looks for runs an older
+	// release left without a queue job (Enqueuer.Adopt).
+	adoptInterval = 10 * time.Second
 	// minBackoff and maxBackoff bound the wait between attempts while the
 	// database is away.
 	minBackoff = 100 * time.Millisecond
@@ -147,10 +150,19 @@ func (s *Enqueuer) Wake() {
 	}
 }
 
-// Run enqueues until ctx ends.
+// Run enqueues until ctx ends, and adopts the runs of older releases
+// (Adopt) at start and every adoptInterval.
 func (s *Enqueuer) Run(ctx context.Context) {
 	failures := 0
+	var adopted time.Time
 	for ctx.Err() == nil {
+		if now := s.clock.Now(); now.Sub(adopted) >= adoptInterval {
+			if _, err := s.Adopt(ctx); err == nil {
+				adopted = now
+			} else if ctx.Err() == nil {
+				s.log.Warn("cron: adopt the runs of an older release", "error", err)
+			}
+		}
 		enqueued, err := s.Tick(ctx)
 		var at time.Time
 		ok := false
@@ -262,6 +274,56 @@ func (s *Enqueuer) claim(ctx context.Context) (n int, full bool, err error) {
 	return len(stored), full, err
 }
 
+// Adopt gives a queue job to the runs a release from before cron runs
+// were queue jobs left without one, so that this release makes them:
+// during a rolling upgrade from such a release, and after it. Those are
+// the retries its schedulers scheduled (due at their retry time) and the
+// runs they claimed and then died holding (due at once; a call that had
+// started is made again with the same Idempotency-Key, counted as an
+// interrupted attempt, as a run cut off by a kill always is). A run an
+// older scheduler still holds is left to it (SchedulerRepos.StartRuns).
+// It returns how many runs it adopted.
+func (s *Enqueuer) Adopt(ctx context.Context) (int, error) {
+	now := s.clock.Now()
+	total := 0
+	for {
+		n, err := s.cfg.Store.Repos().AdoptRuns(ctx, now, s.cfg.Batch, func(e cron.Execution, next *time.Time) jobs.EnqueueParams {
+			runAt := now
+			if e.Status == cron.Retrying && e.RetryAt != nil {
+				runAt = *e.RetryAt
+			}
+			return adoptedRun(e, runAt, next)
+		})
+		total += n
+		if err != nil || n < s.cfg.Batch {
+			if total > 0 {
+				s.log.Info("cron: runs of an older release adopted", "runs", total)
+			}
+			return total, err
+		}
+	}
+}
+
+// adoptedRun is the queue job of an execution that an older release
+// made, due at runAt; its unique key keeps two replicas from adopting it
+// twice.
+func adoptedRun(e cron.Execution, runAt time.Time, next *time.Time) jobs.EnqueueParams {
+	job := runJob(e, runAt, next)
+	job.UniqueKey = RunKind + ":" + e.ID
+	return job
+}
+
+// runJob is the queue job that makes the calls of execution e, due at
+// runAt, its retries bounded by the job's next slot after it (nil: none).
+func runJob(e cron.Execution, runAt time.Time, next *time.Time) jobs.EnqueueParams {
+	p := runPayload{Execution: e.ID, Slot: e.Slot.UnixMicro()}
+	if next != nil {
+		p.Next = next.UnixMicro()
+	}
+	payload, _ := json.Marshal(p)
+	return jobs.EnqueueParams{Kind: RunKind, Payload: payload, RunAt: runAt, AccountID: e.AccountID, MaxAttempts: RunAttempts}
+}
+
 // runPayload is a run's queue job's payload: its execution, and the job's
 // next slot after it, before which its call and retries must be made.
 type runPayload struct {
@@ -279,17 +341,10 @@ func newRun(j cron.Job, slot, now, runAt time.Time, next *time.Time) Run {
 		ID: ident.New(ident.Execution), JobID: j.ID, AccountID: j.AccountID, Slot: slot,
 		StartedAt: now, Status: cron.Running, Attempt: 1,
 	}
-	p := runPayload{Execution: e.ID, Slot: slot.UnixMicro()}
-	if next != nil {
-		p.Next = next.UnixMicro()
-	}
-	payload, _ := json.Marshal(p)
 	if runAt.Before(now) {
 		runAt = now
 	}
-	return Run{Execution: e, Job: jobs.EnqueueParams{
-		Kind: RunKind, Payload: payload, RunAt: runAt, AccountID: j.AccountID, MaxAttempts: RunAttempts,
-	}}
+	return Run{Execution: e, Job: runJob(e, runAt, next)}
 }
 
 // plan decides what a due job does now: which slot it runs (the latest

@@ -87,6 +87,14 @@ type SchedulerRepos interface {
 	// NextWake is the earliest next run of an active job; ok is false
 	// when there is none.
 	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
+	// AdoptRuns enqueues, in one write, the queue jobs of up to limit runs
+	// that an older release left without one (its scheduler made the
+	// calls itself): retries it scheduled, and runs it claimed whose lease
+	// ended before now (its process died), which it lets go of that
+	// lease. enqueue gives a run's queue job from its execution and its
+	// job's next run. It returns how many it adopted; concurrent callers
+	// adopt each run once.
+	AdoptRuns(ctx context.Context, now time.Time, limit int, enqueue func(e cron.Execution, next *time.Time) jobs.EnqueueParams) (int, error)
 }
 
 // Started is a run whose call StartRuns started, with its job.

@@ -49,10 +49,11 @@ func (f Fanout) Setup(ctx context.Context, env *harness.Env) (harness.Slice, err
 	if err := d.SetWebhook(ctx, d.AccountID, rc.URL); err != nil {
 		return nil, err
 	}
-	if err := checkSeed(ctx, d, db); err != nil {
+	keyed, err := checkSeed(ctx, d, db)
+	if err != nil {
 		return nil, err
 	}
-	fo := &fanouter{Fanout: f, d: d, db: db, rc: rc, next: 1, log: env.Log}
+	fo := &fanouter{Fanout: f, d: d, db: db, rc: rc, next: 1, log: env.Log, keyed: keyed}
 	return fo.slice, nil
 }
 
@@ -64,6 +65,9 @@ type fanouter struct {
 	log     *slog.Logger
 	next    int
 	fastest float64
+	// keyed is whether the server's delivery jobs carry a unique key (builds
+	// before the one door for writes did).
+	keyed bool
 }
 
 const (
@@ -82,7 +86,7 @@ func (fo *fanouter) slice(ctx context.Context, dur time.Duration) (harness.Sampl
 		return harness.Sample{}, err
 	}
 	if need := want - pending; need > 0 {
-		if err := seed(ctx, fo.db, fo.d.AccountID, fo.next, fo.next+need-1, time.Now()); err != nil {
+		if err := seed(ctx, fo.db, fo.d.AccountID, fo.next, fo.next+need-1, time.Now(), fo.keyed); err != nil {
 			return harness.Sample{}, err
 		}
 		fo.next += need
@@ -151,10 +155,11 @@ func (fo *fanouter) slice(ctx context.Context, dur time.Duration) (harness.Sampl
 
 // seed writes, for inbound messages first … last (user i writes once, in thread i),
 // what Receive and the webhook fan-out write in its transaction: the
-// message.received event with its payload, the pending delivery and its job (no
-// unique key, paced by the thread), due now. Ids are the prefix and i left-padded
+// message.received event with its payload, the pending delivery and its job (paced
+// by the thread, due now, with the unique key whk:<delivery id> when keyed, as
+// builds before 2026-11-26 wrote it, else none). Ids are the prefix and i left-padded
 // with 'a' to 26 characters. checkSeed holds it to what the server writes.
-func seed(ctx context.Context, db *harness.SQL, accountID string, first, last int, now time.Time) error {
+func seed(ctx context.Context, db *harness.SQL, accountID string, first, last int, now time.Time, keyed bool) error {
 	now = now.UTC().Truncate(time.Microsecond)
 	id := func(prefix string) string { return "'" + prefix + "_' || lpad(i::text, 26, 'a')" }
 	account, series := harness.Quote(accountID), fmt.Sprintf("generate_series(%d, %d) AS i", first, last)
@@ -184,10 +189,14 @@ func seed(ctx context.Context, db *harness.SQL, accountID string, first, last in
 		fairColumns, fairValues = "", ""
 	}
 	micros := fmt.Sprint(now.UnixMicro())
+	uniqueKey := "NULL"
+	if keyed {
+		uniqueKey = "'whk:' || " + id("whk")
+	}
 	jobs := `
 		INSERT INTO jobs (kind, state, payload, attempt, max_attempts, unique_key, pace_key` + fairColumns + `, run_at, created_at)
 		SELECT 'webhook.deliver', 'available', convert_to('{"delivery_id":"' || ` + id("whk") + ` || '"}', 'UTF8'),
-			0, 10000, NULL, 'whk:' || ` + account + ` || ':' || ` + id("thr") + fairValues + `, ` + micros + `, ` + micros + `
+			0, 10000, ` + uniqueKey + `, 'whk:' || ` + account + ` || ':' || ` + id("thr") + fairValues + `, ` + micros + `, ` + micros + `
 		FROM ` + series + `;`
 	if err := db.Exec(ctx, "BEGIN;"+events+deliveries+jobs+"COMMIT;"); err != nil {
 		return fmt.Errorf("seed deliveries: %w", err)
@@ -206,21 +215,26 @@ const (
 // inbound message 0 is seeded; the two events (their columns, then their payloads'
 // fields), deliveries and delivery jobs are compared (ids and times aside), and
 // deleted. It adds the agent number to the bench account.
-func checkSeed(ctx context.Context, d *harness.Deployment, db *harness.SQL) error {
+func checkSeed(ctx context.Context, d *harness.Deployment, db *harness.SQL) (keyed bool, err error) {
 	if _, err := d.AddNumber(ctx, seedAgent, "whatsapp", "sandbox"); err != nil {
-		return err
+		return false, err
 	}
 	api, err := d.Serve(ctx, append(harness.AllowLoopback, "--jobs=false", "--db-max-conns", "2")...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer api.Stop()
 	in := map[string]string{"service": "whatsapp", "from": seedUser, "to": seedAgent, "content": "bench message"}
 	if err := harness.PostJSON(ctx, api.URL+"/v1/sandbox/"+api.AccountID+"/inbound", api.Header(), in, nil); err != nil {
-		return fmt.Errorf("check the seeding SQL: %w", err)
+		return false, fmt.Errorf("check the seeding SQL: %w", err)
 	}
-	if err := seed(ctx, db, d.AccountID, 0, 0, time.Now()); err != nil {
-		return err
+	keyedJobs, err := db.Int(ctx, `SELECT count(*) FROM jobs WHERE kind = 'webhook.deliver' AND unique_key IS NOT NULL`)
+	if err != nil {
+		return false, err
+	}
+	keyed = keyedJobs > 0
+	if err := seed(ctx, db, d.AccountID, 0, 0, time.Now(), keyed); err != nil {
+		return false, err
 	}
 	// Each event's id, thread, message, delivery and the time in its payload: what
 	// differs between the two.
@@ -228,10 +242,10 @@ func checkSeed(ctx context.Context, d *harness.Deployment, db *harness.SQL) erro
 		FROM events e JOIN webhook_deliveries w ON w.event_id = e.id
 		WHERE e.type = 'message.received' ORDER BY e.id <> 'evt_' || lpad('0', 26, 'a')`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(rows) != 2 || len(rows[0]) != 5 || len(rows[1]) != 5 {
-		return fmt.Errorf("check the seeding SQL: %d received events with deliveries, want the server's and the seeded one", len(rows))
+		return false, fmt.Errorf("check the seeding SQL: %d received events with deliveries, want the server's and the seeded one", len(rows))
 	}
 	seeded, served := rows[0], rows[1]
 	pair := func(from, where string, ids func(r []string) []string, value string) (harness.Row, harness.Row) {
@@ -243,23 +257,23 @@ func checkSeed(ctx context.Context, d *harness.Deployment, db *harness.SQL) erro
 	all := func(r []string) []string { return r }
 	a, b := pair("events", "id = %[1]s", all, "")
 	if err := db.RowsAlike(ctx, "seeded event", a, b, "seq", "created_at", "payload"); err != nil {
-		return err
+		return false, err
 	}
 	a, b = pair("events", "id = %[1]s", all, "t.payload::jsonb")
 	if err := db.RowsAlike(ctx, "seeded event's payload", a, b); err != nil {
-		return err
+		return false, err
 	}
 	a, b = pair("webhook_deliveries", "id = %[2]s", all, "")
 	if err := db.RowsAlike(ctx, "seeded delivery", a, b, "seq", "created_at", "updated_at", "next_attempt_at"); err != nil {
-		return err
+		return false, err
 	}
 	a, b = pair("(SELECT *, convert_from(payload, 'UTF8') AS payload_text FROM jobs)", "strpos(payload_text, %[2]s) > 0", all, "")
 	if err := db.RowsAlike(ctx, "seeded delivery job", a, b, "id", "payload", "run_at", "created_at"); err != nil {
-		return err
+		return false, err
 	}
 	if err := db.Exec(ctx, `DELETE FROM jobs WHERE kind = 'webhook.deliver';
 		DELETE FROM webhook_deliveries; DELETE FROM events WHERE type = 'message.received'`); err != nil {
-		return err
+		return false, err
 	}
-	return api.Stop()
+	return keyed, api.Stop()
 }

@@ -172,10 +172,13 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 	require.False(t, ready.firstAfter(restarted, 503).IsZero(), "/readyz never said 503 during the restart")
 	require.Less(t, ready.firstAfter(back, 200).Sub(back), 3*time.Second)
 
-	// One log line per outage, not one per attempt: five outages, each met
-	// by the health watcher and a handful of background loops (claims,
-	// lease renewals, rescue, outcomes, cron), are 30 lines at most where
-	// thousands of failed requests and attempts went by.
+	// One log line per outage and loop, not one per attempt: five outages,
+	// each met by the health watcher and the background loops that touch
+	// the database (two runners' claims, lease renewals, rescues, outcomes,
+	// the cron scheduler, process liveness, the runners' shared state,
+	// revocations, shared rate limits: about a dozen, each logging at most
+	// once an outage), are 60 lines at most where thousands of failed
+	// requests and attempts went by. A make test run logged 32.
 	var warnings []string
 	for _, line := range strings.Split(srv.stderr.String(), "\n") {
 		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
@@ -183,7 +186,7 @@ func TestDatabaseFaultsNeverCrossAccounts(t *testing.T) {
 		}
 	}
 	t.Logf("%d warning and error lines:\n%s", len(warnings), strings.Join(warnings, "\n"))
-	require.LessOrEqual(t, len(warnings), 30, "the outages were logged per attempt")
+	require.LessOrEqual(t, len(warnings), 60, "the outages were logged per attempt")
 
 	// Every acknowledged send is stored. A read may still meet a pooled
 	// connection the last fault broke (503, retry): it is answered once

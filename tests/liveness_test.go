@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,38 +34,27 @@ type gateReceiver struct {
 
 	mu       sync.Mutex
 	open     chan struct{}
+	holding  map[string]int
 	requests map[string]int
-	// answered are the spans of the requests answered, per webhook-id. A
-	// request its sender cut off (a killed replica: its connection closed)
-	// is left out: the receiver notices the cut some time after the kill,
-	// and under load after the attempt that replaces it began.
-	answered map[string][]heldSpan
+	overlaps []string
 }
-
-// heldSpan is when a request came and when it ended.
-type heldSpan struct{ from, to time.Time }
 
 func newGateReceiver(t *testing.T, delay time.Duration) *gateReceiver {
 	t.Helper()
-	g := &gateReceiver{delay: delay, open: make(chan struct{}), requests: map[string]int{}, answered: map[string][]heldSpan{}}
+	g := &gateReceiver{delay: delay, open: make(chan struct{}), holding: map[string]int{}, requests: map[string]int{}}
 	if delay > 0 {
 		close(g.open)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("webhook-id")
-		from := time.Now()
 		g.mu.Lock()
 		g.requests[id]++
+		if g.holding[id]++; g.holding[id] > 1 {
+			g.overlaps = append(g.overlaps, id)
+		}
 		open := g.open
 		g.mu.Unlock()
-		defer func() {
-			if r.Context().Err() != nil {
-				return // cut off by its sender
-			}
-			g.mu.Lock()
-			g.answered[id] = append(g.answered[id], heldSpan{from, time.Now()})
-			g.mu.Unlock()
-		}()
+		defer func() { g.mu.Lock(); g.holding[id]--; g.mu.Unlock() }()
 		select {
 		case <-open:
 		case <-r.Context().Done():
@@ -98,8 +86,7 @@ func (g *gateReceiver) release() {
 	}
 }
 
-// counts are the requests per webhook-id, and the ids that had two at once
-// from senders that lived through them.
+// counts are the requests per webhook-id, and the ids that had two at once.
 func (g *gateReceiver) counts() (map[string]int, []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -107,17 +94,7 @@ func (g *gateReceiver) counts() (map[string]int, []string) {
 	for id, n := range g.requests {
 		out[id] = n
 	}
-	var overlaps []string
-	for id, spans := range g.answered {
-		slices.SortFunc(spans, func(a, b heldSpan) int { return a.from.Compare(b.from) })
-		for i := 1; i < len(spans); i++ {
-			if spans[i].from.Before(spans[i-1].to) {
-				overlaps = append(overlaps, id)
-				break
-			}
-		}
-	}
-	return out, overlaps
+	return out, append([]string(nil), g.overlaps...)
 }
 
 // runningJob is a running job with its holder's process id.

@@ -126,10 +126,12 @@ func TestLeasesRenewedWhileCalling(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	require.True(t, started, "the call started")
-	// Ten simulated seconds, a third of a lease at a time.
+	// Ten simulated seconds, a third of a lease at a time, each given the
+	// real time a renewal takes under make test's load (60 ms was too
+	// little: renewals there took up to 350 ms, and the run was taken over).
 	for i := 1; i <= 10; i++ {
 		b.advance(start.Add(time.Minute + time.Duration(i)*time.Second))
-		time.Sleep(60 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond)
 	}
 	execs := b.allExecutions(t)
 	require.Len(t, execs, 1)

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -47,6 +48,13 @@ func newGateReceiver(t *testing.T, delay time.Duration) *gateReceiver {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("webhook-id")
+		// Reading the body to its end is what lets the server notice a
+		// sender that goes away (a killed replica): only then does it watch
+		// the connection and cancel the request's context when it closes.
+		// Unread, a cut request would count as held until release.
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
 		g.mu.Lock()
 		g.requests[id]++
 		if g.holding[id]++; g.holding[id] > 1 {

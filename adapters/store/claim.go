@@ -22,13 +22,16 @@ import (
 // jobs.ClaimFilter), counting the jobs running in the whole queue, whoever
 // runs them:
 //
+//   - Only the claim's kinds with a job due are read (jobs_due_kind):
+//     the cron runner's claims read no message deliveries, however many
+//     wait, and the other way round.
 //   - The accounts with pending jobs are visited one index probe each
-//     (jobs_due_account), at most claimVisits(limit) of them, from where
+//     (jobs_due_account_kind), at most claimVisits(limit) of them, from where
 //     the worker's previous claim of the pool stopped (job_runners), so
 //     that with more accounts than one claim visits each has its turn.
 //     The jobs of no account are read in every claim.
 //   - The running jobs of each account of the claim's kinds are counted in
-//     the queue (jobs_running_account) when other runners of the pool
+//     the queue (jobs_leased, which holds only them) when other runners of the pool
 //     claim too (filter.Shared); else the claimer's own are all there are
 //     (filter.AccountsRunning). Each visited account gives its oldest due
 //     jobs up to its room under the ceiling and at most its part of the
@@ -38,7 +41,7 @@ import (
 //     borrowed rest the same way; no job of an endpoint whose breaker is
 //     open (job_breakers) but the worker's probes, and no more of a
 //     stalled endpoint's jobs than its limit less its running ones
-//     (jobs_running_endpoint).
+//     (jobs_leased).
 //
 // With filter.Shared, the claims of the pool take turns (a transaction's
 // advisory lock on Postgres), so that two replicas do not both fill the
@@ -194,7 +197,9 @@ const claimScanBeyond = 256
 
 // claimPostgres is the claim on Postgres: one statement whose text never
 // changes, so that each connection prepares it once and Postgres plans it
-// once (a generic plan) instead of on every claim. visit lists the
+// once (a generic plan) instead of on every claim. due_kinds are the
+// claim's kinds with a job due (one probe of jobs_due_kind each); without
+// one, nothing more is read. visit lists the
 // accounts with pending jobs from the cursor on, wrapping round, at most
 // $15; running counts the running jobs of each account (of the claim's
 // kinds) in the queue, or reads the claimer's count ($17) when it is the
@@ -202,7 +207,8 @@ const claimScanBeyond = 256
 // running jobs), blocked the endpoints left out (skipped, or a breaker
 // open and no probe of this claimer's). Each visited account's oldest due
 // jobs are read up to its room (past the blocked keys' jobs, up to
-// claimScanBeyond more); rn numbers them within the account, so that rn
+// claimScanBeyond more), a due kind at a time (jobs_due_account_kind), so
+// that another runner's backlog is never read past; rn numbers them within the account, so that rn
 // plus what the account runs says which are within its share, and ern
 // within their endpoint, for its room. Only the picked jobs are locked,
 // still pending, and those another claimer holds are passed over (SKIP
@@ -219,7 +225,7 @@ const claimPostgres = `WITH RECURSIVE
 			SELECT COALESCE(x.a, (SELECT MIN(account_id) FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > '')) AS a,
 				x.a IS NULL AS wrapped
 			FROM (SELECT MIN(account_id) AS a FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > (SELECT after FROM cursor)) x
-		) s WHERE s.a IS NOT NULL
+		) s WHERE s.a IS NOT NULL AND EXISTS (SELECT FROM due_kinds)
 		UNION ALL
 		SELECT s.a, v.n + 1, s.wrapped FROM visit v CROSS JOIN LATERAL (
 			SELECT COALESCE(x.a, CASE WHEN v.wrapped THEN NULL
@@ -230,6 +236,10 @@ const claimPostgres = `WITH RECURSIVE
 		WHERE v.n < $15::int AND s.a IS NOT NULL AND NOT (s.wrapped AND s.a > (SELECT after FROM cursor))
 	),
 	kinds(k) AS MATERIALIZED (SELECT jsonb_array_elements_text($4::jsonb)),
+	due_kinds(k) AS MATERIALIZED (
+		SELECT k FROM kinds WHERE EXISTS (
+			SELECT FROM jobs WHERE kind = kinds.k AND state IN (` + pendingSQL + `) AND run_at <= $3)
+	),
 	running(a, n) AS MATERIALIZED (
 		SELECT account_id, count(*) FROM jobs
 		WHERE $16::bool AND state = ` + runningSQL + ` AND account_id <> '' AND kind = ANY(ARRAY(SELECT k FROM kinds))
@@ -269,9 +279,12 @@ const claimPostgres = `WITH RECURSIVE
 			row_number() OVER (PARTITION BY j.endpoint_key ORDER BY j.run_at, j.id) AS ern
 		FROM visited v CROSS JOIN LATERAL (
 			SELECT id, run_at, endpoint_key FROM (
-				SELECT id, run_at, endpoint_key, pace_key FROM jobs
-				WHERE account_id = v.a AND state IN (` + pendingSQL + `) AND run_at <= $3
-					AND kind = ANY(ARRAY(SELECT k FROM kinds))
+				SELECT e.id, e.run_at, e.endpoint_key, e.pace_key FROM due_kinds dk CROSS JOIN LATERAL (
+					SELECT id, run_at, endpoint_key, pace_key FROM jobs
+					WHERE account_id = v.a AND kind = dk.k AND state IN (` + pendingSQL + `) AND run_at <= $3
+					ORDER BY run_at, id
+					LIMIT v.room + (SELECT n FROM beyond)
+				) e
 				ORDER BY run_at, id
 				LIMIT v.room + (SELECT n FROM beyond)
 			) d
@@ -339,8 +352,27 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// dueOfAccount is the condition on an account's jobs that a claim may take.
-const dueOfAccount = `state IN (?) AND run_at <= ? AND kind IN (?)`
+// dueKinds are those of kinds with a job due at now, one probe of
+// jobs_due_kind each (SQLite; the Postgres claim reads them itself).
+func dueKinds(ctx context.Context, db bun.IDB, kinds []string, now int64) ([]string, error) {
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	var q strings.Builder
+	args := make([]any, 0, 2*len(kinds))
+	for i, k := range kinds {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString(`SELECT ? AS k WHERE EXISTS (SELECT 1 FROM jobs WHERE kind = ? AND state IN (` + pendingSQL + `) AND run_at <= ?)`)
+		args = append(args, k, k, now)
+	}
+	var due []string
+	if err := db.NewRaw(q.String(), args...).Scan(ctx, &due); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read the kinds with due jobs: %w", err)
+	}
+	return due, nil
+}
 
 // pick is the claim's choice made in Go from the same reads, for SQLite:
 // the accounts to visit, the running jobs of each (counted when shared),
@@ -348,6 +380,10 @@ const dueOfAccount = `state IN (?) AND run_at <= ? AND kind IN (?)`
 // endpoints, then each visited account's oldest due jobs up to its room
 // (one UNION ALL), the jobs within each account's share first.
 func (c claim) pick(ctx context.Context, db bun.IDB, worker string) ([]int64, error) {
+	kinds, err := dueKinds(ctx, db, c.kinds, c.now)
+	if err != nil || len(kinds) == 0 {
+		return nil, err
+	}
 	accounts, err := c.visit(ctx, db, worker)
 	if err != nil {
 		return nil, err
@@ -399,10 +435,19 @@ func (c claim) pick(ctx context.Context, db bun.IDB, worker string) ([]int64, er
 		if q.Len() > 0 {
 			q.WriteString(" UNION ALL ")
 		}
-		q.WriteString(`SELECT * FROM (SELECT id, run_at, account_id, endpoint_key FROM (
-			SELECT id, run_at, account_id, endpoint_key, pace_key FROM jobs WHERE account_id = ? AND ` + dueOfAccount + `
-			ORDER BY run_at, id LIMIT ?) WHERE true` + skip + ` ORDER BY run_at, id LIMIT ?)`)
-		args = append(args, a, bun.List(pending), c.now, bun.List(c.kinds), take+beyond)
+		// The account's oldest due jobs of each due kind, merged.
+		q.WriteString(`SELECT * FROM (SELECT id, run_at, account_id, endpoint_key FROM (`)
+		for i, k := range kinds {
+			if i > 0 {
+				q.WriteString(" UNION ALL ")
+			}
+			q.WriteString(`SELECT * FROM (SELECT id, run_at, account_id, endpoint_key, pace_key FROM jobs
+				WHERE account_id = ? AND kind = ? AND state IN (` + pendingSQL + `) AND run_at <= ?
+				ORDER BY run_at, id LIMIT ?)`)
+			args = append(args, a, k, c.now, take+beyond)
+		}
+		q.WriteString(` ORDER BY run_at, id LIMIT ?) WHERE true` + skip + ` ORDER BY run_at, id LIMIT ?)`)
+		args = append(args, take+beyond)
 		args = append(args, skipArgs...)
 		args = append(args, take)
 	}

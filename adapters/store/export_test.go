@@ -2,14 +2,19 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing/fstest"
+	"time"
 
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/switchboard-dev/switchboard/application/writes"
+	"github.com/switchboard-dev/switchboard/domain/jobs"
 )
 
 // WatchHealth starts the health watcher, as the fx module does.
@@ -86,4 +91,53 @@ func (db *DB) BatchText(b writes.Batch) string {
 		texts = append(texts, s.text)
 	}
 	return strings.Join(texts, ";\n")
+}
+
+var claimProbes atomic.Int64
+
+// ClaimBuffers runs the Postgres claim of kinds, limit jobs at now, under
+// the generic plan every connection ends up with, in a transaction rolled
+// back, and returns the shared buffers it touched (EXPLAIN ANALYZE).
+func (db *DB) ClaimBuffers(ctx context.Context, kinds []string, limit int, now time.Time) (int, error) {
+	leases := make([]jobs.Lease, len(kinds))
+	for i, k := range kinds {
+		leases[i] = jobs.Lease{Kind: k, Until: now.Add(time.Minute)}
+	}
+	c := newClaim(leases, limit, now, jobs.ClaimFilter{Pool: "probe"})
+	args, err := c.postgresArgs("probe-worker", leases)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	name := fmt.Sprintf("claim_probe_%d", claimProbes.Add(1))
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `DEALLOCATE `+name) }()
+	for _, stmt := range []string{`SET LOCAL plan_cache_mode = force_generic_plan`, `PREPARE ` + name + ` AS ` + claimPostgres} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return 0, err
+		}
+	}
+	placeholders := strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")
+	var plan string
+	if err := tx.NewRaw(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE `+name+`(`+placeholders+`)`, args...).Scan(ctx, &plan); err != nil {
+		return 0, err
+	}
+	var out []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+		} `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &out); err != nil || len(out) != 1 {
+		return 0, fmt.Errorf("read the plan %q: %v", plan, err)
+	}
+	return out[0].Plan.Hit + out[0].Plan.Read, nil
 }

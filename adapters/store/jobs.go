@@ -369,10 +369,25 @@ func (r JobQueue) PruneJobs(ctx context.Context, kinds []string, before time.Tim
 
 // NextJobAt is when the earliest pending job of the kinds becomes due
 // (zero when none is pending), so an idle runner can sleep until then.
+// Each kind's earliest is one probe of jobs_due_kind, however many jobs of
+// other kinds are pending.
 func (r JobQueue) NextJobAt(ctx context.Context, kinds []string) (time.Time, error) {
+	if len(kinds) == 0 {
+		return time.Time{}, nil
+	}
+	var q strings.Builder
+	args := make([]any, len(kinds))
+	q.WriteString(`SELECT MIN(m) FROM (`)
+	for i, k := range kinds {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString(`SELECT (SELECT run_at FROM jobs WHERE kind = ? AND state IN (` + pendingSQL + `) ORDER BY run_at LIMIT 1) AS m`)
+		args[i] = k
+	}
+	q.WriteString(`) firsts`)
 	var next sql.NullInt64
-	err := r.read.NewRaw(`SELECT MIN(run_at) FROM jobs WHERE state IN (?) AND kind IN (?)`,
-		bun.List(pending), bun.List(kinds)).Scan(ctx, &next)
+	err := r.read.NewRaw(q.String(), args...).Scan(ctx, &next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next job time: %w", err)
 	}

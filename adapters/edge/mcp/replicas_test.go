@@ -179,7 +179,9 @@ func TestSessionCapAndIdleExpiryAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	a := setupWith(t, store.Postgres, appOptions{configure: func(c *bootstrap.Config) {
 		c.MCP.MaxSessionsPerAccount = 2
-		c.MCP.SessionIdleTimeout = 3 * time.Second
+		// Long enough that the two sessions stay open through the cap's
+		// checks on a loaded machine (3 s was not, under make test).
+		c.MCP.SessionIdleTimeout = 10 * time.Second
 	}})
 	b := a.replica(t)
 	first := a.connectWith(t, a.acme, clientOptions{noEventStream: true})
@@ -195,7 +197,7 @@ func TestSessionCapAndIdleExpiryAcrossReplicas(t *testing.T) {
 
 	// A request would move the idle timeout on: none comes for longer
 	// than it.
-	time.Sleep(4 * time.Second)
+	time.Sleep(11 * time.Second)
 	h := headersOf(a.acme)
 	h.Set("Mcp-Session-Id", first.ID())
 	idle, raw := b.post(t, h, ping(t))

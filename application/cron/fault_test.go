@@ -373,7 +373,14 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 			require.Zero(t, e.InterruptedAttempts)
 			require.Len(t, calls[key], 1, "slot %s called once", key)
 			slotReal := clock.realStart.Add(time.Duration(time.UnixMicro(e.Slot).Sub(simStart)) / speed)
-			require.Less(t, calls[key][0].Sub(slotReal), realLease+5*time.Second, "late by at most the lease, with slack")
+			// Taken over by another replica within the lease; with one
+			// (SQLite) by its restart, which on make test's loaded
+			// machine took up to 17 s.
+			slack := 5 * time.Second
+			if n == 1 {
+				slack = 25 * time.Second
+			}
+			require.Less(t, calls[key][0].Sub(slotReal), realLease+slack, "late by at most the lease, with slack")
 		case e.Attempt == 2 && e.InterruptedAttempts == 1:
 			// Cut off otherwise: a kill that caught its call in flight
 			// when the test looked for runs held before their call, or a

@@ -227,7 +227,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	minute := 1
 	victim := 0
 	for ; minute <= 10 && (beforeCall == nil || midCall == nil); minute++ {
-		boundary := simStart.Add(time.Duration(minute)*time.Minute - 30*time.Second)
+		boundary := slotOf(simStart, minute)
 		if beforeCall == nil {
 			waitSim(boundary.Add(-time.Second))
 			kills = append(kills, time.Now())
@@ -257,7 +257,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	for {
 		var done int
 		require.NoError(t, db.Bun().NewRaw("SELECT COUNT(*) FROM cron_executions WHERE status <> 'running' AND slot <= ?",
-			simStart.Add(time.Duration(last)*time.Minute-30*time.Second).UnixMicro()).Scan(ctx, &done))
+			slotOf(simStart, last).UnixMicro()).Scan(ctx, &done))
 		// A slot past the last one may be claimed meanwhile; it is left out.
 		if done >= jobs*last || time.Now().After(deadline) {
 			break
@@ -276,7 +276,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 		InterruptedAttempts int    `bun:"interrupted_attempts"`
 		Error               string `bun:"error"`
 	}
-	lastSlot := simStart.Add(time.Duration(last)*time.Minute - 30*time.Second)
+	lastSlot := slotOf(simStart, last)
 	require.NoError(t, db.Bun().NewRaw("SELECT id, job_id, slot, status, attempt, interrupted_attempts, error FROM cron_executions WHERE slot <= ?",
 		lastSlot.UnixMicro()).Scan(ctx, &execs))
 	keyOf := map[string]string{}
@@ -289,7 +289,6 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	for _, at := range calls {
 		arrivals = append(arrivals, at...)
 	}
-	realOf := func(sim time.Time) time.Time { return clock.realStart.Add(sim.Sub(simStart) / speed) }
 	// downAcross says whether the lone scheduler (SQLite) was down over
 	// slot and the next one: killed before slot, it made no call until
 	// after the next slot (its restart, on a loaded machine, took that
@@ -299,7 +298,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 		if n != 1 {
 			return false
 		}
-		from, to := realOf(slot), realOf(slot.Add(time.Minute))
+		from, to := clock.Real(slot), clock.Real(slot.Add(time.Minute))
 		for _, k := range kills {
 			if k.After(from) {
 				continue
@@ -323,7 +322,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 	missed := 0
 	for _, id := range jobIDs {
 		for m := 1; m <= last; m++ {
-			slot := simStart.Add(time.Duration(m)*time.Minute - 30*time.Second)
+			slot := slotOf(simStart, m)
 			key := cron.IdempotencyKey(id, slot)
 			if !made[key] {
 				require.True(t, downAcross(slot), "slot %s of %s has no execution, and the scheduler was not down across it (kills %v)", slot, id, kills)
@@ -372,7 +371,7 @@ func killedReplicaRun(t *testing.T, dialect store.Dialect, n int) {
 			require.Equal(t, 1, e.Attempt, "a run whose call had not started is made as its first attempt")
 			require.Zero(t, e.InterruptedAttempts)
 			require.Len(t, calls[key], 1, "slot %s called once", key)
-			slotReal := clock.realStart.Add(time.Duration(time.UnixMicro(e.Slot).Sub(simStart)) / speed)
+			slotReal := clock.Real(time.UnixMicro(e.Slot))
 			// Taken over by another replica within the lease; with one
 			// (SQLite) by its restart, which on make test's loaded
 			// machine took up to 17 s.

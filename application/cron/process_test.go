@@ -44,6 +44,17 @@ func (c fastClock) Now() time.Time {
 	return c.simStart.Add(time.Since(c.realStart) * time.Duration(c.speed))
 }
 
+// Real is when the simulated time sim comes, in real time.
+func (c fastClock) Real(sim time.Time) time.Time {
+	return c.realStart.Add(sim.Sub(c.simStart) / time.Duration(c.speed))
+}
+
+// slotOf is the slot of minute m of a test whose simulated time starts at
+// simStart, half a minute before its first slot.
+func slotOf(simStart time.Time, m int) time.Time {
+	return simStart.Add(time.Duration(m)*time.Minute - 30*time.Second)
+}
+
 func (c fastClock) After(d time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTimer(d / time.Duration(c.speed))
 	ch := make(chan time.Time, 1)
@@ -192,11 +203,11 @@ func TestExactlyOnceAcrossProcesses(t *testing.T) {
 	// minute's records may come after the next slot (30 s of simulated
 	// time, 1.5 s of real time): the processes, still running, call it,
 	// and those calls are of slots the test did not wait for.
-	lastSlot := simStart.Add(minutes*time.Minute - 30*time.Second)
+	lastSlot := slotOf(simStart, minutes)
 	window := map[string]bool{}
 	for _, id := range jobIDs {
 		for m := 1; m <= minutes; m++ {
-			window[cron.IdempotencyKey(id, simStart.Add(time.Duration(m)*time.Minute-30*time.Second))] = true
+			window[cron.IdempotencyKey(id, slotOf(simStart, m))] = true
 		}
 	}
 	keys := map[string]int{}

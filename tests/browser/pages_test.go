@@ -79,8 +79,12 @@ func TestKeyboard(t *testing.T) {
 	tb.do(chromedp.KeyEvent(kb.Tab))
 	require.Equal(t, "Skip to content", eval[string](tb, `document.activeElement.textContent`))
 	require.NotEqual(t, "none", eval[string](tb, `getComputedStyle(document.activeElement).outlineStyle`), "a visible focus")
+	require.True(t, eval[bool](tb, `(window.renderedView = document.querySelector('#app > .page')) !== null`), "the page has rendered")
 	tb.do(chromedp.KeyEvent(kb.Enter))
 	tb.waitFor("the main part to have the focus", `() => document.activeElement && document.activeElement.id === 'main'`)
+	// The move to #main fires popstate; the page stays as it was (a render
+	// would take the focus and the live socket away).
+	require.True(t, eval[bool](tb, `document.querySelector('#app > .page') === window.renderedView`), "the skip link rendered the page again")
 	// Tab on to the filter field, type a number, Enter.
 	for i := 0; i < 10 && eval[string](tb, `document.activeElement.name || ''`) != "phone"; i++ {
 		tb.do(chromedp.KeyEvent(kb.Tab))

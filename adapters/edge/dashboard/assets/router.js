@@ -31,6 +31,12 @@ const modules = {
 
 let cleanup = null;
 
+// rendered is the path and query of the page on screen: a move to a
+// fragment (the "Skip to content" link, #main) fires popstate too, and
+// must not render the page again under the reader.
+let rendered = null;
+const where = () => location.pathname + location.search;
+
 function context(page) {
   const base = page === 'overview' ? '/dashboard/' : `/dashboard/${page}/`;
   let rest = location.pathname.startsWith(base) ? location.pathname.slice(base.length) : '';
@@ -59,6 +65,7 @@ export async function start() {
     }
     cleanup = null;
   }
+  rendered = where();
   root.setAttribute('aria-busy', 'true');
   delete root.dataset.ready;
   mount(root, loading());
@@ -100,7 +107,9 @@ let booted = false;
 export function boot() {
   if (booted) return;
   booted = true;
-  window.addEventListener('popstate', () => start());
+  window.addEventListener('popstate', () => {
+    if (where() !== rendered) start();
+  });
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', () => start());
   } else {

@@ -94,5 +94,11 @@ func TestKeyboard(t *testing.T) {
 	tb.do(chromedp.KeyEvent("+14155550999"), chromedp.KeyEvent(kb.Enter))
 	tb.waitFor("one thread left", `() => document.querySelectorAll('.thread-list li').length === 1`)
 	require.Contains(t, tb.text(".thread-list"), "Zed")
+	// The filter is in the address now; the skip link still keeps the page.
+	require.True(t, eval[bool](tb, `(window.renderedView = document.querySelector('#app > .page')) !== null`))
+	tb.do(chromedp.Focus(".skip-link"), chromedp.KeyEvent(kb.Enter))
+	tb.waitFor("the main part to have the focus", `() => document.activeElement && document.activeElement.id === 'main'`)
+	require.True(t, eval[bool](tb, `document.querySelector('#app > .page') === window.renderedView`), "the skip link rendered the filtered page again")
+	require.Equal(t, "?phone=%2B14155550999", eval[string](tb, `location.search`))
 	tb.requireHealthy()
 }

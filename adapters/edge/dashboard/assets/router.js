@@ -101,6 +101,15 @@ export function navigate(path) {
   return start();
 }
 
+/**
+ * replace changes the address of the page on screen to path (a page's
+ * own state, e.g. its filter in the query) without rendering it again.
+ */
+export function replace(path) {
+  history.replaceState(null, '', path);
+  rendered = where();
+}
+
 let booted = false;
 
 /** boot starts the console once the document is parsed. */

@@ -11,7 +11,7 @@ import {
   section, showFieldErrors, time,
 } from './dom.js';
 import { indicator, onReconnect, subscribe } from './live.js';
-import { navigate } from './router.js';
+import { navigate, replace } from './router.js';
 
 const pageSize = 20;
 
@@ -149,7 +149,7 @@ async function renderList(root, ctx, numbers) {
     const url = new URL(location.href);
     if (value) url.searchParams.set('phone', value);
     else url.searchParams.delete('phone');
-    history.replaceState(null, '', url.pathname + url.search);
+    replace(url.pathname + url.search);
     load();
   }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/adapters/store"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest"
 	"github.com/switchboard-dev/switchboard/adapters/store/dbtest/faultproxy"
+	appcron "github.com/switchboard-dev/switchboard/application/cron"
 	"github.com/switchboard-dev/switchboard/domain/cron"
 )
 
@@ -96,6 +97,7 @@ func TestRollingUpgradeWithKillsAndADatabaseRestart(t *testing.T) {
 		if i == 0 {
 			// Both builds serve when the database restarts.
 			rig.proxy.SetRefuse(true)
+			rig.restarts = append(rig.restarts, time.Now())
 			rig.proxy.Reset()
 			time.Sleep(time.Second)
 			rig.proxy.SetRefuse(false)
@@ -234,6 +236,7 @@ type upgradeRig struct {
 
 	replicas   []*serverProc
 	kills      []time.Time
+	restarts   []time.Time          // when the database restarted
 	cronJobs   map[string]time.Time // each job's own second
 	stopLoad   func()
 	killsAllow bool
@@ -569,33 +572,60 @@ type upgradeExecution struct {
 	Attempt     int    `bun:"attempt"`
 	Interrupted int    `bun:"interrupted_attempts"`
 	Error       string `bun:"error"`
+	// StartedAt is when the run was made (enqueued, or claimed by the
+	// previous release), in unix microseconds.
+	StartedAt int64 `bun:"started_at"`
 }
 
 func (rig *upgradeRig) executions(t *testing.T) []upgradeExecution {
 	t.Helper()
 	var execs []upgradeExecution
-	require.NoError(t, rig.db.Bun().NewRaw(`SELECT job_id, slot, status, attempt, interrupted_attempts, COALESCE(error, '') AS error
+	require.NoError(t, rig.db.Bun().NewRaw(`SELECT job_id, slot, status, attempt, interrupted_attempts, COALESCE(error, '') AS error, started_at
 		FROM cron_executions ORDER BY slot`).Scan(context.Background(), &execs))
 	return execs
 }
 
 // missingSlots lists the slots up to until that have no execution: each
-// job's own second, and every minute after it.
+// job's own second, and every minute after it. A slot missed in the
+// database's restart is not listed when the job's next slot shows the
+// documented catch-up (docs/cron.md, missed runs after downtime): the
+// database went away at most a lookahead before the slot, and the next
+// slot's run was made only once that slot had come, so the job was found
+// late and ran once, for its latest missed slot. (A job whose own second
+// is :59 has its next slot one second later.)
 func (rig *upgradeRig) missingSlots(execs []upgradeExecution, until time.Time) []string {
-	have := map[string]bool{}
+	made := map[string]upgradeExecution{}
 	for _, e := range execs {
-		have[e.JobID+"@"+strconv.FormatInt(e.Slot, 10)] = true
+		made[e.JobID+"@"+strconv.FormatInt(e.Slot, 10)] = e
 	}
 	var missing []string
 	for id, own := range rig.cronJobs {
 		for slot := own; !slot.After(until); slot = slot.Truncate(time.Minute).Add(time.Minute) {
-			if !have[id+"@"+strconv.FormatInt(slot.UnixMicro(), 10)] {
-				missing = append(missing, id+" at "+slot.Format(time.TimeOnly))
+			if _, ok := made[id+"@"+strconv.FormatInt(slot.UnixMicro(), 10)]; ok {
+				continue
 			}
+			next := slot.Truncate(time.Minute).Add(time.Minute)
+			if late, ok := made[id+"@"+strconv.FormatInt(next.UnixMicro(), 10)]; ok && late.StartedAt >= next.UnixMicro() && rig.restartedAround(slot, next) {
+				continue
+			}
+			missing = append(missing, id+" at "+slot.Format(time.TimeOnly))
 		}
 	}
 	sort.Strings(missing)
 	return missing
+}
+
+// restartedAround says whether the database restarted between a
+// lookahead (with a second of slack) before slot and next: a run of slot
+// not yet committed then was lost with the restart's transactions, and
+// the schedulers could make none until it was back.
+func (rig *upgradeRig) restartedAround(slot, next time.Time) bool {
+	for _, r := range rig.restarts {
+		if !r.Before(slot.Add(-appcron.DefaultLookahead-time.Second)) && !r.After(next) {
+			return true
+		}
+	}
+	return false
 }
 
 // unsettled lists the executions of slots up to until that have not

@@ -31,8 +31,6 @@ release:
 	cd dist && sha256sum switchboard-* > SHA256SUMS
 
 ## test: the whole suite with the race detector, SQLite and Postgres
-# Most tests wait on a database or a socket: eight at a time per package
-# keep two CPUs busy where the default (one per CPU) left them idle.
 # SQLite is C translated to Go (modernc.org): the race detector checks our
 # code and every other dependency, but not SQLite's own translated C, as it
 # would not check a cgo build of it. Instrumented, that C was three
@@ -42,9 +40,10 @@ RACE := -race -gcflags='modernc.org/...=-race=false'
 # binary, built here once before them, rather than building three copies
 # side by side (tests/e2ebinary).
 E2E_BIN := bin/switchboard-e2e
-# Four tests at once per package: with eight, the end-to-end packages'
-# servers saturated two CPUs (run queue up to 40) and timing tests failed;
-# with four the suite took as long (15.5 min against 14.5 on a loaded day).
+# Four tests at once per package: most tests wait on a database or a
+# socket, so one per CPU (the default) leaves CPUs idle, while eight
+# overload two CPUs with the end-to-end packages' servers and fail timing
+# tests for no gain in time (measured in bench/RESULTS.md).
 test:
 	$(GO) build -ldflags '-X main.version=v0.0.0-e2e' -o $(E2E_BIN) ./cmd/switchboard
 	SWITCHBOARD_TEST_BINARY=$(abspath $(E2E_BIN)) $(WITH_PG) $(GO) test $(RACE) -count=1 -parallel 4 -timeout 20m ./...

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-dev/switchboard/adapters/email/smtptest"
 )
 
 // attachment is the file the test's email attaches.
@@ -76,5 +78,36 @@ func TestEmailPageAndSandboxMailbox(t *testing.T) {
 	sum := sha256.Sum256([]byte(attachment))
 	require.Equal(t, hex.EncodeToString(sum[:]), tb.text(".mailbox .kept-email .attachment .sha256"))
 	require.Contains(t, tb.text(".mailbox .kept-email .attachment"), "report.pdf (application/pdf, 16 bytes)")
+	tb.requireHealthy()
+}
+
+// An email sent from the page shows as sent once a slow relay has taken
+// it, without a reload: the page follows the queued email until its
+// status is final. The relay (a real SMTP server) answers each message's
+// data after two seconds, so the email is still queued at the page's
+// first looks.
+func TestEmailPageFollowsASlowRelay(t *testing.T) {
+	t.Parallel()
+	relay, err := smtptest.Start(smtptest.Options{OnData: func(smtptest.Message) error {
+		time.Sleep(2 * time.Second)
+		return nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = relay.Close() })
+	s := startServer(t, serverOptions{args: []string{"--smtp-url", relay.URL()}})
+	tb := newTab(t, s.URL)
+	tb.signedIn(s)
+	tb.open("/dashboard/email")
+	tb.waitReady()
+	tb.fill(`input[name="address"]`, "slow.relay")
+	tb.clickText("Create address")
+	tb.waitText("table", "slow.relay@")
+	tb.fill(`input[name="recipient_address"]`, "ann@example.org")
+	tb.fill(`input[name="subject"]`, "Through a slow relay")
+	tb.fill(`textarea[name="body"]`, "Hello Ann")
+	tb.clickText("Send email")
+	tb.waitText(".send-email", "Queued")
+	tb.waitFor("the email to show as sent", `() => !!document.querySelector('.sent-emails tr[data-status="SENT"]')`)
+	require.Len(t, relay.Messages(), 1, "the relay took the email once")
 	tb.requireHealthy()
 }

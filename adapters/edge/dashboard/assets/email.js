@@ -207,8 +207,10 @@ export async function render(root, ctx) {
     for (let n = 0; n < 40 && !stopped; n++) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** n, 5000)));
       try {
-        const e = await rest('GET', `/emails/{account}/messages/${encodeURIComponent(id)}`);
-        if (e.status !== 'queued') break;
+        // The answer is {status: 'success', data: {status, …}}: the
+        // email's own status is in data.
+        const { data } = await rest('GET', `/emails/{account}/messages/${encodeURIComponent(id)}`);
+        if (!data || data.status !== 'queued') break;
       } catch {
         break;
       }

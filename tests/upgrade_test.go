@@ -596,16 +596,16 @@ func (rig *upgradeRig) executions(t *testing.T) []upgradeExecution {
 func (rig *upgradeRig) missingSlots(execs []upgradeExecution, until time.Time) []string {
 	made := map[string]upgradeExecution{}
 	for _, e := range execs {
-		made[e.JobID+"@"+strconv.FormatInt(e.Slot, 10)] = e
+		made[slotKey(e.JobID, time.UnixMicro(e.Slot))] = e
 	}
 	var missing []string
 	for id, own := range rig.cronJobs {
-		for slot := own; !slot.After(until); slot = slot.Truncate(time.Minute).Add(time.Minute) {
-			if _, ok := made[id+"@"+strconv.FormatInt(slot.UnixMicro(), 10)]; ok {
+		for slot := own; !slot.After(until); slot = nextMinute(slot) {
+			if _, ok := made[slotKey(id, slot)]; ok {
 				continue
 			}
-			next := slot.Truncate(time.Minute).Add(time.Minute)
-			if late, ok := made[id+"@"+strconv.FormatInt(next.UnixMicro(), 10)]; ok && late.StartedAt >= next.UnixMicro() && rig.restartedAround(slot, next) {
+			next := nextMinute(slot)
+			if late, ok := made[slotKey(id, next)]; ok && late.StartedAt >= next.UnixMicro() && rig.restartedAround(slot, next) {
 				continue
 			}
 			missing = append(missing, id+" at "+slot.Format(time.TimeOnly))
@@ -614,6 +614,14 @@ func (rig *upgradeRig) missingSlots(execs []upgradeExecution, until time.Time) [
 	sort.Strings(missing)
 	return missing
 }
+
+// slotKey names a cron job's slot.
+func slotKey(jobID string, slot time.Time) string {
+	return jobID + "@" + strconv.FormatInt(slot.UnixMicro(), 10)
+}
+
+// nextMinute is the slot after slot of a job that runs every minute.
+func nextMinute(slot time.Time) time.Time { return slot.Truncate(time.Minute).Add(time.Minute) }
 
 // restartedAround says whether the database restarted between a
 // lookahead (with a second of slack) before slot and next: a run of slot

@@ -466,20 +466,35 @@ func (rig *upgradeRig) logBacklog(t *testing.T) {
 	t.Logf("webhook deliveries pending (oldest 30): %+v", pending)
 }
 
-// inFlightAtKill says whether at is shortly before a kill: a request on
-// the wire when a replica died.
-func (rig *upgradeRig) inFlightAtKill(at time.Time) bool {
-	for _, k := range rig.kills {
-		if !at.After(k) && k.Sub(at) <= crashInFlight {
-			return true
+// repeatsFromKills checks the arrivals of one piece of work (in order)
+// against the documented at-least-once case: each arrival but the last
+// was on the wire when a replica died, shortly before a kill that came
+// before the next arrival, and no kill accounts for two of them. (A
+// replica of the previous release holds its work until the lease ends, so
+// the work can be cut off at one kill, taken up by another replica that
+// is killed in turn, and arrive a third time.) It returns "" or what
+// breaks the rule.
+func (rig *upgradeRig) repeatsFromKills(at []time.Time) string {
+	used := map[int]bool{}
+	for i := 0; i+1 < len(at); i++ {
+		found := false
+		for k, kill := range rig.kills {
+			if !used[k] && !at[i].After(kill) && kill.Sub(at[i]) <= crashInFlight && kill.Before(at[i+1]) {
+				used[k], found = true, true
+				break
+			}
+		}
+		if !found {
+			return fmt.Sprintf("arrival %d of %d (%s) was not in flight at a kill before the next one %v",
+				i+1, len(at), at[i].Format(time.StampMilli), rig.kills)
 		}
 	}
-	return false
+	return ""
 }
 
 // checkSends: every accepted key left one message, which reached the
-// provider once (twice only when its first copy was in flight at a
-// kill), and none failed.
+// provider once (once more for each copy in flight at a kill, see
+// repeatsFromKills), and none failed.
 func (rig *upgradeRig) checkSends(t *testing.T, sends []upgradeSend) {
 	t.Helper()
 	var rows []struct {
@@ -493,25 +508,24 @@ func (rig *upgradeRig) checkSends(t *testing.T, sends []upgradeSend) {
 	}
 	require.Len(t, stored, len(sends), "one message per accepted send, none made by a retry")
 	arrivals := rig.provider.arrivals()
-	twice := 0
+	again := 0
 	for _, s := range sends {
 		require.Contains(t, stored, s.messageID, "the send %s (%q) is stored", s.key, s.text)
 		require.NotEqual(t, "failed", stored[s.messageID], "the provider took %q", s.text)
 		at := arrivals[s.text]
 		require.NotEmpty(t, at, "the send %q reached the provider", s.text)
 		if len(at) > 1 {
-			twice++
-			require.Len(t, at, 2, "%q reached the provider at most twice", s.text)
-			require.True(t, rig.inFlightAtKill(at[0]), "%q reached the provider twice; its first copy (%s) was not in flight at a kill %v",
-				s.text, at[0].Format(time.StampMilli), rig.kills)
+			again++
+			require.Empty(t, rig.repeatsFromKills(at), "%q reached the provider %d times", s.text, len(at))
 		}
 	}
-	t.Logf("%d sends accepted, each stored once; %d reached the provider twice (in flight at a kill)", len(sends), twice)
+	t.Logf("%d sends accepted, each stored once; %d reached the provider again (in flight at a kill)", len(sends), again)
 }
 
 // checkDeliveries: every webhook delivery succeeded and reached the
-// receiver once per counted attempt (once more when an attempt was cut
-// off by a kill), each accepted send's message.sent among them.
+// receiver once per counted attempt (once more for each attempt a kill
+// cut off, see repeatsFromKills), each accepted send's message.sent among
+// them.
 func (rig *upgradeRig) checkDeliveries(t *testing.T, sends []upgradeSend) {
 	t.Helper()
 	var rows []struct {
@@ -532,14 +546,12 @@ func (rig *upgradeRig) checkDeliveries(t *testing.T, sends []upgradeSend) {
 		}
 		again++
 		require.True(t, rig.killsAllow, "delivery %s: %d attempts, %d requests, with no replica killed", d.ID, d.Attempts, len(at))
-		require.LessOrEqual(t, len(at), 2, "delivery %s reached the receiver at most twice", d.ID)
-		require.True(t, rig.inFlightAtKill(at[0]), "delivery %s reached the receiver again; its first request (%s) was not in flight at a kill %v",
-			d.ID, at[0].Format(time.StampMilli), rig.kills)
+		require.Empty(t, rig.repeatsFromKills(at), "delivery %s reached the receiver %d times", d.ID, len(at))
 		// This build logs an attempt its replica's death cut off as
 		// interrupted; the previous release, whose processes do not
 		// register, leaves it to the lease and unlogged.
 		logged := d.Attempts + d.Interrupted
-		require.True(t, len(at) == logged || len(at) == logged+1,
+		require.True(t, logged >= 1 && len(at) >= logged,
 			"delivery %s: %d requests, %d attempts and %d interrupted logged", d.ID, len(at), d.Attempts, d.Interrupted)
 	}
 	for id := range arrivals {
@@ -548,7 +560,7 @@ func (rig *upgradeRig) checkDeliveries(t *testing.T, sends []upgradeSend) {
 	for _, s := range sends {
 		require.Equal(t, 1, sent[s.messageID], "the message.sent event of %s (%q) was delivered once", s.messageID, s.text)
 	}
-	t.Logf("%d webhook deliveries, each arrived; %d arrived twice (in flight at a kill)", len(rows), again)
+	t.Logf("%d webhook deliveries, each arrived; %d arrived again (in flight at a kill)", len(rows), again)
 }
 
 func containsDelivery(rows []struct {

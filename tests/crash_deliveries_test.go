@@ -125,7 +125,7 @@ func TestKilledServerDeliversEveryAcceptedSend(t *testing.T) {
 				twice++
 			}
 			for i := 0; i+1 < len(at); i++ {
-				k := sort.Search(len(kills), func(j int) bool { return !kills[j].Before(at[i]) })
+				k := killAfter(kills, at[i])
 				require.Less(t, k, len(kills), "%q was sent again after a copy at %s, after the last kill", text, at[i].Format(time.StampMilli))
 				require.WithinDuration(t, kills[k], at[i], crashInFlight,
 					"%q was sent again; its copy at %s was not in flight at the kill (%s)", text, at[i].Format(time.StampMilli), kills[k].Format(time.StampMilli))
@@ -266,4 +266,11 @@ func (s *steadySender) acceptedTexts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.accepted...)
+}
+
+// killAfter is the index of the first of kills (in order) at or after at,
+// the one that could have cut off a request on the wire then; len(kills)
+// when none is.
+func killAfter(kills []time.Time, at time.Time) int {
+	return sort.Search(len(kills), func(j int) bool { return !kills[j].Before(at) })
 }

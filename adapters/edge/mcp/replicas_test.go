@@ -177,11 +177,12 @@ func TestSessionIDsOfOthersAreNotFound(t *testing.T) {
 // idle session ends on all of them.
 func TestSessionCapAndIdleExpiryAcrossReplicas(t *testing.T) {
 	t.Parallel()
+	// Long enough that the two sessions stay open through the cap's
+	// checks on a loaded machine.
+	const idleTimeout = 10 * time.Second
 	a := setupWith(t, store.Postgres, appOptions{configure: func(c *bootstrap.Config) {
 		c.MCP.MaxSessionsPerAccount = 2
-		// Long enough that the two sessions stay open through the cap's
-		// checks on a loaded machine (3 s was not, under make test).
-		c.MCP.SessionIdleTimeout = 10 * time.Second
+		c.MCP.SessionIdleTimeout = idleTimeout
 	}})
 	b := a.replica(t)
 	first := a.connectWith(t, a.acme, clientOptions{noEventStream: true})
@@ -197,7 +198,7 @@ func TestSessionCapAndIdleExpiryAcrossReplicas(t *testing.T) {
 
 	// A request would move the idle timeout on: none comes for longer
 	// than it.
-	time.Sleep(11 * time.Second)
+	time.Sleep(idleTimeout + time.Second)
 	h := headersOf(a.acme)
 	h.Set("Mcp-Session-Id", first.ID())
 	idle, raw := b.post(t, h, ping(t))

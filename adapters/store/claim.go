@@ -200,8 +200,12 @@ const claimScanBeyond = 256
 // once (a generic plan) instead of on every claim. due_kinds are the
 // claim's kinds with a job due (one probe of jobs_due_kind each); without
 // one, nothing more is read. visit lists the
-// accounts with pending jobs from the cursor on, wrapping round, at most
-// $15; running counts the running jobs of each account (of the claim's
+// accounts with pending jobs from the cursor on, wrapping round (from the
+// first account again, unless the cursor is there already), at most
+// $15, each account one probe (OFFSET 0 keeps Postgres from copying a
+// probe into each place its result is used; a probe from the first
+// account walks past the entries of the jobs claimed since the last
+// vacuum); running counts the running jobs of each account (of the claim's
 // kinds) in the queue, or reads the claimer's count ($17) when it is the
 // pool's only runner (the scan is then skipped whole), bounded the room of each bounded endpoint (its limit less its
 // running jobs), blocked the endpoints left out (skipped, or a breaker
@@ -222,16 +226,19 @@ const claimPostgres = `WITH RECURSIVE
 	),
 	visit(a, n, wrapped) AS (
 		SELECT s.a, 1, s.wrapped FROM (
-			SELECT COALESCE(x.a, (SELECT MIN(account_id) FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > '')) AS a,
+			SELECT COALESCE(x.a, CASE WHEN (SELECT after FROM cursor) = '' THEN NULL
+					ELSE (SELECT MIN(account_id) FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > '') END) AS a,
 				x.a IS NULL AS wrapped
 			FROM (SELECT MIN(account_id) AS a FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > (SELECT after FROM cursor)) x
+			OFFSET 0
 		) s WHERE s.a IS NOT NULL AND EXISTS (SELECT FROM due_kinds)
 		UNION ALL
 		SELECT s.a, v.n + 1, s.wrapped FROM visit v CROSS JOIN LATERAL (
-			SELECT COALESCE(x.a, CASE WHEN v.wrapped THEN NULL
+			SELECT COALESCE(x.a, CASE WHEN v.wrapped OR (SELECT after FROM cursor) = '' THEN NULL
 					ELSE (SELECT MIN(account_id) FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > '') END) AS a,
 				v.wrapped OR x.a IS NULL AS wrapped
 			FROM (SELECT MIN(account_id) AS a FROM jobs WHERE state IN (` + pendingSQL + `) AND account_id > v.a) x
+			OFFSET 0
 		) s
 		WHERE v.n < $15::int AND s.a IS NOT NULL AND NOT (s.wrapped AND s.a > (SELECT after FROM cursor))
 	),

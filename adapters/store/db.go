@@ -202,6 +202,17 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	if _, set := params["jit"]; !set {
 		params["jit"] = "off"
 	}
+	// A prepared statement (the hot reads, the job claim, the shared
+	// commits) is planned once per connection, for any values, unless the
+	// URL sets plan_cache_mode. Their texts are written for that plan: the
+	// states a partial index covers are literals, and limits that shape a
+	// plan are in the text. Postgres's default plans each of the first
+	// five executions on a connection for its values, and goes on doing
+	// so when the values' plans look cheaper: the job claim takes longer
+	// to plan than to run.
+	if _, set := params["plan_cache_mode"]; !set {
+		params["plan_cache_mode"] = "force_generic_plan"
+	}
 	connector := postgresConnector(rawURL, readTimeout, params)
 	// Migrations (an index built over a large table) may run longer than
 	// any request: their connections have no read timeout and, unless the

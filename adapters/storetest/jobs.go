@@ -22,6 +22,8 @@ type JobQueue interface {
 	ReleaseJobs(ctx context.Context, worker string, ids []int64) error
 	CompleteJobs(ctx context.Context, worker string, ids []int64, now time.Time) error
 	RescueJobs(ctx context.Context, now time.Time) (rescued, killed int, err error)
+	// NextJobAt is what an idle runner sleeps until.
+	NextJobAt(ctx context.Context, kinds []string) (time.Time, error)
 	RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error
 	KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error
 	// AccountJobStats is the account's summary the console shows
@@ -59,6 +61,35 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 	// An account's summary counts its own jobs only, each in its one
 	// state: due, scheduled, running, retrying (and due or scheduled),
 	// dead; completed jobs are gone from it.
+	// The next job time is the earliest run time of the kinds' pending
+	// jobs, due or not; running jobs and other kinds do not count.
+	t.Run("NextJobAtIsTheKindsEarliestPendingJob", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		next := func(kinds ...string) time.Time {
+			t.Helper()
+			got, err := q.NextJobAt(ctx, kinds)
+			require.NoError(t, err)
+			return got
+		}
+		require.True(t, next("send", "mail").IsZero(), "nothing pending")
+		for kind, runAt := range map[string]time.Time{"run": at.Add(-time.Hour), "send": at.Add(10 * time.Second), "mail": at.Add(5 * time.Second), "other": at} {
+			_, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: kind, RunAt: runAt})
+			require.NoError(t, err)
+		}
+		_, err := q.EnqueueJob(ctx, jobs.EnqueueParams{Kind: "send", RunAt: at.Add(time.Hour)})
+		require.NoError(t, err)
+		claimed, err := q.ClaimJobs(ctx, "w", []jobs.Lease{{Kind: "run", Until: at.Add(time.Minute)}}, 1, at, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.Equal(t, at.Add(5*time.Second), next("send", "mail", "run"))
+		require.Equal(t, at.Add(10*time.Second), next("send"))
+		require.True(t, next("run").IsZero(), "a running job is not pending")
+		require.True(t, next("nothing").IsZero(), "a kind without jobs")
+		require.True(t, next().IsZero(), "no kinds")
+	})
+
 	t.Run("AccountJobStats", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)

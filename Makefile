@@ -65,7 +65,8 @@ FUZZ_TARGETS := \
 	./adapters/httpguard:FuzzCheckURL \
 	./adapters/channels/whatsapp:FuzzWebhook \
 	./adapters/channels/telegram:FuzzWebhook \
-	./adapters/edge/mcp:FuzzToolArguments
+	./adapters/edge/mcp:FuzzToolArguments \
+	./adapters/edge/rest:FuzzDecodeJSON
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "$$name in $$pkg for $(FUZZTIME)"; \

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
 	"net/http"
 	"reflect"
 	"strings"
+
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/switchboard-dev/switchboard/domain/failure"
 )
@@ -27,6 +28,14 @@ func decodeJSON(r *http.Request, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return failure.Invalid(failure.FieldError{In: "body", Message: "Field required", Type: "missing"})
 	}
+	// segmentio's decoder, which decodes as encoding/json does at a
+	// fraction of its CPU, takes what decodes; anything it refuses is
+	// decoded again from scratch by encoding/json, whose errors the
+	// answer words.
+	if rest, err := fastjson.Parse(raw, dst, fastjson.DisallowUnknownFields); err == nil && len(bytes.TrimSpace(rest)) == 0 {
+		return nil
+	}
+	reflect.ValueOf(dst).Elem().SetZero()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

@@ -204,16 +204,29 @@ func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, 
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, `+outcomeRecorded+`
-		WHERE id IN (?) AND lease_owner = ? AND state = ?`,
-		jobs.StateCompleted, micros(now), bun.List(ids), worker, jobs.StateRunning,
-	).Exec(ctx)
+	var err error
+	if r.dialect == Postgres {
+		// One prepared statement whatever the number of ids (see newByIDs).
+		var rows *sql.Rows
+		if rows, err = r.prepared(ctx, completeJobsPostgres, string(jobs.StateCompleted), micros(now), jsonList(ids), worker, string(jobs.StateRunning)); err == nil {
+			err = rows.Close()
+		}
+	} else {
+		_, err = r.write.NewRaw(
+			`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, `+outcomeRecorded+`
+			WHERE id IN (?) AND lease_owner = ? AND state = ?`,
+			jobs.StateCompleted, micros(now), bun.List(ids), worker, jobs.StateRunning,
+		).Exec(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("complete jobs: %w", err)
 	}
 	return nil
 }
+
+// completeJobsPostgres is CompleteJobs on Postgres, the ids a JSON list.
+const completeJobsPostgres = `UPDATE jobs SET state = $1, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, ` + outcomeRecorded + `
+	WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($3::jsonb)::bigint)) AND lease_owner = $4 AND state = $5`
 
 // RetryJob schedules the next attempt of a job worker holds.
 func (r JobQueue) RetryJob(ctx context.Context, worker string, id int64, runAt time.Time, lastErr string) error {

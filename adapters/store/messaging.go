@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -419,8 +418,7 @@ func (r MessagingStore) MessagesToDeliver(ctx context.Context, ids []string) ([]
 		return nil, nil
 	}
 	var rows []deliverableRow
-	err := r.read.NewRaw(messagesToDeliverQuery, bun.List(ids)).Scan(ctx, &rows)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := r.selectByIDs(ctx, &rows, messagesToDeliverQuery, ids); err != nil {
 		return nil, translate(err, "message")
 	}
 	out := make([]appmessaging.Deliverable, len(rows))
@@ -500,10 +498,10 @@ var messageDetailsQueries = map[Dialect]string{Postgres: messageDetailsQuery(Pos
 
 // messagesToDeliverQuery reads messages with their thread's type and their
 // sending number (MessagesToDeliver).
-var messagesToDeliverQuery = "SELECT " + columnsOf(messageColumns, "m", "") + ", t.type AS thread_type, " + columnsOf(numberColumns, "n", "n_") + `
+var messagesToDeliverQuery = newByIDs("SELECT " + columnsOf(messageColumns, "m", "") + ", t.type AS thread_type, " + columnsOf(numberColumns, "n", "n_") + `
 	FROM messages m JOIN threads t ON t.id = m.thread_id AND t.account_id = m.account_id
 	LEFT JOIN numbers n ON n.service = m.service AND n.number = m.from_address
-	WHERE m.id IN (?)`
+	WHERE m.id IN (?)`)
 
 // MessageDetails reads a message of an account, its thread and the
 // thread's participants in one query.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"strings"
 	"sync"
 
 	"github.com/uptrace/bun"
@@ -92,4 +94,38 @@ func (r *Conn) prepared(ctx context.Context, query string, args ...any) (*sql.Ro
 		}
 	}
 	return rows, err
+}
+
+// byIDs is a read of the rows whose ids are in a set, the set its one
+// parameter, as each dialect runs it (selectByIDs).
+type byIDs struct{ postgres, sqlite string }
+
+// newByIDs makes a read by ids of query, whose one parameter is the set,
+// written "IN (?)". On Postgres the set is one JSON parameter of a
+// prepared statement, so that the text, and the plan, are the same
+// whatever the number of ids; a list written into the text was planned
+// again at every batch, and a lone id cost more to plan than to read.
+func newByIDs(query string) byIDs {
+	if strings.Count(query, "?") != 1 || !strings.Contains(query, "IN (?)") {
+		panic("newByIDs: the query's one parameter must be written IN (?): " + query)
+	}
+	return byIDs{
+		postgres: strings.Replace(query, "IN (?)", "= ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))", 1),
+		sqlite:   query,
+	}
+}
+
+// selectByIDs runs q for ids and scans every row into dest, a pointer to
+// a slice of models; ids without a row are left out.
+func (r *Conn) selectByIDs(ctx context.Context, dest any, q byIDs, ids []string) error {
+	var err error
+	if r.dialect == Postgres {
+		err = r.selectAll(ctx, dest, q.postgres, jsonList(ids))
+	} else {
+		err = r.read.NewRaw(q.sqlite, bun.List(ids)).Scan(ctx, dest)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return err
 }

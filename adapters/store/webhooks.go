@@ -354,7 +354,7 @@ func (r WebhookStore) DeliveriesToSend(ctx context.Context, ids []string) ([]web
 		return nil, nil
 	}
 	var rows []sendableRow
-	if err := r.read.NewRaw(deliveriesToSendQuery, bun.List(ids)).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := r.selectByIDs(ctx, &rows, deliveriesToSendQuery, ids); err != nil {
 		return nil, translate(err, "delivery")
 	}
 	out := make([]webhooks.Sendable, len(rows))
@@ -367,12 +367,12 @@ func (r WebhookStore) DeliveriesToSend(ctx context.Context, ids []string) ([]web
 // deliveriesToSendQuery reads deliveries with their payload, their
 // account's endpoint (w_ columns) and whether an earlier delivery of their
 // thread is still untried.
-var deliveriesToSendQuery = "SELECT " + webhookDeliveryColumns + ", " + columnsOf(webhookEndpointColumns, "w", "w_") + `,
+var deliveriesToSendQuery = newByIDs("SELECT " + webhookDeliveryColumns + ", " + columnsOf(webhookEndpointColumns, "w", "w_") + `,
 	EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = d.account_id AND p.thread_id = d.thread_id
 		AND p.seq < d.seq AND p.status = 'pending' AND p.attempts = 0) AS earlier
 	FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
 	LEFT JOIN webhook_endpoints w ON w.account_id = d.account_id
-	WHERE d.id IN (?)`
+	WHERE d.id IN (?)`)
 
 func (row sendableRow) sendable() webhooks.Sendable {
 	out := webhooks.Sendable{Delivery: row.webhookDeliveryRow.domain(), EarlierUntried: row.Earlier, Found: row.EndpointAccount.Valid}
@@ -513,7 +513,7 @@ func (r WebhookStore) updateDeliveriesQuery(ds []webhook.Delivery, prefix, suffi
 // WebhookEndpoints reads the endpoints of the accounts ids that have one.
 func (r WebhookStore) WebhookEndpoints(ctx context.Context, ids []string) ([]webhooks.Record, error) {
 	var rows []webhookEndpointRow
-	if err := r.read.NewRaw("SELECT "+webhookEndpointColumns+" FROM webhook_endpoints WHERE account_id IN (?)", bun.List(ids)).Scan(ctx, &rows); err != nil {
+	if err := r.selectByIDs(ctx, &rows, webhookEndpointsQuery, ids); err != nil {
 		return nil, translate(err, "webhook")
 	}
 	out := make([]webhooks.Record, len(rows))
@@ -522,6 +522,10 @@ func (r WebhookStore) WebhookEndpoints(ctx context.Context, ids []string) ([]web
 	}
 	return out, nil
 }
+
+// webhookEndpointsQuery reads the endpoints of a set of accounts
+// (WebhookEndpoints): every shared commit that records events asks it.
+var webhookEndpointsQuery = newByIDs("SELECT " + webhookEndpointColumns + " FROM webhook_endpoints WHERE account_id IN (?)")
 
 // InsertEvent appends to the account's event log.
 func (r WebhookStore) InsertEvent(ctx context.Context, e event.Event) error {

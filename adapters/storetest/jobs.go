@@ -230,6 +230,33 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		require.Equal(t, 1, rescued)
 	})
 
+	// Completing a batch completes the jobs the worker holds and leaves
+	// the others' alone.
+	t.Run("CompleteJobsCompletesOnlyTheWorkersLeases", func(t *testing.T) {
+		t.Parallel()
+		q := open(t)
+		ctx := context.Background()
+		lease := []jobs.Lease{{Kind: "k", Until: at.Add(time.Minute)}}
+		mine1, mine2, theirs := enqueue(t, q, "k"), enqueue(t, q, "k"), enqueue(t, q, "k")
+		claimed, err := q.ClaimJobs(ctx, "w1", lease, 2, at, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []int64{mine1, mine2}, ids(claimed))
+		claimed, err = q.ClaimJobs(ctx, "w2", lease, 2, at, jobs.ClaimFilter{})
+		require.NoError(t, err)
+		require.Equal(t, []int64{theirs}, ids(claimed))
+
+		require.NoError(t, q.CompleteJobs(ctx, "w1", []int64{mine1, theirs, mine2, 1 << 40}, at.Add(time.Second)))
+		renewed, err := q.RenewLeases(ctx, "w1", []int64{mine1, mine2}, lease)
+		require.NoError(t, err)
+		require.Empty(t, renewed, "both of the worker's jobs are completed")
+		renewed, err = q.RenewLeases(ctx, "w2", []int64{theirs}, lease)
+		require.NoError(t, err)
+		require.Equal(t, []int64{theirs}, renewed, "another worker's job still runs")
+		rescued, killed, err := q.RescueJobs(ctx, at.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, 1, rescued+killed, "only the other worker's job had a lease left")
+	})
+
 	t.Run("RenewExtendsTheLeasesTheWorkerHolds", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)

@@ -93,6 +93,17 @@ func TestThreadSubscription(t *testing.T) {
 		require.NotContains(t, res.Contents[0].Text, "elsewhere")
 
 		require.NoError(t, cs.Unsubscribe(t.Context(), &sdk.UnsubscribeParams{URI: uri}))
+		// Notifications of the messages before it may still be on their
+		// way (under load the first message's can come after the
+		// subscription, and the second's after the unsubscription); one
+		// sent from now on would read the subscription gone.
+		for quiet := false; !quiet; {
+			select {
+			case <-updated:
+			case <-time.After(2 * time.Second):
+				quiet = true
+			}
+		}
 		b.inbound(t, b.acme, userA, agentA, "third")
 		select {
 		case got := <-updated:

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -394,14 +393,10 @@ func (r JobQueue) NextJobAt(ctx context.Context, kinds []string) (time.Time, err
 		// A prepared statement whatever the kinds: an idle runner asks
 		// after most claims that come back short, and a statement written
 		// for its kinds took Postgres longer to plan than to run.
-		encoded, err := json.Marshal(kinds)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("next job time: %w", err)
-		}
 		var rows []struct {
 			M sql.NullInt64 `bun:"m"`
 		}
-		if err := r.selectAll(ctx, &rows, nextJobAtPostgres, string(encoded)); err != nil {
+		if err := r.selectAll(ctx, &rows, nextJobAtPostgres, jsonList(kinds)); err != nil {
 			return time.Time{}, fmt.Errorf("next job time: %w", err)
 		}
 		if len(rows) == 1 {

@@ -202,9 +202,9 @@ func openPostgres(rawURL string, maxConns int, opts Options) (*DB, error) {
 	if _, set := params["jit"]; !set {
 		params["jit"] = "off"
 	}
-	// A prepared statement (the hot reads, the job claim, the shared
-	// commits) is planned once per connection, for any values, unless the
-	// URL sets plan_cache_mode. Their texts are written for that plan: the
+	// A prepared statement (the hot reads, the reads by a set of ids, the
+	// job claim and completions) is planned once per connection, for any
+	// values, unless the URL sets plan_cache_mode. Their texts are written for that plan: the
 	// states a partial index covers are literals, and limits that shape a
 	// plan are in the text. Postgres's default plans each of the first
 	// five executions on a connection for its values, and goes on doing

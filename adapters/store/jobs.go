@@ -205,14 +205,15 @@ func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, 
 	}
 	var err error
 	if r.dialect == Postgres {
-		// One prepared statement whatever the number of ids (see newByIDs).
+		// One prepared statement whatever the number of ids (see
+		// newByIDs), on the read pool, which on Postgres is the writer.
 		var rows *sql.Rows
 		if rows, err = r.prepared(ctx, completeJobsPostgres, string(jobs.StateCompleted), micros(now), jsonList(ids), worker, string(jobs.StateRunning)); err == nil {
 			err = rows.Close()
 		}
 	} else {
 		_, err = r.write.NewRaw(
-			`UPDATE jobs SET state = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, `+outcomeRecorded+`
+			`UPDATE jobs SET state = ?, finished_at = ?, `+leaseReleased+`
 			WHERE id IN (?) AND lease_owner = ? AND state = ?`,
 			jobs.StateCompleted, micros(now), bun.List(ids), worker, jobs.StateRunning,
 		).Exec(ctx)
@@ -223,8 +224,12 @@ func (r JobQueue) CompleteJobs(ctx context.Context, worker string, ids []int64, 
 	return nil
 }
 
+// leaseReleased is what a job its worker finished (completed or dead) no
+// longer holds.
+const leaseReleased = "lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, " + outcomeRecorded
+
 // completeJobsPostgres is CompleteJobs on Postgres, the ids a JSON list.
-const completeJobsPostgres = `UPDATE jobs SET state = $1, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, ` + outcomeRecorded + `
+const completeJobsPostgres = `UPDATE jobs SET state = $1, finished_at = $2, ` + leaseReleased + `
 	WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($3::jsonb)::bigint)) AND lease_owner = $4 AND state = $5`
 
 // RetryJob schedules the next attempt of a job worker holds.
@@ -278,7 +283,7 @@ func (r JobQueue) ReleaseJobs(ctx context.Context, worker string, ids []int64) e
 // KillJob marks a job worker holds dead, keeping its last error.
 func (r JobQueue) KillJob(ctx context.Context, worker string, id int64, now time.Time, lastErr string) error {
 	_, err := r.write.NewRaw(
-		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = NULL, unique_key = NULL, `+outcomeRecorded+`
+		`UPDATE jobs SET state = ?, finished_at = ?, last_error = ?, `+leaseReleased+`
 		WHERE id = ? AND lease_owner = ? AND state = ?`,
 		jobs.StateDead, micros(now), truncateError(lastErr), id, worker, jobs.StateRunning,
 	).Exec(ctx)
@@ -388,7 +393,6 @@ func (r JobQueue) NextJobAt(ctx context.Context, kinds []string) (time.Time, err
 	if len(kinds) == 0 {
 		return time.Time{}, nil
 	}
-	var next sql.NullInt64
 	if r.dialect == Postgres {
 		// A prepared statement whatever the kinds: an idle runner asks
 		// after most claims that come back short, and a statement written
@@ -399,11 +403,12 @@ func (r JobQueue) NextJobAt(ctx context.Context, kinds []string) (time.Time, err
 		if err := r.selectAll(ctx, &rows, nextJobAtPostgres, jsonList(kinds)); err != nil {
 			return time.Time{}, fmt.Errorf("next job time: %w", err)
 		}
-		if len(rows) == 1 {
-			next = rows[0].M
+		if len(rows) != 1 {
+			return time.Time{}, nil
 		}
-		return microsOrZero(next), nil
+		return microsOrZero(rows[0].M), nil
 	}
+	var next sql.NullInt64
 	var q strings.Builder
 	args := make([]any, len(kinds))
 	q.WriteString(`SELECT MIN(m) FROM (`)

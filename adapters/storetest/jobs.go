@@ -58,9 +58,6 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 
 	// Workers claiming at once never share a job, and together they
 	// claim every job.
-	// An account's summary counts its own jobs only, each in its one
-	// state: due, scheduled, running, retrying (and due or scheduled),
-	// dead; completed jobs are gone from it.
 	// The next job time is the earliest run time of the kinds' pending
 	// jobs, due or not; running jobs and other kinds do not count.
 	t.Run("NextJobAtIsTheKindsEarliestPendingJob", func(t *testing.T) {
@@ -90,6 +87,9 @@ func Jobs(t *testing.T, open func(t *testing.T) JobQueue) {
 		require.True(t, next().IsZero(), "no kinds")
 	})
 
+	// An account's summary counts its own jobs only, each in its one
+	// state: due, scheduled, running, retrying (and due or scheduled),
+	// dead; completed jobs are gone from it.
 	t.Run("AccountJobStats", func(t *testing.T) {
 		t.Parallel()
 		q := open(t)

@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"reflect"
 	"testing"
@@ -54,4 +55,4 @@ func FuzzDecodeJSON(f *testing.F) {
 	})
 }
 
-var errExtraData = json.Unmarshal([]byte(`{} {}`), new(struct{}))
+var errExtraData = errors.New("extra data after the object")

@@ -40,13 +40,21 @@ RACE := -race -gcflags='modernc.org/...=-race=false'
 # binary, built here once before them, rather than building three copies
 # side by side (tests/e2ebinary).
 E2E_BIN := bin/switchboard-e2e
+# go test starts packages in the order they are named: the slowest go
+# first, so that the longest (./tests, two and a half minutes) does not
+# start last and run alone at the end.
+SLOW_PACKAGES := ./tests ./tests/browser ./adapters/store ./application/cron ./adapters/edge/mcp ./adapters/edge/rest ./tests/graphql
+# Three test binaries at once: most of their time is spent waiting on
+# Postgres, servers and sockets, so two (one per CPU, the default) left
+# the CPUs a third idle.
+TEST_PACKAGES_AT_ONCE ?= 3
 # Four tests at once per package: most tests wait on a database or a
 # socket, so one per CPU (the default) leaves CPUs idle, while eight
 # overload two CPUs with the end-to-end packages' servers and fail timing
 # tests for no gain in time (measured in bench/RESULTS.md).
 test:
 	$(GO) build -ldflags '-X main.version=v0.0.0-e2e' -o $(E2E_BIN) ./cmd/switchboard
-	SWITCHBOARD_TEST_BINARY=$(abspath $(E2E_BIN)) $(WITH_PG) $(GO) test $(RACE) -count=1 -parallel 4 -timeout 20m ./...
+	SWITCHBOARD_TEST_BINARY=$(abspath $(E2E_BIN)) $(WITH_PG) $(GO) test $(RACE) -count=1 -p $(TEST_PACKAGES_AT_ONCE) -parallel 4 -timeout 20m $(SLOW_PACKAGES) ./...
 
 ## fuzz: each fuzz target in turn for $(FUZZTIME) (FUZZTIME=30s make fuzz); a crasher is saved in its package's testdata/fuzz
 # Every parser of untrusted input has a fuzz target, listed here as

@@ -171,7 +171,7 @@ func addressList(p *failure.Problems, value any, field, name string) ([]string, 
 // time, is built only for one.
 func valueProblem(v string) (typ, message string) {
 	switch {
-	case strings.ContainsAny(v, "\r\n"):
+	case hasLineBreak(v):
 		return "header_injection", "header values must not contain line breaks (CR or LF)"
 	case hasControl(v):
 		return "value_error", "header values must not contain control characters"
@@ -184,7 +184,7 @@ func valueProblem(v string) (typ, message string) {
 // CheckLine refuses a line break or control character in a single-line
 // field such as the subject or an address.
 func CheckLine(p *failure.Problems, v string, path ...any) bool {
-	if strings.ContainsAny(v, "\r\n") {
+	if hasLineBreak(v) {
 		p.Add("header_injection", "must not contain line breaks (CR or LF)", path...)
 		return false
 	}
@@ -195,6 +195,13 @@ func CheckLine(p *failure.Problems, v string, path ...any) bool {
 	return true
 }
 
+// hasLineBreak reports whether s holds a CR or an LF.
+func hasLineBreak(s string) bool {
+	return strings.IndexByte(s, '\r') >= 0 || strings.IndexByte(s, '\n') >= 0
+}
+
+// hasControl reports whether s holds a control character other than a
+// tab (CR and LF included).
 func hasControl(s string) bool {
 	for _, r := range s {
 		if (r < 0x20 && r != '\t') || r == 0x7f {

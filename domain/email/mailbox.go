@@ -19,7 +19,7 @@ const MaxDisplayName = 200
 // characters.
 func ParseMailbox(s string) (Mailbox, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || hasControl(s) || strings.ContainsAny(s, "\r\n") {
+	if s == "" || hasControl(s) {
 		return Mailbox{}, errAddress
 	}
 	if a, err := ParseAddress(s); err == nil {
@@ -36,7 +36,7 @@ func ParseMailbox(s string) (Mailbox, error) {
 // ParseMailbox reads each ("Doe, Jane" <jane@example.org>, bob@example.org).
 func ParseMailboxList(s string) ([]Mailbox, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || hasControl(s) || strings.ContainsAny(s, "\r\n") {
+	if s == "" || hasControl(s) {
 		return nil, errAddress
 	}
 	list, err := mail.ParseAddressList(s)
@@ -61,7 +61,7 @@ func checkedMailbox(parsed *mail.Address) (Mailbox, error) {
 		return Mailbox{}, errAddress
 	}
 	name := strings.TrimSpace(parsed.Name)
-	if hasControl(name) || strings.ContainsAny(name, "\r\n") || utf8.RuneCountInString(name) > MaxDisplayName {
+	if hasControl(name) || utf8.RuneCountInString(name) > MaxDisplayName {
 		return Mailbox{}, errAddress
 	}
 	return Mailbox{Name: name, Address: a.String()}, nil

@@ -98,18 +98,42 @@ func (s InboxStore) Spooled(ctx context.Context, id string) (email.Spooled, erro
 }
 
 // ThreadByMessageIDs is the thread of the account's newest email whose
-// Message-ID is one of ids, on emails_message_id_idx.
+// Message-ID is one of ids: an inbound email on
+// emails_inbound_message_id_idx, an outbound one by the id its Message-ID
+// names (sentByMessageID).
 func (s InboxStore) ThreadByMessageIDs(ctx context.Context, accountID string, ids []string) (string, error) {
 	if len(ids) == 0 {
 		return "", nil
 	}
+	q := "SELECT thread_id, created_at, id FROM emails WHERE account_id = ? AND direction = 'inbound' AND message_id IN (?) AND thread_id <> ''"
+	args := []any{accountID, bun.List(ids)}
+	if sent, sentArgs, ok := sentByMessageID("thread_id, created_at, id", accountID, ids); ok {
+		q += " UNION ALL " + sent + " AND thread_id <> ''"
+		args = append(args, sentArgs...)
+	}
 	var thread string
-	err := s.read.NewRaw("SELECT thread_id FROM emails WHERE account_id = ? AND message_id IN (?) AND thread_id <> '' ORDER BY created_at DESC, id DESC LIMIT 1",
-		accountID, bun.List(ids)).Scan(ctx, &thread)
+	err := s.read.NewRaw("SELECT thread_id FROM ("+q+") AS linked ORDER BY created_at DESC, id DESC LIMIT 1", args...).Scan(ctx, &thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	return thread, translate(err, "email")
+}
+
+// sentByMessageID selects columns of the account's outbound emails whose
+// Message-ID is one of ids, by the email ids those Message-IDs name
+// (email.SentMessageID), on the primary key; false when none names one.
+func sentByMessageID(columns, accountID string, ids []string) (string, []any, bool) {
+	var emailIDs []string
+	for _, id := range ids {
+		if emailID, ok := email.SentEmailID(id); ok {
+			emailIDs = append(emailIDs, emailID)
+		}
+	}
+	if len(emailIDs) == 0 {
+		return "", nil, false
+	}
+	return "SELECT " + columns + " FROM emails WHERE id IN (?) AND account_id = ? AND direction = 'outbound' AND message_id IN (?)",
+		[]any{bun.List(emailIDs), accountID, bun.List(ids)}, true
 }
 
 // ThreadBySubject is the thread of the mailbox's newest email since since
@@ -127,15 +151,14 @@ func (s InboxStore) ThreadBySubject(ctx context.Context, accountID, mailbox, cor
 }
 
 // SentEmail is the account's newest outbound email with one of the
-// Message-IDs ids, on emails_message_id_idx.
+// Message-IDs ids (see sentByMessageID).
 func (s InboxStore) SentEmail(ctx context.Context, accountID string, ids []string) (email.Email, bool, error) {
-	if len(ids) == 0 {
+	q, args, ok := sentByMessageID(emailColumns, accountID, ids)
+	if !ok {
 		return email.Email{}, false, nil
 	}
 	var rows []emailRow
-	err := s.read.NewRaw("SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND message_id IN (?) AND direction = 'outbound' ORDER BY created_at DESC, id DESC LIMIT 1",
-		accountID, bun.List(ids)).Scan(ctx, &rows)
-	if err != nil || len(rows) == 0 {
+	if err := s.read.NewRaw(q+" ORDER BY created_at DESC, id DESC LIMIT 1", args...).Scan(ctx, &rows); err != nil || len(rows) == 0 {
 		return email.Email{}, false, translate(err, "email")
 	}
 	e, err := rows[0].domain()
@@ -168,12 +191,20 @@ func (s InboxStore) MailboxEmails(ctx context.Context, accountID, mailbox string
 	return s.readEmails(ctx, q, append(args, limit)...)
 }
 
-// ThreadEmails reads a thread's emails, oldest first, on
-// emails_thread_idx.
+// ThreadEmails reads a thread's emails, oldest first: its first email by
+// the id the thread's id names (email.ThreadStarterID), the others on
+// emails_joined_thread_idx, whose condition the second part repeats.
 func (s InboxStore) ThreadEmails(ctx context.Context, accountID, threadID string, limit int) ([]email.Email, error) {
-	return s.readEmails(ctx, "SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND thread_id = ? ORDER BY created_at, id LIMIT ?",
-		accountID, threadID, limit)
+	return s.readEmails(ctx, "SELECT "+emailColumns+" FROM emails WHERE id = ? AND account_id = ? AND thread_id = ?"+
+		" UNION ALL SELECT "+emailColumns+" FROM emails WHERE account_id = ? AND thread_id = ? AND "+joinsThread+
+		" ORDER BY created_at, id LIMIT ?",
+		email.ThreadStarterID(threadID), accountID, threadID, accountID, threadID, limit)
 }
+
+// joinsThread holds for an email that joined a thread it did not start
+// (email.StartedThreadID in SQL): the condition of
+// emails_joined_thread_idx, written as its migration writes it.
+const joinsThread = "thread_id <> 'eth_' || substr(id, 5)"
 
 // readEmails reads the emails of the query q, whose columns are
 // emailColumns.

@@ -206,6 +206,7 @@ func TestEmailContract(t *testing.T) {
 				db := dbtest.Open(t, dialect)
 				return storetest.EmailStores{
 					Email:     db.EmailStore(),
+					Inbox:     db.InboxStore(),
 					Committer: db,
 					Accounts:  db.AccountStore(),
 				}

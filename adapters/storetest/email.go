@@ -26,6 +26,7 @@ import (
 // port to create owners.
 type EmailStores struct {
 	Email     appemail.Store
+	Inbox     appemail.Inbox
 	Committer writes.Committer
 	Accounts  accounts.Store
 }
@@ -39,12 +40,12 @@ func (s EmailStores) insert(t *testing.T, e email.Email) {
 func newEmail(accountID string) email.Email {
 	id := ident.New(ident.Email)
 	return email.Email{
-		ID: id, AccountID: accountID, Direction: email.Outbound, Mailbox: "agent@mail.example.com", ThreadID: "eth_" + id[4:],
+		ID: id, AccountID: accountID, Direction: email.Outbound, Mailbox: "agent@mail.example.com", ThreadID: email.StartedThreadID(id),
 		From: "agent@mail.example.com", To: "user@example.org", InReplyTo: "<x@example.org>", References: []string{"<root@example.org>", "<x@example.org>"},
 		Cc: []string{"cc1@example.org", "cc2@example.org"}, Bcc: []string{"hidden@example.org"}, ReplyTo: []string{"replies@example.com"},
 		Subject: "Grüße", Body: "<p>Hello</p>", HTML: true,
 		Headers:       []email.Header{{Name: "In-Reply-To", Value: "<x@example.org>"}, {Name: "X-Campaign", Value: "spring"}},
-		AttachmentURI: "https://files.example.com/report.pdf", MessageID: "<" + id + "@mail.example.com>",
+		AttachmentURI: "https://files.example.com/report.pdf", MessageID: email.SentMessageID(id, "mail.example.com"),
 		Status: email.Queued, CreatedAt: at, UpdatedAt: at,
 	}
 }
@@ -252,5 +253,90 @@ func Email(t *testing.T, open func(t *testing.T) EmailStores) {
 		require.NoError(t, s.Committer.Commit(ctx, send))
 		_, err = s.Email.Repos().EmailByID(ctx, e.ID)
 		require.NoError(t, err)
+	})
+
+	t.Run("ThreadsAreFoundByMessageIDAndReadFromTheirFirstEmail", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		a, b := owner(t, s, "A"), owner(t, s, "B")
+		received := func(accountID, messageID, thread string, second int) email.Email {
+			e := newEmail(accountID)
+			e.Direction, e.MessageID, e.CreatedAt = email.Inbound, messageID, at.Add(time.Duration(second)*time.Second)
+			if thread != "" {
+				e.ThreadID = thread
+			}
+			return e
+		}
+		// A sent email starts a thread; a reply to it and our answer join it.
+		first := newEmail(a.ID)
+		thread := first.ThreadID
+		reply := received(a.ID, "<reply@example.org>", thread, 1)
+		answer := newEmail(a.ID)
+		answer.ThreadID, answer.CreatedAt = thread, at.Add(2*time.Second)
+		// Another thread, started by a received email; another account's
+		// email with the reply's Message-ID, in a thread of its own.
+		other := received(a.ID, "<other@example.org>", "", 3)
+		elsewhere := received(b.ID, "<reply@example.org>", "", 4)
+		later := newEmail(a.ID)
+		later.CreatedAt = at.Add(4 * time.Second)
+		for _, e := range []email.Email{first, reply, answer, other, elsewhere, later} {
+			s.insert(t, e)
+		}
+
+		threadOf := func(accountID string, ids ...string) string {
+			t.Helper()
+			got, err := s.Inbox.ThreadByMessageIDs(ctx, accountID, ids)
+			require.NoError(t, err)
+			return got
+		}
+		require.Equal(t, thread, threadOf(a.ID, first.MessageID), "a sent email, by its own Message-ID")
+		require.Equal(t, thread, threadOf(a.ID, "<reply@example.org>"), "a received email")
+		require.Equal(t, other.ThreadID, threadOf(a.ID, "<nobody@example.org>", other.MessageID, answer.MessageID), "the newest of those named")
+		require.Equal(t, later.ThreadID, threadOf(a.ID, other.MessageID, later.MessageID), "the newest of those named")
+		require.Equal(t, other.ThreadID, threadOf(a.ID, other.MessageID))
+		require.Equal(t, elsewhere.ThreadID, threadOf(b.ID, "<reply@example.org>"), "each account its own")
+		require.Empty(t, threadOf(b.ID, first.MessageID), "another account's sent email")
+		require.Empty(t, threadOf(a.ID, email.SentMessageID(ident.New(ident.Email), "mail.example.com")), "an email that never was")
+		require.Empty(t, threadOf(a.ID))
+
+		list := func(accountID, thread string, limit int) []string {
+			t.Helper()
+			got, err := s.Inbox.ThreadEmails(ctx, accountID, thread, limit)
+			require.NoError(t, err)
+			var ids []string
+			for _, e := range got {
+				ids = append(ids, e.ID)
+			}
+			return ids
+		}
+		require.Equal(t, []string{first.ID, reply.ID, answer.ID}, list(a.ID, thread, 10), "its first email, then the others, oldest first")
+		require.Equal(t, []string{first.ID, reply.ID}, list(a.ID, thread, 2))
+		require.Equal(t, []string{other.ID}, list(a.ID, other.ThreadID, 10), "a thread of one received email")
+		require.Empty(t, list(b.ID, thread, 10), "another account's thread")
+
+		sent := func(accountID string, ids ...string) (string, bool) {
+			t.Helper()
+			e, found, err := s.Inbox.SentEmail(ctx, accountID, ids)
+			require.NoError(t, err)
+			return e.ID, found
+		}
+		got, found := sent(a.ID, first.MessageID, answer.MessageID)
+		require.True(t, found)
+		require.Equal(t, answer.ID, got, "the newest sent email named")
+		_, found = sent(a.ID, "<reply@example.org>")
+		require.False(t, found, "a received email is not a sent one")
+		_, found = sent(b.ID, first.MessageID)
+		require.False(t, found, "another account's sent email")
+
+		// A received email that claims a sent email's Message-ID joins the
+		// lookups by Message-ID as the newest, and is never taken for the
+		// sent email.
+		forged := received(a.ID, first.MessageID, "", 5)
+		s.insert(t, forged)
+		require.Equal(t, forged.ThreadID, threadOf(a.ID, first.MessageID))
+		got, found = sent(a.ID, first.MessageID)
+		require.True(t, found)
+		require.Equal(t, first.ID, got)
 	})
 }

@@ -243,18 +243,13 @@ func (s *Service) threadOf(ctx context.Context, tx InboxReads, e email.Email) (s
 			return t, err
 		}
 	}
-	return newThreadID(e.ID), nil
+	return email.StartedThreadID(e.ID), nil
 }
 
 // attachmentID is the id of the i-th attachment of the email emailID: in
 // the email's order, and the same on every attempt.
 func attachmentID(emailID string, i int) string {
 	return fmt.Sprintf("%s_%s%04d", ident.Attachment, strings.TrimPrefix(emailID, ident.Email+"_"), i)
-}
-
-// newThreadID is the id of the thread an email starts.
-func newThreadID(emailID string) string {
-	return ident.EmailThread + "_" + strings.TrimPrefix(emailID, ident.Email+"_")
 }
 
 // cut shortens s to at most n bytes, on a rune boundary.

@@ -42,7 +42,10 @@ type Inbox interface {
 	Attachment(ctx context.Context, accountID, emailID, id string) (email.Attachment, error)
 }
 
-// InboxReads are the reads that decide where a received email goes.
+// InboxReads are the reads that decide where a received email goes. An
+// outbound email's Message-ID is email.SentMessageID of its id, and a
+// thread's id is email.StartedThreadID of its first email's id (as Send
+// and Receive write them): the stores may find both by those ids.
 type InboxReads interface {
 	// ThreadByMessageIDs is the thread of the account's newest email
 	// whose Message-ID is one of ids; "" when there is none.

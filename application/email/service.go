@@ -262,7 +262,7 @@ func (s *Service) send(ctx context.Context, in SendInput, thread string) (email.
 		ID: id, AccountID: in.AccountID, From: addr.Address(), FromName: from.Name, To: to[0].Address,
 		Cc: headers.Cc, Bcc: headers.Bcc, ReplyTo: headers.ReplyTo,
 		Subject: subject, Body: in.Body, HTML: email.LooksLikeHTML(in.Body), Headers: headers.Extra,
-		AttachmentURI: in.AttachmentURI, MessageID: "<" + id + "@" + addr.Domain + ">",
+		AttachmentURI: in.AttachmentURI, MessageID: email.SentMessageID(id, addr.Domain),
 		Status: email.Queued, CreatedAt: now, UpdatedAt: now,
 	}
 	if len(to) > 1 || to[0].Name != "" {
@@ -305,7 +305,7 @@ func (s *Service) sentThread(ctx context.Context, e email.Email) (string, error)
 			return t, err
 		}
 	}
-	return newThreadID(e.ID), nil
+	return email.StartedThreadID(e.ID), nil
 }
 
 // headerValue is the value of the extra header name, or "".

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/domain/email"
 	"github.com/switchboard-dev/switchboard/domain/failure"
+	"github.com/switchboard-dev/switchboard/domain/ident"
 )
 
 func TestNormalizeLocalPart(t *testing.T) {
@@ -195,4 +196,22 @@ func TestParseMailbox(t *testing.T) {
 	again, err := email.ParseMailboxList(email.FormatList([]email.Mailbox{{Name: "Zoë \"Z\" Ünver", Address: "zoe@example.com"}}))
 	require.NoError(t, err)
 	require.Equal(t, "Zoë \"Z\" Ünver", again[0].Name, "a formatted list reads back")
+}
+
+// A sent email's Message-ID names its id, and a thread's id its first
+// email's id; anything else names no email.
+func TestIDsNamedByMessageIDsAndThreads(t *testing.T) {
+	id := ident.New(ident.Email)
+	got, ok := email.SentEmailID(email.SentMessageID(id, "mail.example.com"))
+	require.True(t, ok)
+	require.Equal(t, id, got)
+	require.Equal(t, id, email.ThreadStarterID(email.StartedThreadID(id)))
+	require.True(t, ident.Valid(ident.EmailThread, email.StartedThreadID(id)))
+	for _, other := range []string{
+		"", "<>", "<@mail.example.com>", id + "@mail.example.com", "<" + id + ">", "<" + id + "@mail.example.com",
+		"<eml_@mail.example.com>", "<eml_ABC@mail.example.com>", "<msg_abc@mail.example.com>", "<CAB12@mail.gmail.com>",
+	} {
+		_, ok := email.SentEmailID(other)
+		require.False(t, ok, "%q names no email", other)
+	}
 }

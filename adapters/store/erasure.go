@@ -589,7 +589,11 @@ func eraseStatements(es []writes.Erasure) []rawStatement {
 		for i, id := range t.JobIDs {
 			jobs[i] = id
 		}
-		inAny("UPDATE jobs SET state = 'cancelled', finished_at = ?, unique_key = NULL WHERE state IN ('available', 'retryable') AND id IN (?)", jobs, micros(e.Record.At))
+		// A job in flight is ended too: its worker's outcome (a retry, a
+		// death, a completion) is written only while it holds the lease,
+		// so nothing of that attempt, its error quoting the person
+		// included, is written back.
+		inAny("UPDATE jobs SET state = 'cancelled', finished_at = ?, unique_key = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE state IN ('available', 'retryable', 'running') AND id IN (?)", jobs, micros(e.Record.At))
 		inAny("UPDATE jobs SET last_error = NULL WHERE id IN (?)", jobs)
 		in("UPDATE idempotency_responses SET status_code = 410, body = ? WHERE account_id = ? AND key IN (?)", t.IdempotencyKeys, []byte(erasedAnswer), acc)
 		counts, _ := json.Marshal(sortedCounts(e.Record.Counts))

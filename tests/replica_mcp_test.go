@@ -344,10 +344,18 @@ func TestMCPSessionAcrossReplicasBehindHAProxy(t *testing.T) {
 	seq := rec.requests()
 	t.Logf("requests so far: %v", seq)
 	require.GreaterOrEqual(t, len(seq), 6)
+	// HAProxy takes turns, so the session moves from replica to replica;
+	// when two replicas sit out a health check at once, two requests in a
+	// row go to the third, so the moves are counted rather than required
+	// at every request.
+	moves := 0
 	for i, s := range seq {
 		require.NotEmpty(t, s.replica)
-		require.True(t, i == 0 || s.replica != seq[i-1].replica, "requests %d and %d of the session went to %s both: %v", i-1, i, s.replica, seq)
+		if i > 0 && s.replica != seq[i-1].replica {
+			moves++
+		}
 	}
+	require.GreaterOrEqual(t, moves, len(names), "the session moved between replicas: %v", seq)
 	require.Equal(t, names, served(), "every replica served the session")
 
 	// A subscription made on one replica; the update comes through the

@@ -593,7 +593,7 @@ func eraseStatements(es []writes.Erasure) []rawStatement {
 		// death, a completion) is written only while it holds the lease,
 		// so nothing of that attempt, its error quoting the person
 		// included, is written back.
-		inAny("UPDATE jobs SET state = 'cancelled', finished_at = ?, unique_key = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE state IN ('available', 'retryable', 'running') AND id IN (?)", jobs, micros(e.Record.At))
+		inAny("UPDATE jobs SET state = 'cancelled', finished_at = ?, "+leaseReleased+" WHERE state IN ('available', 'retryable', 'running') AND id IN (?)", jobs, micros(e.Record.At))
 		inAny("UPDATE jobs SET last_error = NULL WHERE id IN (?)", jobs)
 		in("UPDATE idempotency_responses SET status_code = 410, body = ? WHERE account_id = ? AND key IN (?)", t.IdempotencyKeys, []byte(erasedAnswer), acc)
 		counts, _ := json.Marshal(sortedCounts(e.Record.Counts))
